@@ -1,0 +1,33 @@
+# flexjob developer commands. `make test` and `make run` work on a fresh machine.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: venv test lint typecheck unit run proto clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+lint: $(STAMP)
+	$(BIN)/ruff check flexjob tests benchmarks examples
+	$(BIN)/ruff format --check flexjob tests benchmarks examples
+
+typecheck: $(STAMP)
+	$(BIN)/mypy flexjob
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+test: lint typecheck unit
+
+run: $(STAMP)
+	$(BIN)/python -m flexjob --version
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

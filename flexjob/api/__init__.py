@@ -1,0 +1,73 @@
+"""The job model: ElasticJob, ReplicaSpec, ScalePlan, ResourcePlan, enums, defaults, validation,
+readers of other job formats and CRD generation.
+
+No I/O: nothing here touches processes, Kubernetes or the network.
+"""
+
+from flexjob.api.enums import (
+    WORKER_LIKE,
+    CleanPodPolicy,
+    DistributionStrategy,
+    JobPhase,
+    JobPriority,
+    OptimizeMode,
+    ReplicaPhase,
+    ReplicaType,
+    RestartPolicy,
+    ScalePlanPhase,
+)
+from flexjob.api.job import (
+    BatchSpec,
+    DatasetSpec,
+    ElasticJob,
+    ElasticJobSpec,
+    ElasticJobStatus,
+    JobCondition,
+    ReplicaSpec,
+    ReplicaStatus,
+    ResourceSpec,
+)
+from flexjob.api.meta import ObjectMeta
+from flexjob.api.pod import Container, EnvVar, PodSpec, PodTemplateSpec, ResourceRequirements
+from flexjob.api.scaleplan import (
+    PodRef,
+    ReplicaResourceSpec,
+    ResourcePlan,
+    ScalePlan,
+    ScalePlanSpec,
+    ScalePlanStatus,
+)
+
+__all__ = [
+    "WORKER_LIKE",
+    "BatchSpec",
+    "CleanPodPolicy",
+    "Container",
+    "DatasetSpec",
+    "DistributionStrategy",
+    "ElasticJob",
+    "ElasticJobSpec",
+    "ElasticJobStatus",
+    "EnvVar",
+    "JobCondition",
+    "JobPhase",
+    "JobPriority",
+    "ObjectMeta",
+    "OptimizeMode",
+    "PodRef",
+    "PodSpec",
+    "PodTemplateSpec",
+    "ReplicaPhase",
+    "ReplicaResourceSpec",
+    "ReplicaSpec",
+    "ReplicaStatus",
+    "ReplicaType",
+    "ResourcePlan",
+    "ResourceRequirements",
+    "ResourceSpec",
+    "RestartPolicy",
+    "ScalePlan",
+    "ScalePlanPhase",
+    "ScalePlanSpec",
+    "ScalePlanStatus",
+]

@@ -1,0 +1,97 @@
+"""The closed sets of the job model: replica types, policies, modes and phases.
+
+Each is a ``str`` enum whose values are exactly what appears in YAML. Transitions between
+phases are decided in ``flexjob.core.reconcile``, not here.
+"""
+
+from enum import StrEnum
+
+
+class ReplicaType(StrEnum):
+    """A role in a job. The DI-engine roles sit beside the TensorFlow/PyTorch ones."""
+
+    MASTER = "master"
+    WORKER = "worker"
+    PS = "ps"
+    CHIEF = "chief"
+    EVALUATOR = "evaluator"
+    LEARNER = "learner"
+    COLLECTOR = "collector"
+    COORDINATOR = "coordinator"
+    AGGREGATOR = "aggregator"
+
+
+#: Replica types that do the training work; a job needs at least one of them.
+WORKER_LIKE: frozenset[ReplicaType] = frozenset(
+    {ReplicaType.WORKER, ReplicaType.CHIEF, ReplicaType.LEARNER, ReplicaType.COLLECTOR}
+)
+
+
+class RestartPolicy(StrEnum):
+    NEVER = "Never"
+    ON_FAILURE = "OnFailure"
+    ALWAYS = "Always"
+    EXIT_CODE = "ExitCode"
+
+
+class CleanPodPolicy(StrEnum):
+    """What is deleted when a job finishes: replicas still running, all, or none."""
+
+    RUNNING = "Running"
+    ALL = "All"
+    NONE = "None"
+
+
+class DistributionStrategy(StrEnum):
+    ALLREDUCE = "AllreduceStrategy"
+    PARAMETER_SERVER = "ParameterServerStrategy"
+    CUSTOM = "Custom"
+
+
+class JobPriority(StrEnum):
+    NORMAL = "normal"
+    HIGH = "high"
+
+
+class OptimizeMode(StrEnum):
+    MANUAL = "manual"
+    SINGLE_JOB = "single-job"
+    CLUSTER = "cluster"
+
+
+class JobPhase(StrEnum):
+    """Job phases (DI Orchestrator v2).
+
+    Pending → Starting → Running → Succeeded | Failed; Running ⇄ Restarting (a replica failed
+    with restarts left) and Running ⇄ Rescheduling (replica count or allocation changed).
+    """
+
+    PENDING = "Pending"
+    STARTING = "Starting"
+    RUNNING = "Running"
+    RESTARTING = "Restarting"
+    RESCHEDULING = "Rescheduling"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    UNKNOWN = "Unknown"
+
+    @property
+    def finished(self) -> bool:
+        return self in (JobPhase.SUCCEEDED, JobPhase.FAILED)
+
+
+class ReplicaPhase(StrEnum):
+    """The observed phase of one replica (a pod or a process)."""
+
+    PENDING = "Pending"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    UNKNOWN = "Unknown"
+
+
+class ScalePlanPhase(StrEnum):
+    PENDING = "Pending"
+    EXECUTING = "Executing"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"

@@ -1,0 +1,1 @@
+"""The Brain service: database schema, stats store, optimize processor and algorithm executor."""

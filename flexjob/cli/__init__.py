@@ -1,0 +1,1 @@
+"""The flexjob command line."""

@@ -1,0 +1,41 @@
+"""The ``flexjob`` command: one Typer app; each command group lives in its own module.
+
+Each module listed in ``COMMAND_MODULES`` exposes ``register(app)``. Modules import heavy
+dependencies (torch, kopf, grpc) inside their command functions so that ``flexjob --help``
+stays fast.
+"""
+
+import importlib
+
+import typer
+
+from flexjob import __version__
+
+app = typer.Typer(
+    name="flexjob",
+    help="Elastic distributed deep-learning training: run, submit and manage elastic jobs.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+COMMAND_MODULES: tuple[str, ...] = ()
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"flexjob {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """flexjob runs training jobs whose workers can die, join and leave while training goes on."""
+
+
+for _name in COMMAND_MODULES:
+    importlib.import_module(f"flexjob.cli.{_name}").register(app)

@@ -1,0 +1,3 @@
+"""The decisions as plain code: reconcile, shard manager, rendezvous, batch plan, allocation
+policies, resource planner. No I/O; time and randomness are injected.
+"""

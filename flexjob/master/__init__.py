@@ -1,0 +1,3 @@
+"""The per-job training master process: wires the core pieces (shards, rendezvous, batch plan) to
+the RPC server, stats and scaling.
+"""

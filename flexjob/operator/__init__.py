@@ -1,0 +1,3 @@
+"""Drivers of core.reconcile: the in-process loop for the local platform and kopf handlers plus
+admission webhooks for Kubernetes.
+"""

@@ -1,0 +1,3 @@
+"""The master's wire protocol: typed protobuf messages over one gRPC service, plus client and
+server glue. Never pickles.
+"""

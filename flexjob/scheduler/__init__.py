@@ -1,0 +1,3 @@
+"""The Allocator that runs core.policies over a cluster model, and the discrete-time cluster
+simulator.
+"""
