@@ -19,7 +19,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-COMMAND_MODULES: tuple[str, ...] = ("simulate_cmd",)
+COMMAND_MODULES: tuple[str, ...] = ("spec_cmds", "manifests_app", "simulate_cmd", "server_cmd")
 
 
 def _version(value: bool) -> None:

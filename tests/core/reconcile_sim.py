@@ -113,8 +113,8 @@ class Sim:
     def settle(self, rounds: int = 6) -> None:
         """Reconcile until no non-event actions are left, marking new replicas Running."""
         for _ in range(rounds):
-            acts = [a for a in self.step() if not isinstance(a, RecordEvent)]
             self.run_all()
+            acts = [a for a in self.step() if not isinstance(a, RecordEvent)]
             if not acts:
                 return
         raise AssertionError("did not settle")
