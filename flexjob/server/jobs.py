@@ -11,13 +11,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from flexjob.api import WORKER_LIKE, ElasticJob, ElasticJobStatus, ReplicaType
+from flexjob.api import ElasticJob, ElasticJobStatus, ReplicaType
 from flexjob.platform.api import NotFoundError as PlatformNotFound
 from flexjob.platform.api import Platform, Replica
+from flexjob.scheduler.jobview import elastic_type
 from flexjob.server.errors import BadRequestError, ConflictError, NotFoundError
-
-#: The replica type a bare ``{"replicas": n}`` scales, first present wins.
-SCALABLE_ORDER = (ReplicaType.WORKER, ReplicaType.LEARNER, ReplicaType.COLLECTOR, ReplicaType.PS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,12 +109,9 @@ def scalable_type(job: ElasticJob, requested: ReplicaType | None) -> ReplicaType
                 f"allowed: {allowed}"
             )
         return requested
-    for rtype in SCALABLE_ORDER:
-        if rtype in types:
-            return rtype
-    worker_like = [t for t in types if t in WORKER_LIKE]
-    if worker_like or types:
-        return (worker_like or types)[0]
+    found = elastic_type(job)
+    if found is not None:
+        return found
     raise ConflictError(f"job {job.namespace}/{job.name} has no replicas that can be scaled")
 
 
