@@ -19,7 +19,13 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-COMMAND_MODULES: tuple[str, ...] = ("spec_cmds", "manifests_app", "simulate_cmd", "server_cmd")
+COMMAND_MODULES: tuple[str, ...] = (
+    "spec_cmds",
+    "manifests_app",
+    "job_cmds",
+    "simulate_cmd",
+    "server_cmd",
+)
 
 
 def _version(value: bool) -> None:

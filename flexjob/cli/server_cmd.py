@@ -5,12 +5,7 @@ Listens on 127.0.0.1 by default; any other address needs a bearer token (``--tok
 ``/openapi.json``.
 """
 
-from typing import TYPE_CHECKING, cast
-
 import typer
-
-if TYPE_CHECKING:
-    from flexjob.platform.api import Platform
 
 ENV_TOKEN = "FLEXJOB_SERVER_TOKEN"
 
@@ -37,10 +32,11 @@ def _server(
 
     import uvicorn
 
+    from flexjob.platform.registry import open_platform
     from flexjob.server.app import create_app
 
     try:
-        backend = _open_platform(platform)
+        backend = open_platform(platform)
     except ValueError as exc:
         typer.echo(f"error: --platform: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -48,25 +44,6 @@ def _server(
         uvicorn.run(create_app(backend, token), host=host, port=port, log_level=log_level)
     finally:
         backend.close()
-
-
-def _open_platform(kind: str | None) -> "Platform":
-    try:
-        from flexjob.platform.registry import open_platform
-    except ImportError:  # older trees without the registry: local only, or kubernetes by module
-        import os
-
-        kind = kind or os.environ.get("FLEXJOB_PLATFORM") or "local"
-        if kind == "local":
-            from flexjob.platform.local import LocalPlatform
-
-            return LocalPlatform()
-        if kind == "kubernetes":
-            from flexjob.platform.kubernetes import KubernetesPlatform
-
-            return cast("Platform", KubernetesPlatform())
-        raise ValueError(f"platform {kind!r} is not one of local, kubernetes") from None
-    return cast("Platform", open_platform(kind))
 
 
 def register(app: typer.Typer) -> None:
