@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "job_cmds",
     "simulate_cmd",
     "server_cmd",
+    "allocator_cmd",
 )
 
 

@@ -25,3 +25,20 @@ def test_a_class_that_is_not_a_policy_is_refused() -> None:
 
 def test_available_policies_include_the_builtins() -> None:
     assert {"static", "pack", "goodput"} <= set(available_policies())
+
+
+class _EntryPoint:
+    name = "mine"
+
+    def load(self) -> type:
+        return StaticPolicy
+
+
+def test_a_policy_registered_as_an_entry_point_loads_by_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from flexjob.scheduler import registry
+
+    monkeypatch.setattr(registry, "entry_points", lambda group: [_EntryPoint()])
+    assert isinstance(load_policy("mine"), StaticPolicy)
+    assert "mine" in available_policies()
