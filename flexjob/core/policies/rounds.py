@@ -10,7 +10,7 @@ on what the non-preemptible ones leave; a policy answer that breaks the contract
 import logging
 from collections.abc import Mapping, Sequence
 
-from flexjob.core.policies.api import Allocations, JobInfo, NodeInfo, Policy, PolicyError
+from flexjob.core.policies.api import Allocations, JobInfo, NodeInfo, Policy
 from flexjob.core.policies.placement import FreeMap, check_allocations
 
 log = logging.getLogger(__name__)
@@ -30,8 +30,9 @@ def schedule_round(
 ) -> Allocations:
     """New allocations for ``jobs``; ``nodes`` are free of all of ``jobs`` (not of others).
 
-    With ``optimize=False`` only jobs without an allocation are placed; running ones keep theirs.
-    Raises ``PolicyError`` when the policy overcommits a node or breaks a job's bounds.
+    With ``optimize=False`` only jobs without an allocation are placed; running ones keep theirs
+    (unless their nodes are gone or shrank: then they are placed afresh). Raises
+    ``PolicyError`` when the policy overcommits a node or breaks a job's bounds.
     """
     free = FreeMap(nodes)
     result: Allocations = {}
@@ -41,11 +42,12 @@ def schedule_round(
     keep = [job for job in (fixed if optimize else jobs) if previous.get(job.id)]
     for job in keep:
         kept = list(previous[job.id])
-        if not free.fits(kept, job.resources):
-            raise PolicyError(f"previous allocation of {job.id!r} no longer fits its nodes")
-        free.take(kept, job.resources)
-        result[job.id] = kept
-    new = [job for job in jobs if job.id not in result and (not optimize or not job.preemptible)]
+        if free.fits(kept, job.resources):  # else (a node left or shrank): placed afresh below
+            free.take(kept, job.resources)
+            result[job.id] = kept
+        else:
+            log.info("previous allocation of %s no longer fits its nodes; re-placing it", job.id)
+    new = [j for j in jobs if j.id not in result and (not optimize or not j.preemptible)]
     for job in sorted(new, key=lambda j: (-j.age, j.id)):
         allocation = list(policy.allocate(job, _nodes_of(free)))
         _check_one(job, free, allocation)

@@ -142,3 +142,11 @@ def test_free_map_fits_counts_replicas_per_node() -> None:
     free = FreeMap(_cluster(1, 2))
     assert free.fits(["n0", "n0"], GPU)
     assert not free.fits(["n0", "n0", "n0"], GPU)
+
+
+def test_a_job_whose_node_left_is_placed_afresh() -> None:
+    job = _job("a", 2, preemptible=False)
+    got = schedule_round(
+        StaticPolicy(), [job], _cluster(2), {"a": ["gone", "gone"]}, optimize=False
+    )
+    assert got["a"] == ["n0", "n0"]
