@@ -150,3 +150,33 @@ def test_a_job_whose_node_left_is_placed_afresh() -> None:
         StaticPolicy(), [job], _cluster(2), {"a": ["gone", "gone"]}, optimize=False
     )
     assert got["a"] == ["n0", "n0"]
+
+
+@pytest.mark.parametrize("name", sorted(BUILTIN_POLICIES))
+@settings(max_examples=30, deadline=None)
+@given(nodes=node_lists, jobs=job_lists(), data=st.data())
+def test_over_many_rounds_fixed_jobs_stay_put_and_nodes_are_never_overcommitted(
+    name: str, nodes: list[NodeInfo], jobs: list[JobInfo], data: st.DataObject
+) -> None:
+    policy: Policy = BUILTIN_POLICIES[name]()
+    current: dict[str, list[str]] = {}
+    placed_fixed: dict[str, list[str]] = {}
+    active: list[JobInfo] = []
+    for job in jobs:  # one arrival per round, a random job may finish, optimize at random
+        active.append(job)
+        if data.draw(st.booleans(), label="finish one"):
+            gone = active.pop(data.draw(st.integers(0, len(active) - 1), label="which"))
+            current.pop(gone.id, None)
+            placed_fixed.pop(gone.id, None)
+        optimize = data.draw(st.booleans(), label="optimize")
+        current = {
+            k: v
+            for k, v in schedule_round(policy, active, nodes, current, optimize=optimize).items()
+            if v
+        }
+        check_allocations(active, nodes, current)
+        for job in active:
+            if not job.preemptible and job.id in placed_fixed:
+                assert current[job.id] == placed_fixed[job.id]
+            elif not job.preemptible and job.id in current:
+                placed_fixed[job.id] = current[job.id]
