@@ -6,8 +6,10 @@ from its profilings), run ``core.policies.schedule_round`` (new jobs placed with
 every ``period`` seconds preemptible jobs re-planned with ``optimize``), and write what changed.
 ``status.allocation[type]`` lists one node per replica, index-aligned with the replica index;
 the operator places replica ``i`` on that node (Kubernetes: node selector; local: a label).
-Non-preemptible jobs keep their replica count and, once placed, their nodes — unless their
-count was changed by hand, which places them afresh. A preemptible job the policy leaves out
+Non-preemptible jobs keep their replica count and, once placed, their nodes. A job whose
+``status.replicas`` was changed by hand (the server) no longer matches its allocation and is
+placed afresh: requested-size policies honour the new count; ``goodput`` takes it as the job's
+ask and still sizes preemptible jobs by speedup. A preemptible job the policy leaves out
 (no room) keeps its replicas but loses its placement, so the cluster's own scheduler queues it.
 
 Not for: deciding (policies), creating replicas (operator) or node discovery (``NodeSource``).
@@ -100,9 +102,9 @@ class Allocator:
                 infos.append(info)
                 by_key[info.id] = job
         previous = self._current(jobs)
-        for info in infos:  # a hand-resized fixed job is placed afresh
+        for info in infos:  # a job resized by hand (server, CLI) is a new request: place afresh
             placed = previous.get(info.id)
-            if placed and not info.preemptible and len(placed) != info.replicas:
+            if placed and len(placed) != info.replicas:
                 del previous[info.id]
         optimize = (
             self._last_optimize is None

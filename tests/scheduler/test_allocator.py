@@ -116,3 +116,16 @@ def test_the_local_operator_places_each_replica_on_its_allocated_node(tmp_path: 
         loop.run()
     finally:
         platform.close()
+
+
+def test_a_job_resized_by_hand_is_placed_afresh_with_its_new_count() -> None:
+    platform = MemoryPlatform()
+    platform.create_job(_job("a", 2, preemptible=True))
+    allocator = Allocator(platform, StaticPolicy(), _nodes())
+    allocator.step()
+    job = platform.get_job("default", "a")
+    assert job.status is not None
+    job.status.replicas[W] = 5
+    platform.patch_job_status("default", "a", job.status)
+    allocator.step()
+    assert len(_allocation(platform, "a")) == 5
