@@ -13,7 +13,12 @@ import typer
 
 def _simulate(
     ctx: typer.Context,
-    trace: Path | None = typer.Option(None, "--trace", help="CSV trace (see docs for columns)."),
+    trace: Path | None = typer.Option(
+        None,
+        "--trace",
+        help="CSV trace: id,submit_time,work[,replicas,min_replicas,max_replicas,...] "
+        "(all columns: flexjob.scheduler.trace).",
+    ),
     policy: list[str] = typer.Option(
         ["static", "goodput"], "--policy", help="Policy name, entry point or module:Class."
     ),
