@@ -74,9 +74,9 @@ def to_native(raw: Any, companions: list[dict[str, Any]] | None = None) -> dict[
         return dict(raw)
     reader = find_reader(raw.get("apiVersion"), raw.get("kind"))
     assert reader is not None  # validate() found it
-    native, _ = convert(reader, dict(raw), companions)
-    assert native is not None
-    return native
+    converted, _ = convert(reader, dict(raw), companions)
+    assert converted is not None
+    return converted.native
 
 
 def job_from_dict(raw: Any, companions: list[dict[str, Any]] | None = None) -> ElasticJob:

@@ -40,10 +40,10 @@ def validate(raw: Any, companions: list[dict[str, Any]] | None = None) -> list[P
     reader = find_reader(api_version, kind)
     if reader is None:
         return _unknown_format(api_version, kind)
-    native, problems = convert(reader, dict(raw), companions)
-    if native is None:
+    converted, problems = convert(reader, dict(raw), companions)
+    if converted is None:
         return problems
-    return problems + _validate_native(native, ElasticJob)
+    return converted.to_source(_validate_native(converted.native, ElasticJob))
 
 
 def is_dns1123_label(name: str) -> bool:
