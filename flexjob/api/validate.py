@@ -7,13 +7,14 @@ and enum errors come from the pydantic models; the cross-field rules live here. 
 function backs the validating admission webhook. No I/O.
 """
 
+import difflib
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from flexjob.api.enums import WORKER_LIKE
+from flexjob.api.enums import WORKER_LIKE, ReplicaType
 from flexjob.api.job import ElasticJob
 from flexjob.api.model_errors import problems_from
 from flexjob.api.names import API_VERSION, KIND_JOB, KIND_SCALE_PLAN
@@ -23,6 +24,7 @@ from flexjob.api.scaleplan import ScalePlan
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _JOB_ARG_KEY = re.compile(r"^[a-z0-9_]+$")
+_REPLICA_TYPES = frozenset(str(t) for t in ReplicaType)
 _NATIVE: dict[str, type[BaseModel]] = {KIND_JOB: ElasticJob, KIND_SCALE_PLAN: ScalePlan}
 
 
@@ -58,7 +60,8 @@ def _unknown_format(api_version: Any, kind: Any) -> list[Problem]:
         return [Problem("kind", kind, one_of(kind, kinds))]
     versions = [API_VERSION] if kind in _NATIVE else []
     versions += [v for r in READERS if r.kind == kind for v in r.api_versions]
-    return [Problem("apiVersion", api_version, f"{one_of(api_version, versions)} for {kind}")]
+    message = f"for kind {kind}: {one_of(api_version, versions)}"
+    return [Problem("apiVersion", api_version, message)]
 
 
 def _validate_native(raw: dict[str, Any], model: type[BaseModel]) -> list[Problem]:
@@ -122,7 +125,7 @@ def _check_job_spec(spec: Mapping[str, Any]) -> list[Problem]:
                 )
             )
         for rtype, rspec in replica_specs.items():
-            if isinstance(rspec, Mapping):
+            if isinstance(rspec, Mapping) and rtype in _REPLICA_TYPES:
                 problems += _check_replica_spec(f"spec.replicaSpecs.{rtype}", rspec)
     limits = spec.get("resourceLimits")
     if isinstance(limits, Mapping):
@@ -168,7 +171,8 @@ def _check_pod_template(path: str, template: Mapping[str, Any]) -> list[Problem]
     containers = pod.get("containers", MISSING)
     cpath = f"{path}.spec.containers"
     if containers is MISSING or containers == []:
-        return [Problem(cpath, containers, "a replica needs at least one container")]
+        hint = _misspelled(pod, "containers")
+        return [Problem(cpath, containers, f"a replica needs at least one container{hint}")]
     if not isinstance(containers, list):
         return []
     problems: list[Problem] = []
@@ -178,7 +182,8 @@ def _check_pod_template(path: str, template: Mapping[str, Any]) -> list[Problem]
         ipath = join_path(cpath, i)
         image = container.get("image", MISSING)
         if image is MISSING or image is None or (isinstance(image, str) and not image.strip()):
-            problems.append(Problem(f"{ipath}.image", image, "a container needs an image"))
+            hint = _misspelled(container, "image")
+            problems.append(Problem(f"{ipath}.image", image, f"a container needs an image{hint}"))
         resources = container.get("resources", {})
         if isinstance(resources, Mapping):
             for part in ("requests", "limits"):
@@ -186,6 +191,13 @@ def _check_pod_template(path: str, template: Mapping[str, Any]) -> list[Problem]
                 if isinstance(values, Mapping):
                     problems += _check_quantities(f"{ipath}.resources.{part}", values)
     return problems
+
+
+def _misspelled(obj: Mapping[str, Any], wanted: str) -> str:
+    """``"; is 'imagee' a misspelling of 'image'?"`` when a key of ``obj`` is close."""
+    keys = [k for k in obj if isinstance(k, str) and k != wanted]
+    close = difflib.get_close_matches(wanted, keys, n=1, cutoff=0.7)
+    return f"; is {close[0]!r} a misspelling of {wanted!r}?" if close else ""
 
 
 def _check_quantities(path: str, values: Mapping[str, Any]) -> list[Problem]:
