@@ -256,3 +256,36 @@ def test_to_wire_leaves_out_empty_defaults() -> None:
         "ports" not in wire["spec"]["replicaSpecs"]["worker"]["template"]["spec"]["containers"][0]
     )
     assert ElasticJob.model_validate(wire) == load_job(EXAMPLES / "elasticjob.yaml")
+
+
+def _values(node: Any) -> set[str]:
+    """Every scalar of a document, as text."""
+    if isinstance(node, dict):
+        return {s for v in node.values() for s in _values(v)}
+    if isinstance(node, list):
+        return {s for v in node for s in _values(v)}
+    return {str(node)}
+
+
+def _keys(node: Any) -> set[str]:
+    if isinstance(node, dict):
+        return set(map(str, node)) | {s for v in node.values() for s in _keys(v)}
+    if isinstance(node, list):
+        return {s for v in node for s in _keys(v)}
+    return set()
+
+
+@pytest.mark.parametrize("path", JOB_EXAMPLES, ids=lambda p: p.name)
+def test_conversion_keeps_every_value_of_the_source(path: Path) -> None:
+    docs = list(yaml.safe_load_all(path.read_text()))
+    source = set().union(*(_values({k: v for k, v in d.items() if k != "kind"}) for d in docs))
+    wire = load_job(path).to_wire()
+    job_args = {f"--{k} {v}" for k, v in wire["spec"].get("jobArgs", {}).items()}
+    # a value may become a key (a DI task type names its replica spec)
+    lost = source - _values(wire) - _keys(wire) - job_args
+    assert lost <= {docs[0]["apiVersion"]}, lost
+
+
+def test_missing_file_is_a_problem_not_yaml(tmp_path: Path) -> None:
+    (message,) = _problems(str(tmp_path / "job.yaml"))
+    assert message.startswith(f"cannot read {tmp_path / 'job.yaml'}")
