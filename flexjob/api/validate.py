@@ -2,7 +2,7 @@
 and what is allowed.
 
 ``validate(raw)`` accepts a native ``ElasticJob`` or ``ScalePlan`` dict, or any format a reader
-in ``api.readers`` knows (then the reader's problems come first, in that format's paths). Type
+in ``api.readers`` knows (its problems are then named in that format's own paths). Type
 and enum errors come from the pydantic models; the cross-field rules live here. The same
 function backs the validating admission webhook. No I/O.
 """
@@ -20,6 +20,7 @@ from flexjob.api.model_errors import problems_from
 from flexjob.api.names import API_VERSION, KIND_JOB, KIND_SCALE_PLAN
 from flexjob.api.problems import MISSING, Problem, join_path, one_of
 from flexjob.api.quantity import parse_quantity
+from flexjob.api.readers import READERS, convert, find_reader
 from flexjob.api.scaleplan import ScalePlan
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -32,8 +33,6 @@ def validate(raw: Any, companions: list[dict[str, Any]] | None = None) -> list[P
     """Every problem of the document ``raw`` (a parsed YAML/JSON object); ``[]`` when valid.
 
     ``companions`` are the other documents of the same file (a DI v1 ``AggregatorConfig``)."""
-    from flexjob.api.readers import convert, find_reader  # readers import this module's peers
-
     if not isinstance(raw, Mapping):
         return [Problem("", raw, f"a job spec is a mapping, got {type(raw).__name__}")]
     api_version, kind = raw.get("apiVersion", MISSING), raw.get("kind", MISSING)
@@ -53,8 +52,6 @@ def is_dns1123_label(name: str) -> bool:
 
 
 def _unknown_format(api_version: Any, kind: Any) -> list[Problem]:
-    from flexjob.api.readers import READERS
-
     kinds = sorted({KIND_JOB, KIND_SCALE_PLAN} | {r.kind for r in READERS})
     if kind not in kinds:
         return [Problem("kind", kind, one_of(kind, kinds))]
