@@ -10,6 +10,7 @@ function backs the validating admission webhook. No I/O.
 import difflib
 import re
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -102,7 +103,16 @@ def _check_name(path: str, name: Any) -> Iterator[Problem]:
 def _check_metadata(meta: Any) -> list[Problem]:
     if not isinstance(meta, Mapping):
         return [Problem("metadata", meta if meta is not None else MISSING, "metadata is required")]
-    problems = list(_check_name("metadata.name", meta.get("name", MISSING)))
+    name = meta.get("name", MISSING)
+    prefix = meta.get("generateName")
+    if name in (MISSING, "") and isinstance(prefix, str) and prefix:
+        # the API server appends 5 random characters to generateName
+        problems = [
+            replace(p, value=prefix, message=f"a name from it: {p.message}")
+            for p in _check_name("metadata.generateName", prefix + "x")
+        ]
+    else:
+        problems = list(_check_name("metadata.name", name))
     if "namespace" in meta:
         problems += _check_name("metadata.namespace", meta["namespace"])
     return problems

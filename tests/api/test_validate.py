@@ -294,3 +294,13 @@ def test_unknown_kind_lists_the_known_kinds() -> None:
 def test_unknown_replica_type_is_not_checked_further() -> None:
     doc = edited(set_("spec.replicaSpecs.wrker", {}))
     assert [p.path for p in validate(doc)] == ["spec.replicaSpecs.wrker"]
+
+
+def test_generate_name_stands_in_for_a_name() -> None:
+    doc = edited(drop("metadata.name"), set_("metadata.generateName", "mnist-"))
+    assert validate(doc) == []
+
+
+def test_bad_generate_name_is_reported() -> None:
+    doc = edited(drop("metadata.name"), set_("metadata.generateName", "MNIST-"))
+    assert [p.path for p in validate(doc)] == ["metadata.generateName"]
