@@ -10,7 +10,6 @@ function backs the validating admission webhook. No I/O.
 import difflib
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import replace
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -107,10 +106,16 @@ def _check_metadata(meta: Any) -> list[Problem]:
     prefix = meta.get("generateName")
     if name in (MISSING, "") and isinstance(prefix, str) and prefix:
         # the API server appends 5 random characters to generateName
-        problems = [
-            replace(p, value=prefix, message=f"a name from it: {p.message}")
-            for p in _check_name("metadata.generateName", prefix + "x")
-        ]
+        problems = []
+        if not is_dns1123_label(prefix + "x" * 5):
+            problems.append(
+                Problem(
+                    "metadata.generateName",
+                    prefix,
+                    f"{prefix!r} does not start a DNS-1123 label (lower-case letters, digits "
+                    "and '-', starting with a letter or digit, at most 58 characters)",
+                )
+            )
     else:
         problems = list(_check_name("metadata.name", name))
     if "namespace" in meta:
