@@ -164,9 +164,15 @@ class K8sEmulator(kmock.KubernetesScaffold):
             status, body = self._serve(request, kind, namespace, name, subresource)
         except StoreError as error:
             return aiohttp.web.json_response(_status_body(error), status=error.status)
+        await self.notify()
+        if isinstance(body, str):
+            return aiohttp.web.Response(text=body, status=status)
+        return aiohttp.web.json_response(body, status=status)
+
+    async def notify(self) -> None:
+        """Wake the watches after the store was changed directly (not over HTTP)."""
         async with self._changed:
             self._changed.notify_all()
-        return aiohttp.web.json_response(body, status=status)
 
     def _serve(
         self,
@@ -175,7 +181,7 @@ class K8sEmulator(kmock.KubernetesScaffold):
         namespace: str | None,
         name: str | None,
         subresource: str,
-    ) -> tuple[int, Body]:
+    ) -> tuple[int, Body | str]:
         store, method, params = self.store, request.method, request.params
         content_type = request.headers.get("Content-Type", "application/json")
         if name is None and method == "GET":
@@ -192,6 +198,9 @@ class K8sEmulator(kmock.KubernetesScaffold):
             meta = [body["metadata"] for body in doomed]
             deleted = [store.delete(kind, m.get("namespace"), m["name"]) for m in meta]
             return 200, self._list_body(kind, deleted)
+        if name is not None and method == "GET" and subresource == "log":
+            store.get(kind, namespace, name)
+            return 200, store.logs.get((namespace or "", name), "")
         if name is not None and method == "GET":
             return 200, store.get(kind, namespace, name)
         if name is not None and method == "PUT":

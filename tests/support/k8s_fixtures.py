@@ -6,7 +6,8 @@ call the client through ``asyncio.to_thread`` (see ``in_thread``).
 """
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, TypeVar
 
 import kmock
@@ -49,3 +50,53 @@ def k8s_client(k8s_emulator: K8sEmulator) -> kubernetes.client.ApiClient:
 async def in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Run a blocking client call off the event loop that serves the emulator."""
     return await asyncio.to_thread(fn, *args, **kwargs)
+
+
+class EmulatorThread:
+    """The emulator on its own event loop in a daemon thread, for synchronous callers.
+
+    ``with EmulatorThread() as emulator:`` serves until the block ends; ``base_url`` is where.
+    """
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.emulator: K8sEmulator | None = None
+        self._ready = threading.Event()
+        self._stop: asyncio.Event | None = None
+        self._thread = threading.Thread(
+            target=self.loop.run_until_complete, args=(self._serve(),), daemon=True
+        )
+
+    async def _serve(self) -> None:
+        self._stop = asyncio.Event()
+        async with K8sEmulator() as emulator, kmock.Server(emulator):
+            emulator.declare(ELASTICJOBS)
+            emulator.declare(SCALEPLANS)
+            self.emulator = emulator
+            self._ready.set()
+            await self._stop.wait()
+
+    def __enter__(self) -> K8sEmulator:
+        self._thread.start()
+        if not self._ready.wait(10):
+            raise RuntimeError("the Kubernetes emulator did not start")
+        assert self.emulator is not None
+        return self.emulator
+
+    def __exit__(self, *exc_info: object) -> None:
+        assert self._stop is not None
+        self.loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(10)
+        self.loop.close()
+
+    def run(self, coro: Any) -> Any:
+        """Run a coroutine on the emulator's loop (e.g. to touch the store) and wait for it."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(10)
+
+
+@pytest.fixture()
+def k8s_emulator_thread() -> Iterator[EmulatorThread]:
+    """An emulator serving from a background thread, for synchronous tests."""
+    thread = EmulatorThread()
+    with thread:
+        yield thread

@@ -55,7 +55,8 @@ class WatchEvent:
 
 
 def _now() -> str:
-    return datetime.datetime.now(tz=datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # Microseconds (the API server keeps seconds) so that "oldest first" is exact in tests.
+    return datetime.datetime.now(tz=datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _suffix() -> str:
@@ -147,6 +148,8 @@ class ObjectStore:
 
     def __init__(self) -> None:
         self.objects: dict[ObjectKey, Body] = {}
+        #: Container output by (namespace, pod name), served at ``.../pods/NAME/log``.
+        self.logs: dict[tuple[str, str], str] = {}
         self.events: list[WatchEvent] = []
         self.revision = 0
 
@@ -200,6 +203,8 @@ class ObjectStore:
             raise StoreError(409, "AlreadyExists", f'{kind.plural} "{meta["name"]}" already exists')
         body["apiVersion"] = kind.api_version
         body["kind"] = kind.kind
+        if kind.status_subresource and kind.group:
+            body.pop("status", None)  # custom resources take status only through /status
         meta.update(uid=str(uuid.uuid4()), generation=1, creationTimestamp=_now())
         meta.pop("deletionTimestamp", None)
         self._bump(body)
