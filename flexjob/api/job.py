@@ -107,6 +107,9 @@ class ElasticJobStatus(ApiModel):
     start_time: str | None = None
     completion_time: str | None = None
     restart_count: int = 0
+    #: Uids of failed replicas already counted in ``restartCount`` (at most backoffLimit + 1),
+    #: so that seeing the same failure again does not count it twice.
+    restarted_replicas: list[str] = Field(default_factory=list)
     message: str = ""
 
 
