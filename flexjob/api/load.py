@@ -104,6 +104,19 @@ def load_scale_plan(source: Source) -> ScalePlan:
     return ScalePlan.model_validate(native)
 
 
+class _Dumper(yaml.SafeDumper):
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None  # multi-line scripts stay readable
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
 def dump_yaml(data: dict[str, Any]) -> str:
-    """YAML text of a wire dict, keys in model order."""
-    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
+    """YAML text of a wire dict, keys in model order, no anchors."""
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=False)
