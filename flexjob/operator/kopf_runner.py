@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import kopf
+import kubernetes.client
 
 from flexjob.api.names import GROUP
 from flexjob.operator.kopf_admission import register_admission
@@ -21,6 +22,7 @@ from flexjob.operator.kopf_handlers import register_handlers
 from flexjob.operator.reconcile_pass import reconcile_job
 from flexjob.operator.work_queue import JobKey, JobQueue
 from flexjob.platform.api import Platform
+from flexjob.platform.kubernetes.connection import load_configuration
 
 logger = logging.getLogger(__name__)
 
@@ -51,11 +53,14 @@ class WebhookOptions:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class OperatorOptions:
-    """How the operator runs. ``server`` set: talk to that API URL without credentials (tests);
-    unset: kopf's usual login (in-cluster service account or kubeconfig)."""
+    """How the operator runs. ``server`` set: talk to that API URL without credentials (tests,
+    ``kubectl proxy``); unset: the service account in a pod, else the kubeconfig."""
 
     namespaces: tuple[str, ...] = ()
     server: str | None = None
+    kubeconfig: str | None = None
+    context: str | None = None
+    liveness: str | None = None
     workers: int = 4
     resync_interval: float | None = 60.0
     webhooks: WebhookOptions | None = None
@@ -92,20 +97,32 @@ def build_registry(
     register_handlers(registry, platform, queue, options.resync_interval)
     if options.webhooks is not None:
         register_admission(registry)
-    if options.server is not None:
-        server = options.server
 
-        @kopf.on.login(registry=registry)
-        def login(**_: Any) -> kopf.ConnectionInfo:
-            return kopf.ConnectionInfo(server=server, insecure=True)
-
-    else:
-
-        @kopf.on.login(registry=registry)
-        def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
-            return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+    @kopf.on.login(registry=registry)
+    def login(**_: Any) -> kopf.ConnectionInfo:
+        # Reloaded on every (re-)login: rotated service-account tokens are picked up.
+        return connection_info(
+            load_configuration(options.kubeconfig, options.context, options.server)
+        )
 
     return registry
+
+
+def connection_info(configuration: kubernetes.client.Configuration) -> kopf.ConnectionInfo:
+    """kopf's credentials from the client's configuration (token, client cert, CA)."""
+    token = (configuration.api_key or {}).get("authorization") or (configuration.api_key or {}).get(
+        "BearerToken"
+    )
+    scheme, _, value = (token or "").partition(" ")
+    return kopf.ConnectionInfo(
+        server=configuration.host,
+        ca_path=configuration.ssl_ca_cert,
+        insecure=not configuration.verify_ssl,
+        scheme=scheme if value else None,
+        token=value or None,
+        certificate_path=configuration.cert_file,
+        private_key_path=configuration.key_file,
+    )
 
 
 def make_queue(platform: Platform, workers: int, clock: Callable[[], datetime]) -> JobQueue:
@@ -137,6 +154,7 @@ async def run_operator(
             clusterwide=not options.namespaces,
             namespaces=options.namespaces,
             ready_flag=ready,
+            liveness_endpoint=options.liveness,
         )
     finally:
         workers.cancel()

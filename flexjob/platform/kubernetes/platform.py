@@ -14,8 +14,6 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-import kubernetes.client
-import kubernetes.config
 import kubernetes.watch
 from kubernetes.client import ApiClient, CoreV1Api, CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
@@ -43,11 +41,10 @@ from flexjob.platform.api import (
     WatchEventType,
 )
 from flexjob.platform.kubernetes import bodies
+from flexjob.platform.kubernetes.connection import load_configuration
 
 T = TypeVar("T")
-#: The client's config and watch modules carry no type hints.
-_config: Any = kubernetes.config
-_watch: Any = kubernetes.watch
+_watch: Any = kubernetes.watch  # the client's watch module carries no type hints
 Body = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -86,20 +83,10 @@ class KubernetesPlatform:
 
     @classmethod
     def from_config(
-        cls, kubeconfig: str | None = None, context: str | None = None
+        cls, kubeconfig: str | None = None, context: str | None = None, server: str | None = None
     ) -> "KubernetesPlatform":
         """Connect in-cluster (service account) when possible, else through a kubeconfig."""
-        configuration = kubernetes.client.Configuration()
-        if kubeconfig is None and context is None:
-            try:
-                _config.load_incluster_config(client_configuration=configuration)
-                return cls(ApiClient(configuration))
-            except _config.ConfigException:
-                pass
-        _config.load_kube_config(
-            config_file=kubeconfig, context=context, client_configuration=configuration
-        )
-        return cls(ApiClient(configuration))
+        return cls(ApiClient(load_configuration(kubeconfig, context, server)))
 
     # --- plumbing ------------------------------------------------------------------------------
     def _call(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Body:

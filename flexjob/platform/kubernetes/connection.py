@@ -1,0 +1,32 @@
+"""Where the Kubernetes API is and how to authenticate: one ``Configuration`` for everyone.
+
+In a pod the service account is used; elsewhere the kubeconfig (``--kubeconfig``/``--context``
+or ``$KUBECONFIG``). Both the platform's client and kopf's login read the same configuration.
+"""
+
+from typing import Any
+
+import kubernetes.client
+import kubernetes.config
+
+_config: Any = kubernetes.config  # the client's config module carries no type hints
+
+
+def load_configuration(
+    kubeconfig: str | None = None, context: str | None = None, server: str | None = None
+) -> kubernetes.client.Configuration:
+    """``server`` alone: that URL without credentials (a local emulator or ``kubectl proxy``)."""
+    configuration = kubernetes.client.Configuration()
+    if server is not None:
+        configuration.host = server.rstrip("/")
+        return configuration
+    if kubeconfig is None and context is None:
+        try:
+            _config.load_incluster_config(client_configuration=configuration)
+            return configuration
+        except _config.ConfigException:
+            pass
+    _config.load_kube_config(
+        config_file=kubeconfig, context=context, client_configuration=configuration
+    )
+    return configuration
