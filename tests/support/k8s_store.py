@@ -143,11 +143,17 @@ def field_selector_matches(selector: str | None, body: Body) -> bool:
 ObjectKey = tuple[ResourceKind, str | None, str]
 
 
+def _owner_uids(body: Body) -> set[str]:
+    return {ref["uid"] for ref in body["metadata"].get("ownerReferences") or [] if ref.get("uid")}
+
+
 class ObjectStore:
     """Objects by (resource, namespace, name), one global resourceVersion counter, an event log."""
 
     def __init__(self) -> None:
-        self.objects: dict[ObjectKey, Body] = {}
+        #: Objects by resource, then by (namespace, name).
+        self.objects: dict[ResourceKind, dict[tuple[str | None, str], Body]] = {}
+        self._dependents: dict[str, set[ObjectKey]] = {}
         #: Container output by (namespace, pod name), served at ``.../pods/NAME/log``.
         self.logs: dict[tuple[str, str], str] = {}
         self.events: list[WatchEvent] = []
@@ -155,7 +161,7 @@ class ObjectStore:
 
     # -- reading ---------------------------------------------------------------------------
     def get(self, kind: ResourceKind, namespace: str | None, name: str) -> Body:
-        body = self.objects.get((kind, namespace if kind.namespaced else None, name))
+        body = self.objects.get(kind, {}).get((namespace if kind.namespaced else None, name))
         if body is None:
             raise StoreError(404, "NotFound", f'{kind.plural} "{name}" not found')
         return body
@@ -167,20 +173,28 @@ class ObjectStore:
         labels: str | None = None,
         fields: str | None = None,
     ) -> list[Body]:
+        objects = self.objects.get(kind, {})
         return [
-            body
-            for (k, ns, _), body in sorted(
-                self.objects.items(), key=lambda i: (i[0][1] or "", i[0][2])
-            )
-            if k == kind
-            and (namespace is None or ns == namespace)
-            and label_selector_matches(labels, body["metadata"].get("labels") or {})
-            and field_selector_matches(fields, body)
+            objects[ns, name]
+            for ns, name in sorted(objects, key=lambda key: (key[0] or "", key[1]))
+            if (namespace is None or ns == namespace)
+            and label_selector_matches(labels, objects[ns, name]["metadata"].get("labels") or {})
+            and field_selector_matches(fields, objects[ns, name])
         ]
 
     # -- writing ---------------------------------------------------------------------------
     def _record(self, kind: ResourceKind, type_: str, body: Body) -> None:
         self.events.append(WatchEvent(self.revision, kind, type_, copy.deepcopy(body)))
+
+    def _put(self, kind: ResourceKind, body: Body) -> None:
+        meta = body["metadata"]
+        key: ObjectKey = (kind, meta.get("namespace"), meta["name"])
+        old = self.objects.setdefault(kind, {}).get(key[1:])
+        for uid in _owner_uids(old) if old else ():
+            self._dependents.get(uid, set()).discard(key)
+        self.objects[kind][key[1:]] = body
+        for uid in _owner_uids(body):
+            self._dependents.setdefault(uid, set()).add(key)
 
     def _bump(self, body: Body) -> None:
         self.revision += 1
@@ -198,8 +212,7 @@ class ObjectStore:
             if not meta.get("generateName"):
                 raise StoreError(422, "Invalid", "metadata.name or generateName is required")
             meta["name"] = meta["generateName"] + _suffix()
-        key: ObjectKey = (kind, meta.get("namespace"), meta["name"])
-        if key in self.objects:
+        if (meta.get("namespace"), meta["name"]) in self.objects.get(kind, {}):
             raise StoreError(409, "AlreadyExists", f'{kind.plural} "{meta["name"]}" already exists')
         body["apiVersion"] = kind.api_version
         body["kind"] = kind.kind
@@ -208,7 +221,7 @@ class ObjectStore:
         meta.update(uid=str(uuid.uuid4()), generation=1, creationTimestamp=_now())
         meta.pop("deletionTimestamp", None)
         self._bump(body)
-        self.objects[key] = body
+        self._put(kind, body)
         self._record(kind, "ADDED", body)
         return body
 
@@ -268,7 +281,7 @@ class ObjectStore:
         if any(new.get(k) != old.get(k) for k in set(new) | set(old) if k not in unchanged):
             meta["generation"] = int(old["metadata"].get("generation", 1)) + 1
         self._bump(new)
-        self.objects[(kind, meta.get("namespace"), meta["name"])] = new
+        self._put(kind, new)
         self._record(kind, "MODIFIED", new)
         if meta.get("deletionTimestamp") and not meta.get("finalizers"):
             self._remove(kind, new)
@@ -282,7 +295,7 @@ class ObjectStore:
             new = copy.deepcopy(body)
             new["metadata"]["deletionTimestamp"] = _now()
             self._bump(new)
-            self.objects[(kind, new["metadata"].get("namespace"), name)] = new
+            self._put(kind, new)
             self._record(kind, "MODIFIED", new)
             return new
         self._remove(kind, body)
@@ -290,20 +303,15 @@ class ObjectStore:
 
     def _remove(self, kind: ResourceKind, body: Body) -> None:
         meta = body["metadata"]
-        del self.objects[(kind, meta.get("namespace"), meta["name"])]
+        del self.objects[kind][meta.get("namespace"), meta["name"]]
+        for uid in _owner_uids(body):
+            self._dependents.get(uid, set()).discard((kind, meta.get("namespace"), meta["name"]))
         self._bump(body)
         self._record(kind, "DELETED", body)
         self._collect_garbage(meta["uid"])
 
     def _collect_garbage(self, owner_uid: str) -> None:
         """Background cascading deletion: dependents whose ownerReferences name the owner."""
-        dependents = [
-            (kind, ns, name)
-            for (kind, ns, name), body in list(self.objects.items())
-            if any(
-                ref.get("uid") == owner_uid for ref in body["metadata"].get("ownerReferences", [])
-            )
-        ]
-        for kind, ns, name in dependents:
-            if (kind, ns, name) in self.objects:
+        for kind, ns, name in sorted(self._dependents.pop(owner_uid, set()), key=str):
+            if (ns, name) in self.objects.get(kind, {}):
                 self.delete(kind, ns, name)
