@@ -19,7 +19,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-COMMAND_MODULES: tuple[str, ...] = ("spec_cmds", "manifests_app", "operator_cmd")
+COMMAND_MODULES: tuple[str, ...] = ("spec_cmds", "manifests_app", "job_cmds", "operator_cmd")
 
 
 def _version(value: bool) -> None:

@@ -1,15 +1,15 @@
-"""``apply_actions``: carry out what ``core.reconcile`` decided, in order, on a ``Platform``.
+"""Carry out ``core.reconcile``'s actions on a Platform, in order.
 
-Each action is one platform call. Creating what exists and deleting what is gone are not
-errors (a repeated round is harmless). Decides nothing; see ``flexjob.core.reconcile``.
+Shared by every driver (the local loop, the kopf handlers). Creating what exists and deleting
+what is gone are not errors: reconcile may repeat an action before it sees its effect.
 """
 
-import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from typing import Any
 
-from flexjob.api import ScalePlanPhase, ScalePlanStatus
+from flexjob.api import ScalePlanStatus
 from flexjob.core.actions import (
     Action,
     CreateReplica,
@@ -20,39 +20,60 @@ from flexjob.core.actions import (
     RecordEvent,
     UpdateScalePlan,
 )
+from flexjob.core.phases import timestamp
 from flexjob.platform.api import AlreadyExistsError, NotFoundError, Platform
 
-logger = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
 
-def apply_action(platform: Platform, action: Action) -> None:
-    """One action → one platform call."""
-    match action:
-        case CreateService(request=request):
-            with contextlib.suppress(AlreadyExistsError):
-                platform.create_service(request)
-        case CreateReplica(request=request):
-            with contextlib.suppress(AlreadyExistsError):
-                platform.create_replica(request)
-        case DeleteReplica(namespace=namespace, name=name):
-            platform.delete_replica(namespace, name)
-        case DeleteService(namespace=namespace, name=name):
-            platform.delete_service(namespace, name)
-        case RecordEvent(namespace=ns, job=job, reason=reason, message=message, type=type_):
-            platform.record_event(ns, job, reason, message, type_)
-        case UpdateScalePlan(namespace=namespace, name=name, phase=phase, message=message):
-            finished = phase in (ScalePlanPhase.SUCCEEDED, ScalePlanPhase.FAILED)
-            stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if finished else None
-            status = ScalePlanStatus(phase=phase, message=message, finish_time=stamp)
-            with contextlib.suppress(NotFoundError):
-                platform.patch_scale_plan_status(namespace, name, status)
-        case DeleteJob(namespace=namespace, name=name):
-            with contextlib.suppress(NotFoundError):
-                platform.delete_job(namespace, name)
+def _create_replica(platform: Platform, action: CreateReplica) -> None:
+    platform.create_replica(action.request)
+
+
+def _create_service(platform: Platform, action: CreateService) -> None:
+    platform.create_service(action.request)
+
+
+def _delete_replica(platform: Platform, action: DeleteReplica) -> None:
+    platform.delete_replica(action.namespace, action.name)
+
+
+def _delete_service(platform: Platform, action: DeleteService) -> None:
+    platform.delete_service(action.namespace, action.name)
+
+
+def _record_event(platform: Platform, action: RecordEvent) -> None:
+    platform.record_event(action.namespace, action.job, action.reason, action.message, action.type)
+
+
+def _update_plan(platform: Platform, action: UpdateScalePlan) -> None:
+    status = ScalePlanStatus(
+        phase=action.phase, finish_time=timestamp(datetime.now(UTC)), message=action.message
+    )
+    platform.patch_scale_plan_status(action.namespace, action.name, status)
+
+
+def _delete_job(platform: Platform, action: DeleteJob) -> None:
+    platform.delete_job(action.namespace, action.name)
+
+
+_HANDLERS: dict[type[Any], Callable[[Platform, Any], None]] = {
+    CreateReplica: _create_replica,
+    CreateService: _create_service,
+    DeleteReplica: _delete_replica,
+    DeleteService: _delete_service,
+    RecordEvent: _record_event,
+    UpdateScalePlan: _update_plan,
+    DeleteJob: _delete_job,
+}
 
 
 def apply_actions(platform: Platform, actions: Sequence[Action]) -> None:
-    """Apply ``actions`` in the order given."""
+    """Apply ``actions`` in order; already-exists and not-found are logged and skipped."""
     for action in actions:
-        logger.debug("applying %s", action)
-        apply_action(platform, action)
+        try:
+            _HANDLERS[type(action)](platform, action)
+        except AlreadyExistsError as exc:
+            log.debug("skipped %s: %s", type(action).__name__, exc)
+        except NotFoundError as exc:
+            log.debug("skipped %s: %s", type(action).__name__, exc)

@@ -8,28 +8,19 @@ when to run a pass.
 import logging
 from datetime import datetime
 
-from flexjob.api import ElasticJob, ScalePlan, ScalePlanPhase
+from flexjob.api import ElasticJob
 from flexjob.core.actions import ReconcileResult
 from flexjob.core.reconcile import reconcile
 from flexjob.operator.apply import apply_actions
+from flexjob.operator.local_loop import pending_plan
 from flexjob.platform.api import NotFoundError, Platform
 
 logger = logging.getLogger(__name__)
-
-_OPEN_PLAN_PHASES = (ScalePlanPhase.PENDING, ScalePlanPhase.EXECUTING)
 
 
 def is_deleting(job: ElasticJob) -> bool:
     extra = job.metadata.model_extra or {}
     return bool(extra.get("deletionTimestamp") or extra.get("deletion_timestamp"))
-
-
-def open_plan(platform: Platform, job: ElasticJob) -> ScalePlan | None:
-    """The oldest ScalePlan of ``job`` not yet Succeeded or Failed."""
-    for plan in platform.list_scale_plans(job.metadata.namespace, job.metadata.name):
-        if plan.status is None or plan.status.phase in _OPEN_PLAN_PHASES:
-            return plan
-    return None
 
 
 def reconcile_job(
@@ -44,7 +35,7 @@ def reconcile_job(
         return None
     replicas = platform.list_replicas(namespace, name)
     services = platform.list_services(namespace, name)
-    result = reconcile(job, replicas, now, services=services, plan=open_plan(platform, job))
+    result = reconcile(job, replicas, now, services=services, plan=pending_plan(platform, job))
     apply_actions(platform, result.actions)
     if result.status != job.status:
         try:

@@ -5,6 +5,7 @@ platform (``platform.py``) sends what these build and reads what the server answ
 them. Not for defaults or validation (``flexjob.api``) and not for decisions (``flexjob.core``).
 """
 
+import socket
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -29,6 +30,8 @@ Body = dict[str, Any]
 
 #: Node label the allocator's placement is pinned with (``status.allocation`` → nodeSelector).
 HOSTNAME_LABEL = "kubernetes.io/hostname"
+#: Who reports job events.
+COMPONENT = "flexjob-operator"
 #: Annotation on a service naming the replica it addresses.
 ANNOTATION_REPLICA = "flexjob.dev/replica"
 #: Status keys that belong to kopf (progress, handler results), not to the flexjob model.
@@ -44,6 +47,11 @@ def parse_time(value: str | None) -> datetime | None:
 
 def format_time(value: datetime) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def format_micro_time(value: datetime) -> str:
+    """Kubernetes ``MicroTime`` (``eventTime``): microseconds keep events of one second ordered."""
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def owner_reference(kind: str, name: str, uid: str, api_version: str = API_VERSION) -> Body:
@@ -184,14 +192,25 @@ def event_body(
         "reason": reason,
         "message": message,
         "type": str(type_),
-        "source": {"component": "flexjob-operator"},
+        "source": {"component": COMPONENT},
+        "reportingComponent": COMPONENT,
+        "reportingInstance": socket.gethostname(),
+        "action": reason,
+        "eventTime": format_micro_time(now),
         "firstTimestamp": stamp,
         "lastTimestamp": stamp,
         "count": 1,
     }
 
 
-def sort_key(body: Mapping[str, Any]) -> tuple[str, str]:
+def sort_key(body: Mapping[str, Any]) -> tuple[datetime, str]:
     """Oldest first: creation time, then name (the API server keeps whole seconds)."""
     meta = body.get("metadata") or {}
-    return meta.get("creationTimestamp") or "", meta.get("name") or ""
+    created = parse_time(meta.get("creationTimestamp")) or datetime.min.replace(tzinfo=UTC)
+    return created, meta.get("name") or ""
+
+
+def event_time(body: Mapping[str, Any]) -> datetime:
+    """When an event happened: ``eventTime`` (microseconds) if set, else ``lastTimestamp``."""
+    stamp = body.get("eventTime") or body.get("lastTimestamp")
+    return parse_time(stamp) or datetime.min.replace(tzinfo=UTC)

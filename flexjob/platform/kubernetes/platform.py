@@ -260,21 +260,18 @@ class KubernetesPlatform:
         selector = f"involvedObject.kind={KIND_JOB},involvedObject.name={job}"
         fn = self._core.list_namespaced_event
         items = self._call(f"events of {namespace}/{job}", fn, namespace, field_selector=selector)
-        return sorted(
-            (
-                Event(
-                    namespace=namespace,
-                    job=job,
-                    reason=item.get("reason", ""),
-                    message=item.get("message", ""),
-                    type=EventType(item.get("type") or EventType.NORMAL.value),
-                    time=bodies.parse_time(item.get("lastTimestamp") or item.get("eventTime"))
-                    or datetime.now(UTC),
-                )
-                for item in items.get("items") or []
-            ),
-            key=lambda event: event.time,
-        )
+        ordered = sorted(items.get("items") or [], key=bodies.event_time)
+        return [
+            Event(
+                namespace=namespace,
+                job=job,
+                reason=item.get("reason", ""),
+                message=item.get("message", ""),
+                type=EventType(item.get("type") or EventType.NORMAL.value),
+                time=bodies.event_time(item),
+            )
+            for item in ordered
+        ]
 
     # --- replicas and services -----------------------------------------------------------------
     def create_replica(self, request: ReplicaRequest) -> Replica:
