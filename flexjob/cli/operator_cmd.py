@@ -54,6 +54,9 @@ def operator(
     if (webhook_cert is None) != (webhook_key is None):
         raise typer.BadParameter("--webhook-cert and --webhook-key go together")
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO)
+    if not verbose:  # kopf logs every handler call at INFO; keep warnings and our own lines
+        logging.getLogger("kopf.objects").setLevel(logging.WARNING)
+        logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     hooks = None
     if webhooks:
         hooks = WebhookOptions(

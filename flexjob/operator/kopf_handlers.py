@@ -21,16 +21,14 @@ logger = logging.getLogger(__name__)
 
 
 def release_job(platform: Platform, namespace: str, name: str) -> int:
-    """Remove what a deleted job owns (pods, services, ScalePlans); returns the pod count."""
+    """Remove what a deleted job owns (pods, services, then its ScalePlans and events through
+    ``delete_job``, harmless on a job already being deleted); returns the pod count."""
     replicas = platform.list_replicas(namespace, name)
     for replica in replicas:
         platform.delete_replica(namespace, replica.name)
     for service in platform.list_services(namespace, name):
         platform.delete_service(namespace, service.name)
-    for plan in platform.list_scale_plans(namespace, name):
-        delete_plan = getattr(platform, "delete_scale_plan", None)
-        if delete_plan is not None:
-            delete_plan(namespace, plan.metadata.name)
+    platform.delete_job(namespace, name)
     return len(replicas)
 
 
