@@ -4,13 +4,16 @@ Stock ``kmock.KubernetesEmulator`` (0.8) cannot host a kopf operator or the offi
 it has no resourceVersion/uid/generation/creationTimestamp, ignores label and field
 selectors, does not take the namespace from the URL, answers creation with 200, has no
 generateName, PUT, delete-collection or watch ``timeoutSeconds``, and serves no namespaces.
-``K8sEmulator`` keeps kmock's discovery endpotints and error rendering (``KubernetesScaffold``)
+``K8sEmulator`` keeps kmock's discovery endpoints and error rendering (``KubernetesScaffold``)
 and serves the declared resources from ``ObjectStore`` (``tests/support/k8s_store.py``):
 create (201), get, list, watch (resume from a resourceVersion, selectors, server timeout),
 merge/JSON patch, PUT, the status subresource, delete with finalizers, delete-collection and
 ownerReference garbage collection.
 
-Not for production and not a conformance server: see ``k8s_store`` for what it leaves out.
+Requests for declared resources always go to the store: kmock's DSL reactions (``kmock[...] <<``)
+apply only to other paths. It does not call admission webhooks (tests POST AdmissionReviews to
+the webhook server themselves). Not for production and not a conformance server: see
+``k8s_store`` for what it leaves out.
 """
 
 import asyncio
