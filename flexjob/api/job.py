@@ -151,6 +151,8 @@ class ElasticJobStatus(ApiModel):
     #: Uids of failed replicas already counted in ``restartCount`` (at most backoffLimit + 1),
     #: so that seeing the same failure again does not count it twice.
     restarted_replicas: list[str] = Field(default_factory=list)
+    #: The last ScalePlan folded into ``replicas`` (plans are applied oldest first, once each).
+    last_scale_plan: str | None = None
     message: str = ""
 
 

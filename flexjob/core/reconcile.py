@@ -218,13 +218,27 @@ class _Round:
         )
         if done or plan.spec.owner_job != self.job.name or plan.metadata.namespace != self.ns:
             return
+        scalable = [t for t in self.job.spec.replica_specs if t is not ReplicaType.MASTER]
+        unknown = [t.value for t in plan.spec.replica_resource_specs if t not in scalable]
+        if unknown:
+            message = (
+                f"replica type {', '.join(unknown)} cannot be scaled in job {self.job.name} "
+                f"(scalable: {', '.join(t.value for t in scalable) or 'none'})"
+            )
+            self.actions.append(
+                UpdateScalePlan(self.ns, plan.metadata.name, ScalePlanPhase.FAILED, message)
+            )
+            self._event("ScalePlanRejected", message, EventType.WARNING)
+            return
         counts = desired_counts(self.job, self.status)
         effect = fold_plan(self.job, plan, counts, self._live())
-        self.status.replicas = {**self.status.replicas, **effect.replicas}
+        if self.status.last_scale_plan != plan.metadata.name:  # fold each plan once
+            self.status.replicas = {**self.status.replicas, **effect.replicas}
+            self.status.last_scale_plan = plan.metadata.name
         for r in effect.remove:
             self._delete(r, f"ScalePlan {plan.metadata.name}")
             self._delete_service(r.name)
-        wanted = ", ".join(f"{t.value}={n}" for t, n in sorted(effect.replicas.items()))
+        wanted = ", ".join(f"{t.value}={n}" for t, n in sorted(self.status.replicas.items()))
         message = f"replicas {wanted}; removed {len(effect.remove)}"
         self.actions.append(
             UpdateScalePlan(self.ns, plan.metadata.name, ScalePlanPhase.SUCCEEDED, message)

@@ -145,3 +145,20 @@ def test_deleting_replica_keeps_its_name_until_gone(running: Sim) -> None:
         deleting=True,
     )
     assert kinds(running.step()) == []
+
+
+def test_stale_plan_seen_again_does_not_shrink_twice(running: Sim) -> None:
+    stale = plan(remove=["worker-1"])
+    before = dict(running.replicas)
+    running.step(stale)
+    running.replicas = before  # the delete is not observed yet; the plan is passed again
+    running.step(stale)
+    assert running.job.status is not None
+    assert running.job.status.replicas == {ReplicaType.WORKER: 2}
+
+
+def test_plan_for_a_type_the_job_lacks_is_rejected(running: Sim) -> None:
+    bad = plan()
+    bad.spec.replica_resource_specs = {ReplicaType.PS: ReplicaResourceSpec(replicas=2)}
+    assert kinds(running.step(bad)) == ["plan p1 Failed"]
+    assert "ps cannot be scaled" in running.plan_updates[-1].message

@@ -2,6 +2,7 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -59,7 +60,9 @@ def job_json(env: dict[str, str], name: str) -> dict[str, Any]:
 
 
 def phase_of(env: dict[str, str], name: str) -> str:
-    return str(job_json(env, name)["status"]["phase"])
+    """The job's phase as ``flexjob get`` shows it; "absent" before the job is stored."""
+    out = flexjob(env, "get", name, "-o", "json")
+    return str(json.loads(out.stdout)["status"]["phase"]) if out.returncode == 0 else "absent"
 
 
 def test_master_and_two_workers_succeed(tmp_path: Path, env: dict[str, str]) -> None:
@@ -190,3 +193,25 @@ def test_invalid_spec_is_rejected_naming_the_field(tmp_path: Path, env: dict[str
     out = flexjob(env, "submit", str(path))
     assert out.returncode == 1
     assert "cleanPodPolicy" in out.stderr
+
+
+def test_interrupted_submit_stops_the_replicas_and_fails_the_job(
+    tmp_path: Path, env: dict[str, str], home: Path
+) -> None:
+    job = local_job("stopped", master=None, worker=SLEEP)
+    submit = subprocess.Popen(
+        [sys.executable, "-m", "flexjob", "submit", write(tmp_path, job)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_until(lambda: phase_of(env, "stopped") == "Running", timeout=20, what="Running")
+        submit.send_signal(signal.SIGTERM)
+        assert submit.wait(timeout=20) == 1
+    finally:
+        submit.kill()
+        submit.wait()
+    assert phase_of(env, "stopped") == "Failed"
+    replicas = LocalPlatform(home).list_replicas("default", "stopped")
+    assert replicas and all(not r.active for r in replicas)

@@ -49,7 +49,7 @@ from flexjob.platform.api import (
 from tests.support.polling import wait_until
 
 FinishReplica = Callable[[Platform, Replica, int], None]
-NS = "contract"
+NS = "default"
 
 WAIT_FOR_EXIT = (
     "import os, pathlib, sys, time\n"
@@ -72,6 +72,13 @@ def contract_job(name: str = "cj", env: dict[str, str] | None = None) -> Elastic
             envs=env or {},
         ),
     )
+
+
+def given_job(
+    platform: Platform, name: str = "cj", env: dict[str, str] | None = None
+) -> ElasticJob:
+    """A stored contract job (replicas are created for stored jobs only, as reconcile does)."""
+    return platform.create_job(contract_job(name, env))
 
 
 def worker_request(job: ElasticJob, index: int = 0) -> ReplicaRequest:
@@ -178,7 +185,7 @@ def test_watching_jobs_reports_existing_jobs_then_changes(platform: Platform) ->
 def test_created_replica_is_listed_with_its_labels(
     platform: Platform, contract_env: dict[str, str]
 ) -> None:
-    job = contract_job(env=contract_env)
+    job = given_job(platform, env=contract_env)
     created = platform.create_replica(worker_request(job, 1))
     assert created.phase in (ReplicaPhase.PENDING, ReplicaPhase.RUNNING)
     (listed,) = platform.list_replicas(NS, "cj")
@@ -190,7 +197,7 @@ def test_created_replica_is_listed_with_its_labels(
 def test_creating_a_replica_twice_is_refused(
     platform: Platform, contract_env: dict[str, str]
 ) -> None:
-    job = contract_job(env=contract_env)
+    job = given_job(platform, env=contract_env)
     platform.create_replica(worker_request(job))
     with pytest.raises(AlreadyExistsError):
         platform.create_replica(worker_request(job))
@@ -204,7 +211,7 @@ def test_exited_replica_reports_its_phase_and_exit_code(
     code: int,
     phase: ReplicaPhase,
 ) -> None:
-    replica = platform.create_replica(worker_request(contract_job(env=contract_env)))
+    replica = platform.create_replica(worker_request(given_job(platform, env=contract_env)))
     finish_replica(platform, replica, code)
     done = wait_until(
         lambda: (r := replica_named(platform, replica.name)) and r.phase is phase and r,
@@ -214,15 +221,15 @@ def test_exited_replica_reports_its_phase_and_exit_code(
 
 
 def test_deleted_replica_disappears(platform: Platform, contract_env: dict[str, str]) -> None:
-    replica = platform.create_replica(worker_request(contract_job(env=contract_env)))
+    replica = platform.create_replica(worker_request(given_job(platform, env=contract_env)))
     platform.delete_replica(NS, replica.name)
     wait_until(lambda: replica_named(platform, replica.name) is None, what="replica gone")
     platform.delete_replica(NS, replica.name)
 
 
 def test_replicas_are_listed_by_job(platform: Platform, contract_env: dict[str, str]) -> None:
-    platform.create_replica(worker_request(contract_job("cj", contract_env)))
-    platform.create_replica(worker_request(contract_job("other", contract_env)))
+    platform.create_replica(worker_request(given_job(platform, "cj", contract_env)))
+    platform.create_replica(worker_request(given_job(platform, "other", contract_env)))
     assert [r.job for r in platform.list_replicas(NS, "cj")] == ["cj"]
     assert {r.job for r in platform.list_replicas(NS)} == {"cj", "other"}
 
@@ -230,13 +237,13 @@ def test_replicas_are_listed_by_job(platform: Platform, contract_env: dict[str, 
 def test_watching_replicas_reports_a_created_replica(
     platform: Platform, contract_env: dict[str, str]
 ) -> None:
-    platform.create_replica(worker_request(contract_job(env=contract_env)))
+    platform.create_replica(worker_request(given_job(platform, env=contract_env)))
     event = next(iter(platform.watch_replicas(NS, "cj", timeout=5)))
     assert (event.type, event.object.name) == (WatchEventType.ADDED, "cj-worker-0")
 
 
 def test_service_gives_a_replica_an_address(platform: Platform) -> None:
-    job = contract_job()
+    job = given_job(platform)
     service = platform.create_service(service_request(job, ReplicaType.WORKER, 0, 2222))
     host, port = service.address.rsplit(":", 1)
     assert host and int(port) > 0
@@ -246,7 +253,7 @@ def test_service_gives_a_replica_an_address(platform: Platform) -> None:
 
 
 def test_creating_a_service_twice_is_refused(platform: Platform) -> None:
-    request = service_request(contract_job(), ReplicaType.WORKER, 0, 2222)
+    request = service_request(given_job(platform), ReplicaType.WORKER, 0, 2222)
     platform.create_service(request)
     with pytest.raises(AlreadyExistsError):
         platform.create_service(request)
