@@ -106,7 +106,14 @@ class KubernetesPlatform:
         watcher = _watch.Watch()
         seconds = max(1, round(timeout))
         with _translated(what):
-            stream = watcher.stream(fn, *args, timeout_seconds=seconds, deserialize=False, **kwargs)
+            stream = watcher.stream(
+                fn,
+                *args,
+                timeout_seconds=seconds,
+                _request_timeout=seconds + self._timeout,  # in case the server never ends it
+                deserialize=False,
+                **kwargs,
+            )
             try:
                 for event in stream:
                     if event.get("type") not in WatchEventType.__members__:
