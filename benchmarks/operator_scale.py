@@ -62,7 +62,7 @@ async def wait_pods(emulator: K8sEmulator, total: int, deadline: float) -> bool:
 
 
 async def run_operator_case(
-    jobs: int, replicas: int, workers: int, timeout: float
+    jobs: int, replicas: int, workers: int, parallel: int, timeout: float
 ) -> dict[str, float]:
     async with K8sEmulator() as emulator, kmock.Server(emulator):
         emulator.declare(ELASTICJOBS)
@@ -77,7 +77,7 @@ async def run_operator_case(
             post_events=False,
             watch_timeout=60,
         )
-        queue = make_queue(platform, workers, clock=lambda: datetime.now(UTC))
+        queue = make_queue(platform, workers, clock=lambda: datetime.now(UTC), parallel=parallel)
         ready = asyncio.Event()
         operator = asyncio.create_task(run_operator(platform, options, queue=queue, ready=ready))
         try:
@@ -149,13 +149,16 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=100)
     parser.add_argument("--replicas", type=int, default=50, help="worker replicas per job")
     parser.add_argument("--workers", type=int, default=4, help="concurrent reconcile passes")
+    parser.add_argument("--parallel", type=int, default=4, help="actions one pass sends at once")
     parser.add_argument("--timeout", type=float, default=900.0, help="give up after (seconds)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     for noisy in ("kopf", "aiohttp.access", "flexjob"):
         logging.getLogger(noisy).setLevel(logging.ERROR)
 
-    result = asyncio.run(run_operator_case(args.jobs, args.replicas, args.workers, args.timeout))
+    result = asyncio.run(
+        run_operator_case(args.jobs, args.replicas, args.workers, args.parallel, args.timeout)
+    )
     baseline = asyncio.run(run_baseline(args.jobs, args.replicas, args.workers))
     total = args.jobs * args.replicas
     workload = f"{args.jobs} jobs x {args.replicas} replicas"

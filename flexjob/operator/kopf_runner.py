@@ -62,6 +62,8 @@ class OperatorOptions:
     context: str | None = None
     liveness: str | None = None
     workers: int = 4
+    #: Replica creations/deletions one pass sends at the same time.
+    parallel: int = 4
     resync_interval: float | None = 60.0
     webhooks: WebhookOptions | None = None
     post_events: bool = True
@@ -125,9 +127,14 @@ def connection_info(configuration: kubernetes.client.Configuration) -> kopf.Conn
     )
 
 
-def make_queue(platform: Platform, workers: int, clock: Callable[[], datetime]) -> JobQueue:
+def make_queue(
+    platform: Platform, workers: int, clock: Callable[[], datetime], parallel: int = 1
+) -> JobQueue:
+    """The work queue whose workers run ``reconcile_job`` (each applying ``parallel`` actions
+    at a time) in threads."""
+
     async def handle(key: JobKey) -> object:
-        return await asyncio.to_thread(reconcile_job, platform, key[0], key[1], clock())
+        return await asyncio.to_thread(reconcile_job, platform, key[0], key[1], clock(), parallel)
 
     return JobQueue(handle, workers=workers)
 
@@ -141,7 +148,7 @@ async def run_operator(
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> None:
     """Run kopf and the reconcile workers until cancelled."""
-    queue = queue or make_queue(platform, options.workers, clock)
+    queue = queue or make_queue(platform, options.workers, clock, options.parallel)
     settings = kopf.OperatorSettings()
     configure(settings, options)
     registry = build_registry(platform, queue, options)
