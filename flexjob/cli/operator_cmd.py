@@ -28,6 +28,7 @@ def operator(
         help="API server URL without credentials (e.g. `kubectl proxy` at http://127.0.0.1:8001).",
     ),
     workers: int = typer.Option(4, min=1, help="Jobs reconciled at the same time."),
+    parallel: int = typer.Option(4, min=1, help="Pod creations/deletions one pass sends at once."),
     resync: float = typer.Option(
         60.0, min=0, help="Re-check every job this often (seconds; 0: never)."
     ),
@@ -71,6 +72,7 @@ def operator(
         kubeconfig=str(kubeconfig) if kubeconfig else None,
         context=context,
         workers=workers,
+        parallel=parallel,
         resync_interval=resync or None,
         webhooks=hooks,
         liveness=liveness,

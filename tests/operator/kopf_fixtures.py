@@ -66,8 +66,8 @@ def fast_options(server: str, webhook_port: int, **overrides: Any) -> OperatorOp
 async def running_operator(
     emulator: K8sEmulator, **overrides: Any
 ) -> AsyncIterator[OperatorHarness]:
+    platform = KubernetesPlatform.from_config(server=emulator.base_url)
     client = kubernetes.client.ApiClient(client_configuration(emulator))
-    platform = KubernetesPlatform(client)
     port = free_port()
     options = fast_options(emulator.base_url, port, **overrides)
     queue = make_queue(platform, options.workers, clock=_now)

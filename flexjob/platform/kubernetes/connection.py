@@ -11,12 +11,16 @@ import kubernetes.config
 
 _config: Any = kubernetes.config  # the client's config module carries no type hints
 
+#: HTTP connections kept per client: the operator's workers x actions in flight, with room.
+POOL_SIZE = 32
+
 
 def load_configuration(
     kubeconfig: str | None = None, context: str | None = None, server: str | None = None
 ) -> kubernetes.client.Configuration:
     """``server`` alone: that URL without credentials (a local emulator or ``kubectl proxy``)."""
     configuration = kubernetes.client.Configuration()
+    configuration.connection_pool_maxsize = POOL_SIZE
     if server is not None:
         configuration.host = server.rstrip("/")
         return configuration
