@@ -116,6 +116,24 @@ async def test_merge_patch_changes_fields_and_bumps_resource_version(k8s_client:
     assert int(patched.metadata.resource_version) > int(created["metadata"]["resourceVersion"])
 
 
+async def test_json_patch_with_current_resource_version_adds_a_finalizer(
+    k8s_client: ApiClient,
+) -> None:
+    created = await create_pod(k8s_client, pod("a"))
+    ops = [
+        {
+            "op": "test",
+            "path": "/metadata/resourceVersion",
+            "value": created["metadata"]["resourceVersion"],
+        },
+        {"op": "add", "path": "/metadata/finalizers", "value": ["example.com/x"]},
+    ]
+    patched = await in_thread(
+        CoreV1Api(k8s_client).patch_namespaced_pod, "a", "default", ops, _content_type=JSON_PATCH
+    )
+    assert patched.metadata.finalizers == ["example.com/x"]
+
+
 async def test_json_patch_with_stale_resource_version_test_is_rejected(
     k8s_client: ApiClient,
 ) -> None:
