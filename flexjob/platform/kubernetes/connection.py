@@ -4,6 +4,7 @@ In a pod the service account is used; elsewhere the kubeconfig (``--kubeconfig``
 or ``$KUBECONFIG``). Both the platform's client and kopf's login read the same configuration.
 """
 
+import os
 from typing import Any
 
 import kubernetes.client
@@ -30,7 +31,9 @@ def load_configuration(
             return configuration
         except _config.ConfigException:
             pass
+    # $KUBECONFIG is read now, not when the client was imported (it may list several files).
+    config_file = kubeconfig or os.environ.get("KUBECONFIG") or None
     _config.load_kube_config(
-        config_file=kubeconfig, context=context, client_configuration=configuration
+        config_file=config_file, context=context, client_configuration=configuration
     )
     return configuration

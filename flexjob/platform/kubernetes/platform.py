@@ -73,7 +73,12 @@ class KubernetesPlatform:
 
     name = "kubernetes"
 
-    def __init__(self, api_client: ApiClient, *, request_timeout: float = 30.0) -> None:
+    def __init__(
+        self, api_client: ApiClient | None = None, *, request_timeout: float = 30.0
+    ) -> None:
+        """Without ``api_client``: the service account in a pod, else the kubeconfig
+        (``$KUBECONFIG`` or ``~/.kube/config``, its current context)."""
+        api_client = api_client or ApiClient(load_configuration())
         self._client = api_client
         self._core = CoreV1Api(api_client)
         self._custom = CustomObjectsApi(api_client)
