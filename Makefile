@@ -32,3 +32,6 @@ run: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+
+bench-operator: $(STAMP)
+	PYTHONPATH=. $(BIN)/python benchmarks/operator_scale.py --jobs 100 --replicas 50

@@ -23,6 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "spec_cmds",
     "manifests_app",
     "job_cmds",
+    "operator_cmd",
     "simulate_cmd",
     "server_cmd",
     "allocator_cmd",
