@@ -173,7 +173,7 @@ def test_job_status_is_written_through_the_status_subresource(
 ) -> None:
     platform, client, _ = cluster
     make_job(platform)
-    platform.patch_job_status("default", "j", ElasticJobStatus(phase=JobPhase.RUNNING))
+    platform.patch_job_status("default", "j", {"phase": JobPhase.RUNNING})
     body = CustomObjectsApi(client).get_namespaced_custom_object(
         "flexjob.dev", "v1alpha1", "default", "elasticjobs", "j"
     )
