@@ -15,7 +15,7 @@ from typing import Any
 
 from flexjob.core.batch import BatchPlan
 from flexjob.core.rendezvous import Rendezvous
-from flexjob.core.shards import ShardManager
+from flexjob.core.shards import ReportResult, ShardManager
 from flexjob.master.config import MasterConfig
 from flexjob.master.health import HeartbeatTracker
 from flexjob.master.logs import event
@@ -116,6 +116,7 @@ class MasterService:
                 return ShardInfo(has_shard=False, end_of_data=mgr.finished)
             if mgr.opened_epochs != opened:
                 event(log, "epoch_started", self._job, dataset=dataset or "-", epoch=shard.epoch)
+                self._persist()
             s = shard.spec
             return ShardInfo(
                 True, False, shard.shard_id, shard.epoch, s.start, s.end, s.indices, s.name
@@ -125,14 +126,14 @@ class MasterService:
         with self._lock:
             self._seen(node.node_id)
             mgr = self._dataset(dataset)
-            accepted = mgr.report_done(shard_id, node.node_id)
-            if accepted:
+            result = mgr.report_done(shard_id, node.node_id)
+            if result is ReportResult.COUNTED:
                 self._persist()
                 if mgr.finished:
                     event(log, "dataset_finished", self._job, dataset=dataset or "-")
-            else:
+            elif result is ReportResult.REJECTED:
                 event(log, "shard_report_rejected", self._job, node=node.node_id, shard=shard_id)
-            return accepted
+            return result.accepted
 
     def get_progress(self, node: NodeRef, dataset: str) -> Progress:
         with self._lock:
