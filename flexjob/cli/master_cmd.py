@@ -32,6 +32,9 @@ def master(
     straggler_timeout: float | None = typer.Option(
         None, "--straggler-timeout", help="Seconds before a shard in progress is handed out again."
     ),
+    advertise_host: str | None = typer.Option(
+        None, "--advertise-host", help="Host name clients use to reach this master."
+    ),
     no_store: bool = typer.Option(
         False, "--no-store", help="Do not host the torch TCPStore (rank 0's agent does)."
     ),
@@ -62,6 +65,7 @@ def master(
             last_call_timeout=last_call_timeout,
             straggler_timeout=straggler_timeout,
             host_store=False if no_store else None,
+            advertise_host=advertise_host,
         )
     except (ValueError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
