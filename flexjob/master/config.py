@@ -83,6 +83,8 @@ class MasterConfig:
     host_store: bool = True
     rpc_workers: int = 32
     fsync: bool = False
+    #: Shard reports journaled between two snapshots of the whole state.
+    snapshot_every: int = 1000
     #: The host others use to reach this master and its store; default: ``host``, or this
     #: machine's name when ``host`` is a wildcard (0.0.0.0, ::).
     advertise_host: str | None = None
@@ -91,6 +93,8 @@ class MasterConfig:
         self.rendezvous()
         if self.heartbeat_timeout <= 0:
             raise ValueError(f"heartbeat_timeout must be > 0, got {self.heartbeat_timeout}")
+        if self.snapshot_every < 1:
+            raise ValueError(f"snapshot_every must be >= 1, got {self.snapshot_every}")
         if not 0 <= self.port <= 65535:
             raise ValueError(f"port must be in [0, 65535], got {self.port}")
         names = [d.name for d in self.datasets]

@@ -46,6 +46,7 @@ class MasterHandle:
         if self._thread is not None:
             self._thread.join()
         self.server.stop(grace=0.5)
+        self.service.close()
         self.store = None  # drops the TCPStore server
         event(log, "master_stopped", self.config.job_name)
 
