@@ -14,7 +14,9 @@ def register(app: typer.Typer) -> None:
 
 
 def master(
-    job: Path | None = typer.Option(None, "--job", help="ElasticJob YAML file."),
+    job: Path | None = typer.Option(
+        None, "--job", help="Job YAML (ElasticJob, or any format `flexjob` reads)."
+    ),
     config: Path | None = typer.Option(
         None, "--config", help="MasterConfig JSON (what spawn_master writes)."
     ),
@@ -42,9 +44,8 @@ def master(
     """Run the training master of one job."""
     import logging
 
-    import yaml
-
-    from flexjob.api import ElasticJob
+    from flexjob.api.defaults import apply_defaults
+    from flexjob.api.load import load_job
     from flexjob.master.config import MasterConfig
     from flexjob.master.main import run_master
 
@@ -53,7 +54,7 @@ def master(
         raise typer.BadParameter("give exactly one of --job FILE or --config FILE")
     try:
         if job is not None:
-            base = MasterConfig.from_job(ElasticJob.model_validate(yaml.safe_load(job.read_text())))
+            base = MasterConfig.from_job(apply_defaults(load_job(job)))
         else:
             assert config is not None
             base = MasterConfig.from_json(config.read_text())
