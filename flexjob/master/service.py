@@ -9,16 +9,18 @@ did not change (rendezvous, stats) are not serialized again. Not for transport (
 or process life (``master.main``).
 """
 
+import json
 import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
+from flexjob.api import names
 from flexjob.core.batch import BatchPlan
 from flexjob.core.rendezvous import NodeStatus, Rendezvous
 from flexjob.core.shards import ReportResult, ShardManager
-from flexjob.master.config import MasterConfig
+from flexjob.master.config import DatasetConfig, MasterConfig
 from flexjob.master.health import HeartbeatTracker
 from flexjob.master.logs import event
 from flexjob.master.snapshot import SnapshotWriter, restore_snapshot
@@ -85,6 +87,8 @@ class MasterService:
         self._addresses_version = 0
         self._kv: dict[str, bytes] = {}
         self._stats_dirty = False
+        self._clock = clock
+        self._restored_shards: dict[str, Any] = {}
         path = config.state_path
         self._state = StateFile(path, fsync=config.fsync) if path else None
         self._changes = 0  # bumped by every change to save; guarded by _lock
@@ -217,7 +221,10 @@ class MasterService:
                 reason=reason,
             )
             if restarting:
+                # Its process is gone: it leaves the world and re-joins once restarted.
                 self._recover_shards(node.node_id)
+                self._rdzv.remove(node.node_id)
+                self._after_rendezvous()
                 self._persist()
             else:
                 self._node_dead(node.node_id, "reported failure")
@@ -275,8 +282,43 @@ class MasterService:
     def _dataset(self, name: str) -> ShardManager:
         mgr = self._shards.get(name)
         if mgr is None:
+            mgr = self._registered_dataset(name)
+        if mgr is None:
             known = ", ".join(repr(n) for n in self._shards) or "none"
             raise NotFoundError(f"unknown dataset {name!r}; this job has: {known}")
+        return mgr
+
+    def _registered_dataset(self, name: str) -> ShardManager | None:
+        """A dataset the trainer registered under ``flexjob/dataset/<name>`` in the KV store
+        (what ``flexjob run`` jobs use: the script knows its data, the command line does not)."""
+        raw = self._kv.get(names.KV_DATASET_PREFIX + name)
+        if raw is None:
+            return None
+        try:
+            d = json.loads(raw)
+            cfg = DatasetConfig(
+                name=name,
+                size=int(d["size"]),
+                shard_size=int(d["shard_size"]),
+                epochs=int(d["epochs"]),
+                shuffle=bool(d.get("shuffle", False)),
+                seed=int(d.get("seed", 0)),
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            raise InvalidArgumentError(
+                f"dataset {name!r} registered with bad fields: {exc}"
+            ) from None
+        mgr = ShardManager(
+            cfg.splitter(),
+            epochs=cfg.epochs,
+            straggler_timeout=self.config.straggler_timeout,
+            clock=self._clock,
+        )
+        saved = self._restored_shards.pop(name, None)
+        if saved is not None:
+            mgr.restore(saved)
+        self._shards[name] = mgr
+        event(log, "dataset_registered", self._job, dataset=name or "-", size=cfg.size)
         return mgr
 
     def _store_for(self, members: tuple[str, ...]) -> str:
@@ -377,6 +419,9 @@ class MasterService:
         if data is not None:
             members = restore_snapshot(data, self._shards, self._rdzv, self._stats, self._addresses)
             self._health.track(members)
+            for name, saved in data["shards"].items():
+                if name not in self._shards:  # a registered dataset, restored on first use
+                    self._restored_shards[name] = saved
         for entry in journal:
             mgr = self._shards.get(entry["d"])
             if mgr is not None:

@@ -1,6 +1,7 @@
 """Property: under any sequence of joins, deaths and time passing, every world respects the
-bounds and the node unit, ranks follow join age, rounds count up by one, and no completable
-round is left waiting once its time has come."""
+bounds and the node unit, ranks follow join age, rounds count up by one, and once the last call
+has passed no completable round is left waiting (or, beside a healthy world, its members are
+told to re-join)."""
 
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -86,8 +87,8 @@ class RendezvousMachine(RuleBasedStateMachine):
 
     @invariant()
     def a_full_round_never_waits(self) -> None:
-        if self.r is None:
-            return
+        if self.r is None or (self.r.world is not None and not self.r.broken):
+            return  # beside a healthy world, newcomers wait for its members to re-join
         n = len(self.r.waiting)
         assert not (n >= self.r.config.max_nodes and self.r.config.world_size_for(n) > 0)
 
@@ -100,7 +101,13 @@ class RendezvousMachine(RuleBasedStateMachine):
         self.clock.advance(LAST_CALL)
         self.r.tick()
         self._record()
-        assert self.r.config.world_size_for(len(self.r.waiting)) == 0
+        cfg, world = self.r.config, self.r.world
+        if world is None or self.r.broken:
+            assert cfg.world_size_for(len(self.r.waiting)) == 0
+        else:  # a healthy world runs: no second world; its members are asked to re-join
+            everyone = len(self.r.waiting | set(world.members))
+            if cfg.world_size_for(everyone) > len(world.members):
+                assert self.r.num_nodes_waiting() > 0
 
 
 RendezvousMachine.TestCase.settings = settings(
