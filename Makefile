@@ -35,3 +35,6 @@ clean:
 
 bench-operator: $(STAMP)
 	PYTHONPATH=. $(BIN)/python benchmarks/operator_scale.py --jobs 100 --replicas 50
+
+proto: $(STAMP)
+	$(BIN)/python -m flexjob.rpc.protogen

@@ -27,6 +27,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "simulate_cmd",
     "server_cmd",
     "allocator_cmd",
+    "master_cmd",
 )
 
 

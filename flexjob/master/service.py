@@ -1,0 +1,439 @@
+"""``MasterService``: the job master's state and one method per RPC (the ``MasterBackend``).
+
+Wires the core pieces together — ``Rendezvous``, one ``ShardManager`` per dataset,
+``BatchPlan`` — with heartbeats, stats, a small KV store and the state file. One lock
+guards the state; every change that must survive a master restart (an accepted shard report,
+a new epoch, a completed round, a dead node) is written to the state file before the call that
+made it returns. Writes are group-committed: concurrent calls share one write, and parts that
+did not change (rendezvous, stats) are not serialized again. Not for transport (``rpc.server``)
+or process life (``master.main``).
+"""
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Concatenate, ParamSpec, TypeVar
+
+from flexjob.api import names
+from flexjob.core.batch import BatchPlan
+from flexjob.core.rendezvous import NodeStatus, Rendezvous
+from flexjob.core.shards import ReportResult, ShardManager
+from flexjob.master.config import DatasetConfig, MasterConfig
+from flexjob.master.health import HeartbeatTracker
+from flexjob.master.logs import event
+from flexjob.master.snapshot import SnapshotWriter, restore_snapshot
+from flexjob.master.state import StateFile
+from flexjob.master.stats import StatsBook
+from flexjob.rpc.api import (
+    BatchPlanInfo,
+    HeartbeatReply,
+    InvalidArgumentError,
+    NodeRef,
+    NodeStats,
+    NodesWaiting,
+    NotFoundError,
+    Progress,
+    ShardInfo,
+    WorldInfo,
+)
+
+log = logging.getLogger(__name__)
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _saves(
+    method: "Callable[Concatenate[MasterService, P], R]",
+) -> "Callable[Concatenate[MasterService, P], R]":
+    """After ``method`` returns (its lock released), write what it changed before answering."""
+
+    def wrapper(self: "MasterService", /, *args: P.args, **kwargs: P.kwargs) -> R:
+        result = method(self, *args, **kwargs)
+        self._flush()
+        return result
+
+    wrapper.__doc__ = method.__doc__
+    return wrapper
+
+
+class MasterService:
+    def __init__(
+        self,
+        config: MasterConfig,
+        *,
+        store_address: str = "",
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.config = config
+        self._job = config.job_name
+        self._store_address = store_address
+        self._lock = threading.RLock()
+        self._rdzv = Rendezvous(config.rendezvous(), prefix=config.job_name, clock=clock)
+        self._shards = {
+            d.name: ShardManager(
+                d.splitter(),
+                epochs=d.epochs,
+                straggler_timeout=config.straggler_timeout,
+                clock=clock,
+            )
+            for d in config.datasets
+        }
+        self._batch: BatchPlan | None = config.batch.plan() if config.batch else None
+        self._health = HeartbeatTracker(config.heartbeat_timeout, clock)
+        self._stats = StatsBook()
+        self._addresses: dict[str, str] = {}  # node → address given at join
+        self._addresses_version = 0
+        self._kv: dict[str, bytes] = {}
+        self._stats_dirty = False
+        self._clock = clock
+        self._restored_shards: dict[str, Any] = {}
+        path = config.state_path
+        self._state = StateFile(path, fsync=config.fsync) if path else None
+        self._changes = 0  # bumped by every change to save; guarded by _lock
+        self._saved = 0  # changes covered by the state file; guarded by _write_lock
+        self._write_lock = threading.Lock()
+        self._journal_len = 0  # reports journaled since the last snapshot
+        self._snapshots = SnapshotWriter()
+        self._restore()
+        self._logged_round = self._rdzv.round
+
+    # ---- rendezvous ----
+    @_saves
+    def join(self, node: NodeRef, address: str, local_world_size: int) -> int:
+        with self._lock:
+            self._seen(node.node_id)
+            if self._addresses.get(node.node_id) != address:
+                self._addresses[node.node_id] = address
+                self._addresses_version += 1
+            round_ = self._rdzv.join(node.node_id)
+            event(log, "node_joined", self._job, node=node.node_id, waits_for=round_)
+            self._after_rendezvous()
+            return round_
+
+    @_saves
+    def get_world(self, node: NodeRef, round: int) -> WorldInfo:
+        with self._lock:
+            self._seen(node.node_id)
+            if self._rdzv.status(node.node_id) is NodeStatus.UNKNOWN:
+                # It asks for a world it is not waiting for: its join was lost (a master
+                # restart) or it was declared dead while alive. Either way it waits again.
+                self._rdzv.join(node.node_id)
+                event(log, "node_joined", self._job, node=node.node_id, implicit=True)
+            view = self._rdzv.view(node.node_id)
+            self._after_rendezvous()
+            if view.world is None:
+                return WorldInfo(False, view.round, -1, 0, "", "", ())
+            w = view.world
+            return WorldInfo(
+                True,
+                w.round,
+                view.rank,
+                len(w.members),
+                self._store_for(w.members),
+                w.store_prefix,
+                w.members,
+            )
+
+    @_saves
+    def nodes_waiting(self, node: NodeRef) -> NodesWaiting:
+        with self._lock:
+            self._seen(node.node_id)
+            waiting = self._rdzv.num_nodes_waiting()
+            self._after_rendezvous()
+            return NodesWaiting(waiting, self._rdzv.round)
+
+    # ---- shards ----
+    @_saves
+    def get_shard(self, node: NodeRef, dataset: str) -> ShardInfo:
+        with self._lock:
+            self._seen(node.node_id)
+            mgr = self._dataset(dataset)
+            opened = mgr.opened_epochs
+            shard = mgr.get_shard(node.node_id)
+            if shard is None:
+                return ShardInfo(has_shard=False, end_of_data=mgr.finished)
+            if mgr.opened_epochs != opened:
+                event(log, "epoch_started", self._job, dataset=dataset or "-", epoch=shard.epoch)
+                self._persist()
+            s = shard.spec
+            return ShardInfo(
+                True, False, shard.shard_id, shard.epoch, s.start, s.end, s.indices, s.name
+            )
+
+    @_saves
+    def report_shard(self, node: NodeRef, dataset: str, shard_id: int) -> bool:
+        with self._lock:
+            self._seen(node.node_id)
+            mgr = self._dataset(dataset)
+            result = mgr.report_done(shard_id, node.node_id)
+            if result is ReportResult.COUNTED:
+                self._journal(dataset, shard_id, node.node_id)
+                if mgr.finished:
+                    event(log, "dataset_finished", self._job, dataset=dataset or "-")
+            elif result is ReportResult.REJECTED:
+                event(log, "shard_report_rejected", self._job, node=node.node_id, shard=shard_id)
+            return result.accepted
+
+    def get_progress(self, node: NodeRef, dataset: str) -> Progress:
+        with self._lock:
+            p = self._dataset(dataset).progress()
+            world = self._rdzv.world
+            return Progress(
+                p.epoch,
+                p.epochs,
+                p.shards_done,
+                p.shards_total,
+                p.samples_done,
+                p.samples_total,
+                p.finished,
+                self._rdzv.round,
+                len(world.members) if world else 0,
+            )
+
+    # ---- stats, health ----
+    def report_stats(self, node: NodeRef, stats: NodeStats) -> None:
+        with self._lock:
+            self._seen(node.node_id)
+            self._stats.update(node.node_id, stats)
+            self._stats_dirty = True
+
+    @_saves
+    def heartbeat(self, node: NodeRef, timestamp: float) -> HeartbeatReply:
+        with self._lock:
+            self._seen(node.node_id)
+            waiting = self._rdzv.num_nodes_waiting()
+            self._after_rendezvous()
+            return HeartbeatReply(self._rdzv.round, waiting, self.job_finished)
+
+    @_saves
+    def report_failure(self, node: NodeRef, reason: str, exit_code: int, restarting: bool) -> None:
+        with self._lock:
+            self._stats.failure(node.node_id, reason)
+            event(
+                log,
+                "node_failed",
+                self._job,
+                node=node.node_id,
+                exit_code=exit_code,
+                restarting=restarting,
+                reason=reason,
+            )
+            if restarting:
+                # Its process is gone: it leaves the world and re-joins once restarted.
+                self._recover_shards(node.node_id)
+                self._rdzv.remove(node.node_id)
+                self._after_rendezvous()
+                self._persist()
+            else:
+                self._node_dead(node.node_id, "reported failure")
+
+    def get_batch_plan(self, node: NodeRef, rank: int, world_size: int) -> BatchPlanInfo:
+        if self._batch is None:
+            raise NotFoundError("this job has no batch plan (spec.batch is not set)")
+        try:
+            m = self._batch.micro_batches(rank, world_size)
+        except ValueError as exc:
+            raise InvalidArgumentError(str(exc)) from None
+        return BatchPlanInfo(m, self._batch.micro_batch_size, self._batch.global_batch_size)
+
+    # ---- key-value store ----
+    def kv_set(self, key: str, value: bytes) -> None:
+        with self._lock:
+            self._kv[key] = value
+
+    def kv_get(self, key: str) -> bytes | None:
+        with self._lock:
+            return self._kv.get(key)
+
+    def kv_add(self, key: str, amount: int) -> int:
+        with self._lock:
+            try:
+                value = int(self._kv.get(key, b"0")) + amount
+            except ValueError:
+                raise InvalidArgumentError(f"key {key!r} does not hold an integer") from None
+            self._kv[key] = str(value).encode()
+            return value
+
+    # ---- periodic work ----
+    @property
+    def job_finished(self) -> bool:
+        return bool(self._shards) and all(m.finished for m in self._shards.values())
+
+    @_saves
+    def check(self) -> None:
+        """Dead nodes, stragglers, rounds due by time, stats to save: run every few seconds."""
+        with self._lock:
+            for node_id in self._health.expired():
+                self._node_dead(node_id, "heartbeat timeout")
+            for name, mgr in self._shards.items():
+                for sid in mgr.expire_stragglers():
+                    event(log, "shard_timed_out", self._job, dataset=name or "-", shard=sid)
+            self._rdzv.tick()
+            self._after_rendezvous()
+            if self._stats_dirty:
+                self._persist()
+
+    # ---- internals ----
+    def _seen(self, node_id: str) -> None:
+        self._health.beat(node_id)
+
+    def _dataset(self, name: str) -> ShardManager:
+        mgr = self._shards.get(name)
+        if mgr is None:
+            mgr = self._registered_dataset(name)
+        if mgr is None:
+            known = ", ".join(repr(n) for n in self._shards) or "none"
+            raise NotFoundError(f"unknown dataset {name!r}; this job has: {known}")
+        return mgr
+
+    def _registered_dataset(self, name: str) -> ShardManager | None:
+        """A dataset the trainer registered under ``flexjob/dataset/<name>`` in the KV store
+        (what ``flexjob run`` jobs use: the script knows its data, the command line does not)."""
+        raw = self._kv.get(names.KV_DATASET_PREFIX + name)
+        if raw is None:
+            return None
+        try:
+            d = json.loads(raw)
+            cfg = DatasetConfig(
+                name=name,
+                size=int(d["size"]),
+                shard_size=int(d["shard_size"]),
+                epochs=int(d["epochs"]),
+                shuffle=bool(d.get("shuffle", False)),
+                seed=int(d.get("seed", 0)),
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            raise InvalidArgumentError(
+                f"dataset {name!r} registered with bad fields: {exc}"
+            ) from None
+        mgr = ShardManager(
+            cfg.splitter(),
+            epochs=cfg.epochs,
+            straggler_timeout=self.config.straggler_timeout,
+            clock=self._clock,
+        )
+        saved = self._restored_shards.pop(name, None)
+        if saved is not None:
+            mgr.restore(saved)
+        self._shards[name] = mgr
+        event(log, "dataset_registered", self._job, dataset=name or "-", size=cfg.size)
+        return mgr
+
+    def _store_for(self, members: tuple[str, ...]) -> str:
+        if self.config.host_store:
+            return self._store_address
+        return self._addresses.get(members[0], "")
+
+    def _after_rendezvous(self) -> None:
+        """Log and save a round that completed since the last call (any query may complete
+        one: rounds can be due by time)."""
+        world = self._rdzv.world
+        if world is not None and world.round != self._logged_round:
+            self._logged_round = world.round
+            event(
+                log,
+                "round_completed",
+                self._job,
+                round=world.round,
+                world_size=len(world.members),
+                members=",".join(world.members),
+            )
+            self._persist()
+
+    def _recover_shards(self, node_id: str) -> None:
+        for name, mgr in self._shards.items():
+            ids = mgr.recover(node_id)
+            if ids:
+                event(
+                    log,
+                    "shards_recovered",
+                    self._job,
+                    node=node_id,
+                    dataset=name or "-",
+                    shards=len(ids),
+                )
+
+    def _node_dead(self, node_id: str, reason: str) -> None:
+        event(log, "node_dead", self._job, node=node_id, reason=reason)
+        self._health.forget(node_id)
+        self._stats.set_alive(node_id, False)
+        self._recover_shards(node_id)
+        self._rdzv.remove(node_id)
+        self._after_rendezvous()
+        self._persist()
+
+    def _persist(self) -> None:
+        """Note a change to snapshot; the ``@_saves`` method that made it writes it."""
+        self._changes += 1
+
+    def _journal(self, dataset: str, shard_id: int, node_id: str) -> None:
+        """Save a counted report now (one appended line); snapshot every so often."""
+        if self._state is None:
+            return
+        self._state.append({"d": dataset, "s": shard_id, "w": node_id})
+        self._journal_len += 1
+        if self._journal_len >= self.config.snapshot_every:
+            self._persist()
+
+    def close(self) -> None:
+        """Write what is not saved yet and release the journal."""
+        self._persist()
+        self._flush()
+        if self._state is not None:
+            self._state.close()
+
+    def _flush(self) -> None:
+        target = self._changes
+        if self._state is None or self._saved >= target:
+            return
+        with self._write_lock:
+            if self._saved >= target:
+                return  # a write that started after our change covered it
+            with self._lock:
+                changes, text = self._changes, self._snapshot()
+                self._stats_dirty = False
+                self._state.rotate_journal()  # reports from now on go to a fresh journal
+                self._journal_len = 0
+            self._state.save_text(text)
+            self._state.drop_old_journal()
+            self._saved = changes
+
+    def _snapshot(self) -> str:
+        return self._snapshots.text(
+            self._job,
+            self._shards,
+            self._rdzv,
+            self._stats,
+            self._addresses,
+            self._addresses_version,
+        )
+
+    def _restore(self) -> None:
+        if self._state is None:
+            return
+        data, journal = self._state.load()
+        if data is None and not journal:
+            return
+        if data is not None:
+            members = restore_snapshot(data, self._shards, self._rdzv, self._stats, self._addresses)
+            self._health.track(members)
+            for name, saved in data["shards"].items():
+                if name not in self._shards:  # a registered dataset, restored on first use
+                    self._restored_shards[name] = saved
+        for entry in journal:
+            mgr = self._shards.get(entry["d"])
+            if mgr is not None:
+                mgr.report_done(int(entry["s"]), str(entry["w"]))
+        self._state.save_text(self._snapshot())  # nothing serves yet: no concurrent reports
+        self._state.drop_journals()
+        p = [m.progress() for m in self._shards.values()]
+        event(
+            log,
+            "state_restored",
+            self._job,
+            round=self._rdzv.round,
+            journal_entries=len(journal),
+            shards_done=sum(x.shards_done for x in p),
+        )
