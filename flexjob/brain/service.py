@@ -38,7 +38,7 @@ def create_app(store: BrainStore, processor: OptimizeProcessor | None = None) ->
     def list_jobs() -> list[str]:
         return store.job_names()
 
-    @app.post(f"{PREFIX}/jobs/{{job}}/metrics", status_code=204)
+    @app.post(f"{PREFIX}/jobs/{{job:path}}/metrics", status_code=204)
     def persist_metrics(job: str, report: schemas.MetricsReport) -> Response:
         try:
             store.persist(job, report)
@@ -48,14 +48,14 @@ def create_app(store: BrainStore, processor: OptimizeProcessor | None = None) ->
             raise HTTPException(422, str(exc)) from None
         return Response(status_code=204)
 
-    @app.get(f"{PREFIX}/jobs/{{job}}/metrics", response_model=schemas.JobMetrics)
+    @app.get(f"{PREFIX}/jobs/{{job:path}}/metrics", response_model=schemas.JobMetrics)
     def get_job_metrics(job: str) -> schemas.JobMetrics:
         try:
             return store.metrics(job)
         except UnknownJobError as exc:
             raise HTTPException(404, str(exc)) from None
 
-    @app.post(f"{PREFIX}/jobs/{{job}}/optimize", response_model=schemas.OptimizeResponse)
+    @app.post(f"{PREFIX}/jobs/{{job:path}}/optimize", response_model=schemas.OptimizeResponse)
     def optimize(job: str, request: schemas.OptimizeRequest) -> schemas.OptimizeResponse:
         try:
             return processor.optimize(job, request.stage)

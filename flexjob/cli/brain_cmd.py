@@ -28,7 +28,8 @@ def brain(
     try:
         url = normalize_url(db or None)
     except DatabaseUrlError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--db") from None
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
     engine = open_database(url)
 
     def ready(base_url: str) -> None:

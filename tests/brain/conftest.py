@@ -3,10 +3,10 @@ PostgreSQL (each test in its own schema, dropped afterwards)."""
 
 import os
 import uuid
+import warnings
 from collections.abc import Iterator
 
 import pytest
-from fastapi.testclient import TestClient
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
@@ -14,6 +14,11 @@ from flexjob.brain.client import BrainClient
 from flexjob.brain.db.engine import normalize_url, open_database
 from flexjob.brain.service import create_app
 from flexjob.brain.store import BrainStore
+
+with warnings.catch_warnings():
+    # Starlette warns about its httpx-based TestClient at import time; it is what FastAPI ships.
+    warnings.simplefilter("ignore")
+    from fastapi.testclient import TestClient
 
 PG_ENV = "FLEXJOB_TEST_PG_URL"
 PG_URL = os.environ.get(PG_ENV, "")
@@ -83,7 +88,13 @@ def store(engine: Engine, clock: Clock) -> BrainStore:
 
 
 @pytest.fixture
-def brain(store: BrainStore) -> Iterator[BrainClient]:
-    """A typed client talking to the real FastAPI app in-process."""
-    with TestClient(create_app(store), base_url="http://brain") as http:
-        yield BrainClient("http://brain", http=http)
+def http(store: BrainStore) -> Iterator[TestClient]:
+    """Raw HTTP to the real FastAPI app, in-process."""
+    with TestClient(create_app(store), base_url="http://brain") as client:
+        yield client
+
+
+@pytest.fixture
+def brain(http: TestClient) -> BrainClient:
+    """The typed client talking to the real FastAPI app in-process."""
+    return BrainClient("http://brain", http=http)

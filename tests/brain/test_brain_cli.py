@@ -1,0 +1,77 @@
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from flexjob.brain import schemas
+from flexjob.brain.client import BrainClient
+from flexjob.core.planner import OptimizeStage
+from tests.brain import reports
+
+
+@pytest.fixture
+def brain_process(db_url: str, tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    log = (tmp_path / "brain.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flexjob", "brain", "--db", db_url, "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        match = re.search(r"listening on (http://\S+)", line)
+        assert match, (
+            f"no address from flexjob brain: {line!r}, {(tmp_path / 'brain.log').read_text()}"
+        )
+        yield proc, match.group(1)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+        log.close()
+
+
+def test_brain_command_serves_plans_over_http(
+    brain_process: tuple[subprocess.Popen[str], str], db_url: str
+) -> None:
+    _, url = brain_process
+    with BrainClient(url) as brain:
+        assert brain.healthy()
+        brain.persist_metrics("job", schemas.MetricsReport(job=reports.job_info("job")))
+        assert not brain.optimize("job", OptimizeStage.CREATE).empty
+    assert "job" in BrainClient(url).list_jobs()
+
+
+def test_brain_command_rejects_an_unsupported_database() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "flexjob", "brain", "--db", "mysql://u@h/db"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2
+    assert "--db" in out.stderr and "allowed: sqlite" in out.stderr
+
+
+def test_brain_defaults_to_sqlite_in_flexjob_home(tmp_path: Path) -> None:
+    env_home = tmp_path / "home"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flexjob", "brain", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "FLEXJOB_HOME": str(env_home)},
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert f"sqlite:///{env_home}/brain.sqlite" in line
+        assert (env_home / "brain.sqlite").exists()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
