@@ -30,22 +30,6 @@ class UnknownJobError(LookupError):
         self.job = job
 
 
-def plan_resources(
-    base: dict[ReplicaType, planner.ReplicaResources], plans: Sequence[ResourcePlan]
-) -> dict[ReplicaType, planner.ReplicaResources]:
-    """The resources per replica type after applying ``plans`` in order to ``base``."""
-    current = dict(base)
-    for plan in plans:
-        for rtype, spec in plan.replica_resources.items():
-            old = current.get(rtype, planner.ReplicaResources(0))
-            current[rtype] = planner.ReplicaResources(
-                spec.replicas,
-                spec.resource.cpu if spec.resource.cpu is not None else old.cpu,
-                float(spec.resource.memory) if spec.resource.memory is not None else old.memory_mb,
-            )
-    return current
-
-
 class BrainStore:
     def __init__(self, engine: Engine, clock: Clock = time.time) -> None:
         self.engine = engine
@@ -314,7 +298,7 @@ def job_stats(metrics: schemas.JobMetrics) -> planner.JobStats:
     return planner.JobStats(
         profile=metrics.job.profile(),
         limits=metrics.job.limits.to_core(),
-        current=plan_resources(base, [p.plan for p in metrics.plans]),
+        current=planner.apply_plans(base, [p.plan for p in metrics.plans]),
         node_samples=[n.to_core() for n in metrics.node_samples],
         speed_samples=[sp.to_core() for sp in metrics.speed_samples],
         node_events=[e.to_core() for e in metrics.node_events],

@@ -2,8 +2,8 @@ import pytest
 
 from flexjob.api import ReplicaResourceSpec, ReplicaType, ResourcePlan, ResourceSpec
 from flexjob.brain import schemas
-from flexjob.brain.store import BrainStore, UnknownJobError, job_stats, plan_resources
-from flexjob.core.planner import OptimizeStage, ReplicaResources
+from flexjob.brain.store import BrainStore, UnknownJobError, job_stats
+from flexjob.core.planner import OptimizeStage, ReplicaResources, apply_plans
 from tests.brain import recorded, reports
 from tests.brain.conftest import Clock
 
@@ -78,7 +78,7 @@ def test_plan_resources_keep_unset_fields_from_before() -> None:
             ReplicaType.PS: ReplicaResourceSpec(replicas=2, resource=ResourceSpec(cpu=3.0))
         }
     )
-    assert plan_resources(base, [plan])[ReplicaType.PS] == ReplicaResources(2, 3.0, 4096)
+    assert apply_plans(base, [plan])[ReplicaType.PS] == ReplicaResources(2, 3.0, 4096)
 
 
 def test_cluster_nodes_show_their_newest_usage(store: BrainStore) -> None:

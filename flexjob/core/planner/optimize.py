@@ -71,6 +71,27 @@ def to_spec(res: ReplicaResources) -> ReplicaResourceSpec:
     )
 
 
+def apply_plans(
+    base: Mapping[ReplicaType, ReplicaResources], plans: Sequence[ResourcePlan]
+) -> dict[ReplicaType, ReplicaResources]:
+    """The resources per replica type after applying ``plans`` in order to ``base``.
+
+    A plan's unset CPU or memory keeps the value from before; per-node changes (``node_resources``)
+    do not change the per-type resources.
+    """
+    current = dict(base)
+    for plan in plans:
+        for rtype, spec in plan.replica_resources.items():
+            old = current.get(rtype, ReplicaResources(0))
+            cpu, memory = spec.resource.cpu, spec.resource.memory
+            current[rtype] = ReplicaResources(
+                spec.replicas,
+                cpu if cpu is not None else old.cpu,
+                float(memory) if memory is not None else old.memory_mb,
+            )
+    return current
+
+
 def detect_events(
     stats: JobStats, stage: OptimizeStage, since: float = 0.0, config: PlannerConfig | None = None
 ) -> list[OptimizeEvent]:
