@@ -2,9 +2,13 @@
 PostgreSQL (each test in its own schema, dropped afterwards)."""
 
 import os
+import re
+import subprocess
+import sys
 import uuid
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, create_engine, text
@@ -98,3 +102,26 @@ def http(store: BrainStore) -> Iterator[TestClient]:
 def brain(http: TestClient) -> BrainClient:
     """The typed client talking to the real FastAPI app in-process."""
     return BrainClient("http://brain", http=http)
+
+
+@pytest.fixture
+def brain_process(db_url: str, tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    log = (tmp_path / "brain.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flexjob", "brain", "--db", db_url, "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        match = re.search(r"listening on (http://\S+)", line)
+        assert match, (
+            f"no address from flexjob brain: {line!r}, {(tmp_path / 'brain.log').read_text()}"
+        )
+        yield proc, match.group(1)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+        log.close()

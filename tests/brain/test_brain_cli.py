@@ -1,39 +1,12 @@
 import os
-import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from flexjob.brain import schemas
 from flexjob.brain.client import BrainClient
 from flexjob.core.planner import OptimizeStage
 from tests.brain import reports
-
-
-@pytest.fixture
-def brain_process(db_url: str, tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    log = (tmp_path / "brain.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "flexjob", "brain", "--db", db_url, "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=log,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        match = re.search(r"listening on (http://\S+)", line)
-        assert match, (
-            f"no address from flexjob brain: {line!r}, {(tmp_path / 'brain.log').read_text()}"
-        )
-        yield proc, match.group(1)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-        log.close()
 
 
 def test_brain_command_serves_plans_over_http(
