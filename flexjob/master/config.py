@@ -83,6 +83,13 @@ class MasterConfig:
     rpc_workers: int = 32
     fsync: bool = False
     extra: dict[str, str] = field(default_factory=dict)
+    #: Resource optimization (``master.optimizing``): the mode ("manual", "single-job",
+    #: "cluster"), the brain's URL, seconds between plans, and the job as the brain sees it
+    #: (``brain.schemas.JobInfo`` JSON; built from the node bounds when empty).
+    optimize_mode: str = "manual"
+    brain_url: str = ""
+    optimize_interval: float = 30.0
+    optimizer_job: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.rendezvous()
@@ -147,12 +154,18 @@ class MasterConfig:
             if micro is None:
                 raise ValueError("spec.batch.microBatchSize is required")
             batch = BatchConfig(micro, b.max_workers, b.global_batch_size)
+        from flexjob.master.optimizer import job_info_from_spec
+
+        info = job_info_from_spec(job)
         base = cls(
             job_name=job.name or "job",
             min_nodes=lo,
             max_nodes=hi,
             datasets=datasets,
             batch=batch,
+            optimize_mode=info.optimize_mode.value,
+            brain_url=spec.brain_service or "",
+            optimizer_job=info.model_dump(mode="json"),
         )
         return base.with_overrides(**overrides)
 

@@ -2,9 +2,7 @@
 PostgreSQL (each test in its own schema, dropped afterwards)."""
 
 import os
-import re
 import subprocess
-import sys
 import uuid
 import warnings
 from collections.abc import Iterator
@@ -18,6 +16,7 @@ from flexjob.brain.client import BrainClient
 from flexjob.brain.db.engine import normalize_url, open_database
 from flexjob.brain.service import create_app
 from flexjob.brain.store import BrainStore
+from tests.support.brain import brain_process as start_brain_process
 
 with warnings.catch_warnings():
     # Starlette warns about its httpx-based TestClient at import time; it is what FastAPI ships.
@@ -106,22 +105,5 @@ def brain(http: TestClient) -> BrainClient:
 
 @pytest.fixture
 def brain_process(db_url: str, tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    log = (tmp_path / "brain.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "flexjob", "brain", "--db", db_url, "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=log,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        match = re.search(r"listening on (http://\S+)", line)
-        assert match, (
-            f"no address from flexjob brain: {line!r}, {(tmp_path / 'brain.log').read_text()}"
-        )
-        yield proc, match.group(1)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-        log.close()
+    with start_brain_process(db_url, tmp_path / "brain.log") as running:
+        yield running
