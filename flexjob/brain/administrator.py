@@ -32,8 +32,10 @@ class JobAdministrator:
         stats = job_stats(metrics)
         since = self.store.stats_until(self.job)
         events = planner.detect_events(stats, stage, since, self.config)
-        times = [s.timestamp for s in stats.node_samples] + [e.timestamp for e in stats.node_events]
-        until = max([since, *times])
+        until = since
+        if stage is planner.OptimizeStage.RUNNING:  # the initial plan reads no samples
+            times = [s.timestamp for s in stats.node_samples]
+            until = max([since, *times, *(e.timestamp for e in stats.node_events)])
         if events:
             log.info("job %s: %s", self.job, ", ".join(f"{e.kind}({e.node})" for e in events))
         return stats, events, until

@@ -119,7 +119,10 @@ class JobOptimizer:
         return True
 
     def initial_plan(self) -> ResourcePlan | None:
-        """The plan to start with (once per job), or ``None`` to start as the spec says."""
+        """The plan to start with (once per job), or ``None`` to start as the spec says.
+
+        Plans are recorded in ``plans`` even when they change nothing; only changes are returned.
+        """
         return self._plan(planner.OptimizeStage.CREATE)
 
     def step(self) -> ResourcePlan | None:
@@ -159,8 +162,11 @@ class JobOptimizer:
             return None
         stats = self.stats()
         plan, _ = planner.optimize(stats, stage, (), self._since, self.config)
-        times = [s.timestamp for s in stats.node_samples] + [e.timestamp for e in stats.node_events]
-        return self._accept(plan, None, max([self._since, *times]))
+        until = self._since
+        if stage is planner.OptimizeStage.RUNNING:  # the initial plan reads no samples
+            times = [s.timestamp for s in stats.node_samples]
+            until = max([until, *times, *(e.timestamp for e in stats.node_events)])
+        return self._accept(plan, None, until)
 
     def _plan_from_brain(self, stage: planner.OptimizeStage) -> ResourcePlan | None:
         assert self.brain is not None
@@ -176,12 +182,16 @@ class JobOptimizer:
         return self._accept(answer.plan, answer.plan_id, self._since)
 
     def _accept(self, plan: ResourcePlan, plan_id: int | None, since: float) -> ResourcePlan | None:
+        """Record a non-empty plan; return it only if it changes what the job runs with."""
         if plan.empty:
             return None
+        before = self.current()
         self._since = since
         self.plans.append(plan)
         self.plan_ids.append(plan_id)
         log.info("job %s: plan %d accepted: %s", self.job.name, len(self.plans), plan.reason)
+        if not plan.node_resources and self.current() == before:
+            return None  # e.g. an initial plan equal to the spec: nothing to carry out
         return plan
 
 

@@ -88,6 +88,14 @@ def test_oom_is_answered_once_with_more_memory(brain: BrainClient) -> None:
     assert brain.optimize("job", OptimizeStage.RUNNING).empty
 
 
+def test_an_oom_reported_before_the_initial_plan_is_still_answered(brain: BrainClient) -> None:
+    _register(brain, reports.job_info("job", workers=2))
+    report = schemas.MetricsReport(node_events=reports.node_events(OOM["node_events"]))
+    brain.persist_metrics("job", report)
+    brain.optimize("job", OptimizeStage.CREATE)
+    assert "worker-1" in brain.optimize("job", OptimizeStage.RUNNING).node_resources
+
+
 def test_hot_ps_gets_more_cpu(brain: BrainClient) -> None:
     info = reports.job_info("job", limits=schemas.Limits(max_cpu=4.0, max_ps=4))
     info.resources[ReplicaType.PS] = schemas.Resources(replicas=2, cpu=2.0, memory_mb=4096)

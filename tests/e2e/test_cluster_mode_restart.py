@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from flexjob.api import ReplicaType
 from flexjob.brain.client import BrainClient
 from flexjob.master.config import DatasetConfig, MasterConfig
 from flexjob.master.launch import MasterProcess, spawn_master
@@ -166,11 +167,13 @@ def test_killed_cluster_mode_master_reloads_its_plans_from_the_brain_and_finishe
 
         after = cluster.plans()
         assert after[: len(before)] == before  # the restarted master rewrote nothing
-        assert cluster.sizes() == [1, 2, 3, 4, 5, KNEE["knee"]]
+        assert cluster.sizes() == [2, 3, 4, 5, KNEE["knee"]]
         history = BrainClient(brain_url).get_job_metrics("default.job").plans
-        assert [h.id for h in history] == [
+        # the brain also holds the initial plan (1 worker, as the spec asked: no ScalePlan)
+        assert [h.id for h in history[1:]] == [
             int(p["metadata"]["annotations"]["flexjob.dev/brain-plan-id"]) for p in after
         ]
+        assert history[0].plan.replica_resources[ReplicaType.WORKER].replicas == 1
         assert "restored 3 plans" in (job_dir / "master.log").read_text()
     finally:
         cluster.stop()

@@ -49,6 +49,16 @@ def test_single_job_mode_grows_to_the_knee_on_in_memory_stats() -> None:
     assert opt.current()[ReplicaType.WORKER].replicas == KNEE["knee"]
 
 
+def test_an_initial_plan_that_changes_the_job_is_returned(brain: BrainClient) -> None:
+    old = reports.job_info("default.old", workers=3, model="bert")
+    brain.persist_metrics(
+        old.name, schemas.MetricsReport(job=old, status=schemas.JobStatus.SUCCEEDED)
+    )
+    job = reports.job_info("default.new", workers=1, model="bert")
+    plan = JobOptimizer(job, OptimizeMode.CLUSTER, brain).initial_plan()
+    assert plan is not None and plan.replica_resources[ReplicaType.WORKER].replicas == 3
+
+
 def test_single_job_mode_answers_an_oom_once() -> None:
     job = reports.job_info("default.job", limits=schemas.Limits(max_memory_mb=8192))
     opt = JobOptimizer(job, OptimizeMode.SINGLE_JOB)
@@ -67,7 +77,8 @@ def test_cluster_mode_plans_come_from_the_brain_which_keeps_the_stats(
     brain: BrainClient,
 ) -> None:
     opt = JobOptimizer(JOB, OptimizeMode.CLUSTER, brain)
-    assert opt.initial_plan() is not None
+    assert opt.initial_plan() is None  # the brain's initial plan is the spec: nothing to do
+    assert len(opt.plans) == 1
     assert _grow(opt, 1) == [1, 2, 3, 4, 5, KNEE["knee"]]
     stored = brain.get_job_metrics(JOB.name)
     assert len(stored.speed_samples) == len(SPEED)

@@ -1,0 +1,105 @@
+import json
+from pathlib import Path
+
+from flexjob.api import ElasticJob, OptimizeMode, ReplicaType
+from flexjob.brain import schemas
+from flexjob.master.config import MasterConfig
+from flexjob.master.optimizer import JobOptimizer
+from flexjob.master.optimizing import DirectorySink, OptimizerLoop, job_info_from_config
+from flexjob.master.stats import NodeRecord
+from flexjob.rpc.api import NodeStats
+
+
+class FakeMaster:
+    """The master's stats as ``stats_snapshot`` returns them, editable by the test."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, NodeRecord] = {}
+        self.world = 0
+
+    def report(self, node: str, sps: float, world: int, memory_mb: int = 1024) -> None:
+        rec = self.nodes.setdefault(node, NodeRecord())
+        rec.latest = NodeStats(50.0, memory_mb * 2**20, 1, sps, world, 1.0)
+        rec.reports += 1
+
+    def fail(self, node: str, reason: str) -> None:
+        rec = self.nodes.setdefault(node, NodeRecord())
+        rec.failures += 1
+        rec.last_failure = reason
+
+    def stats_snapshot(self) -> tuple[dict[str, NodeRecord], int]:
+        return dict(self.nodes), self.world
+
+
+def _loop(
+    master: FakeMaster, sink: list[object], job: schemas.JobInfo | None = None
+) -> OptimizerLoop:
+    job = job or schemas.JobInfo(
+        name="job", resources={ReplicaType.WORKER: schemas.Resources(replicas=2, memory_mb=1024)}
+    )
+    opt = JobOptimizer(job, OptimizeMode.SINGLE_JOB)
+    return OptimizerLoop(master, opt, sink.append, "job", clock=lambda: 100.0)
+
+
+def test_job_speed_is_the_sum_of_nodes_with_new_reports() -> None:
+    master, sink = FakeMaster(), []
+    loop = _loop(master, sink)
+    master.report("worker-0", 100.0, 2)
+    master.report("worker-1", 120.0, 2)
+    loop.feed()
+    loop.feed()  # nothing new: no second sample
+    [speed] = loop.optimizer.stats().speed_samples
+    assert (speed.samples_per_second, speed.world_size) == (220.0, 2)
+
+
+def test_a_failure_mentioning_oom_becomes_a_memory_plan() -> None:
+    master, sink = FakeMaster(), []
+    loop = _loop(master, sink)
+    master.report("worker-1", 10.0, 2, memory_mb=2048)
+    master.fail("worker-1", "process killed: Out of memory")
+    loop.tick()
+    [plan] = sink
+    assert plan.spec.migrate_pods[0].name == "worker-1"  # type: ignore[attr-defined]
+    assert plan.spec.migrate_pods[0].resource.memory == 3072  # type: ignore[attr-defined]
+
+
+def test_other_failures_do_not_raise_memory() -> None:
+    master, sink = FakeMaster(), []
+    loop = _loop(master, sink)
+    master.fail("worker-1", "exit code 1")
+    loop.tick()
+    assert sink == []
+
+
+def test_directory_sink_writes_one_file_per_plan(tmp_path: Path) -> None:
+    master, written = FakeMaster(), []
+    loop = _loop(master, written)
+    loop.sink = DirectorySink(tmp_path)
+    master.fail("worker-1", "OOM")
+    loop.tick()
+    [path] = tmp_path.glob("*.json")
+    assert path.name == "job-plan-2.json"  # plan 1, the initial plan, changed nothing
+    assert json.loads(path.read_text())["spec"]["ownerJob"] == "job"
+
+
+def test_master_config_from_a_job_carries_the_optimize_mode_and_brain() -> None:
+    job = ElasticJob.model_validate(
+        {
+            "metadata": {"name": "j"},
+            "spec": {
+                "optimizeMode": "cluster",
+                "brainService": "http://brain:50100",
+                "replicaSpecs": {"worker": {"replicas": 2, "maxReplicas": 4}},
+            },
+        }
+    )
+    config = MasterConfig.from_json(MasterConfig.from_job(job).to_json())
+    assert (config.optimize_mode, config.brain_url) == ("cluster", "http://brain:50100")
+    info = job_info_from_config(config)
+    assert info.name == "default.j" and info.limits.max_workers == 4
+
+
+def test_job_info_without_a_spec_comes_from_the_node_bounds() -> None:
+    info = job_info_from_config(MasterConfig(job_name="j", min_nodes=2, max_nodes=5))
+    assert info.resources[ReplicaType.WORKER].replicas == 2
+    assert (info.limits.min_workers, info.limits.max_workers) == (2, 5)
