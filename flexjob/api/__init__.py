@@ -22,13 +22,16 @@ from flexjob.api.job import (
     ElasticJob,
     ElasticJobSpec,
     ElasticJobStatus,
+    ElasticPolicy,
     JobCondition,
+    RendezvousConf,
     ReplicaSpec,
     ReplicaStatus,
     ResourceSpec,
 )
 from flexjob.api.meta import ObjectMeta
 from flexjob.api.pod import Container, EnvVar, PodSpec, PodTemplateSpec, ResourceRequirements
+from flexjob.api.problems import Problem, SpecError
 from flexjob.api.scaleplan import (
     PodRef,
     ReplicaResourceSpec,
@@ -48,6 +51,7 @@ __all__ = [
     "ElasticJob",
     "ElasticJobSpec",
     "ElasticJobStatus",
+    "ElasticPolicy",
     "EnvVar",
     "JobCondition",
     "JobPhase",
@@ -57,6 +61,8 @@ __all__ = [
     "PodRef",
     "PodSpec",
     "PodTemplateSpec",
+    "Problem",
+    "RendezvousConf",
     "ReplicaPhase",
     "ReplicaResourceSpec",
     "ReplicaSpec",
@@ -70,4 +76,5 @@ __all__ = [
     "ScalePlanPhase",
     "ScalePlanSpec",
     "ScalePlanStatus",
+    "SpecError",
 ]

@@ -19,7 +19,14 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-COMMAND_MODULES: tuple[str, ...] = ("master_cmd", "brain_cmd", "monitor_cmd")
+COMMAND_MODULES: tuple[str, ...] = (
+    "spec_cmds",
+    "manifests_app",
+    "job_cmds",
+    "master_cmd",
+    "brain_cmd",
+    "monitor_cmd",
+)
 
 
 def _version(value: bool) -> None:
