@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 import psutil
 
+from flexjob.api.quantity import parse_quantity
 from flexjob.brain.client import BrainClient, BrainError
 from flexjob.brain.schemas import ClusterNodeReport, ClusterReport
 
@@ -68,12 +69,8 @@ class KubernetesSource:
         return cls(client.CoreV1Api())
 
     def sample(self) -> list[ClusterNodeReport]:
-        from kubernetes.utils.quantity import parse_quantity
-
         def q(value: Any) -> float:
-            if value is None:
-                return 0.0
-            return float(parse_quantity(value))  # type: ignore[no-untyped-call]
+            return float(parse_quantity(value)) if value is not None else 0.0
 
         used: dict[str, list[float]] = {}
         pods = self.api.list_pod_for_all_namespaces(field_selector="status.phase=Running").items

@@ -90,6 +90,9 @@ class MasterConfig:
     brain_url: str = ""
     optimize_interval: float = 30.0
     optimizer_job: dict[str, Any] = field(default_factory=dict)
+    #: Where accepted plans go as ScalePlans: "" = JSON files in ``<job-dir>/scaleplans``;
+    #: "local" / "kubernetes" = that platform's store, for its operator to carry out.
+    scale_plan_platform: str = ""
 
     def __post_init__(self) -> None:
         self.rendezvous()

@@ -26,6 +26,7 @@ from flexjob.api import (
     ScalePlanSpec,
 )
 from flexjob.api.names import LABEL_JOB_NAME
+from flexjob.api.quantity import cpu_cores, memory_mib
 from flexjob.brain import schemas
 from flexjob.brain.client import BrainClient, BrainError, UnknownJob
 from flexjob.core import planner
@@ -249,12 +250,12 @@ def job_info_from_spec(job: ElasticJob) -> schemas.JobInfo:
         for container in spec.template.spec.containers[:1]:
             req = {**container.resources.limits, **container.resources.requests}
             lim = container.resources.limits
-            cpu = _quantity(req["cpu"]) if "cpu" in req else None
-            memory = _quantity(req["memory"]) / 2**20 if "memory" in req else None
+            cpu = cpu_cores(req["cpu"]) if "cpu" in req else None
+            memory = float(memory_mib(req["memory"])) if "memory" in req else None
             if "cpu" in lim:
-                max_cpu = max(max_cpu or 0.0, _quantity(lim["cpu"]))
+                max_cpu = max(max_cpu or 0.0, cpu_cores(lim["cpu"]))
             if "memory" in lim:
-                max_memory = max(max_memory or 0.0, _quantity(lim["memory"]) / 2**20)
+                max_memory = max(max_memory or 0.0, float(memory_mib(lim["memory"])))
         replicas = spec.replicas or spec.min_replicas or 1
         resources[rtype] = schemas.Resources(replicas=replicas, cpu=cpu, memory_mb=memory)
     worker = job.spec.replica_specs.get(ReplicaType.WORKER)
@@ -275,13 +276,6 @@ def job_info_from_spec(job: ElasticJob) -> schemas.JobInfo:
         limits=limits,
         resources=resources,
     )
-
-
-def _quantity(value: str | int | float) -> float:
-    """A Kubernetes quantity (``500m``, ``2``, ``4Gi``) as a number of cores or bytes."""
-    from kubernetes.utils.quantity import parse_quantity
-
-    return float(parse_quantity(value))  # type: ignore[no-untyped-call]
 
 
 def speed_from_nodes(

@@ -26,7 +26,8 @@ from flexjob.master.stats import NodeRecord
 
 log = logging.getLogger(__name__)
 PlanSink = Callable[[ScalePlan], None]
-OOM_PATTERN = re.compile(r"\b(oom|out of memory|outofmemory)\b|exit code 137", re.IGNORECASE)
+#: Failure reasons that mean "ran out of memory" (e.g. Kubernetes' OOMKilled, exit code 137).
+OOM_PATTERN = re.compile(r"\boom|out of memory|outofmemory|exit code 137", re.IGNORECASE)
 MIB = 2**20
 
 
@@ -44,6 +45,22 @@ class DirectorySink:
         write_atomic(
             self.directory / f"{plan.metadata.name}.json", plan.model_dump_json(by_alias=True)
         )
+
+
+def plan_sink(config: MasterConfig) -> PlanSink:
+    """Where the master's ScalePlans go: a platform's store, the job dir, or the log."""
+    if config.scale_plan_platform:
+        from flexjob.platform.registry import open_platform
+
+        platform = open_platform(config.scale_plan_platform)
+
+        def create(plan: ScalePlan) -> None:
+            platform.create_scale_plan(plan)
+
+        return create
+    if config.job_dir:
+        return DirectorySink(Path(config.job_dir) / "scaleplans")
+    return _log_sink
 
 
 def job_info_from_config(config: MasterConfig) -> schemas.JobInfo:
@@ -90,11 +107,16 @@ class OptimizerLoop:
             job_info_from_config(config), OptimizeMode(config.optimize_mode), brain
         )
         if sink is None:
-            if config.job_dir:
-                sink = DirectorySink(Path(config.job_dir) / "scaleplans")
-            else:
-                sink = _log_sink
-        return cls(source, optimizer, sink, config.job_name, interval=config.optimize_interval)
+            sink = plan_sink(config)
+        namespace, dot, _ = optimizer.job.name.partition(".")
+        return cls(
+            source,
+            optimizer,
+            sink,
+            config.job_name,
+            namespace=namespace if dot else "default",
+            interval=config.optimize_interval,
+        )
 
     def start(self) -> None:
         self._begin()

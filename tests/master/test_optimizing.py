@@ -1,12 +1,15 @@
 import json
 from pathlib import Path
 
+import pytest
+
 from flexjob.api import ElasticJob, OptimizeMode, ReplicaType
 from flexjob.brain import schemas
 from flexjob.master.config import MasterConfig
 from flexjob.master.optimizer import JobOptimizer
 from flexjob.master.optimizing import DirectorySink, OptimizerLoop, job_info_from_config
 from flexjob.master.stats import NodeRecord
+from flexjob.platform.local import LocalPlatform
 from flexjob.rpc.api import NodeStats
 
 
@@ -103,3 +106,23 @@ def test_job_info_without_a_spec_comes_from_the_node_bounds() -> None:
     info = job_info_from_config(MasterConfig(job_name="j", min_nodes=2, max_nodes=5))
     assert info.resources[ReplicaType.WORKER].replicas == 2
     assert (info.limits.min_workers, info.limits.max_workers) == (2, 5)
+
+
+def test_scale_plans_go_to_the_local_platform_for_its_operator(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLEXJOB_HOME", str(tmp_path))
+    platform = LocalPlatform()
+    platform.create_job(ElasticJob.model_validate({"metadata": {"name": "j", "namespace": "ns"}}))
+    config = MasterConfig(
+        job_name="j",
+        optimize_mode="single-job",
+        scale_plan_platform="local",
+        optimizer_job={"name": "ns.j", "resources": {"worker": {"replicas": 1, "memoryMb": 1024}}},
+    )
+    master = FakeMaster()
+    loop = OptimizerLoop.from_config(config, master)
+    master.fail("worker-0", "OOMKilled")
+    loop.tick()
+    [plan] = platform.list_scale_plans("ns", "j")
+    assert plan.spec.owner_job == "j" and plan.spec.migrate_pods[0].resource.memory == 1536
