@@ -1,9 +1,10 @@
 """The master's optimizer loop: feeds ``JobOptimizer`` from the master's stats, writes ScalePlans.
 
-Every ``optimize_interval`` seconds (on its own thread) it takes a snapshot of the master's per-
-node stats, turns new reports into resource and speed samples and failures mentioning OOM into
-node events, asks the optimizer for a plan and hands each accepted plan, as a ``ScalePlan``, to a
-sink (by default JSON files in ``<job-dir>/scaleplans/`` for the operator to pick up). Not for
+Every ``optimize_interval`` seconds (on its own thread) it takes a snapshot of the master's
+per-node stats and turns new reports into resource samples, job speed samples (once a whole
+world has reported, see ``core.planner.speed``) and, for failures that mention OOM, node events.
+Then it asks the optimizer for a plan and hands each accepted plan, as a ``ScalePlan``, to a
+sink (JSON files in ``<job-dir>/scaleplans/``, or a platform's store for its operator). Not for
 the algorithms (``core.planner``) or the modes (``master.optimizer``).
 """
 
@@ -19,6 +20,7 @@ from flexjob.api import OptimizeMode, ReplicaType, ResourcePlan, ScalePlan
 from flexjob.brain import schemas
 from flexjob.brain.client import BrainClient, BrainError
 from flexjob.core import planner
+from flexjob.core.planner.speed import SpeedAggregator
 from flexjob.master.config import MasterConfig
 from flexjob.master.optimizer import JobOptimizer, to_scale_plan
 from flexjob.master.state import write_atomic
@@ -94,6 +96,7 @@ class OptimizerLoop:
         self.interval = interval
         self.clock = clock
         self._seen: dict[str, tuple[int, int]] = {}  # node -> (reports, failures) already fed
+        self._speed = SpeedAggregator(stale_after=max(10 * interval, 5.0))
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._started = False
@@ -155,10 +158,8 @@ class OptimizerLoop:
             self._emit(self.optimizer.step())
 
     def feed(self) -> None:
-        nodes, world_size = self.source.stats_snapshot()
+        nodes, _ = self.source.stats_snapshot()
         now = self.clock()
-        speeds: list[float] = []
-        step = 0
         for node_id, rec in sorted(nodes.items()):
             rtype = _replica_type(node_id)
             reports, failures = self._seen.get(node_id, (0, 0))
@@ -170,9 +171,7 @@ class OptimizerLoop:
                     )
                 )
                 if rec.alive:
-                    speeds.append(st.samples_per_second)
-                    step = max(step, st.step)
-                    world_size = max(world_size, st.world_size)
+                    self._speed.observe(node_id, st.world_size, st.samples_per_second, st.step, now)
             if rec.failures > failures and OOM_PATTERN.search(rec.last_failure):
                 self.optimizer.observe_event(
                     planner.NodeEvent(
@@ -184,8 +183,8 @@ class OptimizerLoop:
                     )
                 )
             self._seen[node_id] = (rec.reports, rec.failures)
-        if speeds and world_size:
-            self.optimizer.observe_speed(planner.SpeedSample(now, step, sum(speeds), world_size))
+        if (sample := self._speed.take(now)) is not None:
+            self.optimizer.observe_speed(sample)
 
     def _emit(self, plan: ResourcePlan | None) -> None:
         if plan is None:
