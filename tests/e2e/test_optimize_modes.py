@@ -1,7 +1,9 @@
-"""Cluster mode end to end: a real brain process, a real master process (gRPC) and simulated
-workers playing the operator's part (they follow the master's ScalePlans). The master is
-SIGKILLed mid-job and restarted: it reloads its history from the brain, keeps growing the job to
-the throughput knee, and the job finishes with the plan history intact."""
+"""Optimize modes end to end: a real master process (gRPC) and simulated workers playing the
+operator's part (they follow the master's ScalePlans), with a real brain process in cluster mode.
+
+Cluster mode: the master is SIGKILLed mid-job and restarted; it reloads its history from the
+brain, keeps growing the job to the throughput knee, and the job finishes with the plan history
+intact. Single-job mode: the master alone grows the job to the knee from its in-memory stats."""
 
 import json
 import threading
@@ -175,6 +177,37 @@ def test_killed_cluster_mode_master_reloads_its_plans_from_the_brain_and_finishe
         ]
         assert history[0].plan.replica_resources[ReplicaType.WORKER].replicas == 1
         assert "restored 3 plans" in (job_dir / "master.log").read_text()
+    finally:
+        cluster.stop()
+        master.stop()
+
+
+def test_single_job_mode_master_grows_the_job_to_the_knee_on_its_own(tmp_path: Path) -> None:
+    job_dir = tmp_path / "job"
+    config = MasterConfig(
+        job_name="job",
+        job_dir=str(job_dir),
+        min_nodes=1,
+        max_nodes=8,
+        heartbeat_timeout=5.0,
+        host_store=False,
+        datasets=(DatasetConfig(size=SHARDS * 2, shard_size=2),),
+        optimize_mode="single-job",
+        optimize_interval=0.25,
+    )
+    master = spawn_master(config)
+    cluster = Cluster(master.address, job_dir / "scaleplans")
+    try:
+
+        def settled() -> bool:
+            cluster.follow()
+            return cluster.sizes()[-2:] == [KNEE["knee"] + 1, KNEE["knee"]]
+
+        wait_for(settled, what="the job to find the knee")
+        cluster.shard_time = 0.0
+        wait_for(cluster.finished.is_set, timeout=120, what="the job to finish")
+        assert cluster.errors == []
+        assert cluster.sizes() == [2, 3, 4, 5, KNEE["knee"]]
     finally:
         cluster.stop()
         master.stop()
