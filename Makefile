@@ -35,3 +35,6 @@ clean:
 
 proto: $(STAMP)
 	$(BIN)/python -m flexjob.rpc.protogen
+
+bench-operator: $(STAMP)
+	PYTHONPATH=. $(BIN)/python benchmarks/operator_scale.py --jobs 100 --replicas 50

@@ -1,7 +1,10 @@
 """The job model: ElasticJob, ReplicaSpec, ScalePlan, ResourcePlan, enums, defaults, validation,
 readers of other job formats and CRD generation.
 
-No I/O: nothing here touches processes, Kubernetes or the network.
+No I/O: nothing here touches processes, Kubernetes or the network; the one exception is
+``api.load.read_source``, which reads a spec file a caller names. Entry points:
+``api.load.load_job`` (any supported format → ``ElasticJob``), ``api.validate.validate``,
+``api.defaults.apply_defaults`` / ``defaults_patch`` and ``api.crd.crds``.
 """
 
 from flexjob.api.enums import (

@@ -12,6 +12,8 @@ name named ``main``. Validation is not done here (``api.validate``).
 
 from typing import Any
 
+from pydantic import ValidationError
+
 from flexjob.api.enums import (
     CleanPodPolicy,
     DistributionStrategy,
@@ -103,7 +105,12 @@ def json_patch(old: dict[str, Any], new: dict[str, Any]) -> list[dict[str, Any]]
 
 
 def defaults_patch(raw: dict[str, Any]) -> list[dict[str, Any]]:
-    """The JSON patch a mutating webhook returns for the native ``ElasticJob`` dict ``raw``
-    (assumed valid: run ``api.validate`` first)."""
-    defaulted = apply_defaults(ElasticJob.model_validate(raw)).to_wire()
-    return json_patch(raw, defaulted)
+    """The JSON patch a mutating webhook returns for the native ``ElasticJob`` dict ``raw``.
+
+    A ``raw`` the model rejects gets no patch: the validating webhook (``api.validate``) then
+    reports why, field by field."""
+    try:
+        job = ElasticJob.model_validate(raw)
+    except ValidationError:
+        return []
+    return json_patch(raw, apply_defaults(job).to_wire())

@@ -19,15 +19,23 @@ from flexjob.api.scaleplan import ScalePlan
 from flexjob.api.validate import validate
 
 Source = str | Path
+_SUFFIXES = (".yaml", ".yml", ".json")
 
 
 def read_source(source: Source) -> str:
-    """The text of ``source``: a ``Path``, a path string naming a file, or the text itself."""
-    if isinstance(source, Path):
-        return source.read_text(encoding="utf-8")
-    if "\n" not in source and len(source) < 4096 and Path(source).is_file():
+    """The text of ``source``: a ``Path``, a path string (one line naming a file, or ending in
+    .yaml/.yml/.json), or the text itself. An unreadable file raises ``SpecError``."""
+    if isinstance(source, str):
+        one_line = "\n" not in source and len(source) < 4096
+        named = one_line and (source.endswith(_SUFFIXES) or Path(source).is_file())
+        if not named:
+            return source
+    try:
         return Path(source).read_text(encoding="utf-8")
-    return source
+    except OSError as exc:
+        raise SpecError(
+            [Problem("", str(source), f"cannot read {source}: {exc.strerror}")]
+        ) from exc
 
 
 def parse_documents(text: str) -> list[Any]:
@@ -74,9 +82,9 @@ def to_native(raw: Any, companions: list[dict[str, Any]] | None = None) -> dict[
         return dict(raw)
     reader = find_reader(raw.get("apiVersion"), raw.get("kind"))
     assert reader is not None  # validate() found it
-    native, _ = convert(reader, dict(raw), companions)
-    assert native is not None
-    return native
+    converted, _ = convert(reader, dict(raw), companions)
+    assert converted is not None
+    return converted.native
 
 
 def job_from_dict(raw: Any, companions: list[dict[str, Any]] | None = None) -> ElasticJob:

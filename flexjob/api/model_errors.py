@@ -14,18 +14,20 @@ from pydantic_core import ErrorDetails
 
 from flexjob.api.problems import Problem, join_path, one_of, unknown_field
 
-#: Union member tags pydantic puts in ``loc``; they are not field names.
-_UNION_TAGS = frozenset({"str", "int", "float", "bool"})
 _QUOTED = re.compile(r"'([^']*)'")
 
 
+def _is_union(annotation: Any) -> bool:
+    return get_origin(annotation) in (Union, types.UnionType)
+
+
 def _unwrap(annotation: Any) -> Any:
-    """``Annotated[X, ...]`` → X; ``X | None`` → X."""
+    """``Annotated[X, ...]`` → X; ``X | None`` → X. A union of several types stays."""
     while True:
         origin = get_origin(annotation)
         if origin is Annotated:
             annotation = get_args(annotation)[0]
-        elif origin in (Union, types.UnionType):
+        elif _is_union(annotation):
             members = [a for a in get_args(annotation) if a is not type(None)]
             if len(members) != 1:
                 return annotation
@@ -41,20 +43,48 @@ def _field_of(model: type[BaseModel], key: str) -> Any:
     return None
 
 
+def _step(current: Any, key: int | str) -> Any:
+    """The annotation one ``loc`` step below ``current``; ``None`` when lost."""
+    origin = get_origin(current)
+    if isinstance(current, type) and issubclass(current, BaseModel) and isinstance(key, str):
+        return _field_of(current, key)
+    if origin is dict:
+        return get_args(current)[1]
+    if origin is list and isinstance(key, int):
+        return get_args(current)[0]
+    return None
+
+
+def _tag_of(member: Any) -> str:
+    return getattr(member, "__name__", str(member))
+
+
+def field_loc(
+    model: type[BaseModel], loc: Sequence[int | str]
+) -> tuple[list[int | str], list[str]]:
+    """``loc`` without pydantic's union member tags, and the tags met (the union's types)."""
+    current: Any = model
+    out: list[int | str] = []
+    tags: list[str] = []
+    for key in loc:
+        if key == "[key]":
+            continue
+        current = _unwrap(current) if current is not None else None
+        if current is not None and _is_union(current):
+            members = {_tag_of(m): m for m in get_args(current)}
+            tags = [t for t in members if t != "NoneType"]
+            current = members.get(str(key))
+            continue
+        out.append(key)
+        current = _step(current, key) if current is not None else None
+    return out, tags
+
+
 def type_at(model: type[BaseModel], loc: Sequence[int | str]) -> Any:
     """The (unwrapped) annotation found by walking ``loc`` from ``model``; ``None`` if lost."""
     current: Any = model
     for key in loc:
-        current = _unwrap(current)
-        origin = get_origin(current)
-        if isinstance(current, type) and issubclass(current, BaseModel) and isinstance(key, str):
-            current = _field_of(current, key)
-        elif origin is dict:
-            current = get_args(current)[1]
-        elif origin is list and isinstance(key, int):
-            current = get_args(current)[0]
-        else:
-            return None
+        current = _step(_unwrap(current), key)
         if current is None:
             return None
     return _unwrap(current)
@@ -67,8 +97,10 @@ def _allowed_fields(model: type[BaseModel], loc: Sequence[int | str]) -> list[st
     return []
 
 
-def _message(error: ErrorDetails) -> str:
+def _message(error: ErrorDetails, union: list[str]) -> str:
     kind, value, ctx = error["type"], error["input"], error.get("ctx", {})
+    if union:
+        return f"{value!r} is not one of the types {', '.join(union)}"
     if kind in ("enum", "literal_error"):
         return one_of(value, _QUOTED.findall(str(ctx.get("expected", ""))))
     if kind == "missing":
@@ -86,9 +118,8 @@ def problems_from(exc: ValidationError, model: type[BaseModel], base: str = "") 
     problems: list[Problem] = []
     seen: set[str] = set()
     for error in exc.errors():
-        loc = [k for k in error["loc"] if not (isinstance(k, str) and k in _UNION_TAGS)]
-        if loc and loc[-1] == "[key]":  # a bad dict key: the path names the key itself
-            loc = loc[:-1]
+        # a bad dict key ends in "[key]": the path names the key itself
+        loc, union = field_loc(model, error["loc"])
         parent = base
         for key in loc[:-1]:
             parent = join_path(parent, key)
@@ -100,5 +131,5 @@ def problems_from(exc: ValidationError, model: type[BaseModel], base: str = "") 
             allowed = _allowed_fields(model, loc[:-1])
             problems.append(unknown_field(parent, str(loc[-1]), error["input"], allowed))
         else:
-            problems.append(Problem(path, error["input"], _message(error)))
+            problems.append(Problem(path, error["input"], _message(error, union)))
     return problems

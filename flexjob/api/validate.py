@@ -2,27 +2,30 @@
 and what is allowed.
 
 ``validate(raw)`` accepts a native ``ElasticJob`` or ``ScalePlan`` dict, or any format a reader
-in ``api.readers`` knows (then the reader's problems come first, in that format's paths). Type
+in ``api.readers`` knows (its problems are then named in that format's own paths). Type
 and enum errors come from the pydantic models; the cross-field rules live here. The same
 function backs the validating admission webhook. No I/O.
 """
 
+import difflib
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from flexjob.api.enums import WORKER_LIKE
+from flexjob.api.enums import WORKER_LIKE, ReplicaType
 from flexjob.api.job import ElasticJob
 from flexjob.api.model_errors import problems_from
 from flexjob.api.names import API_VERSION, KIND_JOB, KIND_SCALE_PLAN
 from flexjob.api.problems import MISSING, Problem, join_path, one_of
 from flexjob.api.quantity import parse_quantity
+from flexjob.api.readers import READERS, convert, find_reader
 from flexjob.api.scaleplan import ScalePlan
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _JOB_ARG_KEY = re.compile(r"^[a-z0-9_]+$")
+_REPLICA_TYPES = frozenset(str(t) for t in ReplicaType)
 _NATIVE: dict[str, type[BaseModel]] = {KIND_JOB: ElasticJob, KIND_SCALE_PLAN: ScalePlan}
 
 
@@ -30,8 +33,6 @@ def validate(raw: Any, companions: list[dict[str, Any]] | None = None) -> list[P
     """Every problem of the document ``raw`` (a parsed YAML/JSON object); ``[]`` when valid.
 
     ``companions`` are the other documents of the same file (a DI v1 ``AggregatorConfig``)."""
-    from flexjob.api.readers import convert, find_reader  # readers import this module's peers
-
     if not isinstance(raw, Mapping):
         return [Problem("", raw, f"a job spec is a mapping, got {type(raw).__name__}")]
     api_version, kind = raw.get("apiVersion", MISSING), raw.get("kind", MISSING)
@@ -40,10 +41,10 @@ def validate(raw: Any, companions: list[dict[str, Any]] | None = None) -> list[P
     reader = find_reader(api_version, kind)
     if reader is None:
         return _unknown_format(api_version, kind)
-    native, problems = convert(reader, dict(raw), companions)
-    if native is None:
+    converted, problems = convert(reader, dict(raw), companions)
+    if converted is None:
         return problems
-    return problems + _validate_native(native, ElasticJob)
+    return converted.to_source(_validate_native(converted.native, ElasticJob))
 
 
 def is_dns1123_label(name: str) -> bool:
@@ -51,14 +52,13 @@ def is_dns1123_label(name: str) -> bool:
 
 
 def _unknown_format(api_version: Any, kind: Any) -> list[Problem]:
-    from flexjob.api.readers import READERS
-
     kinds = sorted({KIND_JOB, KIND_SCALE_PLAN} | {r.kind for r in READERS})
     if kind not in kinds:
         return [Problem("kind", kind, one_of(kind, kinds))]
     versions = [API_VERSION] if kind in _NATIVE else []
     versions += [v for r in READERS if r.kind == kind for v in r.api_versions]
-    return [Problem("apiVersion", api_version, f"{one_of(api_version, versions)} for {kind}")]
+    message = f"for kind {kind}: {one_of(api_version, versions)}"
+    return [Problem("apiVersion", api_version, message)]
 
 
 def _validate_native(raw: dict[str, Any], model: type[BaseModel]) -> list[Problem]:
@@ -102,7 +102,22 @@ def _check_name(path: str, name: Any) -> Iterator[Problem]:
 def _check_metadata(meta: Any) -> list[Problem]:
     if not isinstance(meta, Mapping):
         return [Problem("metadata", meta if meta is not None else MISSING, "metadata is required")]
-    problems = list(_check_name("metadata.name", meta.get("name", MISSING)))
+    name = meta.get("name", MISSING)
+    prefix = meta.get("generateName")
+    if name in (MISSING, "") and isinstance(prefix, str) and prefix:
+        # the API server appends 5 random characters to generateName
+        problems = []
+        if not is_dns1123_label(prefix + "x" * 5):
+            problems.append(
+                Problem(
+                    "metadata.generateName",
+                    prefix,
+                    f"{prefix!r} does not start a DNS-1123 label (lower-case letters, digits "
+                    "and '-', starting with a letter or digit, at most 58 characters)",
+                )
+            )
+    else:
+        problems = list(_check_name("metadata.name", name))
     if "namespace" in meta:
         problems += _check_name("metadata.namespace", meta["namespace"])
     return problems
@@ -122,7 +137,7 @@ def _check_job_spec(spec: Mapping[str, Any]) -> list[Problem]:
                 )
             )
         for rtype, rspec in replica_specs.items():
-            if isinstance(rspec, Mapping):
+            if isinstance(rspec, Mapping) and rtype in _REPLICA_TYPES:
                 problems += _check_replica_spec(f"spec.replicaSpecs.{rtype}", rspec)
     limits = spec.get("resourceLimits")
     if isinstance(limits, Mapping):
@@ -168,7 +183,8 @@ def _check_pod_template(path: str, template: Mapping[str, Any]) -> list[Problem]
     containers = pod.get("containers", MISSING)
     cpath = f"{path}.spec.containers"
     if containers is MISSING or containers == []:
-        return [Problem(cpath, containers, "a replica needs at least one container")]
+        hint = _misspelled(pod, "containers")
+        return [Problem(cpath, containers, f"a replica needs at least one container{hint}")]
     if not isinstance(containers, list):
         return []
     problems: list[Problem] = []
@@ -178,7 +194,8 @@ def _check_pod_template(path: str, template: Mapping[str, Any]) -> list[Problem]
         ipath = join_path(cpath, i)
         image = container.get("image", MISSING)
         if image is MISSING or image is None or (isinstance(image, str) and not image.strip()):
-            problems.append(Problem(f"{ipath}.image", image, "a container needs an image"))
+            hint = _misspelled(container, "image")
+            problems.append(Problem(f"{ipath}.image", image, f"a container needs an image{hint}"))
         resources = container.get("resources", {})
         if isinstance(resources, Mapping):
             for part in ("requests", "limits"):
@@ -186,6 +203,13 @@ def _check_pod_template(path: str, template: Mapping[str, Any]) -> list[Problem]
                 if isinstance(values, Mapping):
                     problems += _check_quantities(f"{ipath}.resources.{part}", values)
     return problems
+
+
+def _misspelled(obj: Mapping[str, Any], wanted: str) -> str:
+    """``"; is 'imagee' a misspelling of 'image'?"`` when a key of ``obj`` is close."""
+    keys = [k for k in obj if isinstance(k, str) and k != wanted]
+    close = difflib.get_close_matches(wanted, keys, n=1, cutoff=0.7)
+    return f"; is {close[0]!r} a misspelling of {wanted!r}?" if close else ""
 
 
 def _check_quantities(path: str, values: Mapping[str, Any]) -> list[Problem]:

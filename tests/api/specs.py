@@ -76,3 +76,14 @@ def edited(*edits: Edit, base: dict[str, Any] | None = None) -> dict[str, Any]:
     for edit in edits:
         edit(doc)
     return doc
+
+
+def rename(path: str, new_key: str) -> Edit:
+    """Rename the last key of ``path`` (a typo in a field name)."""
+
+    def edit(doc: dict[str, Any]) -> None:
+        keys = _keys(path)
+        parent = _walk(doc, keys[:-1])
+        parent[new_key] = parent.pop(keys[-1])
+
+    return edit

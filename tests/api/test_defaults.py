@@ -117,3 +117,7 @@ def test_patch_of_a_defaulted_object_is_empty() -> None:
 def test_json_patch_escapes_pointer_characters() -> None:
     ops = json_patch({"a": {}}, {"a": {"x/y~z": 1}})
     assert ops == [{"op": "add", "path": "/a/x~1y~0z", "value": 1}]
+
+
+def test_patch_of_an_invalid_object_is_empty() -> None:
+    assert defaults_patch(edited(set_("spec.cleanPodPolicy", "Sometimes"))) == []

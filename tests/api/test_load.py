@@ -1,7 +1,9 @@
 """Loading specs of every supported format: detection, lossless conversion, round trips and
 the problems each reader reports in its own format's paths."""
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -170,14 +172,52 @@ def test_pytorchjob_unknown_replica_type_suggests_one() -> None:
     )
 
 
-def test_converted_job_problems_use_flexjob_paths() -> None:
-    raw = yaml.safe_load((EXAMPLES / "pytorchjob.yaml").read_text())
-    del raw["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["image"]
+def _source_problem_paths(name: str, edit: Callable[[dict[str, Any]], None]) -> list[str]:
+    raw = next(iter(yaml.safe_load_all((EXAMPLES / name).read_text())))
+    edit(raw)
     with pytest.raises(SpecError) as info:
         job_from_dict(raw)
-    assert info.value.problems[0].path == (
-        "spec.replicaSpecs.worker.template.spec.containers[0].image"
-    )
+    return [p.path for p in info.value.problems]
+
+
+def test_pytorchjob_problems_name_the_pytorchjob_fields() -> None:
+    def edit(raw: dict[str, Any]) -> None:
+        del raw["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0][
+            "image"
+        ]
+        raw["spec"]["elasticPolicy"]["minReplicas"] = 9
+
+    assert _source_problem_paths("pytorchjob.yaml", edit) == [
+        "spec.elasticPolicy.minReplicas",
+        "spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].image",
+    ]
+
+
+def test_dijob_v2_problems_name_the_task() -> None:
+    def edit(raw: dict[str, Any]) -> None:
+        raw["spec"]["tasks"][1]["template"]["spec"]["containers"][0]["resources"] = {
+            "requests": {"cpu": "two"}
+        }
+
+    assert _source_problem_paths("dijob-v2.yaml", edit) == [
+        "spec.tasks[1].template.spec.containers[0].resources.requests.cpu"
+    ]
+
+
+def test_elasticdl_problems_name_the_capitalised_role() -> None:
+    def edit(raw: dict[str, Any]) -> None:
+        raw["spec"]["PS"]["template"]["spec"]["containers"] = []
+
+    assert _source_problem_paths("elasticaijob.yaml", edit) == ["spec.PS.template.spec.containers"]
+
+
+def test_dijob_v1_problems_name_the_role() -> None:
+    def edit(raw: dict[str, Any]) -> None:
+        del raw["spec"]["learner"]["template"]["spec"]["containers"][0]["image"]
+
+    assert _source_problem_paths("dijob-v1.yaml", edit) == [
+        "spec.learner.template.spec.containers[0].image"
+    ]
 
 
 def test_yaml_syntax_error_reports_line_and_column() -> None:
@@ -216,3 +256,36 @@ def test_to_wire_leaves_out_empty_defaults() -> None:
         "ports" not in wire["spec"]["replicaSpecs"]["worker"]["template"]["spec"]["containers"][0]
     )
     assert ElasticJob.model_validate(wire) == load_job(EXAMPLES / "elasticjob.yaml")
+
+
+def _values(node: Any) -> set[str]:
+    """Every scalar of a document, as text."""
+    if isinstance(node, dict):
+        return {s for v in node.values() for s in _values(v)}
+    if isinstance(node, list):
+        return {s for v in node for s in _values(v)}
+    return {str(node)}
+
+
+def _keys(node: Any) -> set[str]:
+    if isinstance(node, dict):
+        return set(map(str, node)) | {s for v in node.values() for s in _keys(v)}
+    if isinstance(node, list):
+        return {s for v in node for s in _keys(v)}
+    return set()
+
+
+@pytest.mark.parametrize("path", JOB_EXAMPLES, ids=lambda p: p.name)
+def test_conversion_keeps_every_value_of_the_source(path: Path) -> None:
+    docs = list(yaml.safe_load_all(path.read_text()))
+    source = set().union(*(_values({k: v for k, v in d.items() if k != "kind"}) for d in docs))
+    wire = load_job(path).to_wire()
+    job_args = {f"--{k} {v}" for k, v in wire["spec"].get("jobArgs", {}).items()}
+    # a value may become a key (a DI task type names its replica spec)
+    lost = source - _values(wire) - _keys(wire) - job_args
+    assert lost <= {docs[0]["apiVersion"]}, lost
+
+
+def test_missing_file_is_a_problem_not_yaml(tmp_path: Path) -> None:
+    (message,) = _problems(str(tmp_path / "job.yaml"))
+    assert message.startswith(f"cannot read {tmp_path / 'job.yaml'}")

@@ -7,7 +7,7 @@ import pytest
 
 from flexjob.api.problems import Problem
 from flexjob.api.validate import validate
-from tests.api.specs import Edit, drop, edited, set_
+from tests.api.specs import Edit, drop, edited, rename, set_
 
 W = "spec.replicaSpecs.worker"
 C0 = f"{W}.template.spec.containers[0]"
@@ -207,6 +207,36 @@ BAD_JOBS: list[tuple[str, list[Edit], str, str]] = [
         f"{C0}.env[0].name",
         "required field is missing",
     ),
+    (
+        "containers-misspelled",
+        [rename(f"{W}.template.spec.containers", "containres")],
+        f"{W}.template.spec.containers",
+        "is 'containres' a misspelling of 'containers'?",
+    ),
+    (
+        "image-misspelled",
+        [rename(f"{C0}.image", "imagee")],
+        f"{C0}.image",
+        "is 'imagee' a misspelling of 'image'?",
+    ),
+    (
+        "replicas-misspelled",
+        [rename(f"{W}.replicas", "replics")],
+        f"{W}.replics",
+        "unknown field 'replics'; did you mean 'replicas'?",
+    ),
+    (
+        "quantity-of-wrong-type",
+        [set_(f"{C0}.resources.limits", {"cpu": [1]})],
+        f"{C0}.resources.limits.cpu",
+        "[1] is not one of the types str, int, float",
+    ),
+    (
+        "api-version-of-kind",
+        [set_("apiVersion", "flexjob.dev/v1")],
+        "apiVersion",
+        "for kind ElasticJob: 'flexjob.dev/v1' is not one of flexjob.dev/v1alpha1",
+    ),
 ]
 
 
@@ -259,3 +289,18 @@ def test_unknown_kind_lists_the_known_kinds() -> None:
     (problem,) = validate({"apiVersion": "batch/v1", "kind": "Job"})
     assert problem.path == "kind"
     assert "DIJob" in problem.message and "PyTorchJob" in problem.message
+
+
+def test_unknown_replica_type_is_not_checked_further() -> None:
+    doc = edited(set_("spec.replicaSpecs.wrker", {}))
+    assert [p.path for p in validate(doc)] == ["spec.replicaSpecs.wrker"]
+
+
+def test_generate_name_stands_in_for_a_name() -> None:
+    doc = edited(drop("metadata.name"), set_("metadata.generateName", "mnist-"))
+    assert validate(doc) == []
+
+
+def test_bad_generate_name_is_reported() -> None:
+    doc = edited(drop("metadata.name"), set_("metadata.generateName", "MNIST-"))
+    assert [p.path for p in validate(doc)] == ["metadata.generateName"]

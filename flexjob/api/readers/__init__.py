@@ -7,7 +7,7 @@ from typing import Any
 
 from flexjob.api.problems import Problem, SpecError
 from flexjob.api.readers import dijob, dlrover, elasticdl, pytorchjob
-from flexjob.api.readers.common import Reader
+from flexjob.api.readers.common import Converted, Reader
 
 READERS: tuple[Reader, ...] = (
     *dijob.READERS,
@@ -26,12 +26,12 @@ def find_reader(api_version: Any, kind: Any) -> Reader | None:
 
 def convert(
     reader: Reader, raw: dict[str, Any], companions: list[dict[str, Any]] | None = None
-) -> tuple[dict[str, Any] | None, list[Problem]]:
-    """The native wire dict, or ``None`` and the problems in the source format's paths."""
+) -> tuple[Converted | None, list[Problem]]:
+    """The converted document, or ``None`` and the problems in the source format's paths."""
     try:
         return reader.convert(raw, companions or []), []
     except SpecError as exc:
         return None, exc.problems
 
 
-__all__ = ["COMPANION_KINDS", "READERS", "Reader", "convert", "find_reader"]
+__all__ = ["COMPANION_KINDS", "READERS", "Converted", "Reader", "convert", "find_reader"]

@@ -17,7 +17,7 @@ from flexjob.api.job import ElasticJobSpec, NonNegative, ReplicaSpec
 from flexjob.api.meta import ObjectMeta
 from flexjob.api.pod import PodTemplateSpec
 from flexjob.api.problems import Problem, SpecError
-from flexjob.api.readers.common import Reader, native_job, parse
+from flexjob.api.readers.common import Converted, Reader, native_job, parse
 
 GROUP = "diengine.opendilab.org"
 V1_VERSIONS = (f"{GROUP}/v1alpha1", f"{GROUP}/v1alpha2")
@@ -65,9 +65,10 @@ class DIJobV2(ApiModel):
     status: dict[str, Any] | None = None
 
 
-def convert_v2(raw: dict[str, Any], companions: list[dict[str, Any]]) -> dict[str, Any]:
+def convert_v2(raw: dict[str, Any], companions: list[dict[str, Any]]) -> Converted:
     job = parse(DIJobV2, raw)
     replica_specs: dict[ReplicaType, ReplicaSpec] = {}
+    paths: dict[str, str] = {}
     problems = []
     for i, task in enumerate(job.spec.tasks):
         rtype = TASK_TO_REPLICA[task.type]
@@ -83,6 +84,7 @@ def convert_v2(raw: dict[str, Any], companions: list[dict[str, Any]]) -> dict[st
         replica_specs[rtype] = ReplicaSpec(
             replicas=task.replicas, name=task.name, template=task.template
         )
+        paths[f"spec.replicaSpecs.{rtype}"] = f"spec.tasks[{i}]"
     if problems:
         raise SpecError(problems)
     spec = ElasticJobSpec(
@@ -93,7 +95,7 @@ def convert_v2(raw: dict[str, Any], companions: list[dict[str, Any]]) -> dict[st
         backoff_limit=job.spec.backoff_limit,
         volumes=job.spec.volumes,
     )
-    return native_job(job.metadata, spec)
+    return native_job(job.metadata, spec, paths)
 
 
 class RoleSpec(ApiModel):
@@ -129,7 +131,7 @@ class AggregatorConfig(ApiModel):
     spec: AggregatorConfigSpec
 
 
-def convert_v1(raw: dict[str, Any], companions: list[dict[str, Any]]) -> dict[str, Any]:
+def convert_v1(raw: dict[str, Any], companions: list[dict[str, Any]]) -> Converted:
     job = parse(DIJobV1, raw)
     roles = {
         ReplicaType.COORDINATOR: job.spec.coordinator,
@@ -152,7 +154,9 @@ def convert_v1(raw: dict[str, Any], companions: list[dict[str, Any]]) -> dict[st
         volumes=job.spec.volumes,
         aggregator_config=aggregator_config,
     )
-    return native_job(job.metadata, spec)
+    paths = {f"spec.replicaSpecs.{t}": f"spec.{t}" for t in roles}
+    paths["spec.aggregatorConfig"] = KIND_AGGREGATOR_CONFIG
+    return native_job(job.metadata, spec, paths)
 
 
 READERS = (

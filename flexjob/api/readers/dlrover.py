@@ -22,7 +22,7 @@ from flexjob.api.job import ElasticJobSpec, NonNegative, ReplicaSpec
 from flexjob.api.meta import ObjectMeta
 from flexjob.api.pod import EnvVar, PodTemplateSpec, Quantity
 from flexjob.api.problems import Problem, SpecError
-from flexjob.api.readers.common import Reader, native_job, parse
+from flexjob.api.readers.common import Converted, Reader, native_job, parse
 
 GROUP = "elastic.iml.github.io"
 VERSIONS = (f"{GROUP}/v1alpha1",)
@@ -83,7 +83,7 @@ def _replica(spec: DlroverReplicaSpec) -> ReplicaSpec:
     return ReplicaSpec.model_validate(spec.model_dump(exclude_none=True))
 
 
-def convert(raw: dict[str, Any], companions: list[dict[str, Any]]) -> dict[str, Any]:
+def convert(raw: dict[str, Any], companions: list[dict[str, Any]]) -> Converted:
     job = parse(DlroverElasticJob, raw)
     source = job.spec
     spec = ElasticJobSpec(

@@ -16,13 +16,17 @@ from flexjob.api.job import ElasticJobSpec, NonNegative, ReplicaSpec
 from flexjob.api.meta import ObjectMeta
 from flexjob.api.pod import PodTemplateSpec
 from flexjob.api.problems import Problem, SpecError
-from flexjob.api.readers.common import Reader, native_job, parse
+from flexjob.api.readers.common import Converted, Reader, native_job, parse
 
 GROUP = "elasticdl.org"
 VERSIONS = (f"{GROUP}/v1", f"{GROUP}/v1alpha1")
 #: One job argument: ``--name value`` (the name as in ElasticDL's CRD, the value one token or
 #: more on one line).
 JOB_ARG = re.compile(r"^--([a-z0-9_]+)\s(\S(?:.*\S)?)$")
+
+
+#: The ElasticAIJob spec field of each replica type.
+ALIASES = {ReplicaType.MASTER: "Master", ReplicaType.PS: "PS", ReplicaType.WORKER: "Worker"}
 
 
 class EdlReplicaSpec(ApiModel):
@@ -76,7 +80,7 @@ def _replica(spec: EdlReplicaSpec) -> ReplicaSpec:
     )
 
 
-def convert(raw: dict[str, Any], companions: list[dict[str, Any]]) -> dict[str, Any]:
+def convert(raw: dict[str, Any], companions: list[dict[str, Any]]) -> Converted:
     job = parse(ElasticAIJob, raw)
     roles = {
         ReplicaType.MASTER: job.spec.master,
@@ -87,7 +91,9 @@ def convert(raw: dict[str, Any], companions: list[dict[str, Any]]) -> dict[str, 
         replica_specs={t: _replica(r) for t, r in roles.items() if r is not None},
         job_args=parse_job_args(job.spec.job_args),
     )
-    return native_job(job.metadata, spec)
+    paths = {f"spec.replicaSpecs.{t}": f"spec.{ALIASES[t]}" for t in roles}
+    paths.update({f"spec.jobArgs.{k}": f"spec.jobArgs[{i}]" for i, k in enumerate(spec.job_args)})
+    return native_job(job.metadata, spec, paths)
 
 
 READERS = (Reader("ElasticDL ElasticAIJob", "ElasticAIJob", VERSIONS, convert),)

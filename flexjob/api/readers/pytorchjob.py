@@ -18,7 +18,7 @@ from flexjob.api.job import ElasticJobSpec, ElasticPolicy, NonNegative, ReplicaS
 from flexjob.api.meta import ObjectMeta
 from flexjob.api.pod import PodTemplateSpec
 from flexjob.api.problems import Problem, SpecError
-from flexjob.api.readers.common import Reader, native_job, parse
+from flexjob.api.readers.common import Converted, Reader, native_job, parse
 
 VERSIONS = ("kubeflow.org/v1",)
 
@@ -68,7 +68,7 @@ class PyTorchJob(ApiModel):
     status: dict[str, Any] | None = None
 
 
-def convert(raw: dict[str, Any], companions: list[dict[str, Any]]) -> dict[str, Any]:
+def convert(raw: dict[str, Any], companions: list[dict[str, Any]]) -> Converted:
     job = parse(PyTorchJob, raw)
     replica_specs = {
         TO_REPLICA[t]: ReplicaSpec(
@@ -107,7 +107,18 @@ def convert(raw: dict[str, Any], companions: list[dict[str, Any]]) -> dict[str, 
         scheduling_policy=run.scheduling_policy,
         suspend=run.suspend,
     )
-    return native_job(job.metadata, spec)
+    return native_job(job.metadata, spec, _paths())
+
+
+def _paths() -> dict[str, str]:
+    paths = {
+        f"spec.replicaSpecs.{TO_REPLICA[t]}": f"spec.pytorchReplicaSpecs.{t}" for t in TO_REPLICA
+    }
+    for bound in ("minReplicas", "maxReplicas"):
+        paths[f"spec.replicaSpecs.worker.{bound}"] = f"spec.elasticPolicy.{bound}"
+    run_fields = [f.alias or n for n, f in RunPolicy.model_fields.items()]
+    paths.update({f"spec.{name}": f"spec.runPolicy.{name}" for name in run_fields})
+    return paths
 
 
 READERS = (Reader("Kubeflow PyTorchJob", "PyTorchJob", VERSIONS, convert),)
