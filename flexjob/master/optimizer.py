@@ -97,6 +97,20 @@ class JobOptimizer:
         base = {t: r.to_core() for t, r in self.job.resources.items()}
         return planner.apply_plans(base, self.plans)
 
+    def node_limits(self, node: str, rtype: ReplicaType) -> tuple[float | None, float | None]:
+        """CPU cores and MiB ``node`` runs with: from its last per-node plan, else its type."""
+        cpu = memory = None
+        for plan in reversed(self.plans):
+            res = plan.node_resources.get(node)
+            if res is not None:
+                cpu = res.cpu if cpu is None else cpu
+                memory = float(res.memory) if memory is None and res.memory else memory
+        typed = self.current().get(rtype)
+        if typed is not None:
+            cpu = typed.cpu if cpu is None else cpu
+            memory = typed.memory_mb if memory is None else memory
+        return cpu, memory
+
     # ---- plans out ----
     def restore(self) -> bool:
         """Cluster mode: reload stats and accepted plans from the brain. False if it has none."""

@@ -164,10 +164,17 @@ class OptimizerLoop:
             rtype = _replica_type(node_id)
             reports, failures = self._seen.get(node_id, (0, 0))
             st = rec.latest
+            cpu, memory = self.optimizer.node_limits(node_id, rtype)
             if rec.reports > reports:
                 self.optimizer.observe_node(
                     planner.NodeSample(
-                        node_id, rtype, st.timestamp or now, st.cpu_percent, st.memory_bytes / MIB
+                        node_id,
+                        rtype,
+                        st.timestamp or now,
+                        st.cpu_percent,
+                        st.memory_bytes / MIB,
+                        cpu_limit=cpu,
+                        memory_limit_mb=memory,
                     )
                 )
                 if rec.alive:
@@ -179,7 +186,7 @@ class OptimizerLoop:
                         rtype,
                         planner.NodeEventKind.OOM,
                         now,
-                        st.memory_bytes / MIB or None,
+                        memory or st.memory_bytes / MIB or None,  # what it had, else what it used
                     )
                 )
             self._seen[node_id] = (rec.reports, rec.failures)

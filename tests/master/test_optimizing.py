@@ -58,12 +58,40 @@ def test_job_speed_is_the_sum_of_nodes_with_new_reports() -> None:
 def test_a_failure_mentioning_oom_becomes_a_memory_plan() -> None:
     master, sink = FakeMaster(), []
     loop = _loop(master, sink)
-    master.report("worker-1", 10.0, 2, memory_mb=2048)
+    master.report("worker-1", 10.0, 2, memory_mb=1000)
     master.fail("worker-1", "process killed: Out of memory")
     loop.tick()
     [plan] = sink
     assert plan.spec.migrate_pods[0].name == "worker-1"  # type: ignore[attr-defined]
-    assert plan.spec.migrate_pods[0].resource.memory == 3072  # type: ignore[attr-defined]
+    # 1.5 x the 1024 MiB the worker had (not the 1000 it was last seen using)
+    assert plan.spec.migrate_pods[0].resource.memory == 1536  # type: ignore[attr-defined]
+
+
+def test_a_second_oom_grows_from_the_memory_the_first_plan_gave() -> None:
+    master, sink = FakeMaster(), []
+    loop = _loop(master, sink)
+    master.fail("worker-1", "OOMKilled")
+    loop.tick()
+    master.fail("worker-1", "OOMKilled")
+    loop.clock = lambda: 200.0
+    loop.tick()
+    assert [p.spec.migrate_pods[0].resource.memory for p in sink] == [1536, 2304]  # type: ignore[attr-defined]
+
+
+def test_ps_cpu_use_is_measured_against_the_cores_it_was_given() -> None:
+    job = schemas.JobInfo(
+        name="job",
+        resources={ReplicaType.PS: schemas.Resources(replicas=1, cpu=2.0)},
+        limits=schemas.Limits(max_cpu=4.0),
+    )
+    master, sink = FakeMaster(), []
+    loop = _loop(master, sink, job)
+    for t in range(4):
+        master.report("ps-0", 0.0, 0)
+        master.nodes["ps-0"].latest = NodeStats(190.0, 2**30, 0, 0.0, 0, float(t + 1))
+        loop.tick()
+    [plan] = sink
+    assert plan.spec.migrate_pods[0].resource.cpu == 3.0  # type: ignore[attr-defined]
 
 
 def test_other_failures_do_not_raise_memory() -> None:
