@@ -53,7 +53,7 @@ class OptimizeProcessor:
             if not events:
                 return schemas.OptimizeResponse(plan=planner.merge(job, []))
             history = (
-                self.store.finished_jobs(exclude=job)
+                self.store.finished_jobs(like=stats.profile)
                 if stage is planner.OptimizeStage.CREATE
                 else []
             )

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, func, or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from flexjob.api import ReplicaType, ResourcePlan
@@ -20,6 +20,8 @@ Clock = Callable[[], float]
 
 #: Most samples of each kind loaded for one job's stats (the newest ones).
 MAX_SAMPLES = 5000
+#: Most finished jobs read to find similar ones (the most recently finished).
+MAX_HISTORY = 200
 
 
 class UnknownJobError(LookupError):
@@ -241,29 +243,43 @@ class BrainStore:
             )
             return value or 0.0
 
-    def finished_jobs(self, exclude: str = "") -> list[planner.FinishedJob]:
-        """Finished jobs with the resources they ended with and their peak memory per type."""
-        with self._session() as s:
-            rows = list(
-                s.scalars(
-                    select(m.Job).where(m.Job.finished_at.is_not(None), m.Job.name != exclude)
-                )
-            )
+    def finished_jobs(self, like: planner.JobProfile | None = None) -> list[planner.FinishedJob]:
+        """Finished jobs (sharing ``like``'s model or dataset, when given; never ``like`` itself)
+        with the resources they ended with and their peak memory per replica type."""
+        query = select(m.Job).where(m.Job.finished_at.is_not(None))
+        if like is not None:
+            keys = [m.Job.model == like.model] if like.model else []
+            keys += [m.Job.dataset == like.dataset] if like.dataset else []
+            if not keys:
+                return []
+            query = query.where(m.Job.name != like.name, or_(*keys))
         out = []
-        for job in rows:
-            metrics = self.metrics(job.name)
-            peak: dict[ReplicaType, float] = {}
-            for ns in metrics.node_samples:
-                peak[ns.replica_type] = max(peak.get(ns.replica_type, 0.0), ns.memory_mb)
-            out.append(
-                planner.FinishedJob(
-                    profile=metrics.job.profile(),
-                    succeeded=metrics.status is schemas.JobStatus.SUCCEEDED,
-                    finished_at=job.finished_at or 0.0,
-                    resources=job_stats(metrics).current,
-                    peak_memory_mb=peak,
+        with self._session() as s:
+            for job in s.scalars(query.order_by(m.Job.finished_at.desc()).limit(MAX_HISTORY)):
+                plans = s.scalars(
+                    select(m.ResourcePlan.plan)
+                    .where(m.ResourcePlan.job_id == job.id)
+                    .order_by(m.ResourcePlan.id)
                 )
-            )
+                peaks = s.execute(
+                    select(m.JobNode.replica_type, func.max(m.NodeSample.memory_mb))
+                    .join(m.NodeSample, m.NodeSample.node_id == m.JobNode.id)
+                    .where(m.JobNode.job_id == job.id)
+                    .group_by(m.JobNode.replica_type)
+                )
+                info = _job_info(job)
+                base = {t: r.to_core() for t, r in info.resources.items()}
+                out.append(
+                    planner.FinishedJob(
+                        profile=info.profile(),
+                        succeeded=job.status == schemas.JobStatus.SUCCEEDED.value,
+                        finished_at=job.finished_at or 0.0,
+                        resources=planner.apply_plans(
+                            base, [ResourcePlan.model_validate(p) for p in plans]
+                        ),
+                        peak_memory_mb={ReplicaType(t): float(v) for t, v in peaks if v},
+                    )
+                )
         return out
 
     def cluster_nodes(self) -> list[schemas.ClusterNodeReport]:

@@ -52,8 +52,8 @@ def test_finished_job_is_history_with_its_peak_memory(store: BrainStore, clock: 
             job=reports.job_info(model="bert"), node_samples=ns, status=schemas.JobStatus.SUCCEEDED
         ),
     )
-    store.persist("job-b", schemas.MetricsReport(job=reports.job_info("job-b")))
-    [finished] = store.finished_jobs()
+    store.persist("job-b", schemas.MetricsReport(job=reports.job_info("job-b", model="bert")))
+    [finished] = store.finished_jobs(like=reports.job_info("job-b", model="bert").profile())
     assert finished.profile.name == "job-a" and finished.succeeded
     assert finished.finished_at == clock.now
     assert finished.peak_memory_mb[ReplicaType.WORKER] == max(s.memory_mb for s in ns)
@@ -94,3 +94,14 @@ def test_cluster_nodes_show_their_newest_usage(store: BrainStore) -> None:
         store.report_cluster(schemas.ClusterReport(nodes=[node]))
     [node] = store.cluster_nodes()
     assert node.cpu_used == 1.5 and node.timestamp == 2.0
+
+
+def test_history_only_holds_jobs_sharing_the_model_or_dataset(store: BrainStore) -> None:
+    for name, model in [("a", "bert"), ("b", "gpt"), ("c", "bert")]:
+        report = schemas.MetricsReport(
+            job=reports.job_info(name, model=model), status=schemas.JobStatus.SUCCEEDED
+        )
+        store.persist(name, report)
+    like = reports.job_info("c", model="bert").profile()
+    assert [j.profile.name for j in store.finished_jobs(like=like)] == ["a"]
+    assert len(store.finished_jobs()) == 3
