@@ -33,8 +33,8 @@ run: $(STAMP)
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
 
-proto: $(STAMP)
-	$(BIN)/python -m flexjob.rpc.protogen
-
 bench-operator: $(STAMP)
 	PYTHONPATH=. $(BIN)/python benchmarks/operator_scale.py --jobs 100 --replicas 50
+
+proto: $(STAMP)
+	$(BIN)/python -m flexjob.rpc.protogen

@@ -1,11 +1,14 @@
 """Rendezvous for elastic all-reduce: which nodes form the world of each round, and their ranks.
 
 Nodes ``join``; a round completes when ``max_nodes`` are waiting, or at least ``min_nodes`` are
-and the last-call timeout has passed since the ``min_nodes``-th one arrived. The world is
-rounded down to a multiple of ``node_unit``; the oldest nodes (by first join) are taken, and
-ranks follow the same age order, so the oldest surviving node is rank 0 and can broadcast the
-model. A member's death or re-join breaks the world; a waiting node that would grow the world is
-announced by ``num_nodes_waiting`` so running nodes re-join. No I/O; the clock is injected.
+and the last-call timeout has passed since the ``min_nodes``-th one arrived, or — after a world
+broke — as soon as every live member of that world has re-joined. While a world runs
+unbroken, no round completes (waiting nodes would otherwise form a second, split world).
+The world is rounded down to a multiple of ``node_unit``; the oldest nodes (by first join) are
+taken, and ranks follow the same age order, so the oldest surviving node is rank 0 and can
+broadcast the model. A member's death or re-join breaks the world; a waiting node that would
+grow the world is announced by ``num_nodes_waiting`` so running nodes re-join. No I/O; the
+clock is injected.
 """
 
 import time
@@ -93,6 +96,12 @@ class Rendezvous:
         self._age: dict[str, int] = {}
         self._next_age = 0
         self._last_call_since: float | None = None
+        self._version = 0
+
+    @property
+    def version(self) -> int:
+        """Grows with every change to what ``to_dict()`` returns."""
+        return self._version
 
     @property
     def round(self) -> int:
@@ -107,6 +116,11 @@ class Rendezvous:
     def waiting(self) -> frozenset[str]:
         return frozenset(self._waiting)
 
+    @property
+    def broken(self) -> bool:
+        """A member of the latest world died or re-joined: the next round replaces it."""
+        return self._broken
+
     def status(self, node_id: str) -> NodeStatus:
         if node_id in self._waiting:
             return NodeStatus.WAITING
@@ -120,6 +134,7 @@ class Rendezvous:
         if node_id not in self._age:
             self._age[node_id] = self._next_age
             self._next_age += 1
+            self._version += 1
         if self._world is not None and node_id in self._world.members:
             self._broken = True
         self._waiting.add(node_id)
@@ -129,7 +144,8 @@ class Rendezvous:
     def remove(self, node_id: str) -> None:
         """``node_id`` is dead: it leaves the waiting set and breaks its world."""
         self._waiting.discard(node_id)
-        self._age.pop(node_id, None)
+        if self._age.pop(node_id, None) is not None:
+            self._version += 1
         if self._world is not None and node_id in self._world.members:
             self._broken = True
         self.tick()
@@ -161,6 +177,10 @@ class Rendezvous:
     def tick(self) -> World | None:
         """Complete a round if its conditions hold; returns the new world if one formed."""
         n = len(self._waiting)
+        if self._world is not None and not self._broken:
+            # A healthy world is running: waiting nodes get in when its members re-join
+            # (they see num_nodes_waiting); a round of the newcomers alone would split it.
+            return None
         if n < self.config.min_nodes:
             self._last_call_since = None
             return None
@@ -172,6 +192,7 @@ class Rendezvous:
             return None
         if (
             n < self.config.max_nodes
+            and not self._everyone_back()
             and now - self._last_call_since < self.config.last_call_timeout
         ):
             return None
@@ -181,7 +202,16 @@ class Rendezvous:
         self._waiting.difference_update(members)
         self._broken = False
         self._last_call_since = None
+        self._version += 1
         return self._world
+
+    def _everyone_back(self) -> bool:
+        """A broken world whose every live member has re-joined need not wait for the last
+        call: nobody else is coming back (dead and failed nodes were removed)."""
+        if self._world is None or not self._broken:
+            return False
+        alive = {m for m in self._world.members if m in self._age}
+        return alive <= self._waiting
 
     # ---- persistence: enough for a restarted master to keep rounds and ranks ----
     def to_dict(self) -> dict[str, object]:
@@ -202,3 +232,4 @@ class Rendezvous:
         self._waiting.clear()
         self._broken = False
         self._last_call_since = None
+        self._version += 1

@@ -104,7 +104,7 @@ class ShardManager:
         self._specs: dict[int, Sequence[ShardSpec]] = {}
         self._todo: deque[int] = deque()
         self._doing: dict[int, _Doing] = {}
-        self._done: dict[int, set[int]] = {}
+        self._done: dict[int, _DoneSet] = {}
         self._completed: set[int] = set()
         self._samples_done = 0
         self._recent: OrderedDict[int, str] = OrderedDict()
@@ -129,7 +129,7 @@ class ShardManager:
 
     def state_of(self, shard_id: int) -> ShardState:
         epoch, pos = self._locate(shard_id)
-        if epoch in self._completed or pos in self._done.get(epoch, ()):
+        if epoch in self._completed or (epoch in self._done and pos in self._done[epoch]):
             return ShardState.DONE
         return ShardState.DOING if shard_id in self._doing else ShardState.TODO
 
@@ -218,7 +218,7 @@ class ShardManager:
             "epochs": self._epochs,
             "next_epoch": self._next_epoch,
             "completed": sorted(self._completed),
-            "done": {str(e): _runs(sorted(done)) for e, done in self._done.items()},
+            "done": {str(e): done.runs() for e, done in self._done.items()},
             "samples_done": self._samples_done,
             "recent": [[sid, w] for sid, w in self._recent.items()],
         }
@@ -252,7 +252,7 @@ class ShardManager:
 
     def _open_epoch(self, epoch: int, done: set[int] | None = None) -> None:
         self._specs[epoch] = self._splitter.shards(epoch)
-        self._done[epoch] = done or set()
+        self._done[epoch] = _DoneSet(done or ())
         base = epoch * self._per_epoch
         self._todo.extend(base + p for p in range(self._per_epoch) if p not in self._done[epoch])
         self._next_epoch = max(self._next_epoch, epoch + 1)
@@ -266,6 +266,38 @@ class ShardManager:
         self._recent[shard_id] = worker
         while len(self._recent) > self._recent_limit:
             self._recent.popitem(last=False)
+
+
+class _DoneSet:
+    """Done positions of one epoch as a done prefix ``[0, prefix)`` plus the positions done
+    out of order beyond it: shards mostly finish in order, so the set stays small and
+    ``runs()`` (for every checkpoint) stays cheap."""
+
+    __slots__ = ("_prefix", "_rest")
+
+    def __init__(self, positions: Iterable[int] = ()) -> None:
+        self._prefix = 0
+        self._rest: set[int] = set()
+        for p in positions:
+            self.add(p)
+
+    def __contains__(self, pos: int) -> bool:
+        return pos < self._prefix or pos in self._rest
+
+    def __len__(self) -> int:
+        return self._prefix + len(self._rest)
+
+    def add(self, pos: int) -> None:
+        if pos < self._prefix:
+            return
+        self._rest.add(pos)
+        while self._prefix in self._rest:
+            self._rest.remove(self._prefix)
+            self._prefix += 1
+
+    def runs(self) -> list[list[int]]:
+        head = [[0, self._prefix]] if self._prefix else []
+        return head + _runs(sorted(self._rest))
 
 
 def _runs(sorted_positions: Iterable[int]) -> list[list[int]]:

@@ -7,6 +7,7 @@ core objects (splitter, batch plan, rendezvous config) but runs nothing.
 """
 
 import json
+import socket
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -82,7 +83,11 @@ class MasterConfig:
     host_store: bool = True
     rpc_workers: int = 32
     fsync: bool = False
-    extra: dict[str, str] = field(default_factory=dict)
+    #: Shard reports journaled between two snapshots of the whole state.
+    snapshot_every: int = 1000
+    #: The host others use to reach this master and its store; default: ``host``, or this
+    #: machine's name when ``host`` is a wildcard (0.0.0.0, ::).
+    advertise_host: str | None = None
     #: Resource optimization (``master.optimizing``): the mode ("manual", "single-job",
     #: "cluster"), the brain's URL, seconds between plans, and the job as the brain sees it
     #: (``brain.schemas.JobInfo`` JSON; built from the node bounds when empty).
@@ -98,6 +103,8 @@ class MasterConfig:
         self.rendezvous()
         if self.heartbeat_timeout <= 0:
             raise ValueError(f"heartbeat_timeout must be > 0, got {self.heartbeat_timeout}")
+        if self.snapshot_every < 1:
+            raise ValueError(f"snapshot_every must be >= 1, got {self.snapshot_every}")
         if not 0 <= self.port <= 65535:
             raise ValueError(f"port must be in [0, 65535], got {self.port}")
         names = [d.name for d in self.datasets]
@@ -108,6 +115,12 @@ class MasterConfig:
         return RendezvousConfig(
             self.min_nodes, self.max_nodes, self.node_unit, self.last_call_timeout
         )
+
+    @property
+    def public_host(self) -> str:
+        if self.advertise_host:
+            return self.advertise_host
+        return socket.getfqdn() if self.host in ("", "0.0.0.0", "::", "[::]") else self.host
 
     @property
     def health_interval(self) -> float:
@@ -134,8 +147,8 @@ class MasterConfig:
         )
         lo = hi = 1
         if workers is not None:
-            lo = workers.min_replicas or workers.replicas or 1
-            hi = workers.max_replicas or workers.replicas or lo
+            lo = _or(workers.min_replicas, _or(workers.replicas, 1))
+            hi = _or(workers.max_replicas, _or(workers.replicas, lo))
         datasets: tuple[DatasetConfig, ...] = ()
         if (d := spec.dataset) is not None:
             datasets = (
@@ -143,8 +156,8 @@ class MasterConfig:
                     name=d.name or "",
                     size=d.size,
                     files=tuple(d.files or ()),
-                    shard_size=d.shard_size or DEFAULT_SHARD_SIZE,
-                    epochs=d.epochs or 1,
+                    shard_size=_or(d.shard_size, DEFAULT_SHARD_SIZE),
+                    epochs=_or(d.epochs, 1),
                     shuffle=bool(d.shuffle),
                     seed=d.shuffle_seed or 0,
                 ),
@@ -184,3 +197,7 @@ class MasterConfig:
         if data.get("batch") is not None:
             data["batch"] = BatchConfig(**data["batch"])
         return cls(**data)
+
+
+def _or(value: int | None, default: int) -> int:
+    return default if value is None else value

@@ -2,24 +2,29 @@
 
 Wires the core pieces together — ``Rendezvous``, one ``ShardManager`` per dataset,
 ``BatchPlan`` — with heartbeats, stats, a small KV store and the state file. One lock
-guards everything; every change that must survive a master restart (an accepted shard report,
-a new epoch, a completed round, a dead node) is written before the call returns. Not for
-transport (``rpc.server``) or process life (``master.main``).
+guards the state; every change that must survive a master restart (an accepted shard report,
+a new epoch, a completed round, a dead node) is written to the state file before the call that
+made it returns. Writes are group-committed: concurrent calls share one write, and parts that
+did not change (rendezvous, stats) are not serialized again. Not for transport (``rpc.server``)
+or process life (``master.main``).
 """
 
+import json
 import logging
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
+from flexjob.api import names
 from flexjob.core.batch import BatchPlan
-from flexjob.core.rendezvous import Rendezvous
+from flexjob.core.rendezvous import NodeStatus, Rendezvous
 from flexjob.core.shards import ReportResult, ShardManager
-from flexjob.master.config import MasterConfig
+from flexjob.master.config import DatasetConfig, MasterConfig
 from flexjob.master.health import HeartbeatTracker
 from flexjob.master.logs import event
+from flexjob.master.snapshot import SnapshotWriter, restore_snapshot
 from flexjob.master.state import StateFile
 from flexjob.master.stats import NodeRecord, StatsBook
 from flexjob.rpc.api import (
@@ -36,7 +41,22 @@ from flexjob.rpc.api import (
 )
 
 log = logging.getLogger(__name__)
-STATE_VERSION = 1
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _saves(
+    method: "Callable[Concatenate[MasterService, P], R]",
+) -> "Callable[Concatenate[MasterService, P], R]":
+    """After ``method`` returns (its lock released), write what it changed before answering."""
+
+    def wrapper(self: "MasterService", /, *args: P.args, **kwargs: P.kwargs) -> R:
+        result = method(self, *args, **kwargs)
+        self._flush()
+        return result
+
+    wrapper.__doc__ = method.__doc__
+    return wrapper
 
 
 class MasterService:
@@ -64,30 +84,46 @@ class MasterService:
         self._batch: BatchPlan | None = config.batch.plan() if config.batch else None
         self._health = HeartbeatTracker(config.heartbeat_timeout, clock)
         self._stats = StatsBook()
-        self._addresses: dict[str, str] = {}
+        self._addresses: dict[str, str] = {}  # node → address given at join
+        self._addresses_version = 0
         self._kv: dict[str, bytes] = {}
         self._stats_dirty = False
+        self._clock = clock
+        self._restored_shards: dict[str, Any] = {}
         path = config.state_path
         self._state = StateFile(path, fsync=config.fsync) if path else None
+        self._changes = 0  # bumped by every change to save; guarded by _lock
+        self._saved = 0  # changes covered by the state file; guarded by _write_lock
+        self._write_lock = threading.Lock()
+        self._journal_len = 0  # reports journaled since the last snapshot
+        self._snapshots = SnapshotWriter()
         self._restore()
+        self._logged_round = self._rdzv.round
 
     # ---- rendezvous ----
+    @_saves
     def join(self, node: NodeRef, address: str, local_world_size: int) -> int:
         with self._lock:
             self._seen(node.node_id)
-            self._addresses[node.node_id] = address
-            before = self._rdzv.round
+            if self._addresses.get(node.node_id) != address:
+                self._addresses[node.node_id] = address
+                self._addresses_version += 1
             round_ = self._rdzv.join(node.node_id)
             event(log, "node_joined", self._job, node=node.node_id, waits_for=round_)
-            self._after_rendezvous(before)
+            self._after_rendezvous()
             return round_
 
+    @_saves
     def get_world(self, node: NodeRef, round: int) -> WorldInfo:
         with self._lock:
             self._seen(node.node_id)
-            before = self._rdzv.round
+            if self._rdzv.status(node.node_id) is NodeStatus.UNKNOWN:
+                # It asks for a world it is not waiting for: its join was lost (a master
+                # restart) or it was declared dead while alive. Either way it waits again.
+                self._rdzv.join(node.node_id)
+                event(log, "node_joined", self._job, node=node.node_id, implicit=True)
             view = self._rdzv.view(node.node_id)
-            self._after_rendezvous(before)
+            self._after_rendezvous()
             if view.world is None:
                 return WorldInfo(False, view.round, -1, 0, "", "", ())
             w = view.world
@@ -101,12 +137,16 @@ class MasterService:
                 w.members,
             )
 
+    @_saves
     def nodes_waiting(self, node: NodeRef) -> NodesWaiting:
         with self._lock:
             self._seen(node.node_id)
-            return NodesWaiting(self._rdzv.num_nodes_waiting(), self._rdzv.round)
+            waiting = self._rdzv.num_nodes_waiting()
+            self._after_rendezvous()
+            return NodesWaiting(waiting, self._rdzv.round)
 
     # ---- shards ----
+    @_saves
     def get_shard(self, node: NodeRef, dataset: str) -> ShardInfo:
         with self._lock:
             self._seen(node.node_id)
@@ -123,13 +163,14 @@ class MasterService:
                 True, False, shard.shard_id, shard.epoch, s.start, s.end, s.indices, s.name
             )
 
+    @_saves
     def report_shard(self, node: NodeRef, dataset: str, shard_id: int) -> bool:
         with self._lock:
             self._seen(node.node_id)
             mgr = self._dataset(dataset)
             result = mgr.report_done(shard_id, node.node_id)
             if result is ReportResult.COUNTED:
-                self._persist()
+                self._journal(dataset, shard_id, node.node_id)
                 if mgr.finished:
                     event(log, "dataset_finished", self._job, dataset=dataset or "-")
             elif result is ReportResult.REJECTED:
@@ -166,13 +207,15 @@ class MasterService:
             nodes = {n: replace(r) for n, r in self._stats.nodes.items()}
             return nodes, len(world.members) if world else 0
 
+    @_saves
     def heartbeat(self, node: NodeRef, timestamp: float) -> HeartbeatReply:
         with self._lock:
             self._seen(node.node_id)
-            return HeartbeatReply(
-                self._rdzv.round, self._rdzv.num_nodes_waiting(), self.job_finished
-            )
+            waiting = self._rdzv.num_nodes_waiting()
+            self._after_rendezvous()
+            return HeartbeatReply(self._rdzv.round, waiting, self.job_finished)
 
+    @_saves
     def report_failure(self, node: NodeRef, reason: str, exit_code: int, restarting: bool) -> None:
         with self._lock:
             self._stats.failure(node.node_id, reason)
@@ -186,7 +229,10 @@ class MasterService:
                 reason=reason,
             )
             if restarting:
+                # Its process is gone: it leaves the world and re-joins once restarted.
                 self._recover_shards(node.node_id)
+                self._rdzv.remove(node.node_id)
+                self._after_rendezvous()
                 self._persist()
             else:
                 self._node_dead(node.node_id, "reported failure")
@@ -223,6 +269,7 @@ class MasterService:
     def job_finished(self) -> bool:
         return bool(self._shards) and all(m.finished for m in self._shards.values())
 
+    @_saves
     def check(self) -> None:
         """Dead nodes, stragglers, rounds due by time, stats to save: run every few seconds."""
         with self._lock:
@@ -231,9 +278,8 @@ class MasterService:
             for name, mgr in self._shards.items():
                 for sid in mgr.expire_stragglers():
                     event(log, "shard_timed_out", self._job, dataset=name or "-", shard=sid)
-            before = self._rdzv.round
             self._rdzv.tick()
-            self._after_rendezvous(before)
+            self._after_rendezvous()
             if self._stats_dirty:
                 self._persist()
 
@@ -244,8 +290,43 @@ class MasterService:
     def _dataset(self, name: str) -> ShardManager:
         mgr = self._shards.get(name)
         if mgr is None:
+            mgr = self._registered_dataset(name)
+        if mgr is None:
             known = ", ".join(repr(n) for n in self._shards) or "none"
             raise NotFoundError(f"unknown dataset {name!r}; this job has: {known}")
+        return mgr
+
+    def _registered_dataset(self, name: str) -> ShardManager | None:
+        """A dataset the trainer registered under ``flexjob/dataset/<name>`` in the KV store
+        (what ``flexjob run`` jobs use: the script knows its data, the command line does not)."""
+        raw = self._kv.get(names.KV_DATASET_PREFIX + name)
+        if raw is None:
+            return None
+        try:
+            d = json.loads(raw)
+            cfg = DatasetConfig(
+                name=name,
+                size=int(d["size"]),
+                shard_size=int(d["shard_size"]),
+                epochs=int(d["epochs"]),
+                shuffle=bool(d.get("shuffle", False)),
+                seed=int(d.get("seed", 0)),
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            raise InvalidArgumentError(
+                f"dataset {name!r} registered with bad fields: {exc}"
+            ) from None
+        mgr = ShardManager(
+            cfg.splitter(),
+            epochs=cfg.epochs,
+            straggler_timeout=self.config.straggler_timeout,
+            clock=self._clock,
+        )
+        saved = self._restored_shards.pop(name, None)
+        if saved is not None:
+            mgr.restore(saved)
+        self._shards[name] = mgr
+        event(log, "dataset_registered", self._job, dataset=name or "-", size=cfg.size)
         return mgr
 
     def _store_for(self, members: tuple[str, ...]) -> str:
@@ -253,9 +334,12 @@ class MasterService:
             return self._store_address
         return self._addresses.get(members[0], "")
 
-    def _after_rendezvous(self, round_before: int) -> None:
+    def _after_rendezvous(self) -> None:
+        """Log and save a round that completed since the last call (any query may complete
+        one: rounds can be due by time)."""
         world = self._rdzv.world
-        if world is not None and world.round != round_before:
+        if world is not None and world.round != self._logged_round:
+            self._logged_round = world.round
             event(
                 log,
                 "round_completed",
@@ -284,43 +368,80 @@ class MasterService:
         self._health.forget(node_id)
         self._stats.set_alive(node_id, False)
         self._recover_shards(node_id)
-        before = self._rdzv.round
         self._rdzv.remove(node_id)
-        self._after_rendezvous(before)
+        self._after_rendezvous()
         self._persist()
 
     def _persist(self) -> None:
+        """Note a change to snapshot; the ``@_saves`` method that made it writes it."""
+        self._changes += 1
+
+    def _journal(self, dataset: str, shard_id: int, node_id: str) -> None:
+        """Save a counted report now (one appended line); snapshot every so often."""
         if self._state is None:
             return
-        self._state.save(
-            {
-                "version": STATE_VERSION,
-                "job": self._job,
-                "shards": {name: mgr.to_dict() for name, mgr in self._shards.items()},
-                "rendezvous": self._rdzv.to_dict(),
-                "stats": self._stats.to_dict(),
-            }
+        self._state.append({"d": dataset, "s": shard_id, "w": node_id})
+        self._journal_len += 1
+        if self._journal_len >= self.config.snapshot_every:
+            self._persist()
+
+    def close(self) -> None:
+        """Write what is not saved yet and release the journal."""
+        self._persist()
+        self._flush()
+        if self._state is not None:
+            self._state.close()
+
+    def _flush(self) -> None:
+        target = self._changes
+        if self._state is None or self._saved >= target:
+            return
+        with self._write_lock:
+            if self._saved >= target:
+                return  # a write that started after our change covered it
+            with self._lock:
+                changes, text = self._changes, self._snapshot()
+                self._stats_dirty = False
+                self._state.rotate_journal()  # reports from now on go to a fresh journal
+                self._journal_len = 0
+            self._state.save_text(text)
+            self._state.drop_old_journal()
+            self._saved = changes
+
+    def _snapshot(self) -> str:
+        return self._snapshots.text(
+            self._job,
+            self._shards,
+            self._rdzv,
+            self._stats,
+            self._addresses,
+            self._addresses_version,
         )
-        self._stats_dirty = False
 
     def _restore(self) -> None:
-        data: dict[str, Any] | None = self._state.load() if self._state else None
-        if data is None:
+        if self._state is None:
             return
-        if data.get("version") != STATE_VERSION:
-            raise ValueError(f"{self.config.state_path}: state version must be {STATE_VERSION}")
-        for name, saved in data["shards"].items():
-            if name in self._shards:
-                self._shards[name].restore(saved)
-        r = data["rendezvous"]
-        self._rdzv.restore(int(r["round"]), list(r["members"]), dict(r["ages"]))
-        self._health.track(r["members"])
-        self._stats.restore(data["stats"])
-        p = {name: m.progress() for name, m in self._shards.items()}
+        data, journal = self._state.load()
+        if data is None and not journal:
+            return
+        if data is not None:
+            members = restore_snapshot(data, self._shards, self._rdzv, self._stats, self._addresses)
+            self._health.track(members)
+            for name, saved in data["shards"].items():
+                if name not in self._shards:  # a registered dataset, restored on first use
+                    self._restored_shards[name] = saved
+        for entry in journal:
+            mgr = self._shards.get(entry["d"])
+            if mgr is not None:
+                mgr.report_done(int(entry["s"]), str(entry["w"]))
+        self._state.save_text(self._snapshot())  # nothing serves yet: no concurrent reports
+        self._state.drop_journals()
+        p = [m.progress() for m in self._shards.values()]
         event(
             log,
             "state_restored",
             self._job,
-            round=r["round"],
-            shards_done=sum(x.shards_done for x in p.values()),
+            round=self._rdzv.round,
+            journal_entries=len(journal),
+            shards_done=sum(x.shards_done for x in p),
         )

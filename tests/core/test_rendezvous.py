@@ -55,7 +55,7 @@ def test_ranks_follow_join_age_so_the_oldest_survivor_is_rank_zero() -> None:
     r.join("c")  # survivors re-join, youngest first
     r.join("b")
     clock.advance(6)
-    world = r.tick()
+    world = r.tick() or r.world  # every live member is back: the round may complete at once
     assert world is not None and world.members == ("b", "c") and world.rank_of("b") == 0
 
 
@@ -128,3 +128,26 @@ def test_restore_keeps_the_round_number_and_ranks() -> None:
 def test_bad_bounds_are_rejected_naming_the_field(kwargs: dict[str, int], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         RendezvousConfig(**kwargs)
+
+
+def test_broken_world_completes_once_every_live_member_rejoined() -> None:
+    r, _clock = rdzv(lo=1, hi=3)
+    for n in ("a", "b", "c"):
+        r.join(n)
+    r.remove("c")  # c died; a and b re-join
+    r.join("a")
+    r.join("b")  # no last-call wait: nobody else can come back
+    assert r.world is not None and r.world.members == ("a", "b")
+
+
+def test_waiting_node_does_not_form_a_second_world_beside_a_running_one() -> None:
+    r, clock = rdzv(lo=1, hi=2)
+    r.join("a")
+    clock.advance(6)
+    r.tick()
+    assert r.world is not None and r.world.members == ("a",)
+    r.join("late")
+    clock.advance(6)
+    assert r.tick() is None and r.num_nodes_waiting() == 1  # a must re-join first
+    r.join("a")
+    assert r.world.members == ("a", "late")
