@@ -28,6 +28,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "server_cmd",
     "allocator_cmd",
     "master_cmd",
+    "brain_cmd",
+    "monitor_cmd",
 )
 
 

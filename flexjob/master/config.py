@@ -8,7 +8,7 @@ core objects (splitter, batch plan, rendezvous config) but runs nothing.
 
 import json
 import socket
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +88,16 @@ class MasterConfig:
     #: The host others use to reach this master and its store; default: ``host``, or this
     #: machine's name when ``host`` is a wildcard (0.0.0.0, ::).
     advertise_host: str | None = None
+    #: Resource optimization (``master.optimizing``): the mode ("manual", "single-job",
+    #: "cluster"), the brain's URL, seconds between plans, and the job as the brain sees it
+    #: (``brain.schemas.JobInfo`` JSON; built from the node bounds when empty).
+    optimize_mode: str = "manual"
+    brain_url: str = ""
+    optimize_interval: float = 30.0
+    optimizer_job: dict[str, Any] = field(default_factory=dict)
+    #: Where accepted plans go as ScalePlans: "" = JSON files in ``<job-dir>/scaleplans``;
+    #: "local" / "kubernetes" = that platform's store, for its operator to carry out.
+    scale_plan_platform: str = ""
 
     def __post_init__(self) -> None:
         self.rendezvous()
@@ -160,12 +170,18 @@ class MasterConfig:
             if micro is None:
                 raise ValueError("spec.batch.microBatchSize is required")
             batch = BatchConfig(micro, b.max_workers, b.global_batch_size)
+        from flexjob.master.optimizer import job_info_from_spec
+
+        info = job_info_from_spec(job)
         base = cls(
             job_name=job.name or "job",
             min_nodes=lo,
             max_nodes=hi,
             datasets=datasets,
             batch=batch,
+            optimize_mode=info.optimize_mode.value,
+            brain_url=spec.brain_service or "",
+            optimizer_job=info.model_dump(mode="json"),
         )
         return base.with_overrides(**overrides)
 

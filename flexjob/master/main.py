@@ -29,6 +29,7 @@ class MasterHandle:
     service: MasterService
     server: RunningServer
     store: Any = None
+    optimizer: Any = None  # master.optimizing.OptimizerLoop when the job optimizes its resources
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -45,6 +46,8 @@ class MasterHandle:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+        if self.optimizer is not None:
+            self.optimizer.stop()
         self.server.stop(grace=0.5)
         self.service.close()
         self.store = None  # drops the TCPStore server
@@ -80,6 +83,11 @@ def start_master(config: MasterConfig) -> MasterHandle:
     handle = MasterHandle(config, service, server, store)
     handle._thread = threading.Thread(target=handle._health_loop, name="master-health", daemon=True)
     handle._thread.start()
+    if config.optimize_mode != "manual" or config.brain_url:
+        from flexjob.master.optimizing import OptimizerLoop
+
+        handle.optimizer = OptimizerLoop.from_config(config, service)
+        handle.optimizer.start()
     if config.addr_path is not None:
         write_atomic(config.addr_path, handle.address + "\n")
     event(

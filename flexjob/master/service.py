@@ -14,6 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from flexjob.api import names
@@ -25,7 +26,7 @@ from flexjob.master.health import HeartbeatTracker
 from flexjob.master.logs import event
 from flexjob.master.snapshot import SnapshotWriter, restore_snapshot
 from flexjob.master.state import StateFile
-from flexjob.master.stats import StatsBook
+from flexjob.master.stats import NodeRecord, StatsBook
 from flexjob.rpc.api import (
     BatchPlanInfo,
     HeartbeatReply,
@@ -198,6 +199,13 @@ class MasterService:
             self._seen(node.node_id)
             self._stats.update(node.node_id, stats)
             self._stats_dirty = True
+
+    def stats_snapshot(self) -> tuple[dict[str, NodeRecord], int]:
+        """A copy of every node's stats record, and the current world size (for the optimizer)."""
+        with self._lock:
+            world = self._rdzv.world
+            nodes = {n: replace(r) for n, r in self._stats.nodes.items()}
+            return nodes, len(world.members) if world else 0
 
     @_saves
     def heartbeat(self, node: NodeRef, timestamp: float) -> HeartbeatReply:

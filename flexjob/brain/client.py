@@ -1,0 +1,90 @@
+"""The typed client of the Brain service, used by masters and the cluster monitor.
+
+Every method sends or returns a ``flexjob.brain.schemas`` model (or an ``api.ResourcePlan``);
+failures raise ``BrainError`` (``UnknownJob`` for a job the brain never saw). An ``httpx.Client``
+can be passed in (tests pass FastAPI's ``TestClient``). Not for retries policy: callers decide.
+"""
+
+from types import TracebackType
+from typing import Any, Self
+from urllib.parse import quote
+
+import httpx
+
+from flexjob.api import ResourcePlan
+from flexjob.brain import schemas
+from flexjob.core.planner import OptimizeStage
+
+PREFIX = "/api/v1"
+
+
+def _q(job: str) -> str:
+    return quote(job, safe="")
+
+
+class BrainError(RuntimeError):
+    """The brain could not be reached or refused a request."""
+
+
+class UnknownJob(BrainError):
+    pass
+
+
+class BrainClient:
+    def __init__(self, url: str, timeout: float = 10.0, http: httpx.Client | None = None) -> None:
+        self.url = url.rstrip("/")
+        self._http = http or httpx.Client(base_url=self.url, timeout=timeout)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _call(self, method: str, path: str, body: Any = None) -> Any:
+        try:
+            response = self._http.request(method, path, json=body)
+        except httpx.HTTPError as exc:
+            raise BrainError(f"brain at {self.url} unreachable: {exc}") from exc
+        if response.status_code == 404:
+            raise UnknownJob(response.json().get("detail", path))
+        if response.status_code >= 400:
+            raise BrainError(f"brain {method} {path}: {response.status_code} {response.text}")
+        return response.json() if response.content else None
+
+    def healthy(self) -> bool:
+        try:
+            return bool(self._call("GET", "/healthz") == {"status": "ok"})
+        except BrainError:
+            return False
+
+    def persist_metrics(self, job: str, report: schemas.MetricsReport) -> None:
+        self._call("POST", f"{PREFIX}/jobs/{_q(job)}/metrics", report.to_wire())
+
+    def optimize(self, job: str, stage: OptimizeStage) -> ResourcePlan:
+        return self.optimize_detail(job, stage).plan
+
+    def optimize_detail(self, job: str, stage: OptimizeStage) -> schemas.OptimizeResponse:
+        body = schemas.OptimizeRequest(stage=stage).to_wire()
+        data = self._call("POST", f"{PREFIX}/jobs/{_q(job)}/optimize", body)
+        return schemas.OptimizeResponse.model_validate(data)
+
+    def get_job_metrics(self, job: str) -> schemas.JobMetrics:
+        return schemas.JobMetrics.model_validate(
+            self._call("GET", f"{PREFIX}/jobs/{_q(job)}/metrics")
+        )
+
+    def list_jobs(self) -> list[str]:
+        return list(self._call("GET", f"{PREFIX}/jobs"))
+
+    def report_cluster(self, report: schemas.ClusterReport) -> None:
+        self._call("POST", f"{PREFIX}/cluster/nodes", report.to_wire())
+
+    def cluster_nodes(self) -> list[schemas.ClusterNodeReport]:
+        data = self._call("GET", f"{PREFIX}/cluster/nodes")
+        return [schemas.ClusterNodeReport.model_validate(n) for n in data]

@@ -1,0 +1,1 @@
+"""The Brain's database: schema (``models``), engines and migrations (``engine``)."""

@@ -1,0 +1,138 @@
+"""The cluster monitor: samples machines' capacity and usage and reports them to the brain.
+
+Two sources: ``LocalSource`` (this machine, via psutil) and ``KubernetesSource`` (every node's
+allocatable CPU and memory, and the requests of the pods running on it, via the kubernetes
+client). ``run_monitor`` reports a source to a ``BrainClient`` every ``interval`` seconds.
+Not for per-job stats (masters report those) nor for scheduling decisions.
+"""
+
+import logging
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import psutil
+
+from flexjob.api.quantity import parse_quantity
+from flexjob.brain.client import BrainClient, BrainError
+from flexjob.brain.schemas import ClusterNodeReport, ClusterReport
+
+log = logging.getLogger(__name__)
+MIB = 2**20
+
+
+class NodeSource(Protocol):
+    def sample(self) -> list[ClusterNodeReport]: ...
+
+
+class LocalSource:
+    """This machine: logical CPUs and total memory; CPU and memory in use right now."""
+
+    def __init__(self, name: str | None = None, clock: Callable[[], float] = time.time) -> None:
+        self.name = name or socket.gethostname()
+        self.clock = clock
+        psutil.cpu_percent(interval=None)  # primes the counter; the next call measures from here
+
+    def sample(self) -> list[ClusterNodeReport]:
+        cpus = psutil.cpu_count() or 1
+        mem = psutil.virtual_memory()
+        return [
+            ClusterNodeReport(
+                name=self.name,
+                platform="local",
+                timestamp=self.clock(),
+                cpu_capacity=float(cpus),
+                memory_capacity_mb=mem.total / MIB,
+                cpu_used=psutil.cpu_percent(interval=None) / 100.0 * cpus,
+                memory_used_mb=(mem.total - mem.available) / MIB,
+            )
+        ]
+
+
+class KubernetesSource:
+    """Kubernetes nodes: allocatable resources, and the requests of their running pods."""
+
+    def __init__(self, core_v1: Any, clock: Callable[[], float] = time.time) -> None:
+        self.api = core_v1
+        self.clock = clock
+
+    @classmethod
+    def from_config(cls, context: str | None = None) -> "KubernetesSource":
+        from kubernetes import client, config
+
+        try:
+            config.load_incluster_config()  # type: ignore[no-untyped-call]
+        except config.ConfigException:
+            config.load_kube_config(context=context)  # type: ignore[no-untyped-call]
+        return cls(client.CoreV1Api())
+
+    def sample(self) -> list[ClusterNodeReport]:
+        def q(value: Any) -> float:
+            return float(parse_quantity(value)) if value is not None else 0.0
+
+        used: dict[str, list[float]] = {}
+        pods = self.api.list_pod_for_all_namespaces(field_selector="status.phase=Running").items
+        for pod in pods:
+            node = pod.spec.node_name
+            if not node:
+                continue
+            acc = used.setdefault(node, [0.0, 0.0, 0.0])
+            acc[2] += 1
+            for c in pod.spec.containers:
+                requests = (c.resources.requests if c.resources else None) or {}
+                acc[0] += q(requests.get("cpu"))
+                acc[1] += q(requests.get("memory")) / MIB
+        now = self.clock()
+        out = []
+        for node in self.api.list_node().items:
+            alloc = node.status.allocatable or node.status.capacity or {}
+            cpu, mem, n = used.get(node.metadata.name, [0.0, 0.0, 0.0])
+            out.append(
+                ClusterNodeReport(
+                    name=node.metadata.name,
+                    platform="kubernetes",
+                    timestamp=now,
+                    cpu_capacity=q(alloc.get("cpu")) or 1e-3,
+                    memory_capacity_mb=q(alloc.get("memory")) / MIB or 1e-3,
+                    cpu_used=cpu,
+                    memory_used_mb=mem,
+                    pods=int(n),
+                )
+            )
+        return out
+
+
+def report_once(source: NodeSource, brain: BrainClient) -> list[ClusterNodeReport]:
+    nodes = source.sample()
+    brain.report_cluster(ClusterReport(nodes=nodes))
+    return nodes
+
+
+def run_monitor(
+    source: NodeSource,
+    brain: BrainClient,
+    interval: float = 10.0,
+    stop: threading.Event | None = None,
+    iterations: int | None = None,
+) -> int:
+    """Report every ``interval`` s until ``stop`` is set or ``iterations`` reports were sent.
+
+    A brain that cannot be reached is logged and retried at the next interval. Returns the
+    number of reports the brain accepted.
+    """
+    stop = stop or threading.Event()
+    sent = tries = 0
+    while not stop.is_set():
+        try:
+            nodes = report_once(source, brain)
+            sent += 1
+            log.debug("reported %d nodes", len(nodes))
+        except BrainError as exc:
+            log.warning("cluster monitor: %s", exc)
+        tries += 1
+        if iterations is not None and tries >= iterations:
+            break
+        stop.wait(interval)
+    return sent

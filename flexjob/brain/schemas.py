@@ -1,0 +1,157 @@
+"""The Brain's wire messages (pydantic, camelCase JSON) and their conversion to planner stats.
+
+What masters and the cluster monitor send, and what the brain answers. Validation happens here:
+a bad field is rejected with its name. Not for storage (``db.models``) or decisions
+(``flexjob.core.planner``).
+"""
+
+from enum import StrEnum
+
+from pydantic import Field
+
+from flexjob.api import OptimizeMode, ReplicaType, ResourcePlan
+from flexjob.api.base import ApiModel
+from flexjob.core import planner
+
+
+class JobStatus(StrEnum):
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+class Limits(ApiModel):
+    min_workers: int = Field(1, ge=0)
+    max_workers: int | None = Field(None, ge=0)
+    max_ps: int | None = Field(None, ge=0)
+    max_cpu: float | None = Field(None, gt=0)
+    max_memory_mb: float | None = Field(None, gt=0)
+
+    def to_core(self) -> planner.JobLimits:
+        return planner.JobLimits(**self.model_dump())
+
+
+class Resources(ApiModel):
+    replicas: int = Field(ge=0)
+    cpu: float | None = Field(None, gt=0)
+    memory_mb: float | None = Field(None, gt=0)
+
+    def to_core(self) -> planner.ReplicaResources:
+        return planner.ReplicaResources(**self.model_dump())
+
+
+class JobInfo(ApiModel):
+    """A job as the brain knows it: who runs what, its bounds and the resources it asked for."""
+
+    name: str = Field(min_length=1, max_length=255)
+    user: str = ""
+    model: str = ""
+    dataset: str = ""
+    optimize_mode: OptimizeMode = OptimizeMode.CLUSTER
+    limits: Limits = Field(default_factory=Limits)
+    resources: dict[ReplicaType, Resources] = Field(default_factory=dict)
+
+    def profile(self) -> planner.JobProfile:
+        return planner.JobProfile(self.name, self.user, self.model, self.dataset)
+
+
+class NodeSample(ApiModel):
+    node: str = Field(min_length=1)
+    replica_type: ReplicaType
+    timestamp: float
+    cpu_percent: float = Field(ge=0)
+    memory_mb: float = Field(ge=0)
+    cpu_limit: float | None = Field(None, gt=0)
+    memory_limit_mb: float | None = Field(None, gt=0)
+
+    def to_core(self) -> planner.NodeSample:
+        return planner.NodeSample(**dict(self))
+
+
+class SpeedSample(ApiModel):
+    timestamp: float
+    step: int = Field(ge=0)
+    samples_per_second: float = Field(ge=0)
+    world_size: int = Field(ge=0)
+
+    def to_core(self) -> planner.SpeedSample:
+        return planner.SpeedSample(**dict(self))
+
+
+class NodeEvent(ApiModel):
+    node: str = Field(min_length=1)
+    replica_type: ReplicaType
+    kind: planner.NodeEventKind
+    timestamp: float
+    memory_mb: float | None = None
+
+    def to_core(self) -> planner.NodeEvent:
+        return planner.NodeEvent(**dict(self))
+
+
+class MetricsReport(ApiModel):
+    """What a master sends: the job (registers or updates it), new samples and events."""
+
+    job: JobInfo | None = None
+    status: JobStatus | None = None
+    node_samples: list[NodeSample] = Field(default_factory=list)
+    speed_samples: list[SpeedSample] = Field(default_factory=list)
+    node_events: list[NodeEvent] = Field(default_factory=list)
+
+
+class OptimizeRequest(ApiModel):
+    stage: planner.OptimizeStage
+
+
+class EventRecord(ApiModel):
+    id: int
+    created_at: float
+    kind: planner.EventKind
+    node: str = ""
+    detail: str = ""
+    algorithm: str = ""
+    plan_id: int | None = None
+
+
+class PlanRecord(ApiModel):
+    id: int
+    created_at: float
+    stage: planner.OptimizeStage
+    plan: ResourcePlan
+
+
+class OptimizeResponse(ApiModel):
+    """The merged plan (empty when nothing should change), its id and the events behind it."""
+
+    plan: ResourcePlan
+    plan_id: int | None = None
+    events: list[EventRecord] = Field(default_factory=list)
+
+
+class JobMetrics(ApiModel):
+    """Everything stored about one job, oldest first: what a restarted master reloads."""
+
+    job: JobInfo
+    status: JobStatus
+    node_samples: list[NodeSample] = Field(default_factory=list)
+    speed_samples: list[SpeedSample] = Field(default_factory=list)
+    node_events: list[NodeEvent] = Field(default_factory=list)
+    plans: list[PlanRecord] = Field(default_factory=list)
+    events: list[EventRecord] = Field(default_factory=list)
+
+
+class ClusterNodeReport(ApiModel):
+    """One machine's capacity and usage, as the cluster monitor sees it."""
+
+    name: str = Field(min_length=1)
+    platform: str = "local"
+    timestamp: float
+    cpu_capacity: float = Field(gt=0)
+    memory_capacity_mb: float = Field(gt=0)
+    cpu_used: float = Field(ge=0)
+    memory_used_mb: float = Field(ge=0)
+    pods: int = Field(0, ge=0)
+
+
+class ClusterReport(ApiModel):
+    nodes: list[ClusterNodeReport]

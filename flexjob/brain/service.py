@@ -1,0 +1,98 @@
+"""The Brain's HTTP service (FastAPI): persist metrics, optimize, read a job's metrics.
+
+Routes, all JSON (camelCase):
+  POST /api/v1/jobs/{job}/metrics     MetricsReport -> 204
+  POST /api/v1/jobs/{job}/optimize    OptimizeRequest -> OptimizeResponse
+  GET  /api/v1/jobs/{job}/metrics     -> JobMetrics
+  GET  /api/v1/jobs                   -> list of job names
+  POST /api/v1/cluster/nodes          ClusterReport -> 204
+  GET  /api/v1/cluster/nodes          -> list of ClusterNodeReport
+  GET  /healthz
+``serve`` runs it with uvicorn on a socket it binds itself, so port 0 works. Not for decisions.
+"""
+
+import logging
+import socket
+from collections.abc import Callable
+
+from fastapi import FastAPI, HTTPException, Response
+from sqlalchemy import Engine
+
+from flexjob.brain import schemas
+from flexjob.brain.processor import OptimizeProcessor
+from flexjob.brain.store import BrainStore, UnknownJobError
+
+log = logging.getLogger(__name__)
+PREFIX = "/api/v1"
+
+
+def create_app(store: BrainStore, processor: OptimizeProcessor | None = None) -> FastAPI:
+    processor = processor or OptimizeProcessor(store)
+    app = FastAPI(title="flexjob brain", version="1")
+
+    @app.get("/healthz")
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get(f"{PREFIX}/jobs")
+    def list_jobs() -> list[str]:
+        return store.job_names()
+
+    @app.post(f"{PREFIX}/jobs/{{job:path}}/metrics", status_code=204)
+    def persist_metrics(job: str, report: schemas.MetricsReport) -> Response:
+        try:
+            store.persist(job, report)
+        except UnknownJobError as exc:
+            raise HTTPException(404, str(exc)) from None
+        except ValueError as exc:
+            raise HTTPException(422, str(exc)) from None
+        return Response(status_code=204)
+
+    @app.get(f"{PREFIX}/jobs/{{job:path}}/metrics", response_model=schemas.JobMetrics)
+    def get_job_metrics(job: str) -> schemas.JobMetrics:
+        try:
+            return store.metrics(job)
+        except UnknownJobError as exc:
+            raise HTTPException(404, str(exc)) from None
+
+    @app.post(f"{PREFIX}/jobs/{{job:path}}/optimize", response_model=schemas.OptimizeResponse)
+    def optimize(job: str, request: schemas.OptimizeRequest) -> schemas.OptimizeResponse:
+        try:
+            return processor.optimize(job, request.stage)
+        except UnknownJobError as exc:
+            raise HTTPException(404, str(exc)) from None
+
+    @app.post(f"{PREFIX}/cluster/nodes", status_code=204)
+    def report_cluster(report: schemas.ClusterReport) -> Response:
+        store.report_cluster(report)
+        return Response(status_code=204)
+
+    @app.get(f"{PREFIX}/cluster/nodes", response_model=list[schemas.ClusterNodeReport])
+    def cluster_nodes() -> list[schemas.ClusterNodeReport]:
+        return store.cluster_nodes()
+
+    return app
+
+
+def serve(
+    engine: Engine,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    on_ready: Callable[[str], None] | None = None,
+) -> None:
+    """Serve the brain until interrupted; ``on_ready`` gets the base URL once bound."""
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(2048)  # connections wait in the backlog until uvicorn accepts: ready now
+    bound = sock.getsockname()[1]
+    url = f"http://{'[' + host + ']' if ':' in host else host}:{bound}"
+    app = create_app(BrainStore(engine))
+    config = uvicorn.Config(app, log_level="warning", access_log=False)
+    server = uvicorn.Server(config)
+    if on_ready is not None:
+        on_ready(url)
+    log.info("brain serving on %s", url)
+    server.run(sockets=[sock])

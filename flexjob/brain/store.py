@@ -1,0 +1,369 @@
+"""The Brain's stats store: writes reports to the database and reads them back as planner stats.
+
+One ``BrainStore`` per database; every method runs in its own short transaction, so the store can
+be shared by the HTTP worker threads. Not for decisions (``processor``) or the wire (``service``).
+"""
+
+import time
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from sqlalchemy import Engine, func, or_, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from flexjob.api import ReplicaType, ResourcePlan
+from flexjob.brain import schemas
+from flexjob.brain.db import models as m
+from flexjob.core import planner
+
+Clock = Callable[[], float]
+
+#: Most samples of each kind loaded for one job's stats (the newest ones).
+MAX_SAMPLES = 5000
+#: Most finished jobs read to find similar ones (the most recently finished).
+MAX_HISTORY = 200
+
+
+class UnknownJobError(LookupError):
+    """A job the brain has never been told about."""
+
+    def __init__(self, job: str) -> None:
+        super().__init__(f"unknown job {job!r}: report its metrics with a job record first")
+        self.job = job
+
+
+class BrainStore:
+    def __init__(self, engine: Engine, clock: Clock = time.time) -> None:
+        self.engine = engine
+        self.clock = clock
+        self._session = sessionmaker(engine, expire_on_commit=False)
+
+    # ---- writes ----
+    def persist(self, job_name: str, report: schemas.MetricsReport) -> None:
+        with self._session.begin() as s:
+            job = self._upsert_job(s, job_name, report.job)
+            nodes: dict[str, m.JobNode] = {}
+            for ns in report.node_samples:
+                node = self._node(s, job, nodes, ns.node, ns.replica_type)
+                node.cpu_limit = ns.cpu_limit or node.cpu_limit
+                node.memory_limit_mb = ns.memory_limit_mb or node.memory_limit_mb
+                s.add(
+                    m.NodeSample(
+                        job_id=job.id,
+                        node_id=node.id,
+                        timestamp=ns.timestamp,
+                        cpu_percent=ns.cpu_percent,
+                        memory_mb=ns.memory_mb,
+                    )
+                )
+            for ev in report.node_events:
+                node = self._node(s, job, nodes, ev.node, ev.replica_type)
+                s.add(
+                    m.NodeEvent(
+                        job_id=job.id,
+                        node_id=node.id,
+                        kind=ev.kind.value,
+                        timestamp=ev.timestamp,
+                        memory_mb=ev.memory_mb,
+                    )
+                )
+            s.add_all(m.SpeedSample(job_id=job.id, **dict(sp)) for sp in report.speed_samples)
+            if report.status is not None:
+                job.status = report.status.value
+                if report.status is not schemas.JobStatus.RUNNING:
+                    job.finished_at = self.clock()
+
+    def _upsert_job(self, s: Session, name: str, info: schemas.JobInfo | None) -> m.Job:
+        job = s.scalar(select(m.Job).where(m.Job.name == name))
+        if info is not None and info.name != name:
+            raise ValueError(f"job.name: {info.name!r} does not match the job in the path {name!r}")
+        if job is None:
+            if info is None:
+                raise UnknownJobError(name)
+            job = m.Job(name=name, created_at=self.clock(), status="running")
+            s.add(job)
+        if info is not None:
+            job.user, job.model, job.dataset = info.user, info.model, info.dataset
+            job.optimize_mode = info.optimize_mode.value
+            job.limits = info.limits.model_dump(mode="json")
+            job.resources = {t.value: r.model_dump(mode="json") for t, r in info.resources.items()}
+        s.flush()
+        return job
+
+    def _node(
+        self, s: Session, job: m.Job, cache: dict[str, m.JobNode], name: str, rtype: ReplicaType
+    ) -> m.JobNode:
+        node = cache.get(name) or s.scalar(
+            select(m.JobNode).where(m.JobNode.job_id == job.id, m.JobNode.name == name)
+        )
+        if node is None:
+            node = m.JobNode(job_id=job.id, name=name, replica_type=rtype.value)
+            s.add(node)
+        node.updated_at = self.clock()
+        s.flush()
+        cache[name] = node
+        return node
+
+    def add_plan(
+        self,
+        job_name: str,
+        stage: planner.OptimizeStage,
+        plan: ResourcePlan | None,
+        decisions: Sequence[planner.Decision],
+        stats_until: float,
+    ) -> tuple[int | None, list[schemas.EventRecord]]:
+        """Store the plan (when not ``None``) and the decisions' events; return their records."""
+        with self._session.begin() as s:
+            job = self._job(s, job_name)
+            now = self.clock()
+            row = None
+            if plan is not None:
+                row = m.ResourcePlan(
+                    job_id=job.id,
+                    created_at=now,
+                    stage=stage.value,
+                    reason=plan.reason[:2000],
+                    plan=plan.to_wire(),
+                    stats_until=stats_until,
+                )
+                s.add(row)
+                s.flush()
+            events = [
+                m.OptimizeEvent(
+                    job_id=job.id,
+                    created_at=now,
+                    kind=d.event.kind.value,
+                    node=d.event.node,
+                    detail=d.event.detail[:2000],
+                    algorithm=d.algorithm,
+                    plan_id=row.id if row is not None and not d.plan.empty else None,
+                )
+                for d in decisions
+            ]
+            s.add_all(events)
+            s.flush()
+            return (row.id if row else None), [_event(e) for e in events]
+
+    def report_cluster(self, report: schemas.ClusterReport) -> None:
+        with self._session.begin() as s:
+            for n in report.nodes:
+                node = s.scalar(select(m.ClusterNode).where(m.ClusterNode.name == n.name))
+                if node is None:
+                    node = m.ClusterNode(name=n.name)
+                    s.add(node)
+                node.platform = n.platform
+                node.cpu_capacity, node.memory_capacity_mb = n.cpu_capacity, n.memory_capacity_mb
+                node.updated_at = n.timestamp
+                s.flush()
+                s.add(
+                    m.ClusterSample(
+                        cluster_node_id=node.id,
+                        timestamp=n.timestamp,
+                        cpu_used=n.cpu_used,
+                        memory_used_mb=n.memory_used_mb,
+                        pods=n.pods,
+                    )
+                )
+
+    # ---- reads ----
+    def _job(self, s: Session, name: str) -> m.Job:
+        job = s.scalar(select(m.Job).where(m.Job.name == name))
+        if job is None:
+            raise UnknownJobError(name)
+        return job
+
+    def job_names(self) -> list[str]:
+        with self._session() as s:
+            return list(s.scalars(select(m.Job.name).order_by(m.Job.id)))
+
+    def metrics(self, job_name: str) -> schemas.JobMetrics:
+        with self._session() as s:
+            job = self._job(s, job_name)
+            names = {
+                n.id: n for n in s.scalars(select(m.JobNode).where(m.JobNode.job_id == job.id))
+            }
+            node_rows = _newest(s, m.NodeSample, job.id)
+            event_rows = s.scalars(
+                select(m.NodeEvent).where(m.NodeEvent.job_id == job.id).order_by(m.NodeEvent.id)
+            )
+            plan_rows = s.scalars(
+                select(m.ResourcePlan)
+                .where(m.ResourcePlan.job_id == job.id)
+                .order_by(m.ResourcePlan.id)
+            )
+            opt_rows = s.scalars(
+                select(m.OptimizeEvent)
+                .where(m.OptimizeEvent.job_id == job.id)
+                .order_by(m.OptimizeEvent.id)
+            )
+            return schemas.JobMetrics(
+                job=_job_info(job),
+                status=schemas.JobStatus(job.status),
+                node_samples=[_node_sample(r, names[r.node_id]) for r in node_rows],
+                speed_samples=[
+                    schemas.SpeedSample(
+                        timestamp=r.timestamp,
+                        step=r.step,
+                        samples_per_second=r.samples_per_second,
+                        world_size=r.world_size,
+                    )
+                    for r in _newest(s, m.SpeedSample, job.id)
+                ],
+                node_events=[
+                    schemas.NodeEvent(
+                        node=names[r.node_id].name,
+                        replica_type=ReplicaType(names[r.node_id].replica_type),
+                        kind=planner.NodeEventKind(r.kind),
+                        timestamp=r.timestamp,
+                        memory_mb=r.memory_mb,
+                    )
+                    for r in event_rows
+                ],
+                plans=[
+                    schemas.PlanRecord(
+                        id=r.id,
+                        created_at=r.created_at,
+                        stage=planner.OptimizeStage(r.stage),
+                        plan=ResourcePlan.model_validate(r.plan),
+                    )
+                    for r in plan_rows
+                ],
+                events=[_event(r) for r in opt_rows],
+            )
+
+    def stats_until(self, job_name: str) -> float:
+        """``stats_until`` of the job's newest plan: later samples and events are fresh."""
+        with self._session() as s:
+            job = self._job(s, job_name)
+            value = s.scalar(
+                select(m.ResourcePlan.stats_until)
+                .where(m.ResourcePlan.job_id == job.id)
+                .order_by(m.ResourcePlan.id.desc())
+                .limit(1)
+            )
+            return value or 0.0
+
+    def finished_jobs(self, like: planner.JobProfile | None = None) -> list[planner.FinishedJob]:
+        """Finished jobs (sharing ``like``'s model or dataset, when given; never ``like`` itself)
+        with the resources they ended with and their peak memory per replica type."""
+        query = select(m.Job).where(m.Job.finished_at.is_not(None))
+        if like is not None:
+            keys = [m.Job.model == like.model] if like.model else []
+            keys += [m.Job.dataset == like.dataset] if like.dataset else []
+            if not keys:
+                return []
+            query = query.where(m.Job.name != like.name, or_(*keys))
+        out = []
+        with self._session() as s:
+            for job in s.scalars(query.order_by(m.Job.finished_at.desc()).limit(MAX_HISTORY)):
+                plans = s.scalars(
+                    select(m.ResourcePlan.plan)
+                    .where(m.ResourcePlan.job_id == job.id)
+                    .order_by(m.ResourcePlan.id)
+                )
+                peaks = s.execute(
+                    select(m.JobNode.replica_type, func.max(m.NodeSample.memory_mb))
+                    .join(m.NodeSample, m.NodeSample.node_id == m.JobNode.id)
+                    .where(m.JobNode.job_id == job.id)
+                    .group_by(m.JobNode.replica_type)
+                )
+                info = _job_info(job)
+                base = {t: r.to_core() for t, r in info.resources.items()}
+                out.append(
+                    planner.FinishedJob(
+                        profile=info.profile(),
+                        succeeded=job.status == schemas.JobStatus.SUCCEEDED.value,
+                        finished_at=job.finished_at or 0.0,
+                        resources=planner.apply_plans(
+                            base, [ResourcePlan.model_validate(p) for p in plans]
+                        ),
+                        peak_memory_mb={ReplicaType(t): float(v) for t, v in peaks if v},
+                    )
+                )
+        return out
+
+    def cluster_nodes(self) -> list[schemas.ClusterNodeReport]:
+        """Each machine's capacity with its newest usage sample."""
+        with self._session() as s:
+            out = []
+            for node in s.scalars(select(m.ClusterNode).order_by(m.ClusterNode.name)):
+                last = s.scalar(
+                    select(m.ClusterSample)
+                    .where(m.ClusterSample.cluster_node_id == node.id)
+                    .order_by(m.ClusterSample.id.desc())
+                    .limit(1)
+                )
+                out.append(
+                    schemas.ClusterNodeReport(
+                        name=node.name,
+                        platform=node.platform,
+                        timestamp=node.updated_at,
+                        cpu_capacity=node.cpu_capacity,
+                        memory_capacity_mb=node.memory_capacity_mb,
+                        cpu_used=last.cpu_used if last else 0.0,
+                        memory_used_mb=last.memory_used_mb if last else 0.0,
+                        pods=last.pods if last else 0,
+                    )
+                )
+            return out
+
+
+def job_stats(metrics: schemas.JobMetrics) -> planner.JobStats:
+    """Planner stats from stored metrics; current resources = requested + every plan since."""
+    base = {t: r.to_core() for t, r in metrics.job.resources.items()}
+    return planner.JobStats(
+        profile=metrics.job.profile(),
+        limits=metrics.job.limits.to_core(),
+        current=planner.apply_plans(base, [p.plan for p in metrics.plans]),
+        node_samples=[n.to_core() for n in metrics.node_samples],
+        speed_samples=[sp.to_core() for sp in metrics.speed_samples],
+        node_events=[e.to_core() for e in metrics.node_events],
+    )
+
+
+_Sample = TypeVar("_Sample", m.NodeSample, m.SpeedSample)
+
+
+def _newest(s: Session, model: type[_Sample], job_id: int) -> list[_Sample]:
+    rows = s.scalars(
+        select(model).where(model.job_id == job_id).order_by(model.id.desc()).limit(MAX_SAMPLES)
+    )
+    return list(reversed(list(rows)))
+
+
+def _node_sample(r: m.NodeSample, node: m.JobNode) -> schemas.NodeSample:
+    return schemas.NodeSample(
+        node=node.name,
+        replica_type=ReplicaType(node.replica_type),
+        timestamp=r.timestamp,
+        cpu_percent=r.cpu_percent,
+        memory_mb=r.memory_mb,
+        cpu_limit=node.cpu_limit,
+        memory_limit_mb=node.memory_limit_mb,
+    )
+
+
+def _job_info(job: m.Job) -> schemas.JobInfo:
+    return schemas.JobInfo(
+        name=job.name,
+        user=job.user,
+        model=job.model,
+        dataset=job.dataset,
+        optimize_mode=job.optimize_mode,
+        limits=schemas.Limits.model_validate(job.limits),
+        resources={
+            ReplicaType(t): schemas.Resources.model_validate(r) for t, r in job.resources.items()
+        },
+    )
+
+
+def _event(r: m.OptimizeEvent) -> schemas.EventRecord:
+    return schemas.EventRecord(
+        id=r.id,
+        created_at=r.created_at,
+        kind=planner.EventKind(r.kind),
+        node=r.node,
+        detail=r.detail,
+        algorithm=r.algorithm,
+        plan_id=r.plan_id,
+    )

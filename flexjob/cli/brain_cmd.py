@@ -1,0 +1,41 @@
+"""``flexjob brain``: run the Brain service (SQLite in FLEXJOB_HOME by default, or PostgreSQL)."""
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    app.command("brain")(brain)
+
+
+def brain(
+    db: str = typer.Option(
+        "",
+        "--db",
+        help="Database URL: sqlite:///path or postgresql+psycopg://user:pw@host/db. "
+        "Default: an SQLite file in $FLEXJOB_HOME (~/.flexjob).",
+    ),
+    host: str = typer.Option("127.0.0.1", help="Address to listen on."),
+    port: int = typer.Option(50100, help="Port to listen on (0: any free port)."),
+    log_level: str = typer.Option("INFO", help="Python log level."),
+) -> None:
+    """Run the Brain: it stores jobs' runtime stats and answers resource-plan requests."""
+    import logging
+
+    from flexjob.brain.db.engine import DatabaseUrlError, normalize_url, open_database
+    from flexjob.brain.service import serve
+
+    logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s %(message)s")
+    try:
+        url = normalize_url(db or None)
+    except DatabaseUrlError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    engine = open_database(url)
+
+    def ready(base_url: str) -> None:
+        typer.echo(f"flexjob brain listening on {base_url} (db {engine.url.render_as_string()})")
+
+    try:
+        serve(engine, host, port, on_ready=ready)
+    finally:
+        engine.dispose()

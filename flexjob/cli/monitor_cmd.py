@@ -1,0 +1,38 @@
+"""``flexjob monitor``: report cluster capacity and usage to the brain periodically."""
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    app.command("monitor")(monitor)
+
+
+def monitor(
+    brain: str = typer.Option("http://127.0.0.1:50100", help="Base URL of the brain."),
+    platform: str = typer.Option("local", help="What to monitor: local or kubernetes."),
+    interval: float = typer.Option(10.0, min=0.1, help="Seconds between reports."),
+    count: int = typer.Option(0, min=0, help="Stop after this many reports (0: run forever)."),
+    context: str = typer.Option("", help="kubeconfig context (kubernetes platform)."),
+) -> None:
+    """Report node capacity and usage (this machine, or every Kubernetes node) to the brain."""
+    import logging
+    import signal
+    import threading
+
+    from flexjob.brain.client import BrainClient
+    from flexjob.brain.monitor import KubernetesSource, LocalSource, NodeSource, run_monitor
+
+    logging.basicConfig(level="INFO", format="%(levelname)s %(name)s %(message)s")
+    source: NodeSource
+    if platform == "local":
+        source = LocalSource()
+    elif platform == "kubernetes":
+        source = KubernetesSource.from_config(context or None)
+    else:
+        typer.echo(f"error: --platform: {platform!r} is not one of: local, kubernetes", err=True)
+        raise typer.Exit(2)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with BrainClient(brain) as client:
+        sent = run_monitor(source, client, interval, stop, count or None)
+    typer.echo(f"flexjob monitor: {sent} reports sent to {brain}")

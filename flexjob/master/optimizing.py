@@ -1,0 +1,215 @@
+"""The master's optimizer loop: feeds ``JobOptimizer`` from the master's stats, writes ScalePlans.
+
+Every ``optimize_interval`` seconds (on its own thread) it takes a snapshot of the master's
+per-node stats and turns new reports into resource samples, job speed samples (once a whole
+world has reported, see ``core.planner.speed``) and, for failures that mention OOM, node events.
+Then it asks the optimizer for a plan and hands each accepted plan, as a ``ScalePlan``, to a
+sink (JSON files in ``<job-dir>/scaleplans/``, or a platform's store for its operator). Not for
+the algorithms (``core.planner``) or the modes (``master.optimizer``).
+"""
+
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol
+
+from flexjob.api import OptimizeMode, ReplicaType, ResourcePlan, ScalePlan
+from flexjob.brain import schemas
+from flexjob.brain.client import BrainClient, BrainError
+from flexjob.core import planner
+from flexjob.core.planner.speed import SpeedAggregator
+from flexjob.master.config import MasterConfig
+from flexjob.master.optimizer import JobOptimizer, to_scale_plan
+from flexjob.master.state import write_atomic
+from flexjob.master.stats import NodeRecord
+
+log = logging.getLogger(__name__)
+PlanSink = Callable[[ScalePlan], None]
+#: Failure reasons that mean "ran out of memory" (e.g. Kubernetes' OOMKilled, exit code 137).
+OOM_PATTERN = re.compile(r"\boom|out of memory|outofmemory|exit code 137", re.IGNORECASE)
+MIB = 2**20
+
+
+class StatsSource(Protocol):
+    def stats_snapshot(self) -> tuple[dict[str, NodeRecord], int]: ...
+
+
+class DirectorySink:
+    """Writes each ScalePlan as ``<dir>/<name>.json`` (atomically)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def __call__(self, plan: ScalePlan) -> None:
+        write_atomic(
+            self.directory / f"{plan.metadata.name}.json", plan.model_dump_json(by_alias=True)
+        )
+
+
+def plan_sink(config: MasterConfig) -> PlanSink:
+    """Where the master's ScalePlans go: a platform's store, the job dir, or the log."""
+    if config.scale_plan_platform:
+        from flexjob.platform.registry import open_platform
+
+        platform = open_platform(config.scale_plan_platform)
+
+        def create(plan: ScalePlan) -> None:
+            platform.create_scale_plan(plan)
+
+        return create
+    if config.job_dir:
+        return DirectorySink(Path(config.job_dir) / "scaleplans")
+    return _log_sink
+
+
+def job_info_from_config(config: MasterConfig) -> schemas.JobInfo:
+    """The job as the brain sees it: from ``config.optimizer_job``, else from the node bounds."""
+    if config.optimizer_job:
+        return schemas.JobInfo.model_validate(config.optimizer_job)
+    return schemas.JobInfo(
+        name=config.job_name,
+        optimize_mode=OptimizeMode(config.optimize_mode),
+        limits=schemas.Limits(min_workers=config.min_nodes, max_workers=config.max_nodes),
+        resources={ReplicaType.WORKER: schemas.Resources(replicas=config.min_nodes)},
+    )
+
+
+class OptimizerLoop:
+    def __init__(
+        self,
+        source: StatsSource,
+        optimizer: JobOptimizer,
+        sink: PlanSink,
+        job_name: str,
+        namespace: str = "default",
+        interval: float = 30.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.source = source
+        self.optimizer = optimizer
+        self.sink = sink
+        self.job_name = job_name
+        self.namespace = namespace
+        self.interval = interval
+        self.clock = clock
+        self._seen: dict[str, tuple[int, int]] = {}  # node -> (reports, failures) already fed
+        self._speed = SpeedAggregator(stale_after=max(10 * interval, 5.0))
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._started = False
+
+    @classmethod
+    def from_config(
+        cls, config: MasterConfig, source: StatsSource, sink: PlanSink | None = None
+    ) -> "OptimizerLoop":
+        brain = BrainClient(config.brain_url) if config.brain_url else None
+        optimizer = JobOptimizer(
+            job_info_from_config(config), OptimizeMode(config.optimize_mode), brain
+        )
+        if sink is None:
+            sink = plan_sink(config)
+        namespace, dot, _ = optimizer.job.name.partition(".")
+        return cls(
+            source,
+            optimizer,
+            sink,
+            config.job_name,
+            namespace=namespace if dot else "default",
+            interval=config.optimize_interval,
+        )
+
+    def start(self) -> None:
+        self._begin()
+        self._thread = threading.Thread(target=self._run, name="master-optimizer", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.optimizer.flush()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.tick()
+            except Exception:  # keep the master up; the next tick retries
+                log.exception("optimizer tick failed for job %s", self.job_name)
+
+    def _begin(self) -> None:
+        """Reload history (cluster mode) or start with the initial plan; retried until done."""
+        try:
+            if not self.optimizer.restore():
+                self._emit(self.optimizer.initial_plan())
+        except BrainError as exc:
+            log.warning("job %s: brain unreachable, will retry: %s", self.job_name, exc)
+            return
+        self._started = True
+
+    def tick(self) -> None:
+        """Feed new stats to the optimizer and carry out its plan, if any."""
+        self.feed()
+        if not self._started:
+            self._begin()
+        if self._started:
+            self._emit(self.optimizer.step())
+
+    def feed(self) -> None:
+        nodes, _ = self.source.stats_snapshot()
+        now = self.clock()
+        for node_id, rec in sorted(nodes.items()):
+            rtype = _replica_type(node_id)
+            reports, failures = self._seen.get(node_id, (0, 0))
+            st = rec.latest
+            cpu, memory = self.optimizer.node_limits(node_id, rtype)
+            if rec.reports > reports:
+                self.optimizer.observe_node(
+                    planner.NodeSample(
+                        node_id,
+                        rtype,
+                        st.timestamp or now,
+                        st.cpu_percent,
+                        st.memory_bytes / MIB,
+                        cpu_limit=cpu,
+                        memory_limit_mb=memory,
+                    )
+                )
+                if rec.alive:
+                    self._speed.observe(node_id, st.world_size, st.samples_per_second, st.step, now)
+            if rec.failures > failures and OOM_PATTERN.search(rec.last_failure):
+                self.optimizer.observe_event(
+                    planner.NodeEvent(
+                        node_id,
+                        rtype,
+                        planner.NodeEventKind.OOM,
+                        now,
+                        memory or st.memory_bytes / MIB or None,  # what it had, else what it used
+                    )
+                )
+            self._seen[node_id] = (rec.reports, rec.failures)
+        if (sample := self._speed.take(now)) is not None:
+            self.optimizer.observe_speed(sample)
+
+    def _emit(self, plan: ResourcePlan | None) -> None:
+        if plan is None:
+            return
+        index = len(self.optimizer.plans)
+        scale_plan = to_scale_plan(
+            plan, self.job_name, self.namespace, index, self.optimizer.plan_ids[-1]
+        )
+        self.sink(scale_plan)
+        log.info(
+            "job %s: wrote ScalePlan %s: %s", self.job_name, scale_plan.metadata.name, plan.reason
+        )
+
+
+def _replica_type(node_id: str) -> ReplicaType:
+    prefix = node_id.rsplit("-", 1)[0]
+    return ReplicaType(prefix) if prefix in ReplicaType._value2member_map_ else ReplicaType.WORKER
+
+
+def _log_sink(plan: ScalePlan) -> None:
+    log.info("ScalePlan (no job dir to write it to): %s", plan.model_dump_json(by_alias=True))

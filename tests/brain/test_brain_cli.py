@@ -1,0 +1,50 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from flexjob.brain import schemas
+from flexjob.brain.client import BrainClient
+from flexjob.core.planner import OptimizeStage
+from tests.brain import reports
+
+
+def test_brain_command_serves_plans_over_http(
+    brain_process: tuple[subprocess.Popen[str], str], db_url: str
+) -> None:
+    _, url = brain_process
+    with BrainClient(url) as brain:
+        assert brain.healthy()
+        brain.persist_metrics("job", schemas.MetricsReport(job=reports.job_info("job")))
+        assert not brain.optimize("job", OptimizeStage.CREATE).empty
+    assert "job" in BrainClient(url).list_jobs()
+
+
+def test_brain_command_rejects_an_unsupported_database() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "flexjob", "brain", "--db", "mysql://u@h/db"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2
+    assert "--db" in out.stderr and "allowed: sqlite" in out.stderr
+
+
+def test_brain_defaults_to_sqlite_in_flexjob_home(tmp_path: Path) -> None:
+    env_home = tmp_path / "home"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flexjob", "brain", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "FLEXJOB_HOME": str(env_home)},
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert f"sqlite:///{env_home}/brain.sqlite" in line
+        assert (env_home / "brain.sqlite").exists()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)

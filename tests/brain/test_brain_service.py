@@ -1,0 +1,141 @@
+import pytest
+
+from flexjob.api import ReplicaType
+from flexjob.brain import schemas
+from flexjob.brain.client import BrainClient, BrainError, UnknownJob
+from flexjob.core.planner import EventKind, OptimizeStage
+from tests.brain import recorded, reports
+from tests.brain.conftest import TestClient
+
+KNEE = recorded.load("throughput_knee")
+OOM = recorded.load("oom")
+HOT = recorded.load("hot_ps")
+SPEED = recorded.speed_samples(KNEE)
+
+
+def _register(brain: BrainClient, info: schemas.JobInfo) -> None:
+    brain.persist_metrics(info.name, schemas.MetricsReport(job=info))
+
+
+def _run_to_completion(brain: BrainClient, job: str, status: schemas.JobStatus) -> None:
+    brain.persist_metrics(job, schemas.MetricsReport(status=status))
+
+
+def test_first_plan_copies_a_similar_finished_job(brain: BrainClient) -> None:
+    old = reports.job_info("old", workers=3, user="ann", model="bert", dataset="wiki")
+    _register(brain, old)
+    _run_to_completion(brain, "old", schemas.JobStatus.SUCCEEDED)
+    _register(brain, reports.job_info("new", user="ann", model="bert", dataset="wiki"))
+    detail = brain.optimize_detail("new", OptimizeStage.CREATE)
+    assert detail.plan.replica_resources[ReplicaType.WORKER].replicas == 3
+    assert [e.kind for e in detail.events] == [EventKind.JOB_START]
+    assert detail.events[0].algorithm == "initial-from-similar-jobs"
+
+
+def test_first_plan_without_history_is_the_jobs_own_request(brain: BrainClient) -> None:
+    _register(brain, reports.job_info("new", workers=2, model="gpt"))
+    plan = brain.optimize("new", OptimizeStage.CREATE)
+    assert plan.replica_resources[ReplicaType.WORKER].replicas == 2
+    assert plan.reason == "default resources"
+
+
+def test_asking_for_the_first_plan_again_repeats_it(brain: BrainClient) -> None:
+    _register(brain, reports.job_info("new", workers=2))
+    first = brain.optimize_detail("new", OptimizeStage.CREATE)
+    again = brain.optimize_detail("new", OptimizeStage.CREATE)
+    assert again.plan_id == first.plan_id and again.plan == first.plan
+    assert len(brain.get_job_metrics("new").plans) == 1
+
+
+def test_job_grows_along_the_recorded_curve_and_stops_at_the_knee(brain: BrainClient) -> None:
+    """The job follows each plan; the brain sees the speed at each size and ends at the knee."""
+    _register(brain, reports.job_info("job", workers=1, limits=schemas.Limits(max_workers=8)))
+    workers, sizes = 1, [1]
+    for _ in range(8):
+        measured = [s for s in SPEED if s.world_size == workers]
+        brain.persist_metrics("job", schemas.MetricsReport(speed_samples=reports.speed(measured)))
+        plan = brain.optimize("job", OptimizeStage.RUNNING)
+        if plan.empty:
+            break
+        workers = plan.replica_resources[ReplicaType.WORKER].replicas
+        sizes.append(workers)
+    assert sizes == [1, 2, 3, 4, 5, KNEE["knee"]]
+    assert brain.optimize("job", OptimizeStage.RUNNING).empty
+
+
+def test_plan_history_is_kept_in_order(brain: BrainClient) -> None:
+    _register(brain, reports.job_info("job", workers=1))
+    brain.optimize("job", OptimizeStage.CREATE)
+    speed = [s for s in SPEED if s.world_size == 1]
+    brain.persist_metrics("job", schemas.MetricsReport(speed_samples=reports.speed(speed)))
+    brain.optimize("job", OptimizeStage.RUNNING)
+    plans = brain.get_job_metrics("job").plans
+    assert [p.stage for p in plans] == [OptimizeStage.CREATE, OptimizeStage.RUNNING]
+    assert plans[1].plan.replica_resources[ReplicaType.WORKER].replicas == 2
+
+
+def test_oom_is_answered_once_with_more_memory(brain: BrainClient) -> None:
+    info = reports.job_info("job", workers=2, limits=schemas.Limits(max_memory_mb=8192))
+    _register(brain, info)
+    report = schemas.MetricsReport(
+        node_samples=reports.node_samples(OOM["node_samples"]),
+        node_events=reports.node_events(OOM["node_events"]),
+    )
+    brain.persist_metrics("job", report)
+    detail = brain.optimize_detail("job", OptimizeStage.RUNNING)
+    assert detail.plan.node_resources["worker-1"].memory == 6144
+    assert [(e.kind, e.algorithm) for e in detail.events] == [(EventKind.OOM, "oom-memory")]
+    assert brain.optimize("job", OptimizeStage.RUNNING).empty
+
+
+def test_an_oom_reported_before_the_initial_plan_is_still_answered(brain: BrainClient) -> None:
+    _register(brain, reports.job_info("job", workers=2))
+    report = schemas.MetricsReport(node_events=reports.node_events(OOM["node_events"]))
+    brain.persist_metrics("job", report)
+    brain.optimize("job", OptimizeStage.CREATE)
+    assert "worker-1" in brain.optimize("job", OptimizeStage.RUNNING).node_resources
+
+
+def test_hot_ps_gets_more_cpu(brain: BrainClient) -> None:
+    info = reports.job_info("job", limits=schemas.Limits(max_cpu=4.0, max_ps=4))
+    info.resources[ReplicaType.PS] = schemas.Resources(replicas=2, cpu=2.0, memory_mb=4096)
+    _register(brain, info)
+    report = schemas.MetricsReport(node_samples=reports.node_samples(HOT["node_samples"]))
+    brain.persist_metrics("job", report)
+    plan = brain.optimize("job", OptimizeStage.RUNNING)
+    assert plan.node_resources["ps-0"].cpu == 3.0
+    assert "ps-1" not in plan.node_resources
+
+
+def test_optimize_for_an_unknown_job_raises_unknown_job(brain: BrainClient) -> None:
+    with pytest.raises(UnknownJob, match="unknown job"):
+        brain.optimize("nope", OptimizeStage.RUNNING)
+
+
+def test_bad_report_is_refused_naming_the_field(http: TestClient) -> None:
+    r = http.post(
+        "/api/v1/jobs/j/metrics",
+        json={"job": {"name": "j"}, "speedSamples": [{"timestamp": 1, "step": -1}]},
+    )
+    assert r.status_code == 422
+    fields = {tuple(e["loc"][-2:]) for e in r.json()["detail"]}
+    assert (0, "step") in fields and (0, "samplesPerSecond") in fields
+
+
+def test_bad_stage_lists_the_allowed_stages(http: TestClient) -> None:
+    r = http.post("/api/v1/jobs/j/optimize", json={"stage": "later"})
+    assert r.status_code == 422
+    assert "'create' or 'running'" in r.json()["detail"][0]["msg"]
+
+
+def test_job_names_with_slashes_work(brain: BrainClient) -> None:
+    _register(brain, reports.job_info("team/job"))
+    assert brain.list_jobs() == ["team/job"]
+    assert brain.get_job_metrics("team/job").job.name == "team/job"
+
+
+def test_unreachable_brain_is_reported_as_unhealthy() -> None:
+    client = BrainClient("http://127.0.0.1:9", timeout=0.5)
+    assert client.healthy() is False
+    with pytest.raises(BrainError, match="unreachable"):
+        client.list_jobs()

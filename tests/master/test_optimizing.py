@@ -1,0 +1,156 @@
+import json
+from pathlib import Path
+
+import pytest
+
+from flexjob.api import ElasticJob, OptimizeMode, ReplicaType
+from flexjob.brain import schemas
+from flexjob.master.config import MasterConfig
+from flexjob.master.optimizer import JobOptimizer
+from flexjob.master.optimizing import DirectorySink, OptimizerLoop, job_info_from_config
+from flexjob.master.stats import NodeRecord
+from flexjob.platform.local import LocalPlatform
+from flexjob.rpc.api import NodeStats
+
+
+class FakeMaster:
+    """The master's stats as ``stats_snapshot`` returns them, editable by the test."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, NodeRecord] = {}
+        self.world = 0
+
+    def report(self, node: str, sps: float, world: int, memory_mb: int = 1024) -> None:
+        rec = self.nodes.setdefault(node, NodeRecord())
+        rec.latest = NodeStats(50.0, memory_mb * 2**20, 1, sps, world, 1.0)
+        rec.reports += 1
+
+    def fail(self, node: str, reason: str) -> None:
+        rec = self.nodes.setdefault(node, NodeRecord())
+        rec.failures += 1
+        rec.last_failure = reason
+
+    def stats_snapshot(self) -> tuple[dict[str, NodeRecord], int]:
+        return dict(self.nodes), self.world
+
+
+def _loop(
+    master: FakeMaster, sink: list[object], job: schemas.JobInfo | None = None
+) -> OptimizerLoop:
+    job = job or schemas.JobInfo(
+        name="job", resources={ReplicaType.WORKER: schemas.Resources(replicas=2, memory_mb=1024)}
+    )
+    opt = JobOptimizer(job, OptimizeMode.SINGLE_JOB)
+    return OptimizerLoop(master, opt, sink.append, "job", clock=lambda: 100.0)
+
+
+def test_job_speed_is_the_sum_of_nodes_with_new_reports() -> None:
+    master, sink = FakeMaster(), []
+    loop = _loop(master, sink)
+    master.report("worker-0", 100.0, 2)
+    master.report("worker-1", 120.0, 2)
+    loop.feed()
+    loop.feed()  # nothing new: no second sample
+    [speed] = loop.optimizer.stats().speed_samples
+    assert (speed.samples_per_second, speed.world_size) == (220.0, 2)
+
+
+def test_a_failure_mentioning_oom_becomes_a_memory_plan() -> None:
+    master, sink = FakeMaster(), []
+    loop = _loop(master, sink)
+    master.report("worker-1", 10.0, 2, memory_mb=1000)
+    master.fail("worker-1", "process killed: Out of memory")
+    loop.tick()
+    [plan] = sink
+    assert plan.spec.migrate_pods[0].name == "worker-1"  # type: ignore[attr-defined]
+    # 1.5 x the 1024 MiB the worker had (not the 1000 it was last seen using)
+    assert plan.spec.migrate_pods[0].resource.memory == 1536  # type: ignore[attr-defined]
+
+
+def test_a_second_oom_grows_from_the_memory_the_first_plan_gave() -> None:
+    master, sink = FakeMaster(), []
+    loop = _loop(master, sink)
+    master.fail("worker-1", "OOMKilled")
+    loop.tick()
+    master.fail("worker-1", "OOMKilled")
+    loop.clock = lambda: 200.0
+    loop.tick()
+    assert [p.spec.migrate_pods[0].resource.memory for p in sink] == [1536, 2304]  # type: ignore[attr-defined]
+
+
+def test_ps_cpu_use_is_measured_against_the_cores_it_was_given() -> None:
+    job = schemas.JobInfo(
+        name="job",
+        resources={ReplicaType.PS: schemas.Resources(replicas=1, cpu=2.0)},
+        limits=schemas.Limits(max_cpu=4.0),
+    )
+    master, sink = FakeMaster(), []
+    loop = _loop(master, sink, job)
+    for t in range(4):
+        master.report("ps-0", 0.0, 0)
+        master.nodes["ps-0"].latest = NodeStats(190.0, 2**30, 0, 0.0, 0, float(t + 1))
+        loop.tick()
+    [plan] = sink
+    assert plan.spec.migrate_pods[0].resource.cpu == 3.0  # type: ignore[attr-defined]
+
+
+def test_other_failures_do_not_raise_memory() -> None:
+    master, sink = FakeMaster(), []
+    loop = _loop(master, sink)
+    master.fail("worker-1", "exit code 1")
+    loop.tick()
+    assert sink == []
+
+
+def test_directory_sink_writes_one_file_per_plan(tmp_path: Path) -> None:
+    master, written = FakeMaster(), []
+    loop = _loop(master, written)
+    loop.sink = DirectorySink(tmp_path)
+    master.fail("worker-1", "OOM")
+    loop.tick()
+    [path] = tmp_path.glob("*.json")
+    assert path.name == "job-plan-2.json"  # plan 1, the initial plan, changed nothing
+    assert json.loads(path.read_text())["spec"]["ownerJob"] == "job"
+
+
+def test_master_config_from_a_job_carries_the_optimize_mode_and_brain() -> None:
+    job = ElasticJob.model_validate(
+        {
+            "metadata": {"name": "j"},
+            "spec": {
+                "optimizeMode": "cluster",
+                "brainService": "http://brain:50100",
+                "replicaSpecs": {"worker": {"replicas": 2, "maxReplicas": 4}},
+            },
+        }
+    )
+    config = MasterConfig.from_json(MasterConfig.from_job(job).to_json())
+    assert (config.optimize_mode, config.brain_url) == ("cluster", "http://brain:50100")
+    info = job_info_from_config(config)
+    assert info.name == "default.j" and info.limits.max_workers == 4
+
+
+def test_job_info_without_a_spec_comes_from_the_node_bounds() -> None:
+    info = job_info_from_config(MasterConfig(job_name="j", min_nodes=2, max_nodes=5))
+    assert info.resources[ReplicaType.WORKER].replicas == 2
+    assert (info.limits.min_workers, info.limits.max_workers) == (2, 5)
+
+
+def test_scale_plans_go_to_the_local_platform_for_its_operator(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLEXJOB_HOME", str(tmp_path))
+    platform = LocalPlatform()
+    platform.create_job(ElasticJob.model_validate({"metadata": {"name": "j", "namespace": "ns"}}))
+    config = MasterConfig(
+        job_name="j",
+        optimize_mode="single-job",
+        scale_plan_platform="local",
+        optimizer_job={"name": "ns.j", "resources": {"worker": {"replicas": 1, "memoryMb": 1024}}},
+    )
+    master = FakeMaster()
+    loop = OptimizerLoop.from_config(config, master)
+    master.fail("worker-0", "OOMKilled")
+    loop.tick()
+    [plan] = platform.list_scale_plans("ns", "j")
+    assert plan.spec.owner_job == "j" and plan.spec.migrate_pods[0].resource.memory == 1536
