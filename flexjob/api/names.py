@@ -25,3 +25,20 @@ ENV_NODE_ID = "FLEXJOB_NODE_ID"
 
 DEFAULT_NAMESPACE = "default"
 DEFAULT_MASTER_PORT = 50001
+
+# torch's own variables, set by the agent (and by the trainer helpers after each re-formed world).
+ENV_RANK = "RANK"
+ENV_LOCAL_RANK = "LOCAL_RANK"
+ENV_WORLD_SIZE = "WORLD_SIZE"
+ENV_LOCAL_WORLD_SIZE = "LOCAL_WORLD_SIZE"
+ENV_MASTER_ADDR = "MASTER_ADDR"
+ENV_MASTER_PORT = "MASTER_PORT"
+
+# Agent → training process: the rendezvous round the process starts in, the store of that
+# round, and the file where the trainer helpers publish progress for the agent to report.
+ENV_ROUND = "FLEXJOB_ROUND"
+ENV_STORE_ADDRESS = "FLEXJOB_STORE_ADDRESS"
+ENV_STORE_PREFIX = "FLEXJOB_STORE_PREFIX"
+ENV_NODE_RANK = "FLEXJOB_NODE_RANK"
+ENV_NUM_NODES = "FLEXJOB_NUM_NODES"
+ENV_STATUS_FILE = "FLEXJOB_STATUS_FILE"
