@@ -31,3 +31,6 @@ run: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+
+proto: $(STAMP)
+	$(BIN)/python -m flexjob.rpc.protogen

@@ -1,0 +1,267 @@
+"""ShardManager: hands out shards of sample indices to workers and tracks them to DONE.
+
+Queues: TODO → DOING (marked with the worker and the time) → DONE. A dead worker's DOING shards
+and stragglers (DOING longer than ``straggler_timeout``) go back to the front of TODO. A report
+is accepted the first time a shard is reported, by anyone, whatever queue it sits in; it is
+never counted twice (a retried report by the node that already got it accepted answers ``True``
+again without counting). Epochs are cut lazily: the next epoch's shards are queued once TODO
+runs dry. ``checkpoint()`` / ``restore()`` write and read the progress as JSON; DOING shards
+come back as TODO. No I/O: the caller persists the JSON and injects the clock.
+"""
+
+import json
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from flexjob.core.splitters import ShardSpec, Splitter
+
+CHECKPOINT_VERSION = 1
+
+
+class ShardState(StrEnum):
+    """Where a shard is: TODO → DOING → DONE, and DOING → TODO on death or timeout."""
+
+    TODO = "todo"
+    DOING = "doing"
+    DONE = "done"
+
+
+@dataclass(frozen=True, slots=True)
+class Shard:
+    """A shard handed to a worker. ``shard_id`` is unique over all epochs."""
+
+    shard_id: int
+    epoch: int
+    spec: ShardSpec
+
+
+@dataclass(frozen=True, slots=True)
+class ShardProgress:
+    epoch: int
+    epochs: int
+    shards_done: int
+    shards_total: int
+    samples_done: int
+    samples_total: int
+    todo: int
+    doing: int
+
+    @property
+    def finished(self) -> bool:
+        return self.shards_done == self.shards_total
+
+
+@dataclass(slots=True)
+class _Doing:
+    worker: str
+    since: float
+
+
+class ShardManager:
+    """Dynamic sharding of one dataset over ``epochs`` epochs."""
+
+    def __init__(
+        self,
+        splitter: Splitter,
+        *,
+        epochs: int = 1,
+        straggler_timeout: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        recent_reports: int = 1024,
+    ) -> None:
+        if epochs < 1:
+            raise ValueError(f"epochs must be a positive integer, got {epochs}")
+        if straggler_timeout is not None and straggler_timeout <= 0:
+            raise ValueError(f"straggler_timeout must be > 0 seconds, got {straggler_timeout}")
+        self._splitter = splitter
+        self._per_epoch = splitter.num_shards
+        self._epochs = epochs
+        self._timeout = straggler_timeout
+        self._clock = clock
+        self._recent_limit = recent_reports
+        self._reset()
+
+    def _reset(self) -> None:
+        self._next_epoch = 0
+        self._specs: dict[int, Sequence[ShardSpec]] = {}
+        self._todo: deque[int] = deque()
+        self._doing: dict[int, _Doing] = {}
+        self._done: dict[int, set[int]] = {}
+        self._completed: set[int] = set()
+        self._samples_done = 0
+        self._recent: OrderedDict[int, str] = OrderedDict()
+
+    # ---- queries ----
+    @property
+    def epochs(self) -> int:
+        return self._epochs
+
+    @property
+    def opened_epochs(self) -> int:
+        """How many epochs have had their shards queued so far."""
+        return self._next_epoch
+
+    @property
+    def shards_per_epoch(self) -> int:
+        return self._per_epoch
+
+    @property
+    def finished(self) -> bool:
+        return len(self._completed) == self._epochs
+
+    def state_of(self, shard_id: int) -> ShardState:
+        epoch, pos = self._locate(shard_id)
+        if epoch in self._completed or pos in self._done.get(epoch, ()):
+            return ShardState.DONE
+        return ShardState.DOING if shard_id in self._doing else ShardState.TODO
+
+    def doing(self) -> dict[int, str]:
+        """DOING shard ids and the worker each is marked with."""
+        return {sid: d.worker for sid, d in self._doing.items()}
+
+    def progress(self) -> ShardProgress:
+        shards_done = len(self._completed) * self._per_epoch + sum(
+            len(done) for e, done in self._done.items() if e not in self._completed
+        )
+        return ShardProgress(
+            epoch=max(self._next_epoch - 1, 0),
+            epochs=self._epochs,
+            shards_done=shards_done,
+            shards_total=self._epochs * self._per_epoch,
+            samples_done=self._samples_done,
+            samples_total=self._epochs * self._splitter.num_samples,
+            todo=len(self._todo) + (self._epochs - self._next_epoch) * self._per_epoch,
+            doing=len(self._doing),
+        )
+
+    # ---- transitions ----
+    def get_shard(self, worker: str) -> Shard | None:
+        """The next TODO shard, now DOING for ``worker``; ``None`` when TODO is empty (check
+        ``finished``: if false, shards are still DOING elsewhere and may come back)."""
+        self.expire_stragglers()
+        if not self._todo and self._next_epoch < self._epochs:
+            self._open_epoch(self._next_epoch)
+        if not self._todo:
+            return None
+        shard_id = self._todo.popleft()
+        self._doing[shard_id] = _Doing(worker, self._clock())
+        epoch, pos = divmod(shard_id, self._per_epoch)
+        return Shard(shard_id, epoch, self._specs[epoch][pos])
+
+    def report_done(self, shard_id: int, worker: str) -> bool:
+        """Mark a shard DONE. ``True`` if this report counted it (or the same worker's earlier
+        report did: a retry); ``False`` for a shard already done by another report, or unknown."""
+        if not 0 <= shard_id < self._next_epoch * self._per_epoch:
+            return False
+        epoch, pos = divmod(shard_id, self._per_epoch)
+        if epoch in self._completed or pos in self._done[epoch]:
+            return self._recent.get(shard_id) == worker
+        if self._doing.pop(shard_id, None) is None:
+            self._todo.remove(shard_id)  # a late report of a shard that went back to TODO
+        done = self._done[epoch]
+        done.add(pos)
+        self._samples_done += self._specs[epoch][pos].size
+        self._remember(shard_id, worker)
+        if len(done) == self._per_epoch:
+            self._completed.add(epoch)
+            del self._done[epoch], self._specs[epoch]
+        return True
+
+    def recover(self, worker: str) -> list[int]:
+        """Put ``worker``'s DOING shards back at the front of TODO (the worker died)."""
+        ids = [sid for sid, d in self._doing.items() if d.worker == worker]
+        self._requeue(ids)
+        return ids
+
+    def expire_stragglers(self) -> list[int]:
+        """Put shards DOING for longer than the straggler timeout back at the front of TODO."""
+        if self._timeout is None or not self._doing:
+            return []
+        deadline = self._clock() - self._timeout
+        expired: list[int] = []
+        for sid, d in self._doing.items():  # oldest first: dispatch order
+            if d.since > deadline:
+                break
+            expired.append(sid)
+        self._requeue(expired)
+        return expired
+
+    # ---- persistence ----
+    def checkpoint(self) -> str:
+        return json.dumps(self.to_dict(), separators=(",", ":"))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": CHECKPOINT_VERSION,
+            "splitter": self._splitter.describe(),
+            "epochs": self._epochs,
+            "next_epoch": self._next_epoch,
+            "completed": sorted(self._completed),
+            "done": {str(e): _runs(sorted(done)) for e, done in self._done.items()},
+            "samples_done": self._samples_done,
+            "recent": [[sid, w] for sid, w in self._recent.items()],
+        }
+
+    def restore(self, checkpoint: str | dict[str, Any]) -> None:
+        """Load progress from ``checkpoint()``; what was DOING is TODO again."""
+        data = json.loads(checkpoint) if isinstance(checkpoint, str) else checkpoint
+        if data.get("version") != CHECKPOINT_VERSION:
+            raise ValueError(f"checkpoint version must be {CHECKPOINT_VERSION}")
+        if data.get("splitter") != self._splitter.describe():
+            raise ValueError("checkpoint splitter does not match this dataset's splitter")
+        if data.get("epochs") != self._epochs:
+            raise ValueError(f"checkpoint epochs must be {self._epochs}, got {data.get('epochs')}")
+        self._reset()
+        self._completed = {int(e) for e in data["completed"]}
+        for epoch in range(int(data["next_epoch"])):
+            if epoch not in self._completed:
+                done = set(_expand(data["done"].get(str(epoch), [])))
+                self._open_epoch(epoch, done)
+        self._next_epoch = int(data["next_epoch"])
+        self._samples_done = int(data["samples_done"])
+        for sid, worker in data["recent"]:
+            self._remember(int(sid), str(worker))
+
+    # ---- internals ----
+    def _locate(self, shard_id: int) -> tuple[int, int]:
+        if not 0 <= shard_id < self._epochs * self._per_epoch:
+            raise KeyError(f"unknown shard id {shard_id}")
+        epoch, pos = divmod(shard_id, self._per_epoch)
+        return epoch, pos
+
+    def _open_epoch(self, epoch: int, done: set[int] | None = None) -> None:
+        self._specs[epoch] = self._splitter.shards(epoch)
+        self._done[epoch] = done or set()
+        base = epoch * self._per_epoch
+        self._todo.extend(base + p for p in range(self._per_epoch) if p not in self._done[epoch])
+        self._next_epoch = max(self._next_epoch, epoch + 1)
+
+    def _requeue(self, ids: list[int]) -> None:
+        for sid in reversed(ids):
+            del self._doing[sid]
+            self._todo.appendleft(sid)
+
+    def _remember(self, shard_id: int, worker: str) -> None:
+        self._recent[shard_id] = worker
+        while len(self._recent) > self._recent_limit:
+            self._recent.popitem(last=False)
+
+
+def _runs(sorted_positions: Iterable[int]) -> list[list[int]]:
+    """[0,1,2,5,6] → [[0,3],[5,7]]: half-open runs, to keep checkpoints small."""
+    runs: list[list[int]] = []
+    for p in sorted_positions:
+        if runs and runs[-1][1] == p:
+            runs[-1][1] = p + 1
+        else:
+            runs.append([p, p + 1])
+    return runs
+
+
+def _expand(runs: Iterable[Sequence[int]]) -> Iterable[int]:
+    for start, end in runs:
+        yield from range(start, end)

@@ -1,0 +1,74 @@
+"""``spawn_master``: run a job master as a child process and find its address.
+
+The config travels as JSON in ``<job-dir>/master_config.json``; the child runs
+``python -m flexjob master --config FILE`` and writes ``<job-dir>/master.addr`` once it serves.
+For parents such as ``flexjob run`` and tests. Not for Kubernetes (the operator makes a pod).
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from flexjob.master.config import MasterConfig
+from flexjob.master.state import write_atomic
+
+
+@dataclass
+class MasterProcess:
+    process: subprocess.Popen[bytes]
+    address: str
+
+    def stop(self, timeout: float = 10.0) -> int:
+        """SIGTERM, then SIGKILL after ``timeout``; returns the exit code."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                return self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        return self.process.wait()
+
+    def kill(self) -> int:
+        """SIGKILL: the master dies without any cleanup."""
+        if self.process.poll() is None:
+            self.process.kill()
+        return self.process.wait()
+
+
+def spawn_master(
+    config: MasterConfig,
+    *,
+    timeout: float = 60.0,
+    env: Mapping[str, str] | None = None,
+    log_path: Path | None = None,
+) -> MasterProcess:
+    """Start a master child process for ``config`` (``job_dir`` required); wait until it
+    serves. ``log_path``: where its stdout/stderr go (default ``<job-dir>/master.log``)."""
+    if not config.job_dir or config.addr_path is None:
+        raise ValueError("job_dir is required to spawn a master process")
+    job_dir = Path(config.job_dir)
+    job_dir.mkdir(parents=True, exist_ok=True)
+    config_path = job_dir / "master_config.json"
+    write_atomic(config_path, config.to_json())
+    config.addr_path.unlink(missing_ok=True)
+    out = open(log_path or job_dir / "master.log", "ab")  # noqa: SIM115 - owned by the child
+    cmd = [sys.executable, "-m", "flexjob", "master", "--config", str(config_path)]
+    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=dict(env or os.environ))
+    out.close()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if config.addr_path.exists():
+            address = config.addr_path.read_text().strip()
+            if address:
+                return MasterProcess(proc, address)
+        if proc.poll() is not None:
+            raise RuntimeError(f"master exited with {proc.returncode}; see {out.name}")
+        time.sleep(0.02)
+    proc.kill()
+    proc.wait()
+    raise TimeoutError(f"master did not start within {timeout}s; see {out.name}")

@@ -1,0 +1,107 @@
+"""Starting and running a job master: ``start_master`` (in this process, returns a handle) and
+``run_master`` (blocks until SIGTERM/SIGINT or a stop event; what ``flexjob master`` runs).
+
+Starts, in order: the torch ``TCPStore`` (when ``config.host_store``), the ``MasterService``
+(restoring ``<job-dir>/master_state.json`` if present), the gRPC server, the health loop; then
+writes the bound address to ``<job-dir>/master.addr``. Not for the master's logic.
+"""
+
+import logging
+import signal
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from flexjob.master.config import MasterConfig
+from flexjob.master.logs import event
+from flexjob.master.service import MasterService
+from flexjob.master.state import write_atomic
+from flexjob.rpc.server import RunningServer, serve
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class MasterHandle:
+    """A master running in this process (server threads + health thread)."""
+
+    config: MasterConfig
+    service: MasterService
+    server: RunningServer
+    store: Any = None
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    @property
+    def address(self) -> str:
+        return self.server.address
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.server.stop(grace=0.5)
+        self.store = None  # drops the TCPStore server
+        event(log, "master_stopped", self.config.job_name)
+
+    def __enter__(self) -> "MasterHandle":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _health_loop(self) -> None:
+        interval = self.config.health_interval
+        while not self._stop.wait(interval):
+            try:
+                self.service.check()
+            except Exception:  # keep the master up; the next tick retries
+                log.exception("event=health_check_failed job=%s", self.config.job_name)
+
+
+def _start_store(host: str) -> tuple[Any, str]:
+    from torch.distributed import TCPStore  # type: ignore[attr-defined]  # ~2 s import
+
+    store = TCPStore(host, 0, is_master=True, wait_for_workers=False)
+    return store, f"{host}:{store.port}"
+
+
+def start_master(config: MasterConfig) -> MasterHandle:
+    """Start a master in this process and return once it serves."""
+    store, store_address = _start_store(config.host) if config.host_store else (None, "")
+    service = MasterService(config, store_address=store_address)
+    server = serve(service, config.host, config.port, max_workers=config.rpc_workers)
+    handle = MasterHandle(config, service, server, store)
+    handle._thread = threading.Thread(target=handle._health_loop, name="master-health", daemon=True)
+    handle._thread.start()
+    if config.addr_path is not None:
+        write_atomic(config.addr_path, server.address + "\n")
+    event(
+        log,
+        "master_started",
+        config.job_name,
+        address=server.address,
+        store=store_address or "-",
+        min_nodes=config.min_nodes,
+        max_nodes=config.max_nodes,
+        job_dir=config.job_dir or "-",
+    )
+    return handle
+
+
+def run_master(config: MasterConfig, stop: threading.Event | None = None) -> int:
+    """Run a master until ``stop`` is set or the process gets SIGTERM / SIGINT; returns 0."""
+    stop = stop or threading.Event()
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: stop.set())
+    handle = start_master(config)
+    try:
+        stop.wait()
+    finally:
+        handle.stop()
+    return 0

@@ -1,0 +1,317 @@
+"""``MasterService``: the job master's state and one method per RPC (the ``MasterBackend``).
+
+Wires the core pieces together — ``Rendezvous``, one ``ShardManager`` per dataset,
+``BatchPlan`` — with heartbeats, stats, a small KV store and the state file. One lock
+guards everything; every change that must survive a master restart (an accepted shard report,
+a new epoch, a completed round, a dead node) is written before the call returns. Not for
+transport (``rpc.server``) or process life (``master.main``).
+"""
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from flexjob.core.batch import BatchPlan
+from flexjob.core.rendezvous import Rendezvous
+from flexjob.core.shards import ShardManager
+from flexjob.master.config import MasterConfig
+from flexjob.master.health import HeartbeatTracker
+from flexjob.master.logs import event
+from flexjob.master.state import StateFile
+from flexjob.master.stats import StatsBook
+from flexjob.rpc.api import (
+    BatchPlanInfo,
+    HeartbeatReply,
+    InvalidArgumentError,
+    NodeRef,
+    NodeStats,
+    NodesWaiting,
+    NotFoundError,
+    Progress,
+    ShardInfo,
+    WorldInfo,
+)
+
+log = logging.getLogger(__name__)
+STATE_VERSION = 1
+
+
+class MasterService:
+    def __init__(
+        self,
+        config: MasterConfig,
+        *,
+        store_address: str = "",
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.config = config
+        self._job = config.job_name
+        self._store_address = store_address
+        self._lock = threading.RLock()
+        self._rdzv = Rendezvous(config.rendezvous(), prefix=config.job_name, clock=clock)
+        self._shards = {
+            d.name: ShardManager(
+                d.splitter(),
+                epochs=d.epochs,
+                straggler_timeout=config.straggler_timeout,
+                clock=clock,
+            )
+            for d in config.datasets
+        }
+        self._batch: BatchPlan | None = config.batch.plan() if config.batch else None
+        self._health = HeartbeatTracker(config.heartbeat_timeout, clock)
+        self._stats = StatsBook()
+        self._addresses: dict[str, str] = {}
+        self._kv: dict[str, bytes] = {}
+        self._stats_dirty = False
+        path = config.state_path
+        self._state = StateFile(path, fsync=config.fsync) if path else None
+        self._restore()
+
+    # ---- rendezvous ----
+    def join(self, node: NodeRef, address: str, local_world_size: int) -> int:
+        with self._lock:
+            self._seen(node.node_id)
+            self._addresses[node.node_id] = address
+            before = self._rdzv.round
+            round_ = self._rdzv.join(node.node_id)
+            event(log, "node_joined", self._job, node=node.node_id, waits_for=round_)
+            self._after_rendezvous(before)
+            return round_
+
+    def get_world(self, node: NodeRef, round: int) -> WorldInfo:
+        with self._lock:
+            self._seen(node.node_id)
+            before = self._rdzv.round
+            view = self._rdzv.view(node.node_id)
+            self._after_rendezvous(before)
+            if view.world is None:
+                return WorldInfo(False, view.round, -1, 0, "", "", ())
+            w = view.world
+            return WorldInfo(
+                True,
+                w.round,
+                view.rank,
+                len(w.members),
+                self._store_for(w.members),
+                w.store_prefix,
+                w.members,
+            )
+
+    def nodes_waiting(self, node: NodeRef) -> NodesWaiting:
+        with self._lock:
+            self._seen(node.node_id)
+            return NodesWaiting(self._rdzv.num_nodes_waiting(), self._rdzv.round)
+
+    # ---- shards ----
+    def get_shard(self, node: NodeRef, dataset: str) -> ShardInfo:
+        with self._lock:
+            self._seen(node.node_id)
+            mgr = self._dataset(dataset)
+            opened = mgr.opened_epochs
+            shard = mgr.get_shard(node.node_id)
+            if shard is None:
+                return ShardInfo(has_shard=False, end_of_data=mgr.finished)
+            if mgr.opened_epochs != opened:
+                event(log, "epoch_started", self._job, dataset=dataset or "-", epoch=shard.epoch)
+            s = shard.spec
+            return ShardInfo(
+                True, False, shard.shard_id, shard.epoch, s.start, s.end, s.indices, s.name
+            )
+
+    def report_shard(self, node: NodeRef, dataset: str, shard_id: int) -> bool:
+        with self._lock:
+            self._seen(node.node_id)
+            mgr = self._dataset(dataset)
+            accepted = mgr.report_done(shard_id, node.node_id)
+            if accepted:
+                self._persist()
+                if mgr.finished:
+                    event(log, "dataset_finished", self._job, dataset=dataset or "-")
+            else:
+                event(log, "shard_report_rejected", self._job, node=node.node_id, shard=shard_id)
+            return accepted
+
+    def get_progress(self, node: NodeRef, dataset: str) -> Progress:
+        with self._lock:
+            p = self._dataset(dataset).progress()
+            world = self._rdzv.world
+            return Progress(
+                p.epoch,
+                p.epochs,
+                p.shards_done,
+                p.shards_total,
+                p.samples_done,
+                p.samples_total,
+                p.finished,
+                self._rdzv.round,
+                len(world.members) if world else 0,
+            )
+
+    # ---- stats, health ----
+    def report_stats(self, node: NodeRef, stats: NodeStats) -> None:
+        with self._lock:
+            self._seen(node.node_id)
+            self._stats.update(node.node_id, stats)
+            self._stats_dirty = True
+
+    def heartbeat(self, node: NodeRef, timestamp: float) -> HeartbeatReply:
+        with self._lock:
+            self._seen(node.node_id)
+            return HeartbeatReply(
+                self._rdzv.round, self._rdzv.num_nodes_waiting(), self.job_finished
+            )
+
+    def report_failure(self, node: NodeRef, reason: str, exit_code: int, restarting: bool) -> None:
+        with self._lock:
+            self._stats.failure(node.node_id, reason)
+            event(
+                log,
+                "node_failed",
+                self._job,
+                node=node.node_id,
+                exit_code=exit_code,
+                restarting=restarting,
+                reason=reason,
+            )
+            if restarting:
+                self._recover_shards(node.node_id)
+                self._persist()
+            else:
+                self._node_dead(node.node_id, "reported failure")
+
+    def get_batch_plan(self, node: NodeRef, rank: int, world_size: int) -> BatchPlanInfo:
+        if self._batch is None:
+            raise NotFoundError("this job has no batch plan (spec.batch is not set)")
+        try:
+            m = self._batch.micro_batches(rank, world_size)
+        except ValueError as exc:
+            raise InvalidArgumentError(str(exc)) from None
+        return BatchPlanInfo(m, self._batch.micro_batch_size, self._batch.global_batch_size)
+
+    # ---- key-value store ----
+    def kv_set(self, key: str, value: bytes) -> None:
+        with self._lock:
+            self._kv[key] = value
+
+    def kv_get(self, key: str) -> bytes | None:
+        with self._lock:
+            return self._kv.get(key)
+
+    def kv_add(self, key: str, amount: int) -> int:
+        with self._lock:
+            try:
+                value = int(self._kv.get(key, b"0")) + amount
+            except ValueError:
+                raise InvalidArgumentError(f"key {key!r} does not hold an integer") from None
+            self._kv[key] = str(value).encode()
+            return value
+
+    # ---- periodic work ----
+    @property
+    def job_finished(self) -> bool:
+        return bool(self._shards) and all(m.finished for m in self._shards.values())
+
+    def check(self) -> None:
+        """Dead nodes, stragglers, rounds due by time, stats to save: run every few seconds."""
+        with self._lock:
+            for node_id in self._health.expired():
+                self._node_dead(node_id, "heartbeat timeout")
+            for name, mgr in self._shards.items():
+                for sid in mgr.expire_stragglers():
+                    event(log, "shard_timed_out", self._job, dataset=name or "-", shard=sid)
+            before = self._rdzv.round
+            self._rdzv.tick()
+            self._after_rendezvous(before)
+            if self._stats_dirty:
+                self._persist()
+
+    # ---- internals ----
+    def _seen(self, node_id: str) -> None:
+        self._health.beat(node_id)
+
+    def _dataset(self, name: str) -> ShardManager:
+        mgr = self._shards.get(name)
+        if mgr is None:
+            known = ", ".join(repr(n) for n in self._shards) or "none"
+            raise NotFoundError(f"unknown dataset {name!r}; this job has: {known}")
+        return mgr
+
+    def _store_for(self, members: tuple[str, ...]) -> str:
+        if self.config.host_store:
+            return self._store_address
+        return self._addresses.get(members[0], "")
+
+    def _after_rendezvous(self, round_before: int) -> None:
+        world = self._rdzv.world
+        if world is not None and world.round != round_before:
+            event(
+                log,
+                "round_completed",
+                self._job,
+                round=world.round,
+                world_size=len(world.members),
+                members=",".join(world.members),
+            )
+            self._persist()
+
+    def _recover_shards(self, node_id: str) -> None:
+        for name, mgr in self._shards.items():
+            ids = mgr.recover(node_id)
+            if ids:
+                event(
+                    log,
+                    "shards_recovered",
+                    self._job,
+                    node=node_id,
+                    dataset=name or "-",
+                    shards=len(ids),
+                )
+
+    def _node_dead(self, node_id: str, reason: str) -> None:
+        event(log, "node_dead", self._job, node=node_id, reason=reason)
+        self._health.forget(node_id)
+        self._stats.set_alive(node_id, False)
+        self._recover_shards(node_id)
+        before = self._rdzv.round
+        self._rdzv.remove(node_id)
+        self._after_rendezvous(before)
+        self._persist()
+
+    def _persist(self) -> None:
+        if self._state is None:
+            return
+        self._state.save(
+            {
+                "version": STATE_VERSION,
+                "job": self._job,
+                "shards": {name: mgr.to_dict() for name, mgr in self._shards.items()},
+                "rendezvous": self._rdzv.to_dict(),
+                "stats": self._stats.to_dict(),
+            }
+        )
+        self._stats_dirty = False
+
+    def _restore(self) -> None:
+        data: dict[str, Any] | None = self._state.load() if self._state else None
+        if data is None:
+            return
+        if data.get("version") != STATE_VERSION:
+            raise ValueError(f"{self.config.state_path}: state version must be {STATE_VERSION}")
+        for name, saved in data["shards"].items():
+            if name in self._shards:
+                self._shards[name].restore(saved)
+        r = data["rendezvous"]
+        self._rdzv.restore(int(r["round"]), list(r["members"]), dict(r["ages"]))
+        self._health.track(r["members"])
+        self._stats.restore(data["stats"])
+        p = {name: m.progress() for name, m in self._shards.items()}
+        event(
+            log,
+            "state_restored",
+            self._job,
+            round=r["round"],
+            shards_done=sum(x.shards_done for x in p.values()),
+        )

@@ -1,0 +1,154 @@
+"""The master RPC in Python terms: the data classes the client returns, the ``MasterBackend``
+protocol the server calls (one method per RPC), and the error hierarchy. No gRPC here.
+
+The torch store. The master hosts one ``torch.distributed.TCPStore`` per job (when its config
+says ``host_store``, the default) and ``WorldInfo.store_address`` is its ``host:port``; each
+completed rendezvous round has its own ``store_prefix`` (``<job>/round-<n>/``), so keys of an
+old round never collide with a new one — wrap the store in ``torch.distributed.PrefixStore``.
+A master that does not host the store sets ``store_address`` to the address that the rank-0
+node gave when it joined, and that node's agent is expected to run the store there. The
+master's own KV RPCs (``kv_set`` / ``kv_get`` / ``kv_add``) are a small store for agents'
+own use; they live in memory and do not survive a master restart.
+"""
+
+from dataclasses import dataclass
+from typing import Protocol
+
+DEFAULT_DATASET = ""
+
+
+class MasterRpcError(Exception):
+    """The master answered with an error."""
+
+
+class MasterUnavailableError(MasterRpcError):
+    """The master could not be reached before the client's retry deadline."""
+
+
+class InvalidArgumentError(MasterRpcError):
+    """The request names something wrong (an unknown dataset, a bad rank)."""
+
+
+class NotFoundError(MasterRpcError):
+    """The request names something the master does not have."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRef:
+    """Who calls: a stable node id (e.g. ``worker-0``), its replica type and index."""
+
+    node_id: str
+    replica_type: str = "worker"
+    replica_index: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class WorldInfo:
+    complete: bool
+    round: int
+    rank: int
+    world_size: int
+    store_address: str
+    store_prefix: str
+    members: tuple[str, ...]
+
+    @property
+    def store_host(self) -> str:
+        return self.store_address.rsplit(":", 1)[0]
+
+    @property
+    def store_port(self) -> int:
+        return int(self.store_address.rsplit(":", 1)[1])
+
+
+@dataclass(frozen=True, slots=True)
+class NodesWaiting:
+    num_nodes_waiting: int
+    round: int
+
+
+@dataclass(frozen=True, slots=True)
+class ShardInfo:
+    """A shard to train on. ``has_shard`` false: none now; ``end_of_data``: none ever again."""
+
+    has_shard: bool
+    end_of_data: bool
+    shard_id: int = -1
+    epoch: int = 0
+    start: int = 0
+    end: int = 0
+    indices: tuple[int, ...] = ()
+    name: str = ""
+
+    def sample_indices(self) -> tuple[int, ...]:
+        """The shard's sample indices (rows of ``name`` for file datasets)."""
+        return self.indices if self.indices else tuple(range(self.start, self.end))
+
+
+@dataclass(frozen=True, slots=True)
+class NodeStats:
+    cpu_percent: float = 0.0
+    memory_bytes: int = 0
+    step: int = 0
+    samples_per_second: float = 0.0
+    world_size: int = 0
+    timestamp: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatReply:
+    round: int
+    num_nodes_waiting: int
+    job_finished: bool
+
+
+@dataclass(frozen=True, slots=True)
+class BatchPlanInfo:
+    micro_batches: int
+    micro_batch_size: int
+    global_batch_size: int
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    epoch: int
+    epochs: int
+    shards_done: int
+    shards_total: int
+    samples_done: int
+    samples_total: int
+    finished: bool
+    round: int
+    world_size: int
+
+
+class MasterBackend(Protocol):
+    """What the gRPC servicer calls: one method per RPC, Python types in and out."""
+
+    def join(self, node: NodeRef, address: str, local_world_size: int) -> int: ...
+
+    def get_world(self, node: NodeRef, round: int) -> WorldInfo: ...
+
+    def nodes_waiting(self, node: NodeRef) -> NodesWaiting: ...
+
+    def get_shard(self, node: NodeRef, dataset: str) -> ShardInfo: ...
+
+    def report_shard(self, node: NodeRef, dataset: str, shard_id: int) -> bool: ...
+
+    def report_stats(self, node: NodeRef, stats: NodeStats) -> None: ...
+
+    def heartbeat(self, node: NodeRef, timestamp: float) -> HeartbeatReply: ...
+
+    def report_failure(
+        self, node: NodeRef, reason: str, exit_code: int, restarting: bool
+    ) -> None: ...
+
+    def get_batch_plan(self, node: NodeRef, rank: int, world_size: int) -> BatchPlanInfo: ...
+
+    def kv_set(self, key: str, value: bytes) -> None: ...
+
+    def kv_get(self, key: str) -> bytes | None: ...
+
+    def kv_add(self, key: str, amount: int) -> int: ...
+
+    def get_progress(self, node: NodeRef, dataset: str) -> Progress: ...

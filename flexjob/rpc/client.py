@@ -1,0 +1,194 @@
+"""``MasterClient``: a synchronous, typed client of the job master for agents and trainers.
+
+Every method is one RPC returning an ``rpc.api`` data class. Calls that cannot reach the master
+(connection refused, master restarting, deadline hit) are retried with exponential backoff
+until ``retry_deadline`` seconds have passed, so a master restart is survivable; then
+``MasterUnavailableError``. Errors the master answers are raised as ``rpc.api`` errors.
+Not thread-safe across ``close()``; otherwise a client may be shared by threads.
+"""
+
+import logging
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+import grpc
+
+from flexjob.rpc import convert
+from flexjob.rpc.api import (
+    DEFAULT_DATASET,
+    BatchPlanInfo,
+    HeartbeatReply,
+    InvalidArgumentError,
+    MasterRpcError,
+    MasterUnavailableError,
+    NodeStats,
+    NodesWaiting,
+    NotFoundError,
+    Progress,
+    ShardInfo,
+    WorldInfo,
+)
+from flexjob.rpc.convert import NodeLike
+from flexjob.rpc.gen import master_pb2 as pb
+from flexjob.rpc.gen import master_pb2_grpc as pb_grpc
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+_RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
+_CHANNEL_OPTIONS = [
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+    ("grpc.enable_retries", 0),
+]
+
+
+class MasterClient:
+    """Talks to the master at ``address`` (``host:port``) as ``node`` (a ``NodeRef``-like
+    object with ``node_id`` and optionally ``replica_type`` / ``replica_index``, or a node id)."""
+
+    def __init__(
+        self,
+        address: str,
+        node: NodeLike | str,
+        *,
+        timeout: float = 10.0,
+        retry_deadline: float = 60.0,
+        max_backoff: float = 1.0,
+    ) -> None:
+        self.address = address
+        self._node = convert.node_to_pb(node)
+        self._timeout = timeout
+        self._retry_deadline = retry_deadline
+        self._max_backoff = max_backoff
+        self._channel = grpc.insecure_channel(address, options=_CHANNEL_OPTIONS)
+        self._stub = pb_grpc.MasterStub(self._channel)  # type: ignore[no-untyped-call]
+
+    @property
+    def node_id(self) -> str:
+        return str(self._node.node_id)
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> "MasterClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- rendezvous ----
+    def join(self, address: str = "", local_world_size: int = 1) -> int:
+        """Wait for the next rendezvous round; returns its number. ``address`` is where this
+        node can be reached (``host:port``), used as the store address if it becomes rank 0
+        and the master hosts no store."""
+        req = pb.JoinRequest(node=self._node, address=address, local_world_size=local_world_size)
+        return int(self._call(self._stub.JoinRendezvous, req).round)
+
+    def get_world(self, round: int = 0) -> WorldInfo:
+        req = pb.GetWorldRequest(node=self._node, round=round)
+        return convert.world_from_pb(self._call(self._stub.GetWorld, req))
+
+    def wait_world(self, timeout: float = 60.0, poll: float = 0.05) -> WorldInfo:
+        """Poll ``get_world`` until this node is in a completed round; ``TimeoutError`` after
+        ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            world = self.get_world()
+            if world.complete:
+                return world
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"node {self.node_id}: no complete world within {timeout}s")
+            time.sleep(poll)
+
+    def nodes_waiting(self) -> NodesWaiting:
+        req = pb.NodesWaitingRequest(node=self._node)
+        return convert.waiting_from_pb(self._call(self._stub.NodesWaiting, req))
+
+    # ---- shards ----
+    def get_shard(self, dataset: str = DEFAULT_DATASET) -> ShardInfo:
+        req = pb.GetShardRequest(node=self._node, dataset=dataset)
+        return convert.shard_from_pb(self._call(self._stub.GetShard, req))
+
+    def report_shard(self, shard_id: int, dataset: str = DEFAULT_DATASET) -> bool:
+        """``True``: the master counted this shard as done by this node."""
+        req = pb.ReportShardRequest(node=self._node, dataset=dataset, shard_id=shard_id)
+        return bool(self._call(self._stub.ReportShard, req).accepted)
+
+    def get_progress(self, dataset: str = DEFAULT_DATASET) -> Progress:
+        req = pb.ProgressRequest(node=self._node, dataset=dataset)
+        return convert.progress_from_pb(self._call(self._stub.GetProgress, req))
+
+    # ---- stats, health ----
+    def report_stats(
+        self,
+        cpu_percent: float = 0.0,
+        memory_bytes: int = 0,
+        step: int = 0,
+        samples_per_second: float = 0.0,
+        world_size: int = 0,
+        timestamp: float | None = None,
+    ) -> None:
+        stats = NodeStats(
+            cpu_percent,
+            memory_bytes,
+            step,
+            samples_per_second,
+            world_size,
+            time.time() if timestamp is None else timestamp,
+        )
+        self._call(self._stub.ReportStats, convert.stats_to_pb(self._node, stats))
+
+    def heartbeat(self) -> HeartbeatReply:
+        req = pb.HeartbeatRequest(node=self._node, timestamp=time.time())
+        return convert.heartbeat_from_pb(self._call(self._stub.Heartbeat, req))
+
+    def report_failure(self, reason: str, exit_code: int = 1, restarting: bool = False) -> None:
+        req = pb.FailureRequest(
+            node=self._node, reason=reason, exit_code=exit_code, restarting=restarting
+        )
+        self._call(self._stub.ReportFailure, req)
+
+    def get_batch_plan(self, rank: int, world_size: int) -> BatchPlanInfo:
+        req = pb.BatchPlanRequest(node=self._node, rank=rank, world_size=world_size)
+        return convert.batch_from_pb(self._call(self._stub.GetBatchPlan, req))
+
+    # ---- key-value store ----
+    def kv_set(self, key: str, value: bytes) -> None:
+        self._call(self._stub.KVSet, pb.KVSetRequest(key=key, value=value))
+
+    def kv_get(self, key: str) -> bytes | None:
+        """The value, or ``None`` when the key is not set."""
+        resp = self._call(self._stub.KVGet, pb.KVGetRequest(key=key))
+        return bytes(resp.value) if resp.found else None
+
+    def kv_add(self, key: str, amount: int = 1) -> int:
+        """Add ``amount`` to the integer at ``key`` (0 when unset); returns the new value."""
+        return int(self._call(self._stub.KVAdd, pb.KVAddRequest(key=key, amount=amount)).value)
+
+    # ---- transport ----
+    def _call(self, method: Callable[..., T], request: object) -> T:
+        deadline = time.monotonic() + self._retry_deadline
+        backoff = 0.05
+        while True:
+            try:
+                return method(request, timeout=self._timeout, wait_for_ready=False)
+            except grpc.RpcError as exc:
+                code = exc.code()
+                if code == grpc.StatusCode.INVALID_ARGUMENT:
+                    raise InvalidArgumentError(exc.details()) from None
+                if code == grpc.StatusCode.NOT_FOUND:
+                    raise NotFoundError(exc.details()) from None
+                if code not in _RETRYABLE:
+                    raise MasterRpcError(f"{code.name}: {exc.details()}") from None
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise MasterUnavailableError(
+                        f"master {self.address} unreachable for {self._retry_deadline}s: "
+                        f"{code.name}: {exc.details()}"
+                    ) from None
+                log.debug("event=master_retry address=%s code=%s", self.address, code.name)
+                time.sleep(min(backoff, left))
+                backoff = min(backoff * 2, self._max_backoff)

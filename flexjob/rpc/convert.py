@@ -1,0 +1,171 @@
+"""Conversions between the generated protobuf messages and the ``rpc.api`` data classes.
+
+The only place that knows both shapes; the client and the servicer call these. Not for
+validation (the backend validates) nor for transport.
+"""
+
+from typing import Protocol
+
+from flexjob.rpc.api import (
+    BatchPlanInfo,
+    HeartbeatReply,
+    NodeRef,
+    NodeStats,
+    NodesWaiting,
+    Progress,
+    ShardInfo,
+    WorldInfo,
+)
+from flexjob.rpc.gen import master_pb2 as pb
+
+
+class NodeLike(Protocol):
+    @property
+    def node_id(self) -> str: ...
+
+
+def node_to_pb(node: NodeLike | str) -> pb.NodeRef:
+    if isinstance(node, str):
+        return pb.NodeRef(node_id=node)
+    return pb.NodeRef(
+        node_id=node.node_id,
+        replica_type=str(getattr(node, "replica_type", "worker")),
+        replica_index=int(getattr(node, "replica_index", 0)),
+    )
+
+
+def node_from_pb(msg: pb.NodeRef) -> NodeRef:
+    return NodeRef(msg.node_id, msg.replica_type or "worker", msg.replica_index)
+
+
+def world_to_pb(world: WorldInfo) -> pb.WorldInfo:
+    return pb.WorldInfo(
+        complete=world.complete,
+        round=world.round,
+        rank=world.rank,
+        world_size=world.world_size,
+        store_address=world.store_address,
+        store_prefix=world.store_prefix,
+        members=list(world.members),
+    )
+
+
+def world_from_pb(msg: pb.WorldInfo) -> WorldInfo:
+    return WorldInfo(
+        complete=msg.complete,
+        round=msg.round,
+        rank=msg.rank,
+        world_size=msg.world_size,
+        store_address=msg.store_address,
+        store_prefix=msg.store_prefix,
+        members=tuple(msg.members),
+    )
+
+
+def waiting_to_pb(waiting: NodesWaiting) -> pb.NodesWaitingResponse:
+    return pb.NodesWaitingResponse(num_nodes_waiting=waiting.num_nodes_waiting, round=waiting.round)
+
+
+def waiting_from_pb(msg: pb.NodesWaitingResponse) -> NodesWaiting:
+    return NodesWaiting(msg.num_nodes_waiting, msg.round)
+
+
+def shard_to_pb(shard: ShardInfo) -> pb.Shard:
+    return pb.Shard(
+        has_shard=shard.has_shard,
+        end_of_data=shard.end_of_data,
+        shard_id=shard.shard_id,
+        epoch=shard.epoch,
+        start=shard.start,
+        end=shard.end,
+        indices=list(shard.indices),
+        name=shard.name,
+    )
+
+
+def shard_from_pb(msg: pb.Shard) -> ShardInfo:
+    return ShardInfo(
+        has_shard=msg.has_shard,
+        end_of_data=msg.end_of_data,
+        shard_id=msg.shard_id,
+        epoch=msg.epoch,
+        start=msg.start,
+        end=msg.end,
+        indices=tuple(msg.indices),
+        name=msg.name,
+    )
+
+
+def stats_to_pb(node: pb.NodeRef, stats: NodeStats) -> pb.StatsRequest:
+    return pb.StatsRequest(
+        node=node,
+        cpu_percent=stats.cpu_percent,
+        memory_bytes=stats.memory_bytes,
+        step=stats.step,
+        samples_per_second=stats.samples_per_second,
+        world_size=stats.world_size,
+        timestamp=stats.timestamp,
+    )
+
+
+def stats_from_pb(msg: pb.StatsRequest) -> NodeStats:
+    return NodeStats(
+        cpu_percent=msg.cpu_percent,
+        memory_bytes=msg.memory_bytes,
+        step=msg.step,
+        samples_per_second=msg.samples_per_second,
+        world_size=msg.world_size,
+        timestamp=msg.timestamp,
+    )
+
+
+def heartbeat_to_pb(reply: HeartbeatReply) -> pb.HeartbeatResponse:
+    return pb.HeartbeatResponse(
+        round=reply.round,
+        num_nodes_waiting=reply.num_nodes_waiting,
+        job_finished=reply.job_finished,
+    )
+
+
+def heartbeat_from_pb(msg: pb.HeartbeatResponse) -> HeartbeatReply:
+    return HeartbeatReply(msg.round, msg.num_nodes_waiting, msg.job_finished)
+
+
+def batch_to_pb(plan: BatchPlanInfo) -> pb.BatchPlanResponse:
+    return pb.BatchPlanResponse(
+        micro_batches=plan.micro_batches,
+        micro_batch_size=plan.micro_batch_size,
+        global_batch_size=plan.global_batch_size,
+    )
+
+
+def batch_from_pb(msg: pb.BatchPlanResponse) -> BatchPlanInfo:
+    return BatchPlanInfo(msg.micro_batches, msg.micro_batch_size, msg.global_batch_size)
+
+
+def progress_to_pb(p: Progress) -> pb.ProgressResponse:
+    return pb.ProgressResponse(
+        epoch=p.epoch,
+        epochs=p.epochs,
+        shards_done=p.shards_done,
+        shards_total=p.shards_total,
+        samples_done=p.samples_done,
+        samples_total=p.samples_total,
+        finished=p.finished,
+        round=p.round,
+        world_size=p.world_size,
+    )
+
+
+def progress_from_pb(msg: pb.ProgressResponse) -> Progress:
+    return Progress(
+        epoch=msg.epoch,
+        epochs=msg.epochs,
+        shards_done=msg.shards_done,
+        shards_total=msg.shards_total,
+        samples_done=msg.samples_done,
+        samples_total=msg.samples_total,
+        finished=msg.finished,
+        round=msg.round,
+        world_size=msg.world_size,
+    )

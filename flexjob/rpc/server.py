@@ -1,0 +1,154 @@
+"""gRPC server glue: a servicer that turns each RPC into one ``MasterBackend`` call.
+
+One handler per message, each a few lines: convert in, call the backend, convert out. Errors
+of the ``rpc.api`` hierarchy become gRPC status codes. Not where master logic lives
+(``flexjob.master.service`` is).
+"""
+
+import logging
+from collections.abc import Callable
+from concurrent import futures
+from dataclasses import dataclass
+from typing import TypeVar
+
+import grpc
+
+from flexjob.rpc import convert
+from flexjob.rpc.api import InvalidArgumentError, MasterBackend, NotFoundError
+from flexjob.rpc.gen import master_pb2 as pb
+from flexjob.rpc.gen import master_pb2_grpc as pb_grpc
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+_CODES: tuple[tuple[type[Exception], grpc.StatusCode], ...] = (
+    (InvalidArgumentError, grpc.StatusCode.INVALID_ARGUMENT),
+    (NotFoundError, grpc.StatusCode.NOT_FOUND),
+)
+
+
+def _call(context: grpc.ServicerContext, fn: Callable[[], T]) -> T:
+    try:
+        return fn()
+    except (InvalidArgumentError, NotFoundError) as exc:
+        code = next(c for kind, c in _CODES if isinstance(exc, kind))
+        context.abort(code, str(exc))
+        raise  # unreachable: abort raises
+
+
+class MasterServicer(pb_grpc.MasterServicer):
+    def __init__(self, backend: MasterBackend) -> None:
+        self._b = backend
+
+    def JoinRendezvous(
+        self, request: pb.JoinRequest, context: grpc.ServicerContext
+    ) -> pb.JoinResponse:
+        node = convert.node_from_pb(request.node)
+        round_ = _call(
+            context, lambda: self._b.join(node, request.address, request.local_world_size)
+        )
+        return pb.JoinResponse(round=round_)
+
+    def GetWorld(self, request: pb.GetWorldRequest, context: grpc.ServicerContext) -> pb.WorldInfo:
+        node = convert.node_from_pb(request.node)
+        return convert.world_to_pb(_call(context, lambda: self._b.get_world(node, request.round)))
+
+    def NodesWaiting(
+        self, request: pb.NodesWaitingRequest, context: grpc.ServicerContext
+    ) -> pb.NodesWaitingResponse:
+        node = convert.node_from_pb(request.node)
+        return convert.waiting_to_pb(_call(context, lambda: self._b.nodes_waiting(node)))
+
+    def GetShard(self, request: pb.GetShardRequest, context: grpc.ServicerContext) -> pb.Shard:
+        node = convert.node_from_pb(request.node)
+        return convert.shard_to_pb(_call(context, lambda: self._b.get_shard(node, request.dataset)))
+
+    def ReportShard(
+        self, request: pb.ReportShardRequest, context: grpc.ServicerContext
+    ) -> pb.ReportShardResponse:
+        node = convert.node_from_pb(request.node)
+        ok = _call(context, lambda: self._b.report_shard(node, request.dataset, request.shard_id))
+        return pb.ReportShardResponse(accepted=ok)
+
+    def ReportStats(self, request: pb.StatsRequest, context: grpc.ServicerContext) -> pb.Empty:
+        node = convert.node_from_pb(request.node)
+        _call(context, lambda: self._b.report_stats(node, convert.stats_from_pb(request)))
+        return pb.Empty()
+
+    def Heartbeat(
+        self, request: pb.HeartbeatRequest, context: grpc.ServicerContext
+    ) -> pb.HeartbeatResponse:
+        node = convert.node_from_pb(request.node)
+        reply = _call(context, lambda: self._b.heartbeat(node, request.timestamp))
+        return convert.heartbeat_to_pb(reply)
+
+    def ReportFailure(self, request: pb.FailureRequest, context: grpc.ServicerContext) -> pb.Empty:
+        node = convert.node_from_pb(request.node)
+        _call(
+            context,
+            lambda: self._b.report_failure(
+                node, request.reason, request.exit_code, request.restarting
+            ),
+        )
+        return pb.Empty()
+
+    def GetBatchPlan(
+        self, request: pb.BatchPlanRequest, context: grpc.ServicerContext
+    ) -> pb.BatchPlanResponse:
+        node = convert.node_from_pb(request.node)
+        plan = _call(
+            context, lambda: self._b.get_batch_plan(node, request.rank, request.world_size)
+        )
+        return convert.batch_to_pb(plan)
+
+    def KVSet(self, request: pb.KVSetRequest, context: grpc.ServicerContext) -> pb.Empty:
+        _call(context, lambda: self._b.kv_set(request.key, request.value))
+        return pb.Empty()
+
+    def KVGet(self, request: pb.KVGetRequest, context: grpc.ServicerContext) -> pb.KVGetResponse:
+        value = _call(context, lambda: self._b.kv_get(request.key))
+        return pb.KVGetResponse(found=value is not None, value=value or b"")
+
+    def KVAdd(self, request: pb.KVAddRequest, context: grpc.ServicerContext) -> pb.KVAddResponse:
+        return pb.KVAddResponse(
+            value=_call(context, lambda: self._b.kv_add(request.key, request.amount))
+        )
+
+    def GetProgress(
+        self, request: pb.ProgressRequest, context: grpc.ServicerContext
+    ) -> pb.ProgressResponse:
+        node = convert.node_from_pb(request.node)
+        return convert.progress_to_pb(
+            _call(context, lambda: self._b.get_progress(node, request.dataset))
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RunningServer:
+    server: grpc.Server
+    host: str
+    port: int
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def stop(self, grace: float | None = 1.0) -> None:
+        self.server.stop(grace).wait()
+
+
+def serve(
+    backend: MasterBackend, host: str = "127.0.0.1", port: int = 0, max_workers: int = 32
+) -> RunningServer:
+    """Start serving ``backend`` on ``host:port`` (0: a free port); returns at once."""
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="master-rpc"),
+        options=[("grpc.so_reuseport", 0)],
+    )
+    pb_grpc.add_MasterServicer_to_server(MasterServicer(backend), server)  # type: ignore[no-untyped-call]
+    bound = server.add_insecure_port(f"{host}:{port}")
+    if bound == 0:
+        raise OSError(f"cannot bind the master RPC server to {host}:{port}")
+    server.start()
+    log.info("event=rpc_serving address=%s:%d", host, bound)
+    return RunningServer(server, host, bound)
