@@ -1,7 +1,8 @@
 """Rendezvous for elastic all-reduce: which nodes form the world of each round, and their ranks.
 
 Nodes ``join``; a round completes when ``max_nodes`` are waiting, or at least ``min_nodes`` are
-and the last-call timeout has passed since the ``min_nodes``-th one arrived. The world is
+and the last-call timeout has passed since the ``min_nodes``-th one arrived, or — after a world
+broke — as soon as every live member of that world has re-joined. The world is
 rounded down to a multiple of ``node_unit``; the oldest nodes (by first join) are taken, and
 ranks follow the same age order, so the oldest surviving node is rank 0 and can broadcast the
 model. A member's death or re-join breaks the world; a waiting node that would grow the world is
@@ -172,6 +173,7 @@ class Rendezvous:
             return None
         if (
             n < self.config.max_nodes
+            and not self._everyone_back()
             and now - self._last_call_since < self.config.last_call_timeout
         ):
             return None
@@ -182,6 +184,14 @@ class Rendezvous:
         self._broken = False
         self._last_call_since = None
         return self._world
+
+    def _everyone_back(self) -> bool:
+        """A broken world whose every live member has re-joined need not wait for the last
+        call: nobody else is coming back (dead and failed nodes were removed)."""
+        if self._world is None or not self._broken:
+            return False
+        alive = {m for m in self._world.members if m in self._age}
+        return alive <= self._waiting
 
     # ---- persistence: enough for a restarted master to keep rounds and ranks ----
     def to_dict(self) -> dict[str, object]:

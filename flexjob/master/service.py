@@ -7,6 +7,7 @@ a new epoch, a completed round, a dead node) is written before the call returns.
 transport (``rpc.server``) or process life (``master.main``).
 """
 
+import json
 import logging
 import threading
 import time
@@ -16,7 +17,7 @@ from typing import Any
 from flexjob.core.batch import BatchPlan
 from flexjob.core.rendezvous import Rendezvous
 from flexjob.core.shards import ShardManager
-from flexjob.master.config import MasterConfig
+from flexjob.master.config import DatasetConfig, MasterConfig
 from flexjob.master.health import HeartbeatTracker
 from flexjob.master.logs import event
 from flexjob.master.state import StateFile
@@ -36,6 +37,8 @@ from flexjob.rpc.api import (
 
 log = logging.getLogger(__name__)
 STATE_VERSION = 1
+#: KV key prefix under which trainers register datasets the job config does not declare.
+DATASET_KV_PREFIX = "flexjob/dataset/"
 
 
 class MasterService:
@@ -66,6 +69,8 @@ class MasterService:
         self._addresses: dict[str, str] = {}
         self._kv: dict[str, bytes] = {}
         self._stats_dirty = False
+        self._clock = clock
+        self._restored_shards: dict[str, Any] = {}
         path = config.state_path
         self._state = StateFile(path, fsync=config.fsync) if path else None
         self._restore()
@@ -177,7 +182,11 @@ class MasterService:
                 reason=reason,
             )
             if restarting:
+                # Its process is gone: it leaves the world and re-joins once restarted.
                 self._recover_shards(node.node_id)
+                before = self._rdzv.round
+                self._rdzv.remove(node.node_id)
+                self._after_rendezvous(before)
                 self._persist()
             else:
                 self._node_dead(node.node_id, "reported failure")
@@ -233,10 +242,41 @@ class MasterService:
         self._health.beat(node_id)
 
     def _dataset(self, name: str) -> ShardManager:
-        mgr = self._shards.get(name)
+        mgr = self._shards.get(name) or self._registered_dataset(name)
         if mgr is None:
             known = ", ".join(repr(n) for n in self._shards) or "none"
             raise NotFoundError(f"unknown dataset {name!r}; this job has: {known}")
+        return mgr
+
+    def _registered_dataset(self, name: str) -> ShardManager | None:
+        """A dataset the trainer registered under ``flexjob/dataset/<name>`` in the KV store
+        (what ``flexjob run`` jobs use: the script knows its data, the command line does not)."""
+        raw = self._kv.get(DATASET_KV_PREFIX + name)
+        if raw is None:
+            return None
+        try:
+            d = json.loads(raw)
+            cfg = DatasetConfig(
+                name=name,
+                size=int(d["size"]),
+                shard_size=int(d["shard_size"]),
+                epochs=int(d["epochs"]),
+                shuffle=bool(d.get("shuffle", False)),
+                seed=int(d.get("seed", 0)),
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            raise InvalidArgumentError(f"dataset {name!r} registered with bad fields: {exc}") from None
+        mgr = ShardManager(
+            cfg.splitter(),
+            epochs=cfg.epochs,
+            straggler_timeout=self.config.straggler_timeout,
+            clock=self._clock,
+        )
+        saved = self._restored_shards.pop(name, None)
+        if saved is not None:
+            mgr.restore(saved)
+        self._shards[name] = mgr
+        event(log, "dataset_registered", self._job, dataset=name or "-", size=cfg.size)
         return mgr
 
     def _store_for(self, members: tuple[str, ...]) -> str:
@@ -303,6 +343,8 @@ class MasterService:
         for name, saved in data["shards"].items():
             if name in self._shards:
                 self._shards[name].restore(saved)
+            else:
+                self._restored_shards[name] = saved  # a registered dataset, restored on use
         r = data["rendezvous"]
         self._rdzv.restore(int(r["round"]), list(r["members"]), dict(r["ages"]))
         self._health.track(r["members"])
