@@ -19,7 +19,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-COMMAND_MODULES: tuple[str, ...] = ("master_cmd",)
+COMMAND_MODULES: tuple[str, ...] = ("master_cmd", "run_cmd")
 
 
 def _version(value: bool) -> None:

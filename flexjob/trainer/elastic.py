@@ -32,6 +32,10 @@ from flexjob.trainer.status import StatusWriter
 
 log = logging.getLogger(__name__)
 
+#: KV key where rank 0 publishes its step for ``flexjob run``'s progress line.
+STEP_KEY = "flexjob/progress/step"
+PUBLISH_EVERY_S = 0.5
+
 
 @dataclass(frozen=True, slots=True)
 class Step:
@@ -82,6 +86,7 @@ class ElasticTrainer:
         self._watcher: WaitingWatcher | None = None
         self._status = StatusWriter()
         self._on_reform: list[Callable[[world.WorldInfo], None]] = []
+        self._published = 0.0
 
     # ---- lifecycle ----
     def __enter__(self) -> ElasticTrainer:
@@ -208,6 +213,13 @@ class ElasticTrainer:
         return total, more_sum > 0, wants_sum > 0
 
     def _after_step(self) -> None:
+        now = time.monotonic()
+        if dist.get_rank() == 0 and now - self._published >= PUBLISH_EVERY_S:
+            self._published = now
+            publish = getattr(self.source, "publish", None)
+            if publish is not None:
+                with contextlib.suppress(Exception):
+                    publish(STEP_KEY, str(self.step_count))
         self._status.write(
             round=self.round,
             step=self.step_count,
@@ -276,6 +288,14 @@ class ElasticTrainer:
         os.environ.update(env)
         info = world.world_info_of(gen, self.ident)
         world.set_current(info)
+        self._status.write(
+            round=gen.round,
+            step=self.step_count,
+            samples=self.sampler.samples_committed,
+            epoch=self.sampler.epoch,
+            world_size=size,
+            force=True,
+        )
         if self._watcher is not None:
             self._watcher.clear()
             self._watcher.set_active(rank == 0)

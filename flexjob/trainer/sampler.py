@@ -78,7 +78,7 @@ class ElasticSampler:
         source: ShardSource | None = None,
         *,
         batch_size: int,
-        dataset: str = "train",
+        dataset: str = "",
         size: int | None = None,
         shard_size: int | None = None,
         epochs: int | None = None,
