@@ -2,11 +2,13 @@
 
 Nodes ``join``; a round completes when ``max_nodes`` are waiting, or at least ``min_nodes`` are
 and the last-call timeout has passed since the ``min_nodes``-th one arrived, or — after a world
-broke — as soon as every live member of that world has re-joined. The world is
-rounded down to a multiple of ``node_unit``; the oldest nodes (by first join) are taken, and
-ranks follow the same age order, so the oldest surviving node is rank 0 and can broadcast the
-model. A member's death or re-join breaks the world; a waiting node that would grow the world is
-announced by ``num_nodes_waiting`` so running nodes re-join. No I/O; the clock is injected.
+broke — as soon as every live member of that world has re-joined. While a world runs
+unbroken, no round completes (waiting nodes would otherwise form a second, split world).
+The world is rounded down to a multiple of ``node_unit``; the oldest nodes (by first join) are
+taken, and ranks follow the same age order, so the oldest surviving node is rank 0 and can
+broadcast the model. A member's death or re-join breaks the world; a waiting node that would
+grow the world is announced by ``num_nodes_waiting`` so running nodes re-join. No I/O; the
+clock is injected.
 """
 
 import time
@@ -162,6 +164,10 @@ class Rendezvous:
     def tick(self) -> World | None:
         """Complete a round if its conditions hold; returns the new world if one formed."""
         n = len(self._waiting)
+        if self._world is not None and not self._broken:
+            # A healthy world is running: waiting nodes get in when its members re-join
+            # (they see num_nodes_waiting); a round of the newcomers alone would split it.
+            return None
         if n < self.config.min_nodes:
             self._last_call_since = None
             return None
