@@ -29,9 +29,7 @@ def load_data(seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torc
 
 
 def make_model() -> torch.nn.Module:
-    return torch.nn.Sequential(
-        torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10)
-    )
+    return torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
 
 
 def main() -> None:

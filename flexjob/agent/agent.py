@@ -13,14 +13,16 @@ import logging
 import os
 import signal
 import socket
+import threading
 import time
 from types import FrameType
 
 from flexjob.agent.api import AgentConfig, WorkerState
+from flexjob.agent.bootstrap import AGENT_PID_ENV
 from flexjob.agent.monitor import ResourceMonitor
 from flexjob.agent.workers import Worker, status_path, wait_ready
 from flexjob.api import names
-from flexjob.rpc.api import NodeRef, WorldInfo
+from flexjob.rpc.api import HeartbeatReply, NodeRef, WorldInfo
 from flexjob.rpc.client import MasterClient
 from flexjob.trainer.world import Generation, NodeIdentity, world_env
 
@@ -31,6 +33,11 @@ STATS_INTERVAL_S = 1.0
 
 class AgentError(RuntimeError):
     """The agent could not get its workers into a world."""
+
+
+def torch_master_key(store_prefix: str) -> str:
+    """KV key holding MASTER_ADDR:MASTER_PORT of a round (for scripts using ``env://``)."""
+    return f"{store_prefix}torch-master"
 
 
 def _free_port(host: str) -> int:
@@ -53,6 +60,9 @@ class ElasticAgent:
         self.round = -1
         self._monitor = ResourceMonitor()
         self._last_stats = 0.0
+        self._stopping = threading.Event()
+        self._job_in_place = False
+        self._reply: HeartbeatReply | None = None
         self._run_dir = config.run_dir or os.path.join(
             os.environ.get("TMPDIR", "/tmp"), f"flexjob-{config.job_name}"
         )
@@ -61,9 +71,13 @@ class ElasticAgent:
     def run(self) -> int:
         """Run until the workers finish; returns the node's exit code."""
         signal.signal(signal.SIGTERM, _terminate)
+        beat = threading.Thread(target=self._heartbeats, name="flexjob-heartbeat", daemon=True)
+        beat.start()
         try:
             return self._supervise()
         finally:
+            self._stopping.set()
+            beat.join(timeout=5.0)
             for w in self.workers:
                 w.stop()
             self.client.close()
@@ -89,6 +103,7 @@ class ElasticAgent:
                 names.ENV_LOCAL_WORLD_SIZE: str(c.nproc_per_node),
             }
         )
+        env[AGENT_PID_ENV] = str(os.getpid())
         path = status_path(self._run_dir, c.node_id, local_rank)
         env[names.ENV_STATUS_FILE] = str(path)
         return Worker(local_rank, env, path)
@@ -98,6 +113,16 @@ class ElasticAgent:
         c = self.config
         if not wait_ready(workers, c.rendezvous_timeout):
             return  # a worker died while starting: the supervision loop sees it
+        if self._in_place():
+            # The job's workers use the trainer helpers: they join when their script is
+            # ready, so the running workers never wait for this one's imports and setup.
+            self._job_in_place = True
+            for w in workers:
+                w.start({}, c.target, list(c.args), c.module)
+            log.info(
+                "node %s started %d worker(s) that join by themselves", c.node_id, len(workers)
+            )
+            return
         self.client.join(f"{c.address}:0", c.nproc_per_node)
         world = self._wait_world()
         gen = Generation(
@@ -106,9 +131,7 @@ class ElasticAgent:
         torch_master = self._torch_master(world)
         for w in workers:
             env = world_env(gen, self._identity(w.local_rank))
-            env[names.ENV_MASTER_ADDR], _, env[names.ENV_MASTER_PORT] = torch_master.rpartition(
-                ":"
-            )
+            env[names.ENV_MASTER_ADDR], _, env[names.ENV_MASTER_PORT] = torch_master.rpartition(":")
             w.start(env, c.target, list(c.args), c.module)
         self.round = world.round
         log.info("node %s started %d worker(s) in round %d", c.node_id, len(workers), world.round)
@@ -119,14 +142,13 @@ class ElasticAgent:
             world = self.client.get_world()
             if world.complete and world.rank >= 0:
                 return world
-            self._heartbeat_only()
             time.sleep(0.05)
         raise AgentError(f"no rendezvous within {self.config.rendezvous_timeout}s")
 
     def _torch_master(self, world: WorldInfo) -> str:
         """MASTER_ADDR:MASTER_PORT for scripts that call init_process_group('env://'): a fresh
         port per round on the rank-0 node, published through the master's KV store."""
-        key = f"{world.store_prefix}torch-master"
+        key = torch_master_key(world.store_prefix)
         if world.rank == 0:
             value = f"{self.config.address}:{_free_port(self.config.address)}"
             self.client.kv_set(key, value.encode())
@@ -139,8 +161,21 @@ class ElasticAgent:
             time.sleep(0.05)
         raise AgentError(f"rank-0 node did not publish {key}")
 
+    def _heartbeats(self) -> None:
+        """Background thread: heartbeats never stop while the main loop waits for something."""
+        while not self._stopping.wait(self.config.monitor_interval):
+            try:
+                self._reply = self.client.heartbeat()
+            except Exception as exc:
+                log.debug("heartbeat failed: %s", exc)
+
     def _in_place(self) -> bool:
         """True when the running workers re-form worlds themselves (trainer helpers)."""
+        if self._job_in_place:
+            return True
+        if self.client.kv_get(names.KV_IN_PLACE) is not None:
+            self._job_in_place = True
+            return True
         alive = [w for w in self.workers if not w.state.finished]
         statuses = [w.status() for w in alive]
         return bool(alive) and all(s is not None and s.in_place for s in statuses)
@@ -162,12 +197,14 @@ class ElasticAgent:
                 if code is not None:
                     return code
                 continue
-            reply = self.client.heartbeat()
+            reply = self._reply
             self._report_stats()
-            if not self._in_place() and (reply.round != self.round or reply.num_nodes_waiting):
-                if any(w.state is WorkerState.RUNNING for w in self.workers):
-                    log.info("world changed (round %d): restarting workers", reply.round)
-                    self._restart(self.workers)
+            if reply is None or self._in_place():
+                continue
+            changed = reply.round != self.round or reply.num_nodes_waiting > 0
+            if changed and any(w.state is WorkerState.RUNNING for w in self.workers):
+                log.info("world changed (round %d): restarting workers", reply.round)
+                self._restart(self.workers)
 
     def _on_failure(self, failed: list[Worker]) -> int | None:
         c = self.config
@@ -197,12 +234,6 @@ class ElasticAgent:
         by_rank.update({w.local_rank: w for w in fresh})
         self.workers = [by_rank[i] for i in sorted(by_rank)]
         self._join_and_start(fresh)
-
-    def _heartbeat_only(self) -> None:
-        try:
-            self.client.heartbeat()
-        except Exception as exc:
-            log.debug("heartbeat failed: %s", exc)
 
     def _report_stats(self, force: bool = False) -> None:
         now = time.monotonic()

@@ -8,13 +8,33 @@ script or module to run — and the bootstrap runs it as ``__main__``. Not for u
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import runpy
+import signal
 import sys
 from pathlib import Path
 
 READY_SUFFIX = ".ready"
+AGENT_PID_ENV = "FLEXJOB_AGENT_PID"
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """Linux: get SIGKILL when the agent dies; exit now if it is already gone."""
+    parent = os.environ.get(AGENT_PID_ENV)
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except OSError:
+        return
+    if parent and os.getppid() != int(parent):
+        os._exit(137)  # the agent died before we could watch it
 
 
 def _signal_ready() -> None:
@@ -41,7 +61,8 @@ def _run(message: dict[str, object]) -> None:
 
 
 def main() -> None:
-    import torch  # noqa: F401  - the point of this module: pay the import before the rendezvous
+    die_with_parent()
+    import torch
     import torch.distributed  # noqa: F401
 
     _signal_ready()

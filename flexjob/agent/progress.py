@@ -7,6 +7,7 @@ metrics exporter.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 
@@ -14,10 +15,9 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
+from flexjob.api import names
 from flexjob.rpc.api import DEFAULT_DATASET, MasterRpcError, Progress
 from flexjob.rpc.client import MasterClient
-
-STEP_KEY = "flexjob/progress/step"
 
 
 class ProgressLine:
@@ -55,10 +55,8 @@ class ProgressLine:
 
     def render(self, p: Progress) -> str:
         step = b"?"
-        try:
-            step = self._client.kv_get(STEP_KEY) or b"?"
-        except MasterRpcError:
-            pass
+        with contextlib.suppress(MasterRpcError):
+            step = self._client.kv_get(names.KV_STEP) or b"?"
         per_epoch = p.samples_total / p.epochs if p.epochs else 0
         done_in_epoch = p.samples_done - per_epoch * max(p.epoch, 0)
         pct = 100.0 * done_in_epoch / per_epoch if per_epoch else 0.0

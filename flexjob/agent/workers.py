@@ -1,13 +1,14 @@
 """Worker processes of one node: start them through the bootstrap, watch them, stop them.
 
-Each worker is a child process that dies with the agent (``PR_SET_PDEATHSIG`` on Linux), so a
-killed node takes its training processes along. Not for deciding when to restart (the agent).
+Each worker is a child process that dies with the agent (the bootstrap sets
+``PR_SET_PDEATHSIG`` on Linux), so a killed node takes its training processes along. No
+``preexec_fn``: forking an agent that runs gRPC threads is not safe. Not for deciding when to
+restart (the agent does).
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import logging
 import os
@@ -23,16 +24,6 @@ from flexjob.trainer.status import TrainerStatus, read_status
 
 log = logging.getLogger(__name__)
 
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except OSError:
-        pass
-
 
 class Worker:
     """One training process of this node."""
@@ -42,13 +33,13 @@ class Worker:
         self.status_file = status_file
         self.state = WorkerState.STARTING
         self.exit_code: int | None = None
-        for stale in (status_file, Path(str(status_file) + READY_SUFFIX)):
+        self._ready_file = Path(str(status_file) + READY_SUFFIX)
+        for stale in (status_file, self._ready_file):
             stale.unlink(missing_ok=True)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "flexjob.agent.bootstrap"],
             env=env,
             stdin=subprocess.PIPE,
-            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
         )
 
     @property
@@ -63,7 +54,7 @@ class Worker:
         if code is not None:
             self.exit_code = code
             self.state = WorkerState.SUCCEEDED if code == 0 else WorkerState.FAILED
-        elif self.state is WorkerState.STARTING and Path(str(self.status_file) + READY_SUFFIX).exists():
+        elif self.state is WorkerState.STARTING and self._ready_file.exists():
             self.state = WorkerState.READY
         return self.state
 

@@ -42,3 +42,8 @@ ENV_STORE_PREFIX = "FLEXJOB_STORE_PREFIX"
 ENV_NODE_RANK = "FLEXJOB_NODE_RANK"
 ENV_NUM_NODES = "FLEXJOB_NUM_NODES"
 ENV_STATUS_FILE = "FLEXJOB_STATUS_FILE"
+
+# Keys in the job master's KV store.
+KV_DATASET_PREFIX = "flexjob/dataset/"  # + dataset name: a dataset registered by the trainer
+KV_STEP = "flexjob/progress/step"  # rank 0's step, for progress displays
+KV_IN_PLACE = "flexjob/in-place"  # set once the trainer helpers run: workers join by themselves

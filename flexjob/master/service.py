@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from flexjob.api import names
 from flexjob.core.batch import BatchPlan
 from flexjob.core.rendezvous import Rendezvous
 from flexjob.core.shards import ShardManager
@@ -37,8 +38,6 @@ from flexjob.rpc.api import (
 
 log = logging.getLogger(__name__)
 STATE_VERSION = 1
-#: KV key prefix under which trainers register datasets the job config does not declare.
-DATASET_KV_PREFIX = "flexjob/dataset/"
 
 
 class MasterService:
@@ -251,7 +250,7 @@ class MasterService:
     def _registered_dataset(self, name: str) -> ShardManager | None:
         """A dataset the trainer registered under ``flexjob/dataset/<name>`` in the KV store
         (what ``flexjob run`` jobs use: the script knows its data, the command line does not)."""
-        raw = self._kv.get(DATASET_KV_PREFIX + name)
+        raw = self._kv.get(names.KV_DATASET_PREFIX + name)
         if raw is None:
             return None
         try:
@@ -265,7 +264,9 @@ class MasterService:
                 seed=int(d.get("seed", 0)),
             )
         except (ValueError, KeyError, TypeError) as exc:
-            raise InvalidArgumentError(f"dataset {name!r} registered with bad fields: {exc}") from None
+            raise InvalidArgumentError(
+                f"dataset {name!r} registered with bad fields: {exc}"
+            ) from None
         mgr = ShardManager(
             cfg.splitter(),
             epochs=cfg.epochs,

@@ -23,6 +23,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
+from flexjob.api import names
 from flexjob.trainer import group, world
 from flexjob.trainer.checkpoint import Checkpointer
 from flexjob.trainer.rendezvous import WaitingWatcher, WorldSource, next_generation
@@ -32,8 +33,6 @@ from flexjob.trainer.status import StatusWriter
 
 log = logging.getLogger(__name__)
 
-#: KV key where rank 0 publishes its step for ``flexjob run``'s progress line.
-STEP_KEY = "flexjob/progress/step"
 PUBLISH_EVERY_S = 0.5
 
 
@@ -121,9 +120,15 @@ class ElasticTrainer:
         self._form(gen)
 
     def close(self) -> None:
+        """Leave the world and close the master connection (before interpreter exit: gRPC
+        channels left open at exit can abort the process)."""
         if self._watcher is not None:
             self._watcher.stop()
+            self._watcher = None
         group.destroy_group()
+        close = getattr(self._link, "close", None)
+        if close is not None:
+            close()
         world.set_current(None)
 
     # ---- what the user reads ----
@@ -216,10 +221,7 @@ class ElasticTrainer:
         now = time.monotonic()
         if dist.get_rank() == 0 and now - self._published >= PUBLISH_EVERY_S:
             self._published = now
-            publish = getattr(self.source, "publish", None)
-            if publish is not None:
-                with contextlib.suppress(Exception):
-                    publish(STEP_KEY, str(self.step_count))
+            self._publish(names.KV_STEP, str(self.step_count))
         self._status.write(
             round=self.round,
             step=self.step_count,
@@ -234,6 +236,12 @@ class ElasticTrainer:
             and dist.get_rank() == 0
         ):
             self._save()
+
+    def _publish(self, key: str, value: str) -> None:
+        publish = getattr(self.source, "publish", None)
+        if publish is not None:
+            with contextlib.suppress(Exception):
+                publish(key, value)
 
     def _save(self) -> None:
         assert self.checkpointer is not None
@@ -271,6 +279,9 @@ class ElasticTrainer:
         while True:
             rank = gen.rank(self.ident.local_rank, self.ident.local_world_size)
             size = gen.world_size(self.ident.local_world_size)
+            if rank == 0:
+                # Agents start later workers without a world (they join by themselves).
+                self._publish(names.KV_IN_PLACE, "1")
             try:
                 group.form_group(gen, rank, size, self._stores, self.timeout_s)
                 self.step_count, _ = sync_state(self.module, self.optimizer, self.step_count)
@@ -301,4 +312,3 @@ class ElasticTrainer:
             self._watcher.set_active(rank == 0)
         for callback in self._on_reform:
             callback(info)
-

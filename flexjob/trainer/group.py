@@ -12,6 +12,7 @@ import datetime
 import logging
 
 import torch.distributed as dist
+from torch.distributed import PrefixStore, TCPStore  # type: ignore[attr-defined]
 
 from flexjob.trainer.world import Generation
 
@@ -45,15 +46,15 @@ class StoreCache:
 
     def __init__(self, timeout_s: float) -> None:
         self._timeout = datetime.timedelta(seconds=timeout_s)
-        self._stores: dict[str, dist.TCPStore] = {}
+        self._stores: dict[str, TCPStore] = {}
 
-    def get(self, address: str) -> dist.TCPStore:
+    def get(self, address: str) -> TCPStore:
         store = self._stores.get(address)
         if store is None:
             host, _, port = address.rpartition(":")
             if not host or not port.isdigit():
                 raise ValueError(f"store_address {address!r} is not HOST:PORT")
-            store = dist.TCPStore(host, int(port), is_master=False, timeout=self._timeout)
+            store = TCPStore(host, int(port), is_master=False, timeout=self._timeout)
             self._stores[address] = store
         return store
 
@@ -74,7 +75,7 @@ def form_group(
     """Create the default process group of ``gen`` (blocks until all its ranks arrive)."""
     destroy_group()
     prefix = gen.store_prefix or f"flexjob/round-{gen.round}"
-    store = dist.PrefixStore(f"{prefix}/pg/", stores.get(gen.store_address))
+    store = PrefixStore(prefix.rstrip("/") + "/pg/", stores.get(gen.store_address))
     dist.init_process_group(
         BACKEND,
         store=store,

@@ -12,12 +12,11 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 
+from flexjob.api import names
 from flexjob.rpc.api import NodeRef
 from flexjob.rpc.client import MasterClient
 from flexjob.trainer.sampler import DatasetParams, NoShard, Shard
 from flexjob.trainer.world import Generation, NodeIdentity
-
-DATASET_KEY_PREFIX = "flexjob/dataset/"
 
 
 class MasterLink:
@@ -31,7 +30,9 @@ class MasterLink:
         node = NodeRef(ident.node_id, ident.replica_type, ident.replica_index)
         self.node = MasterClient(ident.master, node)
         proc = NodeRef(ident.process_id, ident.replica_type, ident.replica_index)
-        self.proc = self.node if ident.process_id == ident.node_id else MasterClient(ident.master, proc)
+        self.proc = (
+            self.node if ident.process_id == ident.node_id else MasterClient(ident.master, proc)
+        )
 
     @classmethod
     def from_identity(cls, ident: NodeIdentity) -> MasterLink:
@@ -52,7 +53,7 @@ class MasterLink:
 
     # ---- ShardSource ----
     def register_dataset(self, params: DatasetParams) -> None:
-        self.node.kv_set(DATASET_KEY_PREFIX + params.name, json.dumps(asdict(params)).encode())
+        self.node.kv_set(names.KV_DATASET_PREFIX + params.name, json.dumps(asdict(params)).encode())
 
     def get_shard(self, dataset: str) -> Shard | NoShard:
         s = self.proc.get_shard(dataset)

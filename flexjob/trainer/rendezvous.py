@@ -81,6 +81,7 @@ class WaitingWatcher:
     def stop(self) -> None:
         self._stop.set()
         self._active.set()
+        self._thread.join(timeout=5.0)
 
     def _run(self) -> None:
         while not self._stop.is_set():

@@ -45,7 +45,14 @@ class StatusWriter:
         self._last = 0.0
 
     def write(
-        self, *, round: int, step: int, samples: int, epoch: int, world_size: int, force: bool = False
+        self,
+        *,
+        round: int,
+        step: int,
+        samples: int,
+        epoch: int,
+        world_size: int,
+        force: bool = False,
     ) -> None:
         if not self.path:
             return

@@ -1,0 +1,66 @@
+"""Whole jobs through ``flexjob run``: real processes, real gloo, the digits example."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.jobs import poll, running, start_agent
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
+
+# Small and slow enough to kill mid-epoch deterministically (by master progress).
+ARGS = ("--epochs", "4", "--step-delay", "0.03")
+
+
+def test_two_nodes_train_digits_to_90_percent(tmp_path: Path) -> None:
+    with running(tmp_path, "--nnodes", "2", script_args=("--epochs", "4")) as job:
+        assert job.wait() == 0, job.output()
+        assert job.accuracy() >= 0.9
+        assert "world_size=2" in job.output()
+
+
+def test_killed_worker_is_restarted_and_every_sample_is_done_once(tmp_path: Path) -> None:
+    with running(tmp_path, "--nnodes", "2", script_args=ARGS) as job:
+        job.wait_progress(0.3, world_size=2)
+        victim = poll("a worker process", lambda: job.workers()[:1], 30)[0]
+        victim.kill()
+        assert job.wait() == 0, job.output()
+        assert job.accuracy() >= 0.9
+        p = job.progress() or None
+        state = job.master_state()
+        (ds,) = state["shards"].values()  # type: ignore[attr-defined]
+        assert ds["samples_done"] == 4 * 1437
+        assert sorted(ds["completed"]) == [0, 1, 2, 3]
+        assert "shard_report_rejected" not in job.master_log()
+        assert "shards_recovered" in job.master_log()
+        assert p is None  # the master is gone after the job
+
+
+def test_killed_node_leaves_training_on_the_other_two(tmp_path: Path) -> None:
+    flags = ("--nnodes", "2:3", "--start-nodes", "3", "--heartbeat-timeout", "3")
+    with running(tmp_path, *flags, script_args=ARGS) as job:
+        job.wait_progress(0.3, world_size=3)
+        agents = poll("three agents", lambda: len(job.agents()) == 3 and job.agents(), 30)
+        victim = next(a for a in agents if "worker-2" in " ".join(a.cmdline()))
+        victim.kill()
+        assert job.wait() == 0, job.output()
+        assert job.accuracy() >= 0.9
+        assert re.search(r"world_size=2\b", job.output()), job.output()
+        assert "node=worker-2 reason='heartbeat timeout'" in job.master_log()
+
+
+def test_agent_started_later_joins_and_gets_shards(tmp_path: Path) -> None:
+    with running(tmp_path, "--nnodes", "1:2", script_args=ARGS) as job:
+        job.wait_progress(0.1, world_size=1)
+        late_out = start_agent(job, tmp_path, "late-1", ARGS)
+        job.wait_progress(0.0, world_size=2, timeout=60)
+        assert job.wait() == 0, job.output()
+        poll("late agent to exit", lambda: job.extra[0].poll() is not None, 30)
+        assert job.extra[0].returncode == 0, late_out.read_text()
+        state = job.master_state()
+        (ds,) = state["shards"].values()  # type: ignore[attr-defined]
+        assert any(worker == "late-1" for _, worker in ds["recent"])
+        assert job.accuracy(late_out) >= 0.9
