@@ -96,6 +96,12 @@ class Rendezvous:
         self._age: dict[str, int] = {}
         self._next_age = 0
         self._last_call_since: float | None = None
+        self._version = 0
+
+    @property
+    def version(self) -> int:
+        """Grows with every change to what ``to_dict()`` returns."""
+        return self._version
 
     @property
     def round(self) -> int:
@@ -123,6 +129,7 @@ class Rendezvous:
         if node_id not in self._age:
             self._age[node_id] = self._next_age
             self._next_age += 1
+            self._version += 1
         if self._world is not None and node_id in self._world.members:
             self._broken = True
         self._waiting.add(node_id)
@@ -132,7 +139,8 @@ class Rendezvous:
     def remove(self, node_id: str) -> None:
         """``node_id`` is dead: it leaves the waiting set and breaks its world."""
         self._waiting.discard(node_id)
-        self._age.pop(node_id, None)
+        if self._age.pop(node_id, None) is not None:
+            self._version += 1
         if self._world is not None and node_id in self._world.members:
             self._broken = True
         self.tick()
@@ -189,6 +197,7 @@ class Rendezvous:
         self._waiting.difference_update(members)
         self._broken = False
         self._last_call_since = None
+        self._version += 1
         return self._world
 
     def _everyone_back(self) -> bool:
@@ -218,3 +227,4 @@ class Rendezvous:
         self._waiting.clear()
         self._broken = False
         self._last_call_since = None
+        self._version += 1

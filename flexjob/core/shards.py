@@ -2,11 +2,11 @@
 
 Queues: TODO → DOING (marked with the worker and the time) → DONE. A dead worker's DOING shards
 and stragglers (DOING longer than ``straggler_timeout``) go back to the front of TODO. A report
-is accepted the first time a shard is reported, by anyone, whatever queue it sits in; it is
-never counted twice (a retried report by the node that already got it accepted answers ``True``
-again without counting). Epochs are cut lazily: the next epoch's shards are queued once TODO
-runs dry. ``checkpoint()`` / ``restore()`` write and read the progress as JSON; DOING shards
-come back as TODO. No I/O: the caller persists the JSON and injects the clock.
+is counted the first time a shard is reported, by anyone, whatever queue it sits in, and never
+again (a retried report by the worker whose report counted is acknowledged, not re-counted).
+Epochs are cut lazily: the next epoch's shards are queued once TODO runs dry.
+``checkpoint()`` / ``restore()`` write and read the progress as JSON; DOING shards come back
+as TODO. No I/O: the caller persists the JSON and injects the clock.
 """
 
 import json
@@ -28,6 +28,20 @@ class ShardState(StrEnum):
     TODO = "todo"
     DOING = "doing"
     DONE = "done"
+
+
+class ReportResult(StrEnum):
+    """What a report did: COUNTED the shard now; ALREADY_COUNTED it earlier for the same
+    worker (a retried report); REJECTED (done by another report, or an unknown shard)."""
+
+    COUNTED = "counted"
+    ALREADY_COUNTED = "already_counted"
+    REJECTED = "rejected"
+
+    @property
+    def accepted(self) -> bool:
+        """What the worker is told: its shard counts (now or from its earlier report)."""
+        return self is not ReportResult.REJECTED
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +85,7 @@ class ShardManager:
         epochs: int = 1,
         straggler_timeout: float | None = None,
         clock: Callable[[], float] = time.monotonic,
-        recent_reports: int = 1024,
+        recent_reports: int = 256,
     ) -> None:
         if epochs < 1:
             raise ValueError(f"epochs must be a positive integer, got {epochs}")
@@ -90,7 +104,7 @@ class ShardManager:
         self._specs: dict[int, Sequence[ShardSpec]] = {}
         self._todo: deque[int] = deque()
         self._doing: dict[int, _Doing] = {}
-        self._done: dict[int, set[int]] = {}
+        self._done: dict[int, _DoneSet] = {}
         self._completed: set[int] = set()
         self._samples_done = 0
         self._recent: OrderedDict[int, str] = OrderedDict()
@@ -115,7 +129,7 @@ class ShardManager:
 
     def state_of(self, shard_id: int) -> ShardState:
         epoch, pos = self._locate(shard_id)
-        if epoch in self._completed or pos in self._done.get(epoch, ()):
+        if epoch in self._completed or (epoch in self._done and pos in self._done[epoch]):
             return ShardState.DONE
         return ShardState.DOING if shard_id in self._doing else ShardState.TODO
 
@@ -152,14 +166,17 @@ class ShardManager:
         epoch, pos = divmod(shard_id, self._per_epoch)
         return Shard(shard_id, epoch, self._specs[epoch][pos])
 
-    def report_done(self, shard_id: int, worker: str) -> bool:
-        """Mark a shard DONE. ``True`` if this report counted it (or the same worker's earlier
-        report did: a retry); ``False`` for a shard already done by another report, or unknown."""
-        if not 0 <= shard_id < self._next_epoch * self._per_epoch:
-            return False
+    def report_done(self, shard_id: int, worker: str) -> ReportResult:
+        """Mark a shard DONE; see ``ReportResult``. A shard is counted at most once."""
+        if not 0 <= shard_id < self._epochs * self._per_epoch:
+            return ReportResult.REJECTED
         epoch, pos = divmod(shard_id, self._per_epoch)
+        while self._next_epoch <= epoch:  # handed out before a restart that lost its epoch
+            self._open_epoch(self._next_epoch)
         if epoch in self._completed or pos in self._done[epoch]:
-            return self._recent.get(shard_id) == worker
+            if self._recent.get(shard_id) == worker:
+                return ReportResult.ALREADY_COUNTED
+            return ReportResult.REJECTED
         if self._doing.pop(shard_id, None) is None:
             self._todo.remove(shard_id)  # a late report of a shard that went back to TODO
         done = self._done[epoch]
@@ -169,7 +186,7 @@ class ShardManager:
         if len(done) == self._per_epoch:
             self._completed.add(epoch)
             del self._done[epoch], self._specs[epoch]
-        return True
+        return ReportResult.COUNTED
 
     def recover(self, worker: str) -> list[int]:
         """Put ``worker``'s DOING shards back at the front of TODO (the worker died)."""
@@ -201,7 +218,7 @@ class ShardManager:
             "epochs": self._epochs,
             "next_epoch": self._next_epoch,
             "completed": sorted(self._completed),
-            "done": {str(e): _runs(sorted(done)) for e, done in self._done.items()},
+            "done": {str(e): done.runs() for e, done in self._done.items()},
             "samples_done": self._samples_done,
             "recent": [[sid, w] for sid, w in self._recent.items()],
         }
@@ -235,7 +252,7 @@ class ShardManager:
 
     def _open_epoch(self, epoch: int, done: set[int] | None = None) -> None:
         self._specs[epoch] = self._splitter.shards(epoch)
-        self._done[epoch] = done or set()
+        self._done[epoch] = _DoneSet(done or ())
         base = epoch * self._per_epoch
         self._todo.extend(base + p for p in range(self._per_epoch) if p not in self._done[epoch])
         self._next_epoch = max(self._next_epoch, epoch + 1)
@@ -249,6 +266,38 @@ class ShardManager:
         self._recent[shard_id] = worker
         while len(self._recent) > self._recent_limit:
             self._recent.popitem(last=False)
+
+
+class _DoneSet:
+    """Done positions of one epoch as a done prefix ``[0, prefix)`` plus the positions done
+    out of order beyond it: shards mostly finish in order, so the set stays small and
+    ``runs()`` (for every checkpoint) stays cheap."""
+
+    __slots__ = ("_prefix", "_rest")
+
+    def __init__(self, positions: Iterable[int] = ()) -> None:
+        self._prefix = 0
+        self._rest: set[int] = set()
+        for p in positions:
+            self.add(p)
+
+    def __contains__(self, pos: int) -> bool:
+        return pos < self._prefix or pos in self._rest
+
+    def __len__(self) -> int:
+        return self._prefix + len(self._rest)
+
+    def add(self, pos: int) -> None:
+        if pos < self._prefix:
+            return
+        self._rest.add(pos)
+        while self._prefix in self._rest:
+            self._rest.remove(self._prefix)
+            self._prefix += 1
+
+    def runs(self) -> list[list[int]]:
+        head = [[0, self._prefix]] if self._prefix else []
+        return head + _runs(sorted(self._rest))
 
 
 def _runs(sorted_positions: Iterable[int]) -> list[list[int]]:

@@ -124,8 +124,8 @@ class MasterConfig:
         )
         lo = hi = 1
         if workers is not None:
-            lo = workers.min_replicas or workers.replicas or 1
-            hi = workers.max_replicas or workers.replicas or lo
+            lo = _or(workers.min_replicas, _or(workers.replicas, 1))
+            hi = _or(workers.max_replicas, _or(workers.replicas, lo))
         datasets: tuple[DatasetConfig, ...] = ()
         if (d := spec.dataset) is not None:
             datasets = (
@@ -133,8 +133,8 @@ class MasterConfig:
                     name=d.name or "",
                     size=d.size,
                     files=tuple(d.files or ()),
-                    shard_size=d.shard_size or DEFAULT_SHARD_SIZE,
-                    epochs=d.epochs or 1,
+                    shard_size=_or(d.shard_size, DEFAULT_SHARD_SIZE),
+                    epochs=_or(d.epochs, 1),
                     shuffle=bool(d.shuffle),
                     seed=d.shuffle_seed or 0,
                 ),
@@ -168,3 +168,7 @@ class MasterConfig:
         if data.get("batch") is not None:
             data["batch"] = BatchConfig(**data["batch"])
         return cls(**data)
+
+
+def _or(value: int | None, default: int) -> int:
+    return default if value is None else value

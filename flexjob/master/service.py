@@ -2,9 +2,11 @@
 
 Wires the core pieces together — ``Rendezvous``, one ``ShardManager`` per dataset,
 ``BatchPlan`` — with heartbeats, stats, a small KV store and the state file. One lock
-guards everything; every change that must survive a master restart (an accepted shard report,
-a new epoch, a completed round, a dead node) is written before the call returns. Not for
-transport (``rpc.server``) or process life (``master.main``).
+guards the state; every change that must survive a master restart (an accepted shard report,
+a new epoch, a completed round, a dead node) is written to the state file before the call that
+made it returns. Writes are group-committed: concurrent calls share one write, and parts that
+did not change (rendezvous, stats) are not serialized again. Not for transport (``rpc.server``)
+or process life (``master.main``).
 """
 
 import json
@@ -12,12 +14,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from flexjob.api import names
 from flexjob.core.batch import BatchPlan
 from flexjob.core.rendezvous import Rendezvous
-from flexjob.core.shards import ShardManager
+from flexjob.core.shards import ReportResult, ShardManager
 from flexjob.master.config import DatasetConfig, MasterConfig
 from flexjob.master.health import HeartbeatTracker
 from flexjob.master.logs import event
@@ -38,6 +40,22 @@ from flexjob.rpc.api import (
 
 log = logging.getLogger(__name__)
 STATE_VERSION = 1
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _saves(
+    method: "Callable[Concatenate[MasterService, P], R]",
+) -> "Callable[Concatenate[MasterService, P], R]":
+    """After ``method`` returns (its lock released), write what it changed before answering."""
+
+    def wrapper(self: "MasterService", /, *args: P.args, **kwargs: P.kwargs) -> R:
+        result = method(self, *args, **kwargs)
+        self._flush()
+        return result
+
+    wrapper.__doc__ = method.__doc__
+    return wrapper
 
 
 class MasterService:
@@ -72,25 +90,30 @@ class MasterService:
         self._restored_shards: dict[str, Any] = {}
         path = config.state_path
         self._state = StateFile(path, fsync=config.fsync) if path else None
+        self._changes = 0  # bumped by every change to save; guarded by _lock
+        self._saved = 0  # changes covered by the state file; guarded by _write_lock
+        self._write_lock = threading.Lock()
+        self._cache: dict[str, tuple[int, str]] = {}
         self._restore()
+        self._logged_round = self._rdzv.round
 
     # ---- rendezvous ----
+    @_saves
     def join(self, node: NodeRef, address: str, local_world_size: int) -> int:
         with self._lock:
             self._seen(node.node_id)
             self._addresses[node.node_id] = address
-            before = self._rdzv.round
             round_ = self._rdzv.join(node.node_id)
             event(log, "node_joined", self._job, node=node.node_id, waits_for=round_)
-            self._after_rendezvous(before)
+            self._after_rendezvous()
             return round_
 
+    @_saves
     def get_world(self, node: NodeRef, round: int) -> WorldInfo:
         with self._lock:
             self._seen(node.node_id)
-            before = self._rdzv.round
             view = self._rdzv.view(node.node_id)
-            self._after_rendezvous(before)
+            self._after_rendezvous()
             if view.world is None:
                 return WorldInfo(False, view.round, -1, 0, "", "", ())
             w = view.world
@@ -104,12 +127,16 @@ class MasterService:
                 w.members,
             )
 
+    @_saves
     def nodes_waiting(self, node: NodeRef) -> NodesWaiting:
         with self._lock:
             self._seen(node.node_id)
-            return NodesWaiting(self._rdzv.num_nodes_waiting(), self._rdzv.round)
+            waiting = self._rdzv.num_nodes_waiting()
+            self._after_rendezvous()
+            return NodesWaiting(waiting, self._rdzv.round)
 
     # ---- shards ----
+    @_saves
     def get_shard(self, node: NodeRef, dataset: str) -> ShardInfo:
         with self._lock:
             self._seen(node.node_id)
@@ -120,23 +147,25 @@ class MasterService:
                 return ShardInfo(has_shard=False, end_of_data=mgr.finished)
             if mgr.opened_epochs != opened:
                 event(log, "epoch_started", self._job, dataset=dataset or "-", epoch=shard.epoch)
+                self._persist()
             s = shard.spec
             return ShardInfo(
                 True, False, shard.shard_id, shard.epoch, s.start, s.end, s.indices, s.name
             )
 
+    @_saves
     def report_shard(self, node: NodeRef, dataset: str, shard_id: int) -> bool:
         with self._lock:
             self._seen(node.node_id)
             mgr = self._dataset(dataset)
-            accepted = mgr.report_done(shard_id, node.node_id)
-            if accepted:
+            result = mgr.report_done(shard_id, node.node_id)
+            if result is ReportResult.COUNTED:
                 self._persist()
                 if mgr.finished:
                     event(log, "dataset_finished", self._job, dataset=dataset or "-")
-            else:
+            elif result is ReportResult.REJECTED:
                 event(log, "shard_report_rejected", self._job, node=node.node_id, shard=shard_id)
-            return accepted
+            return result.accepted
 
     def get_progress(self, node: NodeRef, dataset: str) -> Progress:
         with self._lock:
@@ -161,13 +190,15 @@ class MasterService:
             self._stats.update(node.node_id, stats)
             self._stats_dirty = True
 
+    @_saves
     def heartbeat(self, node: NodeRef, timestamp: float) -> HeartbeatReply:
         with self._lock:
             self._seen(node.node_id)
-            return HeartbeatReply(
-                self._rdzv.round, self._rdzv.num_nodes_waiting(), self.job_finished
-            )
+            waiting = self._rdzv.num_nodes_waiting()
+            self._after_rendezvous()
+            return HeartbeatReply(self._rdzv.round, waiting, self.job_finished)
 
+    @_saves
     def report_failure(self, node: NodeRef, reason: str, exit_code: int, restarting: bool) -> None:
         with self._lock:
             self._stats.failure(node.node_id, reason)
@@ -183,9 +214,8 @@ class MasterService:
             if restarting:
                 # Its process is gone: it leaves the world and re-joins once restarted.
                 self._recover_shards(node.node_id)
-                before = self._rdzv.round
                 self._rdzv.remove(node.node_id)
-                self._after_rendezvous(before)
+                self._after_rendezvous()
                 self._persist()
             else:
                 self._node_dead(node.node_id, "reported failure")
@@ -222,6 +252,7 @@ class MasterService:
     def job_finished(self) -> bool:
         return bool(self._shards) and all(m.finished for m in self._shards.values())
 
+    @_saves
     def check(self) -> None:
         """Dead nodes, stragglers, rounds due by time, stats to save: run every few seconds."""
         with self._lock:
@@ -230,9 +261,8 @@ class MasterService:
             for name, mgr in self._shards.items():
                 for sid in mgr.expire_stragglers():
                     event(log, "shard_timed_out", self._job, dataset=name or "-", shard=sid)
-            before = self._rdzv.round
             self._rdzv.tick()
-            self._after_rendezvous(before)
+            self._after_rendezvous()
             if self._stats_dirty:
                 self._persist()
 
@@ -241,7 +271,9 @@ class MasterService:
         self._health.beat(node_id)
 
     def _dataset(self, name: str) -> ShardManager:
-        mgr = self._shards.get(name) or self._registered_dataset(name)
+        mgr = self._shards.get(name)
+        if mgr is None:
+            mgr = self._registered_dataset(name)
         if mgr is None:
             known = ", ".join(repr(n) for n in self._shards) or "none"
             raise NotFoundError(f"unknown dataset {name!r}; this job has: {known}")
@@ -285,9 +317,12 @@ class MasterService:
             return self._store_address
         return self._addresses.get(members[0], "")
 
-    def _after_rendezvous(self, round_before: int) -> None:
+    def _after_rendezvous(self) -> None:
+        """Log and save a round that completed since the last call (any query may complete
+        one: rounds can be due by time)."""
         world = self._rdzv.world
-        if world is not None and world.round != round_before:
+        if world is not None and world.round != self._logged_round:
+            self._logged_round = world.round
             event(
                 log,
                 "round_completed",
@@ -316,24 +351,40 @@ class MasterService:
         self._health.forget(node_id)
         self._stats.set_alive(node_id, False)
         self._recover_shards(node_id)
-        before = self._rdzv.round
         self._rdzv.remove(node_id)
-        self._after_rendezvous(before)
+        self._after_rendezvous()
         self._persist()
 
     def _persist(self) -> None:
-        if self._state is None:
+        """Note a change to save; the ``@_saves`` method that made it writes it."""
+        self._changes += 1
+
+    def _flush(self) -> None:
+        target = self._changes
+        if self._state is None or self._saved >= target:
             return
-        self._state.save(
-            {
-                "version": STATE_VERSION,
-                "job": self._job,
-                "shards": {name: mgr.to_dict() for name, mgr in self._shards.items()},
-                "rendezvous": self._rdzv.to_dict(),
-                "stats": self._stats.to_dict(),
-            }
-        )
-        self._stats_dirty = False
+        with self._write_lock:
+            if self._saved >= target:
+                return  # a write that started after our change covered it
+            with self._lock:
+                changes, text = self._changes, self._snapshot()
+                self._stats_dirty = False
+            self._state.save_text(text)
+            self._saved = changes
+
+    def _snapshot(self) -> str:
+        shards = {name: mgr.to_dict() for name, mgr in self._shards.items()}
+        rdzv = self._cached("rendezvous", self._rdzv.version, self._rdzv.to_dict)
+        stats = self._cached("stats", self._stats.version, self._stats.to_dict)
+        head = json.dumps({"version": STATE_VERSION, "job": self._job, "shards": shards})
+        return f'{head[:-1]}, "rendezvous": {rdzv}, "stats": {stats}}}'
+
+    def _cached(self, key: str, version: int, build: Callable[[], object]) -> str:
+        hit = self._cache.get(key)
+        if hit is None or hit[0] != version:
+            hit = (version, json.dumps(build()))
+            self._cache[key] = hit
+        return hit[1]
 
     def _restore(self) -> None:
         data: dict[str, Any] | None = self._state.load() if self._state else None

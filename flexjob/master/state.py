@@ -29,7 +29,11 @@ class StateFile:
         return data
 
     def save(self, data: dict[str, Any]) -> None:
-        write_atomic(self.path, json.dumps(data, separators=(",", ":")), fsync=self._fsync)
+        self.save_text(json.dumps(data, separators=(",", ":")))
+
+    def save_text(self, text: str) -> None:
+        """Save an already serialized JSON object."""
+        write_atomic(self.path, text, fsync=self._fsync)
 
 
 def write_atomic(path: Path, text: str, *, fsync: bool = False) -> None:

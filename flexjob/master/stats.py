@@ -22,8 +22,11 @@ class NodeRecord:
 class StatsBook:
     def __init__(self) -> None:
         self.nodes: dict[str, NodeRecord] = {}
+        #: Grows with every change, so a saved copy can be reused while it is unchanged.
+        self.version = 0
 
     def _record(self, node_id: str) -> NodeRecord:
+        self.version += 1
         return self.nodes.setdefault(node_id, NodeRecord())
 
     def update(self, node_id: str, stats: NodeStats) -> None:

@@ -45,9 +45,18 @@ _CHANNEL_OPTIONS = [
 ]
 
 
+def open_channel(address: str) -> grpc.Channel:
+    """A channel to the master that reconnects quickly; clients may share one (``channel=``)."""
+    return grpc.insecure_channel(address, options=_CHANNEL_OPTIONS)
+
+
 class MasterClient:
     """Talks to the master at ``address`` (``host:port``) as ``node`` (a ``NodeRef``-like
-    object with ``node_id`` and optionally ``replica_type`` / ``replica_index``, or a node id)."""
+    object with ``node_id`` and optionally ``replica_type`` / ``replica_index``, or a node id).
+
+    ``timeout``: seconds per attempt; ``retry_deadline``: seconds to keep retrying an
+    unreachable master; ``channel``: share one channel between many clients (e.g. simulated
+    agents), else each client opens its own."""
 
     def __init__(
         self,
@@ -57,13 +66,15 @@ class MasterClient:
         timeout: float = 10.0,
         retry_deadline: float = 60.0,
         max_backoff: float = 1.0,
+        channel: grpc.Channel | None = None,
     ) -> None:
         self.address = address
         self._node = convert.node_to_pb(node)
         self._timeout = timeout
         self._retry_deadline = retry_deadline
         self._max_backoff = max_backoff
-        self._channel = grpc.insecure_channel(address, options=_CHANNEL_OPTIONS)
+        self._own_channel = channel is None
+        self._channel = channel or open_channel(address)
         self._stub = pb_grpc.MasterStub(self._channel)  # type: ignore[no-untyped-call]
 
     @property
@@ -71,7 +82,9 @@ class MasterClient:
         return str(self._node.node_id)
 
     def close(self) -> None:
-        self._channel.close()
+        """Close the channel, unless it was passed in (then its owner closes it)."""
+        if self._own_channel:
+            self._channel.close()
 
     def __enter__(self) -> "MasterClient":
         return self

@@ -1,0 +1,150 @@
+"""Load on the job master: N simulated agents over the real gRPC on loopback.
+
+Starts a master child process (``spawn_master``), then client processes, each with threads that
+share one channel. Measures (1) rendezvous: time from the first join until every agent sees a
+complete world of N (the round completes when the N-th joins: ``max_nodes = N``), and (2) shard
+dispatch: ``get_shard`` alone, then ``get_shard`` + ``report_shard`` pairs (each accepted report
+is written to the state file before it is answered), as requests/s and p99 latency. The
+baseline column is the goal from the issue (1,000 agents in < 2 s; >= 5,000 shard requests/s).
+
+    PYTHONPATH=. python benchmarks/master_load.py [--agents 1000] [--procs 2] [--seconds 4]
+"""
+
+import argparse
+import multiprocessing as mp
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from flexjob.master.config import DatasetConfig, MasterConfig
+from flexjob.master.launch import spawn_master
+from flexjob.rpc.client import MasterClient, open_channel
+
+
+def _rendezvous_worker(address: str, nodes: list[str], threads: int, start, out) -> None:  # type: ignore[no-untyped-def]
+    channel = open_channel(address)
+    clients = [MasterClient(address, n, channel=channel) for n in nodes]
+    for c in clients[:1]:
+        c.nodes_waiting()  # connect before the clock starts
+    start.wait()
+    parts = [clients[i::threads] for i in range(threads)]
+
+    def run(part: list[MasterClient]) -> None:
+        for c in part:
+            c.join()
+        for c in part:
+            while not c.get_world().complete:
+                time.sleep(0.01)
+
+    ts = [threading.Thread(target=run, args=(p,)) for p in parts]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    out.put(time.time())
+
+
+def _shard_worker(
+    address: str, prefix: str, threads: int, seconds: float, report: bool, start, out
+) -> None:  # type: ignore[no-untyped-def]
+    channel = open_channel(address)
+    clients = [MasterClient(address, f"{prefix}-{i}", channel=channel) for i in range(threads)]
+    clients[0].nodes_waiting()
+    start.wait()
+    latencies: list[list[float]] = [[] for _ in clients]
+    stop_at = time.monotonic() + seconds
+
+    def run(i: int) -> None:
+        c, lat = clients[i], latencies[i]
+        while time.monotonic() < stop_at:
+            t0 = time.perf_counter()
+            shard = c.get_shard()
+            if report and shard.has_shard:
+                c.report_shard(shard.shard_id)
+            lat.append(time.perf_counter() - t0)
+
+    ts = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    out.put([x for lat in latencies for x in lat])
+
+
+def _run_procs(target, args_per_proc: list[tuple]) -> list:  # type: ignore[no-untyped-def,type-arg]
+    ctx = mp.get_context("fork")
+    start, out = ctx.Event(), ctx.Queue()
+    procs = [ctx.Process(target=target, args=(*a, start, out)) for a in args_per_proc]
+    for p in procs:
+        p.start()
+    time.sleep(1.0)  # let every process connect
+    t0 = time.time()
+    start.set()
+    results = [out.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(10)
+    return [t0, *results]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--agents", type=int, default=1000)
+    ap.add_argument("--procs", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=16, help="client threads per process")
+    ap.add_argument("--seconds", type=float, default=4.0, help="per shard phase")
+    args = ap.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="flexjob-bench-") as tmp:
+        config = MasterConfig(
+            job_name="bench",
+            job_dir=str(Path(tmp) / "job"),
+            min_nodes=args.agents,
+            max_nodes=args.agents,
+            last_call_timeout=60.0,
+            heartbeat_timeout=600.0,
+            datasets=(DatasetConfig(size=5_000_000, shard_size=10),),
+            host_store=False,
+            rpc_workers=64,
+        )
+        master = spawn_master(config)
+        try:
+            nodes = [f"agent-{i}" for i in range(args.agents)]
+            per = [
+                (master.address, nodes[p :: args.procs], args.threads) for p in range(args.procs)
+            ]
+            t0, *ends = _run_procs(_rendezvous_worker, per)
+            rdzv_s = max(ends) - t0
+            rows = []
+            for report in (False, True):
+                per_s = [
+                    (master.address, f"p{p}-{report}", args.threads, args.seconds, report)
+                    for p in range(args.procs)
+                ]
+                _, *lats = _run_procs(_shard_worker, per_s)
+                flat = sorted(x for lat in lats for x in lat)
+                rate = len(flat) / args.seconds
+                p99 = statistics.quantiles(flat, n=100)[98] * 1000 if len(flat) > 100 else 0.0
+                rows.append((report, rate, p99))
+        finally:
+            master.stop()
+
+    clients = args.procs * args.threads
+    table = [
+        ("rendezvous completion (s)", args.agents, f"{rdzv_s:.2f}", "2.00", f"{2.0 / rdzv_s:.2f}x"),
+    ]
+    for report, rate, p99 in rows:
+        name = "get_shard+report_shard pairs/s" if report else "get_shard requests/s"
+        table.append((name, clients, f"{rate:,.0f}", "5,000", f"{rate / 5000:.2f}x"))
+        table.append(("  p99 latency (ms)", clients, f"{p99:.1f}", "-", "-"))
+    header = ("workload", "agents", "flexjob", "baseline (goal)", "ratio")
+    widths = [max(len(str(r[i])) for r in (header, *table)) for i in range(5)]
+    for r in (header, *table):
+        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,146 @@
+from dataclasses import replace
+
+import pytest
+
+from flexjob.core.shards import ReportResult, ShardManager, ShardState
+from flexjob.core.splitters import RangeSplitter
+from tests.core.clock import FakeClock
+
+
+def manager(
+    size: int = 10, shard: int = 3, epochs: int = 1, timeout: float | None = None
+) -> tuple[ShardManager, FakeClock]:
+    clock = FakeClock()
+    mgr = ShardManager(
+        RangeSplitter(size, shard), epochs=epochs, straggler_timeout=timeout, clock=clock
+    )
+    return mgr, clock
+
+
+def test_get_shard_moves_a_todo_shard_to_doing_for_that_worker() -> None:
+    mgr, _ = manager()
+    shard = mgr.get_shard("w0")
+    assert shard is not None and shard.spec.sample_indices() == (0, 1, 2)
+    assert mgr.state_of(shard.shard_id) is ShardState.DOING
+    assert mgr.doing() == {shard.shard_id: "w0"}
+
+
+def test_report_done_moves_the_shard_to_done() -> None:
+    mgr, _ = manager()
+    shard = mgr.get_shard("w0")
+    assert shard is not None and mgr.report_done(shard.shard_id, "w0").accepted
+    assert mgr.state_of(shard.shard_id) is ShardState.DONE
+    assert mgr.progress().samples_done == 3
+
+
+def test_failed_worker_shards_return_to_the_front_of_todo() -> None:
+    mgr, _ = manager()
+    a, b = mgr.get_shard("dead"), mgr.get_shard("alive")
+    assert a is not None and b is not None
+    assert mgr.recover("dead") == [a.shard_id]
+    again = mgr.get_shard("alive")
+    assert again is not None and again.shard_id == a.shard_id
+
+
+def test_straggler_shard_goes_back_to_todo_after_the_timeout() -> None:
+    mgr, clock = manager(timeout=5)
+    slow = mgr.get_shard("slow")
+    assert slow is not None
+    clock.advance(4.9)
+    assert mgr.expire_stragglers() == []
+    clock.advance(0.2)
+    nxt = mgr.get_shard("fast")
+    assert nxt is not None and nxt.shard_id == slow.shard_id
+
+
+def test_late_report_of_a_timed_out_shard_is_accepted_once() -> None:
+    mgr, clock = manager(timeout=1)
+    slow = mgr.get_shard("slow")
+    assert slow is not None
+    clock.advance(2)
+    again = mgr.get_shard("fast")
+    assert again is not None and again.shard_id == slow.shard_id
+    assert mgr.report_done(slow.shard_id, "slow") is ReportResult.COUNTED
+    assert mgr.report_done(again.shard_id, "fast") is ReportResult.REJECTED
+    assert mgr.progress().samples_done == 3
+
+
+def test_late_report_of_a_shard_back_in_todo_removes_it_from_todo() -> None:
+    mgr, _ = manager(size=6, shard=3)
+    a = mgr.get_shard("dead")
+    assert a is not None
+    mgr.recover("dead")
+    assert mgr.report_done(a.shard_id, "dead") is ReportResult.COUNTED
+    b = mgr.get_shard("w1")
+    assert b is not None and b.shard_id != a.shard_id
+
+
+def test_a_retried_report_by_the_same_worker_is_acknowledged_but_not_counted() -> None:
+    mgr, _ = manager()
+    shard = mgr.get_shard("w0")
+    assert shard is not None
+    assert mgr.report_done(shard.shard_id, "w0") is ReportResult.COUNTED
+    assert mgr.report_done(shard.shard_id, "w0") is ReportResult.ALREADY_COUNTED
+    assert mgr.progress().shards_done == 1
+
+
+def test_unknown_shard_report_is_rejected() -> None:
+    mgr, _ = manager()
+    assert mgr.report_done(99, "w0") is ReportResult.REJECTED
+
+
+def test_next_epoch_starts_when_the_current_one_is_handed_out() -> None:
+    mgr, _ = manager(size=4, shard=2, epochs=2)
+    ids = [mgr.get_shard("w") for _ in range(3)]
+    assert [s.epoch for s in ids if s] == [0, 0, 1]
+    assert mgr.opened_epochs == 2
+
+
+def test_no_shard_while_others_are_in_progress_and_finished_at_the_end() -> None:
+    mgr, _ = manager(size=3, shard=3)
+    shard = mgr.get_shard("w0")
+    assert shard is not None
+    assert mgr.get_shard("w1") is None and not mgr.finished
+    mgr.report_done(shard.shard_id, "w0")
+    assert mgr.get_shard("w1") is None and mgr.finished and mgr.progress().finished
+
+
+def test_checkpoint_restore_keeps_done_and_returns_doing_to_todo() -> None:
+    mgr, clock = manager(size=10, shard=2, epochs=2)
+    done = mgr.get_shard("w0")
+    doing = mgr.get_shard("w1")
+    assert done is not None and doing is not None
+    mgr.report_done(done.shard_id, "w0")
+    restored = ShardManager(RangeSplitter(10, 2), epochs=2, clock=clock)
+    restored.restore(mgr.checkpoint())
+    assert restored.state_of(done.shard_id) is ShardState.DONE
+    assert restored.state_of(doing.shard_id) is ShardState.TODO
+    before = mgr.progress()
+    assert restored.progress() == replace(before, todo=before.todo + 1, doing=0)
+    assert restored.progress().samples_done == 2 and restored.progress().doing == 0
+
+
+def test_restore_rejects_a_checkpoint_of_another_dataset() -> None:
+    mgr, _ = manager(size=10, shard=2)
+    other = ShardManager(RangeSplitter(12, 2))
+    with pytest.raises(ValueError, match="splitter does not match"):
+        other.restore(mgr.checkpoint())
+
+
+def test_checkpoint_of_a_mostly_done_epoch_stays_small() -> None:
+    mgr, _ = manager(size=10_000, shard=1)
+    for _ in range(5_000):
+        s = mgr.get_shard("w")
+        assert s is not None
+        mgr.report_done(s.shard_id, "w")
+    assert mgr.to_dict()["done"] == {"0": [[0, 5000]]}
+
+
+def test_report_of_a_shard_from_an_epoch_lost_in_a_restart_is_counted() -> None:
+    mgr, _ = manager(size=4, shard=2, epochs=2)
+    fresh = ShardManager(RangeSplitter(4, 2), epochs=2)
+    fresh.restore(mgr.checkpoint())  # saved before any epoch was opened
+    late = [mgr.get_shard("w") for _ in range(3)][-1]
+    assert late is not None and late.epoch == 1
+    assert fresh.report_done(late.shard_id, "w") is ReportResult.COUNTED
+    assert fresh.progress().shards_done == 1

@@ -1,0 +1,65 @@
+import pytest
+
+from flexjob.api import ElasticJob
+from flexjob.master.config import BatchConfig, DatasetConfig, MasterConfig
+
+
+def job(spec: dict[str, object]) -> ElasticJob:
+    return ElasticJob.model_validate({"metadata": {"name": "demo"}, "spec": spec})
+
+
+def test_worker_bounds_dataset_and_batch_come_from_the_job() -> None:
+    cfg = MasterConfig.from_job(
+        job(
+            {
+                "replicaSpecs": {"worker": {"minReplicas": 2, "maxReplicas": 6}},
+                "dataset": {"size": 1000, "shardSize": 50, "epochs": 3, "shuffle": True},
+                "batch": {"microBatchSize": 8, "maxWorkers": 6},
+            }
+        )
+    )
+    assert (cfg.job_name, cfg.min_nodes, cfg.max_nodes) == ("demo", 2, 6)
+    assert cfg.datasets == (DatasetConfig(size=1000, shard_size=50, epochs=3, shuffle=True),)
+    assert cfg.batch is not None and cfg.batch.plan().global_batch_size == 48
+
+
+def test_fixed_replicas_give_a_fixed_world() -> None:
+    cfg = MasterConfig.from_job(job({"replicaSpecs": {"worker": {"replicas": 3}}}))
+    assert (cfg.min_nodes, cfg.max_nodes) == (3, 3)
+
+
+def test_overrides_replace_fields_and_ignore_none() -> None:
+    cfg = MasterConfig.from_job(job({}), port=5000, heartbeat_timeout=None)
+    assert cfg.port == 5000 and cfg.heartbeat_timeout == 30.0
+
+
+def test_file_datasets_are_accepted() -> None:
+    cfg = MasterConfig.from_job(
+        job({"dataset": {"files": ["a.csv:10", "b.csv:5"], "shardSize": 4}})
+    )
+    assert cfg.datasets[0].splitter().num_shards == 5
+
+
+def test_config_round_trips_through_json() -> None:
+    cfg = MasterConfig(
+        min_nodes=1,
+        max_nodes=2,
+        datasets=(DatasetConfig(files=("x:3",)),),
+        batch=BatchConfig(4, global_batch_size=32),
+    )
+    assert MasterConfig.from_json(cfg.to_json()) == cfg
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: DatasetConfig(), "give exactly one of size or files"),
+        (lambda: DatasetConfig(size=10, epochs=0), "dataset.epochs must be >= 1"),
+        (lambda: BatchConfig(8), "give globalBatchSize or maxWorkers"),
+        (lambda: MasterConfig(min_nodes=3, max_nodes=2), "max_nodes must be >= min_nodes"),
+        (lambda: MasterConfig(port=70000), r"port must be in \[0, 65535\]"),
+    ],
+)
+def test_bad_config_names_the_field(build: object, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        build()  # type: ignore[operator]

@@ -1,0 +1,99 @@
+"""MasterService without the network: a fake clock drives heartbeats and rounds."""
+
+from pathlib import Path
+
+import pytest
+
+from flexjob.master.config import DatasetConfig, MasterConfig
+from flexjob.master.service import MasterService
+from flexjob.rpc.api import NodeRef, NodeStats, NotFoundError
+from tests.core.clock import FakeClock
+
+A, B, C = NodeRef("a"), NodeRef("b"), NodeRef("c")
+
+
+def make(tmp_path: Path, clock: FakeClock, **kw: object) -> MasterService:
+    config = MasterConfig(
+        job_name="svc",
+        job_dir=str(tmp_path),
+        min_nodes=2,
+        max_nodes=3,
+        last_call_timeout=1.0,
+        heartbeat_timeout=5.0,
+        datasets=(DatasetConfig(size=30, shard_size=10),),
+        host_store=False,
+    ).with_overrides(**kw)
+    return MasterService(config, clock=clock)
+
+
+def form_world(svc: MasterService, *nodes: NodeRef) -> None:
+    for n in nodes:
+        svc.join(n, f"{n.node_id}:1", 1)
+
+
+def test_silent_node_is_declared_dead_and_its_shards_go_back(tmp_path: Path) -> None:
+    clock = FakeClock()
+    svc = make(tmp_path, clock)
+    form_world(svc, A, B, C)
+    lost = svc.get_shard(C, "")
+    clock.advance(3)
+    svc.heartbeat(A, 0)
+    svc.heartbeat(B, 0)
+    clock.advance(3)
+    svc.check()
+    assert svc.get_shard(A, "").shard_id == lost.shard_id
+    assert svc.nodes_waiting(A).num_nodes_waiting >= 1
+
+
+def test_survivors_rejoin_into_a_new_round_without_the_dead_node(tmp_path: Path) -> None:
+    clock = FakeClock()
+    svc = make(tmp_path, clock)
+    form_world(svc, A, B, C)
+    clock.advance(6)
+    svc.heartbeat(A, 0)
+    svc.heartbeat(B, 0)
+    svc.check()  # c is silent → dead
+    form_world(svc, A, B)
+    clock.advance(1.1)
+    svc.check()
+    world = svc.get_world(A, 0)
+    assert world.complete and world.round == 2 and world.members == ("a", "b")
+
+
+def test_failure_without_restart_removes_the_node(tmp_path: Path) -> None:
+    clock = FakeClock()
+    svc = make(tmp_path, clock)
+    form_world(svc, A, B, C)
+    lost = svc.get_shard(C, "")
+    svc.report_failure(C, "disk full", 1, restarting=False)
+    assert svc.nodes_waiting(A).num_nodes_waiting >= 1
+    assert svc.get_shard(A, "").shard_id == lost.shard_id
+
+
+def test_restarted_service_continues_from_the_state_file(tmp_path: Path) -> None:
+    clock = FakeClock()
+    first = make(tmp_path, clock)
+    form_world(first, A, B, C)
+    done = first.get_shard(A, "")
+    first.report_shard(A, "", done.shard_id)
+    first.get_shard(B, "")  # in progress when the master dies: handed out again
+    second = make(tmp_path, clock)
+    ids = {second.get_shard(A, "").shard_id, second.get_shard(A, "").shard_id}
+    assert done.shard_id not in ids and len(ids) == 2
+    assert second.get_world(B, 0).round == 1 and second.get_world(B, 0).rank == 1
+    assert second.get_progress(A, "").samples_done == 10
+
+
+def test_stats_are_kept_per_node_and_saved(tmp_path: Path) -> None:
+    clock = FakeClock()
+    svc = make(tmp_path, clock)
+    svc.report_stats(A, NodeStats(cpu_percent=80.0, step=7, samples_per_second=12.5))
+    svc.check()
+    again = make(tmp_path, clock)
+    assert again._stats.nodes["a"].latest.step == 7
+
+
+def test_batch_plan_is_not_found_when_the_job_has_none(tmp_path: Path) -> None:
+    svc = make(tmp_path, FakeClock())
+    with pytest.raises(NotFoundError, match=r"spec\.batch"):
+        svc.get_batch_plan(A, 0, 1)

@@ -1,0 +1,28 @@
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from flexjob.master.config import BatchConfig, DatasetConfig, MasterConfig
+from flexjob.master.main import MasterHandle, start_master
+
+
+@pytest.fixture
+def master_config(tmp_path: Path) -> MasterConfig:
+    return MasterConfig(
+        job_name="rpcjob",
+        job_dir=str(tmp_path / "job"),
+        min_nodes=2,
+        max_nodes=2,
+        last_call_timeout=0.2,
+        datasets=(DatasetConfig(size=20, shard_size=5),),
+        batch=BatchConfig(micro_batch_size=4, max_workers=4),
+        host_store=False,
+    )
+
+
+@pytest.fixture
+def master(master_config: MasterConfig) -> Iterator[MasterHandle]:
+    handle = start_master(master_config)
+    yield handle
+    handle.stop()

@@ -1,0 +1,111 @@
+"""MasterClient against a real in-process master over gRPC on loopback."""
+
+import socket
+import threading
+
+import pytest
+
+from flexjob.master.main import MasterHandle, start_master
+from flexjob.rpc.api import (
+    InvalidArgumentError,
+    MasterUnavailableError,
+    NodeRef,
+    NotFoundError,
+)
+from flexjob.rpc.client import MasterClient
+
+
+def clients(master: MasterHandle, n: int = 2) -> list[MasterClient]:
+    return [MasterClient(master.address, NodeRef(f"worker-{i}", "worker", i)) for i in range(n)]
+
+
+def test_two_nodes_join_and_get_ranks_in_join_order(master: MasterHandle) -> None:
+    a, b = clients(master)
+    assert a.join("10.0.0.1:29500") == 1 and b.join("10.0.0.2:29500") == 1
+    wa, wb = a.wait_world(5), b.wait_world(5)
+    assert (wa.rank, wb.rank, wa.world_size, wa.round) == (0, 1, 2, 1)
+    assert wa.members == ("worker-0", "worker-1")
+    assert wa.store_address == "10.0.0.1:29500"  # no master store: rank 0's address
+    assert wa.store_prefix == "rpcjob/round-1/"
+
+
+def test_get_shard_and_report_round_trip(master: MasterHandle) -> None:
+    (a,) = clients(master, 1)
+    shard = a.get_shard()
+    assert shard.has_shard and shard.sample_indices() == (0, 1, 2, 3, 4)
+    assert a.report_shard(shard.shard_id) is True
+    assert a.get_progress().samples_done == 5
+
+
+def test_second_report_of_a_shard_by_another_node_is_refused(master: MasterHandle) -> None:
+    a, b = clients(master)
+    shard = a.get_shard()
+    assert a.report_shard(shard.shard_id) and not b.report_shard(shard.shard_id)
+
+
+def test_end_of_data_after_every_shard_is_done(master: MasterHandle) -> None:
+    (a,) = clients(master, 1)
+    while (shard := a.get_shard()).has_shard:
+        a.report_shard(shard.shard_id)
+    assert shard.end_of_data and a.heartbeat().job_finished
+
+
+def test_batch_plan_keeps_the_global_batch(master: MasterHandle) -> None:
+    (a,) = clients(master, 1)
+    plans = [a.get_batch_plan(rank, 3) for rank in range(3)]
+    assert [p.micro_batches for p in plans] == [2, 1, 1]
+    assert plans[0].global_batch_size == 16
+
+
+def test_bad_rank_is_an_invalid_argument(master: MasterHandle) -> None:
+    (a,) = clients(master, 1)
+    with pytest.raises(InvalidArgumentError, match="rank must be in"):
+        a.get_batch_plan(5, 2)
+
+
+def test_unknown_dataset_is_not_found_naming_the_known_ones(master: MasterHandle) -> None:
+    (a,) = clients(master, 1)
+    with pytest.raises(NotFoundError, match="unknown dataset 'images'"):
+        a.get_shard("images")
+
+
+def test_kv_store_set_get_add(master: MasterHandle) -> None:
+    (a,) = clients(master, 1)
+    a.kv_set("k", b"\x00bytes")
+    assert a.kv_get("k") == b"\x00bytes" and a.kv_get("missing") is None
+    assert a.kv_add("n", 2) == 2 and a.kv_add("n", 3) == 5
+
+
+def test_stats_and_failures_are_accepted(master: MasterHandle) -> None:
+    (a,) = clients(master, 1)
+    a.report_stats(cpu_percent=50.0, memory_bytes=1 << 20, step=3, samples_per_second=10.0)
+    a.report_failure("oom", exit_code=137, restarting=True)
+    assert master.service._stats.nodes["worker-0"].failures == 1
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_unreachable_master_raises_after_the_retry_deadline() -> None:
+    client = MasterClient(f"127.0.0.1:{_free_port()}", "w", timeout=0.2, retry_deadline=0.5)
+    with pytest.raises(MasterUnavailableError, match="unreachable"):
+        client.heartbeat()
+
+
+def test_client_survives_a_master_restart_on_the_same_port(master: MasterHandle) -> None:
+    (a,) = clients(master, 1)
+    shard = a.get_shard()
+    config = master.config.with_overrides(port=master.port)
+    master.stop()
+    restarted: list[MasterHandle] = []
+    timer = threading.Timer(0.5, lambda: restarted.append(start_master(config)))
+    timer.start()
+    try:
+        assert a.report_shard(shard.shard_id) is True  # retried until the new master answers
+    finally:
+        timer.join()
+        for handle in restarted:
+            handle.stop()
