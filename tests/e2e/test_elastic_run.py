@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import signal
 from pathlib import Path
 
 import pytest
@@ -64,3 +65,14 @@ def test_agent_started_later_joins_and_gets_shards(tmp_path: Path) -> None:
         (ds,) = state["shards"].values()  # type: ignore[attr-defined]
         assert any(worker == "late-1" for _, worker in ds["recent"])
         assert job.accuracy(late_out) >= 0.9
+
+
+def test_ctrl_c_stops_master_agents_and_workers_and_exits_130(tmp_path: Path) -> None:
+    with running(tmp_path, "--nnodes", "2", script_args=ARGS) as job:
+        job.wait_progress(0.1, world_size=2)
+        family = job.agents() + job.workers()
+        assert len(family) == 4
+        job.proc.send_signal(signal.SIGINT)
+        assert job.wait(60) == 130
+        poll("every child gone", lambda: not any(p.is_running() for p in family), 30)
+        assert job.progress() is None, "the master still answers"
