@@ -189,7 +189,6 @@ class ElasticAgent:
             time.sleep(c.monitor_interval)
             states = [w.poll() for w in self.workers]
             if all(s is WorkerState.SUCCEEDED for s in states):
-                self._report_stats(force=True)
                 return 0
             failed = [w for w in self.workers if w.state is WorkerState.FAILED]
             if failed:
@@ -235,9 +234,9 @@ class ElasticAgent:
         self.workers = [by_rank[i] for i in sorted(by_rank)]
         self._join_and_start(fresh)
 
-    def _report_stats(self, force: bool = False) -> None:
+    def _report_stats(self) -> None:
         now = time.monotonic()
-        if not force and now - self._last_stats < STATS_INTERVAL_S:
+        if now - self._last_stats < STATS_INTERVAL_S:
             return
         self._last_stats = now
         s = self._monitor.sample(self.workers)

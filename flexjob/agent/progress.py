@@ -104,7 +104,7 @@ class ProgressLine:
             print(
                 f"flexjob: job done: {p.samples_done}/{p.samples_total} samples in "
                 f"{p.shards_done}/{p.shards_total} shards over {p.epochs} epoch(s), "
-                f"last world size {p.world_size}",
+                f"last world: {p.world_size} node(s)",
                 file=sys.stderr,
                 flush=True,
             )

@@ -127,12 +127,14 @@ class Job:
                 child.kill()
 
 
-def start_run(tmp: Path, *flags: str, script_args: tuple[str, ...] = ()) -> Job:
+def start_run(
+    tmp: Path, *flags: str, script_args: tuple[str, ...] = (), script: str = DIGITS
+) -> Job:
     job_dir = tmp / "job"
     out = tmp / "run.out"
     cmd = [
         sys.executable, "-m", "flexjob", "run", "--job-dir", str(job_dir), "--no-progress",
-        *flags, DIGITS, *script_args,
+        *flags, script, *script_args,
     ]  # fmt: skip
     with out.open("wb") as f:
         proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=dict(os.environ))
@@ -151,8 +153,10 @@ def start_agent(job: Job, tmp: Path, node_id: str, script_args: tuple[str, ...] 
 
 
 @contextlib.contextmanager
-def running(tmp: Path, *flags: str, script_args: tuple[str, ...] = ()) -> Iterator[Job]:
-    job = start_run(tmp, *flags, script_args=script_args)
+def running(
+    tmp: Path, *flags: str, script_args: tuple[str, ...] = (), script: str = DIGITS
+) -> Iterator[Job]:
+    job = start_run(tmp, *flags, script_args=script_args, script=script)
     try:
         yield job
     finally:
