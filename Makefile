@@ -1,5 +1,6 @@
 # flexjob developer commands. `make test` and `make run` work on a fresh machine.
 PY ?= python3
+SRC_DIRS := $(wildcard flexjob tests benchmarks examples)
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -15,8 +16,8 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check flexjob tests benchmarks examples
-	$(BIN)/ruff format --check flexjob tests benchmarks examples
+	$(BIN)/ruff check $(SRC_DIRS)
+	$(BIN)/ruff format --check $(SRC_DIRS)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy flexjob
@@ -31,6 +32,9 @@ run: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+
+bench-operator: $(STAMP)
+	PYTHONPATH=. $(BIN)/python benchmarks/operator_scale.py --jobs 100 --replicas 50
 
 proto: $(STAMP)
 	$(BIN)/python -m flexjob.rpc.protogen

@@ -1,7 +1,10 @@
 """The job model: ElasticJob, ReplicaSpec, ScalePlan, ResourcePlan, enums, defaults, validation,
 readers of other job formats and CRD generation.
 
-No I/O: nothing here touches processes, Kubernetes or the network.
+No I/O: nothing here touches processes, Kubernetes or the network; the one exception is
+``api.load.read_source``, which reads a spec file a caller names. Entry points:
+``api.load.load_job`` (any supported format → ``ElasticJob``), ``api.validate.validate``,
+``api.defaults.apply_defaults`` / ``defaults_patch`` and ``api.crd.crds``.
 """
 
 from flexjob.api.enums import (
@@ -22,13 +25,16 @@ from flexjob.api.job import (
     ElasticJob,
     ElasticJobSpec,
     ElasticJobStatus,
+    ElasticPolicy,
     JobCondition,
+    RendezvousConf,
     ReplicaSpec,
     ReplicaStatus,
     ResourceSpec,
 )
 from flexjob.api.meta import ObjectMeta
 from flexjob.api.pod import Container, EnvVar, PodSpec, PodTemplateSpec, ResourceRequirements
+from flexjob.api.problems import Problem, SpecError
 from flexjob.api.scaleplan import (
     PodRef,
     ReplicaResourceSpec,
@@ -48,6 +54,7 @@ __all__ = [
     "ElasticJob",
     "ElasticJobSpec",
     "ElasticJobStatus",
+    "ElasticPolicy",
     "EnvVar",
     "JobCondition",
     "JobPhase",
@@ -57,6 +64,8 @@ __all__ = [
     "PodRef",
     "PodSpec",
     "PodTemplateSpec",
+    "Problem",
+    "RendezvousConf",
     "ReplicaPhase",
     "ReplicaResourceSpec",
     "ReplicaSpec",
@@ -70,4 +79,5 @@ __all__ = [
     "ScalePlanPhase",
     "ScalePlanSpec",
     "ScalePlanStatus",
+    "SpecError",
 ]

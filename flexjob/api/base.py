@@ -1,13 +1,32 @@
 """The base pydantic model: camelCase on the wire (like Kubernetes), snake_case in Python.
 
 ``ApiModel`` forbids unknown fields; ``OpenModel`` keeps them, for objects that Kubernetes
-defines and we only pass through (pod specs, containers, volumes).
+defines and we only pass through (pod specs, containers, volumes). ``to_wire`` is the compact
+form written to YAML: unset and empty-default fields are left out, so that loading it back gives
+an equal model.
 """
 
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
+
+
+def _is_empty(value: Any) -> bool:
+    if isinstance(value, ApiModel):
+        return not value.to_wire()
+    return isinstance(value, dict | list) and not value
+
+
+def _compact(value: Any, dumped: Any) -> Any:
+    """Replace nested models in ``dumped`` (their ``model_dump``) by their compact form."""
+    if isinstance(value, ApiModel):
+        return value.to_wire()
+    if isinstance(value, dict) and isinstance(dumped, dict):
+        return {d: _compact(v, dumped[d]) for v, d in zip(value.values(), dumped, strict=True)}
+    if isinstance(value, list) and isinstance(dumped, list):
+        return [_compact(v, d) for v, d in zip(value, dumped, strict=True)]
+    return dumped
 
 
 class ApiModel(BaseModel):
@@ -20,8 +39,26 @@ class ApiModel(BaseModel):
     )
 
     def to_wire(self) -> dict[str, Any]:
-        """The JSON-ready dict as it appears in YAML: camelCase, no unset optional fields."""
-        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+        """The JSON-ready dict as it appears in YAML: camelCase, without unset optional fields
+        and without fields that hold their empty default (``[]``, ``{}``, an empty sub-object).
+
+        ``type(self).model_validate(self.to_wire()) == self`` holds for every model.
+        """
+        out: dict[str, Any] = self.model_dump(mode="json", by_alias=True, exclude_none=True)
+        for name, info in type(self).model_fields.items():
+            key = info.alias or name
+            if key not in out:
+                continue
+            value = getattr(self, name)
+            if (
+                _is_empty(value)
+                and not info.is_required()
+                and value == info.get_default(call_default_factory=True)
+            ):
+                del out[key]
+            else:
+                out[key] = _compact(value, out[key])
+        return out
 
 
 class OpenModel(ApiModel):

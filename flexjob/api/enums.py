@@ -49,6 +49,7 @@ class DistributionStrategy(StrEnum):
 
 
 class JobPriority(StrEnum):
+    LOW = "low"
     NORMAL = "normal"
     HIGH = "high"
 

@@ -4,7 +4,7 @@ Pure data. Defaults that depend on other fields live in ``api.defaults``; cross-
 live in ``api.validate``. Field names follow Kubernetes: camelCase on the wire.
 """
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -19,20 +19,51 @@ from flexjob.api.enums import (
     RestartPolicy,
 )
 from flexjob.api.meta import ObjectMeta
-from flexjob.api.pod import PodTemplateSpec
+from flexjob.api.pod import PodTemplateSpec, Quantity
+
+#: A count that cannot be negative (replicas, limits, seconds).
+NonNegative = Annotated[int, Field(ge=0)]
 
 
 class ReplicaSpec(ApiModel):
     """How many replicas of one type, how elastic, how they restart, and what each runs."""
 
-    replicas: int | None = None
-    min_replicas: int | None = None
-    max_replicas: int | None = None
+    replicas: NonNegative | None = None
+    min_replicas: NonNegative | None = None
+    max_replicas: NonNegative | None = None
     restart_policy: RestartPolicy | None = None
     #: With restartPolicy ExitCode: the exit codes that are retried (others are permanent).
     restart_exit_codes: list[int] | None = None
     priority: JobPriority | None = None
     template: PodTemplateSpec = Field(default_factory=PodTemplateSpec)
+    #: The DI Orchestrator v2 task name, kept when converting a v2 DIJob.
+    name: str | None = None
+    #: How often one replica is relaunched before the job fails (DLRover ``restartCount``).
+    restart_count: NonNegative | None = None
+    #: Seconds to wait for a relaunched replica (DLRover ``restartTimeout``).
+    restart_timeout: NonNegative | None = None
+    #: Whether the planner may change this type's replica count and resources.
+    auto_scale: bool | None = None
+
+
+class RendezvousConf(ApiModel):
+    key: str
+    value: str
+
+
+class ElasticPolicy(ApiModel):
+    """torchrun-style elasticity settings (Kubeflow ``elasticPolicy`` without min/max replicas,
+    which live in the worker ``ReplicaSpec``)."""
+
+    rdzv_backend: str | None = None
+    rdzv_host: str | None = None
+    rdzv_port: int | None = Field(default=None, ge=1, le=65535)
+    rdzv_id: str | None = None
+    rdzv_conf: list[RendezvousConf] | None = None
+    standalone: bool | None = None
+    n_proc_per_node: int | None = Field(default=None, ge=1)
+    max_restarts: NonNegative | None = None
+    metrics: list[dict[str, Any]] | None = None
 
 
 class DatasetSpec(ApiModel):
@@ -59,7 +90,7 @@ class ElasticJobSpec(ApiModel):
     replica_specs: dict[ReplicaType, ReplicaSpec] = Field(default_factory=dict)
     distribution_strategy: DistributionStrategy | None = None
     clean_pod_policy: CleanPodPolicy | None = None
-    backoff_limit: int | None = None
+    backoff_limit: NonNegative | None = None
     priority: JobPriority | None = None
     preemptible: bool | None = None
     volumes: list[dict[str, Any]] = Field(default_factory=list)
@@ -67,14 +98,24 @@ class ElasticJobSpec(ApiModel):
     brain_service: str | None = None
     envs: dict[str, str] = Field(default_factory=dict)
     suspend: bool | None = None
-    active_deadline_seconds: int | None = None
-    ttl_seconds_after_finished: int | None = None
+    active_deadline_seconds: NonNegative | None = None
+    ttl_seconds_after_finished: NonNegative | None = None
     dataset: DatasetSpec | None = None
     batch: BatchSpec | None = None
     #: Free-form job arguments kept from readers (ElasticDL jobArgs, DLRover extras).
     job_args: dict[str, str] = Field(default_factory=dict)
     #: DI Orchestrator v1 aggregator settings, kept when converting a v1 DIJob.
     aggregator_config: dict[str, Any] | None = None
+    #: DI Orchestrator v1 job group and priority class name.
+    group: str | None = None
+    priority_class_name: str | None = None
+    #: Upper bound of the whole job's resources (DLRover ``resourceLimits``).
+    resource_limits: dict[str, Quantity] | None = None
+    enable_elastic_scheduling: bool | None = None
+    enable_dynamic_sharding: bool | None = None
+    elastic_policy: ElasticPolicy | None = None
+    #: Gang-scheduling settings passed to the scheduler (Kubeflow ``runPolicy.schedulingPolicy``).
+    scheduling_policy: dict[str, Any] | None = None
 
 
 class JobCondition(ApiModel):
@@ -107,6 +148,11 @@ class ElasticJobStatus(ApiModel):
     start_time: str | None = None
     completion_time: str | None = None
     restart_count: int = 0
+    #: Uids of failed replicas already counted in ``restartCount`` (at most backoffLimit + 1),
+    #: so that seeing the same failure again does not count it twice.
+    restarted_replicas: list[str] = Field(default_factory=list)
+    #: The last ScalePlan folded into ``replicas`` (plans are applied oldest first, once each).
+    last_scale_plan: str | None = None
     message: str = ""
 
 

@@ -19,7 +19,17 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-COMMAND_MODULES: tuple[str, ...] = ("master_cmd", "run_cmd")
+COMMAND_MODULES: tuple[str, ...] = (
+    "spec_cmds",
+    "manifests_app",
+    "job_cmds",
+    "operator_cmd",
+    "simulate_cmd",
+    "server_cmd",
+    "allocator_cmd",
+    "master_cmd",
+    "run_cmd",
+)
 
 
 def _version(value: bool) -> None:

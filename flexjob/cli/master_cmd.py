@@ -14,7 +14,9 @@ def register(app: typer.Typer) -> None:
 
 
 def master(
-    job: Path | None = typer.Option(None, "--job", help="ElasticJob YAML file."),
+    job: Path | None = typer.Option(
+        None, "--job", help="Job YAML (ElasticJob, or any format `flexjob` reads)."
+    ),
     config: Path | None = typer.Option(
         None, "--config", help="MasterConfig JSON (what spawn_master writes)."
     ),
@@ -32,6 +34,9 @@ def master(
     straggler_timeout: float | None = typer.Option(
         None, "--straggler-timeout", help="Seconds before a shard in progress is handed out again."
     ),
+    advertise_host: str | None = typer.Option(
+        None, "--advertise-host", help="Host name clients use to reach this master."
+    ),
     no_store: bool = typer.Option(
         False, "--no-store", help="Do not host the torch TCPStore (rank 0's agent does)."
     ),
@@ -39,9 +44,8 @@ def master(
     """Run the training master of one job."""
     import logging
 
-    import yaml
-
-    from flexjob.api import ElasticJob
+    from flexjob.api.defaults import apply_defaults
+    from flexjob.api.load import load_job
     from flexjob.master.config import MasterConfig
     from flexjob.master.main import run_master
 
@@ -50,7 +54,7 @@ def master(
         raise typer.BadParameter("give exactly one of --job FILE or --config FILE")
     try:
         if job is not None:
-            base = MasterConfig.from_job(ElasticJob.model_validate(yaml.safe_load(job.read_text())))
+            base = MasterConfig.from_job(apply_defaults(load_job(job)))
         else:
             assert config is not None
             base = MasterConfig.from_json(config.read_text())
@@ -62,6 +66,7 @@ def master(
             last_call_timeout=last_call_timeout,
             straggler_timeout=straggler_timeout,
             host_store=False if no_store else None,
+            advertise_host=advertise_host,
         )
     except (ValueError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)

@@ -7,7 +7,8 @@ core objects (splitter, batch plan, rendezvous config) but runs nothing.
 """
 
 import json
-from dataclasses import asdict, dataclass, field, replace
+import socket
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -82,12 +83,18 @@ class MasterConfig:
     host_store: bool = True
     rpc_workers: int = 32
     fsync: bool = False
-    extra: dict[str, str] = field(default_factory=dict)
+    #: Shard reports journaled between two snapshots of the whole state.
+    snapshot_every: int = 1000
+    #: The host others use to reach this master and its store; default: ``host``, or this
+    #: machine's name when ``host`` is a wildcard (0.0.0.0, ::).
+    advertise_host: str | None = None
 
     def __post_init__(self) -> None:
         self.rendezvous()
         if self.heartbeat_timeout <= 0:
             raise ValueError(f"heartbeat_timeout must be > 0, got {self.heartbeat_timeout}")
+        if self.snapshot_every < 1:
+            raise ValueError(f"snapshot_every must be >= 1, got {self.snapshot_every}")
         if not 0 <= self.port <= 65535:
             raise ValueError(f"port must be in [0, 65535], got {self.port}")
         names = [d.name for d in self.datasets]
@@ -98,6 +105,12 @@ class MasterConfig:
         return RendezvousConfig(
             self.min_nodes, self.max_nodes, self.node_unit, self.last_call_timeout
         )
+
+    @property
+    def public_host(self) -> str:
+        if self.advertise_host:
+            return self.advertise_host
+        return socket.getfqdn() if self.host in ("", "0.0.0.0", "::", "[::]") else self.host
 
     @property
     def health_interval(self) -> float:

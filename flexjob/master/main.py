@@ -34,7 +34,8 @@ class MasterHandle:
 
     @property
     def address(self) -> str:
-        return self.server.address
+        """``host:port`` for clients (the advertised host, not a wildcard)."""
+        return f"{self.config.public_host}:{self.server.port}"
 
     @property
     def port(self) -> int:
@@ -45,6 +46,7 @@ class MasterHandle:
         if self._thread is not None:
             self._thread.join()
         self.server.stop(grace=0.5)
+        self.service.close()
         self.store = None  # drops the TCPStore server
         event(log, "master_stopped", self.config.job_name)
 
@@ -63,28 +65,28 @@ class MasterHandle:
                 log.exception("event=health_check_failed job=%s", self.config.job_name)
 
 
-def _start_store(host: str) -> tuple[Any, str]:
+def _start_store(config: MasterConfig) -> tuple[Any, str]:
     from torch.distributed import TCPStore  # type: ignore[attr-defined]  # ~2 s import
 
-    store = TCPStore(host, 0, is_master=True, wait_for_workers=False)
-    return store, f"{host}:{store.port}"
+    store = TCPStore(config.host, 0, is_master=True, wait_for_workers=False)
+    return store, f"{config.public_host}:{store.port}"
 
 
 def start_master(config: MasterConfig) -> MasterHandle:
     """Start a master in this process and return once it serves."""
-    store, store_address = _start_store(config.host) if config.host_store else (None, "")
+    store, store_address = _start_store(config) if config.host_store else (None, "")
     service = MasterService(config, store_address=store_address)
     server = serve(service, config.host, config.port, max_workers=config.rpc_workers)
     handle = MasterHandle(config, service, server, store)
     handle._thread = threading.Thread(target=handle._health_loop, name="master-health", daemon=True)
     handle._thread.start()
     if config.addr_path is not None:
-        write_atomic(config.addr_path, server.address + "\n")
+        write_atomic(config.addr_path, handle.address + "\n")
     event(
         log,
         "master_started",
         config.job_name,
-        address=server.address,
+        address=handle.address,
         store=store_address or "-",
         min_nodes=config.min_nodes,
         max_nodes=config.max_nodes,

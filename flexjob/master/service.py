@@ -23,6 +23,7 @@ from flexjob.core.shards import ReportResult, ShardManager
 from flexjob.master.config import DatasetConfig, MasterConfig
 from flexjob.master.health import HeartbeatTracker
 from flexjob.master.logs import event
+from flexjob.master.snapshot import SnapshotWriter, restore_snapshot
 from flexjob.master.state import StateFile
 from flexjob.master.stats import StatsBook
 from flexjob.rpc.api import (
@@ -39,7 +40,6 @@ from flexjob.rpc.api import (
 )
 
 log = logging.getLogger(__name__)
-STATE_VERSION = 1
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -93,7 +93,8 @@ class MasterService:
         self._changes = 0  # bumped by every change to save; guarded by _lock
         self._saved = 0  # changes covered by the state file; guarded by _write_lock
         self._write_lock = threading.Lock()
-        self._cache: dict[str, tuple[int, str]] = {}
+        self._journal_len = 0  # reports journaled since the last snapshot
+        self._snapshots = SnapshotWriter()
         self._restore()
         self._logged_round = self._rdzv.round
 
@@ -160,7 +161,7 @@ class MasterService:
             mgr = self._dataset(dataset)
             result = mgr.report_done(shard_id, node.node_id)
             if result is ReportResult.COUNTED:
-                self._persist()
+                self._journal(dataset, shard_id, node.node_id)
                 if mgr.finished:
                     event(log, "dataset_finished", self._job, dataset=dataset or "-")
             elif result is ReportResult.REJECTED:
@@ -356,8 +357,24 @@ class MasterService:
         self._persist()
 
     def _persist(self) -> None:
-        """Note a change to save; the ``@_saves`` method that made it writes it."""
+        """Note a change to snapshot; the ``@_saves`` method that made it writes it."""
         self._changes += 1
+
+    def _journal(self, dataset: str, shard_id: int, node_id: str) -> None:
+        """Save a counted report now (one appended line); snapshot every so often."""
+        if self._state is None:
+            return
+        self._state.append({"d": dataset, "s": shard_id, "w": node_id})
+        self._journal_len += 1
+        if self._journal_len >= self.config.snapshot_every:
+            self._persist()
+
+    def close(self) -> None:
+        """Write what is not saved yet and release the journal."""
+        self._persist()
+        self._flush()
+        if self._state is not None:
+            self._state.close()
 
     def _flush(self) -> None:
         target = self._changes
@@ -369,43 +386,39 @@ class MasterService:
             with self._lock:
                 changes, text = self._changes, self._snapshot()
                 self._stats_dirty = False
+                self._state.rotate_journal()  # reports from now on go to a fresh journal
+                self._journal_len = 0
             self._state.save_text(text)
+            self._state.drop_old_journal()
             self._saved = changes
 
     def _snapshot(self) -> str:
-        shards = {name: mgr.to_dict() for name, mgr in self._shards.items()}
-        rdzv = self._cached("rendezvous", self._rdzv.version, self._rdzv.to_dict)
-        stats = self._cached("stats", self._stats.version, self._stats.to_dict)
-        head = json.dumps({"version": STATE_VERSION, "job": self._job, "shards": shards})
-        return f'{head[:-1]}, "rendezvous": {rdzv}, "stats": {stats}}}'
-
-    def _cached(self, key: str, version: int, build: Callable[[], object]) -> str:
-        hit = self._cache.get(key)
-        if hit is None or hit[0] != version:
-            hit = (version, json.dumps(build()))
-            self._cache[key] = hit
-        return hit[1]
+        return self._snapshots.text(self._job, self._shards, self._rdzv, self._stats)
 
     def _restore(self) -> None:
-        data: dict[str, Any] | None = self._state.load() if self._state else None
-        if data is None:
+        if self._state is None:
             return
-        if data.get("version") != STATE_VERSION:
-            raise ValueError(f"{self.config.state_path}: state version must be {STATE_VERSION}")
-        for name, saved in data["shards"].items():
-            if name in self._shards:
-                self._shards[name].restore(saved)
-            else:
-                self._restored_shards[name] = saved  # a registered dataset, restored on use
-        r = data["rendezvous"]
-        self._rdzv.restore(int(r["round"]), list(r["members"]), dict(r["ages"]))
-        self._health.track(r["members"])
-        self._stats.restore(data["stats"])
-        p = {name: m.progress() for name, m in self._shards.items()}
+        data, journal = self._state.load()
+        if data is None and not journal:
+            return
+        if data is not None:
+            members = restore_snapshot(data, self._shards, self._rdzv, self._stats)
+            self._health.track(members)
+            for name, saved in data["shards"].items():
+                if name not in self._shards:  # a registered dataset, restored on first use
+                    self._restored_shards[name] = saved
+        for entry in journal:
+            mgr = self._shards.get(entry["d"])
+            if mgr is not None:
+                mgr.report_done(int(entry["s"]), str(entry["w"]))
+        self._state.save_text(self._snapshot())  # nothing serves yet: no concurrent reports
+        self._state.drop_journals()
+        p = [m.progress() for m in self._shards.values()]
         event(
             log,
             "state_restored",
             self._job,
-            round=r["round"],
-            shards_done=sum(x.shards_done for x in p.values()),
+            round=self._rdzv.round,
+            journal_entries=len(journal),
+            shards_done=sum(x.shards_done for x in p),
         )

@@ -9,6 +9,19 @@ A master that does not host the store sets ``store_address`` to the address that
 node gave when it joined, and that node's agent is expected to run the store there. The
 master's own KV RPCs (``kv_set`` / ``kv_get`` / ``kv_add``) are a small store for agents'
 own use; they live in memory and do not survive a master restart.
+
+Rendezvous protocol for an agent: ``join(address)`` → poll ``get_world()`` until ``complete``
+(or ``wait_world()``) → start training with ``rank`` / ``world_size`` / the store → poll
+``heartbeat()`` (or ``nodes_waiting()``); when ``num_nodes_waiting > 0`` (a member died, or a
+new node would grow the world) stop training and ``join`` again. The ``round`` argument of
+``get_world`` is informational: the master answers with the latest world this node is in.
+Any call from a node counts as its heartbeat; a node silent for ``heartbeat_timeout`` is dead
+(its shards go back to TODO and its world is broken).
+
+Shards: ``get_shard()`` → ``has_shard`` false with ``end_of_data`` false means "none free now,
+ask again" (others still hold shards that may come back); ``end_of_data`` means done.
+``report_shard(id)`` → ``True`` when the master counts it as done by this node (a retry of a
+report that was counted also answers ``True``); ``False`` when another report counted it.
 """
 
 from dataclasses import dataclass

@@ -21,18 +21,18 @@ from flexjob.rpc.gen import master_pb2_grpc as pb_grpc
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-_CODES: tuple[tuple[type[Exception], grpc.StatusCode], ...] = (
-    (InvalidArgumentError, grpc.StatusCode.INVALID_ARGUMENT),
-    (NotFoundError, grpc.StatusCode.NOT_FOUND),
-)
+_CODES: dict[type[Exception], grpc.StatusCode] = {
+    InvalidArgumentError: grpc.StatusCode.INVALID_ARGUMENT,
+    NotFoundError: grpc.StatusCode.NOT_FOUND,
+}
 
 
 def _call(context: grpc.ServicerContext, fn: Callable[[], T]) -> T:
+    """Run one backend call; its ``rpc.api`` errors become gRPC status codes."""
     try:
         return fn()
     except (InvalidArgumentError, NotFoundError) as exc:
-        code = next(c for kind, c in _CODES if isinstance(exc, kind))
-        context.abort(code, str(exc))
+        context.abort(_CODES[type(exc)], str(exc))
         raise  # unreachable: abort raises
 
 

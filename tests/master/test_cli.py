@@ -1,6 +1,28 @@
+import signal
 import subprocess
 import sys
 from pathlib import Path
+
+from flexjob.rpc.client import MasterClient
+from tests.master.conftest import wait_for
+
+JOB = """\
+apiVersion: flexjob.dev/v1alpha1
+kind: ElasticJob
+metadata: {name: clijob}
+spec:
+  replicaSpecs:
+    worker:
+      minReplicas: 1
+      maxReplicas: 2
+      template: {spec: {containers: [{name: main, image: python:3.11}]}}
+  dataset: {size: 100, shardSize: 10, epochs: EPOCHS}
+"""
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "flexjob", "master", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
 
 
 def test_cli_import_does_not_load_grpc_or_torch() -> None:
@@ -10,19 +32,38 @@ def test_cli_import_does_not_load_grpc_or_torch() -> None:
 
 
 def test_master_command_without_a_job_or_config_fails_with_a_clear_message() -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "flexjob", "master"], capture_output=True, text=True, timeout=60
-    )
+    out = run_cli()
     assert out.returncode != 0 and "--job FILE or --config FILE" in out.stderr
 
 
 def test_master_command_reports_a_bad_job_field(tmp_path: Path) -> None:
     bad = tmp_path / "job.yaml"
-    bad.write_text("metadata: {name: x}\nspec:\n  dataset: {size: 10, epochs: 0}\n")
-    out = subprocess.run(
-        [sys.executable, "-m", "flexjob", "master", "--job", str(bad)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    bad.write_text(JOB.replace("EPOCHS", "0"))
+    out = run_cli("--job", str(bad))
     assert out.returncode == 2 and "dataset.epochs must be >= 1" in out.stderr
+
+
+def test_master_command_serves_a_job_file_and_writes_its_address(tmp_path: Path) -> None:
+    job = tmp_path / "job.yaml"
+    job.write_text(JOB.replace("EPOCHS", "1"))
+    job_dir = tmp_path / "run"
+    cmd = [sys.executable, "-m", "flexjob", "master", "--job", str(job), "--port", "0"]
+    proc = subprocess.Popen(
+        [*cmd, "--job-dir", str(job_dir), "--no-store"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        addr = job_dir / "master.addr"
+        wait_for(lambda: addr.exists() or proc.poll() is not None, what="master.addr")
+        with MasterClient(addr.read_text().strip(), "worker-0") as client:
+            assert client.get_progress().samples_total == 100
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0
+        assert "event=master_started job=clijob" in err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

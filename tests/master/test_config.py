@@ -63,3 +63,10 @@ def test_config_round_trips_through_json() -> None:
 def test_bad_config_names_the_field(build: object, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         build()  # type: ignore[operator]
+
+
+def test_a_wildcard_bind_advertises_a_reachable_host() -> None:
+    assert MasterConfig(host="0.0.0.0").public_host not in ("0.0.0.0", "")
+    assert MasterConfig(host="0.0.0.0", advertise_host="master-0.svc").public_host == (
+        "master-0.svc"
+    )

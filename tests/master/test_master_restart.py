@@ -14,19 +14,22 @@ from tests.master.sim_agent import SimAgent
 pytestmark = pytest.mark.e2e
 
 
+@pytest.mark.parametrize("snapshot_every", [7, 1000], ids=["snapshots", "journal-only"])
 def test_killed_master_restarts_and_agents_finish_every_sample_exactly_once(
-    master_process: MasterProcess, process_config: MasterConfig
+    process_config: MasterConfig, snapshot_every: int
 ) -> None:
-    agents = [SimAgent(master_process.address, f"worker-{i}", step_time=0.005) for i in range(4)]
-    for a in agents:
-        a.start()
+    config = process_config.with_overrides(snapshot_every=snapshot_every)
+    masters = [spawn_master(config)]
+    agents = [SimAgent(masters[0].address, f"worker-{i}", step_time=0.005) for i in range(4)]
     total_shards = 2 * 400 // 5
-    wait_for(lambda: sum(len(a.counted) for a in agents) > total_shards // 4, what="a quarter done")
-    master_process.kill()
-    assert sum(len(a.counted) for a in agents) < total_shards  # killed mid-job
-    port = int(master_process.address.rsplit(":", 1)[1])
-    restarted = spawn_master(process_config.with_overrides(port=port))
     try:
+        for a in agents:
+            a.start()
+        wait_for(lambda: sum(len(a.counted) for a in agents) > total_shards // 4, what="25%")
+        assert masters[0].kill() == -9
+        assert sum(len(a.counted) for a in agents) < total_shards  # killed mid-job
+        port = int(masters[0].address.rsplit(":", 1)[1])
+        masters.append(spawn_master(config.with_overrides(port=port)))
         for a in agents:
             a.join_thread(90)
         assert all(a.finished and a.error is None for a in agents), [a.error for a in agents]
@@ -35,13 +38,16 @@ def test_killed_master_restarts_and_agents_finish_every_sample_exactly_once(
         )
         assert set(counted) == {(e, i) for e in range(2) for i in range(400)}
         assert set(counted.values()) == {1}
-        log = (Path(str(process_config.job_dir)) / "master.log").read_text()
+        log = (Path(str(config.job_dir)) / "master.log").read_text()
         assert "event=state_restored" in log
     finally:
-        restarted.stop()
+        for a in agents:
+            a.kill()
+        for m in masters:
+            m.stop()
 
 
-def test_state_file_records_progress_after_each_report(
+def test_stopped_master_leaves_a_snapshot_with_all_progress(
     master_process: MasterProcess, process_config: MasterConfig
 ) -> None:
     agents = [SimAgent(master_process.address, f"worker-{i}", step_time=0.0) for i in range(2)]
@@ -49,6 +55,7 @@ def test_state_file_records_progress_after_each_report(
         a.start()
     for a in agents:
         a.join_thread(60)
+    assert master_process.stop() == 0
     state_path = Path(str(process_config.job_dir)) / "master_state.json"
     state = json.loads(state_path.read_text())
     assert state["shards"][""]["completed"] == [0, 1]

@@ -1,0 +1,192 @@
+"""Operator scale: N ElasticJobs x R worker replicas reconciled by the kopf operator on the
+Kubernetes emulator (tests/support/k8s_emulator.py), all in this process.
+
+Measures the time from submitting every job until every replica's pod exists, and how long
+each reconcile pass took (p50/p99). Baseline: the same pods created straight through the
+platform (no kopf, no reconcile) with the same number of concurrent workers, i.e. what the
+API round trips alone cost. Run from the repository root:
+
+    PYTHONPATH=$PWD python benchmarks/operator_scale.py --jobs 100 --replicas 50
+"""
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import statistics
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import kmock
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from flexjob.api import ElasticJob, PodTemplateSpec, ReplicaType
+from flexjob.api.names import LABEL_JOB_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
+from flexjob.core.replicas import ReplicaRequest, replica_name
+from flexjob.operator.kopf_runner import OperatorOptions, make_queue, run_operator
+from flexjob.platform.kubernetes import KubernetesPlatform
+from tests.support.k8s_emulator import K8sEmulator
+from tests.support.k8s_fixtures import ELASTICJOBS, SCALEPLANS
+
+TEMPLATE = {
+    "spec": {"containers": [{"name": "main", "image": "python:3.11", "command": ["python"]}]}
+}
+
+
+def job(index: int, replicas: int) -> ElasticJob:
+    spec = {"replicaSpecs": {"worker": {"replicas": replicas, "template": TEMPLATE}}}
+    return ElasticJob.model_validate({"metadata": {"name": f"job-{index:03d}"}, "spec": spec})
+
+
+def pods_of(emulator: K8sEmulator) -> int:
+    return len(emulator.store.select(emulator.kind("", "v1", "pods"), "default"))
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def wait_pods(emulator: K8sEmulator, total: int, deadline: float) -> bool:
+    while pods_of(emulator) < total:
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.05)
+    return True
+
+
+async def run_operator_case(
+    jobs: int, replicas: int, workers: int, parallel: int, timeout: float
+) -> dict[str, float]:
+    async with K8sEmulator() as emulator, kmock.Server(emulator):
+        emulator.declare(ELASTICJOBS)
+        emulator.declare(SCALEPLANS)
+        platform = KubernetesPlatform.from_config(server=emulator.base_url)
+        options = OperatorOptions(
+            server=emulator.base_url,
+            workers=workers,
+            resync_interval=None,
+            post_events=False,
+            watch_timeout=60,
+        )
+        queue = make_queue(platform, workers, clock=lambda: datetime.now(UTC), parallel=parallel)
+        ready = asyncio.Event()
+        operator = asyncio.create_task(run_operator(platform, options, queue=queue, ready=ready))
+        try:
+            await asyncio.wait_for(ready.wait(), 30)
+            started = time.monotonic()
+            await asyncio.gather(
+                *(asyncio.to_thread(platform.create_job, job(i, replicas)) for i in range(jobs))
+            )
+            complete = await wait_pods(emulator, jobs * replicas, started + timeout)
+            elapsed = time.monotonic() - started
+            await queue.wait_idle(30)
+        finally:
+            operator.cancel()
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                await asyncio.wait_for(operator, 15)
+        durations = queue.durations
+        return {
+            "seconds": elapsed,
+            "complete": float(complete),
+            "pods": float(pods_of(emulator)),
+            "passes": float(len(durations)),
+            "p50": percentile(durations, 0.50),
+            "p99": percentile(durations, 0.99),
+            "mean": statistics.fmean(durations) if durations else float("nan"),
+        }
+
+
+def request(job_name: str, index: int) -> ReplicaRequest:
+    labels = {
+        LABEL_JOB_NAME: job_name,
+        LABEL_REPLICA_TYPE: "worker",
+        LABEL_REPLICA_INDEX: str(index),
+    }
+    return ReplicaRequest(
+        namespace="default",
+        job=job_name,
+        type=ReplicaType.WORKER,
+        index=index,
+        name=replica_name(job_name, ReplicaType.WORKER, index),
+        command=("python",),
+        args=(),
+        env={},
+        labels=labels,
+        resources={},
+        template=PodTemplateSpec.model_validate(TEMPLATE),
+    )
+
+
+async def run_baseline(jobs: int, replicas: int, workers: int) -> float:
+    """The same pods created directly through the platform, ``workers`` at a time."""
+    async with K8sEmulator() as emulator, kmock.Server(emulator):
+        emulator.declare(ELASTICJOBS)
+        platform = KubernetesPlatform.from_config(server=emulator.base_url)
+        requests = [request(f"job-{j:03d}", i) for j in range(jobs) for i in range(replicas)]
+        started = time.monotonic()
+
+        async def worker(chunk: list[ReplicaRequest]) -> None:
+            for item in chunk:
+                await asyncio.to_thread(platform.create_replica, item)
+
+        await asyncio.gather(*(worker(requests[w::workers]) for w in range(workers)))
+        return time.monotonic() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=100)
+    parser.add_argument("--replicas", type=int, default=50, help="worker replicas per job")
+    parser.add_argument("--workers", type=int, default=4, help="concurrent reconcile passes")
+    parser.add_argument("--parallel", type=int, default=4, help="actions one pass sends at once")
+    parser.add_argument("--timeout", type=float, default=900.0, help="give up after (seconds)")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    for noisy in ("kopf", "aiohttp.access", "flexjob"):
+        logging.getLogger(noisy).setLevel(logging.ERROR)
+
+    result = asyncio.run(
+        run_operator_case(args.jobs, args.replicas, args.workers, args.parallel, args.timeout)
+    )
+    baseline = asyncio.run(run_baseline(args.jobs, args.replicas, args.workers))
+    total = args.jobs * args.replicas
+    workload = f"{args.jobs} jobs x {args.replicas} replicas"
+    status = "" if result["complete"] else f" (INCOMPLETE: {int(result['pods'])}/{total} pods)"
+    rows = [
+        ("workload", "flexjob (kopf + reconcile)", "baseline (direct creates)", "ratio"),
+        (
+            f"{workload}: all replicas created",
+            f"{result['seconds']:.1f} s{status}",
+            f"{baseline:.1f} s",
+            f"{result['seconds'] / baseline:.2f}x",
+        ),
+        (
+            "replicas created per second",
+            f"{total / result['seconds']:.0f}",
+            f"{total / baseline:.0f}",
+            "",
+        ),
+        ("reconcile passes", f"{int(result['passes'])}", "", ""),
+        ("reconcile pass p50", f"{result['p50'] * 1000:.1f} ms", "", ""),
+        ("reconcile pass p99", f"{result['p99'] * 1000:.1f} ms", "", ""),
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    for n, row in enumerate(rows):
+        print(" | ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)))
+        if n == 0:
+            print("-+-".join("-" * w for w in widths))
+    print(
+        f"\n{args.workers} reconcile workers x {args.parallel} actions in flight; baseline: "
+        f"{args.workers} threads creating the pods only (the operator also writes one Event per "
+        "replica and the job status, and kopf handles every pod event)."
+    )
+
+
+if __name__ == "__main__":
+    main()

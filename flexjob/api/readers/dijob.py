@@ -1,0 +1,165 @@
+"""Readers of DI Orchestrator's ``DIJob``: v2 (``tasks`` of type learner, collector, evaluator
+or none) and v1 (coordinator, collector, learner, plus the cluster's ``AggregatorConfig``).
+
+Every field the formats carry lands in the ``ElasticJob``: a v2 task becomes the replica spec of
+its type (``none`` → ``worker``) and keeps its name; a v1 ``AggregatorConfig`` found beside the
+job is kept whole in ``spec.aggregatorConfig``.
+"""
+
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import Field
+
+from flexjob.api.base import ApiModel
+from flexjob.api.enums import CleanPodPolicy, ReplicaType
+from flexjob.api.job import ElasticJobSpec, NonNegative, ReplicaSpec
+from flexjob.api.meta import ObjectMeta
+from flexjob.api.pod import PodTemplateSpec
+from flexjob.api.problems import Problem, SpecError
+from flexjob.api.readers.common import Converted, Reader, native_job, parse
+
+GROUP = "diengine.opendilab.org"
+V1_VERSIONS = (f"{GROUP}/v1alpha1", f"{GROUP}/v1alpha2")
+V2_VERSIONS = (f"{GROUP}/v2alpha1",)
+KIND_AGGREGATOR_CONFIG = "AggregatorConfig"
+
+
+class TaskType(StrEnum):
+    LEARNER = "learner"
+    COLLECTOR = "collector"
+    EVALUATOR = "evaluator"
+    NONE = "none"
+
+
+TASK_TO_REPLICA: dict[TaskType, ReplicaType] = {
+    TaskType.LEARNER: ReplicaType.LEARNER,
+    TaskType.COLLECTOR: ReplicaType.COLLECTOR,
+    TaskType.EVALUATOR: ReplicaType.EVALUATOR,
+    TaskType.NONE: ReplicaType.WORKER,
+}
+
+
+class Task(ApiModel):
+    replicas: int | None = Field(default=None, ge=1)
+    type: TaskType
+    name: str | None = None
+    template: PodTemplateSpec = Field(default_factory=PodTemplateSpec)
+
+
+class DIJobV2Spec(ApiModel):
+    priority: Literal["normal", "high"] | None = None
+    clean_pod_policy: CleanPodPolicy | None = None
+    preemptible: bool | None = None
+    backoff_limit: NonNegative | None = None
+    volumes: list[dict[str, Any]] = Field(default_factory=list)
+    tasks: list[Task]
+
+
+class DIJobV2(ApiModel):
+    api_version: Literal["diengine.opendilab.org/v2alpha1"]
+    kind: Literal["DIJob"]
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: DIJobV2Spec
+    #: Run-time state of the source object; not part of the spec, dropped.
+    status: dict[str, Any] | None = None
+
+
+def convert_v2(raw: dict[str, Any], companions: list[dict[str, Any]]) -> Converted:
+    job = parse(DIJobV2, raw)
+    replica_specs: dict[ReplicaType, ReplicaSpec] = {}
+    paths: dict[str, str] = {}
+    problems = []
+    for i, task in enumerate(job.spec.tasks):
+        rtype = TASK_TO_REPLICA[task.type]
+        if rtype in replica_specs:
+            problems.append(
+                Problem(
+                    f"spec.tasks[{i}].type",
+                    str(task.type),
+                    f"a second task of type {str(task.type)!r}: flexjob keeps one task per type",
+                )
+            )
+            continue
+        replica_specs[rtype] = ReplicaSpec(
+            replicas=task.replicas, name=task.name, template=task.template
+        )
+        paths[f"spec.replicaSpecs.{rtype}"] = f"spec.tasks[{i}]"
+    if problems:
+        raise SpecError(problems)
+    spec = ElasticJobSpec(
+        replica_specs=replica_specs,
+        priority=job.spec.priority,
+        clean_pod_policy=job.spec.clean_pod_policy,
+        preemptible=job.spec.preemptible,
+        backoff_limit=job.spec.backoff_limit,
+        volumes=job.spec.volumes,
+    )
+    return native_job(job.metadata, spec, paths)
+
+
+class RoleSpec(ApiModel):
+    template: PodTemplateSpec = Field(default_factory=PodTemplateSpec)
+
+
+class DIJobV1Spec(ApiModel):
+    group: str | None = None
+    priority_class_name: str | None = None
+    clean_pod_policy: CleanPodPolicy | None = None
+    volumes: list[dict[str, Any]] = Field(default_factory=list)
+    coordinator: RoleSpec
+    collector: RoleSpec | None = None
+    learner: RoleSpec | None = None
+
+
+class DIJobV1(ApiModel):
+    api_version: Literal["diengine.opendilab.org/v1alpha1", "diengine.opendilab.org/v1alpha2"]
+    kind: Literal["DIJob"]
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: DIJobV1Spec
+    status: dict[str, Any] | None = None
+
+
+class AggregatorConfigSpec(ApiModel):
+    aggregator: RoleSpec
+
+
+class AggregatorConfig(ApiModel):
+    api_version: Literal["diengine.opendilab.org/v1alpha1", "diengine.opendilab.org/v1alpha2"]
+    kind: Literal["AggregatorConfig"]
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: AggregatorConfigSpec
+
+
+def convert_v1(raw: dict[str, Any], companions: list[dict[str, Any]]) -> Converted:
+    job = parse(DIJobV1, raw)
+    roles = {
+        ReplicaType.COORDINATOR: job.spec.coordinator,
+        ReplicaType.COLLECTOR: job.spec.collector,
+        ReplicaType.LEARNER: job.spec.learner,
+    }
+    aggregators = [c for c in companions if c.get("kind") == KIND_AGGREGATOR_CONFIG]
+    aggregator_config = None
+    if aggregators:
+        config = parse(AggregatorConfig, aggregators[0], base=KIND_AGGREGATOR_CONFIG)
+        aggregator_config = config.model_dump(
+            mode="json", by_alias=True, exclude_none=True, include={"metadata", "spec"}
+        )
+        aggregator_config["metadata"] = config.metadata.to_wire()
+    spec = ElasticJobSpec(
+        replica_specs={t: ReplicaSpec(template=r.template) for t, r in roles.items() if r},
+        group=job.spec.group,
+        priority_class_name=job.spec.priority_class_name,
+        clean_pod_policy=job.spec.clean_pod_policy,
+        volumes=job.spec.volumes,
+        aggregator_config=aggregator_config,
+    )
+    paths = {f"spec.replicaSpecs.{t}": f"spec.{t}" for t in roles}
+    paths["spec.aggregatorConfig"] = KIND_AGGREGATOR_CONFIG
+    return native_job(job.metadata, spec, paths)
+
+
+READERS = (
+    Reader("DI Orchestrator v2 DIJob", "DIJob", V2_VERSIONS, convert_v2),
+    Reader("DI Orchestrator v1 DIJob", "DIJob", V1_VERSIONS, convert_v1),
+)

@@ -1,0 +1,240 @@
+"""Validation of job specs: every problem at once, each naming the field path, the bad value
+and what is allowed.
+
+``validate(raw)`` accepts a native ``ElasticJob`` or ``ScalePlan`` dict, or any format a reader
+in ``api.readers`` knows (its problems are then named in that format's own paths). Type
+and enum errors come from the pydantic models; the cross-field rules live here. The same
+function backs the validating admission webhook. No I/O.
+"""
+
+import difflib
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from flexjob.api.enums import WORKER_LIKE, ReplicaType
+from flexjob.api.job import ElasticJob
+from flexjob.api.model_errors import problems_from
+from flexjob.api.names import API_VERSION, KIND_JOB, KIND_SCALE_PLAN
+from flexjob.api.problems import MISSING, Problem, join_path, one_of
+from flexjob.api.quantity import parse_quantity
+from flexjob.api.readers import READERS, convert, find_reader
+from flexjob.api.scaleplan import ScalePlan
+
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_JOB_ARG_KEY = re.compile(r"^[a-z0-9_]+$")
+_REPLICA_TYPES = frozenset(str(t) for t in ReplicaType)
+_NATIVE: dict[str, type[BaseModel]] = {KIND_JOB: ElasticJob, KIND_SCALE_PLAN: ScalePlan}
+
+
+def validate(raw: Any, companions: list[dict[str, Any]] | None = None) -> list[Problem]:
+    """Every problem of the document ``raw`` (a parsed YAML/JSON object); ``[]`` when valid.
+
+    ``companions`` are the other documents of the same file (a DI v1 ``AggregatorConfig``)."""
+    if not isinstance(raw, Mapping):
+        return [Problem("", raw, f"a job spec is a mapping, got {type(raw).__name__}")]
+    api_version, kind = raw.get("apiVersion", MISSING), raw.get("kind", MISSING)
+    if api_version == API_VERSION and kind in _NATIVE:
+        return _validate_native(dict(raw), _NATIVE[kind])
+    reader = find_reader(api_version, kind)
+    if reader is None:
+        return _unknown_format(api_version, kind)
+    converted, problems = convert(reader, dict(raw), companions)
+    if converted is None:
+        return problems
+    return converted.to_source(_validate_native(converted.native, ElasticJob))
+
+
+def is_dns1123_label(name: str) -> bool:
+    return len(name) <= 63 and _DNS1123_LABEL.match(name) is not None
+
+
+def _unknown_format(api_version: Any, kind: Any) -> list[Problem]:
+    kinds = sorted({KIND_JOB, KIND_SCALE_PLAN} | {r.kind for r in READERS})
+    if kind not in kinds:
+        return [Problem("kind", kind, one_of(kind, kinds))]
+    versions = [API_VERSION] if kind in _NATIVE else []
+    versions += [v for r in READERS if r.kind == kind for v in r.api_versions]
+    message = f"for kind {kind}: {one_of(api_version, versions)}"
+    return [Problem("apiVersion", api_version, message)]
+
+
+def _validate_native(raw: dict[str, Any], model: type[BaseModel]) -> list[Problem]:
+    try:
+        model.model_validate(raw)
+        problems: list[Problem] = []
+    except ValidationError as exc:
+        problems = problems_from(exc, model)
+    problems += _check_metadata(raw.get("metadata"))
+    spec = raw.get("spec")
+    if isinstance(spec, Mapping):
+        if model is ElasticJob:
+            problems += _check_job_spec(spec)
+        else:
+            problems += _check_plan_spec(spec)
+    return _dedupe(problems)
+
+
+def _dedupe(problems: list[Problem]) -> list[Problem]:
+    seen: set[str] = set()
+    out = []
+    for p in problems:
+        if p.path not in seen or not p.path:
+            seen.add(p.path)
+            out.append(p)
+    return out
+
+
+def _check_name(path: str, name: Any) -> Iterator[Problem]:
+    if name is MISSING or name == "":
+        yield Problem(path, name, "a name is required")
+    elif isinstance(name, str) and not is_dns1123_label(name):
+        yield Problem(
+            path,
+            name,
+            f"{name!r} is not a DNS-1123 label (lower-case letters, digits and '-', starting "
+            "and ending with a letter or digit, at most 63 characters)",
+        )
+
+
+def _check_metadata(meta: Any) -> list[Problem]:
+    if not isinstance(meta, Mapping):
+        return [Problem("metadata", meta if meta is not None else MISSING, "metadata is required")]
+    name = meta.get("name", MISSING)
+    prefix = meta.get("generateName")
+    if name in (MISSING, "") and isinstance(prefix, str) and prefix:
+        # the API server appends 5 random characters to generateName
+        problems = []
+        if not is_dns1123_label(prefix + "x" * 5):
+            problems.append(
+                Problem(
+                    "metadata.generateName",
+                    prefix,
+                    f"{prefix!r} does not start a DNS-1123 label (lower-case letters, digits "
+                    "and '-', starting with a letter or digit, at most 58 characters)",
+                )
+            )
+    else:
+        problems = list(_check_name("metadata.name", name))
+    if "namespace" in meta:
+        problems += _check_name("metadata.namespace", meta["namespace"])
+    return problems
+
+
+def _check_job_spec(spec: Mapping[str, Any]) -> list[Problem]:
+    problems: list[Problem] = []
+    replica_specs = spec.get("replicaSpecs", {})
+    if isinstance(replica_specs, Mapping):
+        if not any(k in {str(t) for t in WORKER_LIKE} for k in replica_specs):
+            allowed = ", ".join(sorted(WORKER_LIKE))
+            problems.append(
+                Problem(
+                    "spec.replicaSpecs",
+                    sorted(replica_specs),
+                    f"a job needs replicas that train: at least one of {allowed}",
+                )
+            )
+        for rtype, rspec in replica_specs.items():
+            if isinstance(rspec, Mapping) and rtype in _REPLICA_TYPES:
+                problems += _check_replica_spec(f"spec.replicaSpecs.{rtype}", rspec)
+    limits = spec.get("resourceLimits")
+    if isinstance(limits, Mapping):
+        problems += _check_quantities("spec.resourceLimits", limits)
+    args = spec.get("jobArgs")
+    if isinstance(args, Mapping):
+        problems += _check_job_args(args)
+    return problems
+
+
+def _check_replica_spec(path: str, rspec: Mapping[str, Any]) -> list[Problem]:
+    problems: list[Problem] = []
+    count, low, high = (
+        _int_or_none(rspec.get(k)) for k in ("replicas", "minReplicas", "maxReplicas")
+    )
+    if low is not None and high is not None and low > high:
+        problems.append(
+            Problem(f"{path}.minReplicas", low, f"{low} is above {path}.maxReplicas ({high})")
+        )
+    elif count is not None:
+        if low is not None and count < low:
+            problems.append(
+                Problem(f"{path}.replicas", count, f"{count} is below {path}.minReplicas ({low})")
+            )
+        if high is not None and count > high:
+            problems.append(
+                Problem(f"{path}.replicas", count, f"{count} is above {path}.maxReplicas ({high})")
+            )
+    template = rspec.get("template", {})
+    if isinstance(template, Mapping):
+        problems += _check_pod_template(f"{path}.template", template)
+    return problems
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _check_pod_template(path: str, template: Mapping[str, Any]) -> list[Problem]:
+    pod = template.get("spec", {})
+    if not isinstance(pod, Mapping):
+        return []
+    containers = pod.get("containers", MISSING)
+    cpath = f"{path}.spec.containers"
+    if containers is MISSING or containers == []:
+        hint = _misspelled(pod, "containers")
+        return [Problem(cpath, containers, f"a replica needs at least one container{hint}")]
+    if not isinstance(containers, list):
+        return []
+    problems: list[Problem] = []
+    for i, container in enumerate(containers):
+        if not isinstance(container, Mapping):
+            continue
+        ipath = join_path(cpath, i)
+        image = container.get("image", MISSING)
+        if image is MISSING or image is None or (isinstance(image, str) and not image.strip()):
+            hint = _misspelled(container, "image")
+            problems.append(Problem(f"{ipath}.image", image, f"a container needs an image{hint}"))
+        resources = container.get("resources", {})
+        if isinstance(resources, Mapping):
+            for part in ("requests", "limits"):
+                values = resources.get(part, {})
+                if isinstance(values, Mapping):
+                    problems += _check_quantities(f"{ipath}.resources.{part}", values)
+    return problems
+
+
+def _misspelled(obj: Mapping[str, Any], wanted: str) -> str:
+    """``"; is 'imagee' a misspelling of 'image'?"`` when a key of ``obj`` is close."""
+    keys = [k for k in obj if isinstance(k, str) and k != wanted]
+    close = difflib.get_close_matches(wanted, keys, n=1, cutoff=0.7)
+    return f"; is {close[0]!r} a misspelling of {wanted!r}?" if close else ""
+
+
+def _check_quantities(path: str, values: Mapping[str, Any]) -> list[Problem]:
+    problems = []
+    for name, value in values.items():
+        try:
+            parse_quantity(value)
+        except ValueError as exc:
+            problems.append(Problem(join_path(path, str(name)), value, str(exc)))
+    return problems
+
+
+def _check_job_args(args: Mapping[str, Any]) -> list[Problem]:
+    problems = []
+    for key, value in args.items():
+        path = join_path("spec.jobArgs", str(key))
+        if not isinstance(key, str) or not _JOB_ARG_KEY.match(key):
+            problems.append(
+                Problem(path, key, f"{key!r} is not an argument name (lower-case, digits, '_')")
+            )
+        elif isinstance(value, str) and (not value.strip() or "\n" in value):
+            problems.append(Problem(path, value, "an argument value is one non-empty line"))
+    return problems
+
+
+def _check_plan_spec(spec: Mapping[str, Any]) -> list[Problem]:
+    owner = spec.get("ownerJob", MISSING)
+    return [] if owner is MISSING else list(_check_name("spec.ownerJob", owner))

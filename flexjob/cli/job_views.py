@@ -1,0 +1,111 @@
+"""How the job commands show jobs, replicas and events: rich tables, nothing else.
+
+Pure rendering: no platform calls here (``job_cmds.py`` fetches, this module draws).
+"""
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from flexjob.api import ElasticJob, JobPhase, ReplicaPhase
+from flexjob.api.load import dump_yaml
+from flexjob.core.phases import parse_timestamp
+from flexjob.core.replica_plan import desired_counts
+from flexjob.platform.api import Event, Replica
+
+PHASE_STYLES = {
+    JobPhase.SUCCEEDED: "green",
+    JobPhase.RUNNING: "cyan",
+    JobPhase.FAILED: "red",
+    JobPhase.RESTARTING: "yellow",
+    JobPhase.RESCHEDULING: "yellow",
+    ReplicaPhase.SUCCEEDED: "green",
+    ReplicaPhase.RUNNING: "cyan",
+    ReplicaPhase.FAILED: "red",
+}
+
+
+def age(when: datetime | str | None, now: datetime | None = None) -> str:
+    """Kubectl-style age: 42s, 5m, 3h, 2d."""
+    if when is None:
+        return "-"
+    start = parse_timestamp(when) if isinstance(when, str) else when
+    seconds = int(((now or datetime.now(UTC)) - start).total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size * 2 or (unit == "m" and seconds >= 120):
+            return f"{seconds // size}{unit}"
+    return f"{max(seconds, 0)}s"
+
+
+def _phase(phase: JobPhase | ReplicaPhase) -> Text:
+    return Text(phase.value, style=PHASE_STYLES.get(phase, ""))
+
+
+def jobs_table(jobs: Sequence[ElasticJob]) -> Table:
+    table = Table(box=None, pad_edge=False)
+    for column in ("NAMESPACE", "NAME", "PHASE", "REPLICAS", "RESTARTS", "AGE"):
+        table.add_column(column)
+    for job in jobs:
+        status = job.status
+        assert status is not None
+        wanted = desired_counts(job, status)
+        running = sum(s.active for s in status.replica_statuses.values())
+        table.add_row(
+            job.namespace,
+            job.name,
+            _phase(status.phase),
+            f"{running}/{sum(wanted.values())}",
+            str(status.restart_count),
+            age(job.metadata.creation_timestamp),
+        )
+    return table
+
+
+def replicas_table(job: ElasticJob, replicas: Sequence[Replica]) -> Table:
+    phase = job.status.phase if job.status else JobPhase.PENDING
+    title = Text.assemble(f"{job.namespace}/{job.name}  ", _phase(phase))
+    if job.status and job.status.message:
+        title.append(f"  {job.status.message}")
+    table = Table(title=title, title_justify="left", box=None, pad_edge=False)
+    for column in ("REPLICA", "TYPE", "PHASE", "EXIT", "ADDRESS", "NODE", "AGE"):
+        table.add_column(column)
+    for r in sorted(replicas, key=lambda r: (r.type.value != "master", r.type.value, r.index)):
+        table.add_row(
+            r.short_name,
+            r.type.value,
+            _phase(r.phase),
+            "-" if r.exit_code is None else str(r.exit_code),
+            r.address or "-",
+            r.node or "-",
+            age(r.created),
+        )
+    return table
+
+
+def events_table(events: Sequence[Event]) -> Table:
+    table = Table(title="Events", title_justify="left", box=None, pad_edge=False)
+    for column in ("AGE", "TYPE", "REASON", "MESSAGE"):
+        table.add_column(column)
+    for e in events:
+        style = "yellow" if e.type.value == "Warning" else ""
+        table.add_row(age(e.time), Text(e.type.value, style=style), e.reason, e.message)
+    return table
+
+
+def describe(job: ElasticJob, replicas: Sequence[Replica], events: Sequence[Event]) -> Group:
+    spec = job.model_copy(update={"status": None}).to_wire()
+    status = job.status.to_wire() if job.status else {}
+    status.pop("conditions", None)
+    parts: list[RenderableType] = [
+        Text("Spec", style="bold"),
+        Text(dump_yaml(spec)),
+        Text("Status", style="bold"),
+        Text(dump_yaml(status)),
+        replicas_table(job, replicas),
+        Text(""),
+        events_table(events),
+    ]
+    return Group(*parts)

@@ -1,0 +1,24 @@
+"""``flexjob manifests``: Kubernetes manifests generated from the models.
+
+``manifests_app`` is the Typer sub-app; other CLI modules add their commands to it (e.g. the
+operator's ``manifests install``) by importing it in their ``register``.
+"""
+
+import typer
+
+from flexjob.api.crd import crds
+from flexjob.api.load import dump_yaml
+
+manifests_app = typer.Typer(
+    name="manifests", help="Print Kubernetes manifests for flexjob.", no_args_is_help=True
+)
+
+
+@manifests_app.command("crds")
+def print_crds() -> None:
+    """Print the ElasticJob and ScalePlan CustomResourceDefinitions as YAML."""
+    typer.echo("---\n".join(dump_yaml(crd) for crd in crds()), nl=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(manifests_app, name="manifests")

@@ -1,0 +1,50 @@
+"""``flexjob server``: serve the replica HTTP API (v2alpha1, v1alpha2, /healthz, /metrics).
+
+Listens on 127.0.0.1 by default; any other address needs a bearer token (``--token`` or
+``FLEXJOB_SERVER_TOKEN``), and the command refuses to start without one. OpenAPI is served at
+``/openapi.json``.
+"""
+
+import typer
+
+ENV_TOKEN = "FLEXJOB_SERVER_TOKEN"
+
+
+def _server(
+    host: str = typer.Option("127.0.0.1", help="Address to listen on."),
+    port: int = typer.Option(8080, min=0, max=65535, help="Port to listen on (0: any free)."),
+    token: str | None = typer.Option(
+        None, envvar=ENV_TOKEN, help="Bearer token clients must send (required beyond loopback)."
+    ),
+    platform: str | None = typer.Option(
+        None, help="Platform holding the jobs: local or kubernetes (default $FLEXJOB_PLATFORM)."
+    ),
+    log_level: str = typer.Option("info", help="uvicorn log level."),
+) -> None:
+    """Serve the HTTP API that scales jobs and receives profilings."""
+    from flexjob.server.auth import InsecureBindError, check_bind
+
+    try:
+        check_bind(host, token)
+    except InsecureBindError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+    import uvicorn
+
+    from flexjob.platform.registry import open_platform
+    from flexjob.server.app import create_app
+
+    try:
+        backend = open_platform(platform)
+    except ValueError as exc:
+        typer.echo(f"error: --platform: {exc}", err=True)
+        raise typer.Exit(2) from None
+    try:
+        uvicorn.run(create_app(backend, token), host=host, port=port, log_level=log_level)
+    finally:
+        backend.close()
+
+
+def register(app: typer.Typer) -> None:
+    app.command("server")(_server)

@@ -1,0 +1,139 @@
+"""Job phase rules (DI Orchestrator v2): restart decisions, success, and recording transitions.
+
+Pending → Starting (replicas created) → Running (all ready) → Succeeded (the master, or with no
+master every worker, succeeded) | Failed (a failure not retried, or backoffLimit reached, or the
+deadline passed). Running → Restarting (a failed replica is replaced) and Running →
+Rescheduling (replica count or placement changes), both back to Running once all are ready.
+Not here: which replicas exist (``core.replica_plan``). No I/O.
+"""
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+
+from flexjob.api import (
+    WORKER_LIKE,
+    ElasticJob,
+    ElasticJobStatus,
+    JobCondition,
+    JobPhase,
+    ReplicaPhase,
+    ReplicaStatus,
+    ReplicaType,
+    RestartPolicy,
+)
+from flexjob.core.replicas import Replica
+
+DEFAULT_BACKOFF_LIMIT = 3
+DEFAULT_RESTART_POLICY = RestartPolicy.ON_FAILURE
+
+
+def restart_policy(job: ElasticJob, rtype: ReplicaType) -> RestartPolicy:
+    spec = job.spec.replica_specs.get(rtype)
+    if spec is None or spec.restart_policy is None:
+        return DEFAULT_RESTART_POLICY
+    return spec.restart_policy
+
+
+def backoff_limit(job: ElasticJob) -> int:
+    limit = job.spec.backoff_limit
+    return DEFAULT_BACKOFF_LIMIT if limit is None else limit
+
+
+def is_retryable(job: ElasticJob, replica: Replica) -> bool:
+    """Whether a failed replica may be replaced, by its type's restart policy.
+
+    ExitCode retries the codes in ``restartExitCodes``; without that list, codes above 128
+    (killed by a signal) and unknown codes are retried and 1-127 are permanent (Kubeflow's rule).
+    """
+    policy = restart_policy(job, replica.type)
+    if policy is RestartPolicy.NEVER:
+        return False
+    if policy is not RestartPolicy.EXIT_CODE:
+        return True
+    code = replica.exit_code
+    codes = job.spec.replica_specs[replica.type].restart_exit_codes
+    if codes is not None:
+        return code in codes
+    return code is None or code < 0 or code > 128
+
+
+def restarts_on_success(job: ElasticJob, rtype: ReplicaType) -> bool:
+    return restart_policy(job, rtype) is RestartPolicy.ALWAYS
+
+
+def job_succeeded(
+    job: ElasticJob, replicas: Sequence[Replica], counts: Mapping[ReplicaType, int]
+) -> bool:
+    """The master succeeded; or, with no master, every worker-like replica succeeded (all the
+    desired ones; every type counts as worker-like when the job has none of those)."""
+    if ReplicaType.MASTER in job.spec.replica_specs:
+        return any(
+            r.type is ReplicaType.MASTER and r.phase is ReplicaPhase.SUCCEEDED for r in replicas
+        )
+    workers = [t for t in counts if t in WORKER_LIKE] or list(counts)
+    if not workers or all(counts[t] == 0 for t in workers):
+        return False
+    for rtype in workers:
+        own = [r for r in replicas if r.type is rtype]
+        done = [r for r in own if r.phase is ReplicaPhase.SUCCEEDED]
+        if len(done) < counts[rtype] or len(done) < len(own):
+            return False
+    return True
+
+
+def replica_statuses(replicas: Sequence[Replica]) -> dict[ReplicaType, ReplicaStatus]:
+    out: dict[ReplicaType, ReplicaStatus] = {}
+    for r in replicas:
+        st = out.setdefault(r.type, ReplicaStatus())
+        if r.phase is ReplicaPhase.RUNNING:
+            st.active += 1
+        elif r.phase is ReplicaPhase.SUCCEEDED:
+            st.succeeded += 1
+        elif r.phase is ReplicaPhase.FAILED:
+            st.failed += 1
+        else:
+            st.pending += 1
+    return out
+
+
+def timestamp(now: datetime) -> str:
+    """RFC 3339 in UTC with a Z (microseconds kept); ``now`` must be timezone-aware."""
+    return now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_timestamp(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def set_phase(
+    status: ElasticJobStatus, phase: JobPhase, now: datetime, reason: str, message: str
+) -> bool:
+    """Move ``status`` to ``phase`` with a condition; False (nothing changed) if already there."""
+    if status.phase is phase and status.message == message:
+        return False
+    stamp = timestamp(now)
+    status.phase = phase
+    status.message = message
+    for cond in status.conditions:
+        if cond.type is not phase and cond.status == "True":
+            cond.status = "False"
+            cond.last_update_time = stamp
+    for cond in status.conditions:
+        if cond.type is phase:
+            cond.status = "True"
+            cond.reason = reason
+            cond.message = message
+            cond.last_transition_time = stamp
+            cond.last_update_time = stamp
+            break
+    else:
+        status.conditions.append(
+            JobCondition(
+                type=phase,
+                reason=reason,
+                message=message,
+                last_transition_time=stamp,
+                last_update_time=stamp,
+            )
+        )
+    return True

@@ -1,0 +1,121 @@
+"""A Pollux-style goodput model: fitted throughput times statistical efficiency.
+
+For: turning a job's profilings (measured step times at some replica/node counts) into the
+``speedup(num_nodes, num_replicas)`` that policies use. Not for: collecting profilings (agents
+and the server do that) or deciding allocations (``goodput`` policy).
+
+Step time of one synchronous data-parallel step with ``n`` replicas over ``k`` nodes, each
+replica computing a local batch of ``b`` samples::
+
+    T(k, n) = alpha + beta * b                                  (compute)
+            + [n > 1] * (sync_local + sync_local_per_replica * (n - 1))   (all-reduce)
+            + [k > 1] * (sync_remote + sync_remote_per_replica * (n - 1)) (network)
+
+Throughput is ``n * b / T``. Statistical efficiency of the global batch ``M = n * b`` follows
+Pollux (gradient noise scale ``phi``): ``E(M) = (phi + b) / (phi + M)`` — a bigger batch makes
+each sample worth less. Goodput is throughput times efficiency; speedup is goodput relative to one
+replica on one node. Compute and communication are assumed not to overlap (Pollux's gamma = 1).
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+
+@dataclass(frozen=True, slots=True)
+class ThroughputParams:
+    """Seconds per step, by term (see the module docstring)."""
+
+    alpha: float = 0.05
+    beta: float = 0.001
+    sync_local: float = 0.01
+    sync_local_per_replica: float = 0.002
+    sync_remote: float = 0.03
+    sync_remote_per_replica: float = 0.005
+
+    def step_time(self, num_nodes: int, num_replicas: int, local_batch: float) -> float:
+        t = self.alpha + self.beta * local_batch
+        if num_replicas > 1:
+            t += self.sync_local + self.sync_local_per_replica * (num_replicas - 1)
+        if num_nodes > 1:
+            t += self.sync_remote + self.sync_remote_per_replica * (num_replicas - 1)
+        return max(t, 1e-9)
+
+
+@dataclass(frozen=True, slots=True)
+class StepSample:
+    """One profiling measurement: mean seconds per step at a given shape."""
+
+    num_nodes: int
+    num_replicas: int
+    local_batch: float
+    step_time: float
+
+
+@dataclass(frozen=True, slots=True)
+class GoodputModel:
+    """Throughput times efficiency for one job; ``noise_scale=None`` means efficiency 1."""
+
+    params: ThroughputParams
+    local_batch: float = 32.0
+    noise_scale: float | None = None
+
+    def throughput(self, num_nodes: int, num_replicas: int) -> float:
+        if num_replicas <= 0:
+            return 0.0
+        step = self.params.step_time(max(num_nodes, 1), num_replicas, self.local_batch)
+        return num_replicas * self.local_batch / step
+
+    def efficiency(self, num_replicas: int) -> float:
+        if self.noise_scale is None or num_replicas <= 0:
+            return 1.0
+        phi = max(self.noise_scale, 0.0)
+        return (phi + self.local_batch) / (phi + num_replicas * self.local_batch)
+
+    def goodput(self, num_nodes: int, num_replicas: int) -> float:
+        return self.throughput(num_nodes, num_replicas) * self.efficiency(num_replicas)
+
+    def speedup(self, num_nodes: int, num_replicas: int) -> float:
+        """Goodput relative to one replica on one node; 0 for no replicas."""
+        if num_replicas <= 0:
+            return 0.0
+        return self.goodput(num_nodes, num_replicas) / self.goodput(1, 1)
+
+
+def _features(sample: StepSample) -> list[float]:
+    n, k = sample.num_replicas, sample.num_nodes
+    multi, remote = float(n > 1), float(k > 1)
+    return [1.0, sample.local_batch, multi, multi * (n - 1), remote, remote * (n - 1)]
+
+
+def fit_throughput(
+    samples: Sequence[StepSample], prior: ThroughputParams | None = None
+) -> ThroughputParams:
+    """Least-squares fit with non-negative terms; terms the samples cannot tell keep the prior.
+
+    With samples only at one replica, the sync terms stay at the prior; with one local batch
+    size, alpha and beta are split arbitrarily but predict that batch size exactly.
+    """
+    prior = prior or ThroughputParams()
+    coefs = [getattr(prior, f.name) for f in fields(ThroughputParams)]
+    usable = [s for s in samples if s.step_time > 0 and s.num_replicas > 0]
+    if not usable:
+        return prior
+    x = np.array([_features(s) for s in usable], dtype=float)
+    y = np.array([s.step_time for s in usable], dtype=float)
+    active = [j for j in range(x.shape[1]) if np.any(x[:, j] != 0.0)]
+    fixed = [j for j in range(x.shape[1]) if j not in active]
+    y_free = y - x[:, fixed] @ np.array([coefs[j] for j in fixed]) if fixed else y
+    solution: dict[int, float] = {}
+    while active:
+        beta, *_ = np.linalg.lstsq(x[:, active], y_free, rcond=None)
+        worst = int(np.argmin(beta))
+        if beta[worst] >= 0:
+            solution = {j: float(b) for j, b in zip(active, beta, strict=True)}
+            break
+        active.pop(worst)  # a negative term: drop it (set to 0) and refit the rest
+    for j in range(x.shape[1]):
+        if j not in fixed:
+            coefs[j] = solution.get(j, 0.0)
+    return ThroughputParams(*coefs)

@@ -1,0 +1,18 @@
+"""The ``pack`` policy: requested size on the fewest nodes (less cross-node traffic).
+
+Like ``static`` it never resizes or moves a running job; unlike it, it picks the tightest nodes
+that hold the whole job, leaving large holes for large jobs.
+"""
+
+from flexjob.core.policies.api import Resources
+from flexjob.core.policies.placement import FreeMap, place_packed
+from flexjob.core.policies.requested import RequestedSizePolicy
+
+
+class PackPolicy(RequestedSizePolicy):
+    """Requested size, fewest nodes."""
+
+    name = "pack"
+
+    def place(self, free: FreeMap, per_replica: Resources, count: int) -> list[str] | None:
+        return place_packed(free, per_replica, count)

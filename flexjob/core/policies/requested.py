@@ -1,0 +1,53 @@
+"""Shared shape of the simple policies: every job gets the replica count it asks for.
+
+For: ``static`` and ``pack``, which differ only in where replicas go. A running job keeps its
+nodes; a waiting job starts when its full request fits (oldest first, with backfill). Not for
+policies that resize jobs (see ``goodput``).
+"""
+
+from collections.abc import Callable, Mapping, Sequence
+
+from flexjob.core.policies.api import Allocations, JobInfo, NodeInfo, Resources
+from flexjob.core.policies.placement import FreeMap
+
+#: Places ``count`` replicas of one size, taking resources from the map; ``None`` if no fit.
+Placer = Callable[[FreeMap, Resources, int], list[str] | None]
+
+
+def requested_count(job: JobInfo) -> int:
+    """The replica count a fixed-size policy gives: the request, kept within the bounds."""
+    if not job.preemptible:
+        return job.replicas
+    return min(max(job.replicas, job.min_replicas, 1), job.max_replicas)
+
+
+class RequestedSizePolicy:
+    """Gives each job its requested size with ``place``; never moves a running job."""
+
+    name = "requested"
+
+    def place(self, free: FreeMap, per_replica: Resources, count: int) -> list[str] | None:
+        raise NotImplementedError
+
+    def allocate(self, job: JobInfo, nodes: Sequence[NodeInfo]) -> list[str]:
+        return self.place(FreeMap(nodes), job.resources, requested_count(job)) or []
+
+    def optimize(
+        self,
+        jobs: Sequence[JobInfo],
+        nodes: Sequence[NodeInfo],
+        previous: Mapping[str, Sequence[str]],
+    ) -> Allocations:
+        free = FreeMap(nodes)
+        result: Allocations = {}
+        waiting: list[JobInfo] = []
+        for job in jobs:
+            kept = list(previous.get(job.id, ()))
+            if kept and free.fits(kept, job.resources):
+                free.take(kept, job.resources)
+                result[job.id] = kept
+            else:
+                waiting.append(job)
+        for job in sorted(waiting, key=lambda j: (-j.age, j.id)):
+            result[job.id] = self.place(free, job.resources, requested_count(job)) or []
+        return result

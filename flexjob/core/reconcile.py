@@ -1,0 +1,350 @@
+"""``reconcile``: one job plus what runs for it → the actions to take and the job's new status.
+
+Pure and deterministic: no I/O, time comes in as ``now``. Idempotent: feeding back the returned
+status with an observation that reflects the applied actions yields no further actions. Drivers
+(kopf handlers, the local loop) call it on every change and apply the actions in order.
+
+The rules: phases and restarts in ``core.phases``; desired replicas and rendering in
+``core.replica_plan``. This module walks one round: finished jobs are cleaned up
+(``cleanPodPolicy``, ``ttlSecondsAfterFinished``), suspended ones emptied, deadlines enforced,
+the ScalePlan folded in, failures restarted or fatal, success detected, and finally replicas
+(master first) and their services created or removed to match the desired counts.
+"""
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from itertools import count
+
+from flexjob.api import (
+    CleanPodPolicy,
+    ElasticJob,
+    ElasticJobStatus,
+    JobPhase,
+    ReplicaPhase,
+    ReplicaType,
+    ScalePlan,
+    ScalePlanPhase,
+)
+from flexjob.core import phases
+from flexjob.core.actions import (
+    Action,
+    CreateReplica,
+    CreateService,
+    DeleteJob,
+    DeleteReplica,
+    DeleteService,
+    EventType,
+    ReconcileResult,
+    RecordEvent,
+    UpdateScalePlan,
+)
+from flexjob.core.replica_plan import (
+    desired_counts,
+    fold_plan,
+    render_replica,
+    replica_types,
+    service_port,
+    service_request,
+)
+from flexjob.core.replicas import Replica, Service, service_name
+
+SUSPENDED_MESSAGE = "job is suspended"
+_WARNING_PHASES = (JobPhase.FAILED, JobPhase.RESTARTING)
+
+
+def reconcile(
+    job: ElasticJob,
+    replicas: Sequence[Replica],
+    now: datetime,
+    *,
+    services: Sequence[Service] = (),
+    plan: ScalePlan | None = None,
+) -> ReconcileResult:
+    """Decide what to do for ``job`` given the ``replicas`` and ``services`` observed.
+
+    ``plan`` is the oldest ScalePlan of this job not yet Succeeded/Failed (None if none); it is
+    folded into ``status.replicas`` and marked Succeeded by an ``UpdateScalePlan`` action.
+    Observed objects of other jobs are ignored (never deleted). ``now`` must be timezone-aware.
+    """
+    if now.tzinfo is None:
+        raise ValueError("reconcile: now must be timezone-aware (e.g. datetime.now(UTC))")
+    return _Round(job, replicas, services, now).run(plan)
+
+
+class _Round:
+    """One reconcile pass; accumulates actions and mutates a private copy of the status."""
+
+    def __init__(
+        self,
+        job: ElasticJob,
+        replicas: Sequence[Replica],
+        services: Sequence[Service],
+        now: datetime,
+    ) -> None:
+        self.job = job
+        self.ns = job.namespace
+        self.now = now
+        self.status: ElasticJobStatus = (job.status or ElasticJobStatus()).model_copy(deep=True)
+        self.own = sorted(
+            (r for r in replicas if r.namespace == self.ns and r.job == job.name),
+            key=lambda r: (r.type.value, r.index),
+        )
+        self.services = {
+            s.name: s for s in services if s.namespace == self.ns and s.job == job.name
+        }
+        self.actions: list[Action] = []
+        self.deleted: set[str] = set()
+        self.deleted_services: set[str] = set()
+        self.restarted = ""
+        self.changed = False
+
+    # --- the round -------------------------------------------------------------------------
+    def run(self, plan: ScalePlan | None) -> ReconcileResult:
+        self.status.replica_statuses = phases.replica_statuses(self.own)
+        if self.status.phase.finished:
+            self._after_finish()
+        elif self.job.spec.suspend:
+            self._suspend()
+        elif self._deadline_passed():
+            limit = self.job.spec.active_deadline_seconds
+            self._finish(JobPhase.FAILED, "DeadlineExceeded", f"job ran longer than {limit}s")
+        else:
+            self._progress(plan)
+        return ReconcileResult(tuple(self.actions), self.status)
+
+    def _progress(self, plan: ScalePlan | None) -> None:
+        if plan is not None:
+            self._fold_plan(plan)
+        if self._handle_failures():
+            return
+        counts = desired_counts(self.job, self.status)
+        if phases.job_succeeded(self.job, self.own, counts):
+            self._finish(JobPhase.SUCCEEDED, "JobSucceeded", self._success_message())
+            return
+        for r in self._live():
+            if r.phase is ReplicaPhase.SUCCEEDED and phases.restarts_on_success(self.job, r.type):
+                self._delete(r, "restartPolicy Always")
+        master_address = self._master_address()
+        for rtype in replica_types(self.job):
+            self._scale_type(rtype, counts[rtype], master_address)
+        self._update_phase(counts)
+
+    # --- helpers: observation ------------------------------------------------------------------
+    def _live(self) -> list[Replica]:
+        """Owned replicas that are not being deleted (nor deleted in this round)."""
+        return [r for r in self.own if not r.deleting and r.name not in self.deleted]
+
+    def _master_address(self) -> str | None:
+        if ReplicaType.MASTER not in self.job.spec.replica_specs:
+            return None
+        svc = self.services.get(service_name(self.job.name, ReplicaType.MASTER, 0))
+        return svc.address if svc is not None else None
+
+    def _deadline_passed(self) -> bool:
+        limit = self.job.spec.active_deadline_seconds
+        if limit is None or self.status.start_time is None:
+            return False
+        started = phases.parse_timestamp(self.status.start_time)
+        return self.now >= started + timedelta(seconds=limit)
+
+    # --- helpers: actions -----------------------------------------------------------------------
+    def _event(self, reason: str, message: str, kind: EventType = EventType.NORMAL) -> None:
+        self.actions.append(RecordEvent(self.ns, self.job.name, reason, message, kind))
+
+    def _delete(self, replica: Replica, reason: str) -> None:
+        if replica.deleting or replica.name in self.deleted:
+            return
+        self.deleted.add(replica.name)
+        self.actions.append(DeleteReplica(self.ns, replica.name, reason))
+        self._event("SuccessfulDelete", f"deleted replica {replica.name}: {reason}")
+
+    def _delete_service(self, name: str) -> None:
+        if name in self.services and name not in self.deleted_services:
+            self.deleted_services.add(name)
+            self.actions.append(DeleteService(self.ns, name))
+
+    def _set_phase(self, phase: JobPhase, reason: str, message: str = "") -> None:
+        if phases.set_phase(self.status, phase, self.now, reason, message):
+            kind = EventType.WARNING if phase in _WARNING_PHASES else EventType.NORMAL
+            self._event(reason, message or f"job is {phase.value}", kind)
+
+    # --- finishing ------------------------------------------------------------------------------
+    def _success_message(self) -> str:
+        if ReplicaType.MASTER in self.job.spec.replica_specs:
+            return "the master replica succeeded"
+        return "every worker replica succeeded"
+
+    def _finish(self, phase: JobPhase, reason: str, message: str) -> None:
+        self._set_phase(phase, reason, message)
+        self.status.completion_time = phases.timestamp(self.now)
+        self._cleanup()
+
+    def _cleanup(self) -> None:
+        policy = self.job.spec.clean_pod_policy or CleanPodPolicy.RUNNING
+        if policy is CleanPodPolicy.NONE:
+            return
+        for r in self._live():
+            if policy is CleanPodPolicy.ALL or r.active:
+                self._delete(r, f"cleanPodPolicy {policy.value}")
+        for name in list(self.services):
+            if policy is CleanPodPolicy.ALL or name in self.deleted:
+                self._delete_service(name)
+
+    def _after_finish(self) -> None:
+        self._cleanup()
+        ttl = self.job.spec.ttl_seconds_after_finished
+        done = self.status.completion_time
+        if ttl is None or done is None:
+            return
+        if self.now >= phases.parse_timestamp(done) + timedelta(seconds=ttl):
+            for r in self._live():
+                self._delete(r, "ttlSecondsAfterFinished")
+            for name in list(self.services):
+                self._delete_service(name)
+            self.actions.append(DeleteJob(self.ns, self.job.name))
+
+    def _suspend(self) -> None:
+        for r in self._live():
+            if r.active:
+                self._delete(r, "job suspended")
+        self.status.start_time = None
+        self._set_phase(JobPhase.PENDING, "Suspended", SUSPENDED_MESSAGE)
+
+    # --- scale plans and failures ---------------------------------------------------------------
+    def _fold_plan(self, plan: ScalePlan) -> None:
+        done = plan.status is not None and plan.status.phase in (
+            ScalePlanPhase.SUCCEEDED,
+            ScalePlanPhase.FAILED,
+        )
+        if done or plan.spec.owner_job != self.job.name or plan.metadata.namespace != self.ns:
+            return
+        scalable = [t for t in self.job.spec.replica_specs if t is not ReplicaType.MASTER]
+        unknown = [t.value for t in plan.spec.replica_resource_specs if t not in scalable]
+        if unknown:
+            message = (
+                f"replica type {', '.join(unknown)} cannot be scaled in job {self.job.name} "
+                f"(scalable: {', '.join(t.value for t in scalable) or 'none'})"
+            )
+            self.actions.append(
+                UpdateScalePlan(self.ns, plan.metadata.name, ScalePlanPhase.FAILED, message)
+            )
+            self._event("ScalePlanRejected", message, EventType.WARNING)
+            return
+        counts = desired_counts(self.job, self.status)
+        effect = fold_plan(self.job, plan, counts, self._live())
+        if self.status.last_scale_plan != plan.metadata.name:  # fold each plan once
+            self.status.replicas = {**self.status.replicas, **effect.replicas}
+            self.status.last_scale_plan = plan.metadata.name
+        for r in effect.remove:
+            self._delete(r, f"ScalePlan {plan.metadata.name}")
+            self._delete_service(r.name)
+        wanted = ", ".join(f"{t.value}={n}" for t, n in sorted(self.status.replicas.items()))
+        message = f"replicas {wanted}; removed {len(effect.remove)}"
+        self.actions.append(
+            UpdateScalePlan(self.ns, plan.metadata.name, ScalePlanPhase.SUCCEEDED, message)
+        )
+        self._event("ScalePlanApplied", f"ScalePlan {plan.metadata.name}: {message}")
+
+    def _handle_failures(self) -> bool:
+        """Replace failed replicas within backoffLimit; True when the job failed instead."""
+        limit = phases.backoff_limit(self.job)
+        for r in self._live():
+            if r.phase is not ReplicaPhase.FAILED:
+                continue
+            key = r.uid or f"{r.name}@{r.created}"
+            if key in self.status.restarted_replicas:
+                self._delete(r, "replaced after failure")
+                continue
+            code = "unknown" if r.exit_code is None else str(r.exit_code)
+            if not phases.is_retryable(self.job, r):
+                policy = phases.restart_policy(self.job, r.type).value
+                message = f"replica {r.name} failed with exit code {code} (restartPolicy {policy})"
+                self._finish(JobPhase.FAILED, "ReplicaFailed", message)
+                return True
+            if self.status.restart_count >= limit:
+                message = (
+                    f"replica {r.name} failed with exit code {code}; "
+                    f"backoffLimit {limit} reached after {self.status.restart_count} restarts"
+                )
+                self._finish(JobPhase.FAILED, "BackoffLimitExceeded", message)
+                return True
+            self.status.restart_count += 1
+            self.status.restarted_replicas.append(key)
+            self.restarted = (
+                f"replica {r.name} failed with exit code {code}; restart "
+                f"{self.status.restart_count} of {limit}"
+            )
+            self._event("ReplicaFailed", self.restarted, EventType.WARNING)
+            self._delete(r, "replaced after failure")
+        return False
+
+    # --- replicas and services ------------------------------------------------------------------
+    def _scale_type(self, rtype: ReplicaType, wanted: int, master_address: str | None) -> None:
+        mine = [r for r in self.own if r.type is rtype]
+        allocation = self.status.allocation.get(rtype, [])
+        for r in self._live():
+            if r.type is not rtype or not r.active or r.index >= len(allocation):
+                continue
+            if r.node is not None and allocation[r.index] and r.node != allocation[r.index]:
+                self.changed = True
+                self._delete(r, f"rescheduled to node {allocation[r.index]}")
+        keep = [r for r in self._live() if r.type is rtype]
+        for r in sorted(keep, key=lambda r: r.index, reverse=True)[: max(0, len(keep) - wanted)]:
+            self.changed = True
+            self._delete(r, "scaled down")
+            self._delete_service(r.name)
+        occupied = {r.index for r in mine}
+        missing = wanted - len(occupied)
+        if missing <= 0:
+            return
+        needs_master = ReplicaType.MASTER in self.job.spec.replica_specs
+        port = service_port(self.job, rtype)
+        free = (i for i in count() if i not in occupied)
+        for index, _ in zip(free, range(missing), strict=False):
+            own_address: str | None = None
+            if port is not None:
+                svc = self.services.get(service_name(self.job.name, rtype, index))
+                if svc is None:
+                    self.actions.append(
+                        CreateService(service_request(self.job, rtype, index, port))
+                    )
+                    continue
+                own_address = svc.address
+            if needs_master and master_address is None:
+                continue
+            node = allocation[index] if index < len(allocation) and allocation[index] else None
+            request = render_replica(
+                self.job,
+                rtype,
+                index,
+                master_address=master_address,
+                own_address=own_address,
+                node=node,
+            )
+            self.actions.append(CreateReplica(request))
+            self._event("SuccessfulCreate", f"created replica {request.name}")
+            self.changed = True
+
+    def _update_phase(self, counts: dict[ReplicaType, int]) -> None:
+        prev = self.status.phase
+        created = any(isinstance(a, CreateReplica) for a in self.actions)
+        if created and self.status.start_time is None:
+            self.status.start_time = phases.timestamp(self.now)
+        live = self._live()
+        ready = (
+            not self.actions
+            and not any(r.deleting for r in self.own)
+            and all(r.phase in (ReplicaPhase.RUNNING, ReplicaPhase.SUCCEEDED) for r in live)
+            and all(sum(1 for r in live if r.type is t) >= n for t, n in counts.items())
+        )
+        if self.restarted:
+            self._set_phase(JobPhase.RESTARTING, "ReplicaFailed", self.restarted)
+        elif ready and (live or prev is not JobPhase.PENDING):
+            self._set_phase(JobPhase.RUNNING, "AllReplicasReady")
+        elif prev in (JobPhase.PENDING, JobPhase.UNKNOWN):
+            if created or self.own:
+                self._set_phase(JobPhase.STARTING, "ReplicasCreated")
+            elif self.status.message == SUSPENDED_MESSAGE:
+                self._set_phase(JobPhase.PENDING, "Resumed")
+        elif self.changed and prev is JobPhase.RUNNING:
+            self._set_phase(JobPhase.RESCHEDULING, "ReplicasChanged")

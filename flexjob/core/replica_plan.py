@@ -1,0 +1,196 @@
+"""Which replicas a job should have, and how each one is rendered.
+
+Desired counts come from (first match wins) the current ScalePlan (folded into
+``status.replicas``), ``status.replicas``, then the spec; the master always follows the spec.
+Rendering merges the DESIGN.md environment and labels into the replica type's pod template.
+Not here: phases and restart decisions (``core.phases``). No I/O.
+"""
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from flexjob.api import (
+    Container,
+    ElasticJob,
+    ElasticJobStatus,
+    EnvVar,
+    ReplicaSpec,
+    ReplicaType,
+    ScalePlan,
+    names,
+)
+from flexjob.core.replicas import (
+    Replica,
+    ReplicaRequest,
+    ServiceRequest,
+    replica_name,
+    service_name,
+)
+
+DEFAULT_REPLICAS = 1
+#: The env var a replica with its own service (other than the master) finds its address in.
+ENV_REPLICA_ADDRESS = "FLEXJOB_REPLICA_ADDRESS"
+NODE_SELECTOR_KEY = "kubernetes.io/hostname"
+
+
+def replica_types(job: ElasticJob) -> list[ReplicaType]:
+    """The job's replica types, master first, then in spec order."""
+    types = list(job.spec.replica_specs)
+    return sorted(types, key=lambda t: 0 if t is ReplicaType.MASTER else 1)
+
+
+def desired_counts(job: ElasticJob, status: ElasticJobStatus) -> dict[ReplicaType, int]:
+    counts: dict[ReplicaType, int] = {}
+    for rtype, spec in job.spec.replica_specs.items():
+        from_spec = spec.replicas if spec.replicas is not None else DEFAULT_REPLICAS
+        if rtype is ReplicaType.MASTER:
+            counts[rtype] = from_spec
+        else:
+            counts[rtype] = status.replicas.get(rtype, from_spec)
+    return counts
+
+
+@dataclass(frozen=True, slots=True)
+class PlanEffect:
+    """What folding a ScalePlan changed: the new desired counts and the replicas to remove."""
+
+    replicas: dict[ReplicaType, int]
+    remove: tuple[Replica, ...]
+
+
+def fold_plan(
+    job: ElasticJob, plan: ScalePlan, counts: Mapping[ReplicaType, int], live: Sequence[Replica]
+) -> PlanEffect:
+    """Apply ``plan`` to the desired ``counts`` given the job's ``live`` (owned, not deleting)
+    replicas. Explicit ``replicaResourceSpecs`` counts win; otherwise a type's count drops by
+    the replicas named in ``removePods`` and grows by the ``createPods`` entries."""
+    by_name = {r.name: r for r in live}
+    by_slot = {(r.type, r.index): r for r in live}
+    remove: dict[str, Replica] = {}
+    for ref in plan.spec.remove_pods:
+        found = by_name.get(ref.name) or by_name.get(f"{job.name}-{ref.name}")
+        if found is None and ref.id is not None:
+            found = by_slot.get((ref.type, ref.id))
+        if found is not None and found.type is not ReplicaType.MASTER:
+            remove[found.name] = found
+    new_counts: dict[ReplicaType, int] = {
+        t: n for t, n in counts.items() if t is not ReplicaType.MASTER
+    }
+    for rtype in new_counts:
+        explicit = plan.spec.replica_resource_specs.get(rtype)
+        if explicit is not None:
+            new_counts[rtype] = max(0, explicit.replicas)
+            continue
+        removed = sum(1 for r in remove.values() if r.type is rtype)
+        added = sum(1 for ref in plan.spec.create_pods if ref.type is rtype)
+        new_counts[rtype] = max(0, new_counts[rtype] - removed + added)
+    return PlanEffect(replicas=new_counts, remove=tuple(remove.values()))
+
+
+def _main_container(spec: ReplicaSpec, rtype: ReplicaType) -> Container:
+    containers = spec.template.spec.containers
+    return containers[0] if containers else Container(name=rtype.value)
+
+
+def service_port(job: ElasticJob, rtype: ReplicaType) -> int | None:
+    """The port of the service a replica of ``rtype`` needs, or None when it needs none: the
+    master always has one; other types when their main container declares a port."""
+    main = _main_container(job.spec.replica_specs[rtype], rtype)
+    if main.ports:
+        return main.ports[0].container_port
+    return names.DEFAULT_MASTER_PORT if rtype is ReplicaType.MASTER else None
+
+
+def service_request(job: ElasticJob, rtype: ReplicaType, index: int, port: int) -> ServiceRequest:
+    return ServiceRequest(
+        namespace=job.namespace,
+        job=job.name,
+        name=service_name(job.name, rtype, index),
+        replica=replica_name(job.name, rtype, index),
+        type=rtype,
+        index=index,
+        port=port,
+        labels=flexjob_labels(job, rtype, index),
+    )
+
+
+def flexjob_labels(job: ElasticJob, rtype: ReplicaType, index: int) -> dict[str, str]:
+    return {
+        names.LABEL_JOB_NAME: job.name,
+        names.LABEL_REPLICA_TYPE: rtype.value,
+        names.LABEL_REPLICA_INDEX: str(index),
+        names.LABEL_RANK: str(index),
+    }
+
+
+def replica_env(
+    job: ElasticJob,
+    rtype: ReplicaType,
+    index: int,
+    master_address: str | None,
+    own_address: str | None,
+) -> dict[str, str]:
+    """The flexjob environment of one replica (DESIGN.md "Names"); it overrides the user's."""
+    env = {
+        names.ENV_JOB_NAME: job.name,
+        names.ENV_REPLICA_TYPE: rtype.value,
+        names.ENV_REPLICA_INDEX: str(index),
+    }
+    if master_address is not None:
+        env[names.ENV_MASTER] = master_address
+    if own_address is not None and rtype is not ReplicaType.MASTER:
+        env[ENV_REPLICA_ADDRESS] = own_address
+    return env
+
+
+def _merge_env(container: Container, extra: Mapping[str, str]) -> None:
+    kept = [e for e in container.env if e.name not in extra]
+    container.env = kept + [EnvVar(name=k, value=v) for k, v in extra.items()]
+
+
+def render_replica(
+    job: ElasticJob,
+    rtype: ReplicaType,
+    index: int,
+    *,
+    master_address: str | None,
+    own_address: str | None,
+    node: str | None,
+) -> ReplicaRequest:
+    """The full request for replica ``index`` of ``rtype``: template + env + labels."""
+    spec = job.spec.replica_specs[rtype]
+    template = spec.template.model_copy(deep=True)
+    if not template.spec.containers:
+        template.spec.containers = [Container(name=rtype.value)]
+    ours = replica_env(job, rtype, index, master_address, own_address)
+    for container in template.spec.containers:
+        _merge_env(container, {**job.spec.envs, **ours})
+    labels = {
+        **job.metadata.labels,
+        **dict(template.metadata.get("labels") or {}),
+        **flexjob_labels(job, rtype, index),
+    }
+    template.metadata = {**template.metadata, "labels": labels}
+    template.spec.restart_policy = "Never"
+    if node is not None:
+        template.spec.node_selector = {**template.spec.node_selector, NODE_SELECTOR_KEY: node}
+    main = template.spec.containers[0]
+    env = {e.name: e.value for e in main.env if e.value is not None}
+    name = replica_name(job.name, rtype, index)
+    return ReplicaRequest(
+        namespace=job.namespace,
+        job=job.name,
+        type=rtype,
+        index=index,
+        name=name,
+        command=tuple(main.command),
+        args=tuple(main.args),
+        env=env,
+        labels=labels,
+        resources={k: str(v) for k, v in main.resources.requests.items()},
+        template=template,
+        image=main.image,
+        working_dir=main.working_dir,
+        node=node,
+        service=name if own_address is not None else None,
+    )

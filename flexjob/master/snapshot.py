@@ -1,0 +1,54 @@
+"""What a master snapshot holds and how it is read back: shard progress per dataset, the
+rendezvous round / members / join ages, and per-node stats, as one JSON object.
+
+``SnapshotWriter`` re-serializes only the parts that changed since its last call (rendezvous
+and stats change rarely; shard progress changes all the time). Not for writing files
+(``master.state``) or deciding when to snapshot (``master.service``).
+"""
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from flexjob.core.rendezvous import Rendezvous
+from flexjob.core.shards import ShardManager
+from flexjob.master.stats import StatsBook
+
+STATE_VERSION = 1
+
+
+class SnapshotWriter:
+    def __init__(self) -> None:
+        self._cache: dict[str, tuple[int, str]] = {}
+
+    def text(
+        self, job: str, shards: dict[str, ShardManager], rdzv: Rendezvous, stats: StatsBook
+    ) -> str:
+        progress = {name: mgr.to_dict() for name, mgr in shards.items()}
+        rdzv_json = self._cached("rendezvous", rdzv.version, rdzv.to_dict)
+        stats_json = self._cached("stats", stats.version, stats.to_dict)
+        head = json.dumps({"version": STATE_VERSION, "job": job, "shards": progress})
+        return f'{head[:-1]}, "rendezvous": {rdzv_json}, "stats": {stats_json}}}'
+
+    def _cached(self, key: str, version: int, build: Callable[[], object]) -> str:
+        hit = self._cache.get(key)
+        if hit is None or hit[0] != version:
+            hit = (version, json.dumps(build()))
+            self._cache[key] = hit
+        return hit[1]
+
+
+def restore_snapshot(
+    data: dict[str, Any], shards: dict[str, ShardManager], rdzv: Rendezvous, stats: StatsBook
+) -> list[str]:
+    """Load ``data`` into the given objects; returns the members of the restored world."""
+    if data.get("version") != STATE_VERSION:
+        raise ValueError(f"master state version must be {STATE_VERSION}, got {data.get('version')}")
+    for name, saved in data["shards"].items():
+        if name in shards:
+            shards[name].restore(saved)
+    r = data["rendezvous"]
+    members = [str(m) for m in r["members"]]
+    rdzv.restore(int(r["round"]), members, dict(r["ages"]))
+    stats.restore(data["stats"])
+    return members

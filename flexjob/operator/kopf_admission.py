@@ -1,0 +1,47 @@
+"""Admission webhooks for ElasticJobs and ScalePlans, backed by ``api.validate``/``api.defaults``.
+
+The validating webhook rejects a spec with one line per bad field (``path: message``); the
+mutating webhook fills the defaults of ``api.defaults.apply_defaults``. kopf serves both on its
+``WebhookServer`` (paths ``/validate-elasticjob``, ``/validate-scaleplan``, ``/mutate-elasticjob``).
+"""
+
+from typing import Any
+
+import kopf
+
+from flexjob.api.defaults import apply_defaults
+from flexjob.api.job import ElasticJob
+from flexjob.api.names import GROUP, PLURAL_JOB, PLURAL_SCALE_PLAN, VERSION
+from flexjob.api.validate import validate
+
+VALIDATE_JOB = "validate-elasticjob"
+VALIDATE_PLAN = "validate-scaleplan"
+MUTATE_JOB = "mutate-elasticjob"
+
+
+def _check(body: kopf.Body) -> None:
+    raw = {key: value for key, value in body.items() if key != "status"}
+    problems = validate(raw)
+    if problems:
+        raise kopf.AdmissionError("; ".join(str(p) for p in problems), code=422)
+
+
+def register_admission(registry: kopf.OperatorRegistry) -> None:
+    """Register the validating and mutating handlers on ``registry``."""
+
+    @kopf.on.validate(GROUP, VERSION, PLURAL_JOB, id=VALIDATE_JOB, registry=registry)
+    def validate_job(body: kopf.Body, **_: Any) -> None:
+        _check(body)
+
+    @kopf.on.validate(GROUP, VERSION, PLURAL_SCALE_PLAN, id=VALIDATE_PLAN, registry=registry)
+    def validate_plan(body: kopf.Body, **_: Any) -> None:
+        _check(body)
+
+    @kopf.on.mutate(GROUP, VERSION, PLURAL_JOB, id=MUTATE_JOB, registry=registry)
+    def default_job(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
+        raw = {key: value for key, value in body.items() if key != "status"}
+        try:
+            job = ElasticJob.model_validate(raw)
+        except ValueError:
+            return  # invalid: the validating webhook rejects it with the field messages
+        patch["spec"] = apply_defaults(job).to_wire()["spec"]

@@ -1,0 +1,169 @@
+"""Run the kopf operator in-process: settings, login, handlers, the work queue, webhooks.
+
+``OperatorOptions`` says where to connect and how to behave; ``run_operator`` runs until its
+task is cancelled (tests) or the process is stopped (``flexjob operator``). Handlers live in
+``kopf_handlers`` and ``kopf_admission``; one pass of reconciling in ``reconcile_pass``.
+"""
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import kopf
+import kubernetes.client
+
+from flexjob.api.names import GROUP
+from flexjob.operator.kopf_admission import register_admission
+from flexjob.operator.kopf_handlers import register_handlers
+from flexjob.operator.reconcile_pass import reconcile_job
+from flexjob.operator.work_queue import JobKey, JobQueue
+from flexjob.platform.api import Platform
+from flexjob.platform.kubernetes.connection import load_configuration
+
+logger = logging.getLogger(__name__)
+
+FINALIZER = f"{GROUP}/finalizer"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class WebhookOptions:
+    """Where kopf's admission server listens; without cert/key it serves plain HTTP."""
+
+    addr: str = "0.0.0.0"
+    port: int = 9443
+    host: str | None = None
+    certfile: str | None = None
+    pkeyfile: str | None = None
+
+    def server(self) -> kopf.WebhookServer:
+        insecure = self.certfile is None
+        return kopf.WebhookServer(
+            addr=self.addr,
+            port=self.port,
+            host=self.host,
+            certfile=self.certfile,
+            pkeyfile=self.pkeyfile,
+            insecure=insecure,
+        )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class OperatorOptions:
+    """How the operator runs. ``server`` set: talk to that API URL without credentials (tests,
+    ``kubectl proxy``); unset: the service account in a pod, else the kubeconfig."""
+
+    namespaces: tuple[str, ...] = ()
+    server: str | None = None
+    kubeconfig: str | None = None
+    context: str | None = None
+    liveness: str | None = None
+    workers: int = 4
+    #: Replica creations/deletions one pass sends at the same time.
+    parallel: int = 4
+    resync_interval: float | None = 60.0
+    webhooks: WebhookOptions | None = None
+    post_events: bool = True
+    #: Watch-stream server timeout (seconds); small values make tests notice changes sooner.
+    watch_timeout: float | None = None
+    standalone: bool = True
+
+
+def configure(settings: kopf.OperatorSettings, options: OperatorOptions) -> None:
+    """kopf settings for flexjob: its own finalizer and annotation prefix, no status writes."""
+    settings.persistence.finalizer = FINALIZER
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        prefix=GROUP, key="last-handled-configuration"
+    )
+    settings.posting.enabled = options.post_events
+    settings.posting.level = logging.WARNING
+    settings.watching.server_timeout = options.watch_timeout
+    settings.watching.reconnect_backoff = 0.1
+    settings.networking.error_backoffs = [0.1, 0.5, 1, 2, 5]
+    settings.batching.idle_timeout = 0.1
+    settings.batching.batch_window = 0.01
+    settings.batching.exit_timeout = 1.0
+    if options.webhooks is not None:
+        settings.admission.server = options.webhooks.server()
+        settings.admission.managed = None
+
+
+def build_registry(
+    platform: Platform, queue: JobQueue, options: OperatorOptions
+) -> kopf.OperatorRegistry:
+    registry = kopf.OperatorRegistry()
+    register_handlers(registry, platform, queue, options.resync_interval)
+    if options.webhooks is not None:
+        register_admission(registry)
+
+    @kopf.on.login(registry=registry)
+    def login(**_: Any) -> kopf.ConnectionInfo:
+        # Reloaded on every (re-)login: rotated service-account tokens are picked up.
+        return connection_info(
+            load_configuration(options.kubeconfig, options.context, options.server)
+        )
+
+    return registry
+
+
+def connection_info(configuration: kubernetes.client.Configuration) -> kopf.ConnectionInfo:
+    """kopf's credentials from the client's configuration (token, client cert, CA)."""
+    token = (configuration.api_key or {}).get("authorization") or (configuration.api_key or {}).get(
+        "BearerToken"
+    )
+    scheme, _, value = (token or "").partition(" ")
+    return kopf.ConnectionInfo(
+        server=configuration.host,
+        ca_path=configuration.ssl_ca_cert,
+        insecure=not configuration.verify_ssl,
+        scheme=scheme if value else None,
+        token=value or None,
+        certificate_path=configuration.cert_file,
+        private_key_path=configuration.key_file,
+    )
+
+
+def make_queue(
+    platform: Platform, workers: int, clock: Callable[[], datetime], parallel: int = 1
+) -> JobQueue:
+    """The work queue whose workers run ``reconcile_job`` (each applying ``parallel`` actions
+    at a time) in threads."""
+
+    async def handle(key: JobKey) -> object:
+        return await asyncio.to_thread(reconcile_job, platform, key[0], key[1], clock(), parallel)
+
+    return JobQueue(handle, workers=workers)
+
+
+async def run_operator(
+    platform: Platform,
+    options: OperatorOptions,
+    *,
+    queue: JobQueue | None = None,
+    ready: asyncio.Event | None = None,
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> None:
+    """Run kopf and the reconcile workers until cancelled."""
+    queue = queue or make_queue(platform, options.workers, clock, options.parallel)
+    settings = kopf.OperatorSettings()
+    configure(settings, options)
+    registry = build_registry(platform, queue, options)
+    workers = asyncio.create_task(queue.run(), name="flexjob-reconcile-workers")
+    try:
+        await kopf.operator(
+            registry=registry,
+            settings=settings,
+            standalone=options.standalone,
+            clusterwide=not options.namespaces,
+            namespaces=options.namespaces,
+            ready_flag=ready,
+            liveness_endpoint=options.liveness,
+        )
+    finally:
+        workers.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await workers

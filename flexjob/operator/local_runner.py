@@ -1,0 +1,77 @@
+"""Running the local operator for one job: in this process, or as a detached background one.
+
+``run_job`` drives ``LocalJobLoop`` until the job is done and, when interrupted (Ctrl-C or
+SIGTERM), stops the job's replicas and marks it Failed. ``start_detached`` starts
+``python -m flexjob local-operator`` in its own session with output in the job's directory, for
+``flexjob submit --detach``.
+"""
+
+import logging
+import signal
+import subprocess
+import sys
+from datetime import UTC, datetime
+from types import FrameType
+
+from flexjob.api import ElasticJob, JobPhase
+from flexjob.core.phases import set_phase, timestamp
+from flexjob.operator.local_loop import LocalJobLoop, Observer
+from flexjob.platform.api import NotFoundError
+from flexjob.platform.local import LocalPlatform
+from flexjob.platform.local.paths import job_dir
+
+log = logging.getLogger(__name__)
+
+INTERRUPTED_MESSAGE = "the local operator was interrupted; replicas were stopped"
+
+
+def _sigterm(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def run_job(
+    platform: LocalPlatform,
+    namespace: str,
+    name: str,
+    observer: Observer | None = None,
+    interval: float = 0.2,
+) -> ElasticJob | None:
+    """Reconcile the job until it is done; its last state (None if it was deleted)."""
+    previous = signal.signal(signal.SIGTERM, _sigterm)
+    loop = LocalJobLoop(platform, namespace, name, interval=interval, observer=observer)
+    try:
+        return loop.run()
+    except KeyboardInterrupt:
+        platform.close()
+        return _mark_interrupted(platform, namespace, name)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _mark_interrupted(platform: LocalPlatform, namespace: str, name: str) -> ElasticJob | None:
+    try:
+        job = platform.get_job(namespace, name)
+    except NotFoundError:
+        return None
+    status = job.status
+    if status is None or status.phase.finished:
+        return job
+    now = datetime.now(UTC)
+    set_phase(status, JobPhase.FAILED, now, "Interrupted", INTERRUPTED_MESSAGE)
+    status.completion_time = timestamp(now)
+    return platform.patch_job_status(namespace, name, status)
+
+
+def start_detached(platform: LocalPlatform, namespace: str, name: str) -> int:
+    """Start the background operator for a stored job; its pid."""
+    directory = job_dir(platform.home, namespace, name)
+    directory.mkdir(parents=True, exist_ok=True)
+    with (directory / "operator.log").open("ab") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "flexjob", "local-operator", name, "--namespace", namespace],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return proc.pid

@@ -1,0 +1,231 @@
+"""The manifests that install the flexjob operator on a cluster, as plain dicts.
+
+CRDs (from ``api.crd``), a Namespace, a ServiceAccount, a ClusterRole with exactly the verbs the
+operator uses (``RULES``), its binding, the operator Deployment, the Service in front of the
+admission webhooks, and the Validating/Mutating webhook configurations. TLS for the webhooks
+comes from the Secret ``flexjob-operator-tls`` (mounted at ``/tls``), which cert-manager issues
+from the self-signed Issuer and Certificate included here (``cert_manager=False`` leaves them
+out: then create the Secret and set the configurations' ``caBundle`` yourself); cert-manager's
+CA injector fills the ``caBundle``. Pure data, no client calls.
+"""
+
+import dataclasses
+from typing import Any
+
+from flexjob.api.crd import crds
+from flexjob.api.names import GROUP, PLURAL_JOB, PLURAL_SCALE_PLAN, VERSION
+from flexjob.operator.kopf_admission import MUTATE_JOB, VALIDATE_JOB, VALIDATE_PLAN
+
+Body = dict[str, Any]
+NAME = "flexjob-operator"
+#: Name of both webhook configurations.
+WEBHOOK_CONFIGURATION = f"webhooks.{GROUP}"
+TLS_SECRET = f"{NAME}-tls"
+TLS_DIR = "/tls"
+
+#: (apiGroups, resources, verbs): every call the operator, kopf and the platform make.
+RULES: tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]], ...] = (
+    # Jobs: watched by kopf, patched for the finalizer and annotations, deleted after their TTL.
+    ((GROUP,), (PLURAL_JOB,), ("get", "list", "watch", "patch", "delete")),
+    ((GROUP,), (PLURAL_SCALE_PLAN,), ("get", "list", "watch", "patch", "delete")),
+    ((GROUP,), (f"{PLURAL_JOB}/status", f"{PLURAL_SCALE_PLAN}/status"), ("get", "patch")),
+    # Replicas and their addresses: only the operator creates or deletes them.
+    (("",), ("pods",), ("get", "list", "watch", "create", "delete")),
+    (("",), ("services",), ("get", "list", "create", "delete")),
+    # Job events (kubectl describe), and kopf's own events.
+    (("",), ("events",), ("create", "list", "deletecollection")),
+    # kopf's cluster scanning: which namespaces and custom resources exist.
+    (("",), ("namespaces",), ("list", "watch")),
+    (("apiextensions.k8s.io",), ("customresourcedefinitions",), ("list", "watch")),
+)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class InstallOptions:
+    namespace: str = "flexjob-system"
+    image: str = "ghcr.io/flexjob/flexjob:0.1.0"
+    webhook_port: int = 9443
+    replicas: int = 1
+    cert_manager: bool = True
+
+    @property
+    def service_host(self) -> str:
+        return f"{NAME}.{self.namespace}.svc"
+
+
+def _meta(name: str, namespace: str | None = None) -> Body:
+    meta: Body = {"name": name, "labels": {"app.kubernetes.io/name": NAME}}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    return meta
+
+
+def rbac(options: InstallOptions) -> list[Body]:
+    rules = [
+        {"apiGroups": list(groups), "resources": list(resources), "verbs": list(verbs)}
+        for groups, resources, verbs in RULES
+    ]
+    subject = {"kind": "ServiceAccount", "name": NAME, "namespace": options.namespace}
+    role_ref = {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": NAME}
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(NAME, options.namespace)},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": _meta(NAME),
+            "rules": rules,
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": _meta(NAME),
+            "roleRef": role_ref,
+            "subjects": [subject],
+        },
+    ]
+
+
+def deployment(options: InstallOptions) -> Body:
+    args = [
+        "-m",
+        "flexjob",
+        "operator",
+        "--all-namespaces",
+        "--webhook-port",
+        str(options.webhook_port),
+        "--webhook-cert",
+        f"{TLS_DIR}/tls.crt",
+        "--webhook-key",
+        f"{TLS_DIR}/tls.key",
+        "--liveness",
+        "http://0.0.0.0:8080/healthz",
+    ]
+    container = {
+        "name": "operator",
+        "image": options.image,
+        "command": ["python"],
+        "args": args,
+        "ports": [
+            {"name": "webhooks", "containerPort": options.webhook_port},
+            {"name": "health", "containerPort": 8080},
+        ],
+        "livenessProbe": {"httpGet": {"path": "/healthz", "port": "health"}, "periodSeconds": 30},
+        "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
+        "securityContext": {"allowPrivilegeEscalation": False, "runAsNonRoot": True},
+        "volumeMounts": [{"name": "tls", "mountPath": TLS_DIR, "readOnly": True}],
+    }
+    volume = {"name": "tls", "secret": {"secretName": TLS_SECRET}}
+    labels = {"app.kubernetes.io/name": NAME}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": _meta(NAME, options.namespace),
+        "spec": {
+            "replicas": options.replicas,
+            "strategy": {"type": "Recreate"},
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "serviceAccountName": NAME,
+                    "containers": [container],
+                    "volumes": [volume],
+                },
+            },
+        },
+    }
+
+
+def webhook_service(options: InstallOptions) -> Body:
+    port = {"name": "webhooks", "port": 443, "targetPort": "webhooks"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _meta(NAME, options.namespace),
+        "spec": {"selector": {"app.kubernetes.io/name": NAME}, "ports": [port]},
+    }
+
+
+def _webhook(options: InstallOptions, path: str, plural: str, mutating: bool) -> Body:
+    rule = {
+        "apiGroups": [GROUP],
+        "apiVersions": [VERSION],
+        "operations": ["CREATE", "UPDATE"],
+        "resources": [plural],
+        "scope": "Namespaced",
+    }
+    service = {"name": NAME, "namespace": options.namespace, "path": f"/{path}", "port": 443}
+    hook: Body = {
+        "name": f"{path}.{GROUP}",
+        "admissionReviewVersions": ["v1"],
+        "clientConfig": {"service": service},
+        "rules": [rule],
+        "sideEffects": "None",
+        "failurePolicy": "Fail",
+        "timeoutSeconds": 10,
+    }
+    if mutating:
+        hook["reinvocationPolicy"] = "Never"
+    return hook
+
+
+def certificate(options: InstallOptions) -> list[Body]:
+    """cert-manager's self-signed Issuer and the serving Certificate for the webhook service."""
+    issuer_ref = {"name": NAME, "kind": "Issuer"}
+    dns = [options.service_host, f"{options.service_host}.cluster.local"]
+    return [
+        {
+            "apiVersion": "cert-manager.io/v1",
+            "kind": "Issuer",
+            "metadata": _meta(NAME, options.namespace),
+            "spec": {"selfSigned": {}},
+        },
+        {
+            "apiVersion": "cert-manager.io/v1",
+            "kind": "Certificate",
+            "metadata": _meta(NAME, options.namespace),
+            "spec": {"secretName": TLS_SECRET, "dnsNames": dns, "issuerRef": issuer_ref},
+        },
+    ]
+
+
+def _webhook_meta(options: InstallOptions) -> Body:
+    meta = _meta(WEBHOOK_CONFIGURATION)
+    if options.cert_manager:
+        meta["annotations"] = {"cert-manager.io/inject-ca-from": f"{options.namespace}/{NAME}"}
+    return meta
+
+
+def webhook_configurations(options: InstallOptions) -> list[Body]:
+    return [
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "MutatingWebhookConfiguration",
+            "metadata": _webhook_meta(options),
+            "webhooks": [_webhook(options, MUTATE_JOB, PLURAL_JOB, mutating=True)],
+        },
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": _webhook_meta(options),
+            "webhooks": [
+                _webhook(options, VALIDATE_JOB, PLURAL_JOB, mutating=False),
+                _webhook(options, VALIDATE_PLAN, PLURAL_SCALE_PLAN, mutating=False),
+            ],
+        },
+    ]
+
+
+def install_manifests(options: InstallOptions | None = None) -> list[Body]:
+    """Everything ``kubectl apply`` needs, in dependency order."""
+    options = options or InstallOptions()
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(options.namespace)}
+    return [
+        *crds(),
+        namespace,
+        *rbac(options),
+        *(certificate(options) if options.cert_manager else []),
+        webhook_service(options),
+        deployment(options),
+        *webhook_configurations(options),
+    ]

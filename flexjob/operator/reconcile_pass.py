@@ -1,0 +1,76 @@
+"""One reconcile pass for one job: observe on the platform, decide with ``core.reconcile``, act.
+
+Shared by the drivers (kopf handlers, the benchmark). A job that is gone or being deleted is
+left alone (its finalizer handler releases it). Not a loop and not a scheduler: callers decide
+when to run a pass.
+
+With ``parallel > 1`` runs of independent actions (creating or deleting replicas and recording
+events) go out ``parallel`` at a time; everything else stays a barrier in reconcile's order
+(a service before the replicas that need its address, the status last).
+"""
+
+import logging
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+
+from flexjob.api import ElasticJob
+from flexjob.core.actions import Action, CreateReplica, DeleteReplica, ReconcileResult, RecordEvent
+from flexjob.core.reconcile import reconcile
+from flexjob.operator.apply import apply_actions
+from flexjob.operator.local_loop import pending_plan
+from flexjob.platform.api import NotFoundError, Platform
+
+logger = logging.getLogger(__name__)
+
+
+def is_deleting(job: ElasticJob) -> bool:
+    extra = job.metadata.model_extra or {}
+    return bool(extra.get("deletionTimestamp") or extra.get("deletion_timestamp"))
+
+
+_INDEPENDENT = (CreateReplica, DeleteReplica, RecordEvent)
+
+
+def batches(actions: Sequence[Action]) -> list[list[Action]]:
+    """Split into batches that may run concurrently: maximal runs of independent actions, and
+    every other action alone, in the original order."""
+    out: list[list[Action]] = []
+    for action in actions:
+        independent = isinstance(action, _INDEPENDENT)
+        if independent and out and isinstance(out[-1][0], _INDEPENDENT):
+            out[-1].append(action)
+        else:
+            out.append([action])
+    return out
+
+
+def apply_in_batches(platform: Platform, actions: Sequence[Action], parallel: int) -> None:
+    if parallel <= 1 or len(actions) <= 1:
+        apply_actions(platform, actions)
+        return
+    with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="flexjob-apply") as pool:
+        for batch in batches(actions):
+            list(pool.map(lambda action: apply_actions(platform, [action]), batch))
+
+
+def reconcile_job(
+    platform: Platform, namespace: str, name: str, now: datetime, parallel: int = 1
+) -> ReconcileResult | None:
+    """Run one pass; returns what was decided, or None when there was no job to reconcile."""
+    try:
+        job = platform.get_job(namespace, name)
+    except NotFoundError:
+        return None
+    if is_deleting(job):
+        return None
+    replicas = platform.list_replicas(namespace, name)
+    services = platform.list_services(namespace, name)
+    result = reconcile(job, replicas, now, services=services, plan=pending_plan(platform, job))
+    apply_in_batches(platform, result.actions, parallel)
+    if result.status != job.status:
+        try:
+            platform.patch_job_status(namespace, name, result.status)
+        except NotFoundError:
+            logger.info("job %s/%s disappeared while reconciling", namespace, name)
+    return result

@@ -1,0 +1,39 @@
+"""Where the Kubernetes API is and how to authenticate: one ``Configuration`` for everyone.
+
+In a pod the service account is used; elsewhere the kubeconfig (``--kubeconfig``/``--context``
+or ``$KUBECONFIG``). Both the platform's client and kopf's login read the same configuration.
+"""
+
+import os
+from typing import Any
+
+import kubernetes.client
+import kubernetes.config
+
+_config: Any = kubernetes.config  # the client's config module carries no type hints
+
+#: HTTP connections kept per client: the operator's workers x actions in flight, with room.
+POOL_SIZE = 32
+
+
+def load_configuration(
+    kubeconfig: str | None = None, context: str | None = None, server: str | None = None
+) -> kubernetes.client.Configuration:
+    """``server`` alone: that URL without credentials (a local emulator or ``kubectl proxy``)."""
+    configuration = kubernetes.client.Configuration()
+    configuration.connection_pool_maxsize = POOL_SIZE
+    if server is not None:
+        configuration.host = server.rstrip("/")
+        return configuration
+    if kubeconfig is None and context is None:
+        try:
+            _config.load_incluster_config(client_configuration=configuration)
+            return configuration
+        except _config.ConfigException:
+            pass
+    # $KUBECONFIG is read now, not when the client was imported (it may list several files).
+    config_file = kubeconfig or os.environ.get("KUBECONFIG") or None
+    _config.load_kube_config(
+        config_file=config_file, context=context, client_configuration=configuration
+    )
+    return configuration

@@ -1,0 +1,87 @@
+"""Starting and stopping replica processes on this machine.
+
+A replica is its main container's ``command + args`` run as a child process in its own session
+(so that stopping it stops everything it started), with the replica's environment on top of
+ours and its output appended to its log file. Not here: bookkeeping (``runtime.py``).
+"""
+
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import psutil
+
+log = logging.getLogger(__name__)
+
+#: Seconds a replica gets between SIGTERM and SIGKILL.
+STOP_GRACE_SECONDS = 3.0
+
+
+def spawn(
+    argv: Sequence[str], env: Mapping[str, str], log_file: Path, cwd: str | None = None
+) -> subprocess.Popen[bytes]:
+    """Start ``argv`` with ``env`` added to this process's environment; output to ``log_file``."""
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    with log_file.open("ab") as out:
+        return subprocess.Popen(
+            list(argv),
+            env={**os.environ, **env},
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def exit_code(returncode: int) -> int:
+    """Shell-style exit code: killed by signal N reads 128 + N (as Kubernetes reports it)."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+def stop_child(proc: subprocess.Popen[bytes], grace: float = STOP_GRACE_SECONDS) -> int:
+    """Stop a child we started (and its process group); returns its exit code."""
+    if proc.poll() is None:
+        _signal_group(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            _signal_group(proc.pid, signal.SIGKILL)
+            proc.wait()
+    else:
+        _signal_group(proc.pid, signal.SIGKILL)  # leftovers in its group
+    assert proc.returncode is not None
+    return exit_code(proc.returncode)
+
+
+def alive(pid: int, created: float | None = None) -> bool:
+    """Whether ``pid`` runs (and, given ``created``, is the process started around then)."""
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return False
+        return created is None or abs(proc.create_time() - created) < 5.0
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+def stop_pid(pid: int, created: float | None = None, grace: float = STOP_GRACE_SECONDS) -> None:
+    """Stop a replica process another process started (we cannot wait for it, only poll)."""
+    if not alive(pid, created):
+        return
+    _signal_group(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and alive(pid):
+        time.sleep(0.05)
+    if alive(pid):
+        _signal_group(pid, signal.SIGKILL)

@@ -1,0 +1,277 @@
+"""Local replicas and services: processes of this machine, tracked in the SQLite file.
+
+The process that creates a replica owns it (it is that process's child): it records the pid,
+polls the exit code and writes it to the row, so any other process (``flexjob get``) sees the
+same phases. A replica whose owner died is judged by its pid alone. Services are free
+127.0.0.1 ports handed out by name. Not here: the job store (``store.py``).
+"""
+
+import json
+import logging
+import os
+import socket
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from subprocess import Popen
+from typing import Any
+
+from flexjob.api import ReplicaPhase, ReplicaType
+from flexjob.core.replicas import Replica, ReplicaRequest, Service, ServiceRequest
+from flexjob.platform.api import AlreadyExistsError, NotFoundError
+from flexjob.platform.local import processes
+from flexjob.platform.local.db import Database
+from flexjob.platform.local.paths import job_dir, log_path
+
+log = logging.getLogger(__name__)
+
+LOCAL_NODE = "localhost"
+_ACTIVE = (ReplicaPhase.PENDING.value, ReplicaPhase.RUNNING.value)
+_COLUMNS = (
+    "namespace, name, job, type, idx, uid, phase, exit_code, pid, owner_pid, address, node, "
+    "created, labels, log_path, deleting"
+)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _replica(row: tuple[Any, ...]) -> Replica:
+    ns, name, job, rtype, idx, uid, phase, code, _pid, _owner, address, node, created = row[:13]
+    labels, _log, deleting = row[13:]
+    return Replica(
+        namespace=ns,
+        job=job,
+        name=name,
+        type=ReplicaType(rtype),
+        index=idx,
+        phase=ReplicaPhase(phase),
+        uid=uid,
+        exit_code=code,
+        address=address,
+        node=node,
+        created=datetime.fromtimestamp(created, UTC),
+        labels=json.loads(labels),
+        deleting=bool(deleting),
+    )
+
+
+class ReplicaRuntime:
+    def __init__(self, db: Database, home: Path) -> None:
+        self.db = db
+        self.home = home
+        self._children: dict[tuple[str, str], Popen[bytes]] = {}
+        self._lock = threading.RLock()
+
+    # --- replicas ------------------------------------------------------------------------------
+    def create_replica(self, req: ReplicaRequest) -> Replica:
+        path = log_path(self.home, req.namespace, req.job, req.short_name)
+        address = self._service_address(req.namespace, req.service) if req.service else None
+        with self.db.transaction() as conn:
+            if conn.execute(
+                "SELECT 1 FROM replicas WHERE namespace=? AND name=?", (req.namespace, req.name)
+            ).fetchone():
+                raise AlreadyExistsError(f"replica {req.namespace}/{req.name} already exists")
+            conn.execute(
+                f"INSERT INTO replicas ({_COLUMNS}) VALUES "
+                "(?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?, ?, ?, ?, 0)",
+                (
+                    req.namespace,
+                    req.name,
+                    req.job,
+                    req.type.value,
+                    req.index,
+                    str(uuid.uuid4()),
+                    ReplicaPhase.PENDING.value,
+                    os.getpid(),
+                    address,
+                    req.node or LOCAL_NODE,
+                    time.time(),
+                    json.dumps(dict(req.labels)),
+                    str(path),
+                ),
+            )
+        argv = [*req.command, *req.args]
+        try:
+            if not argv:
+                raise OSError("the replica's container has no command or args to run")
+            proc = processes.spawn(argv, req.env, path, req.working_dir)
+        except OSError as exc:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a") as out:
+                out.write(f"flexjob: cannot start {argv!r}: {exc}\n")
+            self._set_exit(req.namespace, req.name, 127)
+            return self._get(req.namespace, req.name)
+        with self._lock:
+            self._children[(req.namespace, req.name)] = proc
+        with self.db.transaction() as conn:
+            conn.execute(
+                "UPDATE replicas SET pid=?, phase=? WHERE namespace=? AND name=?",
+                (proc.pid, ReplicaPhase.RUNNING.value, req.namespace, req.name),
+            )
+        return self._get(req.namespace, req.name)
+
+    def _set_exit(self, namespace: str, name: str, code: int | None) -> None:
+        phase = ReplicaPhase.SUCCEEDED if code == 0 else ReplicaPhase.FAILED
+        with self.db.transaction() as conn:
+            conn.execute(
+                "UPDATE replicas SET phase=?, exit_code=? WHERE namespace=? AND name=?",
+                (phase.value, code, namespace, name),
+            )
+
+    def _get(self, namespace: str, name: str) -> Replica:
+        with self.db.reading() as conn:
+            row = conn.execute(
+                f"SELECT {_COLUMNS} FROM replicas WHERE namespace=? AND name=?", (namespace, name)
+            ).fetchone()
+        if row is None:
+            raise NotFoundError(f"replica {namespace}/{name} not found")
+        return _replica(row)
+
+    def refresh(self) -> None:
+        """Record the exit of our children, and of replicas whose owner process is gone."""
+        with self._lock:
+            exited = [
+                (key, p.returncode) for key, p in self._children.items() if p.poll() is not None
+            ]
+            for key, _ in exited:
+                del self._children[key]
+        for (ns, name), returncode in exited:
+            self._set_exit(ns, name, processes.exit_code(returncode))
+        me = os.getpid()
+        with self.db.reading() as conn:
+            orphans = conn.execute(
+                "SELECT namespace, name, pid, owner_pid, created FROM replicas "
+                "WHERE phase IN (?, ?) AND owner_pid != ?",
+                (*_ACTIVE, me),
+            ).fetchall()
+        for ns, name, pid, owner, created in orphans:
+            if processes.alive(owner) or (pid is not None and processes.alive(pid, created)):
+                continue
+            log.warning("replica %s/%s lost its owner process and is gone", ns, name)
+            self._set_exit(ns, name, None)
+
+    def delete_replica(self, namespace: str, name: str) -> None:
+        with self._lock:
+            proc = self._children.pop((namespace, name), None)
+        with self.db.transaction() as conn:
+            row = conn.execute(
+                "SELECT pid, phase, created FROM replicas WHERE namespace=? AND name=?",
+                (namespace, name),
+            ).fetchone()
+            conn.execute(
+                "UPDATE replicas SET deleting=1 WHERE namespace=? AND name=?", (namespace, name)
+            )
+        if proc is not None:
+            processes.stop_child(proc)
+        elif row is not None and row[0] is not None and row[1] in _ACTIVE:
+            processes.stop_pid(row[0], row[2])
+        with self.db.transaction() as conn:
+            conn.execute("DELETE FROM replicas WHERE namespace=? AND name=?", (namespace, name))
+
+    def list_replicas(self, namespace: str | None, job: str | None = None) -> list[Replica]:
+        self.refresh()
+        query, args = f"SELECT {_COLUMNS} FROM replicas WHERE 1=1", []
+        if namespace is not None:
+            query, args = query + " AND namespace=?", [namespace]
+        if job is not None:
+            query, args = query + " AND job=?", [*args, job]
+        with self.db.reading() as conn:
+            rows = conn.execute(query + " ORDER BY created, name", args).fetchall()
+        return [_replica(row) for row in rows]
+
+    def stop_children(self) -> None:
+        """Stop every replica this process started (on shutdown); rows keep their exit."""
+        with self._lock:
+            children = list(self._children.items())
+        for (ns, name), proc in children:
+            code = processes.stop_child(proc)
+            with self._lock:
+                self._children.pop((ns, name), None)
+            self._set_exit(ns, name, code)
+
+    # --- services ------------------------------------------------------------------------------
+    def _service_address(self, namespace: str, name: str) -> str | None:
+        with self.db.reading() as conn:
+            row = conn.execute(
+                "SELECT address FROM services WHERE namespace=? AND name=?", (namespace, name)
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    def create_service(self, req: ServiceRequest) -> Service:
+        address = f"127.0.0.1:{free_port()}"
+        try:
+            with self.db.transaction() as conn:
+                conn.execute(
+                    "INSERT INTO services VALUES (?, ?, ?, ?, ?)",
+                    (req.namespace, req.name, req.job, req.replica, address),
+                )
+        except sqlite3.IntegrityError as exc:
+            raise AlreadyExistsError(f"service {req.namespace}/{req.name} already exists") from exc
+        return Service(req.namespace, req.job, req.name, req.replica, address)
+
+    def delete_service(self, namespace: str, name: str) -> None:
+        with self.db.transaction() as conn:
+            conn.execute("DELETE FROM services WHERE namespace=? AND name=?", (namespace, name))
+
+    def list_services(self, namespace: str | None, job: str | None = None) -> list[Service]:
+        query, args = "SELECT namespace, job, name, replica, address FROM services WHERE 1=1", []
+        if namespace is not None:
+            query, args = query + " AND namespace=?", [namespace]
+        if job is not None:
+            query, args = query + " AND job=?", [*args, job]
+        with self.db.reading() as conn:
+            rows = conn.execute(query + " ORDER BY name", args).fetchall()
+        return [Service(*row) for row in rows]
+
+    # --- logs ----------------------------------------------------------------------------------
+    def log_file(self, namespace: str, replica: str) -> Path:
+        """The log of ``replica`` (its full name), also after the replica was deleted."""
+        with self.db.reading() as conn:
+            row = conn.execute(
+                "SELECT log_path FROM replicas WHERE namespace=? AND name=?", (namespace, replica)
+            ).fetchone()
+        if row is not None:
+            return Path(row[0])
+        for path in sorted((self.home / "jobs" / namespace).glob("*/logs/*.log")):
+            if f"{path.parent.parent.name}-{path.stem}" == replica:
+                return path
+        raise NotFoundError(f"no log for replica {namespace}/{replica}")
+
+    def read_logs(
+        self, namespace: str, replica: str, follow: bool = False, timeout: float | None = None
+    ) -> Iterator[str]:
+        path = self.log_file(namespace, replica)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with path.open("r", errors="replace") as src:
+            while True:
+                line = src.readline()
+                if line:
+                    yield line
+                    continue
+                if not follow or (deadline is not None and time.monotonic() > deadline):
+                    return
+                if not self._active(namespace, replica):
+                    rest = src.read()
+                    if rest:
+                        yield rest
+                    return
+                time.sleep(0.1)
+
+    def _active(self, namespace: str, name: str) -> bool:
+        self.refresh()
+        with self.db.reading() as conn:
+            row = conn.execute(
+                "SELECT phase FROM replicas WHERE namespace=? AND name=?", (namespace, name)
+            ).fetchone()
+        return row is not None and row[0] in _ACTIVE
+
+    def job_logs_dir(self, namespace: str, job: str) -> Path:
+        return job_dir(self.home, namespace, job) / "logs"

@@ -1,0 +1,158 @@
+"""The live ``Allocator``: runs a policy over the jobs in a platform's job store and writes
+``status.allocation`` (and, for preemptible jobs, ``status.replicas``).
+
+Each ``step``: list unfinished jobs, build each one's ``JobInfo`` (``jobview``; speedup fitted
+from its profilings), run ``core.policies.schedule_round`` (new jobs placed with ``allocate``;
+every ``period`` seconds preemptible jobs re-planned with ``optimize``), and write what changed.
+``status.allocation[type]`` lists one node per replica, index-aligned with the replica index;
+the operator places replica ``i`` on that node (Kubernetes: node selector; local: a label).
+Non-preemptible jobs keep their replica count and, once placed, their nodes. A job whose
+``status.replicas`` was changed by hand (the server) no longer matches its allocation and is
+placed afresh: requested-size policies honour the new count; ``goodput`` takes it as the job's
+ask and still sizes preemptible jobs by speedup. A preemptible job the policy leaves out
+(no room) keeps its replicas but loses its placement, so the cluster's own scheduler queues it.
+
+Not for: deciding (policies), creating replicas (operator) or node discovery (``NodeSource``).
+"""
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Protocol
+
+from flexjob.api import ElasticJob, ElasticJobStatus
+from flexjob.core.policies import JobInfo, NodeInfo, Policy, PolicyError, schedule_round
+from flexjob.platform.api import NotFoundError, Platform
+from flexjob.scheduler.jobview import elastic_type, job_info, job_key
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], datetime]
+
+
+class NodeSource(Protocol):
+    """Where the Allocator learns the cluster's nodes and their allocatable resources."""
+
+    def nodes(self) -> list[NodeInfo]: ...
+
+
+class StaticNodes:
+    """A fixed list of nodes (the local platform, tests, or a configured cluster)."""
+
+    def __init__(self, nodes: Sequence[NodeInfo]) -> None:
+        self._nodes = list(nodes)
+
+    def nodes(self) -> list[NodeInfo]:
+        return list(self._nodes)
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class Allocator:
+    """Runs ``policy`` over the unfinished jobs of ``platform`` on the nodes of ``nodes``."""
+
+    def __init__(
+        self,
+        platform: Platform,
+        policy: Policy,
+        nodes: NodeSource,
+        *,
+        period: float = 60.0,
+        namespace: str | None = None,
+        clock: Clock = _utc_now,
+    ) -> None:
+        if period <= 0:
+            raise ValueError(f"period must be > 0 seconds, got {period}")
+        self.platform = platform
+        self.policy = policy
+        self.node_source = nodes
+        self.period = period
+        self.namespace = namespace
+        self.clock = clock
+        self.restarts: dict[str, int] = {}
+        self._last_optimize: datetime | None = None
+
+    def _current(self, jobs: Sequence[ElasticJob]) -> dict[str, list[str]]:
+        previous: dict[str, list[str]] = {}
+        for job in jobs:
+            rtype = elastic_type(job)
+            if rtype is None or job.status is None:
+                continue
+            placed = list(job.status.allocation.get(rtype, []))
+            if placed and all(placed):
+                previous[job_key(job)] = placed
+        return previous
+
+    def step(self) -> dict[str, list[str]]:
+        """One round; returns the allocations that changed (job key -> nodes)."""
+        now = self.clock()
+        jobs = [
+            j
+            for j in self.platform.list_jobs(self.namespace)
+            if not (j.status and j.status.phase.finished) and not j.spec.suspend
+        ]
+        infos: list[JobInfo] = []
+        by_key: dict[str, ElasticJob] = {}
+        for job in jobs:
+            info = job_info(job, now, self.restarts.get(job_key(job), 0))
+            if info is not None:
+                infos.append(info)
+                by_key[info.id] = job
+        previous = self._current(jobs)
+        for info in infos:  # a job resized by hand (server, CLI) is a new request: place afresh
+            placed = previous.get(info.id)
+            if placed and len(placed) != info.replicas:
+                del previous[info.id]
+        optimize = (
+            self._last_optimize is None
+            or (now - self._last_optimize).total_seconds() >= self.period
+        )
+        try:
+            result = schedule_round(
+                self.policy, infos, self.node_source.nodes(), previous, optimize=optimize
+            )
+        except PolicyError:
+            log.exception(
+                "policy %s broke the allocation contract; nothing written", self.policy.name
+            )
+            return {}
+        if optimize:
+            self._last_optimize = now
+        changed = {}
+        for info in infos:
+            new = result.get(info.id, [])
+            old = previous.get(info.id, [])
+            if new == old:
+                continue
+            if old and new:
+                self.restarts[info.id] = self.restarts.get(info.id, 0) + 1
+            if self._write(by_key[info.id], info, new):
+                changed[info.id] = new
+        return changed
+
+    def _write(self, job: ElasticJob, info: JobInfo, nodes: list[str]) -> bool:
+        rtype = elastic_type(job)
+        assert rtype is not None
+        try:
+            fresh = self.platform.get_job(job.namespace, job.name)  # narrow the race window
+            status = (fresh.status or ElasticJobStatus()).model_copy(deep=True)
+            status.allocation[rtype] = nodes
+            if info.preemptible and nodes:
+                status.replicas[rtype] = len(nodes)
+            self.platform.patch_job_status(job.namespace, job.name, status)
+        except NotFoundError:
+            return False
+        log.info("allocated %s %s to %s", job_key(job), rtype.value, nodes or "nothing")
+        return True
+
+    def run(self, stop: threading.Event, interval: float = 5.0) -> None:
+        """Step every ``interval`` seconds until ``stop`` is set; errors are logged, not fatal."""
+        while not stop.is_set():
+            try:
+                self.step()
+            except Exception:
+                log.exception("allocator round failed")
+            stop.wait(interval)

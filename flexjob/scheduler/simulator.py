@@ -1,0 +1,184 @@
+"""A discrete-time cluster simulator that drives the same policy code as the live Allocator.
+
+For: comparing policies on a trace (``flexjob simulate``, ``benchmarks/scheduler.py``). Jobs
+arrive per the trace; every tick the simulator runs ``core.policies.schedule_round`` (placing
+new jobs; re-planning preemptible ones every ``period``); a job whose allocation changes to a
+non-empty one pays ``restart_delay`` seconds with no progress (also on its first start); a
+running job progresses at ``speedup(num_nodes, num_replicas)`` of its goodput model per second
+and finishes when its progress reaches its ``work``. Not for: live clusters, or fitting models
+(policies here see each job's true model).
+"""
+
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from flexjob.core.policies import (
+    JobInfo,
+    NodeInfo,
+    Policy,
+    Resources,
+    changed_jobs,
+    schedule_round,
+)
+from flexjob.core.policies.placement import num_nodes
+from flexjob.scheduler.trace import TraceJob
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterConfig:
+    """The simulated cluster and the scheduling cadence (seconds)."""
+
+    nodes: int = 16
+    gpus_per_node: int = 4
+    tick: float = 30.0
+    period: float = 60.0
+    restart_delay: float = 30.0
+
+    def __post_init__(self) -> None:
+        for name in ("nodes", "gpus_per_node", "tick", "period"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        if self.restart_delay < 0:
+            raise ValueError(f"restart_delay must be >= 0, got {self.restart_delay}")
+
+    def node_infos(self) -> list[NodeInfo]:
+        free = Resources(gpu=self.gpus_per_node)
+        return [NodeInfo(f"node-{i:02d}", free) for i in range(self.nodes)]
+
+
+@dataclass(slots=True)
+class _Running:
+    job: TraceJob
+    info: JobInfo
+    progress: float = 0.0
+    restarts: int = 0
+    blocked_until: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class SimResult:
+    """Per-job completion times and cluster totals of one simulation."""
+
+    policy: str
+    jct: dict[str, float]
+    makespan: float
+    gpu_utilisation: float
+    restarts: int
+    unfinished: list[str] = field(default_factory=list)
+
+    @property
+    def avg_jct(self) -> float:
+        return sum(self.jct.values()) / len(self.jct) if self.jct else math.nan
+
+    @property
+    def p99_jct(self) -> float:
+        return percentile(list(self.jct.values()), 99.0)
+
+
+def percentile(values: Sequence[float], pct: float) -> float:
+    """Linear-interpolated percentile; NaN for no values."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * pct / 100.0
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def job_info(job: TraceJob, now: float, restarts: int) -> JobInfo:
+    return JobInfo(
+        id=job.id,
+        replicas=job.replicas,
+        min_replicas=job.min_replicas,
+        max_replicas=job.top,
+        preemptible=job.preemptible,
+        resources=Resources(gpu=job.gpus_per_replica),
+        age=now - job.submit_time,
+        restarts=restarts,
+        speedup=job.model().speedup,
+    )
+
+
+def simulate(
+    trace: Sequence[TraceJob],
+    policy: Policy,
+    cluster: ClusterConfig | None = None,
+    *,
+    max_time: float = 365 * 86400.0,
+) -> SimResult:
+    """Run ``trace`` under ``policy`` until every job finishes (or ``max_time``)."""
+    cluster = cluster or ClusterConfig()
+    nodes = cluster.node_infos()
+    total_gpus = cluster.nodes * cluster.gpus_per_node
+    pending = sorted(trace, key=lambda j: (j.submit_time, j.id))
+    running: dict[str, _Running] = {}
+    allocations: dict[str, list[str]] = {}
+    jct: dict[str, float] = {}
+    gpu_seconds = 0.0
+    restarts = 0
+    now = pending[0].submit_time if pending else 0.0
+    start = now
+    last_optimize = -math.inf
+    models = {job.id: job.model() for job in trace}
+    finished: list[str] = []
+    while (pending or running) and now < max_time:
+        arrived = bool(finished)
+        while pending and pending[0].submit_time <= now:
+            job = pending.pop(0)
+            running[job.id] = _Running(job, job_info(job, now, 0))
+            arrived = True
+        infos = [job_info(r.job, now, r.restarts) for r in running.values()]
+        optimize = now - last_optimize >= cluster.period
+        if arrived or optimize:
+            new = schedule_round(policy, infos, nodes, allocations, optimize=optimize)
+            if optimize:
+                last_optimize = now
+            for job_id in changed_jobs(allocations, new):
+                if new.get(job_id):
+                    state = running[job_id]
+                    state.blocked_until = now + cluster.restart_delay
+                    if allocations.get(job_id):
+                        state.restarts += 1
+                        restarts += 1
+            allocations = {k: v for k, v in new.items() if v}
+        finished = []
+        for job_id, allocation in allocations.items():
+            state = running[job_id]
+            gpus = len(allocation) * state.job.gpus_per_replica
+            rate = models[job_id].speedup(num_nodes(allocation), len(allocation))
+            begin = max(now, state.blocked_until)
+            usable = max(0.0, now + cluster.tick - begin)
+            left = state.job.work - state.progress
+            if rate > 0 and left <= rate * usable:
+                done = begin + left / rate
+                jct[job_id] = done - state.job.submit_time
+                gpu_seconds += gpus * (done - now)
+                finished.append(job_id)
+            else:
+                state.progress += rate * usable
+                gpu_seconds += gpus * cluster.tick
+        for job_id in finished:
+            del running[job_id]
+            del allocations[job_id]
+        if not running and pending:  # idle cluster: jump to the next arrival
+            now = max(now + cluster.tick, pending[0].submit_time)
+        else:
+            now += cluster.tick
+    end = max(
+        (trace_job.submit_time + jct[trace_job.id] for trace_job in trace if trace_job.id in jct),
+        default=start,
+    )
+    makespan = end - start
+    util = gpu_seconds / (total_gpus * makespan) if makespan > 0 else 0.0
+    return SimResult(
+        policy=policy.name,
+        jct=jct,
+        makespan=makespan,
+        gpu_utilisation=util,
+        restarts=restarts,
+        unfinished=sorted(running),
+    )

@@ -1,0 +1,122 @@
+"""The HTTP server's FastAPI application: ``create_app(platform, token)``.
+
+For: wiring the two API versions, ``/healthz``, ``/metrics``, bearer-token auth and error
+mapping (every error is JSON in the envelope, with a message naming the field). OpenAPI is at
+``/openapi.json``, docs at ``/docs``. Not for: listening (``flexjob.cli.server_cmd``) or job
+logic (``jobs``).
+"""
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from fastapi import FastAPI, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from flexjob import __version__
+from flexjob.platform.api import NotFoundError as PlatformNotFound
+from flexjob.platform.api import Platform, PlatformError
+from flexjob.server import v1alpha2, v2alpha1
+from flexjob.server.auth import OPEN_PATHS, token_matches
+from flexjob.server.envelope import Envelope
+from flexjob.server.errors import ApiError
+from flexjob.server.jobs import JobStore
+from flexjob.server.metrics import CONTENT_TYPE_LATEST, ServerMetrics
+
+log = logging.getLogger(__name__)
+
+
+class Health(BaseModel):
+    status: str = "ok"
+    platform: str
+
+
+def _error(status: int, message: str, data: object = None) -> JSONResponse:
+    body = Envelope[object](success=False, code=status, message=message, data=data)
+    return JSONResponse(body.model_dump(mode="json"), status_code=status)
+
+
+def _field(loc: tuple[object, ...]) -> str:
+    parts = [str(p) for p in loc if p not in ("body", "query", "path")]
+    return ".".join(parts) or "body"
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
+        return _error(exc.status_code, exc.message)
+
+    @app.exception_handler(PlatformNotFound)
+    async def _not_found(_: Request, exc: PlatformNotFound) -> JSONResponse:
+        return _error(404, str(exc))
+
+    @app.exception_handler(PlatformError)
+    async def _platform_error(_: Request, exc: PlatformError) -> JSONResponse:
+        log.warning("platform error: %s", exc)
+        return _error(503, f"platform error: {exc}")
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [
+            {"field": _field(tuple(e.get("loc", ()))), "message": str(e.get("msg", ""))}
+            for e in exc.errors()
+        ]
+        message = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
+        return _error(422, message or "invalid request", errors)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return _error(exc.status_code, str(exc.detail))
+
+
+def create_app(platform: Platform, token: str | None = None) -> FastAPI:
+    """The server app over ``platform``; with ``token``, every route but /healthz needs it."""
+    app = FastAPI(
+        title="flexjob server",
+        version=__version__,
+        description="Change the size of elastic jobs, report profilings, list replicas.",
+    )
+    store = JobStore(platform)
+    metrics = ServerMetrics()
+    app.state.platform = platform
+    app.state.metrics = metrics
+    _install_error_handlers(app)
+
+    @app.middleware("http")
+    async def _auth_and_metrics(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        start = time.perf_counter()
+        authorised = token_matches(request.headers.get("authorization"), token or "")
+        if token and request.url.path not in OPEN_PATHS and not authorised:
+            response: Response = _error(401, "missing or wrong bearer token")
+            response.headers["WWW-Authenticate"] = "Bearer"
+            return response
+        response = await call_next(request)
+        route = request.scope.get("route")
+        name = getattr(route, "path", "unmatched")
+        metrics.requests.labels(request.method, name, str(response.status_code)).inc()
+        metrics.latency.labels(name).observe(time.perf_counter() - start)
+        return response
+
+    @app.get("/healthz", response_model=Health, tags=["health"])
+    def healthz() -> Health:
+        """Liveness: the server answers (no platform call)."""
+        return Health(platform=platform.name)
+
+    @app.get(
+        "/metrics",
+        tags=["health"],
+        response_class=Response,
+        responses={200: {"content": {CONTENT_TYPE_LATEST: {}}}},
+    )
+    def prometheus() -> Response:
+        """Prometheus metrics in the text exposition format."""
+        return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
+
+    app.include_router(v2alpha1.router(store, metrics))
+    app.include_router(v1alpha2.router(store, metrics))
+    return app

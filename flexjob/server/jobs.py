@@ -1,0 +1,192 @@
+"""Job-store operations behind the HTTP routes: find a job, change its replica counts, merge
+profilings, list its replicas with addresses.
+
+For: both API versions. The server only writes ``status.replicas`` and ``status.profilings``
+through ``Platform.patch_job_status``; the operator does the creating and deleting. Not for:
+HTTP concerns (routes in ``v2alpha1`` / ``v1alpha2``).
+"""
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from flexjob.api import ElasticJob, ElasticJobStatus, ReplicaType
+from flexjob.platform.api import NotFoundError as PlatformNotFound
+from flexjob.platform.api import Platform, Replica
+from flexjob.scheduler.jobview import elastic_type
+from flexjob.server.errors import BadRequestError, ConflictError, NotFoundError
+
+
+@dataclass(frozen=True, slots=True)
+class JobId:
+    """``namespace.name.generation``; names may hold dots, namespaces may not."""
+
+    namespace: str
+    name: str
+    generation: int
+
+    @classmethod
+    def parse(cls, text: str) -> "JobId":
+        namespace, _, rest = text.partition(".")
+        name, _, generation = rest.rpartition(".")
+        if not namespace or not name or not generation.isdigit():
+            raise BadRequestError(
+                f"job_id must be namespace.name.generation (e.g. default.mnist.1), got {text!r}"
+            )
+        return cls(namespace, name, int(generation))
+
+    def __str__(self) -> str:
+        return f"{self.namespace}.{self.name}.{self.generation}"
+
+
+def job_id_of(job: ElasticJob) -> str:
+    return f"{job.namespace}.{job.name}.{job.metadata.generation or 1}"
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleResult:
+    job: ElasticJob
+    type: ReplicaType
+    previous: int
+    replicas: int
+
+
+class JobStore:
+    """Read-modify-write of job status, serialised within this server process."""
+
+    def __init__(self, platform: Platform) -> None:
+        self.platform = platform
+        self._lock = threading.Lock()
+
+    def get(self, namespace: str, name: str) -> ElasticJob:
+        try:
+            return self.platform.get_job(namespace, name)
+        except PlatformNotFound:
+            raise NotFoundError(f"job {namespace}/{name} not found") from None
+
+    def get_by_id(self, job_id: JobId) -> ElasticJob:
+        job = self.get(job_id.namespace, job_id.name)
+        current = job.metadata.generation or 1
+        if current != job_id.generation:
+            raise NotFoundError(
+                f"job {job_id.namespace}/{job_id.name} is at generation {current}, "
+                f"not {job_id.generation} (job id {job_id} is stale)"
+            )
+        return job
+
+    def update_status(
+        self, namespace: str, name: str, change: Callable[[ElasticJob, ElasticJobStatus], None]
+    ) -> ElasticJob:
+        """Apply ``change`` to a fresh copy of the job's status and store it."""
+        with self._lock:
+            job = self.get(namespace, name)
+            status = (job.status or ElasticJobStatus()).model_copy(deep=True)
+            change(job, status)
+            try:
+                return self.platform.patch_job_status(namespace, name, status)
+            except PlatformNotFound:
+                raise NotFoundError(f"job {namespace}/{name} not found") from None
+
+    def replicas(self, job: ElasticJob) -> list[tuple[Replica, str | None]]:
+        """The job's live replicas (not being deleted) with their ``host:port`` when known."""
+        services = {
+            s.replica: s.address for s in self.platform.list_services(job.namespace, job.name)
+        }
+        live = [r for r in self.platform.list_replicas(job.namespace, job.name) if not r.deleting]
+        live.sort(key=lambda r: (r.type.value, r.index))
+        return [(r, r.address or services.get(r.name)) for r in live]
+
+
+def scalable_type(job: ElasticJob, requested: ReplicaType | None) -> ReplicaType:
+    """The replica type a scale request changes; ``requested`` must be one the job has."""
+    types = [t for t in job.spec.replica_specs if t is not ReplicaType.MASTER]
+    if requested is not None:
+        if requested not in types:
+            allowed = ", ".join(t.value for t in types) or "none"
+            raise BadRequestError(
+                f"type: job {job.namespace}/{job.name} has no {requested.value} replicas; "
+                f"allowed: {allowed}"
+            )
+        return requested
+    found = elastic_type(job)
+    if found is not None:
+        return found
+    raise ConflictError(f"job {job.namespace}/{job.name} has no replicas that can be scaled")
+
+
+def current_count(job: ElasticJob, status: ElasticJobStatus, rtype: ReplicaType) -> int:
+    if rtype in status.replicas:
+        return status.replicas[rtype]
+    spec = job.spec.replica_specs.get(rtype)
+    return spec.replicas if spec is not None and spec.replicas is not None else 1 if spec else 0
+
+
+def require_scalable(job: ElasticJob, *, preemptible: bool) -> None:
+    """409 unless the job may change size: not finished and, with ``preemptible``, preemptible."""
+    if preemptible and not job.spec.preemptible:
+        raise ConflictError(
+            f"job {job.namespace}/{job.name} is not preemptible (spec.preemptible is false): "
+            "its replica count is fixed; only preemptible jobs can be scaled through this API"
+        )
+    phase = job.status.phase if job.status else None
+    if phase is not None and phase.finished:
+        raise ConflictError(f"job {job.namespace}/{job.name} has finished ({phase.value})")
+
+
+def bounded_count(job: ElasticJob, rtype: ReplicaType, wanted: int) -> int:
+    """``wanted`` if it is within the type's ``minReplicas``/``maxReplicas``; else 409."""
+    spec = job.spec.replica_specs[rtype]
+    lowest = spec.min_replicas if spec.min_replicas is not None else 0
+    if wanted < lowest:
+        raise ConflictError(
+            f"job {job.namespace}/{job.name}: {rtype.value} replicas would drop to {wanted}, "
+            f"below minReplicas {lowest}"
+        )
+    if spec.max_replicas is not None and wanted > spec.max_replicas:
+        raise ConflictError(
+            f"job {job.namespace}/{job.name}: {rtype.value} replicas would grow to {wanted}, "
+            f"above maxReplicas {spec.max_replicas}"
+        )
+    return wanted
+
+
+def scale_counts(
+    store: JobStore,
+    namespace: str,
+    name: str,
+    deltas: Mapping[ReplicaType, int],
+    *,
+    preemptible: bool = True,
+) -> tuple[ElasticJob, dict[ReplicaType, tuple[int, int]]]:
+    """Add ``deltas`` to the job's replica counts within their bounds (with ``preemptible``,
+    only for preemptible jobs: v2alpha1; DI v1 coordinators size their own jobs).
+
+    Returns the stored job and, per type, (previous, new) counts.
+    """
+    changes: dict[ReplicaType, tuple[int, int]] = {}
+
+    def change(job: ElasticJob, status: ElasticJobStatus) -> None:
+        require_scalable(job, preemptible=preemptible)
+        for rtype, delta in deltas.items():
+            before = current_count(job, status, rtype)
+            after = bounded_count(job, rtype, before + delta)
+            changes[rtype] = (before, after)
+            status.replicas[rtype] = after
+
+    job = store.update_status(namespace, name, change)
+    return job, changes
+
+
+def merge_patch(target: dict[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
+    """JSON merge patch (RFC 7386): objects merge recursively, ``null`` removes a key."""
+    merged = dict(target)
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        elif isinstance(value, Mapping):
+            base = merged.get(key)
+            merged[key] = merge_patch(base if isinstance(base, dict) else {}, value)
+        else:
+            merged[key] = value
+    return merged

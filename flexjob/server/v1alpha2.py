@@ -1,0 +1,269 @@
+"""DI Orchestrator v1 API (``/v1alpha2``): a coordinator asks for collectors and learners.
+
+A job is named by ``namespace`` + ``coordinator`` (its coordinator replica, ``<job>-coordinator-0``,
+``<job>-coordinator`` or the job name). ``POST`` / ``DELETE /v1alpha2/replicas`` add or remove
+collectors and learners by changing ``status.replicas`` (the operator creates and deletes); a
+learner asking for more than one GPU is a *logic learner*: an aggregator replica is added in
+front of it (aggregator ``i`` serves learner ``i``), and the aggregator's address is what the
+coordinator gets back. ``GET /v1alpha2/replicas`` lists replicas, filtered by ``namespace``,
+``coordinator`` or ``aggregator``. ``POST /v1alpha2/replicas/failed`` recreates the named failed
+replicas (their records are removed; the operator creates them again). Not for v2 clients.
+"""
+
+from collections.abc import Sequence
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from flexjob.api import ElasticJob, ReplicaPhase, ReplicaType
+from flexjob.core.replicas import Replica, replica_name
+from flexjob.server.envelope import Envelope, ok
+from flexjob.server.errors import BadRequestError, ConflictError, NotFoundError
+from flexjob.server.jobs import JobStore, scale_counts
+from flexjob.server.metrics import ServerMetrics
+
+GPU_RESOURCE = "nvidia.com/gpu"
+NAME = Field(min_length=1, max_length=253)
+
+
+class ResourceQuantity(BaseModel):
+    """How many replicas of one kind, and what each needs (DI's ``ResourceQuantity``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    replicas: int = Field(0, ge=0, le=10_000)
+    cpus: float | str | None = None
+    gpus: int = Field(0, ge=0, le=1024, description="GPUs per logic learner; >1 adds an aggregator")
+    memory: str | int | None = None
+
+    @field_validator("gpus", mode="before")
+    @classmethod
+    def _gpus(cls, value: object) -> object:
+        if isinstance(value, str):
+            if not value.strip().isdigit():
+                raise ValueError(f"gpus must be a whole number, got {value!r}")
+            return int(value)
+        return value
+
+
+class JobRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "namespace": "default",
+                    "coordinator": "cartpole-coordinator-0",
+                    "collectors": {"replicas": 1},
+                    "learners": {"replicas": 1, "gpus": 2},
+                }
+            ]
+        },
+    )
+
+    namespace: str = NAME
+    coordinator: str = NAME
+    collectors: ResourceQuantity = Field(default_factory=ResourceQuantity)
+    learners: ResourceQuantity = Field(default_factory=ResourceQuantity)
+
+
+class FailedRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    namespace: str = NAME
+    coordinator: str = NAME
+    collectors: list[str] = Field(default_factory=list, max_length=1000)
+    learners: list[str] = Field(default_factory=list, max_length=1000)
+    aggregators: list[str] = Field(default_factory=list, max_length=1000)
+
+
+class JobResponse(BaseModel):
+    """Replicas of one job: ``host:port`` where known, else the replica name."""
+
+    namespace: str
+    coordinator: str
+    collectors: list[str] = Field(default_factory=list)
+    learners: list[str] = Field(default_factory=list)
+    aggregators: list[str] = Field(default_factory=list)
+
+
+def coordinator_names(job: ElasticJob) -> set[str]:
+    return {job.name, f"{job.name}-coordinator", replica_name(job.name, ReplicaType.COORDINATOR, 0)}
+
+
+def coordinator_of(job: ElasticJob) -> str:
+    if ReplicaType.COORDINATOR in job.spec.replica_specs:
+        return replica_name(job.name, ReplicaType.COORDINATOR, 0)
+    return job.name
+
+
+def _template_gpus(job: ElasticJob) -> int:
+    spec = job.spec.replica_specs.get(ReplicaType.LEARNER)
+    if spec is None or not spec.template.spec.containers:
+        return 0
+    res = spec.template.spec.containers[0].resources
+    value = res.limits.get(GPU_RESOURCE, res.requests.get(GPU_RESOURCE, 0))
+    try:
+        return int(float(value))
+    except ValueError:
+        return 0
+
+
+class V1Api:
+    def __init__(self, store: JobStore, metrics: ServerMetrics) -> None:
+        self.store = store
+        self.metrics = metrics
+
+    def find(self, namespace: str, coordinator: str) -> ElasticJob:
+        for job in self.store.platform.list_jobs(namespace):
+            if coordinator in coordinator_names(job):
+                return job
+        raise NotFoundError(f"coordinator: no job in namespace {namespace!r} has {coordinator!r}")
+
+    def listing(self, job: ElasticJob) -> JobResponse:
+        out = JobResponse(namespace=job.namespace, coordinator=coordinator_of(job))
+        for replica, address in self.store.replicas(job):
+            entry = address or replica.name
+            if replica.type is ReplicaType.COLLECTOR:
+                out.collectors.append(entry)
+            elif replica.type is ReplicaType.LEARNER:
+                out.learners.append(entry)
+            elif replica.type is ReplicaType.AGGREGATOR:
+                out.aggregators.append(entry)
+        return out
+
+    def deltas(self, job: ElasticJob, body: JobRequest, sign: int) -> dict[ReplicaType, int]:
+        deltas: dict[ReplicaType, int] = {}
+        for field, rtype, quantity in (
+            ("collectors", ReplicaType.COLLECTOR, body.collectors),
+            ("learners", ReplicaType.LEARNER, body.learners),
+        ):
+            if quantity.replicas == 0:
+                continue
+            if rtype not in job.spec.replica_specs:
+                raise BadRequestError(
+                    f"{field}: job {job.namespace}/{job.name} has no {rtype.value} replica spec"
+                )
+            deltas[rtype] = sign * quantity.replicas
+        learners = deltas.get(ReplicaType.LEARNER, 0)
+        if learners and max(body.learners.gpus, _template_gpus(job)) > 1:
+            if ReplicaType.AGGREGATOR not in job.spec.replica_specs:
+                raise ConflictError(
+                    f"learners.gpus: learners with more than one GPU need an aggregator, but job "
+                    f"{job.namespace}/{job.name} has no aggregator replica spec"
+                )
+            deltas[ReplicaType.AGGREGATOR] = learners
+        if not deltas:
+            raise BadRequestError("collectors.replicas, learners.replicas: both are 0")
+        return deltas
+
+    def scale(self, body: JobRequest, sign: int) -> JobResponse:
+        job = self.find(body.namespace, body.coordinator)
+        deltas = self.deltas(job, body, sign)
+        job, changes = scale_counts(self.store, job.namespace, job.name, deltas, preemptible=False)
+        names: dict[ReplicaType, list[str]] = {}
+        for rtype, (before, after) in changes.items():
+            lo, hi = sorted((before, after))
+            names[rtype] = [replica_name(job.name, rtype, i) for i in range(lo, hi)]
+        # A logic learner with an aggregator is reached through the aggregator.
+        learners = names.get(ReplicaType.AGGREGATOR) or names.get(ReplicaType.LEARNER, [])
+        self.metrics.scale_requests.labels("v1alpha2", "up" if sign > 0 else "down").inc()
+        return JobResponse(
+            namespace=job.namespace,
+            coordinator=coordinator_of(job),
+            collectors=names.get(ReplicaType.COLLECTOR, []),
+            learners=learners,
+            aggregators=names.get(ReplicaType.AGGREGATOR, []),
+        )
+
+    def recreate_failed(self, body: FailedRequest) -> JobResponse:
+        job = self.find(body.namespace, body.coordinator)
+        live = {r.name: r for r, _ in self.store.replicas(job)}
+        chosen = []
+        for field, rtype, requested in (
+            ("collectors", ReplicaType.COLLECTOR, body.collectors),
+            ("learners", ReplicaType.LEARNER, body.learners),
+            ("aggregators", ReplicaType.AGGREGATOR, body.aggregators),
+        ):
+            for i, name in enumerate(requested):
+                replica = live.get(name) or live.get(f"{job.name}-{name}")
+                if replica is None or replica.type is not rtype:
+                    raise NotFoundError(
+                        f"{field}[{i}]: job {job.namespace}/{job.name} has no {rtype.value} "
+                        f"replica {name!r}"
+                    )
+                if replica.phase is not ReplicaPhase.FAILED:
+                    raise ConflictError(
+                        f"{field}[{i}]: replica {replica.name} is {replica.phase.value}, not Failed"
+                    )
+                chosen.append(replica)
+        for replica in chosen:
+            self.store.platform.delete_replica(replica.namespace, replica.name)
+        return JobResponse(
+            namespace=job.namespace,
+            coordinator=coordinator_of(job),
+            collectors=_names(chosen, ReplicaType.COLLECTOR),
+            learners=_names(chosen, ReplicaType.LEARNER),
+            aggregators=_names(chosen, ReplicaType.AGGREGATOR),
+        )
+
+
+def _names(replicas: Sequence[Replica], rtype: ReplicaType) -> list[str]:
+    return [r.name for r in replicas if r.type is rtype]
+
+
+def router(store: JobStore, metrics: ServerMetrics) -> APIRouter:
+    api = APIRouter(prefix="/v1alpha2", tags=["v1alpha2"])
+    v1 = V1Api(store, metrics)
+
+    @api.get("/replicas", response_model=Envelope[list[JobResponse]])
+    def get_replicas(
+        namespace: str | None = Query(None, min_length=1, max_length=253),
+        coordinator: str | None = Query(None, min_length=1, max_length=253),
+        aggregator: str | None = Query(None, min_length=1, max_length=253),
+    ) -> Envelope[list[JobResponse]]:
+        """Collectors, learners and aggregators per job, filtered."""
+        if aggregator is not None:
+            if namespace is None:
+                raise BadRequestError("namespace: required with aggregator")
+            return ok([_of_aggregator(v1, namespace, aggregator)])
+        jobs = store.platform.list_jobs(namespace)
+        if coordinator is not None:
+            jobs = [j for j in jobs if coordinator in coordinator_names(j)]
+            if not jobs:
+                raise NotFoundError(f"coordinator: no job has coordinator {coordinator!r}")
+        return ok([v1.listing(job) for job in jobs])
+
+    @api.post("/replicas", response_model=Envelope[JobResponse])
+    def add_replicas(body: JobRequest) -> Envelope[JobResponse]:
+        """Add collectors and learners (and aggregators for multi-GPU learners)."""
+        return ok(v1.scale(body, +1))
+
+    @api.delete("/replicas", response_model=Envelope[JobResponse])
+    def remove_replicas(body: JobRequest) -> Envelope[JobResponse]:
+        """Remove collectors and learners (the highest indices go first)."""
+        return ok(v1.scale(body, -1))
+
+    @api.post("/replicas/failed", response_model=Envelope[JobResponse])
+    def recreate_failed(body: FailedRequest) -> Envelope[JobResponse]:
+        """Recreate the named failed replicas."""
+        return ok(v1.recreate_failed(body))
+
+    return api
+
+
+def _of_aggregator(v1: V1Api, namespace: str, aggregator: str) -> JobResponse:
+    for job in v1.store.platform.list_jobs(namespace):
+        listing = {r.name: (r, a) for r, a in v1.store.replicas(job)}
+        found = listing.get(aggregator)
+        if found is None or found[0].type is not ReplicaType.AGGREGATOR:
+            continue
+        learner = replica_name(job.name, ReplicaType.LEARNER, found[0].index)
+        served = [a or r.name for r, a in listing.values() if r.name == learner]
+        return JobResponse(
+            namespace=namespace,
+            coordinator=coordinator_of(job),
+            learners=served,
+            aggregators=[found[1] or aggregator],
+        )
+    raise NotFoundError(f"aggregator: no aggregator {aggregator!r} in namespace {namespace!r}")

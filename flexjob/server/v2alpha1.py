@@ -1,0 +1,118 @@
+"""DI Orchestrator v2 API (``/v2alpha1``): a job's replicas and profilings, by job id.
+
+Job id: ``namespace.name.generation``. ``GET /v2alpha1/{job_id}/replicas`` lists replicas with
+their type, index and ``host:port``; ``POST`` / ``DELETE`` with ``{"replicas": n}`` add or remove
+``n`` replicas by changing ``status.replicas`` (preemptible jobs only, else 409; the operator
+creates and deletes); ``POST /v2alpha1/{job_id}/profilings`` with ``{"data": {...}}`` merges
+the data into ``status.profilings`` (JSON merge patch). Not for v1 clients (``v1alpha2``).
+"""
+
+from typing import Any
+
+from fastapi import APIRouter, Path
+from pydantic import BaseModel, ConfigDict, Field
+
+from flexjob.api import ElasticJob, ElasticJobStatus, ReplicaPhase, ReplicaType
+from flexjob.server.envelope import Envelope, ok
+from flexjob.server.jobs import JobId, JobStore, job_id_of, merge_patch, scalable_type, scale_counts
+from flexjob.server.metrics import ServerMetrics
+
+MAX_REPLICAS_PER_REQUEST = 10_000
+
+JOB_ID = Path(
+    description="namespace.name.generation, e.g. default.mnist.1",
+    pattern=r"^[^.]+\..+\.[0-9]+$",
+    max_length=400,
+    examples=["default.mnist.1"],
+)
+
+
+class ReplicasRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"replicas": 1}]})
+
+    replicas: int = Field(ge=1, le=MAX_REPLICAS_PER_REQUEST, description="How many to add/remove.")
+    type: ReplicaType | None = Field(
+        None, description="Replica type to scale; default: worker, learner, collector or ps."
+    )
+
+
+class ProfilingsRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"data": {"stepTime": 0.2}}]}
+    )
+
+    data: dict[str, Any] = Field(description="Merged into status.profilings (null removes).")
+
+
+class ReplicaInfo(BaseModel):
+    name: str
+    type: ReplicaType
+    index: int
+    address: str | None = Field(description="host:port, when the replica has one")
+    phase: ReplicaPhase
+    node: str | None = None
+
+
+class ScaleResponse(BaseModel):
+    job_id: str
+    type: ReplicaType
+    previous: int
+    replicas: int
+
+
+class ProfilingsResponse(BaseModel):
+    job_id: str
+    profilings: dict[str, Any]
+
+
+def router(store: JobStore, metrics: ServerMetrics) -> APIRouter:
+    api = APIRouter(prefix="/v2alpha1", tags=["v2alpha1"])
+
+    @api.get("/{job_id}/replicas", response_model=Envelope[list[ReplicaInfo]])
+    def get_replicas(job_id: str = JOB_ID) -> Envelope[list[ReplicaInfo]]:
+        """The job's replicas with ``host:port`` addresses."""
+        job = store.get_by_id(JobId.parse(job_id))
+        infos = [
+            ReplicaInfo(
+                name=r.name, type=r.type, index=r.index, address=addr, phase=r.phase, node=r.node
+            )
+            for r, addr in store.replicas(job)
+        ]
+        return ok(infos)
+
+    def _scale(job_id: str, body: ReplicasRequest, sign: int) -> Envelope[ScaleResponse]:
+        ref = JobId.parse(job_id)
+        job = store.get_by_id(ref)
+        rtype = scalable_type(job, body.type)
+        job, changes = scale_counts(store, ref.namespace, ref.name, {rtype: sign * body.replicas})
+        before, after = changes[rtype]
+        metrics.scale_requests.labels("v2alpha1", "up" if sign > 0 else "down").inc()
+        return ok(ScaleResponse(job_id=job_id_of(job), type=rtype, previous=before, replicas=after))
+
+    @api.post("/{job_id}/replicas", response_model=Envelope[ScaleResponse])
+    def add_replicas(body: ReplicasRequest, job_id: str = JOB_ID) -> Envelope[ScaleResponse]:
+        """Add ``replicas`` replicas (preemptible jobs only; 409 otherwise)."""
+        return _scale(job_id, body, +1)
+
+    @api.delete("/{job_id}/replicas", response_model=Envelope[ScaleResponse])
+    def remove_replicas(body: ReplicasRequest, job_id: str = JOB_ID) -> Envelope[ScaleResponse]:
+        """Remove ``replicas`` replicas (preemptible jobs only; 409 otherwise)."""
+        return _scale(job_id, body, -1)
+
+    @api.post("/{job_id}/profilings", response_model=Envelope[ProfilingsResponse])
+    def post_profilings(
+        body: ProfilingsRequest, job_id: str = JOB_ID
+    ) -> Envelope[ProfilingsResponse]:
+        """Merge ``data`` into ``status.profilings``."""
+        ref = JobId.parse(job_id)
+        store.get_by_id(ref)
+
+        def change(_job: ElasticJob, status: ElasticJobStatus) -> None:
+            status.profilings = merge_patch(status.profilings, body.data)
+
+        job = store.update_status(ref.namespace, ref.name, change)
+        metrics.profilings.inc()
+        profilings = job.status.profilings if job.status else {}
+        return ok(ProfilingsResponse(job_id=job_id_of(job), profilings=profilings))
+
+    return api

@@ -1,0 +1,306 @@
+"""Bad specs, one field each: validation names the field path, the bad value and what is
+allowed."""
+
+from typing import Any
+
+import pytest
+
+from flexjob.api.problems import Problem
+from flexjob.api.validate import validate
+from tests.api.specs import Edit, drop, edited, rename, set_
+
+W = "spec.replicaSpecs.worker"
+C0 = f"{W}.template.spec.containers[0]"
+
+# (case id, edits, expected path, fragment of the message)
+BAD_JOBS: list[tuple[str, list[Edit], str, str]] = [
+    (
+        "clean-pod-policy",
+        [set_("spec.cleanPodPolicy", "Sometimes")],
+        "spec.cleanPodPolicy",
+        "'Sometimes' is not one of Running, All, None",
+    ),
+    (
+        "restart-policy",
+        [set_(f"{W}.restartPolicy", "Maybe")],
+        f"{W}.restartPolicy",
+        "is not one of Never, OnFailure, Always, ExitCode",
+    ),
+    (
+        "priority",
+        [set_("spec.priority", "urgent")],
+        "spec.priority",
+        "is not one of low, normal, high",
+    ),
+    (
+        "strategy",
+        [set_("spec.distributionStrategy", "Allreduce")],
+        "spec.distributionStrategy",
+        "did you mean 'AllreduceStrategy'",
+    ),
+    (
+        "optimize-mode",
+        [set_("spec.optimizeMode", "auto")],
+        "spec.optimizeMode",
+        "is not one of manual, single-job, cluster",
+    ),
+    (
+        "replica-type",
+        [set_("spec.replicaSpecs.workr", {})],
+        "spec.replicaSpecs.workr",
+        "did you mean 'worker'",
+    ),
+    ("unknown-spec-field", [set_("spec.replcas", 3)], "spec.replcas", "unknown field 'replcas'"),
+    ("unknown-replica-field", [set_(f"{W}.replica", 3)], f"{W}.replica", "did you mean 'replicas'"),
+    ("unknown-top-field", [set_("specs", {})], "specs", "did you mean 'spec'"),
+    (
+        "unknown-dataset-field",
+        [set_("spec.dataset", {"shardsize": 10})],
+        "spec.dataset.shardsize",
+        "did you mean 'shardSize'",
+    ),
+    (
+        "unknown-batch-field",
+        [set_("spec.batch", {"globalBatch": 10})],
+        "spec.batch.globalBatch",
+        "did you mean 'globalBatchSize'",
+    ),
+    ("negative-replicas", [set_(f"{W}.replicas", -1)], f"{W}.replicas", "below the minimum 0"),
+    ("negative-min", [set_(f"{W}.minReplicas", -2)], f"{W}.minReplicas", "below the minimum 0"),
+    ("negative-max", [set_(f"{W}.maxReplicas", -3)], f"{W}.maxReplicas", "below the minimum 0"),
+    (
+        "min-above-max",
+        [set_(f"{W}.minReplicas", 5)],
+        f"{W}.minReplicas",
+        "5 is above spec.replicaSpecs.worker.maxReplicas (4)",
+    ),
+    ("replicas-above-max", [set_(f"{W}.replicas", 9)], f"{W}.replicas", "9 is above"),
+    ("replicas-below-min", [set_(f"{W}.minReplicas", 3)], f"{W}.replicas", "2 is below"),
+    ("replicas-not-int", [set_(f"{W}.replicas", "two")], f"{W}.replicas", "valid integer"),
+    (
+        "negative-backoff",
+        [set_("spec.backoffLimit", -1)],
+        "spec.backoffLimit",
+        "-1 is below the minimum 0",
+    ),
+    (
+        "negative-deadline",
+        [set_("spec.activeDeadlineSeconds", -5)],
+        "spec.activeDeadlineSeconds",
+        "below the minimum 0",
+    ),
+    (
+        "negative-ttl",
+        [set_("spec.ttlSecondsAfterFinished", -5)],
+        "spec.ttlSecondsAfterFinished",
+        "below the minimum 0",
+    ),
+    (
+        "negative-restart-count",
+        [set_(f"{W}.restartCount", -1)],
+        f"{W}.restartCount",
+        "below the minimum 0",
+    ),
+    ("name-uppercase", [set_("metadata.name", "MNIST")], "metadata.name", "not a DNS-1123 label"),
+    ("name-underscore", [set_("metadata.name", "mnist_job")], "metadata.name", "DNS-1123"),
+    ("name-too-long", [set_("metadata.name", "a" * 64)], "metadata.name", "63 characters"),
+    ("name-trailing-dash", [set_("metadata.name", "mnist-")], "metadata.name", "DNS-1123"),
+    ("name-missing", [drop("metadata.name")], "metadata.name", "a name is required"),
+    ("namespace-bad", [set_("metadata.namespace", "My NS")], "metadata.namespace", "DNS-1123"),
+    (
+        "no-worker-like",
+        [set_("spec.replicaSpecs", {"ps": {}})],
+        "spec.replicaSpecs",
+        "at least one of chief, collector, learner, worker",
+    ),
+    (
+        "no-replica-specs",
+        [drop("spec.replicaSpecs")],
+        "spec.replicaSpecs",
+        "a job needs replicas that train",
+    ),
+    ("no-image", [drop(f"{C0}.image")], f"{C0}.image", "a container needs an image"),
+    ("empty-image", [set_(f"{C0}.image", " ")], f"{C0}.image", "needs an image"),
+    (
+        "no-containers",
+        [set_(f"{W}.template.spec.containers", [])],
+        f"{W}.template.spec.containers",
+        "at least one container",
+    ),
+    (
+        "bad-cpu",
+        [set_(f"{C0}.resources.requests.cpu", "lots")],
+        f"{C0}.resources.requests.cpu",
+        "'lots' is not a Kubernetes quantity",
+    ),
+    (
+        "bad-memory-suffix",
+        [set_(f"{C0}.resources.requests.memory", "1GB")],
+        f"{C0}.resources.requests.memory",
+        "not a Kubernetes quantity",
+    ),
+    (
+        "negative-limit",
+        [set_(f"{C0}.resources.limits", {"cpu": "-1"})],
+        f"{C0}.resources.limits.cpu",
+        "negative",
+    ),
+    (
+        "bad-resource-limits",
+        [set_("spec.resourceLimits", {"memory": "twelve"})],
+        "spec.resourceLimits.memory",
+        "not a Kubernetes quantity",
+    ),
+    (
+        "job-arg-name",
+        [set_("spec.jobArgs", {"Batch-Size": "64"})],
+        "spec.jobArgs.Batch-Size",
+        "not an argument name",
+    ),
+    (
+        "job-arg-empty",
+        [set_("spec.jobArgs", {"batch_size": " "})],
+        "spec.jobArgs.batch_size",
+        "one non-empty line",
+    ),
+    (
+        "job-arg-multiline",
+        [set_("spec.jobArgs", {"a": "1\n2"})],
+        "spec.jobArgs.a",
+        "one non-empty line",
+    ),
+    (
+        "api-version",
+        [set_("apiVersion", "flexjob.dev/v1")],
+        "apiVersion",
+        "did you mean 'flexjob.dev/v1alpha1'",
+    ),
+    ("kind", [set_("kind", "ElasticJobs")], "kind", "did you mean 'ElasticJob'"),
+    (
+        "preemptible-not-bool",
+        [set_("spec.preemptible", "sometimes")],
+        "spec.preemptible",
+        "valid boolean",
+    ),
+    ("envs-not-string", [set_("spec.envs", {"A": ["x"]})], "spec.envs.A", "valid string"),
+    (
+        "rdzv-port",
+        [set_("spec.elasticPolicy", {"rdzvPort": 70000})],
+        "spec.elasticPolicy.rdzvPort",
+        "above the maximum 65535",
+    ),
+    (
+        "nproc",
+        [set_("spec.elasticPolicy", {"nProcPerNode": 0})],
+        "spec.elasticPolicy.nProcPerNode",
+        "below the minimum 1",
+    ),
+    (
+        "container-port",
+        [set_(f"{C0}.ports", [{"name": "x"}])],
+        f"{C0}.ports[0].containerPort",
+        "required field is missing",
+    ),
+    (
+        "env-name",
+        [set_(f"{C0}.env", [{"value": "1"}])],
+        f"{C0}.env[0].name",
+        "required field is missing",
+    ),
+    (
+        "containers-misspelled",
+        [rename(f"{W}.template.spec.containers", "containres")],
+        f"{W}.template.spec.containers",
+        "is 'containres' a misspelling of 'containers'?",
+    ),
+    (
+        "image-misspelled",
+        [rename(f"{C0}.image", "imagee")],
+        f"{C0}.image",
+        "is 'imagee' a misspelling of 'image'?",
+    ),
+    (
+        "replicas-misspelled",
+        [rename(f"{W}.replicas", "replics")],
+        f"{W}.replics",
+        "unknown field 'replics'; did you mean 'replicas'?",
+    ),
+    (
+        "quantity-of-wrong-type",
+        [set_(f"{C0}.resources.limits", {"cpu": [1]})],
+        f"{C0}.resources.limits.cpu",
+        "[1] is not one of the types str, int, float",
+    ),
+    (
+        "api-version-of-kind",
+        [set_("apiVersion", "flexjob.dev/v1")],
+        "apiVersion",
+        "for kind ElasticJob: 'flexjob.dev/v1' is not one of flexjob.dev/v1alpha1",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("edits", "path", "fragment"),
+    [pytest.param(e, p, f, id=i) for i, e, p, f in BAD_JOBS],
+)
+def test_bad_job_is_reported_at_its_field(edits: list[Edit], path: str, fragment: str) -> None:
+    problems = validate(edited(*edits))
+    matching = [p for p in problems if p.path == path]
+    assert matching, f"no problem at {path}: {[str(p) for p in problems]}"
+    assert fragment in str(matching[0])
+    assert str(matching[0]).startswith(f"{path}: ")
+
+
+def test_valid_job_has_no_problems() -> None:
+    assert validate(edited()) == []
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    doc = edited(
+        set_("spec.cleanPodPolicy", "Sometimes"),
+        set_("metadata.name", "Bad_Name"),
+        drop(f"{C0}.image"),
+        set_(f"{W}.replicas", -1),
+    )
+    paths = {p.path for p in validate(doc)}
+    assert {"spec.cleanPodPolicy", "metadata.name", f"{C0}.image", f"{W}.replicas"} <= paths
+
+
+def test_problem_str_is_path_then_message() -> None:
+    (problem,) = validate(edited(set_("spec.cleanPodPolicy", "Sometimes")))
+    assert problem == Problem(
+        "spec.cleanPodPolicy", "Sometimes", "'Sometimes' is not one of Running, All, None"
+    )
+    assert str(problem) == "spec.cleanPodPolicy: 'Sometimes' is not one of Running, All, None"
+
+
+def test_unknown_field_without_close_match_lists_allowed_fields() -> None:
+    problems = validate(edited(set_("spec.zzz", 1)))
+    assert "allowed: activeDeadlineSeconds" in str(problems[0])
+
+
+@pytest.mark.parametrize("raw", [[], "text", 3])
+def test_non_mapping_document_is_one_problem(raw: Any) -> None:
+    assert [p.path for p in validate(raw)] == [""]
+
+
+def test_unknown_kind_lists_the_known_kinds() -> None:
+    (problem,) = validate({"apiVersion": "batch/v1", "kind": "Job"})
+    assert problem.path == "kind"
+    assert "DIJob" in problem.message and "PyTorchJob" in problem.message
+
+
+def test_unknown_replica_type_is_not_checked_further() -> None:
+    doc = edited(set_("spec.replicaSpecs.wrker", {}))
+    assert [p.path for p in validate(doc)] == ["spec.replicaSpecs.wrker"]
+
+
+def test_generate_name_stands_in_for_a_name() -> None:
+    doc = edited(drop("metadata.name"), set_("metadata.generateName", "mnist-"))
+    assert validate(doc) == []
+
+
+def test_bad_generate_name_is_reported() -> None:
+    doc = edited(drop("metadata.name"), set_("metadata.generateName", "MNIST-"))
+    assert [p.path for p in validate(doc)] == ["metadata.generateName"]

@@ -1,0 +1,57 @@
+import pytest
+
+from flexjob.core.policies.goodput_model import (
+    GoodputModel,
+    StepSample,
+    ThroughputParams,
+    fit_throughput,
+)
+
+TRUE = ThroughputParams(
+    alpha=0.1,
+    beta=0.002,
+    sync_local=0.02,
+    sync_local_per_replica=0.003,
+    sync_remote=0.05,
+    sync_remote_per_replica=0.01,
+)
+
+
+def _samples(params: ThroughputParams) -> list[StepSample]:
+    shapes = [(1, 1), (1, 2), (1, 4), (2, 4), (2, 8), (4, 16), (1, 3)]
+    return [StepSample(k, n, b, params.step_time(k, n, b)) for k, n in shapes for b in (16.0, 64.0)]
+
+
+def test_fit_recovers_the_step_time_model_from_exact_samples() -> None:
+    fitted = fit_throughput(_samples(TRUE))
+    for k, n in [(1, 6), (3, 12), (8, 32)]:
+        assert fitted.step_time(k, n, 32.0) == pytest.approx(TRUE.step_time(k, n, 32.0), rel=1e-6)
+
+
+def test_fit_keeps_the_prior_for_terms_single_replica_samples_cannot_tell() -> None:
+    prior = ThroughputParams(sync_remote=0.7)
+    fitted = fit_throughput([StepSample(1, 1, 32.0, 0.2)], prior)
+    assert fitted.sync_remote == 0.7
+    assert fitted.step_time(1, 1, 32.0) == pytest.approx(0.2)
+
+
+def test_fit_never_returns_negative_terms() -> None:
+    noisy = [StepSample(1, n, 32.0, 0.3 - 0.01 * n) for n in (1, 2, 3, 4)]
+    fitted = fit_throughput(noisy)
+    assert all(v >= 0 for v in (fitted.alpha, fitted.beta, fitted.sync_local_per_replica))
+
+
+def test_speedup_of_one_replica_is_one_and_of_none_is_zero() -> None:
+    model = GoodputModel(TRUE, noise_scale=500.0)
+    assert model.speedup(1, 1) == pytest.approx(1.0)
+    assert model.speedup(1, 0) == 0.0
+
+
+def test_statistical_efficiency_makes_speedup_sublinear() -> None:
+    free_comm = GoodputModel(ThroughputParams(sync_local=0, sync_local_per_replica=0), 32.0, 100.0)
+    assert free_comm.speedup(1, 8) < 8 * 0.5
+
+
+def test_spreading_over_more_nodes_is_slower() -> None:
+    model = GoodputModel(TRUE)
+    assert model.speedup(2, 8) < model.speedup(1, 8)

@@ -1,0 +1,92 @@
+"""A running flexjob kopf operator against the Kubernetes emulator, for the operator tests.
+
+``OperatorHarness`` bundles the emulator, the platform the operator writes through, the work
+queue and the webhook port; the fixture stops the operator by cancelling its task.
+"""
+
+import asyncio
+import contextlib
+import dataclasses
+import socket
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+import kubernetes.client
+import pytest_asyncio
+from kubernetes.client import CoreV1Api, CustomObjectsApi
+
+from flexjob.operator.kopf_runner import OperatorOptions, WebhookOptions, make_queue, run_operator
+from flexjob.operator.work_queue import JobQueue
+from flexjob.platform.kubernetes import KubernetesPlatform
+from tests.support.k8s_emulator import K8sEmulator
+from tests.support.k8s_fixtures import client_configuration, in_thread
+
+STARTUP_TIMEOUT = 15.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclasses.dataclass
+class OperatorHarness:
+    emulator: K8sEmulator
+    platform: KubernetesPlatform
+    queue: JobQueue
+    webhook_url: str
+    client: kubernetes.client.ApiClient
+
+    async def custom(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Call a CustomObjectsApi method for flexjob.dev/v1alpha1 off the event loop."""
+        api = CustomObjectsApi(self.client)
+        return await in_thread(getattr(api, method), "flexjob.dev", "v1alpha1", *args, **kwargs)
+
+    async def core(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        return await in_thread(getattr(CoreV1Api(self.client), method), *args, **kwargs)
+
+
+def fast_options(server: str, webhook_port: int, **overrides: Any) -> OperatorOptions:
+    """Settings tuned for tests: short watches, no event posting, standalone, no resync."""
+    defaults: dict[str, Any] = dict(
+        server=server,
+        workers=2,
+        resync_interval=None,
+        post_events=False,
+        watch_timeout=5,
+        standalone=True,
+        webhooks=WebhookOptions(addr="127.0.0.1", port=webhook_port),
+    )
+    return OperatorOptions(**{**defaults, **overrides})
+
+
+@contextlib.asynccontextmanager
+async def running_operator(
+    emulator: K8sEmulator, **overrides: Any
+) -> AsyncIterator[OperatorHarness]:
+    platform = KubernetesPlatform.from_config(server=emulator.base_url)
+    client = kubernetes.client.ApiClient(client_configuration(emulator))
+    port = free_port()
+    options = fast_options(emulator.base_url, port, **overrides)
+    queue = make_queue(platform, options.workers, clock=_now)
+    ready = asyncio.Event()
+    task = asyncio.create_task(run_operator(platform, options, queue=queue, ready=ready))
+    try:
+        await asyncio.wait_for(ready.wait(), STARTUP_TIMEOUT)
+        yield OperatorHarness(emulator, platform, queue, f"http://127.0.0.1:{port}", client)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+            await asyncio.wait_for(task, 10)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+@pytest_asyncio.fixture()
+async def operator(k8s_emulator: K8sEmulator) -> AsyncIterator[OperatorHarness]:
+    async with running_operator(k8s_emulator) as harness:
+        yield harness

@@ -1,0 +1,164 @@
+"""The kopf operator end to end on the emulator: the test plays kubelet and user.
+
+create ElasticJob → master pod + service → pod phases (patched here) → job phases →
+ScalePlan adds a worker → delete releases the finalizer and removes the pods.
+"""
+
+from typing import Any
+
+from flexjob.api import JobPhase
+from flexjob.api.names import LABEL_JOB_NAME
+from tests.operator.kopf_fixtures import OperatorHarness
+from tests.support.k8s_emulator import wait_for
+
+MERGE = "application/merge-patch+json"
+DEADLINE = 15.0
+
+
+def job_body(name: str = "mnist", workers: int = 1) -> dict[str, Any]:
+    template = {
+        "spec": {
+            "containers": [
+                {"name": "main", "image": "python:3.11", "command": ["python", "train.py"]}
+            ]
+        }
+    }
+    return {
+        "apiVersion": "flexjob.dev/v1alpha1",
+        "kind": "ElasticJob",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "replicaSpecs": {
+                "master": {"replicas": 1, "template": template},
+                "worker": {
+                    "replicas": workers,
+                    "minReplicas": 1,
+                    "maxReplicas": 4,
+                    "template": template,
+                },
+            }
+        },
+    }
+
+
+async def create_job(op: OperatorHarness, body: dict[str, Any]) -> None:
+    await op.custom("create_namespaced_custom_object", "default", "elasticjobs", body)
+
+
+async def pod_names(op: OperatorHarness, job: str = "mnist") -> list[str]:
+    pods = await op.core("list_namespaced_pod", "default", label_selector=f"{LABEL_JOB_NAME}={job}")
+    return sorted(p.metadata.name for p in pods.items)
+
+
+async def job_phase(op: OperatorHarness, job: str = "mnist") -> str | None:
+    body = await op.custom("get_namespaced_custom_object", "default", "elasticjobs", job)
+    return (body.get("status") or {}).get("phase")  # type: ignore[no-any-return]
+
+
+async def set_pod_phase(
+    op: OperatorHarness, name: str, phase: str, exit_code: int | None = None
+) -> None:
+    """Act as the kubelet: report the pod's phase and, when it ended, its exit code."""
+    status: dict[str, Any] = {"phase": phase}
+    if exit_code is not None:
+        state = {"terminated": {"exitCode": exit_code}}
+        status["containerStatuses"] = [
+            {
+                "name": "main",
+                "image": "python:3.11",
+                "imageID": "",
+                "ready": False,
+                "restartCount": 0,
+                "state": state,
+            }
+        ]
+    await op.core(
+        "patch_namespaced_pod_status", name, "default", {"status": status}, _content_type=MERGE
+    )
+
+
+async def test_new_job_gets_its_master_pod_and_service(operator: OperatorHarness) -> None:
+    await create_job(operator, job_body())
+
+    async def master_up() -> bool:
+        services = await operator.core("list_namespaced_service", "default")
+        return "mnist-master-0" in await pod_names(operator) and any(
+            s.metadata.name == "mnist-master-0" for s in services.items
+        )
+
+    await wait_for(master_up, DEADLINE)
+    pod = await operator.core("read_namespaced_pod", "mnist-master-0", "default")
+    assert pod.metadata.owner_references[0].kind == "ElasticJob"
+
+
+async def test_new_job_gets_the_flexjob_finalizer(operator: OperatorHarness) -> None:
+    await create_job(operator, job_body())
+
+    async def finalized() -> bool:
+        body = await operator.custom(
+            "get_namespaced_custom_object", "default", "elasticjobs", "mnist"
+        )
+        return "flexjob.dev/finalizer" in (body["metadata"].get("finalizers") or [])
+
+    await wait_for(finalized, DEADLINE)
+
+
+async def test_job_phase_follows_its_pods(operator: OperatorHarness) -> None:
+    await create_job(operator, job_body())
+    wanted = ["mnist-master-0", "mnist-worker-0"]
+
+    async def all_created() -> bool:
+        return await pod_names(operator) == wanted
+
+    await wait_for(all_created, DEADLINE)
+    for name in wanted:
+        await set_pod_phase(operator, name, "Running")
+    await wait_for(lambda: _phase_is(operator, JobPhase.RUNNING), DEADLINE)
+    await set_pod_phase(operator, "mnist-master-0", "Succeeded", exit_code=0)
+    await wait_for(lambda: _phase_is(operator, JobPhase.SUCCEEDED), DEADLINE)
+
+
+async def _phase_is(op: OperatorHarness, phase: JobPhase) -> bool:
+    return await job_phase(op) == phase.value
+
+
+async def test_scale_plan_adds_a_worker(operator: OperatorHarness) -> None:
+    await create_job(operator, job_body(workers=1))
+
+    async def has(count: int) -> bool:
+        names = await pod_names(operator)
+        return len([n for n in names if "-worker-" in n]) == count
+
+    await wait_for(lambda: has(1), DEADLINE)
+    plan = {
+        "apiVersion": "flexjob.dev/v1alpha1",
+        "kind": "ScalePlan",
+        "metadata": {"name": "mnist-grow", "namespace": "default"},
+        "spec": {"ownerJob": "mnist", "replicaResourceSpecs": {"worker": {"replicas": 2}}},
+    }
+    await operator.custom("create_namespaced_custom_object", "default", "scaleplans", plan)
+    await wait_for(lambda: has(2), DEADLINE)
+
+    async def plan_done() -> bool:
+        body = await operator.custom(
+            "get_namespaced_custom_object", "default", "scaleplans", "mnist-grow"
+        )
+        return (body.get("status") or {}).get("phase") == "Succeeded"
+
+    await wait_for(plan_done, DEADLINE)
+
+
+async def test_deleting_a_job_removes_its_pods_and_releases_it(operator: OperatorHarness) -> None:
+    await create_job(operator, job_body())
+
+    async def pods_created() -> bool:
+        return len(await pod_names(operator)) == 2
+
+    await wait_for(pods_created, DEADLINE)
+    await operator.custom("delete_namespaced_custom_object", "default", "elasticjobs", "mnist")
+
+    async def gone() -> bool:
+        jobs = await operator.custom("list_namespaced_custom_object", "default", "elasticjobs")
+        return not jobs["items"] and not await pod_names(operator)
+
+    await wait_for(gone, DEADLINE)

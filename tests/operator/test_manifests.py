@@ -1,0 +1,103 @@
+"""The install manifests: least-privilege RBAC, the Deployment, webhooks wired to kopf's paths."""
+
+import yaml
+from typer.testing import CliRunner
+
+from flexjob.cli.main import app
+from flexjob.operator.kopf_admission import MUTATE_JOB, VALIDATE_JOB, VALIDATE_PLAN
+from flexjob.operator.manifests import NAME, InstallOptions, install_manifests
+from tests.support.k8s_fixtures import EmulatorThread
+from tests.support.k8s_store import ResourceKind
+
+
+def by_kind(kind: str, options: InstallOptions | None = None) -> list[dict[str, object]]:
+    return [m for m in install_manifests(options) if m["kind"] == kind]
+
+
+def test_cluster_role_grants_only_named_verbs_and_resources() -> None:
+    (role,) = by_kind("ClusterRole")
+    rules = role["rules"]
+    assert all("*" not in r["verbs"] and "*" not in r["resources"] for r in rules)  # type: ignore[attr-defined,index]
+    grants = {(res, verb) for r in rules for res in r["resources"] for verb in r["verbs"]}  # type: ignore[attr-defined,index]
+    assert ("pods", "create") in grants
+    assert ("pods", "update") not in grants
+    assert ("secrets", "get") not in grants
+    assert ("elasticjobs/status", "patch") in grants
+
+
+def test_deployment_runs_the_operator_as_its_service_account() -> None:
+    (deployment,) = by_kind("Deployment")
+    pod = deployment["spec"]["template"]["spec"]  # type: ignore[index]
+    assert pod["serviceAccountName"] == NAME
+    assert pod["containers"][0]["args"][:3] == ["-m", "flexjob", "operator"]
+
+
+def test_webhook_configurations_call_the_operators_webhook_paths() -> None:
+    paths = {
+        hook["clientConfig"]["service"]["path"]
+        for config in by_kind("ValidatingWebhookConfiguration")
+        + by_kind("MutatingWebhookConfiguration")
+        for hook in config["webhooks"]  # type: ignore[attr-defined]
+    }
+    assert paths == {f"/{VALIDATE_JOB}", f"/{VALIDATE_PLAN}", f"/{MUTATE_JOB}"}
+
+
+def test_without_cert_manager_no_certificate_is_requested() -> None:
+    assert by_kind("Certificate", InstallOptions(cert_manager=False)) == []
+
+
+def test_install_prints_crds_first() -> None:
+    result = CliRunner().invoke(app, ["manifests", "install", "--namespace", "ml"])
+    assert result.exit_code == 0, result.output
+    documents = list(yaml.safe_load_all(result.output))
+    assert [d["kind"] for d in documents[:2]] == ["CustomResourceDefinition"] * 2
+    assert {d["metadata"].get("namespace") for d in documents if d["kind"] == "Deployment"} == {
+        "ml"
+    }
+
+
+EXTRA_KINDS = (
+    ResourceKind(
+        "rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", namespaced=False
+    ),
+    ResourceKind(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "clusterrolebindings",
+        "ClusterRoleBinding",
+        namespaced=False,
+    ),
+    ResourceKind("apps", "v1", "deployments", "Deployment", status_subresource=True),
+    ResourceKind("cert-manager.io", "v1", "issuers", "Issuer"),
+    ResourceKind("cert-manager.io", "v1", "certificates", "Certificate"),
+    ResourceKind(
+        "admissionregistration.k8s.io",
+        "v1",
+        "validatingwebhookconfigurations",
+        "ValidatingWebhookConfiguration",
+        namespaced=False,
+    ),
+    ResourceKind(
+        "admissionregistration.k8s.io",
+        "v1",
+        "mutatingwebhookconfigurations",
+        "MutatingWebhookConfiguration",
+        namespaced=False,
+    ),
+)
+
+
+def test_install_apply_creates_then_replaces_every_object() -> None:
+    with EmulatorThread() as emulator:
+        for kind in EXTRA_KINDS:
+            emulator.declare(kind)
+        args = ["manifests", "install", "--apply", "--server", emulator.base_url]
+        first = CliRunner().invoke(app, args)
+        second = CliRunner().invoke(app, args)
+        deployments = emulator.store.select(
+            emulator.kind("apps", "v1", "deployments"), "flexjob-system"
+        )
+    assert first.exit_code == 0, first.output
+    assert first.output.count(" created") == len(install_manifests()), first.output
+    assert second.output.count(" replaced") == len(install_manifests()), second.output
+    assert [d["metadata"]["name"] for d in deployments] == [NAME]

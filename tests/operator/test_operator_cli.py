@@ -1,0 +1,63 @@
+"""``flexjob operator`` as a process, pointed at the emulator like at ``kubectl proxy``."""
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import kubernetes.client
+import pytest
+from kubernetes.client import CoreV1Api, CustomObjectsApi
+
+from tests.support.k8s_fixtures import EmulatorThread
+
+
+@pytest.fixture()
+def emulator_url() -> Iterator[str]:
+    with EmulatorThread() as emulator:
+        yield emulator.base_url
+
+
+def test_operator_command_creates_the_master_of_a_new_job(
+    emulator_url: str, tmp_path: Path
+) -> None:
+    command = [
+        sys.executable,
+        "-m",
+        "flexjob",
+        "operator",
+        "--server",
+        emulator_url,
+        "--no-webhooks",
+        "--resync",
+        "0",
+    ]
+    log = (tmp_path / "operator.log").open("wb")
+    process = subprocess.Popen(command, env=os.environ.copy(), stdout=log, stderr=subprocess.STDOUT)
+    try:
+        client = kubernetes.client.ApiClient(kubernetes.client.Configuration(host=emulator_url))
+        template = {"spec": {"containers": [{"name": "main", "image": "python:3.11"}]}}
+        job = {
+            "apiVersion": "flexjob.dev/v1alpha1",
+            "kind": "ElasticJob",
+            "metadata": {"name": "cli"},
+            "spec": {"replicaSpecs": {"master": {"replicas": 1, "template": template}}},
+        }
+        CustomObjectsApi(client).create_namespaced_custom_object(
+            "flexjob.dev", "v1alpha1", "default", "elasticjobs", job
+        )
+        deadline = time.monotonic() + 20
+        names: list[str] = []
+        while time.monotonic() < deadline and "cli-master-0" not in names:
+            assert process.poll() is None, (tmp_path / "operator.log").read_text()
+            names = [
+                p.metadata.name for p in CoreV1Api(client).list_namespaced_pod("default").items
+            ]
+            time.sleep(0.1)
+        assert "cli-master-0" in names
+    finally:
+        process.terminate()
+        process.wait(10)
+        log.close()

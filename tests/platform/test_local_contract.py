@@ -1,0 +1,37 @@
+"""The Platform contract, run against the local platform (processes + SQLite)."""
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from flexjob.platform.api import Platform, Replica
+from flexjob.platform.local import LocalPlatform
+from tests.platform.contract import *  # noqa: F403
+
+
+@pytest.fixture
+def platform(tmp_path: Path) -> Iterator[LocalPlatform]:
+    local = LocalPlatform(tmp_path / "home")
+    yield local
+    local.close()
+
+
+@pytest.fixture
+def exit_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "exits"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def contract_env(exit_dir: Path) -> dict[str, str]:
+    return {"CONTRACT_EXIT_DIR": str(exit_dir)}
+
+
+@pytest.fixture
+def finish_replica(exit_dir: Path):  # type: ignore[no-untyped-def]
+    def finish(platform: Platform, replica: Replica, code: int) -> None:
+        (exit_dir / replica.name).write_text(str(code))
+
+    return finish

@@ -1,0 +1,44 @@
+import subprocess
+import sys
+from pathlib import Path
+
+SHIPPED = Path(__file__).resolve().parents[2] / "examples" / "traces" / "synthetic.csv"
+
+
+def _flexjob(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "flexjob", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_simulate_prints_a_row_per_policy_and_plots_the_jct_cdf(tmp_path: Path) -> None:
+    png = tmp_path / "cdf.png"
+    out = _flexjob(
+        "simulate",
+        "--trace",
+        str(SHIPPED),
+        "--policy",
+        "static",
+        "--policy",
+        "goodput",
+        "--plot",
+        str(png),
+    )
+    assert out.returncode == 0, out.stderr
+    assert "avg JCT" in out.stdout and "p99 JCT" in out.stdout and "GPU util" in out.stdout
+    assert any(line.startswith("goodput") for line in out.stdout.splitlines())
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_gen_trace_writes_a_trace_simulate_can_read(tmp_path: Path) -> None:
+    trace = tmp_path / "t.csv"
+    assert _flexjob("simulate", "gen-trace", "--out", str(trace), "--jobs", "5").returncode == 0
+    out = _flexjob("simulate", "--trace", str(trace), "--policy", "pack")
+    assert out.returncode == 0, out.stderr
+    assert "pack" in out.stdout
+
+
+def test_unknown_policy_exits_2_naming_the_choices(tmp_path: Path) -> None:
+    out = _flexjob("simulate", "--trace", str(SHIPPED), "--policy", "nope")
+    assert out.returncode == 2
+    assert "available:" in out.stderr

@@ -1,0 +1,61 @@
+from pathlib import Path
+
+import pytest
+
+from flexjob.core.policies import GoodputPolicy, StaticPolicy
+from flexjob.scheduler.simulator import ClusterConfig, percentile, simulate
+from flexjob.scheduler.trace import TraceJob, read_trace
+
+SHIPPED = Path(__file__).resolve().parents[2] / "examples" / "traces" / "synthetic.csv"
+
+
+def _job(job_id: str, work: float, replicas: int = 1, submit: float = 0.0) -> TraceJob:
+    return TraceJob(
+        id=job_id,
+        submit_time=submit,
+        work=work,
+        replicas=replicas,
+        max_replicas=8,
+        sync_local=0,
+        sync_local_per_replica=0,
+        sync_remote=0,
+        sync_remote_per_replica=0,
+    )
+
+
+def test_goodput_beats_static_on_average_jct_of_the_shipped_trace() -> None:
+    trace = read_trace(SHIPPED)
+    static = simulate(trace, StaticPolicy())
+    goodput = simulate(trace, GoodputPolicy())
+    assert not static.unfinished and not goodput.unfinished
+    assert goodput.avg_jct < 0.9 * static.avg_jct
+
+
+def test_a_lone_job_finishes_after_its_work_divided_by_its_speedup_plus_the_start_delay() -> None:
+    job = _job("a", work=3600.0, replicas=2)
+    result = simulate([job], StaticPolicy(), ClusterConfig(nodes=1, gpus_per_node=4))
+    expected = 30.0 + 3600.0 / job.model().speedup(1, 2)
+    assert result.jct["a"] == pytest.approx(expected, rel=1e-6)
+
+
+def test_a_job_waits_in_static_until_its_request_fits() -> None:
+    trace = [_job("big", 600.0, replicas=4), _job("next", 600.0, replicas=4, submit=1.0)]
+    result = simulate(trace, StaticPolicy(), ClusterConfig(nodes=1, gpus_per_node=4))
+    assert result.jct["next"] > result.jct["big"]
+
+
+def test_reallocation_pays_the_restart_delay() -> None:
+    trace = [_job("a", 20_000.0), _job("b", 20_000.0, submit=3000.0)]
+    cluster = ClusterConfig(nodes=1, gpus_per_node=4)
+    result = simulate(trace, GoodputPolicy(), cluster)
+    assert result.restarts >= 1
+
+
+def test_gpu_utilisation_is_a_fraction_of_the_cluster() -> None:
+    result = simulate(read_trace(SHIPPED), GoodputPolicy())
+    assert 0.0 < result.gpu_utilisation <= 1.0
+
+
+def test_percentile_interpolates_between_ranks() -> None:
+    assert percentile([1.0, 2.0, 3.0, 4.0, 5.0], 50.0) == 3.0
+    assert percentile([0.0, 10.0], 99.0) == pytest.approx(9.9)

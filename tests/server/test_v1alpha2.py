@@ -1,0 +1,132 @@
+from fastapi.testclient import TestClient
+
+from flexjob.api import ReplicaPhase, ReplicaType
+from flexjob.platform.api import Replica
+
+from .jobs import di_v1_job
+from .memory_platform import MemoryPlatform
+
+BASE = {"namespace": "default", "coordinator": "cartpole-coordinator-0"}
+
+
+def _replica(name: str, rtype: ReplicaType, index: int, phase: ReplicaPhase) -> Replica:
+    return Replica("default", "cartpole", name, rtype, index, phase)
+
+
+def test_post_adds_collectors_and_learners_and_names_the_new_replicas(
+    client: TestClient, memory: MemoryPlatform
+) -> None:
+    memory.create_job(di_v1_job())
+    body = {**BASE, "collectors": {"replicas": 2}, "learners": {"replicas": 1}}
+    resp = client.post("/v1alpha2/replicas", json=body)
+    assert resp.status_code == 200, resp.text
+    data = resp.json()["data"]
+    assert data["collectors"] == ["cartpole-collector-1", "cartpole-collector-2"]
+    assert data["learners"] == ["cartpole-learner-1"]
+    status = memory.get_job("default", "cartpole").status
+    assert status.replicas == {ReplicaType.COLLECTOR: 3, ReplicaType.LEARNER: 2}
+
+
+def test_a_learner_with_more_than_one_gpu_gets_an_aggregator_in_front(
+    client: TestClient, memory: MemoryPlatform
+) -> None:
+    memory.create_job(di_v1_job())
+    body = {**BASE, "learners": {"replicas": 2, "gpus": "4"}}
+    resp = client.post("/v1alpha2/replicas", json=body)
+    assert resp.status_code == 200, resp.text
+    data = resp.json()["data"]
+    assert data["aggregators"] == ["cartpole-aggregator-0", "cartpole-aggregator-1"]
+    assert data["learners"] == data["aggregators"]
+    status = memory.get_job("default", "cartpole").status
+    assert status.replicas[ReplicaType.AGGREGATOR] == 2
+
+
+def test_multi_gpu_learners_without_an_aggregator_spec_are_409(
+    client: TestClient, memory: MemoryPlatform
+) -> None:
+    memory.create_job(di_v1_job(aggregator=False))
+    resp = client.post("/v1alpha2/replicas", json={**BASE, "learners": {"replicas": 1, "gpus": 2}})
+    assert resp.status_code == 409
+    assert "aggregator" in resp.json()["message"]
+
+
+def test_delete_removes_the_highest_indices(client: TestClient, memory: MemoryPlatform) -> None:
+    memory.create_job(di_v1_job())
+    client.post("/v1alpha2/replicas", json={**BASE, "collectors": {"replicas": 2}})
+    resp = client.request(
+        "DELETE", "/v1alpha2/replicas", json={**BASE, "collectors": {"replicas": 1}}
+    )
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["data"]["collectors"] == ["cartpole-collector-2"]
+
+
+def test_get_filters_by_namespace_and_coordinator(
+    client: TestClient, memory: MemoryPlatform
+) -> None:
+    memory.create_job(di_v1_job())
+    memory.add_replica(
+        _replica("cartpole-collector-0", ReplicaType.COLLECTOR, 0, ReplicaPhase.RUNNING),
+        address="10.0.0.1:22270",
+    )
+    resp = client.get("/v1alpha2/replicas", params=BASE)
+    assert resp.status_code == 200
+    (job,) = resp.json()["data"]
+    assert job["collectors"] == ["10.0.0.1:22270"]
+    assert client.get("/v1alpha2/replicas", params={"namespace": "other"}).json()["data"] == []
+
+
+def test_get_by_aggregator_lists_the_learner_it_serves(
+    client: TestClient, memory: MemoryPlatform
+) -> None:
+    memory.create_job(di_v1_job())
+    memory.add_replica(
+        _replica("cartpole-aggregator-0", ReplicaType.AGGREGATOR, 0, ReplicaPhase.RUNNING)
+    )
+    memory.add_replica(_replica("cartpole-learner-0", ReplicaType.LEARNER, 0, ReplicaPhase.RUNNING))
+    memory.add_replica(_replica("cartpole-learner-1", ReplicaType.LEARNER, 1, ReplicaPhase.RUNNING))
+    params = {"namespace": "default", "aggregator": "cartpole-aggregator-0"}
+    (job,) = client.get("/v1alpha2/replicas", params=params).json()["data"]
+    assert job["learners"] == ["cartpole-learner-0"]
+
+
+def test_failed_replicas_are_removed_for_the_operator_to_recreate(
+    client: TestClient, memory: MemoryPlatform
+) -> None:
+    memory.create_job(di_v1_job())
+    memory.add_replica(_replica("cartpole-learner-0", ReplicaType.LEARNER, 0, ReplicaPhase.FAILED))
+    resp = client.post(
+        "/v1alpha2/replicas/failed", json={**BASE, "learners": ["cartpole-learner-0"]}
+    )
+    assert resp.status_code == 200, resp.text
+    assert memory.deleted == ["cartpole-learner-0"]
+
+
+def test_recreating_a_running_replica_is_409(client: TestClient, memory: MemoryPlatform) -> None:
+    memory.create_job(di_v1_job())
+    memory.add_replica(_replica("cartpole-learner-0", ReplicaType.LEARNER, 0, ReplicaPhase.RUNNING))
+    resp = client.post(
+        "/v1alpha2/replicas/failed", json={**BASE, "learners": ["cartpole-learner-0"]}
+    )
+    assert resp.status_code == 409
+    assert resp.json()["message"].startswith("learners[0]:")
+
+
+def test_an_unknown_coordinator_is_404_naming_the_field(
+    client: TestClient, memory: MemoryPlatform
+) -> None:
+    memory.create_job(di_v1_job())
+    body = {"namespace": "default", "coordinator": "ghost", "collectors": {"replicas": 1}}
+    resp = client.post("/v1alpha2/replicas", json=body)
+    assert resp.status_code == 404
+    assert resp.json()["message"].startswith("coordinator:")
+
+
+def test_a_non_numeric_gpu_count_is_422_naming_learners_gpus(
+    client: TestClient, memory: MemoryPlatform
+) -> None:
+    memory.create_job(di_v1_job())
+    resp = client.post(
+        "/v1alpha2/replicas", json={**BASE, "learners": {"replicas": 1, "gpus": "lots"}}
+    )
+    assert resp.status_code == 422
+    assert "learners.gpus" in resp.json()["message"]

@@ -1,0 +1,279 @@
+"""A stateful Kubernetes API emulator for tests: kmock's scaffold plus a real object store.
+
+Stock ``kmock.KubernetesEmulator`` (0.8) cannot host a kopf operator or the official client:
+it has no resourceVersion/uid/generation/creationTimestamp, ignores label and field
+selectors, does not take the namespace from the URL, answers creation with 200, has no
+generateName, PUT, delete-collection or watch ``timeoutSeconds``, and serves no namespaces.
+``K8sEmulator`` keeps kmock's discovery endpoints and error rendering (``KubernetesScaffold``)
+and serves the declared resources from ``ObjectStore`` (``tests/support/k8s_store.py``):
+create (201), get, list, watch (resume from a resourceVersion, selectors, server timeout),
+merge/JSON patch, PUT, the status subresource, delete with finalizers, delete-collection and
+ownerReference garbage collection.
+
+Requests for declared resources always go to the store: kmock's DSL reactions (``kmock[...] <<``)
+apply only to other paths. It does not call admission webhooks (tests POST AdmissionReviews to
+the webhook server themselves). Not for production and not a conformance server: see
+``k8s_store`` for what it leaves out.
+"""
+
+import asyncio
+import bisect
+import contextlib
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp.web
+import attrs
+import kmock
+from kmock._internal import rendering
+
+from tests.support.k8s_store import (
+    Body,
+    ObjectStore,
+    ResourceKind,
+    StoreError,
+    WatchEvent,
+    field_selector_matches,
+    label_selector_matches,
+)
+
+BUILTIN_KINDS: tuple[ResourceKind, ...] = (
+    ResourceKind("", "v1", "namespaces", "Namespace", namespaced=False, status_subresource=True),
+    ResourceKind("", "v1", "pods", "Pod", status_subresource=True),
+    ResourceKind("", "v1", "services", "Service", status_subresource=True),
+    ResourceKind("", "v1", "events", "Event"),
+    ResourceKind("", "v1", "serviceaccounts", "ServiceAccount"),
+    ResourceKind(
+        "apiextensions.k8s.io",
+        "v1",
+        "customresourcedefinitions",
+        "CustomResourceDefinition",
+        namespaced=False,
+        status_subresource=True,
+    ),
+)
+_VERBS = {"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+
+
+def _parse_path(path: str) -> tuple[str, str, str | None, str, str | None, str] | None:
+    """``/api[s]/...`` → (group, version, namespace, plural, name, subresource), else None."""
+    parts = [p for p in path.split("/") if p]
+    if len(parts) >= 3 and parts[0] == "api":
+        group, version, rest = "", parts[1], parts[2:]
+    elif len(parts) >= 4 and parts[0] == "apis":
+        group, version, rest = parts[1], parts[2], parts[3:]
+    else:
+        return None
+    namespace = None
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        namespace, rest = rest[1], rest[2:]
+    plural, name = rest[0], rest[1] if len(rest) > 1 else None
+    return group, version, namespace, plural, name, "/".join(rest[2:])
+
+
+def _status_body(error: StoreError) -> Body:
+    return {
+        "apiVersion": "v1",
+        "kind": "Status",
+        "metadata": {},
+        "status": "Failure",
+        "code": error.status,
+        "reason": error.reason,
+        "message": error.message,
+    }
+
+
+@attrs.define(kw_only=True)
+class K8sEmulator(kmock.KubernetesScaffold):
+    """kmock's Kubernetes scaffold serving declared resources from an in-memory store.
+
+    Use as ``async with K8sEmulator() as emulator, kmock.Server(emulator) as server:``;
+    ``declare()`` custom resources, read ``emulator.store`` for assertions.
+    """
+
+    store: ObjectStore = attrs.field(factory=ObjectStore, init=False)
+    _kinds: dict[tuple[str, str, str], ResourceKind] = attrs.field(factory=dict, init=False)
+    _changed: asyncio.Condition = attrs.field(factory=asyncio.Condition, init=False)
+
+    def __attrs_post_init__(self) -> None:
+        super().__attrs_post_init__()
+        for kind in BUILTIN_KINDS:
+            self.declare(kind)
+        self.store.create(
+            self._kinds["", "v1", "namespaces"], None, {"metadata": {"name": "default"}}
+        )
+
+    def declare(self, kind: ResourceKind) -> None:
+        """Serve a resource (and announce it in API discovery)."""
+        self._kinds[kind.group, kind.version, kind.plural] = kind
+        self.resources[
+            f"{kind.group}/{kind.version}/{kind.plural}" if kind.group else f"v1/{kind.plural}"
+        ] = kmock.ResourceInfo(
+            kind=kind.kind,
+            singular=kind.kind.lower(),
+            namespaced=kind.namespaced,
+            verbs=_VERBS,
+            subresources={"status"} if kind.status_subresource else set(),
+        )
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT`` of the first server, for clients' ``host``."""
+        return str(self.url).rstrip("/")
+
+    def kind(self, group: str, version: str, plural: str) -> ResourceKind:
+        return self._kinds[group, version, plural]
+
+    def _resolve(self, path: str) -> tuple[ResourceKind, str | None, str | None, str] | None:
+        """The declared resource a path addresses: (kind, namespace, name, subresource)."""
+        parsed = _parse_path(path)
+        if parsed is None or parsed[:2] + parsed[3:4] not in self._kinds:
+            return None
+        group, version, namespace, plural, name, subresource = parsed
+        return self._kinds[group, version, plural], namespace, name, subresource
+
+    async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
+        # kmock's own request parser fails on cluster-scoped paths such as /api/v1/namespaces,
+        # so requests for declared resources are parsed here and never reach it.
+        if self._resolve(raw_request.path) is None:
+            return await super().__call__(raw_request)
+        body = await raw_request.read()
+        request = rendering.Request(
+            id=len(self._requests),
+            raw_request=raw_request,
+            url=raw_request.url,
+            method=raw_request.method,
+            params=dict(raw_request.query),
+            headers=dict(raw_request.headers),
+            body=body,
+            data=json.loads(body) if body else None,
+        )
+        self._requests.append(request)
+        try:
+            return await self._handle(request)
+        except Exception as exc:  # rendered as a Status, like the API server's 500
+            return await self._render_error(exc)
+
+    async def _handle(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
+        resolved = self._resolve(request.url.path)
+        if resolved is None:
+            return await super()._handle(request)
+        kind, namespace, name, subresource = resolved
+        try:
+            if request.method == "GET" and request.params.get("watch") in ("true", "1"):
+                return await self._watch(request, kind, namespace)
+            status, body = self._serve(request, kind, namespace, name, subresource)
+        except StoreError as error:
+            return aiohttp.web.json_response(_status_body(error), status=error.status)
+        await self.notify()
+        if isinstance(body, str):
+            return aiohttp.web.Response(text=body, status=status)
+        return aiohttp.web.json_response(body, status=status)
+
+    async def notify(self) -> None:
+        """Wake the watches after the store was changed directly (not over HTTP)."""
+        async with self._changed:
+            self._changed.notify_all()
+
+    def _serve(
+        self,
+        request: rendering.Request,
+        kind: ResourceKind,
+        namespace: str | None,
+        name: str | None,
+        subresource: str,
+    ) -> tuple[int, Body | str]:
+        store, method, params = self.store, request.method, request.params
+        content_type = request.headers.get("Content-Type", "application/json")
+        if name is None and method == "GET":
+            items = store.select(
+                kind, namespace, params.get("labelSelector"), params.get("fieldSelector")
+            )
+            return 200, self._list_body(kind, items)
+        if name is None and method == "POST":
+            return 201, store.create(kind, namespace, request.data or {})
+        if name is None and method == "DELETE":
+            doomed = store.select(
+                kind, namespace, params.get("labelSelector"), params.get("fieldSelector")
+            )
+            meta = [body["metadata"] for body in doomed]
+            deleted = [store.delete(kind, m.get("namespace"), m["name"]) for m in meta]
+            return 200, self._list_body(kind, deleted)
+        if name is not None and method == "GET" and subresource == "log":
+            store.get(kind, namespace, name)
+            return 200, store.logs.get((namespace or "", name), "")
+        if name is not None and method == "GET":
+            return 200, store.get(kind, namespace, name)
+        if name is not None and method == "PUT":
+            return 200, store.replace(kind, namespace, name, request.data or {}, subresource)
+        if name is not None and method == "PATCH":
+            return 200, store.patch(kind, namespace, name, request.data, content_type, subresource)
+        if name is not None and method == "DELETE":
+            return 200, store.delete(kind, namespace, name)
+        raise StoreError(405, "MethodNotAllowed", f"{method} is not supported here")
+
+    def _list_body(self, kind: ResourceKind, items: list[Body]) -> Body:
+        return {
+            "apiVersion": kind.api_version,
+            "kind": f"{kind.kind}List",
+            "metadata": {"resourceVersion": str(self.store.revision)},
+            "items": items,
+        }
+
+    async def _watch(
+        self, request: rendering.Request, kind: ResourceKind, namespace: str | None
+    ) -> aiohttp.web.StreamResponse:
+        assert request._raw_request is not None
+        response = aiohttp.web.StreamResponse(headers={"Content-Type": "application/json"})
+        await response.prepare(request._raw_request)
+        timeout = float(request.params.get("timeoutSeconds") or 3600)
+        with contextlib.suppress(ConnectionError, TimeoutError):
+            async with asyncio.timeout(timeout):
+                async for event in self._events(request, kind, namespace):
+                    line = {"type": event.type, "object": event.body}
+                    await response.write(json.dumps(line).encode() + b"\n")
+        with contextlib.suppress(ConnectionError):
+            await response.write_eof()
+        return response
+
+    async def _events(
+        self, request: rendering.Request, kind: ResourceKind, namespace: str | None
+    ) -> AsyncIterator[WatchEvent]:
+        labels, fields = request.params.get("labelSelector"), request.params.get("fieldSelector")
+        since = request.params.get("resourceVersion") or "0"
+        log = self.store.events
+        if since == "0":  # no version: the current state first, then what follows
+            for body in self.store.select(kind, namespace, labels, fields):
+                yield WatchEvent(self.store.revision, kind, "ADDED", body)
+            position = len(log)
+        else:
+            position = bisect.bisect_right(log, int(since), key=lambda e: e.resource_version)
+        while True:
+            while position < len(log):
+                event, position = log[position], position + 1
+                body = event.body
+                if (
+                    event.kind == kind
+                    and (namespace is None or body["metadata"].get("namespace") == namespace)
+                    and label_selector_matches(labels, body["metadata"].get("labels") or {})
+                    and field_selector_matches(fields, body)
+                ):
+                    yield event
+            async with self._changed:
+                await self._changed.wait_for(lambda seen=position: len(log) > seen)
+
+
+async def wait_for(predicate: Any, timeout: float = 10.0, interval: float = 0.02) -> Any:
+    """Poll a sync or async predicate until it returns a truthy value or the deadline passes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = predicate()
+        if asyncio.iscoroutine(result):
+            result = await result
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"condition not met within {timeout} s: {predicate}")
+        await asyncio.sleep(interval)

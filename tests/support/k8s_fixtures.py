@@ -1,0 +1,102 @@
+"""Pytest fixtures around the Kubernetes emulator: the running server and a client for it.
+
+A ``conftest.py`` imports the fixtures it needs by name.
+The official client is synchronous and the emulator runs on the test's event loop, so tests
+call the client through ``asyncio.to_thread`` (see ``in_thread``).
+"""
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any, TypeVar
+
+import kmock
+import kubernetes.client
+import pytest
+import pytest_asyncio
+
+from tests.support.k8s_emulator import K8sEmulator
+from tests.support.k8s_store import ResourceKind
+
+T = TypeVar("T")
+
+ELASTICJOBS = ResourceKind(
+    "flexjob.dev", "v1alpha1", "elasticjobs", "ElasticJob", status_subresource=True
+)
+SCALEPLANS = ResourceKind(
+    "flexjob.dev", "v1alpha1", "scaleplans", "ScalePlan", status_subresource=True
+)
+
+
+@pytest_asyncio.fixture()
+async def k8s_emulator() -> AsyncIterator[K8sEmulator]:
+    """A running emulator on 127.0.0.1 with the flexjob custom resources declared."""
+    async with K8sEmulator() as emulator, kmock.Server(emulator):
+        emulator.declare(ELASTICJOBS)
+        emulator.declare(SCALEPLANS)
+        yield emulator
+
+
+def client_configuration(emulator: K8sEmulator) -> kubernetes.client.Configuration:
+    return kubernetes.client.Configuration(host=emulator.base_url)
+
+
+@pytest.fixture()
+def k8s_client(k8s_emulator: K8sEmulator) -> kubernetes.client.ApiClient:
+    """The official (synchronous) client pointed at the emulator."""
+    return kubernetes.client.ApiClient(client_configuration(k8s_emulator))
+
+
+async def in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run a blocking client call off the event loop that serves the emulator."""
+    return await asyncio.to_thread(fn, *args, **kwargs)
+
+
+class EmulatorThread:
+    """The emulator on its own event loop in a daemon thread, for synchronous callers.
+
+    ``with EmulatorThread() as emulator:`` serves until the block ends; ``base_url`` is where.
+    """
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.emulator: K8sEmulator | None = None
+        self._ready = threading.Event()
+        self._stop: asyncio.Event | None = None
+        self._thread = threading.Thread(
+            target=self.loop.run_until_complete, args=(self._serve(),), daemon=True
+        )
+
+    async def _serve(self) -> None:
+        self._stop = asyncio.Event()
+        async with K8sEmulator() as emulator, kmock.Server(emulator):
+            emulator.declare(ELASTICJOBS)
+            emulator.declare(SCALEPLANS)
+            self.emulator = emulator
+            self._ready.set()
+            await self._stop.wait()
+
+    def __enter__(self) -> K8sEmulator:
+        self._thread.start()
+        if not self._ready.wait(10):
+            raise RuntimeError("the Kubernetes emulator did not start")
+        assert self.emulator is not None
+        return self.emulator
+
+    def __exit__(self, *exc_info: object) -> None:
+        assert self._stop is not None
+        self.loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(10)
+        self.loop.close()
+
+    def run(self, coro: Any) -> Any:
+        """Run a coroutine on the emulator's loop (e.g. to touch the store) and wait for it."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(10)
+
+
+@pytest.fixture()
+def k8s_emulator_thread() -> Iterator[EmulatorThread]:
+    """An emulator serving from a background thread, for synchronous tests."""
+    thread = EmulatorThread()
+    with thread:
+        yield thread

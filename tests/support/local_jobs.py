@@ -1,0 +1,65 @@
+"""Building small local ElasticJobs whose replicas are plain Python one-liners."""
+
+import sys
+from pathlib import Path
+
+from flexjob.api import (
+    CleanPodPolicy,
+    Container,
+    ElasticJob,
+    ElasticJobSpec,
+    ObjectMeta,
+    PodSpec,
+    PodTemplateSpec,
+    ReplicaSpec,
+    ReplicaType,
+)
+
+
+def python_template(code: str) -> PodTemplateSpec:
+    container = Container(
+        name="main", image="ignored-locally", command=[sys.executable, "-c", code]
+    )
+    return PodTemplateSpec(spec=PodSpec(containers=[container]))
+
+
+def wait_for_file_then_exit(path: Path, timeout: float = 25) -> str:
+    """Code that exits 0 once ``path`` exists, 1 after ``timeout`` seconds."""
+    return (
+        "import pathlib, sys, time\n"
+        f"p = pathlib.Path({str(path)!r}); end = time.time() + {timeout}\n"
+        "while not p.exists() and time.time() < end: time.sleep(0.05)\n"
+        "sys.exit(0 if p.exists() else 1)\n"
+    )
+
+
+def fail_first_then_succeed(counter: Path, failures: int, done: Path) -> str:
+    """Code that fails the first ``failures`` runs (counted in ``counter``), then touches
+    ``done`` and exits 0."""
+    return (
+        "import pathlib, sys\n"
+        f"c = pathlib.Path({str(counter)!r})\n"
+        "n = int(c.read_text()) + 1 if c.exists() else 1\n"
+        "c.write_text(str(n))\n"
+        f"if n <= {failures}: print('failing run', n); sys.exit(1)\n"
+        f"pathlib.Path({str(done)!r}).touch(); print('succeeded on run', n)\n"
+    )
+
+
+def local_job(
+    name: str,
+    master: str | None,
+    worker: str,
+    workers: int = 2,
+    backoff: int = 3,
+    clean: CleanPodPolicy | None = None,
+    namespace: str = "default",
+) -> ElasticJob:
+    specs: dict[ReplicaType, ReplicaSpec] = {}
+    if master is not None:
+        specs[ReplicaType.MASTER] = ReplicaSpec(replicas=1, template=python_template(master))
+    specs[ReplicaType.WORKER] = ReplicaSpec(replicas=workers, template=python_template(worker))
+    return ElasticJob(
+        metadata=ObjectMeta(name=name, namespace=namespace),
+        spec=ElasticJobSpec(replica_specs=specs, backoff_limit=backoff, clean_pod_policy=clean),
+    )
