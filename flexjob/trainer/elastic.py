@@ -115,6 +115,9 @@ class ElasticTrainer:
                 self.sampler.load_state_dict(state.get("sampler", {}))
         self._watcher = WaitingWatcher(self.source, self._poll_waiting_s)
         gen = world.generation_from_env()
+        if gen is not None:
+            # The agent's world may have moved on while this script was starting.
+            gen = self.source.get_world(gen.round)
         if gen is None:
             gen = next_generation(self.source, -1, self.timeout_s)
         self._form(gen)

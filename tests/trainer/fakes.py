@@ -36,6 +36,8 @@ class FakeMaster:
         return self.round
 
     def get_world(self, round: int) -> Generation | None:
+        if self.round < round:
+            return None
         return Generation(self.round, 0, 1, self.store_address, f"test/round-{self.round}/")
 
     def nodes_waiting(self) -> int:
