@@ -276,7 +276,8 @@ def measure(system: System, quick: bool) -> dict[str, float]:
     )
     out["kill worker → resume (s)"] = resume_after(w, t_kill, exclude_node="worker-1") or 0.0
     if not quick:
-        wait_for(f"{system.name}: steady after kill", lambda: steady(w, 3, time.time(), warm), 120)
+        t_after = time.time()
+        wait_for(f"{system.name}: steady after kill", lambda: steady(w, 3, t_after, warm), 120)
         t_node = time.time()
         for p in system.node_tree("worker-2"):
             with contextlib.suppress(psutil.Error):
