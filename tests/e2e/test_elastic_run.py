@@ -14,6 +14,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
 # Small and slow enough to kill mid-epoch deterministically (by master progress).
 ARGS = ("--epochs", "4", "--step-delay", "0.03")
+# Three nodes take a third of the steps: slower steps keep a window for the kill.
+ARGS_3 = ("--epochs", "6", "--step-delay", "0.06")
 
 
 def test_two_nodes_train_digits_to_90_percent(tmp_path: Path) -> None:
@@ -58,7 +60,7 @@ def test_killed_worker_is_restarted_and_every_sample_is_done_once(tmp_path: Path
 
 def test_killed_node_leaves_training_on_the_other_two(tmp_path: Path) -> None:
     flags = ("--nnodes", "2:3", "--start-nodes", "3", "--heartbeat-timeout", "3")
-    with running(tmp_path, *flags, script_args=ARGS) as job:
+    with running(tmp_path, *flags, script_args=ARGS_3) as job:
         job.wait_progress(0.3, world_size=3)
         agents = poll("three agents", lambda: len(job.agents()) == 3 and job.agents(), 30)
         victim = next(a for a in agents if "worker-2" in " ".join(a.cmdline()))
