@@ -116,6 +116,11 @@ class Rendezvous:
     def waiting(self) -> frozenset[str]:
         return frozenset(self._waiting)
 
+    @property
+    def broken(self) -> bool:
+        """A member of the latest world died or re-joined: the next round replaces it."""
+        return self._broken
+
     def status(self, node_id: str) -> NodeStatus:
         if node_id in self._waiting:
             return NodeStatus.WAITING

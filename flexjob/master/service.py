@@ -18,7 +18,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from flexjob.api import names
 from flexjob.core.batch import BatchPlan
-from flexjob.core.rendezvous import Rendezvous
+from flexjob.core.rendezvous import NodeStatus, Rendezvous
 from flexjob.core.shards import ReportResult, ShardManager
 from flexjob.master.config import DatasetConfig, MasterConfig
 from flexjob.master.health import HeartbeatTracker
@@ -83,7 +83,8 @@ class MasterService:
         self._batch: BatchPlan | None = config.batch.plan() if config.batch else None
         self._health = HeartbeatTracker(config.heartbeat_timeout, clock)
         self._stats = StatsBook()
-        self._addresses: dict[str, str] = {}
+        self._addresses: dict[str, str] = {}  # node → address given at join
+        self._addresses_version = 0
         self._kv: dict[str, bytes] = {}
         self._stats_dirty = False
         self._clock = clock
@@ -103,7 +104,9 @@ class MasterService:
     def join(self, node: NodeRef, address: str, local_world_size: int) -> int:
         with self._lock:
             self._seen(node.node_id)
-            self._addresses[node.node_id] = address
+            if self._addresses.get(node.node_id) != address:
+                self._addresses[node.node_id] = address
+                self._addresses_version += 1
             round_ = self._rdzv.join(node.node_id)
             event(log, "node_joined", self._job, node=node.node_id, waits_for=round_)
             self._after_rendezvous()
@@ -113,6 +116,11 @@ class MasterService:
     def get_world(self, node: NodeRef, round: int) -> WorldInfo:
         with self._lock:
             self._seen(node.node_id)
+            if self._rdzv.status(node.node_id) is NodeStatus.UNKNOWN:
+                # It asks for a world it is not waiting for: its join was lost (a master
+                # restart) or it was declared dead while alive. Either way it waits again.
+                self._rdzv.join(node.node_id)
+                event(log, "node_joined", self._job, node=node.node_id, implicit=True)
             view = self._rdzv.view(node.node_id)
             self._after_rendezvous()
             if view.world is None:
@@ -393,7 +401,14 @@ class MasterService:
             self._saved = changes
 
     def _snapshot(self) -> str:
-        return self._snapshots.text(self._job, self._shards, self._rdzv, self._stats)
+        return self._snapshots.text(
+            self._job,
+            self._shards,
+            self._rdzv,
+            self._stats,
+            self._addresses,
+            self._addresses_version,
+        )
 
     def _restore(self) -> None:
         if self._state is None:
@@ -402,7 +417,7 @@ class MasterService:
         if data is None and not journal:
             return
         if data is not None:
-            members = restore_snapshot(data, self._shards, self._rdzv, self._stats)
+            members = restore_snapshot(data, self._shards, self._rdzv, self._stats, self._addresses)
             self._health.track(members)
             for name, saved in data["shards"].items():
                 if name not in self._shards:  # a registered dataset, restored on first use

@@ -22,13 +22,25 @@ class SnapshotWriter:
         self._cache: dict[str, tuple[int, str]] = {}
 
     def text(
-        self, job: str, shards: dict[str, ShardManager], rdzv: Rendezvous, stats: StatsBook
+        self,
+        job: str,
+        shards: dict[str, ShardManager],
+        rdzv: Rendezvous,
+        stats: StatsBook,
+        addresses: dict[str, str],
+        addresses_version: int,
     ) -> str:
+        """The snapshot. ``addresses``: node → address given at join, re-serialized only when
+        ``addresses_version`` changed."""
         progress = {name: mgr.to_dict() for name, mgr in shards.items()}
         rdzv_json = self._cached("rendezvous", rdzv.version, rdzv.to_dict)
         stats_json = self._cached("stats", stats.version, stats.to_dict)
+        addr_json = self._cached("addresses", addresses_version, lambda: addresses)
         head = json.dumps({"version": STATE_VERSION, "job": job, "shards": progress})
-        return f'{head[:-1]}, "rendezvous": {rdzv_json}, "stats": {stats_json}}}'
+        return (
+            f'{head[:-1]}, "rendezvous": {rdzv_json}, "stats": {stats_json}, '
+            f'"addresses": {addr_json}}}'
+        )
 
     def _cached(self, key: str, version: int, build: Callable[[], object]) -> str:
         hit = self._cache.get(key)
@@ -39,7 +51,11 @@ class SnapshotWriter:
 
 
 def restore_snapshot(
-    data: dict[str, Any], shards: dict[str, ShardManager], rdzv: Rendezvous, stats: StatsBook
+    data: dict[str, Any],
+    shards: dict[str, ShardManager],
+    rdzv: Rendezvous,
+    stats: StatsBook,
+    addresses: dict[str, str],
 ) -> list[str]:
     """Load ``data`` into the given objects; returns the members of the restored world."""
     if data.get("version") != STATE_VERSION:
@@ -51,4 +67,5 @@ def restore_snapshot(
     members = [str(m) for m in r["members"]]
     rdzv.restore(int(r["round"]), members, dict(r["ages"]))
     stats.restore(data["stats"])
+    addresses.update(data.get("addresses", {}))
     return members

@@ -57,7 +57,13 @@ class StateFile:
         """Start a fresh journal; keep the current one until ``drop_old_journal`` (call this
         when taking a snapshot, then drop once the snapshot is saved)."""
         self.close()
-        if self.journal_path.exists():
+        if not self.journal_path.exists():
+            return
+        if self._old_journal.exists():  # the last snapshot failed: keep both journals' entries
+            with self._old_journal.open("ab") as old:
+                old.write(self.journal_path.read_bytes())
+            self.journal_path.unlink()
+        else:
             os.replace(self.journal_path, self._old_journal)
 
     def drop_old_journal(self) -> None:

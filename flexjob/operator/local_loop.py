@@ -2,8 +2,9 @@
 
 It runs inside ``flexjob submit`` (or its detached background process) for one job: each round
 it reads the job, its replicas, services and pending ScalePlans from the platform, reconciles,
-applies the actions and writes the status back. It ends when the job is finished and cleaned up
-(and, with ``ttlSecondsAfterFinished``, deleted) or when someone deleted the job.
+applies the actions and patches the status fields the operator owns (only those it changed, so
+a scale request or an allocation written meanwhile survives). It ends when the job is finished
+and cleaned up (and, with ``ttlSecondsAfterFinished``, deleted) or when someone deleted the job.
 Not for Kubernetes (that is the kopf operator).
 """
 
@@ -16,6 +17,7 @@ from datetime import UTC, datetime
 from flexjob.api import ElasticJob, ScalePlan, ScalePlanPhase
 from flexjob.core.actions import DeleteJob, RecordEvent
 from flexjob.core.reconcile import reconcile
+from flexjob.core.status_patch import StatusOwner, owner_patch
 from flexjob.operator.apply import apply_actions
 from flexjob.platform.api import NotFoundError, Platform, Replica
 
@@ -81,8 +83,9 @@ class LocalJobLoop:
         apply_actions(self.platform, actions)
         if any(isinstance(a, DeleteJob) for a in actions):
             return RoundResult(None, replicas, acted=True, done=True)
-        if status != job.status:
-            job = self.platform.patch_job_status(self.namespace, self.name, status)
+        patch = owner_patch(job.status, status, StatusOwner.OPERATOR)
+        if patch:
+            job = self.platform.patch_job_status(self.namespace, self.name, patch)
         acted = any(not isinstance(a, RecordEvent) for a in actions)
         if self.observer is not None:
             self.observer(job, replicas)

@@ -15,6 +15,7 @@ from types import FrameType
 
 from flexjob.api import ElasticJob, JobPhase
 from flexjob.core.phases import set_phase, timestamp
+from flexjob.core.status_patch import StatusOwner, owner_patch
 from flexjob.operator.local_loop import LocalJobLoop, Observer
 from flexjob.platform.api import NotFoundError
 from flexjob.platform.local import LocalPlatform
@@ -53,13 +54,15 @@ def _mark_interrupted(platform: LocalPlatform, namespace: str, name: str) -> Ela
         job = platform.get_job(namespace, name)
     except NotFoundError:
         return None
-    status = job.status
-    if status is None or status.phase.finished:
+    if job.status is None or job.status.phase.finished:
         return job
+    status = job.status.model_copy(deep=True)
     now = datetime.now(UTC)
     set_phase(status, JobPhase.FAILED, now, "Interrupted", INTERRUPTED_MESSAGE)
     status.completion_time = timestamp(now)
-    return platform.patch_job_status(namespace, name, status)
+    return platform.patch_job_status(
+        namespace, name, owner_patch(job.status, status, StatusOwner.OPERATOR)
+    )
 
 
 def start_detached(platform: LocalPlatform, namespace: str, name: str) -> int:

@@ -17,6 +17,7 @@ from datetime import datetime
 from flexjob.api import ElasticJob
 from flexjob.core.actions import Action, CreateReplica, DeleteReplica, ReconcileResult, RecordEvent
 from flexjob.core.reconcile import reconcile
+from flexjob.core.status_patch import StatusOwner, owner_patch
 from flexjob.operator.apply import apply_actions
 from flexjob.operator.local_loop import pending_plan
 from flexjob.platform.api import NotFoundError, Platform
@@ -68,9 +69,10 @@ def reconcile_job(
     services = platform.list_services(namespace, name)
     result = reconcile(job, replicas, now, services=services, plan=pending_plan(platform, job))
     apply_in_batches(platform, result.actions, parallel)
-    if result.status != job.status:
+    patch = owner_patch(job.status, result.status, StatusOwner.OPERATOR)
+    if patch:
         try:
-            platform.patch_job_status(namespace, name, result.status)
+            platform.patch_job_status(namespace, name, patch)
         except NotFoundError:
             logger.info("job %s/%s disappeared while reconciling", namespace, name)
     return result

@@ -15,7 +15,30 @@ Contract (checked by ``tests/platform/contract.py`` for every implementation):
 * ``delete_replica`` stops the replica (the name may show ``deleting=True`` until it is gone);
 * ``list_replicas``/``list_services`` filter by the job-name label, i.e. what a job owns;
 * ``watch_*`` yield changes until ``timeout`` seconds pass (an initial ADDED per existing object
-  first), then return; callers re-list and re-watch.
+  first), then return; callers re-list and re-watch;
+* ``patch_job_status`` is a partial, atomic update (see below), never a replacement.
+
+Job status: one job's status has several writers at once, so a status write is a *status patch*
+(``flexjob.core.status_patch``): a JSON merge patch (RFC 7386) on the camelCase wire form of
+``ElasticJobStatus``. Fields absent from the patch stay as they are; object fields (``replicas``,
+``allocation``, ``replicaStatuses``, ``profilings``) merge key by key and a ``null`` key is
+removed; lists and scalars replace. The platform applies it atomically against the stored
+status (local: read-merge-write in one ``BEGIN IMMEDIATE`` SQLite transaction, so writers in
+different processes serialise; Kubernetes: a merge patch of the ``status`` subresource, merged
+by the API server), so two writers that patch different fields or keys both survive.
+
+Who writes which status fields (``core.status_patch.OWNED_FIELDS``); each sends only its own,
+and only those it changed (``core.status_patch.owner_patch`` diffs before/after):
+
+* operator (``operator.local_loop``, ``operator.reconcile_pass``): ``phase``, ``conditions``,
+  ``replicaStatuses``, ``startTime``, ``completionTime``, ``restartCount``,
+  ``restartedReplicas``, ``lastScalePlan``, ``message``; and the ``replicas`` keys a ScalePlan
+  changes when it folds one in. It reads ``replicas`` and ``allocation`` as input and never
+  writes them back;
+* server (``server.jobs``, ``server.v2alpha1``): the ``replicas`` keys of a scale request and
+  ``profilings`` (merged);
+* Allocator (``scheduler.allocator``): ``allocation`` of the types it places and, for
+  preemptible jobs, their ``replicas``.
 """
 
 from collections.abc import Iterator
@@ -24,14 +47,16 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Generic, Protocol, TypeVar, runtime_checkable
 
-from flexjob.api import ElasticJob, ElasticJobStatus, ScalePlan, ScalePlanStatus
+from flexjob.api import ElasticJob, ScalePlan, ScalePlanStatus
 from flexjob.core.actions import EventType
 from flexjob.core.replicas import Replica, ReplicaRequest, Service, ServiceRequest
+from flexjob.core.status_patch import InvalidStatusPatchError, StatusPatch
 
 __all__ = [
     "AlreadyExistsError",
     "Event",
     "EventType",
+    "InvalidStatusPatchError",
     "NotFoundError",
     "Platform",
     "PlatformError",
@@ -39,6 +64,7 @@ __all__ = [
     "ReplicaRequest",
     "Service",
     "ServiceRequest",
+    "StatusPatch",
     "WatchEvent",
     "WatchEventType",
 ]
@@ -102,8 +128,10 @@ class Platform(Protocol):
         """All jobs (of one namespace, or every namespace for None), oldest first."""
         ...
 
-    def patch_job_status(self, namespace: str, name: str, status: ElasticJobStatus) -> ElasticJob:
-        """Replace the job's status; ``NotFoundError`` if the job is gone."""
+    def patch_job_status(self, namespace: str, name: str, patch: StatusPatch) -> ElasticJob:
+        """Merge ``patch`` (a JSON merge patch on the status' wire form) into the job's status
+        atomically and return the job as stored after it. ``NotFoundError`` if the job is gone;
+        ``InvalidStatusPatchError`` (nothing written) for an unknown field or a bad value."""
         ...
 
     def delete_job(self, namespace: str, name: str) -> None:

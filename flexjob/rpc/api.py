@@ -14,7 +14,9 @@ Rendezvous protocol for an agent: ``join(address)`` → poll ``get_world()`` unt
 (or ``wait_world()``) → start training with ``rank`` / ``world_size`` / the store → poll
 ``heartbeat()`` (or ``nodes_waiting()``); when ``num_nodes_waiting > 0`` (a member died, or a
 new node would grow the world) stop training and ``join`` again. The ``round`` argument of
-``get_world`` is informational: the master answers with the latest world this node is in.
+``get_world`` is informational: the master answers with the latest world this node is in; a
+node that asks while neither waiting nor a member (its join was lost in a master restart, or it
+was declared dead while alive) is made to wait for the next round, as if it had joined.
 Any call from a node counts as its heartbeat; a node silent for ``heartbeat_timeout`` is dead
 (its shards go back to TODO and its world is broken).
 

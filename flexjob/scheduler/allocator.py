@@ -19,9 +19,9 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Any, Protocol
 
-from flexjob.api import ElasticJob, ElasticJobStatus
+from flexjob.api import ElasticJob
 from flexjob.core.policies import JobInfo, NodeInfo, Policy, PolicyError, schedule_round
 from flexjob.platform.api import NotFoundError, Platform
 from flexjob.scheduler.jobview import elastic_type, job_info, job_key
@@ -137,12 +137,10 @@ class Allocator:
         rtype = elastic_type(job)
         assert rtype is not None
         try:
-            fresh = self.platform.get_job(job.namespace, job.name)  # narrow the race window
-            status = (fresh.status or ElasticJobStatus()).model_copy(deep=True)
-            status.allocation[rtype] = nodes
+            patch: dict[str, Any] = {"allocation": {rtype.value: nodes}}
             if info.preemptible and nodes:
-                status.replicas[rtype] = len(nodes)
-            self.platform.patch_job_status(job.namespace, job.name, status)
+                patch["replicas"] = {rtype.value: len(nodes)}
+            self.platform.patch_job_status(job.namespace, job.name, patch)
         except NotFoundError:
             return False
         log.info("allocated %s %s to %s", job_key(job), rtype.value, nodes or "nothing")

@@ -2,16 +2,17 @@
 profilings, list its replicas with addresses.
 
 For: both API versions. The server only writes ``status.replicas`` and ``status.profilings``
-through ``Platform.patch_job_status``; the operator does the creating and deleting. Not for:
-HTTP concerns (routes in ``v2alpha1`` / ``v1alpha2``).
+through ``Platform.patch_job_status``, as merge patches of just those fields (so the operator's
+and the Allocator's writes made meanwhile survive); the operator does the creating and deleting.
+Not for: HTTP concerns (routes in ``v2alpha1`` / ``v1alpha2``).
 """
 
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from flexjob.api import ElasticJob, ElasticJobStatus, ReplicaType
+from flexjob.core.status_patch import StatusOwner, StatusPatch, owner_patch
 from flexjob.platform.api import NotFoundError as PlatformNotFound
 from flexjob.platform.api import Platform, Replica
 from flexjob.scheduler.jobview import elastic_type
@@ -78,15 +79,22 @@ class JobStore:
     def update_status(
         self, namespace: str, name: str, change: Callable[[ElasticJob, ElasticJobStatus], None]
     ) -> ElasticJob:
-        """Apply ``change`` to a fresh copy of the job's status and store it."""
+        """Apply ``change`` to a fresh copy of the job's status and patch what it changed of the
+        fields the server owns (``replicas``, ``profilings``); the rest is left to its writers."""
         with self._lock:
             job = self.get(namespace, name)
             status = (job.status or ElasticJobStatus()).model_copy(deep=True)
             change(job, status)
-            try:
-                return self.platform.patch_job_status(namespace, name, status)
-            except PlatformNotFound:
-                raise NotFoundError(f"job {namespace}/{name} not found") from None
+            return self.patch_status(
+                namespace, name, owner_patch(job.status, status, StatusOwner.SERVER)
+            )
+
+    def patch_status(self, namespace: str, name: str, patch: StatusPatch) -> ElasticJob:
+        """Merge ``patch`` into the job's status (atomically, on the platform)."""
+        try:
+            return self.platform.patch_job_status(namespace, name, patch)
+        except PlatformNotFound:
+            raise NotFoundError(f"job {namespace}/{name} not found") from None
 
     def replicas(self, job: ElasticJob) -> list[tuple[Replica, str | None]]:
         """The job's live replicas (not being deleted) with their ``host:port`` when known."""
@@ -176,17 +184,3 @@ def scale_counts(
 
     job = store.update_status(namespace, name, change)
     return job, changes
-
-
-def merge_patch(target: dict[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
-    """JSON merge patch (RFC 7386): objects merge recursively, ``null`` removes a key."""
-    merged = dict(target)
-    for key, value in patch.items():
-        if value is None:
-            merged.pop(key, None)
-        elif isinstance(value, Mapping):
-            base = merged.get(key)
-            merged[key] = merge_patch(base if isinstance(base, dict) else {}, value)
-        else:
-            merged[key] = value
-    return merged

@@ -12,9 +12,9 @@ from typing import Any
 from fastapi import APIRouter, Path
 from pydantic import BaseModel, ConfigDict, Field
 
-from flexjob.api import ElasticJob, ElasticJobStatus, ReplicaPhase, ReplicaType
+from flexjob.api import ReplicaPhase, ReplicaType
 from flexjob.server.envelope import Envelope, ok
-from flexjob.server.jobs import JobId, JobStore, job_id_of, merge_patch, scalable_type, scale_counts
+from flexjob.server.jobs import JobId, JobStore, job_id_of, scalable_type, scale_counts
 from flexjob.server.metrics import ServerMetrics
 
 MAX_REPLICAS_PER_REQUEST = 10_000
@@ -107,10 +107,7 @@ def router(store: JobStore, metrics: ServerMetrics) -> APIRouter:
         ref = JobId.parse(job_id)
         store.get_by_id(ref)
 
-        def change(_job: ElasticJob, status: ElasticJobStatus) -> None:
-            status.profilings = merge_patch(status.profilings, body.data)
-
-        job = store.update_status(ref.namespace, ref.name, change)
+        job = store.patch_status(ref.namespace, ref.name, {"profilings": body.data})
         metrics.profilings.inc()
         profilings = job.status.profilings if job.status else {}
         return ok(ProfilingsResponse(job_id=job_id_of(job), profilings=profilings))

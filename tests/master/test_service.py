@@ -97,3 +97,26 @@ def test_batch_plan_is_not_found_when_the_job_has_none(tmp_path: Path) -> None:
     svc = make(tmp_path, FakeClock())
     with pytest.raises(NotFoundError, match=r"spec\.batch"):
         svc.get_batch_plan(A, 0, 1)
+
+
+def test_a_node_whose_join_was_lost_in_a_restart_gets_into_the_next_round(
+    tmp_path: Path,
+) -> None:
+    clock = FakeClock()
+    first = make(tmp_path, clock)
+    first.join(A, "a:1", 1)  # waiting for a second node when the master dies
+    second = make(tmp_path, clock)
+    second.join(B, "b:1", 1)
+    assert not second.get_world(A, 1).complete  # A polls: it waits again
+    clock.advance(1.1)
+    world = second.get_world(A, 1)
+    assert world.complete and set(world.members) == {"a", "b"}
+
+
+def test_restored_world_keeps_the_rank_zero_store_address(tmp_path: Path) -> None:
+    clock = FakeClock()
+    first = make(tmp_path, clock, max_nodes=2)
+    form_world(first, A, B)
+    first.check()
+    second = make(tmp_path, clock, max_nodes=2)
+    assert second.get_world(B, 1).store_address == "a:1"

@@ -57,3 +57,13 @@ def test_a_snapshot_every_n_reports_keeps_the_journal_short(tmp_path: Path) -> N
         svc.report_shard(node, "", svc.get_shard(node, "").shard_id)
     journal = (tmp_path / "master_state.journal").read_text().splitlines()
     assert len(journal) == 5
+
+
+def test_a_failed_snapshot_keeps_every_journal_entry(tmp_path: Path) -> None:
+    state = StateFile(tmp_path / "s.json")
+    state.append({"s": 1})
+    state.rotate_journal()  # snapshot 1 failed to save: the old journal stays
+    state.append({"s": 2})
+    state.rotate_journal()  # snapshot 2 starts
+    state.append({"s": 3})
+    assert state.load() == (None, [{"s": 1}, {"s": 2}, {"s": 3}])

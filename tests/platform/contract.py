@@ -22,7 +22,6 @@ from flexjob.api import (
     Container,
     ElasticJob,
     ElasticJobSpec,
-    ElasticJobStatus,
     JobPhase,
     ObjectMeta,
     PodSpec,
@@ -40,6 +39,7 @@ from flexjob.core.actions import EventType
 from flexjob.core.replica_plan import render_replica, service_request
 from flexjob.platform.api import (
     AlreadyExistsError,
+    InvalidStatusPatchError,
     NotFoundError,
     Platform,
     Replica,
@@ -124,11 +124,70 @@ def test_jobs_are_listed_oldest_first_per_namespace(platform: Platform) -> None:
 
 def test_patched_status_is_kept_and_the_spec_is_not_touched(platform: Platform) -> None:
     platform.create_job(contract_job())
-    platform.patch_job_status(NS, "cj", ElasticJobStatus(phase=JobPhase.RUNNING, restart_count=2))
+    platform.patch_job_status(NS, "cj", {"phase": "Running", "restartCount": 2})
     job = platform.get_job(NS, "cj")
     assert job.status is not None
     assert (job.status.phase, job.status.restart_count) == (JobPhase.RUNNING, 2)
     assert job.spec.replica_specs[ReplicaType.WORKER].replicas == 2
+
+
+def test_status_patch_leaves_fields_it_does_not_name_untouched(platform: Platform) -> None:
+    platform.create_job(contract_job())
+    platform.patch_job_status(NS, "cj", {"phase": "Running", "replicas": {"worker": 3}})
+    job = platform.patch_job_status(NS, "cj", {"restartCount": 1})
+    assert job.status == platform.get_job(NS, "cj").status
+    assert job.status is not None
+    assert (job.status.phase, job.status.replicas, job.status.restart_count) == (
+        JobPhase.RUNNING,
+        {ReplicaType.WORKER: 3},
+        1,
+    )
+
+
+def test_two_writers_patching_different_fields_both_survive(platform: Platform) -> None:
+    platform.create_job(contract_job())
+    before = platform.get_job(NS, "cj")  # both writers read the same state ...
+    assert before.status is not None and before.status.replicas == {}
+    platform.patch_job_status(NS, "cj", {"replicas": {"worker": 4}})  # ... the server scales
+    platform.patch_job_status(NS, "cj", {"allocation": {"worker": ["n1"]}, "message": "placed"})
+    status = platform.get_job(NS, "cj").status
+    assert status is not None
+    assert status.replicas == {ReplicaType.WORKER: 4}
+    assert status.allocation == {ReplicaType.WORKER: ["n1"]}
+    assert status.message == "placed"
+
+
+def test_replica_counts_merge_per_type_and_null_removes_a_type(platform: Platform) -> None:
+    platform.create_job(contract_job())
+    platform.patch_job_status(NS, "cj", {"replicas": {"worker": 2, "evaluator": 1}})
+    platform.patch_job_status(NS, "cj", {"replicas": {"worker": 5}})
+    platform.patch_job_status(NS, "cj", {"replicas": {"evaluator": None}})
+    status = platform.get_job(NS, "cj").status
+    assert status is not None and status.replicas == {ReplicaType.WORKER: 5}
+
+
+def test_profilings_patches_merge_recursively(platform: Platform) -> None:
+    platform.create_job(contract_job())
+    platform.patch_job_status(NS, "cj", {"profilings": {"2": {"speed": 1.5, "mem": 10}}})
+    platform.patch_job_status(NS, "cj", {"profilings": {"2": {"mem": 12}, "4": {"speed": 2.8}}})
+    platform.patch_job_status(NS, "cj", {"profilings": {"4": None}})
+    status = platform.get_job(NS, "cj").status
+    assert status is not None and status.profilings == {"2": {"speed": 1.5, "mem": 12}}
+
+
+def test_status_patch_with_an_unknown_field_is_refused_and_writes_nothing(
+    platform: Platform,
+) -> None:
+    platform.create_job(contract_job())
+    with pytest.raises(InvalidStatusPatchError, match=r"bogus.*allowed: allocation"):
+        platform.patch_job_status(NS, "cj", {"phase": "Running", "bogus": 1})
+    status = platform.get_job(NS, "cj").status
+    assert status is not None and status.phase is JobPhase.PENDING
+
+
+def test_status_patch_of_a_missing_job_raises_not_found(platform: Platform) -> None:
+    with pytest.raises(NotFoundError):
+        platform.patch_job_status(NS, "nope", {"phase": "Running"})
 
 
 def test_deleted_job_is_gone_and_deleting_again_is_harmless(platform: Platform) -> None:
@@ -172,7 +231,7 @@ def test_watching_jobs_reports_existing_jobs_then_changes(platform: Platform) ->
     for event in platform.watch_jobs(NS, timeout=5):
         seen.append((event.type, event.object.status.phase if event.object.status else None))
         if event.type is WatchEventType.ADDED:
-            platform.patch_job_status(NS, "cj", ElasticJobStatus(phase=JobPhase.STARTING))
+            platform.patch_job_status(NS, "cj", {"phase": JobPhase.STARTING})
         if event.type is WatchEventType.MODIFIED:
             break
     assert seen == [

@@ -173,12 +173,34 @@ def test_job_status_is_written_through_the_status_subresource(
 ) -> None:
     platform, client, _ = cluster
     make_job(platform)
-    platform.patch_job_status("default", "j", ElasticJobStatus(phase=JobPhase.RUNNING))
+    platform.patch_job_status("default", "j", {"phase": JobPhase.RUNNING})
     body = CustomObjectsApi(client).get_namespaced_custom_object(
         "flexjob.dev", "v1alpha1", "default", "elasticjobs", "j"
     )
     assert body["status"]["phase"] == "Running"
     assert body["metadata"]["generation"] == 1
+
+
+def test_status_patch_keeps_what_other_writers_put_in_the_status(
+    cluster: tuple[KubernetesPlatform, kubernetes.client.ApiClient, EmulatorThread],
+) -> None:
+    platform, client, _ = cluster
+    make_job(platform)
+    CustomObjectsApi(client).patch_namespaced_custom_object_status(
+        "flexjob.dev",
+        "v1alpha1",
+        "default",
+        "elasticjobs",
+        "j",
+        {"status": {"kopf": {"progress": {"h": {}}}, "replicas": {"worker": 3}}},
+        _content_type=MERGE,
+    )
+    platform.patch_job_status("default", "j", {"phase": JobPhase.RUNNING})
+    body = CustomObjectsApi(client).get_namespaced_custom_object(
+        "flexjob.dev", "v1alpha1", "default", "elasticjobs", "j"
+    )
+    assert body["status"]["kopf"] == {"progress": {"h": {}}}
+    assert (body["status"]["phase"], body["status"]["replicas"]) == ("Running", {"worker": 3})
 
 
 def test_kopf_keys_in_job_status_are_ignored(

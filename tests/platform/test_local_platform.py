@@ -1,12 +1,13 @@
 """Local-platform specifics: logs, environment, command errors, sharing state between processes."""
 
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from flexjob.api import Container, ReplicaPhase
+from flexjob.api import Container, ReplicaPhase, ReplicaType
 from flexjob.platform.api import NotFoundError
 from flexjob.platform.local import LocalPlatform
 from tests.platform.contract import NS, contract_job, replica_named, worker_request
@@ -101,3 +102,29 @@ def test_deleting_a_job_stops_its_replicas(platform: LocalPlatform) -> None:
     name = run_python(platform, "import time; time.sleep(60)")
     platform.delete_job(NS, "cj")
     assert replica_named(platform, name) is None
+
+
+PATCHER = (
+    "import sys\n"
+    "from flexjob.platform.local import LocalPlatform\n"
+    "platform = LocalPlatform(sys.argv[1])\n"
+    "for i in range(20):\n"
+    "    platform.patch_job_status('default', 'cj', {'profilings': {f'{sys.argv[2]}{i}': i}})\n"
+)
+
+
+def test_status_patches_from_concurrent_processes_all_survive(
+    platform: LocalPlatform, tmp_path: Path
+) -> None:
+    platform.create_job(contract_job())
+    writers = [
+        subprocess.Popen([sys.executable, "-c", PATCHER, str(tmp_path), prefix])
+        for prefix in ("a", "b")
+    ]
+    for i in range(20):
+        platform.patch_job_status(NS, "cj", {"replicas": {"worker": i}})
+    assert [w.wait(timeout=60) for w in writers] == [0, 0]
+    status = platform.get_job(NS, "cj").status
+    assert status is not None
+    assert set(status.profilings) == {f"{p}{i}" for p in "ab" for i in range(20)}
+    assert status.replicas == {ReplicaType.WORKER: 19}

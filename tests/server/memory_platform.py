@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from flexjob.api import ElasticJob, ElasticJobStatus
+from flexjob.core.status_patch import StatusPatch, apply_status_patch, normalize_status_patch
 from flexjob.platform.api import NotFoundError, Replica, Service, WatchEvent
 
 
@@ -42,11 +43,14 @@ class MemoryPlatform:
             if namespace is None or ns == namespace
         ]
 
-    def patch_job_status(self, namespace: str, name: str, status: ElasticJobStatus) -> ElasticJob:
-        job = self.get_job(namespace, name)
-        job.status = status.model_copy(deep=True)
-        self.jobs[(namespace, name)] = job
-        return job.model_copy(deep=True)
+    def patch_job_status(self, namespace: str, name: str, patch: StatusPatch) -> ElasticJob:
+        """Merge ``patch`` under the lock, like the real platforms do atomically."""
+        wire = normalize_status_patch(patch)
+        with self._lock:
+            job = self.get_job(namespace, name)
+            job.status = apply_status_patch(job.status, wire)
+            self.jobs[(namespace, name)] = job
+            return job.model_copy(deep=True)
 
     def add_replica(self, replica: Replica, address: str | None = None) -> None:
         self.replicas[(replica.namespace, replica.name)] = replace(replica, address=address)

@@ -28,6 +28,7 @@ from flexjob.api.names import (
     VERSION,
 )
 from flexjob.core.actions import EventType
+from flexjob.core.status_patch import StatusPatch, normalize_status_patch
 from flexjob.platform.api import (
     AlreadyExistsError,
     Event,
@@ -199,8 +200,22 @@ class KubernetesPlatform:
     def list_jobs(self, namespace: str | None = None) -> list[ElasticJob]:
         return [bodies.job_from_body(b) for b in self._custom_list(PLURAL_JOB, namespace)]
 
-    def patch_job_status(self, namespace: str, name: str, status: ElasticJobStatus) -> ElasticJob:
-        body = self._set_status(PLURAL_JOB, namespace, name, status.to_wire())
+    def patch_job_status(self, namespace: str, name: str, patch: StatusPatch) -> ElasticJob:
+        """A merge patch of the ``status`` subresource: the API server merges it atomically."""
+        wire = normalize_status_patch(patch)
+        if not wire:
+            return self.get_job(namespace, name)
+        body = self._call(
+            f"elasticjob {namespace}/{name}",
+            self._custom.patch_namespaced_custom_object_status,
+            GROUP,
+            VERSION,
+            namespace,
+            PLURAL_JOB,
+            name,
+            {"status": wire},
+            _content_type=MERGE_PATCH,
+        )
         return bodies.job_from_body(body)
 
     def delete_job(self, namespace: str, name: str) -> None:

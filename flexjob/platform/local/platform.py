@@ -8,9 +8,10 @@ file under ``$FLEXJOB_HOME``. Deciding what to run is ``core.reconcile``'s job, 
 from collections.abc import Iterator
 from pathlib import Path
 
-from flexjob.api import ElasticJob, ElasticJobStatus, ScalePlan, ScalePlanStatus
+from flexjob.api import ElasticJob, ScalePlan, ScalePlanStatus
 from flexjob.core.actions import EventType
 from flexjob.core.replicas import Replica, ReplicaRequest, Service, ServiceRequest
+from flexjob.core.status_patch import StatusPatch
 from flexjob.platform.api import Event, WatchEvent
 from flexjob.platform.local.db import Database
 from flexjob.platform.local.paths import database_path, flexjob_home
@@ -38,8 +39,8 @@ class LocalPlatform:
     def list_jobs(self, namespace: str | None = None) -> list[ElasticJob]:
         return self.store.list_jobs(namespace)
 
-    def patch_job_status(self, namespace: str, name: str, status: ElasticJobStatus) -> ElasticJob:
-        return self.store.patch_job_status(namespace, name, status)
+    def patch_job_status(self, namespace: str, name: str, patch: StatusPatch) -> ElasticJob:
+        return self.store.patch_job_status(namespace, name, patch)
 
     def delete_job(self, namespace: str, name: str) -> None:
         """Remove the job and stop its replicas, whichever process started them."""

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from flexjob.api import ElasticJob, ElasticJobStatus, ScalePlan, ScalePlanStatus
 from flexjob.core.actions import EventType
 from flexjob.core.phases import timestamp
+from flexjob.core.status_patch import StatusPatch, apply_status_patch, normalize_status_patch
 from flexjob.platform.api import AlreadyExistsError, Event, NotFoundError
 from flexjob.platform.local.db import Database
 
@@ -79,15 +80,26 @@ class JobStore:
             rows = conn.execute(query + " ORDER BY created", args).fetchall()
         return [_job_from_row(*row) for row in rows]
 
-    def patch_job_status(self, namespace: str, name: str, status: ElasticJobStatus) -> ElasticJob:
+    def patch_job_status(self, namespace: str, name: str, patch: StatusPatch) -> ElasticJob:
+        """Merge ``patch`` into the stored status: read, merge and write in one ``BEGIN
+        IMMEDIATE`` transaction, so concurrent patches (from any process) serialise."""
+        wire = normalize_status_patch(patch)
         with self.db.transaction() as conn:
-            cur = conn.execute(
-                "UPDATE jobs SET status=?, version=version+1 WHERE namespace=? AND name=?",
-                (status.model_dump_json(by_alias=True), namespace, name),
-            )
-            if cur.rowcount == 0:
+            row = conn.execute(
+                "SELECT body, status, version FROM jobs WHERE namespace=? AND name=?",
+                (namespace, name),
+            ).fetchone()
+            if row is None:
                 raise NotFoundError(f"job {namespace}/{name} not found")
-        return self.get_job(namespace, name)
+            job = _job_from_row(*row)
+            job.status = apply_status_patch(job.status, wire)
+            if wire:
+                conn.execute(
+                    "UPDATE jobs SET status=?, version=version+1 WHERE namespace=? AND name=?",
+                    (job.status.model_dump_json(by_alias=True), namespace, name),
+                )
+                job.metadata.resource_version = str(row[2] + 1)
+        return job
 
     def delete_job(self, namespace: str, name: str) -> None:
         with self.db.transaction() as conn:
