@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import typer
 
-_PASSTHROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
+_PASSTHROUGH = {
+    "allow_extra_args": True,
+    "ignore_unknown_options": True,
+    "allow_interspersed_args": False,  # everything after SCRIPT belongs to the script
+}
 
 
 def register(app: typer.Typer) -> None:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -62,3 +63,16 @@ def test_flexjob_run_with_bad_nnodes_exits_2_with_a_message() -> None:
         text=True,
     )
     assert out.returncode == 2 and "--nnodes" in out.stderr
+
+
+def test_options_after_the_script_belong_to_the_script(tmp_path: Path) -> None:
+    script = tmp_path / "echo_args.py"
+    script.write_text("import sys\nprint('ARGS', sys.argv[1:])\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "flexjob", "run", "--no-progress", str(script), "--nnodes", "5"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "ARGS ['--nnodes', '5']" in out.stdout
