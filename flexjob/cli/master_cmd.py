@@ -40,9 +40,18 @@ def master(
     no_store: bool = typer.Option(
         False, "--no-store", help="Do not host the torch TCPStore (rank 0's agent does)."
     ),
+    scale_plan_platform: str | None = typer.Option(
+        None,
+        "--scale-plan-platform",
+        help="Where ScalePlans go: local | kubernetes [files in the job dir].",
+    ),
 ) -> None:
-    """Run the training master of one job."""
+    """Run the training master of one job.
+
+    Without --job/--config the job is read from $FLEXJOB_JOB_SPEC (JSON; what the operator
+    sets for the job master it adds); without --port the port of $FLEXJOB_MASTER is bound."""
     import logging
+    import os
 
     from flexjob.api.defaults import apply_defaults
     from flexjob.api.load import load_job
@@ -50,25 +59,46 @@ def master(
     from flexjob.master.main import run_master
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    if (job is None) == (config is None):
-        raise typer.BadParameter("give exactly one of --job FILE or --config FILE")
+    from flexjob.api import ElasticJob, names
+    from flexjob.core.job_master import ENV_JOB_SPEC
+
+    spec_env = os.environ.get(ENV_JOB_SPEC)
+    if (job is not None and config is not None) or (
+        job is None and config is None and not spec_env
+    ):
+        raise typer.BadParameter(
+            f"give exactly one of --job FILE or --config FILE (or ${ENV_JOB_SPEC})"
+        )
+    own_host, own_port = _own_address(os.environ.get(names.ENV_MASTER, ""))
     try:
         if job is not None:
             base = MasterConfig.from_job(apply_defaults(load_job(job)))
+        elif config is None:
+            assert spec_env is not None
+            base = MasterConfig.from_job(apply_defaults(ElasticJob.model_validate_json(spec_env)))
         else:
             assert config is not None
             base = MasterConfig.from_json(config.read_text())
         cfg = base.with_overrides(
-            port=port,
+            port=port if port is not None else own_port,
             host=host,
             job_dir=str(job_dir) if job_dir else None,
             heartbeat_timeout=heartbeat_timeout,
             last_call_timeout=last_call_timeout,
             straggler_timeout=straggler_timeout,
             host_store=False if no_store else None,
-            advertise_host=advertise_host,
+            advertise_host=advertise_host or own_host,
+            scale_plan_platform=scale_plan_platform,
         )
     except (ValueError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     raise typer.Exit(run_master(cfg))
+
+
+def _own_address(address: str) -> tuple[str | None, int | None]:
+    """Host and port of ``host:port`` (the master's own ``FLEXJOB_MASTER``); Nones if unset."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        return None, None
+    return host or None, int(port)

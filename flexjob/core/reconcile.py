@@ -38,6 +38,7 @@ from flexjob.core.actions import (
     RecordEvent,
     UpdateScalePlan,
 )
+from flexjob.core.job_master import JobMasterOptions, with_job_master
 from flexjob.core.replica_plan import (
     desired_counts,
     fold_plan,
@@ -59,16 +60,20 @@ def reconcile(
     *,
     services: Sequence[Service] = (),
     plan: ScalePlan | None = None,
+    job_master: JobMasterOptions | None = None,
 ) -> ReconcileResult:
     """Decide what to do for ``job`` given the ``replicas`` and ``services`` observed.
 
     ``plan`` is the oldest ScalePlan of this job not yet Succeeded/Failed (None if none); it is
     folded into ``status.replicas`` and marked Succeeded by an ``UpdateScalePlan`` action.
     Observed objects of other jobs are ignored (never deleted). ``now`` must be timezone-aware.
+    With ``job_master``, a job that needs a flexjob job master and declares none gets one
+    (``core.job_master``); its success is still decided on its workers.
     """
     if now.tzinfo is None:
         raise ValueError("reconcile: now must be timezone-aware (e.g. datetime.now(UTC))")
-    return _Round(job, replicas, services, now).run(plan)
+    effective = with_job_master(job, job_master)
+    return _Round(effective, replicas, services, now, declared=job).run(plan)
 
 
 class _Round:
@@ -80,8 +85,11 @@ class _Round:
         replicas: Sequence[Replica],
         services: Sequence[Service],
         now: datetime,
+        declared: ElasticJob | None = None,
     ) -> None:
         self.job = job
+        #: The job as stored (without an implicit master): what success is decided on.
+        self.declared = declared or job
         self.ns = job.namespace
         self.now = now
         self.status: ElasticJobStatus = (job.status or ElasticJobStatus()).model_copy(deep=True)
@@ -118,7 +126,7 @@ class _Round:
         if self._handle_failures():
             return
         counts = desired_counts(self.job, self.status)
-        if phases.job_succeeded(self.job, self.own, counts):
+        if phases.job_succeeded(self.declared, self.own, counts):
             self._finish(JobPhase.SUCCEEDED, "JobSucceeded", self._success_message())
             return
         for r in self._live():
@@ -170,7 +178,7 @@ class _Round:
 
     # --- finishing ------------------------------------------------------------------------------
     def _success_message(self) -> str:
-        if ReplicaType.MASTER in self.job.spec.replica_specs:
+        if ReplicaType.MASTER in self.declared.spec.replica_specs:
             return "the master replica succeeded"
         return "every worker replica succeeded"
 

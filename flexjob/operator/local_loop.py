@@ -5,21 +5,27 @@ it reads the job, its replicas, services and pending ScalePlans from the platfor
 applies the actions and patches the status fields the operator owns (only those it changed, so
 a scale request or an allocation written meanwhile survives). It ends when the job is finished
 and cleaned up (and, with ``ttlSecondsAfterFinished``, deleted) or when someone deleted the job.
+Jobs that need a flexjob job master and declare none get one (``core.job_master``): here it
+runs as ``sys.executable -m flexjob master`` and writes its ScalePlans to this local platform.
 Not for Kubernetes (that is the kopf operator).
 """
 
 import logging
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 from flexjob.api import ElasticJob, ScalePlan, ScalePlanPhase
 from flexjob.core.actions import DeleteJob, RecordEvent
+from flexjob.core.job_master import JobMasterOptions
 from flexjob.core.reconcile import reconcile
 from flexjob.core.status_patch import StatusOwner, owner_patch
 from flexjob.operator.apply import apply_actions
 from flexjob.platform.api import NotFoundError, Platform, Replica
+from flexjob.platform.local.paths import ENV_HOME
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +35,15 @@ Observer = Callable[[ElasticJob, list[Replica]], None]
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+def local_job_master(home: Path) -> JobMasterOptions:
+    """How implicit job masters run on the local platform rooted at ``home``."""
+    return JobMasterOptions(
+        command=(sys.executable, "-m", "flexjob"),
+        scale_plan_platform="local",
+        env={ENV_HOME: str(home)},
+    )
 
 
 def pending_plan(platform: Platform, job: ElasticJob) -> ScalePlan | None:
@@ -62,8 +77,10 @@ class LocalJobLoop:
         interval: float = 0.2,
         clock: Clock = utc_now,
         observer: Observer | None = None,
+        job_master: JobMasterOptions | None = None,
     ) -> None:
         self.platform = platform
+        self.job_master = job_master
         self.namespace = namespace
         self.name = name
         self.interval = interval
@@ -79,7 +96,9 @@ class LocalJobLoop:
         replicas = self.platform.list_replicas(self.namespace, self.name)
         services = self.platform.list_services(self.namespace, self.name)
         plan = pending_plan(self.platform, job)
-        actions, status = reconcile(job, replicas, self.clock(), services=services, plan=plan)
+        actions, status = reconcile(
+            job, replicas, self.clock(), services=services, plan=plan, job_master=self.job_master
+        )
         apply_actions(self.platform, actions)
         if any(isinstance(a, DeleteJob) for a in actions):
             return RoundResult(None, replicas, acted=True, done=True)

@@ -16,7 +16,7 @@ from types import FrameType
 from flexjob.api import ElasticJob, JobPhase
 from flexjob.core.phases import set_phase, timestamp
 from flexjob.core.status_patch import StatusOwner, owner_patch
-from flexjob.operator.local_loop import LocalJobLoop, Observer
+from flexjob.operator.local_loop import LocalJobLoop, Observer, local_job_master
 from flexjob.platform.api import NotFoundError
 from flexjob.platform.local import LocalPlatform
 from flexjob.platform.local.paths import job_dir
@@ -39,7 +39,14 @@ def run_job(
 ) -> ElasticJob | None:
     """Reconcile the job until it is done; its last state (None if it was deleted)."""
     previous = signal.signal(signal.SIGTERM, _sigterm)
-    loop = LocalJobLoop(platform, namespace, name, interval=interval, observer=observer)
+    loop = LocalJobLoop(
+        platform,
+        namespace,
+        name,
+        interval=interval,
+        observer=observer,
+        job_master=local_job_master(platform.home),
+    )
     try:
         return loop.run()
     except KeyboardInterrupt:

@@ -1,0 +1,97 @@
+"""The implicit job master: which jobs get one from the operator, and how it is rendered.
+
+A flexjob-native job that uses the flexjob rendezvous but declares no ``master`` replica gets
+one: the operator adds a ``master`` replica spec running ``flexjob master`` before it
+reconciles (``with_job_master``), so the master is created first, gets a service, and every
+worker finds it in ``FLEXJOB_MASTER``. The stored job is not changed; the replica is visible
+as ``<job>-master-0``.
+
+The rule (``needs_job_master``): the job has no ``master`` replica spec, and it has
+``elasticPolicy.rdzvBackend: flexjob`` or a ``dataset`` or ``batch`` block. Jobs that declare
+their own ``master`` (DI, ElasticDL, user masters) keep it as is.
+
+Success of such a job is decided on its workers (every worker replica succeeded), as for a job
+without a master; the master is then removed by ``cleanPodPolicy`` (it is still running).
+
+How the master runs comes from the driver (``JobMasterOptions``): locally
+``sys.executable -m flexjob``, on Kubernetes the operator's own image (``FLEXJOB_IMAGE``).
+The job travels to the master as JSON in ``FLEXJOB_JOB_SPEC``; the master binds the port of
+its ``FLEXJOB_MASTER`` address. Pure: no I/O.
+"""
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from flexjob.api import (
+    Container,
+    ElasticJob,
+    EnvVar,
+    ReplicaSpec,
+    ReplicaType,
+    RestartPolicy,
+)
+from flexjob.api.pod import PodSpec, PodTemplateSpec
+
+RDZV_BACKEND_FLEXJOB = "flexjob"
+#: The env var the implicit master reads its job from (the ElasticJob as JSON, no status).
+ENV_JOB_SPEC = "FLEXJOB_JOB_SPEC"
+MASTER_CONTAINER = "master"
+
+
+@dataclass(frozen=True, slots=True)
+class JobMasterOptions:
+    """How the operator runs implicit job masters.
+
+    ``command``: the argv prefix that runs the ``flexjob`` CLI (``flexjob master ...`` is
+    appended); ``image``: the container image (Kubernetes); ``host``: the address the master
+    binds; ``scale_plan_platform``: where the master writes ScalePlans ("local",
+    "kubernetes"; "" = files in its job dir); ``env``: extra environment for the master.
+    """
+
+    command: tuple[str, ...] = ("python", "-m", "flexjob")
+    image: str = ""
+    host: str = "127.0.0.1"
+    scale_plan_platform: str = ""
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+def needs_job_master(job: ElasticJob) -> bool:
+    """True when the operator must add a flexjob job master to ``job`` (see module doc)."""
+    spec = job.spec
+    if ReplicaType.MASTER in spec.replica_specs:
+        return False
+    policy = spec.elastic_policy
+    flexjob_rdzv = policy is not None and (policy.rdzv_backend or "") == RDZV_BACKEND_FLEXJOB
+    return flexjob_rdzv or spec.dataset is not None or spec.batch is not None
+
+
+def master_replica_spec(job: ElasticJob, options: JobMasterOptions) -> ReplicaSpec:
+    """The replica spec of ``job``'s implicit master."""
+    wire = job.to_wire()
+    wire.pop("status", None)
+    args = ["master", "--host", options.host]
+    if options.scale_plan_platform:
+        args += ["--scale-plan-platform", options.scale_plan_platform]
+    env = {**options.env, ENV_JOB_SPEC: json.dumps(wire, sort_keys=True)}
+    container = Container(
+        name=MASTER_CONTAINER,
+        image=options.image or None,
+        command=list(options.command),
+        args=args,
+        env=[EnvVar(name=k, value=v) for k, v in env.items()],
+    )
+    return ReplicaSpec(
+        replicas=1,
+        restart_policy=RestartPolicy.ON_FAILURE,
+        template=PodTemplateSpec(spec=PodSpec(containers=[container])),
+    )
+
+
+def with_job_master(job: ElasticJob, options: JobMasterOptions | None) -> ElasticJob:
+    """``job`` with its implicit master added when it needs one and ``options`` are given;
+    otherwise ``job`` itself."""
+    if options is None or not needs_job_master(job):
+        return job
+    specs = {ReplicaType.MASTER: master_replica_spec(job, options), **job.spec.replica_specs}
+    return job.model_copy(update={"spec": job.spec.model_copy(update={"replica_specs": specs})})
