@@ -29,6 +29,7 @@ from flexjob.core.actions import (
     RecordEvent,
     UpdateScalePlan,
 )
+from flexjob.core.job_master import JobMasterOptions
 from flexjob.core.reconcile import reconcile
 from flexjob.core.replicas import Replica, Service
 
@@ -92,6 +93,7 @@ class Sim:
     plan_updates: list[UpdateScalePlan] = field(default_factory=list)
     job_deleted: bool = False
     foreign: list[Replica] = field(default_factory=list)
+    job_master: JobMasterOptions | None = None
     _uid: int = 0
 
     @property
@@ -102,7 +104,12 @@ class Sim:
     def step(self, plan: ScalePlan | None = None) -> tuple[Action, ...]:
         observed = [*self.replicas.values(), *self.foreign]
         actions, status = reconcile(
-            self.job, observed, self.now, services=list(self.services.values()), plan=plan
+            self.job,
+            observed,
+            self.now,
+            services=list(self.services.values()),
+            plan=plan,
+            job_master=self.job_master,
         )
         self.job = self.job.model_copy(update={"status": status})
         for action in actions:

@@ -1,0 +1,135 @@
+"""The implicit job master: which jobs get one, how it is rendered, and how such a job ends."""
+
+import json
+
+import pytest
+
+from flexjob.api import (
+    BatchSpec,
+    DatasetSpec,
+    ElasticJob,
+    ElasticPolicy,
+    JobPhase,
+    ReplicaType,
+    names,
+)
+from flexjob.core.actions import CreateReplica
+from flexjob.core.job_master import (
+    ENV_JOB_SPEC,
+    JobMasterOptions,
+    needs_job_master,
+    with_job_master,
+)
+from tests.core.reconcile_sim import Sim, kinds, make_job
+
+OPTIONS = JobMasterOptions(
+    command=("python", "-m", "flexjob"),
+    image="flexjob:1",
+    host="0.0.0.0",
+    scale_plan_platform="kubernetes",
+    env={"EXTRA": "x"},
+)
+
+
+def elastic_job(*, master: bool = False, rdzv: str | None = "flexjob") -> ElasticJob:
+    job = make_job(master=master, workers=2)
+    if rdzv is not None:
+        job.spec.elastic_policy = ElasticPolicy(rdzv_backend=rdzv)
+    return job
+
+
+def with_dataset() -> ElasticJob:
+    job = elastic_job(rdzv=None)
+    job.spec.dataset = DatasetSpec(size=100)
+    return job
+
+
+def with_batch() -> ElasticJob:
+    job = elastic_job(rdzv=None)
+    job.spec.batch = BatchSpec(global_batch_size=64, micro_batch_size=32)
+    return job
+
+
+@pytest.mark.parametrize(
+    ("job", "expected"),
+    [
+        (elastic_job(), True),
+        (with_dataset(), True),
+        (with_batch(), True),
+        (elastic_job(rdzv="c10d"), False),
+        (elastic_job(rdzv=None), False),
+        (elastic_job(master=True), False),
+    ],
+    ids=["rdzv-flexjob", "dataset", "batch", "rdzv-c10d", "plain", "own-master"],
+)
+def test_which_jobs_need_a_job_master(job: ElasticJob, expected: bool) -> None:
+    assert needs_job_master(job) is expected
+
+
+def test_without_options_the_job_is_unchanged() -> None:
+    job = elastic_job()
+    assert with_job_master(job, None) is job
+
+
+def test_a_declared_master_is_kept_as_the_user_wrote_it() -> None:
+    job = elastic_job(master=True)
+    assert with_job_master(job, OPTIONS) is job
+
+
+def master_request(sim: Sim) -> CreateReplica:
+    for actions in sim.history:
+        for action in actions:
+            if isinstance(action, CreateReplica) and action.request.type is ReplicaType.MASTER:
+                return action
+    raise AssertionError("no master was created")
+
+
+def test_master_is_created_first_running_flexjob_master_with_the_job() -> None:
+    sim = Sim(elastic_job(), job_master=OPTIONS)
+    assert kinds(sim.step()) == ["service demo-master-0"]
+    assert kinds(sim.step())[0] == "create demo-master-0"
+    request = master_request(sim).request
+    assert request.command == ("python", "-m", "flexjob")
+    assert request.args == (
+        "master", "--host", "0.0.0.0", "--scale-plan-platform", "kubernetes"
+    )  # fmt: skip
+    assert request.image == "flexjob:1"
+    assert request.env["EXTRA"] == "x"
+    assert request.env[names.ENV_MASTER] == "demo-master-0:50001"
+    shipped = ElasticJob.model_validate(json.loads(request.env[ENV_JOB_SPEC]))
+    assert shipped.spec == sim.job.spec and shipped.status is None
+
+
+def test_workers_get_the_implicit_masters_address() -> None:
+    sim = Sim(elastic_job(), job_master=OPTIONS)
+    sim.settle()
+    workers = [a.request for acts in sim.history for a in acts if isinstance(a, CreateReplica)]
+    addresses = {r.name: r.env.get(names.ENV_MASTER) for r in workers}
+    assert addresses == {
+        "demo-master-0": "demo-master-0:50001",
+        "demo-worker-0": "demo-master-0:50001",
+        "demo-worker-1": "demo-master-0:50001",
+    }
+    assert sim.phase is JobPhase.RUNNING
+
+
+def test_job_succeeds_when_every_worker_succeeded_and_the_master_is_removed() -> None:
+    sim = Sim(elastic_job(), job_master=OPTIONS)
+    sim.settle()
+    sim.finish("demo-worker-0", 0)
+    assert kinds(sim.step()) == []
+    sim.finish("demo-worker-1", 0)
+    assert kinds(sim.step()) == ["delete demo-master-0", "unservice demo-master-0"]
+    assert sim.phase is JobPhase.SUCCEEDED
+    assert sim.job.status is not None
+    assert sim.job.status.message == "every worker replica succeeded"
+
+
+def test_failed_implicit_master_is_restarted_within_backoff_limit() -> None:
+    sim = Sim(elastic_job(), job_master=OPTIONS)
+    sim.settle()
+    sim.finish("demo-master-0", 1)
+    assert kinds(sim.step()) == ["delete demo-master-0"]
+    assert sim.phase is JobPhase.RESTARTING
+    sim.settle()
+    assert "demo-master-0" in sim.replicas
