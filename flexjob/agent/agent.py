@@ -158,6 +158,12 @@ class ElasticAgent:
             got = self.client.kv_get(key)
             if got is not None:
                 return got.decode()
+            if self.client.kv_get(names.KV_IN_PLACE) is not None:
+                # This node joined just before the running workers turned out to re-form
+                # worlds themselves: their agents publish no torch master; the trainer uses
+                # the round's store.
+                self._job_in_place = True
+                return world.store_address
             time.sleep(0.05)
         raise AgentError(f"rank-0 node did not publish {key}")
 
