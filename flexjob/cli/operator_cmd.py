@@ -7,6 +7,7 @@ the commands so that ``flexjob --help`` stays fast.
 
 import asyncio
 import logging
+import os
 from pathlib import Path
 
 import typer
@@ -76,6 +77,7 @@ def operator(
         resync_interval=resync or None,
         webhooks=hooks,
         liveness=liveness,
+        job_master_image=os.environ.get("FLEXJOB_IMAGE") or None,
     )
     platform = KubernetesPlatform.from_config(options.kubeconfig, context, server)
     try:

@@ -56,6 +56,17 @@ class JobMasterOptions:
     env: Mapping[str, str] = field(default_factory=dict)
 
 
+def kubernetes_job_master(image: str) -> JobMasterOptions:
+    """Implicit masters on Kubernetes: ``image`` (the operator's own, ``FLEXJOB_IMAGE``) runs
+    ``python -m flexjob master`` bound to all addresses, writing ScalePlan objects."""
+    return JobMasterOptions(
+        command=("python", "-m", "flexjob"),
+        image=image,
+        host="0.0.0.0",
+        scale_plan_platform="kubernetes",
+    )
+
+
 def needs_job_master(job: ElasticJob) -> bool:
     """True when the operator must add a flexjob job master to ``job`` (see module doc)."""
     spec = job.spec

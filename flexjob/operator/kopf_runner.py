@@ -17,6 +17,7 @@ import kopf
 import kubernetes.client
 
 from flexjob.api.names import GROUP
+from flexjob.core.job_master import JobMasterOptions, kubernetes_job_master
 from flexjob.operator.kopf_admission import register_admission
 from flexjob.operator.kopf_handlers import register_handlers
 from flexjob.operator.reconcile_pass import reconcile_job
@@ -70,6 +71,12 @@ class OperatorOptions:
     #: Watch-stream server timeout (seconds); small values make tests notice changes sooner.
     watch_timeout: float | None = None
     standalone: bool = True
+    #: The image implicit job masters run in (``core.job_master``; ``$FLEXJOB_IMAGE``, the
+    #: operator's own); None: jobs get no implicit master.
+    job_master_image: str | None = None
+
+    def job_master(self) -> JobMasterOptions | None:
+        return kubernetes_job_master(self.job_master_image) if self.job_master_image else None
 
 
 def configure(settings: kopf.OperatorSettings, options: OperatorOptions) -> None:
@@ -128,13 +135,19 @@ def connection_info(configuration: kubernetes.client.Configuration) -> kopf.Conn
 
 
 def make_queue(
-    platform: Platform, workers: int, clock: Callable[[], datetime], parallel: int = 1
+    platform: Platform,
+    workers: int,
+    clock: Callable[[], datetime],
+    parallel: int = 1,
+    job_master: JobMasterOptions | None = None,
 ) -> JobQueue:
     """The work queue whose workers run ``reconcile_job`` (each applying ``parallel`` actions
     at a time) in threads."""
 
     async def handle(key: JobKey) -> object:
-        return await asyncio.to_thread(reconcile_job, platform, key[0], key[1], clock(), parallel)
+        return await asyncio.to_thread(
+            reconcile_job, platform, key[0], key[1], clock(), parallel, job_master
+        )
 
     return JobQueue(handle, workers=workers)
 
@@ -148,7 +161,9 @@ async def run_operator(
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> None:
     """Run kopf and the reconcile workers until cancelled."""
-    queue = queue or make_queue(platform, options.workers, clock, options.parallel)
+    queue = queue or make_queue(
+        platform, options.workers, clock, options.parallel, options.job_master()
+    )
     settings = kopf.OperatorSettings()
     configure(settings, options)
     registry = build_registry(platform, queue, options)

@@ -105,6 +105,8 @@ def deployment(options: InstallOptions) -> Body:
         "image": options.image,
         "command": ["python"],
         "args": args,
+        # Implicit job masters (core.job_master) run in the operator's own image.
+        "env": [{"name": "FLEXJOB_IMAGE", "value": options.image}],
         "ports": [
             {"name": "webhooks", "containerPort": options.webhook_port},
             {"name": "health", "containerPort": 8080},

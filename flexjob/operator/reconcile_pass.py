@@ -16,6 +16,7 @@ from datetime import datetime
 
 from flexjob.api import ElasticJob
 from flexjob.core.actions import Action, CreateReplica, DeleteReplica, ReconcileResult, RecordEvent
+from flexjob.core.job_master import JobMasterOptions
 from flexjob.core.reconcile import reconcile
 from flexjob.core.status_patch import StatusOwner, owner_patch
 from flexjob.operator.apply import apply_actions
@@ -56,9 +57,15 @@ def apply_in_batches(platform: Platform, actions: Sequence[Action], parallel: in
 
 
 def reconcile_job(
-    platform: Platform, namespace: str, name: str, now: datetime, parallel: int = 1
+    platform: Platform,
+    namespace: str,
+    name: str,
+    now: datetime,
+    parallel: int = 1,
+    job_master: JobMasterOptions | None = None,
 ) -> ReconcileResult | None:
-    """Run one pass; returns what was decided, or None when there was no job to reconcile."""
+    """Run one pass; returns what was decided, or None when there was no job to reconcile.
+    ``job_master``: how to run the master of jobs that need one (``core.job_master``)."""
     try:
         job = platform.get_job(namespace, name)
     except NotFoundError:
@@ -67,7 +74,8 @@ def reconcile_job(
         return None
     replicas = platform.list_replicas(namespace, name)
     services = platform.list_services(namespace, name)
-    result = reconcile(job, replicas, now, services=services, plan=pending_plan(platform, job))
+    plan = pending_plan(platform, job)
+    result = reconcile(job, replicas, now, services=services, plan=plan, job_master=job_master)
     apply_in_batches(platform, result.actions, parallel)
     patch = owner_patch(job.status, result.status, StatusOwner.OPERATOR)
     if patch:
