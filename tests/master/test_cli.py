@@ -1,4 +1,5 @@
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -67,3 +68,39 @@ def test_master_command_serves_a_job_file_and_writes_its_address(tmp_path: Path)
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_master_command_serves_the_job_in_its_env_on_its_own_address(tmp_path: Path) -> None:
+    """What the operator's implicit master runs: the job in $FLEXJOB_JOB_SPEC, the port of
+    $FLEXJOB_MASTER."""
+    import json
+    import os
+
+    import yaml
+
+    from flexjob.core.job_master import ENV_JOB_SPEC
+    from flexjob.platform.local.runtime import free_port
+
+    address = f"127.0.0.1:{free_port()}"
+    spec = json.dumps(yaml.safe_load(JOB.replace("EPOCHS", "1")))
+    env = {**os.environ, ENV_JOB_SPEC: spec, "FLEXJOB_MASTER": address}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flexjob", "master", "--no-store"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        host, port = address.split(":")
+
+        def listening() -> bool:
+            assert proc.poll() is None, "the master exited"
+            with socket.socket() as sock:
+                return sock.connect_ex((host, int(port))) == 0
+
+        wait_for(listening, what="the master on its own address")
+        with MasterClient(address, "worker-0") as client:
+            assert client.get_progress().samples_total == 100
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
