@@ -6,11 +6,15 @@ Two status fields hold them, both written by the operator only:
 * ``replicaResources`` (per replica type): a plan's ``replicaResourceSpecs[type].resource``.
   Replicas of that type created from then on get these resources; running replicas keep theirs
   until they are relaunched for another reason (a failure, a ``migratePods`` entry). Unset fields
-  of a plan keep the value from before (a plan that only raises memory keeps the CPU).
+  of a plan keep the value from before (a plan that only raises memory keeps the CPU). Running
+  replicas are deliberately not rolled: the operator does not observe a replica's resources, and
+  relaunching every worker for a type-level change would interrupt training for no gain a
+  planner asked for; planners name the replicas to relaunch in ``migratePods`` (the master's
+  optimizer does, after an OOM or for a hot PS).
 * ``migratedReplicas`` (per replica, by short name such as ``worker-1``): a plan's
   ``migratePods`` entry. That replica is deleted and created again, same index, with these
-  resources on top of its type's. A later per-type resource change of the same type clears the
-  type's per-replica entries (the newer decision wins).
+  resources on top of its type's. A later plan that *changes* the type's resources clears the
+  type's per-replica entries (the newer decision wins); one restating them keeps them.
 
 Rendering sets the main container's requests *and* limits: ``cpu`` in cores (``"1.5"``),
 ``memory`` as ``"<MiB>Mi"``, ``gpu`` as ``nvidia.com/gpu``; other open fields of a
@@ -167,7 +171,10 @@ def fold_resources(
     for rtype, spec in plan.spec.replica_resource_specs.items():
         if is_empty(spec.resource):
             continue
-        by_type[rtype] = merge_resources(by_type.get(rtype), spec.resource)
+        merged = merge_resources(by_type.get(rtype), spec.resource)
+        if merged == by_type.get(rtype):
+            continue  # the same resources again (a plan restating them): nothing is newer
+        by_type[rtype] = merged
         prefix = f"{rtype.value}-"
         migrated = {k: v for k, v in migrated.items() if not k.startswith(prefix)}
     for m in migrations:

@@ -170,3 +170,14 @@ def test_a_later_type_resource_change_replaces_a_migrated_replicas_resources(
     running.step()
     new = created(running.step())["demo-worker-1"]
     assert main_resources(new)[0]["memory"] == "4096Mi"
+
+
+def test_a_plan_restating_the_type_resources_keeps_a_migrated_replicas_resources(
+    running: Sim,
+) -> None:
+    running.step(resource_plan(workers=2, resource=ResourceSpec(memory=1024)))
+    running.step(resource_plan(migrate={"worker-1": ResourceSpec(memory=1536)}, name="p2"))
+    running.settle()
+    running.step(resource_plan(workers=2, resource=ResourceSpec(memory=1024), name="p3"))
+    assert running.job.status is not None
+    assert running.job.status.migrated_replicas == {"worker-1": ResourceSpec(memory=1536)}
