@@ -235,13 +235,14 @@ class _Round:
             )
             return
         counts = desired_counts(self.job, self.status)
+        folded = self.status.last_scale_plan == plan.metadata.name
         try:
-            migrations = resolve_migrations(self.job, plan, self.own, counts)
+            migrations = [] if folded else resolve_migrations(self.job, plan, self.own, counts)
         except UnknownReplicaError as exc:
             self._reject_plan(plan, f"migratePods: no replica {exc} in job {self.job.name}")
             return
         effect = fold_plan(self.job, plan, counts, self._live())
-        if self.status.last_scale_plan != plan.metadata.name:  # fold each plan once
+        if not folded:  # fold each plan once
             self.status.replicas = {**self.status.replicas, **effect.replicas}
             self.status.last_scale_plan = plan.metadata.name
             fold_resources(self.status, plan, migrations)
