@@ -28,7 +28,7 @@ unit: $(STAMP)
 test: lint typecheck unit
 
 run: $(STAMP)
-	$(BIN)/python -m flexjob --version
+	$(BIN)/python -m flexjob run --nnodes 2 examples/digits_ddp.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

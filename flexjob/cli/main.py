@@ -30,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "master_cmd",
     "brain_cmd",
     "monitor_cmd",
+    "run_cmd",
 )
 
 

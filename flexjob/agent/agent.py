@@ -1,0 +1,245 @@
+"""``ElasticAgent``: runs one node's training processes for the job master.
+
+The agent starts its workers through the bootstrap (torch imported before the node joins),
+joins the rendezvous, hands each worker its world, then supervises: heartbeats, resource and
+throughput stats, restarts of failed workers up to ``max_restarts``. Workers that use the
+trainer helpers re-form their world in place on a world change; other workers are restarted
+with the new world, as torchrun does. Not for choosing ranks or shards (the master does).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+from types import FrameType
+
+from flexjob.agent.api import AgentConfig, WorkerState
+from flexjob.agent.bootstrap import AGENT_PID_ENV
+from flexjob.agent.monitor import ResourceMonitor
+from flexjob.agent.workers import Worker, status_path, wait_ready
+from flexjob.api import names
+from flexjob.rpc.api import HeartbeatReply, NodeRef, WorldInfo
+from flexjob.rpc.client import MasterClient
+from flexjob.trainer.world import Generation, NodeIdentity, world_env
+
+log = logging.getLogger(__name__)
+
+STATS_INTERVAL_S = 1.0
+
+
+class AgentError(RuntimeError):
+    """The agent could not get its workers into a world."""
+
+
+def torch_master_key(store_prefix: str) -> str:
+    """KV key holding MASTER_ADDR:MASTER_PORT of a round (for scripts using ``env://``)."""
+    return f"{store_prefix}torch-master"
+
+
+def _free_port(host: str) -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)
+
+
+class ElasticAgent:
+    def __init__(self, config: AgentConfig, client: MasterClient | None = None) -> None:
+        self.config = config
+        self.node = NodeRef(config.node_id, config.replica_type, config.replica_index)
+        self.client = client or MasterClient(config.master, self.node)
+        self.workers: list[Worker] = []
+        self.restarts = 0
+        self.round = -1
+        self._monitor = ResourceMonitor()
+        self._last_stats = 0.0
+        self._stopping = threading.Event()
+        self._job_in_place = False
+        self._reply: HeartbeatReply | None = None
+        self._run_dir = config.run_dir or os.path.join(
+            os.environ.get("TMPDIR", "/tmp"), f"flexjob-{config.job_name}"
+        )
+
+    # ---- entry point ----
+    def run(self) -> int:
+        """Run until the workers finish; returns the node's exit code."""
+        signal.signal(signal.SIGTERM, _terminate)
+        beat = threading.Thread(target=self._heartbeats, name="flexjob-heartbeat", daemon=True)
+        beat.start()
+        try:
+            return self._supervise()
+        finally:
+            self._stopping.set()
+            beat.join(timeout=5.0)
+            for w in self.workers:
+                w.stop()
+            self.client.close()
+
+    # ---- worker life ----
+    def _identity(self, local_rank: int) -> NodeIdentity:
+        c = self.config
+        return NodeIdentity(
+            c.node_id, c.replica_type, c.replica_index, local_rank, c.nproc_per_node, c.master
+        )
+
+    def _spawn(self, local_rank: int) -> Worker:
+        c = self.config
+        env = {**os.environ, **c.env}
+        env.update(
+            {
+                names.ENV_MASTER: c.master,
+                names.ENV_JOB_NAME: c.job_name,
+                names.ENV_REPLICA_TYPE: c.replica_type,
+                names.ENV_REPLICA_INDEX: str(c.replica_index),
+                names.ENV_NODE_ID: c.node_id,
+                names.ENV_LOCAL_RANK: str(local_rank),
+                names.ENV_LOCAL_WORLD_SIZE: str(c.nproc_per_node),
+            }
+        )
+        env[AGENT_PID_ENV] = str(os.getpid())
+        path = status_path(self._run_dir, c.node_id, local_rank)
+        env[names.ENV_STATUS_FILE] = str(path)
+        return Worker(local_rank, env, path)
+
+    def _join_and_start(self, workers: list[Worker]) -> None:
+        """Wait for ``workers`` to be ready, rendezvous, and start them in the new world."""
+        c = self.config
+        if not wait_ready(workers, c.rendezvous_timeout):
+            return  # a worker died while starting: the supervision loop sees it
+        if self._in_place():
+            # The job's workers use the trainer helpers: they join when their script is
+            # ready, so the running workers never wait for this one's imports and setup.
+            self._job_in_place = True
+            for w in workers:
+                w.start({}, c.target, list(c.args), c.module)
+            log.info(
+                "node %s started %d worker(s) that join by themselves", c.node_id, len(workers)
+            )
+            return
+        self.client.join(f"{c.address}:0", c.nproc_per_node)
+        world = self._wait_world()
+        gen = Generation(
+            world.round, world.rank, world.world_size, world.store_address, world.store_prefix
+        )
+        torch_master = self._torch_master(world)
+        for w in workers:
+            env = world_env(gen, self._identity(w.local_rank))
+            env[names.ENV_MASTER_ADDR], _, env[names.ENV_MASTER_PORT] = torch_master.rpartition(":")
+            w.start(env, c.target, list(c.args), c.module)
+        self.round = world.round
+        log.info("node %s started %d worker(s) in round %d", c.node_id, len(workers), world.round)
+
+    def _wait_world(self) -> WorldInfo:
+        deadline = time.monotonic() + self.config.rendezvous_timeout
+        while time.monotonic() < deadline:
+            world = self.client.get_world()
+            if world.complete and world.rank >= 0:
+                return world
+            time.sleep(0.05)
+        raise AgentError(f"no rendezvous within {self.config.rendezvous_timeout}s")
+
+    def _torch_master(self, world: WorldInfo) -> str:
+        """MASTER_ADDR:MASTER_PORT for scripts that call init_process_group('env://'): a fresh
+        port per round on the rank-0 node, published through the master's KV store."""
+        key = torch_master_key(world.store_prefix)
+        if world.rank == 0:
+            value = f"{self.config.address}:{_free_port(self.config.address)}"
+            self.client.kv_set(key, value.encode())
+            return value
+        deadline = time.monotonic() + self.config.rendezvous_timeout
+        while time.monotonic() < deadline:
+            got = self.client.kv_get(key)
+            if got is not None:
+                return got.decode()
+            time.sleep(0.05)
+        raise AgentError(f"rank-0 node did not publish {key}")
+
+    def _heartbeats(self) -> None:
+        """Background thread: heartbeats never stop while the main loop waits for something."""
+        while not self._stopping.wait(self.config.monitor_interval):
+            try:
+                self._reply = self.client.heartbeat()
+            except Exception as exc:
+                log.debug("heartbeat failed: %s", exc)
+
+    def _in_place(self) -> bool:
+        """True when the running workers re-form worlds themselves (trainer helpers)."""
+        if self._job_in_place:
+            return True
+        if self.client.kv_get(names.KV_IN_PLACE) is not None:
+            self._job_in_place = True
+            return True
+        alive = [w for w in self.workers if not w.state.finished]
+        statuses = [w.status() for w in alive]
+        return bool(alive) and all(s is not None and s.in_place for s in statuses)
+
+    # ---- supervision ----
+    def _supervise(self) -> int:
+        c = self.config
+        self.workers = [self._spawn(i) for i in range(c.nproc_per_node)]
+        self._join_and_start(self.workers)
+        while True:
+            time.sleep(c.monitor_interval)
+            states = [w.poll() for w in self.workers]
+            if all(s is WorkerState.SUCCEEDED for s in states):
+                return 0
+            failed = [w for w in self.workers if w.state is WorkerState.FAILED]
+            if failed:
+                code = self._on_failure(failed)
+                if code is not None:
+                    return code
+                continue
+            reply = self._reply
+            self._report_stats()
+            if reply is None or self._in_place():
+                continue
+            changed = reply.round != self.round or reply.num_nodes_waiting > 0
+            if changed and any(w.state is WorkerState.RUNNING for w in self.workers):
+                log.info("world changed (round %d): restarting workers", reply.round)
+                self._restart(self.workers)
+
+    def _on_failure(self, failed: list[Worker]) -> int | None:
+        c = self.config
+        code = next((w.exit_code for w in failed if w.exit_code), 1) or 1
+        restarting = self.restarts < c.max_restarts
+        for w in failed:
+            ident = self._identity(w.local_rank)
+            reason = f"worker {w.local_rank} exited with {w.exit_code}"
+            log.warning("node %s: %s (restarting=%s)", c.node_id, reason, restarting)
+            if ident.process_id == c.node_id:
+                self.client.report_failure(reason, code, restarting)
+            else:
+                with MasterClient(c.master, NodeRef(ident.process_id)) as proc_client:
+                    proc_client.report_failure(reason, code, restarting)
+        if not restarting:
+            return code
+        self.restarts += 1
+        in_place = self._in_place()
+        self._restart(failed if in_place else self.workers)
+        return None
+
+    def _restart(self, which: list[Worker]) -> None:
+        for w in which:
+            w.stop()
+        fresh = [self._spawn(w.local_rank) for w in which]
+        by_rank = {w.local_rank: w for w in self.workers}
+        by_rank.update({w.local_rank: w for w in fresh})
+        self.workers = [by_rank[i] for i in sorted(by_rank)]
+        self._join_and_start(fresh)
+
+    def _report_stats(self) -> None:
+        now = time.monotonic()
+        if now - self._last_stats < STATS_INTERVAL_S:
+            return
+        self._last_stats = now
+        s = self._monitor.sample(self.workers)
+        self.client.report_stats(
+            s.cpu_percent, s.memory_bytes, s.step, s.samples_per_second, s.world_size
+        )

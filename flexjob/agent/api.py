@@ -1,0 +1,58 @@
+"""The agent's configuration and the states of its worker processes.
+
+``AgentConfig`` is built by the CLI (``flexjob agent`` / ``flexjob run``) and validated here with
+one message per bad field. ``WorkerState`` is the explicit state machine of one worker.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class WorkerState(StrEnum):
+    """STARTING (bootstrap importing) → READY (waiting for its world) → RUNNING →
+    SUCCEEDED | FAILED; STOPPED when the agent ended it."""
+
+    STARTING = "starting"
+    READY = "ready"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    STOPPED = "stopped"
+
+    @property
+    def finished(self) -> bool:
+        return self in (WorkerState.SUCCEEDED, WorkerState.FAILED, WorkerState.STOPPED)
+
+
+@dataclass(frozen=True, slots=True)
+class AgentConfig:
+    master: str
+    target: str
+    args: tuple[str, ...] = ()
+    module: bool = False
+    node_id: str = "worker-0"
+    replica_type: str = "worker"
+    replica_index: int = 0
+    job_name: str = "job"
+    nproc_per_node: int = 1
+    max_restarts: int = 3
+    monitor_interval: float = 0.5
+    rendezvous_timeout: float = 300.0
+    address: str = "127.0.0.1"
+    run_dir: str = ""
+    env: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        host, _, port = self.master.rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError(f"master must be HOST:PORT, got {self.master!r}")
+        if self.nproc_per_node < 1:
+            raise ValueError(f"nproc_per_node must be >= 1, got {self.nproc_per_node}")
+        if self.max_restarts < 0:
+            raise ValueError(f"max_restarts must be >= 0, got {self.max_restarts}")
+        if self.monitor_interval <= 0:
+            raise ValueError(f"monitor_interval must be > 0, got {self.monitor_interval}")
+        if not self.node_id:
+            raise ValueError("node_id must not be empty")

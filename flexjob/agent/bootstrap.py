@@ -1,0 +1,76 @@
+"""The first thing a training process runs: import torch, say "ready", wait for the world.
+
+The agent starts workers through this module so that the slow part of a start (importing
+torch) happens before the node joins the rendezvous: the running workers then wait only for
+the script's own setup. The agent sends one JSON line on stdin — environment, argv and the
+script or module to run — and the bootstrap runs it as ``__main__``. Not for user imports.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import runpy
+import signal
+import sys
+from pathlib import Path
+
+READY_SUFFIX = ".ready"
+AGENT_PID_ENV = "FLEXJOB_AGENT_PID"
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """Linux: get SIGKILL when the agent dies; exit now if it is already gone."""
+    parent = os.environ.get(AGENT_PID_ENV)
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except OSError:
+        return
+    if parent and os.getppid() != int(parent):
+        os._exit(137)  # the agent died before we could watch it
+
+
+def _signal_ready() -> None:
+    status = os.environ.get("FLEXJOB_STATUS_FILE")
+    if status:
+        Path(status + READY_SUFFIX).write_text(str(os.getpid()))
+
+
+def _run(message: dict[str, object]) -> None:
+    env = message.get("env", {})
+    assert isinstance(env, dict)
+    os.environ.update({str(k): str(v) for k, v in env.items()})
+    target = str(message["target"])
+    args = [str(a) for a in message.get("args", [])]  # type: ignore[attr-defined]
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)  # the user script gets an ordinary stdin
+    if message.get("module"):
+        sys.argv = [target, *args]
+        runpy.run_module(target, run_name="__main__", alter_sys=True)
+    else:
+        sys.argv = [target, *args]
+        sys.path.insert(0, str(Path(target).resolve().parent))
+        runpy.run_path(target, run_name="__main__")
+
+
+def main() -> None:
+    die_with_parent()
+    import torch
+    import torch.distributed  # noqa: F401
+
+    _signal_ready()
+    line = sys.stdin.readline()
+    if not line:
+        sys.exit(0)  # the agent went away before starting us
+    _run(json.loads(line))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,143 @@
+"""``flexjob run`` on one machine: a master child process, N agent child processes, a
+progress line, Ctrl-C handling and the job's exit code.
+
+Every child runs in its own session, so Ctrl-C reaches only this process, which then stops
+the agents (which stop their workers) and the master in order. Not for Kubernetes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from flexjob.agent.progress import ProgressLine
+
+log = logging.getLogger(__name__)
+
+
+def parse_nnodes(text: str) -> tuple[int, int]:
+    """``"2"`` → (2, 2); ``"1:3"`` → (1, 3). Errors name the option."""
+    lo_s, sep, hi_s = text.partition(":")
+    try:
+        lo = int(lo_s)
+        hi = int(hi_s) if sep else lo
+    except ValueError:
+        raise ValueError(f"--nnodes must be N or MIN:MAX with integers, got {text!r}") from None
+    if lo < 1 or hi < lo:
+        raise ValueError(f"--nnodes must satisfy 1 <= MIN <= MAX, got {text!r}")
+    return lo, hi
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    target: str
+    args: tuple[str, ...] = ()
+    module: bool = False
+    min_nodes: int = 1
+    max_nodes: int = 1
+    start_nodes: int | None = None
+    nproc_per_node: int = 1
+    max_restarts: int = 3
+    monitor_interval: float = 0.5
+    job_name: str = "job"
+    master: str | None = None
+    job_dir: str | None = None
+    last_call_timeout: float = 1.0
+    heartbeat_timeout: float = 10.0
+    progress: bool = True
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def nodes_to_start(self) -> int:
+        return self.start_nodes if self.start_nodes is not None else self.min_nodes
+
+
+def agent_command(
+    master: str, node_id: str, index: int, opts: RunOptions, run_dir: str
+) -> list[str]:
+    cmd = [
+        sys.executable, "-m", "flexjob", "agent",
+        "--master", master,
+        "--node-id", node_id,
+        "--replica-index", str(index),
+        "--job-name", opts.job_name,
+        "--nproc-per-node", str(opts.nproc_per_node),
+        "--max-restarts", str(opts.max_restarts),
+        "--monitor-interval", str(opts.monitor_interval),
+        "--run-dir", run_dir,
+    ]  # fmt: skip
+    if opts.module:
+        cmd.append("-m")
+    return [*cmd, opts.target, *opts.args]
+
+
+def _stop(proc: subprocess.Popen[bytes], grace_s: float) -> None:
+    if proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        proc.wait()
+
+
+def run_job(opts: RunOptions) -> int:
+    """Run the job to its end; returns its exit code (130 after Ctrl-C)."""
+    from flexjob.master.config import MasterConfig
+    from flexjob.master.launch import MasterProcess, spawn_master
+
+    job_dir = opts.job_dir or tempfile.mkdtemp(prefix=f"flexjob-{opts.job_name}-")
+    Path(job_dir).mkdir(parents=True, exist_ok=True)
+    master_proc: MasterProcess | None = None
+    agents: list[subprocess.Popen[bytes]] = []
+    progress: ProgressLine | None = None
+    try:
+        if opts.master is None:
+            config = MasterConfig(
+                job_name=opts.job_name,
+                job_dir=job_dir,
+                min_nodes=opts.min_nodes,
+                max_nodes=opts.max_nodes,
+                last_call_timeout=opts.last_call_timeout,
+                heartbeat_timeout=opts.heartbeat_timeout,
+            )
+            master_proc = spawn_master(config)
+            address = master_proc.address
+        else:
+            address = opts.master
+        log.info("job %s: master at %s, job dir %s", opts.job_name, address, job_dir)
+        env = {**os.environ, **opts.env}
+        for i in range(opts.nodes_to_start):
+            cmd = agent_command(address, f"worker-{i}", i, opts, job_dir)
+            agents.append(subprocess.Popen(cmd, env=env, start_new_session=True))
+        progress = ProgressLine(address, enabled=opts.progress)
+        while any(a.poll() is None for a in agents):
+            progress.update()
+            time.sleep(0.2)
+        codes = [a.returncode for a in agents]
+        finished = progress.finished()
+        progress.close(final=True)
+        if finished and 0 in codes:
+            return 0
+        return next((c for c in codes if c != 0), 0)
+    except KeyboardInterrupt:
+        log.warning("interrupted: stopping the job")
+        return 130
+    finally:
+        if progress is not None:
+            progress.close()
+        for a in agents:
+            _stop(a, 10.0)
+        if master_proc is not None:
+            master_proc.stop()

@@ -1,0 +1,108 @@
+"""Worker processes of one node: start them through the bootstrap, watch them, stop them.
+
+Each worker is a child process that dies with the agent (the bootstrap sets
+``PR_SET_PDEATHSIG`` on Linux), so a killed node takes its training processes along. No
+``preexec_fn``: forking an agent that runs gRPC threads is not safe. Not for deciding when to
+restart (the agent does).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from flexjob.agent.api import WorkerState
+from flexjob.agent.bootstrap import READY_SUFFIX
+from flexjob.trainer.status import TrainerStatus, read_status
+
+log = logging.getLogger(__name__)
+
+
+class Worker:
+    """One training process of this node."""
+
+    def __init__(self, local_rank: int, env: dict[str, str], status_file: Path) -> None:
+        self.local_rank = local_rank
+        self.status_file = status_file
+        self.state = WorkerState.STARTING
+        self.exit_code: int | None = None
+        self._ready_file = Path(str(status_file) + READY_SUFFIX)
+        for stale in (status_file, self._ready_file):
+            stale.unlink(missing_ok=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "flexjob.agent.bootstrap"],
+            env=env,
+            stdin=subprocess.PIPE,
+        )
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def poll(self) -> WorkerState:
+        """Update and return the state from the process and its files."""
+        if self.state.finished:
+            return self.state
+        code = self.proc.poll()
+        if code is not None:
+            self.exit_code = code
+            self.state = WorkerState.SUCCEEDED if code == 0 else WorkerState.FAILED
+        elif self.state is WorkerState.STARTING and self._ready_file.exists():
+            self.state = WorkerState.READY
+        return self.state
+
+    def start(self, env: dict[str, str], target: str, args: list[str], module: bool) -> None:
+        """Hand the world to the bootstrap: it runs the script from here on."""
+        message = {"env": env, "target": target, "args": args, "module": module}
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write((json.dumps(message) + "\n").encode())
+            self.proc.stdin.close()
+        except BrokenPipeError:
+            log.warning("worker %d exited before it could start", self.local_rank)
+        if not self.state.finished:
+            self.state = WorkerState.RUNNING
+
+    def status(self) -> TrainerStatus | None:
+        return read_status(self.status_file)
+
+    def stop(self, grace_s: float = 5.0) -> None:
+        """SIGTERM, then SIGKILL after ``grace_s``."""
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(grace_s)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    self.proc.kill()
+                self.proc.wait()
+        if not self.state.finished:
+            self.exit_code = self.proc.returncode
+            self.state = WorkerState.STOPPED
+
+
+def wait_ready(workers: list[Worker], timeout_s: float, poll_s: float = 0.02) -> bool:
+    """True once every worker imported torch; False if one exited or time ran out."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        states = [w.poll() for w in workers]
+        if any(s.finished for s in states):
+            return False
+        if all(s is WorkerState.READY for s in states):
+            return True
+        time.sleep(poll_s)
+    return False
+
+
+def status_path(run_dir: str, node_id: str, local_rank: int) -> Path:
+    path = Path(run_dir) / f"{node_id}.{local_rank}.{os.getpid()}.status.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path

@@ -1,0 +1,317 @@
+"""The elastic training loop: steps over master shards that survive world changes in place.
+
+``ElasticTrainer`` forms the world of the current generation, wraps the model in DDP, and
+yields one ``Step`` at a time. Every step starts with a tiny control all-reduce (samples in
+hand, data left, "re-form now") so all ranks agree on when to stop and when to take in nodes
+that wait. When a collective fails because a peer died, ``trainer.step()`` swallows the error,
+the trainer joins the next generation, re-forms the process group in the same process, copies
+state from the most advanced rank and retries the same batch. Not for restarting processes
+(the agent does that) nor for choosing ranks (the master does).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+from flexjob.api import names
+from flexjob.trainer import group, world
+from flexjob.trainer.checkpoint import Checkpointer
+from flexjob.trainer.rendezvous import WaitingWatcher, WorldSource, next_generation
+from flexjob.trainer.sampler import Batch, ElasticSampler, NoShard, ShardSource
+from flexjob.trainer.state import sync_state
+from flexjob.trainer.status import StatusWriter
+
+log = logging.getLogger(__name__)
+
+PUBLISH_EVERY_S = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One training step for this rank: its indices and how to scale a summed loss."""
+
+    number: int
+    indices: list[int]
+    epoch: int
+    global_samples: int
+    world_size: int
+
+    @property
+    def loss_scale(self) -> float:
+        """Multiply a per-sample *summed* loss by this: DDP's averaging then yields the mean."""
+        return self.world_size / self.global_samples
+
+
+class ElasticTrainer:
+    """Runs steps over master shards with DDP on gloo, surviving deaths and joins in place."""
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        optimizer: torch.optim.Optimizer,
+        sampler: ElasticSampler,
+        *,
+        checkpoint_dir: str | os.PathLike[str] | None = None,
+        checkpoint_every: int = 0,
+        link: Any = None,
+        timeout_s: float = 60.0,
+        poll_waiting_s: float = 0.2,
+    ) -> None:
+        self.module = model
+        self.optimizer = optimizer
+        self.sampler = sampler
+        self.ident = world.node_identity()
+        self.checkpointer = Checkpointer(checkpoint_dir) if checkpoint_dir else None
+        self.checkpoint_every = checkpoint_every
+        self.timeout_s = timeout_s
+        self.step_count = 0
+        self.reforms = 0
+        self._link = link
+        self._poll_waiting_s = poll_waiting_s
+        self._gen: world.Generation | None = None
+        self._ddp: torch.nn.Module | None = None
+        self._broken = False
+        self._stores = group.StoreCache(timeout_s)
+        self._watcher: WaitingWatcher | None = None
+        self._status = StatusWriter()
+        self._on_reform: list[Callable[[world.WorldInfo], None]] = []
+        self._published = 0.0
+
+    # ---- lifecycle ----
+    def __enter__(self) -> ElasticTrainer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def source(self) -> WorldSource:
+        if self._link is None:
+            from flexjob.trainer.link import MasterLink  # grpc only when a master is used
+
+            self._link = MasterLink.from_identity(self.ident)
+        link: WorldSource = self._link
+        return link
+
+    def start(self) -> None:
+        """Load the last checkpoint, then form the world and copy state from the survivors."""
+        shards: ShardSource = self.source  # type: ignore[assignment]
+        self.sampler.bind(shards)
+        if self.checkpointer is not None:
+            state = self.checkpointer.load(model=self.module, optimizer=self.optimizer)
+            if state is not None:
+                self.step_count = int(state.get("step", 0))
+                self.sampler.load_state_dict(state.get("sampler", {}))
+        self._watcher = WaitingWatcher(self.source, self._poll_waiting_s)
+        gen = world.generation_from_env()
+        if gen is not None:
+            # The agent's world may have moved on while this script was starting.
+            gen = self.source.get_world(gen.round)
+        if gen is None:
+            gen = next_generation(self.source, -1, self.timeout_s)
+        self._form(gen)
+
+    def close(self) -> None:
+        """Leave the world and close the master connection (before interpreter exit: gRPC
+        channels left open at exit can abort the process)."""
+        if self._watcher is not None:
+            self._watcher.stop()
+            self._watcher = None
+        group.destroy_group()
+        close = getattr(self._link, "close", None)
+        if close is not None:
+            close()
+        world.set_current(None)
+
+    # ---- what the user reads ----
+    @property
+    def model(self) -> torch.nn.Module:
+        """The DDP-wrapped model of the current world (rebuilt after each re-form)."""
+        assert self._ddp is not None, "call start() first"
+        return self._ddp
+
+    @property
+    def info(self) -> world.WorldInfo:
+        return world.world_info()
+
+    def on_reform(self, callback: Callable[[world.WorldInfo], None]) -> None:
+        """Call ``callback(world_info)`` after each re-formed world (e.g. to re-plan batches)."""
+        self._on_reform.append(callback)
+
+    # ---- the loop ----
+    def steps(self) -> Iterator[Step]:
+        """Yield steps until every epoch is done; wrap each step's body in ``trainer.step()``."""
+        while True:
+            if self._broken:
+                self._reform()
+                continue
+            got = self.sampler.next_batch()
+            ctl = self._control(got)
+            if ctl is None:
+                continue
+            total, more, reform = ctl
+            if reform:
+                self._reform()
+                continue
+            if total == 0:
+                if not more:
+                    break
+                time.sleep(0.02)
+                continue
+            indices = list(got.indices) if isinstance(got, Batch) else []
+            epoch = got.epoch if isinstance(got, Batch) else self.sampler.epoch
+            self.optimizer.zero_grad(set_to_none=False)
+            yield Step(self.step_count, indices, epoch, total, dist.get_world_size())
+            if self._broken:
+                continue  # the same batch is retried in the next world
+            if isinstance(got, Batch):
+                self.sampler.commit(got)
+            self.step_count += 1
+            self._after_step()
+        self._finish()
+
+    @contextlib.contextmanager
+    def step(self) -> Iterator[None]:
+        """Run one step's body; a failed collective is swallowed and the world re-formed."""
+        try:
+            yield
+        except Exception as exc:
+            if not group.is_collective_error(exc):
+                raise
+            log.warning("collective failed in round %s: %s", self.round, str(exc)[:200])
+            self._broken = True
+
+    def fit(self, train_step: Callable[[Step], Any]) -> int:
+        """Run ``train_step(step)`` for every step; returns the number of steps committed."""
+        for s in self.steps():
+            with self.step():
+                train_step(s)
+        return self.step_count
+
+    @property
+    def round(self) -> int:
+        return self._gen.round if self._gen is not None else -1
+
+    # ---- internals ----
+    def _control(self, got: Batch | NoShard) -> tuple[int, bool, bool] | None:
+        n = len(got.indices) if isinstance(got, Batch) else 0
+        more = 0 if got is NoShard.END else 1
+        wants = 1 if self._watcher is not None and self._watcher.waiting > 0 else 0
+        ctl = torch.tensor([n, more, wants], dtype=torch.int64)
+        try:
+            dist.all_reduce(ctl)
+        except Exception as exc:
+            if not group.is_collective_error(exc):
+                raise
+            log.warning("control all-reduce failed in round %s: %s", self.round, exc)
+            self._broken = True
+            return None
+        total, more_sum, wants_sum = (int(v) for v in ctl.tolist())
+        return total, more_sum > 0, wants_sum > 0
+
+    def _after_step(self) -> None:
+        now = time.monotonic()
+        if dist.get_rank() == 0 and now - self._published >= PUBLISH_EVERY_S:
+            self._published = now
+            self._publish(names.KV_STEP, str(self.step_count))
+        self._status.write(
+            round=self.round,
+            step=self.step_count,
+            samples=self.sampler.samples_committed,
+            epoch=self.sampler.epoch,
+            world_size=dist.get_world_size(),
+        )
+        if (
+            self.checkpointer is not None
+            and self.checkpoint_every > 0
+            and self.step_count % self.checkpoint_every == 0
+            and dist.get_rank() == 0
+        ):
+            self._save()
+
+    def _publish(self, key: str, value: str) -> None:
+        publish = getattr(self.source, "publish", None)
+        if publish is not None:
+            with contextlib.suppress(Exception):
+                publish(key, value)
+
+    def _save(self) -> None:
+        assert self.checkpointer is not None
+        self.checkpointer.save(
+            model=self.module,
+            optimizer=self.optimizer,
+            sampler_state=self.sampler.state_dict(),
+            step=self.step_count,
+        )
+
+    def _finish(self) -> None:
+        if self.checkpointer is not None and dist.get_rank() == 0:
+            self._save()
+        self._status.write(
+            round=self.round,
+            step=self.step_count,
+            samples=self.sampler.samples_committed,
+            epoch=self.sampler.epoch,
+            world_size=dist.get_world_size(),
+            force=True,
+        )
+
+    def _reform(self) -> None:
+        """Leave the current world and form the next one, in this process."""
+        started = time.monotonic()
+        self._ddp = None
+        group.destroy_group()
+        after = self.round
+        gen = next_generation(self.source, after, self.timeout_s)
+        self._form(gen)
+        self.reforms += 1
+        log.info("re-formed round %d -> %d in %.3f s", after, gen.round, time.monotonic() - started)
+
+    def _form(self, gen: world.Generation) -> None:
+        while True:
+            rank = gen.rank(self.ident.local_rank, self.ident.local_world_size)
+            size = gen.world_size(self.ident.local_world_size)
+            if rank == 0:
+                # Agents start later workers without a world (they join by themselves).
+                self._publish(names.KV_IN_PLACE, "1")
+            try:
+                group.form_group(gen, rank, size, self._stores, self.timeout_s)
+                self.step_count, _ = sync_state(self.module, self.optimizer, self.step_count)
+                self._ddp = DistributedDataParallel(self.module)
+                break
+            except Exception as exc:
+                if not group.is_collective_error(exc):
+                    raise
+                log.warning("forming round %d failed (%s); joining the next", gen.round, exc)
+                group.destroy_group()
+                gen = next_generation(self.source, gen.round, self.timeout_s)
+        self._gen = gen
+        self._broken = False
+        env = world.world_env(gen, self.ident)
+        os.environ.update(env)
+        info = world.world_info_of(gen, self.ident)
+        world.set_current(info)
+        self._status.write(
+            round=gen.round,
+            step=self.step_count,
+            samples=self.sampler.samples_committed,
+            epoch=self.sampler.epoch,
+            world_size=size,
+            force=True,
+        )
+        if self._watcher is not None:
+            self._watcher.clear()
+            self._watcher.set_active(rank == 0)
+        for callback in self._on_reform:
+            callback(info)

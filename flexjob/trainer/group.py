@@ -1,0 +1,86 @@
+"""Forming and tearing down the torch process group of one generation, in place.
+
+A generation's group is built over the job's TCPStore with a key prefix unique to that
+generation (``PrefixStore``), so keys of earlier rounds never leak into a new one. Destroying
+and re-creating the group keeps the process (and its imported torch, data and model) alive.
+Not for choosing ranks (the master does) or syncing model state (``flexjob.trainer.state``).
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+
+import torch.distributed as dist
+from torch.distributed import PrefixStore, TCPStore  # type: ignore[attr-defined]
+
+from flexjob.trainer.world import Generation
+
+log = logging.getLogger(__name__)
+
+BACKEND = "gloo"
+
+
+class CollectiveError(RuntimeError):
+    """A collective failed because the world changed (a peer died or the group was torn down)."""
+
+
+def is_collective_error(exc: BaseException) -> bool:
+    """True for the errors torch raises when a peer of a collective goes away."""
+    dist_errors: tuple[type[BaseException], ...] = (CollectiveError,)
+    for name in ("DistError", "DistBackendError", "DistNetworkError", "DistStoreError"):
+        err = getattr(dist, name, None)
+        if isinstance(err, type):
+            dist_errors = (*dist_errors, err)
+    if isinstance(exc, dist_errors):
+        return True
+    if isinstance(exc, RuntimeError):
+        text = str(exc)
+        markers = ("gloo", "Connection reset", "Connection closed", "Broken pipe", "Timed out")
+        return any(m in text for m in markers)
+    return False
+
+
+class StoreCache:
+    """One TCPStore client per store address, reused across generations."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self._timeout = datetime.timedelta(seconds=timeout_s)
+        self._stores: dict[str, TCPStore] = {}
+
+    def get(self, address: str) -> TCPStore:
+        store = self._stores.get(address)
+        if store is None:
+            host, _, port = address.rpartition(":")
+            if not host or not port.isdigit():
+                raise ValueError(f"store_address {address!r} is not HOST:PORT")
+            store = TCPStore(host, int(port), is_master=False, timeout=self._timeout)
+            self._stores[address] = store
+        return store
+
+
+def destroy_group() -> None:
+    """Tear down the default group if there is one; errors of a broken group are ignored."""
+    if not dist.is_initialized():
+        return
+    try:
+        dist.destroy_process_group()
+    except Exception as exc:  # a broken group may fail to shut down cleanly
+        log.debug("destroying a broken process group: %s", exc)
+
+
+def form_group(
+    gen: Generation, rank: int, world_size: int, stores: StoreCache, timeout_s: float
+) -> None:
+    """Create the default process group of ``gen`` (blocks until all its ranks arrive)."""
+    destroy_group()
+    prefix = gen.store_prefix or f"flexjob/round-{gen.round}"
+    store = PrefixStore(prefix.rstrip("/") + "/pg/", stores.get(gen.store_address))
+    dist.init_process_group(
+        BACKEND,
+        store=store,
+        rank=rank,
+        world_size=world_size,
+        timeout=datetime.timedelta(seconds=timeout_s),
+    )
+    log.info("formed round %d: rank %d of %d", gen.round, rank, world_size)

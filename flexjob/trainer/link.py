@@ -1,0 +1,74 @@
+"""``MasterLink``: the trainer's connection to the job master (rendezvous and shards).
+
+Rendezvous calls go out as the node (all processes of a node share one seat in the world);
+shard calls go out as the process (``<node>.<local_rank>`` beyond local rank 0), so the shards
+of a process that dies can be handed out again without touching its siblings'. Datasets that
+the job spec did not declare are registered through the master's KV store
+(``flexjob/dataset/<name>``). Not for the agent (it has its own client).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+from flexjob.api import names
+from flexjob.rpc.api import NodeRef
+from flexjob.rpc.client import MasterClient
+from flexjob.trainer.sampler import DatasetParams, NoShard, Shard
+from flexjob.trainer.world import Generation, NodeIdentity
+
+
+class MasterLink:
+    def __init__(self, ident: NodeIdentity) -> None:
+        if not ident.master:
+            raise RuntimeError(
+                "FLEXJOB_MASTER is not set: start the script with `flexjob run` or "
+                "`flexjob agent`, or pass link= to ElasticTrainer"
+            )
+        self.ident = ident
+        node = NodeRef(ident.node_id, ident.replica_type, ident.replica_index)
+        self.node = MasterClient(ident.master, node)
+        proc = NodeRef(ident.process_id, ident.replica_type, ident.replica_index)
+        self.proc = (
+            self.node if ident.process_id == ident.node_id else MasterClient(ident.master, proc)
+        )
+
+    @classmethod
+    def from_identity(cls, ident: NodeIdentity) -> MasterLink:
+        return cls(ident)
+
+    # ---- WorldSource ----
+    def join(self) -> int:
+        return self.node.join("", self.ident.local_world_size)
+
+    def get_world(self, round: int) -> Generation | None:
+        w = self.node.get_world(round)
+        if not w.complete or w.rank < 0 or w.round < round:
+            return None
+        return Generation(w.round, w.rank, w.world_size, w.store_address, w.store_prefix)
+
+    def nodes_waiting(self) -> int:
+        return self.node.nodes_waiting().num_nodes_waiting
+
+    # ---- ShardSource ----
+    def register_dataset(self, params: DatasetParams) -> None:
+        self.node.kv_set(names.KV_DATASET_PREFIX + params.name, json.dumps(asdict(params)).encode())
+
+    def get_shard(self, dataset: str) -> Shard | NoShard:
+        s = self.proc.get_shard(dataset)
+        if not s.has_shard:
+            return NoShard.END if s.end_of_data else NoShard.WAIT
+        indices = s.indices if s.indices else range(s.start, s.end)
+        return Shard(s.shard_id, s.epoch, indices)
+
+    def report_shard(self, dataset: str, shard_id: int) -> bool:
+        return self.proc.report_shard(shard_id, dataset)
+
+    def publish(self, key: str, value: str) -> None:
+        self.node.kv_set(key, value.encode())
+
+    def close(self) -> None:
+        if self.proc is not self.node:
+            self.proc.close()
+        self.node.close()

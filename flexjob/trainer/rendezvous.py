@@ -1,0 +1,95 @@
+"""The trainer's side of the master's rendezvous: wait for the next generation, watch joiners.
+
+``WorldSource`` is what the elastic trainer needs from the master; ``MasterLink`` (in
+``flexjob.trainer.link``) implements it over gRPC and tests use an in-memory one. Not the
+rendezvous itself: the master decides membership and ranks.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Protocol
+
+from flexjob.trainer.world import Generation
+
+log = logging.getLogger(__name__)
+
+
+class RendezvousTimeout(TimeoutError):
+    """No generation that includes this node was formed in time."""
+
+
+class WorldSource(Protocol):
+    def join(self) -> int:
+        """Ask to be in the next round; returns that round's number."""
+        ...
+
+    def get_world(self, round: int) -> Generation | None:
+        """The formed world of ``round`` or later with this node in it; None while waiting."""
+        ...
+
+    def nodes_waiting(self) -> int:
+        """How many nodes wait to join the running world."""
+        ...
+
+
+def next_generation(
+    source: WorldSource, after_round: int, timeout_s: float, poll_s: float = 0.02
+) -> Generation:
+    """Join and wait for a generation newer than ``after_round`` that includes this node."""
+    deadline = time.monotonic() + timeout_s
+    wanted = max(source.join(), after_round + 1)
+    delay = poll_s
+    while time.monotonic() < deadline:
+        gen = source.get_world(wanted)
+        if gen is not None and gen.round >= wanted:
+            return gen
+        time.sleep(delay)
+        delay = min(delay * 1.5, 0.2)
+    raise RendezvousTimeout(f"no world including this node after round {after_round}")
+
+
+class WaitingWatcher:
+    """Polls the master in the background for nodes waiting to join; reading is free."""
+
+    def __init__(self, source: WorldSource, interval_s: float = 0.2) -> None:
+        self._source = source
+        self._interval_s = interval_s
+        self._waiting = 0
+        self._active = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="flexjob-waiting", daemon=True)
+        self._thread.start()
+
+    @property
+    def waiting(self) -> int:
+        return self._waiting
+
+    def set_active(self, active: bool) -> None:
+        """Only the process that decides for the world (rank 0) needs to poll."""
+        if active:
+            self._active.set()
+        else:
+            self._active.clear()
+            self._waiting = 0
+
+    def clear(self) -> None:
+        self._waiting = 0
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._active.set()
+        self._thread.join(timeout=5.0)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._active.wait()
+            if self._stop.is_set():
+                return
+            try:
+                self._waiting = self._source.nodes_waiting()
+            except Exception as exc:  # the master may be briefly unreachable
+                log.debug("nodes_waiting failed: %s", exc)
+            self._stop.wait(self._interval_s)

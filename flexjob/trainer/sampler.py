@@ -1,0 +1,175 @@
+"""The elastic sampler: micro-batches of sample indices taken from the master's shards.
+
+A shard is reported done only after every batch cut from it has been committed (the step that
+used it finished on every rank), so a process that dies mid-shard leaves the shard to the
+master, which hands it out again. Not a torch ``Sampler`` over a fixed range: the indices come
+from the network and the set of workers may change between two batches.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Shard:
+    """A piece of one epoch: explicit sample indices."""
+
+    shard_id: int
+    epoch: int
+    indices: Sequence[int]
+
+
+class NoShard(enum.Enum):
+    """Why ``ShardSource.get_shard`` returned no shard."""
+
+    WAIT = "wait"  # nothing to hand out now; others still hold shards of this epoch
+    END = "end"  # every epoch is done
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetParams:
+    """How the master should shard a dataset the job spec did not declare."""
+
+    name: str
+    size: int
+    shard_size: int
+    epochs: int
+    shuffle: bool = True
+    seed: int = 0
+
+
+class ShardSource(Protocol):
+    """Where shards come from (the master over gRPC; a list in tests)."""
+
+    def register_dataset(self, params: DatasetParams) -> None: ...
+
+    def get_shard(self, dataset: str) -> Shard | NoShard: ...
+
+    def report_shard(self, dataset: str, shard_id: int) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """A micro-batch: indices from one shard, not yet committed."""
+
+    indices: Sequence[int]
+    epoch: int
+    shard_id: int
+    end: int  # offset in the shard just past this batch
+
+
+class ElasticSampler:
+    """Hands out micro-batches of at most ``batch_size`` indices from master shards.
+
+    ``next_batch`` returns the same batch until ``commit`` is called for it, so a step that
+    failed because the world changed is retried with the same samples.
+    """
+
+    def __init__(
+        self,
+        source: ShardSource | None = None,
+        *,
+        batch_size: int,
+        dataset: str = "",
+        size: int | None = None,
+        shard_size: int | None = None,
+        epochs: int | None = None,
+        shuffle: bool = True,
+        seed: int = 0,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.dataset = dataset
+        self.batch_size = batch_size
+        self._source = source
+        self._params = (
+            DatasetParams(dataset, size, shard_size or batch_size, epochs or 1, shuffle, seed)
+            if size is not None
+            else None
+        )
+        self._shard: Shard | None = None
+        self._offset = 0
+        self._pending: Batch | None = None
+        self._ended = False
+        self.epoch = 0
+        self.samples_committed = 0
+        self.shards_reported = 0
+
+    def bind(self, source: ShardSource) -> None:
+        """Attach the shard source (the elastic trainer does this with its master link)."""
+        self._source = source
+        if self._params is not None:
+            source.register_dataset(self._params)
+
+    @property
+    def ended(self) -> bool:
+        return self._ended and self._pending is None
+
+    def next_batch(self) -> Batch | NoShard:
+        """The pending batch, a new one, or why there is none."""
+        if self._pending is not None:
+            return self._pending
+        if self._source is None:
+            raise RuntimeError("ElasticSampler has no shard source: call bind() first")
+        if self._ended:
+            return NoShard.END
+        if self._shard is None or self._offset >= len(self._shard.indices):
+            got = self._source.get_shard(self.dataset)
+            if isinstance(got, NoShard):
+                self._ended = got is NoShard.END
+                return got
+            self._shard, self._offset = got, 0
+            self.epoch = got.epoch
+            if not got.indices:  # an empty shard is done at once
+                self._report(got)
+                return self.next_batch()
+        end = min(self._offset + self.batch_size, len(self._shard.indices))
+        self._pending = Batch(
+            self._shard.indices[self._offset : end], self._shard.epoch, self._shard.shard_id, end
+        )
+        return self._pending
+
+    def commit(self, batch: Batch) -> None:
+        """The step that used ``batch`` finished: advance, and report a finished shard."""
+        if batch is not self._pending or self._shard is None:
+            raise RuntimeError("commit() of a batch that is not the pending one")
+        self._pending = None
+        self._offset = batch.end
+        self.samples_committed += len(batch.indices)
+        if self._offset >= len(self._shard.indices):
+            self._report(self._shard)
+            self._shard = None
+
+    def _report(self, shard: Shard) -> None:
+        assert self._source is not None
+        if not self._source.report_shard(self.dataset, shard.shard_id):
+            log.warning("master did not accept shard %d as done", shard.shard_id)
+        self.shards_reported += 1
+
+    def __iter__(self) -> Iterator[Batch]:
+        """Plain (non-elastic) iteration: each batch is committed when the next is asked for."""
+        while True:
+            got = self.next_batch()
+            if got is NoShard.END:
+                return
+            if isinstance(got, NoShard):
+                time.sleep(0.05)
+                continue
+            yield got
+            self.commit(got)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Counters for a checkpoint (the master keeps the shard bookkeeping itself)."""
+        return {"epoch": self.epoch, "samples_committed": self.samples_committed}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.epoch = int(state.get("epoch", 0))
+        self.samples_committed = int(state.get("samples_committed", 0))

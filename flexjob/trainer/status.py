@@ -1,0 +1,69 @@
+"""Progress the trainer publishes for its agent: a small JSON file, rewritten atomically.
+
+The agent reads it to report step throughput to the master and to learn that the process
+re-forms its world in place (so a world change must not restart it). Not a metrics system.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from flexjob.api import names
+
+
+@dataclass(frozen=True, slots=True)
+class TrainerStatus:
+    pid: int
+    in_place: bool  # re-forms its world itself (the trainer helpers are in use)
+    round: int
+    step: int
+    samples: int
+    epoch: int
+    world_size: int
+    time: float
+
+
+def read_status(path: str | os.PathLike[str]) -> TrainerStatus | None:
+    """The last status written to ``path``, or None when there is none (yet)."""
+    try:
+        data = json.loads(Path(path).read_text())
+        return TrainerStatus(**data)
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+class StatusWriter:
+    """Writes ``TrainerStatus`` to ``$FLEXJOB_STATUS_FILE`` at most every ``interval_s``."""
+
+    def __init__(self, path: str | None = None, interval_s: float = 0.5) -> None:
+        self.path = path if path is not None else os.environ.get(names.ENV_STATUS_FILE)
+        self.interval_s = interval_s
+        self._last = 0.0
+
+    def write(
+        self,
+        *,
+        round: int,
+        step: int,
+        samples: int,
+        epoch: int,
+        world_size: int,
+        force: bool = False,
+    ) -> None:
+        if not self.path:
+            return
+        now = time.time()
+        if not force and now - self._last < self.interval_s:
+            return
+        self._last = now
+        status = TrainerStatus(os.getpid(), True, round, step, samples, epoch, world_size, now)
+        tmp = f"{self.path}.{os.getpid()}.tmp"
+        try:
+            Path(tmp).write_text(json.dumps(asdict(status)))
+            os.replace(tmp, self.path)
+        except OSError:
+            pass  # progress reporting never breaks training

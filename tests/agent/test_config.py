@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from flexjob.agent.api import AgentConfig, WorkerState
+from flexjob.agent.launcher import RunOptions, agent_command, parse_nnodes
+
+
+@pytest.mark.parametrize(("text", "want"), [("2", (2, 2)), ("1:3", (1, 3))])
+def test_nnodes_accepts_n_and_min_max(text: str, want: tuple[int, int]) -> None:
+    assert parse_nnodes(text) == want
+
+
+@pytest.mark.parametrize("text", ["0", "3:1", "a:b", "1:"])
+def test_bad_nnodes_is_rejected_naming_the_option(text: str) -> None:
+    with pytest.raises(ValueError, match="--nnodes"):
+        parse_nnodes(text)
+
+
+def test_run_starts_min_nodes_unless_start_nodes_is_given() -> None:
+    assert RunOptions(target="t.py", min_nodes=2, max_nodes=3).nodes_to_start == 2
+    assert RunOptions(target="t.py", min_nodes=2, max_nodes=3, start_nodes=3).nodes_to_start == 3
+
+
+def test_agent_command_passes_script_and_its_arguments_last() -> None:
+    opts = RunOptions(target="train.py", args=("--lr", "0.1"), module=False)
+    cmd = agent_command("h:1", "worker-0", 0, opts, "/tmp/x")
+    assert cmd[-3:] == ["train.py", "--lr", "0.1"]
+    assert cmd[cmd.index("--master") + 1] == "h:1"
+
+
+@pytest.mark.parametrize(
+    ("field", "kwargs"),
+    [
+        ("master", {"master": "nohost"}),
+        ("nproc_per_node", {"nproc_per_node": 0}),
+        ("max_restarts", {"max_restarts": -1}),
+        ("monitor_interval", {"monitor_interval": 0}),
+    ],
+)
+def test_bad_agent_config_names_the_field(field: str, kwargs: dict[str, object]) -> None:
+    base: dict[str, object] = {"master": "127.0.0.1:1", "target": "t.py"}
+    with pytest.raises(ValueError, match=field):
+        AgentConfig(**{**base, **kwargs})  # type: ignore[arg-type]
+
+
+def test_finished_worker_states() -> None:
+    assert {s for s in WorkerState if s.finished} == {
+        WorkerState.SUCCEEDED,
+        WorkerState.FAILED,
+        WorkerState.STOPPED,
+    }
+
+
+def test_flexjob_run_with_bad_nnodes_exits_2_with_a_message() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "flexjob", "run", "--nnodes", "3:1", "x.py"],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 2 and "--nnodes" in out.stderr
+
+
+def test_options_after_the_script_belong_to_the_script(tmp_path: Path) -> None:
+    script = tmp_path / "echo_args.py"
+    script.write_text("import sys\nprint('ARGS', sys.argv[1:])\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "flexjob", "run", "--no-progress", str(script), "--nnodes", "5"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "ARGS ['--nnodes', '5']" in out.stdout

@@ -1,0 +1,51 @@
+"""In-memory stand-ins for the master: shards from a list, a rendezvous of one node."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from flexjob.trainer.sampler import DatasetParams, NoShard, Shard
+from flexjob.trainer.world import Generation
+
+
+@dataclass
+class FakeMaster:
+    """Hands out ``shards`` in order; remembers reports; one node, rank 0, fresh round per join."""
+
+    shards: list[Shard]
+    store_address: str = ""
+    reports: list[int] = field(default_factory=list)
+    registered: list[DatasetParams] = field(default_factory=list)
+    round: int = 0
+    waiting: int = 0
+    published: dict[str, str] = field(default_factory=dict)
+
+    def register_dataset(self, params: DatasetParams) -> None:
+        self.registered.append(params)
+
+    def get_shard(self, dataset: str) -> Shard | NoShard:
+        return self.shards.pop(0) if self.shards else NoShard.END
+
+    def report_shard(self, dataset: str, shard_id: int) -> bool:
+        self.reports.append(shard_id)
+        return True
+
+    def join(self) -> int:
+        self.round += 1
+        self.waiting = 0
+        return self.round
+
+    def get_world(self, round: int) -> Generation | None:
+        if self.round < round:
+            return None
+        return Generation(self.round, 0, 1, self.store_address, f"test/round-{self.round}/")
+
+    def nodes_waiting(self) -> int:
+        return self.waiting
+
+    def publish(self, key: str, value: str) -> None:
+        self.published[key] = value
+
+
+def shards(n: int, size: int, epoch: int = 0) -> list[Shard]:
+    return [Shard(i, epoch, range(i * size, (i + 1) * size)) for i in range(n)]

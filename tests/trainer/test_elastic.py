@@ -1,0 +1,97 @@
+"""ElasticTrainer in one process: a real TCPStore and gloo group of size 1, a fake master."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch.distributed import TCPStore  # type: ignore[attr-defined]
+
+from flexjob.api import names
+from flexjob.trainer import ElasticSampler, ElasticTrainer
+from tests.trainer.fakes import FakeMaster, shards
+
+GLOO_ERROR = "[gloo/transport/tcp/pair.cc:553] Connection closed by peer [127.0.0.1]:1"
+
+
+@pytest.fixture
+def master(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeMaster]:
+    for key in (names.ENV_ROUND, names.ENV_STORE_ADDRESS, names.ENV_STATUS_FILE):
+        monkeypatch.delenv(key, raising=False)
+    store = TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
+    yield FakeMaster(shards(4, 8), store_address=f"127.0.0.1:{store.port}")
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def _trainer(master: FakeMaster, tmp_path: Path | None = None) -> ElasticTrainer:
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    sampler = ElasticSampler(batch_size=4)
+    return ElasticTrainer(
+        model, opt, sampler, link=master, checkpoint_dir=tmp_path, checkpoint_every=2
+    )
+
+
+def _train_step(trainer: ElasticTrainer, indices: list[int]) -> None:
+    x = torch.ones(len(indices), 4)
+    y = torch.zeros(len(indices), dtype=torch.int64)
+    F.cross_entropy(trainer.model(x), y, reduction="sum").backward()
+    trainer.optimizer.step()
+
+
+def test_every_shard_is_reported_once_after_its_steps(master: FakeMaster) -> None:
+    with _trainer(master) as t:
+        steps = t.fit(lambda s: _train_step(t, s.indices))
+    assert steps == 8
+    assert master.reports == [0, 1, 2, 3]
+
+
+def test_collective_error_reforms_in_place_and_retries_the_same_batch(
+    master: FakeMaster,
+) -> None:
+    seen: list[list[int]] = []
+    with _trainer(master) as t:
+        for s in t.steps():
+            with t.step():
+                seen.append(s.indices)
+                if len(seen) == 3:
+                    raise RuntimeError(GLOO_ERROR)
+                _train_step(t, s.indices)
+        assert t.reforms == 1 and t.round == 2
+    assert seen[2] == seen[3]  # the failed step's batch came back
+    assert t.step_count == 8 and master.reports == [0, 1, 2, 3]
+
+
+def test_waiting_node_makes_the_world_reform_at_a_step_boundary(master: FakeMaster) -> None:
+    with _trainer(master) as t:
+        for i, s in enumerate(t.steps()):
+            with t.step():
+                _train_step(t, s.indices)
+            if i == 1:
+                assert t._watcher is not None
+                t._watcher._waiting = 1  # what the background poll reports
+        assert t.reforms == 1
+
+
+def test_user_errors_propagate_out_of_the_step(master: FakeMaster) -> None:
+    with _trainer(master) as t, pytest.raises(ValueError, match="boom"):
+        for _ in t.steps():
+            with t.step():
+                raise ValueError("boom")
+
+
+def test_rank_zero_checkpoints_and_a_new_trainer_resumes_the_step(
+    master: FakeMaster, tmp_path: Path
+) -> None:
+    with _trainer(master, tmp_path) as t:
+        t.fit(lambda s: _train_step(t, s.indices))
+    master.shards = []
+    with _trainer(master, tmp_path) as again:
+        assert again.step_count == 8
+        assert torch.equal(again.module.weight, t.module.weight)
