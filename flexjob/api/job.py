@@ -136,6 +136,14 @@ class ReplicaStatus(ApiModel):
     failed: int = 0
 
 
+class ResourceSpec(OpenModel):
+    """Resources of one replica: CPU cores, memory in MiB, GPUs. Open for extended resources."""
+
+    cpu: float | None = None
+    memory: int | None = None
+    gpu: int | None = None
+
+
 class ElasticJobStatus(ApiModel):
     phase: JobPhase = JobPhase.PENDING
     conditions: list[JobCondition] = Field(default_factory=list)
@@ -153,6 +161,12 @@ class ElasticJobStatus(ApiModel):
     restarted_replicas: list[str] = Field(default_factory=list)
     #: The last ScalePlan folded into ``replicas`` (plans are applied oldest first, once each).
     last_scale_plan: str | None = None
+    #: Resources per replica type set by ScalePlans (``replicaResourceSpecs[type].resource``):
+    #: replicas of that type created from then on get them. Written by the operator.
+    replica_resources: dict[ReplicaType, ResourceSpec] = Field(default_factory=dict)
+    #: Resources of single replicas (by short name, e.g. ``worker-1``) relaunched by a
+    #: ScalePlan's ``migratePods``; on top of their type's. Written by the operator.
+    migrated_replicas: dict[str, ResourceSpec] = Field(default_factory=dict)
     message: str = ""
 
 
@@ -170,11 +184,3 @@ class ElasticJob(ApiModel):
     @property
     def namespace(self) -> str:
         return self.metadata.namespace
-
-
-class ResourceSpec(OpenModel):
-    """Resources of one replica: CPU cores, memory in MiB, GPUs. Open for extended resources."""
-
-    cpu: float | None = None
-    memory: int | None = None
-    gpu: int | None = None

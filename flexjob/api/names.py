@@ -22,6 +22,11 @@ ENV_JOB_NAME = "FLEXJOB_JOB_NAME"
 ENV_REPLICA_TYPE = "FLEXJOB_REPLICA_TYPE"
 ENV_REPLICA_INDEX = "FLEXJOB_REPLICA_INDEX"
 ENV_NODE_ID = "FLEXJOB_NODE_ID"
+# The resources a replica was given (its main container's requests), set by the local platform
+# for each replica process: CPU in cores (e.g. "1.5"), memory in MiB (e.g. "1536"), GPUs.
+ENV_CPU = "FLEXJOB_CPU"
+ENV_MEMORY_MIB = "FLEXJOB_MEMORY_MIB"
+ENV_GPU = "FLEXJOB_GPU"
 
 DEFAULT_NAMESPACE = "default"
 DEFAULT_MASTER_PORT = 50001

@@ -16,8 +16,8 @@ from typing import Any, Protocol
 import psutil
 
 from flexjob.api.quantity import parse_quantity
-from flexjob.brain.client import BrainClient, BrainError
-from flexjob.brain.schemas import ClusterNodeReport, ClusterReport
+from flexjob.rpc.brain_client import BrainClient, BrainError
+from flexjob.rpc.brain_messages import ClusterNodeReport, ClusterReport
 
 log = logging.getLogger(__name__)
 MIB = 2**20

@@ -9,10 +9,10 @@ Not for detection (``administrator``) or the wire (``service``).
 import logging
 from collections.abc import Sequence
 
-from flexjob.brain import schemas
 from flexjob.brain.administrator import Administrators
 from flexjob.brain.store import BrainStore
 from flexjob.core import planner
+from flexjob.rpc import brain_messages as schemas
 
 log = logging.getLogger(__name__)
 

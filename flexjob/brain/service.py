@@ -18,9 +18,9 @@ from collections.abc import Callable
 from fastapi import FastAPI, HTTPException, Response
 from sqlalchemy import Engine
 
-from flexjob.brain import schemas
 from flexjob.brain.processor import OptimizeProcessor
 from flexjob.brain.store import BrainStore, UnknownJobError
+from flexjob.rpc import brain_messages as schemas
 
 log = logging.getLogger(__name__)
 PREFIX = "/api/v1"

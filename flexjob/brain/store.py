@@ -12,9 +12,9 @@ from sqlalchemy import Engine, func, or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from flexjob.api import ReplicaType, ResourcePlan
-from flexjob.brain import schemas
 from flexjob.brain.db import models as m
 from flexjob.core import planner
+from flexjob.rpc import brain_messages as schemas
 
 Clock = Callable[[], float]
 

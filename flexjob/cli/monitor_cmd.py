@@ -19,8 +19,8 @@ def monitor(
     import signal
     import threading
 
-    from flexjob.brain.client import BrainClient
     from flexjob.brain.monitor import KubernetesSource, LocalSource, NodeSource, run_monitor
+    from flexjob.rpc.brain_client import BrainClient
 
     logging.basicConfig(level="INFO", format="%(levelname)s %(name)s %(message)s")
     source: NodeSource

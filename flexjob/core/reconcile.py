@@ -7,7 +7,8 @@ status with an observation that reflects the applied actions yields no further a
 The rules: phases and restarts in ``core.phases``; desired replicas and rendering in
 ``core.replica_plan``. This module walks one round: finished jobs are cleaned up
 (``cleanPodPolicy``, ``ttlSecondsAfterFinished``), suspended ones emptied, deadlines enforced,
-the ScalePlan folded in, failures restarted or fatal, success detected, and finally replicas
+the ScalePlan folded in (counts; resources per type and ``migratePods`` relaunches, see
+``core.replica_resources``), failures restarted or fatal, success detected, and finally replicas
 (master first) and their services created or removed to match the desired counts.
 """
 
@@ -46,6 +47,12 @@ from flexjob.core.replica_plan import (
     replica_types,
     service_port,
     service_request,
+)
+from flexjob.core.replica_resources import (
+    UnknownReplicaError,
+    fold_resources,
+    replica_resources,
+    resolve_migrations,
 )
 from flexjob.core.replicas import Replica, Service, service_name
 
@@ -229,29 +236,45 @@ class _Round:
         scalable = [t for t in self.job.spec.replica_specs if t is not ReplicaType.MASTER]
         unknown = [t.value for t in plan.spec.replica_resource_specs if t not in scalable]
         if unknown:
-            message = (
+            self._reject_plan(
+                plan,
                 f"replica type {', '.join(unknown)} cannot be scaled in job {self.job.name} "
-                f"(scalable: {', '.join(t.value for t in scalable) or 'none'})"
+                f"(scalable: {', '.join(t.value for t in scalable) or 'none'})",
             )
-            self.actions.append(
-                UpdateScalePlan(self.ns, plan.metadata.name, ScalePlanPhase.FAILED, message)
-            )
-            self._event("ScalePlanRejected", message, EventType.WARNING)
             return
         counts = desired_counts(self.job, self.status)
+        folded = self.status.last_scale_plan == plan.metadata.name
+        try:
+            migrations = [] if folded else resolve_migrations(self.job, plan, self.own, counts)
+        except UnknownReplicaError as exc:
+            self._reject_plan(plan, f"migratePods: no replica {exc} in job {self.job.name}")
+            return
         effect = fold_plan(self.job, plan, counts, self._live())
-        if self.status.last_scale_plan != plan.metadata.name:  # fold each plan once
+        if not folded:  # fold each plan once
             self.status.replicas = {**self.status.replicas, **effect.replicas}
             self.status.last_scale_plan = plan.metadata.name
+            fold_resources(self.status, plan, migrations)
+            for m in migrations:  # relaunched, not failed: no restart is counted
+                if m.replica is not None:
+                    self.changed = True
+                    self._delete(m.replica, f"migrated by ScalePlan {plan.metadata.name}")
         for r in effect.remove:
             self._delete(r, f"ScalePlan {plan.metadata.name}")
             self._delete_service(r.name)
         wanted = ", ".join(f"{t.value}={n}" for t, n in sorted(self.status.replicas.items()))
         message = f"replicas {wanted}; removed {len(effect.remove)}"
+        if migrations:
+            message += f"; migrated {', '.join(m.short_name for m in migrations)}"
         self.actions.append(
             UpdateScalePlan(self.ns, plan.metadata.name, ScalePlanPhase.SUCCEEDED, message)
         )
         self._event("ScalePlanApplied", f"ScalePlan {plan.metadata.name}: {message}")
+
+    def _reject_plan(self, plan: ScalePlan, message: str) -> None:
+        self.actions.append(
+            UpdateScalePlan(self.ns, plan.metadata.name, ScalePlanPhase.FAILED, message)
+        )
+        self._event("ScalePlanRejected", message, EventType.WARNING)
 
     def _handle_failures(self) -> bool:
         """Replace failed replicas within backoffLimit; True when the job failed instead."""
@@ -328,6 +351,7 @@ class _Round:
                 master_address=master_address,
                 own_address=own_address,
                 node=node,
+                resources=replica_resources(self.status, rtype, index),
             )
             self.actions.append(CreateReplica(request))
             self._event("SuccessfulCreate", f"created replica {request.name}")

@@ -16,9 +16,11 @@ from flexjob.api import (
     EnvVar,
     ReplicaSpec,
     ReplicaType,
+    ResourceSpec,
     ScalePlan,
     names,
 )
+from flexjob.core.replica_resources import apply_resources
 from flexjob.core.replicas import (
     Replica,
     ReplicaRequest,
@@ -156,12 +158,16 @@ def render_replica(
     master_address: str | None,
     own_address: str | None,
     node: str | None,
+    resources: ResourceSpec | None = None,
 ) -> ReplicaRequest:
-    """The full request for replica ``index`` of ``rtype``: template + env + labels."""
+    """The full request for replica ``index`` of ``rtype``: template + env + labels, and
+    ``resources`` (set by ScalePlans) as the main container's requests and limits."""
     spec = job.spec.replica_specs[rtype]
     template = spec.template.model_copy(deep=True)
     if not template.spec.containers:
         template.spec.containers = [Container(name=rtype.value)]
+    if resources is not None:
+        apply_resources(template, resources)
     ours = replica_env(job, rtype, index, master_address, own_address)
     for container in template.spec.containers:
         _merge_env(container, {**job.spec.envs, **ours})

@@ -27,9 +27,9 @@ from flexjob.api import (
 )
 from flexjob.api.names import LABEL_JOB_NAME
 from flexjob.api.quantity import cpu_cores, memory_mib
-from flexjob.brain import schemas
-from flexjob.brain.client import BrainClient, BrainError, UnknownJob
 from flexjob.core import planner
+from flexjob.rpc import brain_messages as schemas
+from flexjob.rpc.brain_client import BrainClient, BrainError, UnknownJob
 
 log = logging.getLogger(__name__)
 Clock = Callable[[], float]

@@ -17,14 +17,14 @@ from pathlib import Path
 from typing import Protocol
 
 from flexjob.api import OptimizeMode, ReplicaType, ResourcePlan, ScalePlan
-from flexjob.brain import schemas
-from flexjob.brain.client import BrainClient, BrainError
 from flexjob.core import planner
 from flexjob.core.planner.speed import SpeedAggregator
 from flexjob.master.config import MasterConfig
 from flexjob.master.optimizer import JobOptimizer, to_scale_plan
 from flexjob.master.state import write_atomic
 from flexjob.master.stats import NodeRecord
+from flexjob.rpc import brain_messages as schemas
+from flexjob.rpc.brain_client import BrainClient, BrainError
 
 log = logging.getLogger(__name__)
 PlanSink = Callable[[ScalePlan], None]

@@ -1,3 +1,4 @@
-"""The master's wire protocol: typed protobuf messages over one gRPC service, plus client and
-server glue. Never pickles.
+"""The wire protocols between flexjob processes: the master's typed protobuf messages over one
+gRPC service (client and server glue), and the Brain's HTTP messages and typed client. Never
+pickles.
 """

@@ -23,8 +23,9 @@ from typing import Any, Protocol
 
 from flexjob.api import ElasticJob
 from flexjob.core.policies import JobInfo, NodeInfo, Policy, PolicyError, schedule_round
+from flexjob.core.scaling_target import elastic_type
 from flexjob.platform.api import NotFoundError, Platform
-from flexjob.scheduler.jobview import elastic_type, job_info, job_key
+from flexjob.scheduler.jobview import job_info, job_key
 
 log = logging.getLogger(__name__)
 

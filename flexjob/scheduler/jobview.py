@@ -10,19 +10,10 @@ from datetime import datetime
 from flexjob.api import ElasticJob, ReplicaType
 from flexjob.api.quantity import cpu_cores, memory_mib
 from flexjob.core.policies import JobInfo, Resources
+from flexjob.core.scaling_target import elastic_type
 from flexjob.scheduler.profilings import goodput_model
 
 GPU_RESOURCE = "nvidia.com/gpu"
-SCALABLE_ORDER = (ReplicaType.WORKER, ReplicaType.LEARNER, ReplicaType.COLLECTOR, ReplicaType.PS)
-
-
-def elastic_type(job: ElasticJob) -> ReplicaType | None:
-    """The replica type allocation and scaling apply to, or None for a master-only job."""
-    types = [t for t in job.spec.replica_specs if t is not ReplicaType.MASTER]
-    for rtype in SCALABLE_ORDER:
-        if rtype in types:
-            return rtype
-    return types[0] if types else None
 
 
 def job_key(job: ElasticJob) -> str:

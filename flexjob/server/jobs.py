@@ -12,10 +12,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from flexjob.api import ElasticJob, ElasticJobStatus, ReplicaType
+from flexjob.core.scaling_target import elastic_type
 from flexjob.core.status_patch import StatusOwner, StatusPatch, owner_patch
 from flexjob.platform.api import NotFoundError as PlatformNotFound
 from flexjob.platform.api import Platform, Replica
-from flexjob.scheduler.jobview import elastic_type
 from flexjob.server.errors import BadRequestError, ConflictError, NotFoundError
 
 

@@ -3,8 +3,8 @@
 from typing import Any
 
 from flexjob.api import ReplicaType
-from flexjob.brain import schemas
 from flexjob.core.planner import SpeedSample
+from flexjob.rpc import brain_messages as schemas
 
 
 def job_info(name: str = "job-a", workers: int = 1, **kw: Any) -> schemas.JobInfo:

@@ -3,9 +3,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from flexjob.brain import schemas
-from flexjob.brain.client import BrainClient
 from flexjob.core.planner import OptimizeStage
+from flexjob.rpc import brain_messages as schemas
+from flexjob.rpc.brain_client import BrainClient
 from tests.brain import reports
 
 

@@ -1,9 +1,9 @@
 import pytest
 
 from flexjob.api import ReplicaType
-from flexjob.brain import schemas
-from flexjob.brain.client import BrainClient, BrainError, UnknownJob
 from flexjob.core.planner import EventKind, OptimizeStage
+from flexjob.rpc import brain_messages as schemas
+from flexjob.rpc.brain_client import BrainClient, BrainError, UnknownJob
 from tests.brain import recorded, reports
 from tests.brain.conftest import TestClient
 

@@ -1,9 +1,9 @@
 import pytest
 
 from flexjob.api import ReplicaResourceSpec, ReplicaType, ResourcePlan, ResourceSpec
-from flexjob.brain import schemas
 from flexjob.brain.store import BrainStore, UnknownJobError, job_stats
 from flexjob.core.planner import OptimizeStage, ReplicaResources, apply_plans
+from flexjob.rpc import brain_messages as schemas
 from tests.brain import recorded, reports
 from tests.brain.conftest import Clock
 

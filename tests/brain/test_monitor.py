@@ -11,8 +11,8 @@ from typing import Any
 import psutil
 import pytest
 
-from flexjob.brain.client import BrainClient
 from flexjob.brain.monitor import KubernetesSource, LocalSource, run_monitor
+from flexjob.rpc.brain_client import BrainClient
 
 NODES = {
     "kind": "NodeList",

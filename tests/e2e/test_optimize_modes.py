@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 from flexjob.api import ReplicaType
-from flexjob.brain.client import BrainClient
 from flexjob.master.config import DatasetConfig, MasterConfig
 from flexjob.master.launch import MasterProcess, spawn_master
 from flexjob.rpc.api import NodeRef
+from flexjob.rpc.brain_client import BrainClient
 from flexjob.rpc.client import MasterClient
 from tests.brain import recorded
 from tests.support.brain import brain_process

@@ -4,10 +4,10 @@ from pathlib import Path
 import pytest
 
 from flexjob.api import ElasticJob, OptimizeMode, ReplicaType, ResourcePlan
-from flexjob.brain import schemas
-from flexjob.brain.client import BrainClient
 from flexjob.core.planner import NodeEvent, NodeEventKind
 from flexjob.master.optimizer import JobOptimizer, job_info_from_spec, to_scale_plan
+from flexjob.rpc import brain_messages as schemas
+from flexjob.rpc.brain_client import BrainClient
 from tests.brain import recorded, reports
 from tests.support.brain import in_process_brain
 

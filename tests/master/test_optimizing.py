@@ -4,12 +4,12 @@ from pathlib import Path
 import pytest
 
 from flexjob.api import ElasticJob, OptimizeMode, ReplicaType
-from flexjob.brain import schemas
 from flexjob.master.config import MasterConfig
 from flexjob.master.optimizer import JobOptimizer
 from flexjob.master.optimizing import DirectorySink, OptimizerLoop, job_info_from_config
 from flexjob.master.stats import NodeRecord
 from flexjob.platform.local import LocalPlatform
+from flexjob.rpc import brain_messages as schemas
 from flexjob.rpc.api import NodeStats
 
 

@@ -14,13 +14,15 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from subprocess import Popen
 from typing import Any
 
-from flexjob.api import ReplicaPhase, ReplicaType
+from flexjob.api import ReplicaPhase, ReplicaType, names
+from flexjob.api.quantity import cpu_cores, memory_mib, parse_quantity
+from flexjob.core.replica_resources import GPU_RESOURCE
 from flexjob.core.replicas import Replica, ReplicaRequest, Service, ServiceRequest
 from flexjob.platform.api import AlreadyExistsError, NotFoundError
 from flexjob.platform.local import processes
@@ -41,6 +43,38 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def _cores(value: str) -> str:
+    return f"{cpu_cores(value):g}"
+
+
+def _mib(value: str) -> str:
+    return str(memory_mib(value))
+
+
+def _count(value: str) -> str:
+    return str(int(parse_quantity(value)))
+
+
+_RESOURCE_ENV: tuple[tuple[str, str, Callable[[str], str]], ...] = (
+    ("cpu", names.ENV_CPU, _cores),
+    ("memory", names.ENV_MEMORY_MIB, _mib),
+    (GPU_RESOURCE, names.ENV_GPU, _count),
+)
+
+
+def resource_env(resources: Mapping[str, str]) -> dict[str, str]:
+    """The ``FLEXJOB_CPU`` / ``FLEXJOB_MEMORY_MIB`` / ``FLEXJOB_GPU`` variables of a replica with
+    these requests (only those set and valid), so that a local process sees what it was given."""
+    env: dict[str, str] = {}
+    for key, var, parse in _RESOURCE_ENV:
+        if key in resources:
+            try:
+                env[var] = parse(resources[key])
+            except ValueError:
+                log.warning("replica resource %s=%r is not a quantity", key, resources[key])
+    return env
 
 
 def _replica(row: tuple[Any, ...]) -> Replica:
@@ -102,7 +136,8 @@ class ReplicaRuntime:
         try:
             if not argv:
                 raise OSError("the replica's container has no command or args to run")
-            proc = processes.spawn(argv, req.env, path, req.working_dir)
+            env = {**resource_env(req.resources), **req.env}
+            proc = processes.spawn(argv, env, path, req.working_dir)
         except OSError as exc:
             path.parent.mkdir(parents=True, exist_ok=True)
             with path.open("a") as out:

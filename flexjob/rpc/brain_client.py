@@ -1,6 +1,6 @@
 """The typed client of the Brain service, used by masters and the cluster monitor.
 
-Every method sends or returns a ``flexjob.brain.schemas`` model (or an ``api.ResourcePlan``);
+Every method sends or returns a ``flexjob.rpc.brain_messages`` model (or an ``api.ResourcePlan``);
 failures raise ``BrainError`` (``UnknownJob`` for a job the brain never saw). An ``httpx.Client``
 can be passed in (tests pass FastAPI's ``TestClient``). Not for retries policy: callers decide.
 """
@@ -12,8 +12,8 @@ from urllib.parse import quote
 import httpx
 
 from flexjob.api import ResourcePlan
-from flexjob.brain import schemas
 from flexjob.core.planner import OptimizeStage
+from flexjob.rpc import brain_messages as schemas
 
 PREFIX = "/api/v1"
 

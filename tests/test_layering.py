@@ -1,0 +1,49 @@
+"""Each package imports only from the packages above it (README's layout; DESIGN.md's layers).
+
+The trainer sits above the agent: the agent launches trainer processes and reads what they
+publish (``trainer.world``, ``trainer.status``), while the trainer never imports the agent.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+LAYERS = (
+    "api",
+    "core",
+    "rpc",
+    "platform",
+    "master",
+    "trainer",
+    "agent",
+    "operator",
+    "server",
+    "scheduler",
+    "brain",
+    "cli",
+)
+ROOT = Path(__file__).resolve().parents[1] / "flexjob"
+
+
+def imported_packages(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+    return {n.split(".")[1] for n in names if n.startswith("flexjob.") and n.count(".") >= 1}
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_package_imports_only_layers_above_it(layer: str) -> None:
+    allowed = set(LAYERS[: LAYERS.index(layer) + 1])
+    wrong = {
+        f"{path.relative_to(ROOT.parent)} imports flexjob.{pkg}"
+        for path in (ROOT / layer).rglob("*.py")
+        for pkg in imported_packages(path)
+        if pkg in LAYERS and pkg not in allowed
+    }
+    assert not wrong, sorted(wrong)
