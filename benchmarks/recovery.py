@@ -248,13 +248,15 @@ def max_gap(work: Path, nodes: set[str], t0: float, t1: float) -> float:
     return max(gaps, default=float("nan"))
 
 
-def measure(system: System, quick: bool, out: dict[str, float]) -> None:
-    """Fill ``out`` phase by phase, so a later phase's timeout keeps the earlier numbers."""
-    w = system.work
-    warm = 2.0 if quick else 4.0
+def start_two(system: System, warm: float) -> None:
     system.start()
-    wait_for(f"{system.name}: 2 nodes stepping", lambda: steady(w, 2, 0, warm), 120)
-    # join
+    wait_for(f"{system.name}: 2 nodes stepping", lambda: steady(system.work, 2, 0, warm), 120)
+
+
+def measure_join(system: System, warm: float, out: dict[str, float]) -> bool:
+    """A third node joins two that train; False when it never takes a step."""
+    w = system.work
+    others = {"worker-0", "worker-1"}
     t_join = time.time()
     system.start_node("worker-2")
     try:
@@ -263,18 +265,23 @@ def measure(system: System, quick: bool, out: dict[str, float]) -> None:
             lambda: next((s for s in read_steps(w) if s.node == "worker-2" and s.t > t_join), None),
             120,
         )
-        assert isinstance(first, Step)
-        out["join → first step (s)"] = first.t - t_join
-        wait_for(f"{system.name}: 3 nodes stepping", lambda: steady(w, 3, first.t, warm), 60)
-        out["pause of the others at join (s)"] = max_gap(
-            w, {"worker-0", "worker-1"}, t_join, first.t + 1
-        )
     except TimeoutError as exc:  # stock torchrun: joins can fail outright
-        print(f"{system.name}: {exc}; going on without the join", file=sys.stderr)
+        print(f"{system.name}: {exc}; measuring the kills on a fresh pair", file=sys.stderr)
+        last = max((s.t for s in read_steps(w) if s.node in others), default=t_join)
         out["join → first step (s)"] = float("nan")
-        out["pause of the others at join (s)"] = max_gap(
-            w, {"worker-0", "worker-1"}, t_join, time.time()
+        out["pause of the others at join (s)"] = max(
+            max_gap(w, others, t_join, time.time()), time.time() - last
         )
+        return False
+    assert isinstance(first, Step)
+    out["join → first step (s)"] = first.t - t_join
+    wait_for(f"{system.name}: 3 nodes stepping", lambda: steady(w, 3, first.t, warm), 60)
+    out["pause of the others at join (s)"] = max_gap(w, others, t_join, first.t + 1)
+    return True
+
+
+def measure_kills(system: System, warm: float, with_node_kill: bool, out: dict[str, float]) -> None:
+    w = system.work
     # kill one training process (not on worker-0, which hosts torchrun's c10d store)
     victim = wait_for(
         f"{system.name}: a worker of worker-1", lambda: system.workers_of("worker-1"), 30
@@ -290,8 +297,7 @@ def measure(system: System, quick: bool, out: dict[str, float]) -> None:
         150,
     )
     out["kill worker → resume (s)"] = resume_after(w, t_kill, exclude_node="worker-1") or 0.0
-    joined = out["join → first step (s)"] == out["join → first step (s)"]  # not nan
-    if not quick and joined:
+    if with_node_kill:
         t_after = time.time()
         wait_for(f"{system.name}: steady after kill", lambda: steady(w, 3, t_after, warm), 120)
         t_node = time.time()
@@ -304,6 +310,35 @@ def measure(system: System, quick: bool, out: dict[str, float]) -> None:
             150,
         )
         out["kill node → resume (s)"] = resume_after(w, t_node, exclude_node="worker-2") or 0.0
+
+
+def run_system(cls: type[System], name: str, quick: bool, budget: float) -> dict[str, float]:
+    """Measure one system within ``budget`` seconds; a failed join re-starts a fresh pair."""
+    out: dict[str, float] = {}
+    warm = 2.0 if quick else 4.0
+    started: list[System] = []
+
+    def fresh() -> System:
+        started.append(cls(name, Path(tempfile.mkdtemp(prefix=f"recovery-{name}-"))))
+        start_two(started[-1], warm)
+        return started[-1]
+
+    signal.alarm(int(budget))
+    try:
+        system = fresh()
+        joined = measure_join(system, warm, out)
+        if not joined:
+            system.stop()
+            system = fresh()
+        measure_kills(system, warm, joined and not quick, out)
+    except TimeoutError as exc:
+        where = started[-1].work if started else "-"
+        print(f"{name}: {exc} (logs in {where})", file=sys.stderr)
+    finally:
+        signal.alarm(0)
+        for system in started:
+            system.stop()
+    return out
 
 
 def main() -> int:
@@ -327,17 +362,7 @@ def main() -> int:
     for cls, name in systems:
         if args.only and args.only != name:
             continue
-        work = Path(tempfile.mkdtemp(prefix=f"recovery-{name}-"))
-        results[name] = {}
-        system = cls(name, work)
-        signal.alarm(int(budget))
-        try:
-            measure(system, args.quick, results[name])
-        except TimeoutError as exc:
-            print(f"{name}: {exc} (logs in {work})", file=sys.stderr)
-        finally:
-            signal.alarm(0)
-            system.stop()
+        results[name] = run_system(cls, name, args.quick, budget)
     signal.alarm(0)
     print_table(results)
     return 0
