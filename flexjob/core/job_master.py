@@ -46,7 +46,10 @@ class JobMasterOptions:
     ``command``: the argv prefix that runs the ``flexjob`` CLI (``flexjob master ...`` is
     appended); ``image``: the container image (Kubernetes); ``host``: the address the master
     binds; ``scale_plan_platform``: where the master writes ScalePlans ("local",
-    "kubernetes"; "" = files in its job dir); ``env``: extra environment for the master.
+    "kubernetes"; "" = files in its job dir); ``env``: extra environment for the master;
+    ``state_root``: where masters keep their state (``<root>/<ns>/<job>/master-<uid>``, one
+    folder per job incarnation, so a restarted master continues and a re-submitted job of the
+    same name starts fresh); "" = no state kept across master restarts.
     """
 
     command: tuple[str, ...] = ("python", "-m", "flexjob")
@@ -54,6 +57,7 @@ class JobMasterOptions:
     host: str = "127.0.0.1"
     scale_plan_platform: str = ""
     env: Mapping[str, str] = field(default_factory=dict)
+    state_root: str = ""
 
 
 def kubernetes_job_master(image: str) -> JobMasterOptions:
@@ -84,6 +88,9 @@ def master_replica_spec(job: ElasticJob, options: JobMasterOptions) -> ReplicaSp
     args = ["master", "--host", options.host]
     if options.scale_plan_platform:
         args += ["--scale-plan-platform", options.scale_plan_platform]
+    if options.state_root:
+        incarnation = f"master-{job.metadata.uid or 'unknown'}"
+        args += ["--job-dir", "/".join((options.state_root, job.namespace, job.name, incarnation))]
     env = {**options.env, ENV_JOB_SPEC: json.dumps(wire, sort_keys=True)}
     container = Container(
         name=MASTER_CONTAINER,

@@ -43,6 +43,7 @@ def local_job_master(home: Path) -> JobMasterOptions:
         command=(sys.executable, "-m", "flexjob"),
         scale_plan_platform="local",
         env={ENV_HOME: str(home)},
+        state_root=str(home / "jobs"),
     )
 
 

@@ -100,6 +100,25 @@ def test_master_is_created_first_running_flexjob_master_with_the_job() -> None:
     assert shipped.spec == sim.job.spec and shipped.status is None
 
 
+def test_master_keeps_its_state_in_a_folder_of_this_job_incarnation() -> None:
+    job = elastic_job()
+    job.metadata.uid = "u-1"
+    options = JobMasterOptions(state_root="/home/me/.flexjob/jobs")
+    sim = Sim(job, job_master=options)
+    sim.settle()
+    args = master_request(sim).request.args
+    assert (
+        args[args.index("--job-dir") + 1]
+        == f"/home/me/.flexjob/jobs/{job.namespace}/demo/master-u-1"
+    )
+
+
+def test_without_a_state_root_the_master_keeps_no_state() -> None:
+    sim = Sim(elastic_job(), job_master=OPTIONS)
+    sim.settle()
+    assert "--job-dir" not in master_request(sim).request.args
+
+
 def test_workers_get_the_implicit_masters_address() -> None:
     sim = Sim(elastic_job(), job_master=OPTIONS)
     sim.settle()
