@@ -10,7 +10,7 @@ import random
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, overload
 
 _FILE_ENTRY = re.compile(r"^(?P<name>.+?):(?:(?P<start>\d+)-(?P<end>\d+)|(?P<rows>\d+))$")
 
@@ -91,14 +91,11 @@ class RangeSplitter:
         return self.size
 
     def shards(self, epoch: int) -> Sequence[ShardSpec]:
-        step = self.shard_size
         if not self.shuffle:
-            return [ShardSpec(s, min(s + step, self.size)) for s in range(0, self.size, step)]
+            return _RangeShards(self.size, self.shard_size, None)
         order = list(range(self.size))
         _epoch_rng(self.seed, epoch).shuffle(order)
-        return [
-            ShardSpec(0, 0, indices=tuple(order[s : s + step])) for s in range(0, self.size, step)
-        ]
+        return _RangeShards(self.size, self.shard_size, order)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -108,6 +105,38 @@ class RangeSplitter:
             "shuffle": self.shuffle,
             "seed": self.seed,
         }
+
+
+class _RangeShards(Sequence[ShardSpec]):
+    """The shards of one epoch of a range dataset, made on demand: opening an epoch of
+    millions of samples costs one permutation (or nothing), not one object per shard."""
+
+    __slots__ = ("_order", "_size", "_step")
+
+    def __init__(self, size: int, step: int, order: list[int] | None) -> None:
+        self._size, self._step, self._order = size, step, order
+
+    def __len__(self) -> int:
+        return -(-self._size // self._step)
+
+    @overload
+    def __getitem__(self, pos: int) -> ShardSpec: ...
+
+    @overload
+    def __getitem__(self, pos: slice) -> Sequence[ShardSpec]: ...
+
+    def __getitem__(self, pos: int | slice) -> ShardSpec | Sequence[ShardSpec]:
+        if isinstance(pos, slice):
+            return [self[i] for i in range(*pos.indices(len(self)))]
+        if pos < 0:
+            pos += len(self)
+        if not 0 <= pos < len(self):
+            raise IndexError(f"shard position {pos} out of range")
+        start = pos * self._step
+        end = min(start + self._step, self._size)
+        if self._order is None:
+            return ShardSpec(start, end)
+        return ShardSpec(0, 0, indices=tuple(self._order[start:end]))
 
 
 @dataclass(frozen=True, slots=True)

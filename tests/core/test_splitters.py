@@ -19,7 +19,7 @@ def test_shuffled_range_splitter_is_a_permutation_that_changes_by_epoch() -> Non
 def test_shuffle_is_reproducible_from_the_seed() -> None:
     a = RangeSplitter(30, 7, shuffle=True, seed=5).shards(2)
     b = RangeSplitter(30, 7, shuffle=True, seed=5).shards(2)
-    assert a == b
+    assert list(a) == list(b)
 
 
 def test_file_splitter_never_spans_two_files_and_numbers_samples_across_files() -> None:
@@ -54,3 +54,13 @@ def test_bad_shard_size_names_the_field() -> None:
 def test_empty_row_range_is_rejected_with_the_file_name() -> None:
     with pytest.raises(ValueError, match="file 't'"):
         parse_file_entry("t:5-5")
+
+
+def test_range_shards_are_made_on_demand_and_match_the_contiguous_split() -> None:
+    shards = RangeSplitter(10, 4).shards(0)
+    assert len(shards) == 3
+    assert [(s.start, s.end) for s in shards] == [(0, 4), (4, 8), (8, 10)]
+    assert shards[-1] == shards[2]
+    assert [(s.start, s.end) for s in shards[1:]] == [(4, 8), (8, 10)]
+    with pytest.raises(IndexError):
+        shards[3]
