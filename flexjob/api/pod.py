@@ -46,6 +46,7 @@ class PodSpec(OpenModel):
     restart_policy: str | None = None
     node_name: str | None = None
     node_selector: dict[str, str] = Field(default_factory=dict)
+    service_account_name: str | None = None
 
 
 class PodTemplateSpec(OpenModel):

@@ -95,6 +95,12 @@ def install(
     cert_manager: bool = typer.Option(
         True, help="Include a cert-manager Issuer/Certificate for the webhook TLS secret."
     ),
+    job_namespace: list[str] = typer.Option(
+        ["default"],
+        "--job-namespace",
+        help="Namespace (existing) whose jobs' implicit masters get the flexjob-job-master "
+        "service account (repeatable).",
+    ),
     apply: bool = typer.Option(False, help="Apply to the cluster instead of printing YAML."),
     kubeconfig: Path | None = typer.Option(None, help="Kubeconfig file (with --apply)."),
     context: str | None = typer.Option(None, help="Kubeconfig context (with --apply)."),
@@ -107,7 +113,11 @@ def install(
     from flexjob.operator.manifests import InstallOptions, install_manifests
 
     options = InstallOptions(
-        namespace=namespace, image=image, webhook_port=webhook_port, cert_manager=cert_manager
+        namespace=namespace,
+        image=image,
+        webhook_port=webhook_port,
+        cert_manager=cert_manager,
+        job_namespaces=tuple(job_namespace),
     )
     manifests = install_manifests(options)
     if not apply:

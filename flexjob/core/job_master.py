@@ -37,6 +37,9 @@ RDZV_BACKEND_FLEXJOB = "flexjob"
 #: The env var the implicit master reads its job from (the ElasticJob as JSON, no status).
 ENV_JOB_SPEC = "FLEXJOB_JOB_SPEC"
 MASTER_CONTAINER = "master"
+#: The service account implicit masters run as on Kubernetes (``flexjob manifests install``
+#: creates it with ``operator.manifests.JOB_MASTER_RULES``).
+JOB_MASTER_SERVICE_ACCOUNT = "flexjob-job-master"
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +52,9 @@ class JobMasterOptions:
     "kubernetes"; "" = files in its job dir); ``env``: extra environment for the master;
     ``state_root``: where masters keep their state (``<root>/<ns>/<job>/master-<uid>``, one
     folder per job incarnation, so a restarted master continues and a re-submitted job of the
-    same name starts fresh); "" = no state kept across master restarts.
+    same name starts fresh); "" = no state kept across master restarts; ``service_account``:
+    the pod's ``serviceAccountName`` (Kubernetes: the identity allowed to write ScalePlans;
+    "" = the namespace's default; the local platform ignores it).
     """
 
     command: tuple[str, ...] = ("python", "-m", "flexjob")
@@ -58,16 +63,19 @@ class JobMasterOptions:
     scale_plan_platform: str = ""
     env: Mapping[str, str] = field(default_factory=dict)
     state_root: str = ""
+    service_account: str = ""
 
 
 def kubernetes_job_master(image: str) -> JobMasterOptions:
     """Implicit masters on Kubernetes: ``image`` (the operator's own, ``FLEXJOB_IMAGE``) runs
-    ``python -m flexjob master`` bound to all addresses, writing ScalePlan objects."""
+    ``python -m flexjob master`` bound to all addresses, writing ScalePlan objects as the
+    ``flexjob-job-master`` service account (``flexjob manifests install`` grants it)."""
     return JobMasterOptions(
         command=("python", "-m", "flexjob"),
         image=image,
         host="0.0.0.0",
         scale_plan_platform="kubernetes",
+        service_account=JOB_MASTER_SERVICE_ACCOUNT,
     )
 
 
@@ -102,7 +110,11 @@ def master_replica_spec(job: ElasticJob, options: JobMasterOptions) -> ReplicaSp
     return ReplicaSpec(
         replicas=1,
         restart_policy=RestartPolicy.ON_FAILURE,
-        template=PodTemplateSpec(spec=PodSpec(containers=[container])),
+        template=PodTemplateSpec(
+            spec=PodSpec(
+                containers=[container], service_account_name=options.service_account or None
+            )
+        ),
     )
 
 

@@ -2,7 +2,10 @@
 
 CRDs (from ``api.crd``), a Namespace, a ServiceAccount, a ClusterRole with exactly the verbs the
 operator uses (``RULES``), its binding, the operator Deployment, the Service in front of the
-admission webhooks, and the Validating/Mutating webhook configurations. TLS for the webhooks
+admission webhooks, and the Validating/Mutating webhook configurations. Implicit job masters
+(``core.job_master``) get their own identity: a ClusterRole with only ``JOB_MASTER_RULES``, and
+in each job namespace a ServiceAccount ``flexjob-job-master`` with a RoleBinding to it (the
+namespaces must exist). TLS for the webhooks
 comes from the Secret ``flexjob-operator-tls`` (mounted at ``/tls``), which cert-manager issues
 from the self-signed Issuer and Certificate included here (``cert_manager=False`` leaves them
 out: then create the Secret and set the configurations' ``caBundle`` yourself); cert-manager's
@@ -14,6 +17,7 @@ from typing import Any
 
 from flexjob.api.crd import crds
 from flexjob.api.names import GROUP, PLURAL_JOB, PLURAL_SCALE_PLAN, VERSION
+from flexjob.core.job_master import JOB_MASTER_SERVICE_ACCOUNT
 from flexjob.operator.kopf_admission import MUTATE_JOB, VALIDATE_JOB, VALIDATE_PLAN
 
 Body = dict[str, Any]
@@ -22,9 +26,11 @@ NAME = "flexjob-operator"
 WEBHOOK_CONFIGURATION = f"webhooks.{GROUP}"
 TLS_SECRET = f"{NAME}-tls"
 TLS_DIR = "/tls"
+RBAC_API = "rbac.authorization.k8s.io"
 
+Rule = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
 #: (apiGroups, resources, verbs): every call the operator, kopf and the platform make.
-RULES: tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]], ...] = (
+RULES: tuple[Rule, ...] = (
     # Jobs: watched by kopf, patched for the finalizer and annotations, deleted after their TTL.
     ((GROUP,), (PLURAL_JOB,), ("get", "list", "watch", "patch", "delete")),
     ((GROUP,), (PLURAL_SCALE_PLAN,), ("get", "list", "watch", "patch", "delete")),
@@ -39,6 +45,15 @@ RULES: tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]], ...] = (
     (("apiextensions.k8s.io",), ("customresourcedefinitions",), ("list", "watch")),
 )
 
+#: Every call an implicit job master makes with ``--scale-plan-platform kubernetes``
+#: (``KubernetesPlatform.create_scale_plan``): its job for the owner reference, the plan, and
+#: the plan's initial status.
+JOB_MASTER_RULES: tuple[Rule, ...] = (
+    ((GROUP,), (PLURAL_JOB,), ("get",)),
+    ((GROUP,), (PLURAL_SCALE_PLAN,), ("create",)),
+    ((GROUP,), (f"{PLURAL_SCALE_PLAN}/status",), ("patch",)),
+)
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class InstallOptions:
@@ -47,6 +62,8 @@ class InstallOptions:
     webhook_port: int = 9443
     replicas: int = 1
     cert_manager: bool = True
+    #: Namespaces whose jobs' implicit masters get the ``flexjob-job-master`` service account.
+    job_namespaces: tuple[str, ...] = ("default",)
 
     @property
     def service_host(self) -> str:
@@ -60,29 +77,53 @@ def _meta(name: str, namespace: str | None = None) -> Body:
     return meta
 
 
+def _cluster_role(name: str, rules: tuple[Rule, ...]) -> Body:
+    return {
+        "apiVersion": f"{RBAC_API}/v1",
+        "kind": "ClusterRole",
+        "metadata": _meta(name),
+        "rules": [
+            {"apiGroups": list(groups), "resources": list(resources), "verbs": list(verbs)}
+            for groups, resources, verbs in rules
+        ],
+    }
+
+
+def _service_account(name: str, namespace: str) -> Body:
+    return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(name, namespace)}
+
+
+def _binding(name: str, account_namespace: str, *, cluster_wide: bool) -> Body:
+    """Grants the ClusterRole ``name`` to the service account ``account_namespace/name``:
+    everywhere (a ClusterRoleBinding), or only in its own namespace (a RoleBinding there)."""
+    return {
+        "apiVersion": f"{RBAC_API}/v1",
+        "kind": "ClusterRoleBinding" if cluster_wide else "RoleBinding",
+        "metadata": _meta(name, None if cluster_wide else account_namespace),
+        "roleRef": {"apiGroup": RBAC_API, "kind": "ClusterRole", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": account_namespace}],
+    }
+
+
 def rbac(options: InstallOptions) -> list[Body]:
-    rules = [
-        {"apiGroups": list(groups), "resources": list(resources), "verbs": list(verbs)}
-        for groups, resources, verbs in RULES
-    ]
-    subject = {"kind": "ServiceAccount", "name": NAME, "namespace": options.namespace}
-    role_ref = {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": NAME}
     return [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(NAME, options.namespace)},
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": _meta(NAME),
-            "rules": rules,
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": _meta(NAME),
-            "roleRef": role_ref,
-            "subjects": [subject],
-        },
+        _service_account(NAME, options.namespace),
+        _cluster_role(NAME, RULES),
+        _binding(NAME, options.namespace, cluster_wide=True),
     ]
+
+
+def job_master_rbac(options: InstallOptions) -> list[Body]:
+    """The implicit masters' identity: one ClusterRole, and per job namespace the service
+    account and a RoleBinding that grants the role there only."""
+    name = JOB_MASTER_SERVICE_ACCOUNT
+    manifests = [_cluster_role(name, JOB_MASTER_RULES)]
+    for namespace in dict.fromkeys(options.job_namespaces):
+        manifests += [
+            _service_account(name, namespace),
+            _binding(name, namespace, cluster_wide=False),
+        ]
+    return manifests
 
 
 def deployment(options: InstallOptions) -> Body:
@@ -226,6 +267,7 @@ def install_manifests(options: InstallOptions | None = None) -> list[Body]:
         *crds(),
         namespace,
         *rbac(options),
+        *job_master_rbac(options),
         *(certificate(options) if options.cert_manager else []),
         webhook_service(options),
         deployment(options),

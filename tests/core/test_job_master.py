@@ -16,7 +16,9 @@ from flexjob.api import (
 from flexjob.core.actions import CreateReplica
 from flexjob.core.job_master import (
     ENV_JOB_SPEC,
+    JOB_MASTER_SERVICE_ACCOUNT,
     JobMasterOptions,
+    kubernetes_job_master,
     needs_job_master,
     with_job_master,
 )
@@ -98,6 +100,25 @@ def test_master_is_created_first_running_flexjob_master_with_the_job() -> None:
     assert request.env[names.ENV_MASTER] == "demo-master-0:50001"
     shipped = ElasticJob.model_validate(json.loads(request.env[ENV_JOB_SPEC]))
     assert shipped.spec == sim.job.spec and shipped.status is None
+
+
+@pytest.mark.parametrize(
+    ("options", "service_account"),
+    [
+        (kubernetes_job_master("flexjob:1"), JOB_MASTER_SERVICE_ACCOUNT),
+        (JobMasterOptions(service_account="trainer-sa"), "trainer-sa"),
+        (JobMasterOptions(), None),
+    ],
+    ids=["kubernetes", "explicit", "local-default"],
+)
+def test_master_pod_runs_as_the_options_service_account(
+    options: JobMasterOptions, service_account: str | None
+) -> None:
+    sim = Sim(elastic_job(), job_master=options)
+    sim.settle()
+    template = master_request(sim).request.template
+    assert template.spec.service_account_name == service_account
+    assert template.to_wire()["spec"].get("serviceAccountName") == service_account
 
 
 def test_master_keeps_its_state_in_a_folder_of_this_job_incarnation() -> None:

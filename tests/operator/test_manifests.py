@@ -4,6 +4,7 @@ import yaml
 from typer.testing import CliRunner
 
 from flexjob.cli.main import app
+from flexjob.core.job_master import JOB_MASTER_SERVICE_ACCOUNT
 from flexjob.operator.kopf_admission import MUTATE_JOB, VALIDATE_JOB, VALIDATE_PLAN
 from flexjob.operator.manifests import NAME, InstallOptions, install_manifests
 from tests.support.k8s_fixtures import EmulatorThread
@@ -14,8 +15,12 @@ def by_kind(kind: str, options: InstallOptions | None = None) -> list[dict[str, 
     return [m for m in install_manifests(options) if m["kind"] == kind]
 
 
+def named(kind: str, name: str, options: InstallOptions | None = None) -> list[dict[str, object]]:
+    return [m for m in by_kind(kind, options) if m["metadata"]["name"] == name]  # type: ignore[index]
+
+
 def test_cluster_role_grants_only_named_verbs_and_resources() -> None:
-    (role,) = by_kind("ClusterRole")
+    (role,) = named("ClusterRole", NAME)
     rules = role["rules"]
     assert all("*" not in r["verbs"] and "*" not in r["resources"] for r in rules)  # type: ignore[attr-defined,index]
     grants = {(res, verb) for r in rules for res in r["resources"] for verb in r["verbs"]}  # type: ignore[attr-defined,index]
@@ -23,6 +28,43 @@ def test_cluster_role_grants_only_named_verbs_and_resources() -> None:
     assert ("pods", "update") not in grants
     assert ("secrets", "get") not in grants
     assert ("elasticjobs/status", "patch") in grants
+
+
+def test_job_master_role_grants_only_what_the_master_calls() -> None:
+    (role,) = named("ClusterRole", JOB_MASTER_SERVICE_ACCOUNT)
+    assert role["rules"] == [
+        {"apiGroups": ["flexjob.dev"], "resources": ["elasticjobs"], "verbs": ["get"]},
+        {"apiGroups": ["flexjob.dev"], "resources": ["scaleplans"], "verbs": ["create"]},
+        {"apiGroups": ["flexjob.dev"], "resources": ["scaleplans/status"], "verbs": ["patch"]},
+    ]
+
+
+def test_job_master_account_is_bound_in_each_job_namespace_only() -> None:
+    options = InstallOptions(job_namespaces=("team-a", "team-b", "team-a"))
+    accounts = named("ServiceAccount", JOB_MASTER_SERVICE_ACCOUNT, options)
+    bindings = by_kind("RoleBinding", options)
+    assert [a["metadata"]["namespace"] for a in accounts] == ["team-a", "team-b"]  # type: ignore[index]
+    assert [
+        (b["metadata"]["namespace"], b["roleRef"]["name"], b["subjects"])  # type: ignore[index]
+        for b in bindings
+    ] == [
+        (ns, JOB_MASTER_SERVICE_ACCOUNT, [
+            {"kind": "ServiceAccount", "name": JOB_MASTER_SERVICE_ACCOUNT, "namespace": ns}
+        ])
+        for ns in ("team-a", "team-b")
+    ]  # fmt: skip
+    assert named("ClusterRoleBinding", JOB_MASTER_SERVICE_ACCOUNT, options) == []
+
+
+def test_install_binds_job_masters_in_the_given_namespaces() -> None:
+    args = ["manifests", "install", "--job-namespace", "ml", "--job-namespace", "research"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    documents = list(yaml.safe_load_all(result.output))
+    assert [d["metadata"]["namespace"] for d in documents if d["kind"] == "RoleBinding"] == [
+        "ml",
+        "research",
+    ]
 
 
 def test_deployment_runs_the_operator_as_its_service_account() -> None:
@@ -67,6 +109,7 @@ EXTRA_KINDS = (
         "ClusterRoleBinding",
         namespaced=False,
     ),
+    ResourceKind("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding"),
     ResourceKind("apps", "v1", "deployments", "Deployment", status_subresource=True),
     ResourceKind("cert-manager.io", "v1", "issuers", "Issuer"),
     ResourceKind("cert-manager.io", "v1", "certificates", "Certificate"),

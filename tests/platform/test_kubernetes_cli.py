@@ -4,11 +4,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 from typer.testing import CliRunner
 
 from flexjob.cli.main import app
-from tests.support.k8s_fixtures import EmulatorThread
+from tests.support.k8s_fixtures import EmulatorThread, use_kubeconfig
 
 JOB = """
 apiVersion: flexjob.dev/v1alpha1
@@ -25,21 +24,7 @@ spec:
 @pytest.fixture
 def kubeconfig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     with EmulatorThread() as emulator:
-        config = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": "emulator", "cluster": {"server": emulator.base_url}}],
-            "users": [{"name": "tester", "user": {}}],
-            "contexts": [
-                {"name": "emulator", "context": {"cluster": "emulator", "user": "tester"}}
-            ],
-            "current-context": "emulator",
-        }
-        path = tmp_path / "kubeconfig"
-        path.write_text(yaml.safe_dump(config))
-        monkeypatch.setenv("KUBECONFIG", str(path))
-        monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
-        yield path
+        yield use_kubeconfig(tmp_path / "kubeconfig", emulator.base_url, monkeypatch)
 
 
 def test_submitted_job_is_listed_from_the_cluster(kubeconfig: Path, tmp_path: Path) -> None:

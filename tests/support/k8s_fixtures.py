@@ -8,12 +8,14 @@ call the client through ``asyncio.to_thread`` (see ``in_thread``).
 import asyncio
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 import kmock
 import kubernetes.client
 import pytest
 import pytest_asyncio
+import yaml
 
 from tests.support.k8s_emulator import K8sEmulator
 from tests.support.k8s_store import ResourceKind
@@ -45,6 +47,23 @@ def client_configuration(emulator: K8sEmulator) -> kubernetes.client.Configurati
 def k8s_client(k8s_emulator: K8sEmulator) -> kubernetes.client.ApiClient:
     """The official (synchronous) client pointed at the emulator."""
     return kubernetes.client.ApiClient(client_configuration(k8s_emulator))
+
+
+def use_kubeconfig(path: Path, server: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Write a kubeconfig for ``server`` (no credentials) at ``path`` and make it the one
+    the Kubernetes client loads by default (``$KUBECONFIG``, not in-cluster)."""
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "emulator", "cluster": {"server": server}}],
+        "users": [{"name": "tester", "user": {}}],
+        "contexts": [{"name": "emulator", "context": {"cluster": "emulator", "user": "tester"}}],
+        "current-context": "emulator",
+    }
+    path.write_text(yaml.safe_dump(config))
+    monkeypatch.setenv("KUBECONFIG", str(path))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    return path
 
 
 async def in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
