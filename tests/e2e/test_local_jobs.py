@@ -5,7 +5,6 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,12 @@ import yaml
 
 from flexjob.api import CleanPodPolicy, ElasticJob
 from flexjob.platform.local import LocalPlatform
-from tests.support.local_jobs import fail_first_then_succeed, local_job, wait_for_file_then_exit
+from tests.support.local_jobs import (
+    fail_first_then_succeed,
+    local_job,
+    wait_for_file_then_exit,
+)
+from tests.support.local_jobs import run_flexjob as flexjob
 from tests.support.polling import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
@@ -22,29 +26,8 @@ SLEEP = "import time; time.sleep(60)"
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> Iterator[Path]:
-    path = tmp_path / "home"
-    yield path
-    platform = LocalPlatform(path)
-    for job in platform.list_jobs(None):
-        platform.delete_job(job.namespace, job.name)
-
-
-@pytest.fixture
 def env(home: Path) -> dict[str, str]:
     return {**os.environ, "FLEXJOB_HOME": str(home), "COLUMNS": "200"}
-
-
-def flexjob(
-    env: dict[str, str], *args: str, timeout: float = 30
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "flexjob", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 def write(tmp_path: Path, job: ElasticJob) -> str:

@@ -5,13 +5,13 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
 from flexjob.platform.local import LocalPlatform
+from tests.support.local_jobs import run_flexjob
 from tests.support.polling import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
@@ -19,15 +19,6 @@ REPO = Path(__file__).resolve().parents[2]
 SPEC = REPO / "examples" / "specs" / "digits-elastic.yaml"
 NAME = "digits-elastic"
 ACCURACY = re.compile(r"digits: accuracy=([0-9.]+) steps=\d+ world_size=(\d+)")
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Iterator[Path]:
-    path = tmp_path / "home"
-    yield path
-    platform = LocalPlatform(path)
-    for job in platform.list_jobs(None):
-        platform.delete_job(job.namespace, job.name)
 
 
 @pytest.fixture
@@ -47,14 +38,7 @@ def env(home: Path) -> dict[str, str]:
 def flexjob(
     env: dict[str, str], *args: str, timeout: float = 30
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "flexjob", *args],
-        env=env,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return run_flexjob(env, *args, timeout=timeout, cwd=REPO)
 
 
 def results(env: dict[str, str], workers: int) -> list[tuple[float, int]]:

@@ -1,5 +1,6 @@
 """Building small local ElasticJobs whose replicas are plain Python one-liners."""
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -62,4 +63,18 @@ def local_job(
     return ElasticJob(
         metadata=ObjectMeta(name=name, namespace=namespace),
         spec=ElasticJobSpec(replica_specs=specs, backoff_limit=backoff, clean_pod_policy=clean),
+    )
+
+
+def run_flexjob(
+    env: dict[str, str], *args: str, timeout: float = 30, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python -m flexjob ARGS`` as a user's shell runs it; output captured as text."""
+    return subprocess.run(
+        [sys.executable, "-m", "flexjob", *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
