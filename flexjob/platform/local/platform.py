@@ -2,7 +2,7 @@
 
 Composes the job store (``store.py``) and the replica runtime (``runtime.py``) over one SQLite
 file under ``$FLEXJOB_HOME``. Deciding what to run is ``core.reconcile``'s job, driving it is
-``flexjob.operator.local_loop``'s.
+``flexjob.operator.local.loop``'s.
 """
 
 from collections.abc import Iterator
