@@ -31,6 +31,7 @@ import bisect
 import random
 from dataclasses import dataclass
 
+from flexjob.api.errors import InvalidSpecError
 from flexjob.scheduler.trace import TraceJob
 
 
@@ -112,9 +113,9 @@ def pollux_trace(
 ) -> list[TraceJob]:
     """The workload of the module docstring; ``adaptive=False`` fixes every local batch."""
     if num_jobs < 1:
-        raise ValueError(f"num_jobs must be >= 1, got {num_jobs}")
+        raise InvalidSpecError(f"num_jobs must be >= 1, got {num_jobs}")
     if hours <= 0:
-        raise ValueError(f"hours must be > 0, got {hours}")
+        raise InvalidSpecError(f"hours must be > 0, got {hours}")
     rng = random.Random(seed)
     jobs = []
     for i, submit in enumerate(_arrivals(rng, num_jobs, hours)):

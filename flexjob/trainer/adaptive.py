@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from flexjob.api.errors import InvalidSpecError
 from flexjob.core.batch import BatchPlan
 from flexjob.core.policies.goodput_model import GoodputModel, ThroughputParams
 
@@ -49,14 +50,14 @@ class AdaptiveBatch:
 
     def __post_init__(self) -> None:
         if self.micro < 1:
-            raise ValueError(f"microBatchSize must be >= 1, got {self.micro}")
+            raise InvalidSpecError(f"microBatchSize must be >= 1, got {self.micro}")
         if self.base < self.micro or self.base % self.micro:
-            raise ValueError(
+            raise InvalidSpecError(
                 f"globalBatchSize must be a positive multiple of microBatchSize ({self.micro}), "
                 f"got {self.base}"
             )
         if self.limit < self.base:
-            raise ValueError(
+            raise InvalidSpecError(
                 f"maxGlobalBatchSize must be >= globalBatchSize ({self.base}), got {self.limit}"
             )
 
@@ -66,7 +67,7 @@ class AdaptiveBatch:
         if spec is None or not spec.adaptive:
             return None
         if spec.global_batch_size is None or spec.max_global_batch_size is None:
-            raise ValueError("adaptive batch needs globalBatchSize and maxGlobalBatchSize")
+            raise InvalidSpecError("adaptive batch needs globalBatchSize and maxGlobalBatchSize")
         micro = spec.micro_batch_size or spec.global_batch_size
         return cls(spec.global_batch_size, spec.max_global_batch_size, micro)
 
@@ -86,7 +87,7 @@ class AdaptiveBatch:
     ) -> BatchChoice:
         """The goodput-maximising batch for this world (``base`` while ``noise_scale`` is None)."""
         if replicas < 1 or nodes < 1:
-            raise ValueError(f"need at least one node and replica, got {nodes} x {replicas}")
+            raise InvalidSpecError(f"need at least one node and replica, got {nodes} x {replicas}")
         best = self.base
         if noise_scale is not None:
             model = GoodputModel(params, float(self.base), noise_scale, self.limit, self.limit)

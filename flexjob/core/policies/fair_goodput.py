@@ -40,6 +40,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
+from flexjob.api.errors import InvalidSpecError
 from flexjob.core.policies.api import Allocations, JobInfo, NodeInfo, Resources
 from flexjob.core.policies.placement import (
     FreeMap,
@@ -70,6 +71,10 @@ def idle_utility(p: float) -> float:
 #: re-plans with what it found (fragmentation), at most this many times.
 PLACEMENT_PASSES = 3
 
+#: How far below waiting a count that cannot work counts (no speedup, or a restart that never
+#: pays back): the sizing picks it only when nothing else is allowed.
+NEVER = 1e6
+
 
 class FairGoodputPolicy:
     """Maximise the p-norm of per-job speedups net of restart cost; see the module docstring."""
@@ -86,13 +91,13 @@ class FairGoodputPolicy:
         thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
     ) -> None:
         if not -10.0 <= p <= 1.0:
-            raise ValueError(f"p must be in [-10, 1], got {p}")
+            raise InvalidSpecError(f"p must be in [-10, 1], got {p}")
         if restart_delay < 0:
-            raise ValueError(f"restart_delay must be >= 0, got {restart_delay}")
+            raise InvalidSpecError(f"restart_delay must be >= 0, got {restart_delay}")
         if min_horizon <= 0:
-            raise ValueError(f"min_horizon must be > 0, got {min_horizon}")
+            raise InvalidSpecError(f"min_horizon must be > 0, got {min_horizon}")
         if not 0.0 <= hysteresis < 1.0:
-            raise ValueError(f"hysteresis must be in [0, 1), got {hysteresis}")
+            raise InvalidSpecError(f"hysteresis must be in [0, 1), got {hysteresis}")
         self.p = p
         self.restart_delay = restart_delay
         self.min_horizon = min_horizon
@@ -226,7 +231,7 @@ class _Plan:
                 s = max(job.speedup(self.spread[job.id, n], n), 0.0) * factor
             else:
                 s = curve[n] * factor
-            out.append(utility(s, p) if s > 0 else self.idle)
+            out.append(utility(s, p) if s > 0 else self.idle - NEVER)
         return out
 
     def admit(self) -> list[JobInfo]:

@@ -9,6 +9,7 @@ then older before younger. Not for: sizing jobs.
 
 from collections.abc import Mapping, Sequence
 
+from flexjob.api.errors import InvalidSpecError
 from flexjob.core.policies.api import JobInfo
 
 #: Default level thresholds in GPU-seconds: 1 GPU-hour, 10 GPU-hours.
@@ -19,7 +20,7 @@ def check_thresholds(thresholds: Sequence[float]) -> tuple[float, ...]:
     """The thresholds as a tuple; they must be positive and increasing."""
     values = tuple(float(t) for t in thresholds)
     if any(t <= 0 for t in values) or list(values) != sorted(set(values)):
-        raise ValueError(f"thresholds must be positive and increasing, got {list(values)}")
+        raise InvalidSpecError(f"thresholds must be positive and increasing, got {list(values)}")
     return values
 
 
