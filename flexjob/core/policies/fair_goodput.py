@@ -14,8 +14,10 @@ Restart cost. A running job given a different count pays its restart before it g
 the planning horizon ``H = max(age, min_horizon)`` (a job is expected to run about as long as
 it has run) its speedup counts ``s * (1 - restart_delay * (1 + restart_weight * restarts) / H
 - hysteresis)``. So a resize only happens if it pays back its restart delay within the horizon
-*and* gains at least ``hysteresis`` more, and each restart a job has had makes the next one
-dearer — a job does not flip between 3 and 4 replicas as its neighbours come and go. A resized
+*and* gains at least ``hysteresis`` (25%) more, and each restart a job has had makes the next
+one dearer — a job does not flip between 3 and 4 replicas as its neighbours come and go. GPUs
+no job wants at that margin would idle: a second sizing pass fills them at ``fill_hysteresis``
+(5%). A resized
 job that lands on more nodes than planned (fragmentation) is re-planned with the real spread
 (up to ``PLACEMENT_PASSES``), and keeps its old allocation when growing would not pay.
 
@@ -86,8 +88,9 @@ class FairGoodputPolicy:
         p: float = -1.0,
         restart_delay: float = 30.0,
         min_horizon: float = 300.0,
-        hysteresis: float = 0.05,
+        hysteresis: float = 0.25,
         restart_weight: float = 3.0,
+        fill_hysteresis: float = 0.05,
         thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
     ) -> None:
         if not -10.0 <= p <= 1.0:
@@ -103,15 +106,19 @@ class FairGoodputPolicy:
         self.min_horizon = min_horizon
         self.hysteresis = hysteresis
         self.restart_weight = restart_weight
+        if not 0.0 <= fill_hysteresis < 1.0:
+            raise InvalidSpecError(f"fill_hysteresis must be in [0, 1), got {fill_hysteresis}")
+        self.fill_hysteresis = fill_hysteresis
         self.thresholds = check_thresholds(thresholds)
         # Speedup curves by job id, reused while the job's speedup function and shape hold.
         self._curves: dict[str, tuple[Callable[[int, int], float], int, list[float]]] = {}
 
-    def resize_factor(self, job: JobInfo) -> float:
+    def resize_factor(self, job: JobInfo, hysteresis: float | None = None) -> float:
         """What a resized running job's speedup counts over the horizon (restart cost)."""
         horizon = max(job.age, self.min_horizon)
         lost = self.restart_delay * (1 + self.restart_weight * job.restarts) / horizon
-        return max(0.0, 1.0 - lost - self.hysteresis)
+        margin = self.hysteresis if hysteresis is None else hysteresis
+        return max(0.0, 1.0 - lost - margin)
 
     def allocate(self, job: JobInfo, nodes: Sequence[NodeInfo]) -> list[str]:
         """Free resources only, the requested size shrunk to fit (never below the least)."""
@@ -217,11 +224,11 @@ class _Plan:
         most = job.max_replicas if job.preemptible else job.replicas
         return min(most, job.resources.count_in(self.total))
 
-    def values(self, job: JobInfo, top: int) -> list[float]:
+    def values(self, job: JobInfo, top: int, hysteresis: float | None = None) -> list[float]:
         """Objective value of each count ``0..top`` for ``job`` (restart cost included)."""
         curve = self.policy.curve(job, self.per_node[job.id], top)
         prev = list(self.previous.get(job.id, ()))
-        factor = self.policy.resize_factor(job) if prev else 1.0
+        factor = self.policy.resize_factor(job, hysteresis) if prev else 1.0
         p = self.policy.p
         out = [self.idle]
         for n in range(1, top + 1):
@@ -254,6 +261,14 @@ class _Plan:
         gpu_jobs = [j for j in admitted if j.resources.gpu > 0 and j.preemptible]
         spare = self.total.gpu - sum(j.resources.gpu * counts[j.id] for j in admitted)
         counts.update(_knapsack(gpu_jobs, counts, tables, spare, self.top))
+        left = self.total.gpu - sum(j.resources.gpu * counts[j.id] for j in admitted)
+        if left > 0 and self.policy.fill_hysteresis < self.policy.hysteresis:
+            # GPUs nobody wants at the full margin would idle: fill them at the small margin.
+            fill = {
+                job.id: self.values(job, len(tables[job.id]) - 1, self.policy.fill_hysteresis)
+                for job in gpu_jobs
+            }
+            counts.update(_knapsack(gpu_jobs, counts, fill, left, self.top))
         self._grow_without_gpus(admitted, counts, tables)
         self._repair(admitted, counts, tables)
         return counts
