@@ -255,12 +255,19 @@ class _Plan:
     def sizes(self) -> dict[str, int]:
         admitted = self.admit()
         counts = {job.id: 0 for job in self.jobs}
-        tables = {job.id: self.values(job, max(self.top(job), self.least(job))) for job in admitted}
         for job in admitted:
             counts[job.id] = self.least(job)
-        gpu_jobs = [j for j in admitted if j.resources.gpu > 0 and j.preemptible]
         spare = self.total.gpu - sum(j.resources.gpu * counts[j.id] for j in admitted)
-        counts.update(_knapsack(gpu_jobs, counts, tables, spare, self.top))
+
+        def reach(job: JobInfo) -> int:  # the most this job can get: its least plus the spare
+            most = self.top(job)
+            if job.resources.gpu > 0:
+                most = min(most, counts[job.id] + max(spare, 0) // job.resources.gpu)
+            return max(most, self.least(job))
+
+        tables = {job.id: self.values(job, reach(job)) for job in admitted}
+        gpu_jobs = [j for j in admitted if j.resources.gpu > 0 and j.preemptible]
+        counts.update(_knapsack(gpu_jobs, counts, tables, spare, reach))
         left = self.total.gpu - sum(j.resources.gpu * counts[j.id] for j in admitted)
         if left > 0 and self.policy.fill_hysteresis < self.policy.hysteresis:
             # GPUs nobody wants at the full margin would idle: fill them at the small margin.
@@ -268,7 +275,7 @@ class _Plan:
                 job.id: self.values(job, len(tables[job.id]) - 1, self.policy.fill_hysteresis)
                 for job in gpu_jobs
             }
-            counts.update(_knapsack(gpu_jobs, counts, fill, left, self.top))
+            counts.update(_knapsack(gpu_jobs, counts, fill, left, reach))
         self._grow_without_gpus(admitted, counts, tables)
         self._repair(admitted, counts, tables)
         return counts
