@@ -47,6 +47,7 @@ class PodSpec(OpenModel):
     node_name: str | None = None
     node_selector: dict[str, str] = Field(default_factory=dict)
     service_account_name: str | None = None
+    priority_class_name: str | None = None
 
 
 class PodTemplateSpec(OpenModel):

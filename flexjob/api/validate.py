@@ -23,6 +23,7 @@ from flexjob.api.quantity import parse_quantity
 from flexjob.api.readers import READERS, convert, find_reader
 from flexjob.api.roles import TRAINING_TYPES
 from flexjob.api.scaleplan import ScalePlan
+from flexjob.api.unsupported import unsupported_fields
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _JOB_ARG_KEY = re.compile(r"^[a-z0-9_]+$")
@@ -146,6 +147,16 @@ def _check_job_spec(spec: Mapping[str, Any]) -> list[Problem]:
     args = spec.get("jobArgs")
     if isinstance(args, Mapping):
         problems += _check_job_args(args)
+        if args and isinstance(replica_specs, Mapping) and "master" not in replica_specs:
+            problems.append(
+                Problem(
+                    "spec.jobArgs",
+                    dict(args),
+                    "job arguments go to the master's command line: declare a master replica "
+                    "(spec.replicaSpecs.master) or remove spec.jobArgs",
+                )
+            )
+    problems += unsupported_fields(spec)
     batch = spec.get("batch")
     if isinstance(batch, Mapping):
         problems += _check_batch(batch)

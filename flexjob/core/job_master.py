@@ -7,7 +7,8 @@ worker finds it in ``FLEXJOB_MASTER``. The stored job is not changed; the replic
 as ``<job>-master-0``.
 
 The rule (``needs_job_master``): the job has no ``master`` replica spec, and it has
-``elasticPolicy.rdzvBackend: flexjob`` or a ``dataset`` or ``batch`` block. Jobs that declare
+``elasticPolicy.rdzvBackend: flexjob``, a ``dataset`` or ``batch`` block, or
+``enableDynamicSharding: true`` (a DLRover ``ElasticJob`` defaults to it). Jobs that declare
 their own ``master`` (DI, ElasticDL, user masters) keep it as is.
 
 Success of such a job is decided on its workers (every worker replica succeeded), as for a job
@@ -86,7 +87,8 @@ def needs_job_master(job: ElasticJob) -> bool:
         return False
     policy = spec.elastic_policy
     flexjob_rdzv = policy is not None and (policy.rdzv_backend or "") == RDZV_BACKEND_FLEXJOB
-    return flexjob_rdzv or spec.dataset is not None or spec.batch is not None
+    uses_master = spec.dataset is not None or spec.batch is not None
+    return flexjob_rdzv or uses_master or spec.enable_dynamic_sharding is True
 
 
 def master_replica_spec(job: ElasticJob, options: JobMasterConfig) -> ReplicaSpec:

@@ -23,6 +23,7 @@ from flexjob.api import (
 )
 from flexjob.api.bounds import replica_bounds
 from flexjob.api.roles import ROLE_TRAITS, creation_order
+from flexjob.core.job_pod_fields import apply_job_fields
 from flexjob.core.replica_resources import apply_resources
 from flexjob.core.replicas import (
     Replica,
@@ -174,6 +175,7 @@ def render_replica(
         template.spec.containers = [Container(name=rtype.value)]
     if resources is not None:
         apply_resources(template, resources)
+    apply_job_fields(job, rtype, template)
     ours = replica_env(job, rtype, index, master_address, own_address)
     for container in template.spec.containers:
         _merge_env(container, {**job.spec.envs, **ours})

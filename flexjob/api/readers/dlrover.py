@@ -3,7 +3,9 @@
 Its shape is close to flexjob's own: ``replicaSpecs`` keyed by lower-case replica type, with
 DLRover's ``restartCount``, ``autoScale``, ``restartTimeout`` and ``priority`` per replica, and
 ``resourceLimits``, ``optimizeMode``, ``brainService`` and ``envs`` per job. ``envs`` values may
-be plain strings or Kubernetes ``EnvVar`` objects with a literal ``value``.
+be plain strings or Kubernetes ``EnvVar`` objects with a literal ``value``. Like DLRover, a
+job gets a job master: ``enableDynamicSharding`` defaults to true, which gives it flexjob's.
+The DLRover fields flexjob does not act on are rejected by ``api.unsupported``.
 """
 
 from typing import Any, Literal
@@ -93,7 +95,9 @@ def convert(raw: dict[str, Any], companions: list[dict[str, Any]]) -> Converted:
         optimize_mode=source.optimize_mode,
         brain_service=source.brain_service,
         enable_elastic_scheduling=source.enable_elastic_scheduling,
-        enable_dynamic_sharding=source.enable_dynamic_sharding,
+        # DLRover runs a job master for every ElasticJob (it serves shards and rendezvous);
+        # flexjob adds its implicit master to jobs that use dynamic sharding (core.job_master)
+        enable_dynamic_sharding=source.enable_dynamic_sharding is not False,
         suspend=source.suspend,
         envs=_envs(source.envs),
     )

@@ -75,13 +75,25 @@ def parse_job_args(args: list[str]) -> dict[str, str]:
 
 
 def _replica(spec: EdlReplicaSpec) -> ReplicaSpec:
-    return ReplicaSpec(
-        replicas=spec.replicas, restart_policy=spec.restart_policy, template=spec.template
-    )
+    """The native spec; ElasticDL writes the restart policy in the pod template, so a
+    template's ``restartPolicy`` is the replica's unless the replica spec names one."""
+    policy = spec.restart_policy
+    pod_policy = spec.template.spec.restart_policy
+    if policy is None and pod_policy in {str(p) for p in RestartPolicy}:
+        policy = RestartPolicy(pod_policy)
+    return ReplicaSpec(replicas=spec.replicas, restart_policy=policy, template=spec.template)
+
+
+def _check_worker(worker: EdlReplicaSpec | None) -> None:
+    if worker is not None and worker.replicas == 0:
+        raise SpecError(
+            [Problem("spec.Worker.replicas", 0, "a job needs at least 1 Worker replica, got 0")]
+        )
 
 
 def convert(raw: dict[str, Any], companions: list[dict[str, Any]]) -> Converted:
     job = parse(ElasticAIJob, raw)
+    _check_worker(job.spec.worker)
     roles = {
         ReplicaType.MASTER: job.spec.master,
         ReplicaType.PS: job.spec.ps,

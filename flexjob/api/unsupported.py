@@ -1,0 +1,53 @@
+"""Spec fields flexjob keeps in its model (other formats carry them) but does not act on.
+
+For: rejecting them at validation (``api.validate``) with a message naming the field and what
+to do instead, so a field is never accepted and then silently dropped. When one of them gets
+implemented, remove it from these tables and test what it does. No I/O.
+"""
+
+from collections.abc import Mapping
+from typing import Any
+
+from flexjob.api.problems import Problem
+
+_NOT_SUPPORTED = "flexjob does not support"
+
+#: Job-level fields (camelCase) → what to do instead.
+JOB_FIELDS: Mapping[str, str] = {
+    "group": "DI Orchestrator job groups; remove spec.group (each job is scheduled alone)",
+    "resourceLimits": (
+        "a job-wide resource cap; remove spec.resourceLimits and bound the job with each "
+        "replica type's maxReplicas and its containers' resources"
+    ),
+}
+
+#: Per-replica-type fields (camelCase) → what to do instead.
+REPLICA_FIELDS: Mapping[str, str] = {
+    "restartCount": "a per-replica restart count; use spec.backoffLimit (restarts per job)",
+    "restartTimeout": "a relaunch timeout; remove it (a replacement is awaited without a limit)",
+    "autoScale": (
+        "turning auto-scaling on or off per replica type; flexjob's optimizer scales the job's "
+        "scaling target within minReplicas..maxReplicas (spec.optimizeMode: manual turns it off)"
+    ),
+    "priority": "a priority per replica type; use the job's spec.priority",
+}
+
+
+def unsupported_fields(spec: Mapping[str, Any]) -> list[Problem]:
+    """One problem per field of ``spec`` (a job spec wire dict) that flexjob would drop."""
+    problems = [
+        Problem(f"spec.{key}", spec[key], f"{_NOT_SUPPORTED} {hint}")
+        for key, hint in JOB_FIELDS.items()
+        if spec.get(key) is not None
+    ]
+    replica_specs = spec.get("replicaSpecs")
+    if isinstance(replica_specs, Mapping):
+        for rtype, rspec in replica_specs.items():
+            if not isinstance(rspec, Mapping):
+                continue
+            problems += [
+                Problem(f"spec.replicaSpecs.{rtype}.{key}", rspec[key], f"{_NOT_SUPPORTED} {hint}")
+                for key, hint in REPLICA_FIELDS.items()
+                if rspec.get(key) is not None
+            ]
+    return problems

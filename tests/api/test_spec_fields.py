@@ -1,0 +1,170 @@
+"""No silent spec fields: every field a supported format carries either acts (checked on the
+rendered replicas) or is rejected at validation naming the field and saying flexjob does not
+support it."""
+
+from typing import Any
+
+import pytest
+import yaml
+
+from flexjob.api import ElasticJob, ReplicaType, RestartPolicy, SpecError
+from flexjob.api.load import job_from_dict
+from flexjob.api.validate import validate
+from flexjob.core.job_master import JobMasterConfig, needs_job_master, with_job_master
+from flexjob.core.replica_plan import render_replica
+from tests.api.specs import EXAMPLES, set_, valid_job
+
+W = "spec.replicaSpecs.worker"
+
+
+def _example(name: str) -> dict[str, Any]:
+    doc: dict[str, Any] = next(iter(yaml.safe_load_all((EXAMPLES / name).read_text())))
+    return doc
+
+
+def _native(*edits: Any) -> dict[str, Any]:
+    doc = valid_job()
+    for edit in edits:
+        edit(doc)
+    return doc
+
+
+def _dlrover(path: str, value: Any) -> dict[str, Any]:
+    doc = _example("dlrover-elasticjob.yaml")
+    set_(path, value)(doc)
+    return doc
+
+
+def _dijob_v1(path: str, value: Any) -> dict[str, Any]:
+    doc = _example("dijob-v1.yaml")
+    set_(path, value)(doc)
+    return doc
+
+
+# (case id, document, the field path the user sees)
+UNSUPPORTED: list[tuple[str, dict[str, Any], str]] = [
+    ("native-group", _native(set_("spec.group", "g")), "spec.group"),
+    (
+        "native-resource-limits",
+        _native(set_("spec.resourceLimits", {"cpu": "4"})),
+        "spec.resourceLimits",
+    ),
+    ("native-restart-count", _native(set_(f"{W}.restartCount", 3)), f"{W}.restartCount"),
+    ("native-restart-timeout", _native(set_(f"{W}.restartTimeout", 60)), f"{W}.restartTimeout"),
+    ("native-auto-scale", _native(set_(f"{W}.autoScale", True)), f"{W}.autoScale"),
+    ("native-replica-priority", _native(set_(f"{W}.priority", "high")), f"{W}.priority"),
+    (
+        "dlrover-resource-limits",
+        _dlrover("spec.resourceLimits", {"cpu": "15"}),
+        "spec.resourceLimits",
+    ),
+    (
+        "dlrover-restart-count",
+        _dlrover("spec.replicaSpecs.ps.restartCount", 3),
+        "spec.replicaSpecs.ps.restartCount",
+    ),
+    (
+        "dlrover-restart-timeout",
+        _dlrover("spec.replicaSpecs.worker.restartTimeout", 600),
+        "spec.replicaSpecs.worker.restartTimeout",
+    ),
+    (
+        "dlrover-auto-scale",
+        _dlrover("spec.replicaSpecs.worker.autoScale", False),
+        "spec.replicaSpecs.worker.autoScale",
+    ),
+    (
+        "dlrover-replica-priority",
+        _dlrover("spec.replicaSpecs.ps.priority", "high"),
+        "spec.replicaSpecs.ps.priority",
+    ),
+    ("dijob-v1-group", _dijob_v1("spec.group", "cartpole"), "spec.group"),
+]
+
+
+@pytest.mark.parametrize(
+    ("doc", "path"), [c[1:] for c in UNSUPPORTED], ids=[c[0] for c in UNSUPPORTED]
+)
+def test_an_unsupported_field_is_rejected_naming_it(doc: dict[str, Any], path: str) -> None:
+    problems = [p for p in validate(doc) if p.path == path]
+    assert len(problems) == 1, validate(doc)
+    assert "flexjob does not support" in problems[0].message
+    with pytest.raises(SpecError, match="flexjob does not support"):
+        job_from_dict(doc)
+
+
+def test_the_examples_carry_no_unsupported_field() -> None:
+    for name in ("dlrover-elasticjob.yaml", "dijob-v1.yaml", "elasticaijob.yaml"):
+        assert validate(_example(name)) == [], name
+
+
+def _replica_pod(job: ElasticJob, rtype: ReplicaType) -> Any:
+    return render_replica(job, rtype, 0, master_address=None, own_address=None, node=None).template
+
+
+def test_dijob_volumes_are_shared_by_every_replica_and_a_replicas_own_wins() -> None:
+    doc = _example("dijob-v1.yaml")
+    own = {"name": "work-dir", "emptyDir": {}}
+    doc["spec"]["learner"]["template"]["spec"]["volumes"] = [own]
+    job = job_from_dict(doc)
+    shared = {"name": "work-dir", "hostPath": {"path": "/data/nfs/ding/cartpole"}}
+    assert _replica_pod(job, ReplicaType.COORDINATOR).spec.volumes == [shared]
+    assert _replica_pod(job, ReplicaType.COLLECTOR).spec.volumes == [shared]
+    assert _replica_pod(job, ReplicaType.LEARNER).spec.volumes == [own]
+
+
+def test_priority_class_name_reaches_every_pod_unless_its_template_names_one() -> None:
+    doc = _example("dijob-v1.yaml")
+    doc["spec"]["learner"]["template"]["spec"]["priorityClassName"] = "gpu-high"
+    job = job_from_dict(doc)
+    pods = {t: _replica_pod(job, t) for t in job.spec.replica_specs}
+    assert pods[ReplicaType.COORDINATOR].to_wire()["spec"]["priorityClassName"] == "default"
+    assert pods[ReplicaType.COLLECTOR].spec.priority_class_name == "default"
+    assert pods[ReplicaType.LEARNER].spec.priority_class_name == "gpu-high"
+
+
+def test_elasticdl_job_args_reach_the_masters_command_line_only() -> None:
+    job = job_from_dict(_example("elasticaijob.yaml"))
+    master = render_replica(
+        job, ReplicaType.MASTER, 0, master_address=None, own_address=None, node=None
+    )
+    args = list(master.args)
+    assert args[args.index("--minibatch_size") + 1] == "64"
+    assert args[args.index("--model_zoo") + 1] == "/model_zoo"
+    assert len(args) == 2 * len(job.spec.job_args)
+    worker = render_replica(
+        job, ReplicaType.WORKER, 0, master_address=None, own_address=None, node=None
+    )
+    assert "--minibatch_size" not in worker.args
+
+
+def test_job_args_without_a_master_replica_are_rejected() -> None:
+    problems = validate(_native(set_("spec.jobArgs", {"minibatch_size": "64"})))
+    assert [p.path for p in problems] == ["spec.jobArgs"]
+    assert "declare a master replica" in problems[0].message
+
+
+def test_elasticdl_worker_with_zero_replicas_is_rejected() -> None:
+    doc = _example("elasticaijob.yaml")
+    doc["spec"]["Worker"]["replicas"] = 0
+    problems = validate(doc)
+    assert [p.path for p in problems] == ["spec.Worker.replicas"]
+    assert "at least 1 Worker replica" in problems[0].message
+
+
+@pytest.mark.parametrize("policy", ["Never", "OnFailure"])
+def test_elasticdl_template_restart_policy_is_the_replicas(policy: str) -> None:
+    doc = _example("elasticaijob.yaml")
+    doc["spec"]["Worker"]["template"]["spec"]["restartPolicy"] = policy
+    job = job_from_dict(doc)
+    assert job.spec.replica_specs[ReplicaType.WORKER].restart_policy is RestartPolicy(policy)
+
+
+def test_dlrover_elastic_job_gets_a_job_master() -> None:
+    job = job_from_dict(_example("dlrover-elasticjob.yaml"))
+    assert needs_job_master(job)
+    with_master = with_job_master(job, JobMasterConfig())
+    assert ReplicaType.MASTER in with_master.spec.replica_specs
+    opted_out = _example("dlrover-elasticjob.yaml")
+    opted_out["spec"]["enableDynamicSharding"] = False
+    assert not needs_job_master(job_from_dict(opted_out))
