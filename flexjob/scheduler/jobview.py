@@ -7,7 +7,7 @@ placed. Not for writing status.
 
 from datetime import datetime
 
-from flexjob.api import ElasticJob, ElasticJobStatus, ReplicaType, replica_bounds
+from flexjob.api import ElasticJob, ElasticJobStatus, JobPriority, ReplicaType, replica_bounds
 from flexjob.api.quantity import cpu_cores, memory_mib
 from flexjob.api.roles import scaling_target
 from flexjob.core.policies import JobInfo, Resources
@@ -15,6 +15,8 @@ from flexjob.core.replica_plan import desired_count
 from flexjob.scheduler.profilings import goodput_model
 
 GPU_RESOURCE = "nvidia.com/gpu"
+#: ``spec.priority`` as ``JobInfo.priority`` (higher is placed first).
+PRIORITY_RANK = {JobPriority.LOW: -1, JobPriority.NORMAL: 0, JobPriority.HIGH: 1}
 
 
 def job_key(job: ElasticJob) -> str:
@@ -68,5 +70,6 @@ def job_info(job: ElasticJob, now: datetime, restarts: int = 0) -> JobInfo | Non
         resources=replica_resources(job, rtype),
         age=max((now - born).total_seconds(), 0.0) if born else 0.0,
         restarts=restarts,
+        priority=PRIORITY_RANK[job.spec.priority or JobPriority.NORMAL],
         speedup=goodput_model(profilings).speedup,
     )

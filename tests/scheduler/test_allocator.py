@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from flexjob.api import ElasticJob, JobPhase, ObjectMeta, ReplicaSpec, ReplicaType
+from flexjob.api import ElasticJob, JobPhase, JobPriority, ObjectMeta, ReplicaSpec, ReplicaType
 from flexjob.core.policies import GoodputPolicy, NodeInfo, Resources, StaticPolicy
 from flexjob.operator.local.loop import LocalJobLoop
 from flexjob.platform.local import LocalPlatform
@@ -124,3 +124,17 @@ def test_a_job_resized_by_hand_is_placed_afresh_with_its_new_count() -> None:
     platform.patch_job_status("default", "a", {"replicas": {W: 5}})
     allocator.step()
     assert len(_allocation(platform, "a")) == 5
+
+
+def test_a_high_priority_job_is_placed_before_an_older_normal_one() -> None:
+    platform, clock = MemoryPlatform(), Clock()
+    older = _job("older", 8, preemptible=False)
+    older.metadata.creation_timestamp = "2025-12-31T00:00:00Z"
+    urgent = _job("urgent", 8, preemptible=False)
+    urgent.metadata.creation_timestamp = "2025-12-31T23:00:00Z"
+    urgent.spec.priority = JobPriority.HIGH
+    platform.create_job(older)
+    platform.create_job(urgent)
+    Allocator(platform, StaticPolicy(), _nodes(count=2, gpus=4), clock=clock).step()
+    assert len(_allocation(platform, "urgent")) == 8
+    assert _allocation(platform, "older") == []

@@ -15,6 +15,8 @@ Inputs
 - ``min_replicas`` / ``max_replicas``: the bounds a preemptible job may be resized within;
 - ``preemptible``: whether the Allocator may resize and move it;
 - ``age``: seconds since the job was submitted; ``restarts``: how many times it was re-allocated;
+- ``priority``: the job's ``spec.priority`` as a number (low -1, normal 0, high 1): jobs
+  placed in a round are placed highest priority first, then oldest first;
 - ``attained``: service the job has had so far, in GPU-seconds (0 when the driver does not
   track it: ordering by attained service then falls back to age);
 - ``resources``: what one replica needs (``Resources``: GPUs, CPU cores, memory MiB);
@@ -125,6 +127,7 @@ class JobInfo:
     age: float = 0.0
     restarts: int = 0
     attained: float = 0.0
+    priority: int = 0
     speedup: SpeedupFn = field(default=linear_speedup, compare=False)
 
     def __post_init__(self) -> None:

@@ -129,8 +129,10 @@ class _Sizer:
         return best
 
     def _floor(self) -> None:
-        """Oldest first, give every job the least it can run with, while it fits."""
-        for i in sorted(range(len(self.jobs)), key=lambda i: (-self.jobs[i].age, i)):
+        """Highest priority, then oldest first, give every job the least it can run with, while
+        it fits."""
+        jobs = self.jobs
+        for i in sorted(range(len(jobs)), key=lambda i: (-jobs[i].priority, -jobs[i].age, i)):
             job = self.jobs[i]
             least = max(job.min_replicas, 1) if job.preemptible else job.replicas
             need = job.resources.times(least)

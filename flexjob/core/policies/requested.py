@@ -48,6 +48,6 @@ class RequestedSizePolicy:
                 result[job.id] = kept
             else:
                 waiting.append(job)
-        for job in sorted(waiting, key=lambda j: (-j.age, j.id)):
+        for job in sorted(waiting, key=lambda j: (-j.priority, -j.age, j.id)):
             result[job.id] = self.place(free, job.resources, requested_count(job)) or []
         return result

@@ -48,7 +48,7 @@ def schedule_round(
         else:
             log.info("previous allocation of %s no longer fits its nodes; re-placing it", job.id)
     new = [j for j in jobs if j.id not in result and (not optimize or not j.preemptible)]
-    for job in sorted(new, key=lambda j: (-j.age, j.id)):
+    for job in sorted(new, key=lambda j: (-j.priority, -j.age, j.id)):
         allocation = list(policy.allocate(job, _nodes_of(free)))
         _check_one(job, free, allocation)
         free.take(allocation, job.resources)

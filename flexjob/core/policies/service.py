@@ -34,10 +34,11 @@ def service_order(
     previous: Mapping[str, Sequence[str]],
     thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
 ) -> list[JobInfo]:
-    """``jobs`` by (level, waiting after running, older first, id)."""
+    """``jobs`` by (higher priority, level, waiting after running, older first, id)."""
     return sorted(
         jobs,
         key=lambda j: (
+            -j.priority,
             service_level(j.attained, thresholds),
             not previous.get(j.id),
             -j.age,
