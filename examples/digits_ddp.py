@@ -3,7 +3,9 @@
 Run with ``flexjob run --nnodes 2 examples/digits_ddp.py``. Each step takes a micro-batch of
 sample indices from the master's shards (``ElasticSampler``); ``ElasticTrainer`` keeps training
 when workers die or join, re-forming the gloo group in place; rank 0 checkpoints every few
-steps and prints the test accuracy at the end.
+steps and prints the test accuracy and the final training loss at the end. With a fixed global
+batch (the job's ``spec.batch``; ``--batch-size`` is then its micro-batch size) each step runs
+this rank's planned micro-batches (``trainer.micro_steps``) before the all-reduce.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ def main() -> None:
     p.add_argument("--epochs", type=int, default=8)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--lr", type=float, default=0.1)
+    p.add_argument("--momentum", type=float, default=0.9)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--checkpoint-dir", default=os.environ.get("DIGITS_CHECKPOINT_DIR"))
     p.add_argument("--checkpoint-every", type=int, default=20)
@@ -46,7 +49,7 @@ def main() -> None:
     torch.manual_seed(a.seed)
     x_tr, y_tr, x_te, y_te = load_data(a.seed)
     model = make_model()
-    optimizer = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9)
+    optimizer = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum)
     sampler = ElasticSampler(
         batch_size=a.batch_size, size=len(x_tr), shard_size=a.batch_size, epochs=a.epochs
     )
@@ -60,10 +63,11 @@ def main() -> None:
     with trainer:
         for step in trainer.steps():
             with trainer.step():
-                idx = torch.tensor(step.indices, dtype=torch.int64)
-                out = trainer.model(x_tr[idx])
-                loss = F.cross_entropy(out, y_tr[idx], reduction="sum") * step.loss_scale
-                loss.backward()
+                for micro in trainer.micro_steps(step):
+                    idx = torch.tensor(micro.indices, dtype=torch.int64)
+                    out = trainer.model(x_tr[idx])
+                    loss = F.cross_entropy(out, y_tr[idx], reduction="sum") * micro.loss_scale
+                    loss.backward()
                 optimizer.step()
                 if a.step_delay:
                     time.sleep(a.step_delay)
@@ -72,8 +76,10 @@ def main() -> None:
     if info.rank == 0:
         with torch.no_grad():
             acc = (model(x_te).argmax(1) == y_te).float().mean().item()
+            train_loss = F.cross_entropy(model(x_tr), y_tr).item()
         print(
-            f"digits: accuracy={acc:.4f} steps={steps} world_size={info.world_size} "
+            f"digits: accuracy={acc:.4f} loss={train_loss:.6f} steps={steps} "
+            f"world_size={info.world_size} "
             f"reforms={reforms}",
             flush=True,
         )

@@ -24,7 +24,9 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 from flexjob.api import names
+from flexjob.core.batch import RankBatch
 from flexjob.trainer import group, world
+from flexjob.trainer.batch import MicroSteps, fetch_plan, micro_batches_of
 from flexjob.trainer.checkpoint import Checkpointer
 from flexjob.trainer.rank_sync import sync_state
 from flexjob.trainer.rendezvous import WaitingWatcher, WorldSource, next_generation
@@ -45,6 +47,9 @@ class Step:
     epoch: int
     global_samples: int
     world_size: int
+    #: With a fixed global batch: this rank's micro-batches (their indices make up
+    #: ``indices``); run them with ``ElasticTrainer.micro_steps``.
+    micro: tuple[list[int], ...] = ()
 
     @property
     def loss_scale(self) -> float:
@@ -87,6 +92,9 @@ class ElasticTrainer:
         self._on_reform: list[Callable[[world.WorldInfo], None]] = []
         self._on_step: list[Callable[[Step], None]] = []
         self._published = 0.0
+        #: This rank's share of the job's fixed global batch in the current world (None: the
+        #: job has no ``spec.batch``; one sampler batch per step).
+        self.batch_plan: RankBatch | None = None
 
     # ---- lifecycle ----
     def __enter__(self) -> ElasticTrainer:
@@ -165,7 +173,8 @@ class ElasticTrainer:
             if self._broken:
                 self._reform()
                 continue
-            got = self.sampler.next_batch()
+            count = micro_batches_of(self.batch_plan)
+            got = self.sampler.next_batches(count)
             ctl = self._control(got)
             if ctl is None:
                 continue
@@ -178,15 +187,19 @@ class ElasticTrainer:
                     break
                 time.sleep(0.02)
                 continue
-            indices = list(got.indices) if isinstance(got, Batch) else []
-            epoch = got.epoch if isinstance(got, Batch) else self.sampler.epoch
+            batches = got if isinstance(got, list) else []
+            micro = tuple(list(b.indices) for b in batches)
+            indices = [i for m in micro for i in m]
+            epoch = batches[0].epoch if batches else self.sampler.epoch
             self.optimizer.zero_grad(set_to_none=False)
-            step = Step(self.step_count, indices, epoch, total, dist.get_world_size())
+            size = dist.get_world_size()
+            planned = micro if self.batch_plan is not None else ()
+            step = Step(self.step_count, indices, epoch, total, size, planned)
             yield step
             if self._broken:
-                continue  # the same batch is retried in the next world
-            if isinstance(got, Batch):
-                self.sampler.commit(got)
+                continue  # the same batches are retried in the next world
+            for batch in batches:
+                self.sampler.commit(batch)
             self.step_count += 1
             for callback in self._on_step:
                 callback(step)
@@ -205,20 +218,27 @@ class ElasticTrainer:
             self._broken = True
 
     def fit(self, train_step: Callable[[Step], Any]) -> int:
-        """Run ``train_step(step)`` for every step; returns the number of steps committed."""
+        """Run ``train_step(step)`` for every micro-batch of every step (gradients of all but
+        the last are kept local: one all-reduce per step); returns the steps committed."""
         for s in self.steps():
             with self.step():
-                train_step(s)
+                for micro in self.micro_steps(s):
+                    train_step(micro)
         return self.step_count
+
+    def micro_steps(self, step: Step) -> Iterator[Step]:
+        """``step`` as its micro-batches, all but the last under DDP ``no_sync`` (gradients
+        accumulate; the last backward all-reduces them). A step without a plan is itself."""
+        return MicroSteps(step, self.model).steps()
 
     @property
     def round(self) -> int:
         return self._gen.round if self._gen is not None else -1
 
     # ---- internals ----
-    def _control(self, got: Batch | NoShard) -> tuple[int, bool, bool] | None:
-        n = len(got.indices) if isinstance(got, Batch) else 0
-        more = 0 if got is NoShard.END else 1
+    def _control(self, got: list[Batch] | NoShard) -> tuple[int, bool, bool] | None:
+        n = sum(len(b.indices) for b in got) if isinstance(got, list) else 0
+        more = 0 if got is NoShard.END or got == [] else 1  # [] : no micro-batch planned
         wants = 1 if self._watcher is not None and self._watcher.waiting > 0 else 0
         ctl = torch.tensor([n, more, wants], dtype=torch.int64)
         try:
@@ -301,6 +321,7 @@ class ElasticTrainer:
                 group.form_group(gen, rank, size, self._stores, self.timeout_s)
                 self.step_count, _ = sync_state(self.module, self.optimizer, self.step_count)
                 self._ddp = DistributedDataParallel(self.module)
+                self.batch_plan = fetch_plan(self.source, rank, size, self.sampler.batch_size)
                 break
             except Exception as exc:
                 if not group.is_collective_error(exc):

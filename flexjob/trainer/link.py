@@ -1,14 +1,16 @@
 """``MasterLink``: the trainer's connection to the job master (rendezvous and shards).
 
-Rendezvous calls go out as the node (all processes of a node share one seat in the world);
-shard calls go out as the process (``<node>.<local_rank>`` beyond local rank 0), so the shards
-of a process that dies can be handed out again without touching its siblings'. Datasets that
-the job spec did not declare are registered with the master's ``RegisterDataset`` call.
+Rendezvous and batch-plan calls go out as the node (all processes of a node share one seat in
+the world); shard calls go out as the process (``<node>.<local_rank>`` beyond local rank 0), so
+the shards of a process that dies can be handed out again without touching its siblings'.
+Datasets that the job spec did not declare are registered with the master's
+``RegisterDataset`` call.
 Not for the agent (it has its own client).
 """
 
 from __future__ import annotations
 
+from flexjob.core.batch import RankBatch
 from flexjob.core.dataset import Dataset
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.messages import NodeRef
@@ -61,6 +63,11 @@ class MasterLink:
 
     def report_shard(self, dataset: str, shard_id: int) -> bool:
         return self.proc.report_shard(shard_id, dataset)
+
+    # ---- fixed global batch ----
+    def get_batch_plan(self, rank: int, world_size: int) -> RankBatch:
+        """This rank's share of ``spec.batch``; ``NotFoundError`` when the job has none."""
+        return self.node.get_batch_plan(rank, world_size)
 
     def publish(self, key: str, value: str) -> None:
         self.node.kv_set(key, value.encode())

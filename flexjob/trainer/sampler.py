@@ -54,6 +54,7 @@ class Batch:
     epoch: int
     shard_id: int
     end: int  # offset in the shard just past this batch
+    last: bool = False  # the shard's last batch: committing it finishes the shard
 
 
 class ElasticSampler:
@@ -87,7 +88,7 @@ class ElasticSampler:
         )
         self._shard: ShardSamples | None = None
         self._offset = 0
-        self._pending: Batch | None = None
+        self._pending: list[Batch] = []
         self._ended = False
         self.epoch = 0
         self.samples_committed = 0
@@ -101,12 +102,28 @@ class ElasticSampler:
 
     @property
     def ended(self) -> bool:
-        return self._ended and self._pending is None
+        return self._ended and not self._pending
 
     def next_batch(self) -> Batch | NoShard:
-        """The pending batch, a new one, or why there is none."""
-        if self._pending is not None:
-            return self._pending
+        """The oldest pending batch, a new one, or why there is none."""
+        got = self.next_batches(1)
+        return got[0] if isinstance(got, list) else got
+
+    def next_batches(self, count: int) -> list[Batch] | NoShard:
+        """The ``count`` oldest pending batches, cutting new ones as needed (fewer at the end of
+        the data or while shards are held by others; ``[]`` for ``count`` 0), or why there is
+        none. The same batches come back until they are committed, so a step that failed is
+        retried with the same samples."""
+        while len(self._pending) < count:
+            got = self._cut()
+            if isinstance(got, NoShard):
+                if not self._pending:
+                    return got
+                break
+            self._pending.append(got)
+        return self._pending[:count]
+
+    def _cut(self) -> Batch | NoShard:
         if self._source is None:
             raise RuntimeError("ElasticSampler has no shard source: call bind() first")
         if self._ended:
@@ -120,28 +137,37 @@ class ElasticSampler:
             self.epoch = got.epoch
             if not got.indices:  # an empty shard is done at once
                 self._report(got)
-                return self.next_batch()
-        end = min(self._offset + self.batch_size, len(self._shard.indices))
-        self._pending = Batch(
-            self._shard.indices[self._offset : end], self._shard.epoch, self._shard.shard_id, end
+                self._shard = None
+                return self._cut()
+        shard = self._shard
+        end = min(self._offset + self.batch_size, len(shard.indices))
+        batch = Batch(
+            shard.indices[self._offset : end],
+            shard.epoch,
+            shard.shard_id,
+            end,
+            last=end >= len(shard.indices),
         )
-        return self._pending
+        self._offset = end
+        return batch
 
     def commit(self, batch: Batch) -> None:
-        """The step that used ``batch`` finished: advance, and report a finished shard."""
-        if batch is not self._pending or self._shard is None:
-            raise RuntimeError("commit() of a batch that is not the pending one")
-        self._pending = None
-        self._offset = batch.end
+        """The step that used ``batch`` (the oldest pending one) finished: report its shard when
+        it was the shard's last batch."""
+        if not self._pending or batch is not self._pending[0]:
+            raise RuntimeError("commit() of a batch that is not the oldest pending one")
+        self._pending.pop(0)
         self.samples_committed += len(batch.indices)
-        if self._offset >= len(self._shard.indices):
-            self._report(self._shard)
-            self._shard = None
+        if batch.last:
+            self._report_id(batch.shard_id)
 
     def _report(self, shard: ShardSamples) -> None:
+        self._report_id(shard.shard_id)
+
+    def _report_id(self, shard_id: int) -> None:
         assert self._source is not None
-        if not self._source.report_shard(self.dataset, shard.shard_id):
-            log.warning("master did not accept shard %d as done", shard.shard_id)
+        if not self._source.report_shard(self.dataset, shard_id):
+            log.warning("master did not accept shard %d as done", shard_id)
         self.shards_reported += 1
 
     def __iter__(self) -> Iterator[Batch]:
