@@ -12,6 +12,7 @@ import pytest
 LAYERS = (
     "api",
     "core",
+    "observe",
     "rpc",
     "platform",
     "master",

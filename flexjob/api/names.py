@@ -51,4 +51,13 @@ ENV_STATUS_FILE = "FLEXJOB_STATUS_FILE"
 # Keys in the job master's KV store.
 KV_DATASET_PREFIX = "flexjob/dataset/"  # + dataset name: a dataset registered by the trainer
 KV_STEP = "flexjob/progress/step"  # rank 0's step, for progress displays
+KV_LOSS = "flexjob/progress/loss"  # rank 0's last reported loss (ElasticTrainer.report_loss)
 KV_IN_PLACE = "flexjob/in-place"  # set once the trainer helpers run: workers join by themselves
+
+# Prometheus metrics of a flexjob process (master, agent, operator, brain): where its /metrics
+# endpoint listens ("HOST:PORT"; port 0 picks a free one; "off" serves none; default
+# 127.0.0.1:0), and the bearer token a scraper must send when HOST is not a loopback address.
+ENV_METRICS_ADDR = "FLEXJOB_METRICS_ADDR"
+ENV_METRICS_TOKEN = "FLEXJOB_METRICS_TOKEN"
+DEFAULT_METRICS_ADDR = "127.0.0.1:0"
+METRICS_PORT = 9464  # the fixed port the Kubernetes manifests expose and annotate for scraping

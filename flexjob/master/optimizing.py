@@ -20,6 +20,7 @@ from flexjob.api import OptimizeMode, ReplicaType, ResourcePlan, ScalePlan
 from flexjob.core import planner
 from flexjob.core.planner.speed import SpeedAggregator
 from flexjob.master.config import MasterConfig
+from flexjob.master.logs import event
 from flexjob.master.optimizer import JobOptimizer, to_scale_plan
 from flexjob.master.state import write_atomic
 from flexjob.master.stats import NodeRecord
@@ -201,9 +202,7 @@ class OptimizerLoop:
             plan, self.job_name, self.namespace, index, self.optimizer.plan_ids[-1]
         )
         self.sink(scale_plan)
-        log.info(
-            "job %s: wrote ScalePlan %s: %s", self.job_name, scale_plan.metadata.name, plan.reason
-        )
+        event(log, "scaled", self.job_name, plan=scale_plan.metadata.name, detail=plan.reason)
 
 
 def _replica_type(node_id: str) -> ReplicaType:

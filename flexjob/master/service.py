@@ -24,6 +24,7 @@ from flexjob.core.shards import ReportResult, ShardManager
 from flexjob.master.config import DatasetConfig, MasterConfig
 from flexjob.master.health import HeartbeatTracker
 from flexjob.master.logs import event
+from flexjob.master.observing import MasterView, master_view
 from flexjob.master.snapshot import SnapshotWriter, restore_snapshot
 from flexjob.master.state import StateFile
 from flexjob.master.stats import NodeRecord, StatsBook
@@ -245,6 +246,11 @@ class MasterService:
         except ValueError as exc:
             raise InvalidArgumentError(str(exc)) from None
         return BatchPlanInfo(m, self._batch.micro_batch_size, self._batch.global_batch_size)
+
+    def view(self) -> MasterView:
+        """The master's numbers in one consistent read (metrics, timeline)."""
+        with self._lock:
+            return master_view(self._job, self._shards, self._rdzv, self._stats, self._kv)
 
     # ---- key-value store ----
     def kv_set(self, key: str, value: bytes) -> None:

@@ -6,7 +6,7 @@ of the ``rpc.api`` hierarchy become gRPC status codes. Not where master logic li
 """
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent import futures
 from dataclasses import dataclass
 from typing import TypeVar
@@ -138,12 +138,17 @@ class RunningServer:
 
 
 def serve(
-    backend: MasterBackend, host: str = "127.0.0.1", port: int = 0, max_workers: int = 32
+    backend: MasterBackend,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    max_workers: int = 32,
+    interceptors: Sequence[grpc.ServerInterceptor] = (),
 ) -> RunningServer:
     """Start serving ``backend`` on ``host:port`` (0: a free port); returns at once."""
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="master-rpc"),
         options=[("grpc.so_reuseport", 0)],
+        interceptors=list(interceptors),
     )
     pb_grpc.add_MasterServicer_to_server(MasterServicer(backend), server)  # type: ignore[no-untyped-call]
     bound = server.add_insecure_port(f"{host}:{port}")
