@@ -8,6 +8,7 @@ Routes, all JSON (camelCase):
   POST /api/v1/cluster/nodes          ClusterReport -> 204
   GET  /api/v1/cluster/nodes          -> list of ClusterNodeReport
   GET  /healthz
+  GET  /metrics                       Prometheus text format
 ``serve`` runs it with uvicorn on a socket it binds itself, so port 0 works. Not for decisions.
 """
 
@@ -16,10 +17,12 @@ import socket
 from collections.abc import Callable
 
 from fastapi import FastAPI, HTTPException, Response
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from sqlalchemy import Engine
 
 from flexjob.brain.processor import OptimizeProcessor
 from flexjob.brain.store import BrainStore, UnknownJobError
+from flexjob.observe import metrics
 from flexjob.rpc import brain_messages as schemas
 
 log = logging.getLogger(__name__)
@@ -29,6 +32,11 @@ PREFIX = "/api/v1"
 def create_app(store: BrainStore, processor: OptimizeProcessor | None = None) -> FastAPI:
     processor = processor or OptimizeProcessor(store)
     app = FastAPI(title="flexjob brain", version="1")
+
+    @app.get("/metrics")
+    def prometheus() -> Response:
+        """This process's Prometheus metrics (``observe.metrics``)."""
+        return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/healthz")
     def healthz() -> dict[str, str]:

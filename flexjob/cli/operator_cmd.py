@@ -45,6 +45,11 @@ def operator(
     liveness: str | None = typer.Option(
         None, help="Liveness endpoint, e.g. http://0.0.0.0:8080/healthz."
     ),
+    metrics_addr: str | None = typer.Option(
+        None,
+        help="Where /metrics listens: HOST:PORT or off [$FLEXJOB_METRICS_ADDR, else "
+        "127.0.0.1:0]; beyond loopback it needs $FLEXJOB_METRICS_TOKEN.",
+    ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),
 ) -> None:
     """Run the flexjob operator: reconcile ElasticJobs and ScalePlans into pods and services."""
@@ -78,6 +83,7 @@ def operator(
         webhooks=hooks,
         liveness=liveness,
         job_master_image=os.environ.get("FLEXJOB_IMAGE") or None,
+        metrics_addr=metrics_addr,
     )
     platform = KubernetesPlatform.from_config(options.kubeconfig, context, server)
     try:

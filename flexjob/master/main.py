@@ -20,6 +20,7 @@ from flexjob.master.service import MasterService
 from flexjob.master.state import write_atomic
 from flexjob.master.timeline import TimelineRecorder
 from flexjob.observe import metrics, metrics_http
+from flexjob.rpc.brain_messages import JobStatus
 from flexjob.rpc.server import RunningServer, serve
 
 log = logging.getLogger(__name__)
@@ -56,7 +57,7 @@ class MasterHandle:
         if self._thread is not None:
             self._thread.join()
         if self.optimizer is not None:
-            self.optimizer.stop()
+            self.optimizer.stop(JobStatus.SUCCEEDED if self.service.job_finished else None)
         self.server.stop(grace=0.5)
         if self.timeline is not None:
             self.timeline.sample(self.service.view, force=True)

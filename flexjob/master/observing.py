@@ -99,7 +99,7 @@ class MasterCollector(Collector):
         job = [v.job]
 
         def gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
-            g = GaugeMetricFamily(name, doc, labels=["job"])
+            g = GaugeMetricFamily(name, doc, labels=["job_name"])
             g.add_metric(job, value)
             return g
 
@@ -115,10 +115,12 @@ class MasterCollector(Collector):
         )
         yield gauge("flexjob_master_step", "Rank 0's last published step.", v.step)
         shards = GaugeMetricFamily(
-            "flexjob_master_shards", "Data shards by state.", labels=["job", "dataset", "state"]
+            "flexjob_master_shards",
+            "Data shards by state.",
+            labels=["job_name", "dataset", "state"],
         )
         samples = GaugeMetricFamily(
-            "flexjob_master_samples_done", "Samples in done shards.", labels=["job", "dataset"]
+            "flexjob_master_samples_done", "Samples in done shards.", labels=["job_name", "dataset"]
         )
         for d in v.datasets:
             for state, n in (("todo", d.todo), ("doing", d.doing), ("done", d.done)):

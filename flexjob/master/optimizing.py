@@ -127,11 +127,20 @@ class OptimizerLoop:
         self._thread = threading.Thread(target=self._run, name="master-optimizer", daemon=True)
         self._thread.start()
 
-    def stop(self) -> None:
+    def stop(self, status: schemas.JobStatus | None = None) -> None:
+        """Stop ticking; send what was measured since the last tick (a job shorter than one
+        interval has no other samples) and, when ``status`` is known, how the job ended."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        self.optimizer.flush()
+        try:
+            self.feed()
+        except Exception:
+            log.exception("last stats of job %s not taken", self.job_name)
+        if status is None:
+            self.optimizer.flush()
+        else:
+            self.optimizer.finish(status)
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):

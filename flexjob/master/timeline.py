@@ -21,6 +21,13 @@ from flexjob.observe import metrics, timeline
 
 log = logging.getLogger(__name__)
 
+ROUNDS = metrics.counter(
+    "flexjob_master_rendezvous_rounds", "Rendezvous rounds completed.", ["job_name"]
+)
+NODE_FAILURES = metrics.counter(
+    "flexjob_master_node_failures", "Nodes lost or failed.", ["job_name", "kind"]
+)
+
 
 class TimelineRecorder:
     def __init__(
@@ -52,13 +59,9 @@ class TimelineRecorder:
 
     def _on_event(self, name: str, fields: dict[str, object]) -> None:
         if name == timeline.ROUND:
-            metrics.counter(
-                "flexjob_master_rendezvous_rounds", "Rendezvous rounds completed.", ["job"]
-            ).labels(job=self._job).inc()
+            ROUNDS.labels(self._job).inc()
         elif name in (timeline.LOST, timeline.FAILED):
-            metrics.counter(
-                "flexjob_master_node_failures", "Nodes lost or failed.", ["job", "kind"]
-            ).labels(job=self._job, kind=name).inc()
+            NODE_FAILURES.labels(self._job, name).inc()
         if name in timeline.EVENT_NAMES:
             self._write(timeline.event_record(timeline.Event(self._clock(), name, dict(fields))))
 

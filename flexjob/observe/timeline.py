@@ -177,3 +177,34 @@ def summary(tl: Timeline, *, last_samples: int = 5) -> list[str]:
     for t, line in narrate(tl.events):
         out.append(f"  +{t - t0:7.1f} s  {line}")
     return out
+
+
+class Follower:
+    """Tails a job's timeline while it runs: ``new_lines`` returns the narrated lines
+    (``narrate``) that appeared since the last call. For ``flexjob run``'s output."""
+
+    def __init__(self, job_dir: Path) -> None:
+        self._file = job_dir / FILE_NAME
+        self._offset = 0
+        self._events: list[Event] = []
+        self._told = 0
+
+    def new_lines(self) -> list[str]:
+        try:
+            with self._file.open("rb") as f:
+                f.seek(self._offset)
+                chunk = f.read()
+        except FileNotFoundError:
+            return []
+        whole = chunk[: chunk.rfind(b"\n") + 1]  # a line still being written waits
+        self._offset += len(whole)
+        records = []
+        for line in whole.decode(errors="replace").splitlines():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+        self._events.extend(parse(records).events)
+        lines = narrate(self._events)
+        fresh, self._told = lines[self._told :], len(lines)
+        return [text for _, text in fresh]

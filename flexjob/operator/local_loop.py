@@ -13,6 +13,7 @@ Not for Kubernetes (that is the kopf operator).
 import logging
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -23,6 +24,7 @@ from flexjob.core.actions import DeleteJob, RecordEvent
 from flexjob.core.job_master import JobMasterOptions
 from flexjob.core.reconcile import reconcile
 from flexjob.core.status_patch import StatusOwner, owner_patch
+from flexjob.operator import observing
 from flexjob.operator.apply import apply_actions
 from flexjob.platform.api import NotFoundError, Platform, Replica
 from flexjob.platform.local.paths import ENV_HOME
@@ -95,6 +97,7 @@ class LocalJobLoop:
             self._stop_orphans()
             return RoundResult(None, [], acted=False, done=True)
         replicas = self.platform.list_replicas(self.namespace, self.name)
+        observing.replicas(self.namespace, self.name, replicas)
         services = self.platform.list_services(self.namespace, self.name)
         plan = pending_plan(self.platform, job)
         actions, status = reconcile(
@@ -118,7 +121,9 @@ class LocalJobLoop:
         stop = stop or threading.Event()
         last: ElasticJob | None = None
         while not stop.is_set():
+            started = time.perf_counter()
             result = self.step()
+            observing.reconciled(time.perf_counter() - started, "local")
             last = result.job
             if result.done:
                 return last

@@ -19,6 +19,7 @@ from flexjob.core.actions import Action, CreateReplica, DeleteReplica, Reconcile
 from flexjob.core.job_master import JobMasterOptions
 from flexjob.core.reconcile import reconcile
 from flexjob.core.status_patch import StatusOwner, owner_patch
+from flexjob.operator import observing
 from flexjob.operator.apply import apply_actions
 from flexjob.operator.local_loop import pending_plan
 from flexjob.platform.api import NotFoundError, Platform
@@ -73,6 +74,7 @@ def reconcile_job(
     if is_deleting(job):
         return None
     replicas = platform.list_replicas(namespace, name)
+    observing.replicas(namespace, name, replicas)
     services = platform.list_services(namespace, name)
     plan = pending_plan(platform, job)
     result = reconcile(job, replicas, now, services=services, plan=plan, job_master=job_master)

@@ -86,6 +86,7 @@ class ElasticTrainer:
         self._status = StatusWriter()
         self._on_reform: list[Callable[[world.WorldInfo], None]] = []
         self._published = 0.0
+        self._loss_published = 0.0
 
     # ---- lifecycle ----
     def __enter__(self) -> ElasticTrainer:
@@ -198,6 +199,14 @@ class ElasticTrainer:
             with self.step():
                 train_step(s)
         return self.step_count
+
+    def report_loss(self, loss: float) -> None:
+        """Rank 0's loss for the job's timeline and ``flexjob describe`` (sent at most every
+        ``PUBLISH_EVERY_S``; other ranks' calls are ignored)."""
+        now = time.monotonic()
+        if dist.get_rank() == 0 and now - self._loss_published >= PUBLISH_EVERY_S:
+            self._loss_published = now
+            self._publish(names.KV_LOSS, repr(float(loss)))
 
     @property
     def round(self) -> int:

@@ -7,7 +7,7 @@ from flexjob.master.config import DatasetConfig, MasterConfig
 from flexjob.master.main import METRICS_ADDR_FILE, start_master
 from flexjob.observe import timeline
 from flexjob.rpc.client import MasterClient
-from tests.support.metrics import metrics_url, scrape, value
+from tests.support.metrics import dashboard_metrics, metrics_url, scrape, value
 
 
 def test_master_metrics_and_timeline_show_a_lost_node(tmp_path: Path) -> None:
@@ -40,7 +40,7 @@ def test_master_metrics_and_timeline_show_a_lost_node(tmp_path: Path) -> None:
         assert {c.wait_world(30).world_size for c in clients[:2]} == {2}
 
         got = scrape(metrics_url(job_dir / METRICS_ADDR_FILE))
-        job = {"job": "seen"}
+        job = {"job_name": "seen"}
         assert value(got, "flexjob_master_world_size", **job) == 2
         assert value(got, "flexjob_master_rendezvous_rounds_total", **job) == 2
         assert value(got, "flexjob_master_node_failures_total", kind="node_dead", **job) == 1
@@ -52,6 +52,7 @@ def test_master_metrics_and_timeline_show_a_lost_node(tmp_path: Path) -> None:
         assert value(got, "flexjob_master_step", **job) == 7
         joins = value(got, "flexjob_master_rpc_seconds_count", method="JoinRendezvous", code="OK")
         assert joins == 5
+        assert dashboard_metrics("flexjob_master_") <= set(got)
     finally:
         for c in clients:
             c.close()

@@ -37,3 +37,25 @@ def metrics_url(addr_file: Path, timeout: float = 30.0) -> str:
         lambda: addr_file.exists() and addr_file.read_text().strip(), timeout, what=str(addr_file)
     )
     return f"http://{address}/metrics"
+
+
+DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "flexjob-job.json"
+_SUFFIXES = ("_bucket", "_count", "_sum", "_total")
+
+
+def dashboard_metrics(prefix: str) -> set[str]:
+    """The metric families the Grafana dashboard queries whose names start with ``prefix``."""
+    import json
+    import re
+
+    board = json.loads(DASHBOARD.read_text())
+    exprs = [t["expr"] for p in board["panels"] for t in p["targets"]]
+    exprs += [a["expr"] for a in board["annotations"]["list"] if "expr" in a]
+    exprs.append(board["templating"]["list"][1]["query"])
+    names = set()
+    for name in re.findall(r"\bflexjob_[a-z_]+", " ".join(exprs)):
+        for suffix in _SUFFIXES:
+            name = name.removesuffix(suffix)
+        if name.startswith(prefix):
+            names.add(name)
+    return names
