@@ -27,6 +27,8 @@ from flexjob.api.load import dump_yaml, load_job
 from flexjob.api.names import DEFAULT_NAMESPACE
 from flexjob.api.problems import SpecError
 from flexjob.cli import job_views
+from flexjob.cli.timeline_cmds import job_timeline_dir
+from flexjob.observe import timeline
 from flexjob.platform.api import AlreadyExistsError, NotFoundError, Platform, Replica
 from flexjob.platform.registry import PLATFORMS, open_platform
 
@@ -170,6 +172,11 @@ def describe(
     job = _job(platform, namespace, name)
     replicas = platform.list_replicas(namespace, name)
     _out.print(job_views.describe(job, replicas, platform.list_events(namespace, name)))
+    from flexjob.platform.local import LocalPlatform
+
+    if isinstance(platform, LocalPlatform):
+        lines = timeline.summary(timeline.read(job_timeline_dir(job, platform.home)))
+        _out.print("\n".join(["Timeline:", *lines]) if lines else "Timeline: none yet")
 
 
 def logs(

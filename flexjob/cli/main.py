@@ -31,6 +31,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "brain_cmd",
     "monitor_cmd",
     "run_cmd",
+    "timeline_cmds",
 )
 
 

@@ -89,6 +89,13 @@ def needs_job_master(job: ElasticJob) -> bool:
     return flexjob_rdzv or spec.dataset is not None or spec.batch is not None
 
 
+def master_job_dir(state_root: str, job: ElasticJob) -> str:
+    """Where the implicit master of this incarnation of ``job`` keeps its state and
+    timeline, under ``state_root`` (a new uid, a fresh folder)."""
+    incarnation = f"master-{job.metadata.uid or 'unknown'}"
+    return "/".join((state_root, job.namespace, job.name, incarnation))
+
+
 def master_replica_spec(job: ElasticJob, options: JobMasterOptions) -> ReplicaSpec:
     """The replica spec of ``job``'s implicit master."""
     wire = job.to_wire()
@@ -97,8 +104,7 @@ def master_replica_spec(job: ElasticJob, options: JobMasterOptions) -> ReplicaSp
     if options.scale_plan_platform:
         args += ["--scale-plan-platform", options.scale_plan_platform]
     if options.state_root:
-        incarnation = f"master-{job.metadata.uid or 'unknown'}"
-        args += ["--job-dir", "/".join((options.state_root, job.namespace, job.name, incarnation))]
+        args += ["--job-dir", master_job_dir(options.state_root, job)]
     env = {**options.env, ENV_JOB_SPEC: json.dumps(wire, sort_keys=True)}
     container = Container(
         name=MASTER_CONTAINER,

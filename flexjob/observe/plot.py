@@ -1,9 +1,10 @@
 """Draw a job's timeline: throughput and world size over time, events marked (matplotlib Agg).
 
 ``timeline_figure`` builds the figure (two stacked axes sharing the time axis: samples/s on
-top, world size below; each node lost / joined / failed and each scale as a vertical line on
-both, labelled on the top one); ``save_plot`` writes it as a PNG. For ``flexjob plot JOB`` and
-``flexjob run --plot FILE``. Not for interactive display (no GUI backend is used).
+top, world size below; each node lost / joined / restarted / failed and each scale as a
+vertical line on both, labelled on the top one); ``save_plot`` writes it as a PNG. For
+``flexjob plot JOB`` and ``flexjob run --plot FILE``. Not for interactive display (no GUI
+backend is used).
 """
 
 from __future__ import annotations
@@ -17,30 +18,21 @@ from flexjob.observe.timeline import Timeline
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-#: How each kind of event is marked: (colour, short label).
+#: How each kind of change is marked: its colour.
 MARKS = {
-    timeline.LOST: ("tab:red", "lost"),
-    timeline.JOINED: ("tab:green", "joined"),
-    timeline.FAILED: ("tab:orange", "failed"),
-    timeline.SCALED: ("tab:purple", "scaled"),
+    "lost": "tab:red",
+    "joined": "tab:green",
+    "restarted": "tab:olive",
+    "failed": "tab:orange",
+    "scaled": "tab:purple",
 }
 SIZE_INCHES = (10.0, 6.0)
 DPI = 100
 
 
-def marked_events(tl: Timeline) -> list[timeline.Event]:
-    """The events a plot marks: joins after the first world, losses, failures, scales."""
-    first_round = next((e.t for e in tl.events if e.name == timeline.ROUND), None)
-    out = []
-    for e in tl.events:
-        if e.name not in MARKS:
-            continue
-        if e.name == timeline.JOINED and (first_round is None or e.t <= first_round):
-            continue  # the nodes that formed the first world
-        if e.name == timeline.JOINED and e.fields.get("implicit"):
-            continue
-        out.append(e)
-    return out
+def marked_changes(tl: Timeline) -> list[timeline.Change]:
+    """The changes a plot marks: every node lost, joined, restarted or failed, every scale."""
+    return [c for c in timeline.changes(tl.events) if c.kind in MARKS]
 
 
 def timeline_figure(tl: Timeline, title: str = "") -> Figure:
@@ -52,6 +44,7 @@ def timeline_figure(tl: Timeline, title: str = "") -> Figure:
     xs = [s.t - t0 for s in tl.samples]
     top.plot(xs, [s.samples_per_second for s in tl.samples], color="tab:blue", label="samples/s")
     top.set_ylabel("samples/s")
+    top.set_ylim(bottom=0)
     top.grid(True, alpha=0.3)
     bottom.step(xs, [s.world_size for s in tl.samples], where="post", color="tab:gray")
     bottom.set_ylabel("world size")
@@ -59,13 +52,13 @@ def timeline_figure(tl: Timeline, title: str = "") -> Figure:
     bottom.grid(True, alpha=0.3)
     worlds = [s.world_size for s in tl.samples] or [0]
     bottom.set_ylim(0, max(worlds) + 1)
-    for e in marked_events(tl):
-        colour, label = MARKS[e.name]
-        x = e.t - t0
+    for c in marked_changes(tl):
+        colour = MARKS[c.kind]
+        x = c.t - t0
         for ax in (top, bottom):
-            ax.axvline(x, color=colour, linestyle="--", linewidth=1, gid=f"event:{e.name}")
+            ax.axvline(x, color=colour, linestyle="--", linewidth=1, gid=f"change:{c.kind}")
         top.annotate(
-            f"{e.node} {label}",
+            f"{c.node} {c.kind}".strip(),
             (x, 1.0),
             xycoords=("data", "axes fraction"),
             rotation=90,

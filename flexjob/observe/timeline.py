@@ -4,9 +4,9 @@ Two kinds of record, both with ``t`` (wall-clock seconds): a ``sample`` (world s
 step, loss when the trainer reports one, shards done of total) taken every few seconds by the
 master, and an ``event`` (a node joined, was lost or failed, a round re-formed the world, the
 job was scaled) written when it happens. ``read`` loads a file (a torn last line is skipped);
-``narrate`` turns events into the lines a user reads ("node worker-2 lost, world 3 → 2,
-resumed in 0.4 s"); ``summary`` is the text ``flexjob describe`` shows. Writing is the master's
-(``master.timeline``); drawing is ``observe.plot``.
+``changes`` / ``narrate`` turn events into what a user reads ("node worker-2 lost,
+world 3 → 2, resumed in 0.4 s"); ``summary`` is the text ``flexjob describe`` shows. Writing
+is the master's (``master.timeline``); drawing is ``observe.plot``.
 """
 
 from __future__ import annotations
@@ -114,42 +114,76 @@ def read(path: Path) -> Timeline:
     return parse(records)
 
 
-def narrate(events: Sequence[Event]) -> list[tuple[float, str]]:
-    """One line per change of the world a user cares about, with its time: a node lost or
-    joined (with the world before → after and how long training waited), a failure."""
-    lines: list[tuple[float, str]] = []
-    world = 0
-    pending: list[tuple[Event, str]] = []  # losses/joins waiting for the round that follows
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One thing a user cares about: a node lost, joined or restarted (the world re-formed,
+    ``before`` → ``after`` nodes, training waited ``waited`` seconds), failed, or a scale."""
+
+    t: float
+    kind: str  # "lost" | "joined" | "restarted" | "failed" | "scaled"
+    node: str = ""
+    before: int = 0
+    after: int = 0
+    waited: float = 0.0
+    detail: str = ""
+
+    @property
+    def text(self) -> str:
+        if self.kind in ("lost", "joined", "restarted"):
+            return (
+                f"node {self.node} {self.kind}, world {self.before} → {self.after}, "
+                f"resumed in {self.waited:.1f} s"
+            )
+        if self.kind == "failed":
+            return f"node {self.node} failed ({self.detail})"
+        return f"scaled: {self.detail}" if self.detail else "scaled"
+
+
+def _members(e: Event) -> list[str] | None:
+    raw = e.fields.get("members")
+    return [m for m in str(raw).split(",") if m] if raw is not None else None
+
+
+def changes(events: Sequence[Event]) -> list[Change]:
+    """What changed, from the master's events: each completed round is compared with the one
+    before it (who left, who came); the world broke at the first join, loss or failure after
+    a round, and training resumed when the next round completed."""
+    out: list[Change] = []
+    prev: list[str] | None = None
+    broke_at: float | None = None
+    restarted: list[str] = []
     for e in events:
         if e.name == ROUND:
-            after = int(e.fields.get("world_size", 0))
-            for cause, verb in pending:
-                waited = e.t - cause.t
-                lines.append(
-                    (
-                        cause.t,
-                        f"node {cause.node} {verb}, world {world} → {after}, "
-                        f"resumed in {waited:.1f} s",
-                    )
-                )
-            if not pending and world and after != world:
-                lines.append((e.t, f"world {world} → {after} (round {e.fields.get('round')})"))
-            pending = []
-            world = after
-        elif e.name == LOST:
-            pending.append((e, "lost"))
-        elif e.name == JOINED and world and not e.fields.get("implicit"):
-            if not any(c.node == e.node for c, _ in pending):
-                pending.append((e, "joined"))
-        elif e.name == FAILED:
-            code = e.fields.get("exit_code", "?")
-            again = "restarting" if e.fields.get("restarting") else "not restarting"
-            lines.append((e.t, f"node {e.node} failed (exit code {code}), {again}"))
-            if e.fields.get("restarting"):
-                pending.append((e, "restarted"))
+            members = _members(e) or []
+            if prev is not None:
+                since = broke_at if broke_at is not None else e.t
+                lost = [n for n in prev if n not in members]
+                came = [n for n in members if n not in prev]
+                again = [n for n in restarted if n in members and n not in came]
+                for kind, nodes in (("lost", lost), ("joined", came), ("restarted", again)):
+                    out += [
+                        Change(since, kind, n, len(prev), len(members), e.t - since) for n in nodes
+                    ]
+            prev, broke_at, restarted = members, None, []
+        elif e.name in (JOINED, LOST, FAILED) and prev is not None:
+            if broke_at is None and (e.name != LOST or e.node in prev):
+                broke_at = e.t
+            if e.name == FAILED:
+                code = e.fields.get("exit_code", "?")
+                restarting = bool(e.fields.get("restarting"))
+                more = "restarting" if restarting else "not restarting"
+                out.append(Change(e.t, "failed", e.node, detail=f"exit code {code}, {more}"))
+                if restarting:
+                    restarted.append(e.node)
         elif e.name == SCALED:
-            lines.append((e.t, f"scaled: {e.fields.get('detail', '')}".rstrip(": ")))
-    return lines
+            out.append(Change(e.t, "scaled", detail=str(e.fields.get("detail", ""))))
+    return out
+
+
+def narrate(events: Sequence[Event]) -> list[tuple[float, str]]:
+    """One line per change, with its time ("node worker-2 lost, world 3 → 2, resumed in
+    0.4 s"); in the order the master saw them complete."""
+    return [(c.t, c.text) for c in changes(events)]
 
 
 def summary(tl: Timeline, *, last_samples: int = 5) -> list[str]:

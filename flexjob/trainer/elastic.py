@@ -190,7 +190,7 @@ class ElasticTrainer:
         except Exception as exc:
             if not group.is_collective_error(exc):
                 raise
-            log.warning("collective failed in round %s: %s", self.round, str(exc)[:200])
+            log.info("collective failed in round %s: %s", self.round, str(exc)[:200])
             self._broken = True
 
     def fit(self, train_step: Callable[[Step], Any]) -> int:
@@ -223,7 +223,7 @@ class ElasticTrainer:
         except Exception as exc:
             if not group.is_collective_error(exc):
                 raise
-            log.warning("control all-reduce failed in round %s: %s", self.round, exc)
+            log.info("control all-reduce failed in round %s: %s", self.round, exc)
             self._broken = True
             return None
         total, more_sum, wants_sum = (int(v) for v in ctl.tolist())

@@ -62,4 +62,4 @@ def test_master_metrics_and_timeline_show_a_lost_node(tmp_path: Path) -> None:
     assert tl.samples[-1].loss == 0.25 and tl.samples[-1].world_size == 2
     lines = [line for _, line in timeline.narrate(tl.events)]
     assert any(line.startswith("node worker-2 lost, world 3 → 2, resumed in ") for line in lines)
-    assert "node worker-2 failed (exit code 1), not restarting" in lines
+    assert "node worker-2 failed (exit code 1, not restarting)" in lines
