@@ -22,6 +22,7 @@ LAYERS = (
     "server",
     "scheduler",
     "brain",
+    "client",
     "cli",
 )
 ROOT = Path(__file__).resolve().parents[1] / "flexjob"

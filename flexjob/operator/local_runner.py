@@ -7,6 +7,7 @@ SIGTERM), stops the job's replicas and marks it Failed. ``start_detached`` start
 """
 
 import logging
+import os
 import signal
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from flexjob.core.status_patch import StatusOwner, owner_patch
 from flexjob.operator.local_loop import LocalJobLoop, Observer, local_job_master
 from flexjob.platform.api import NotFoundError
 from flexjob.platform.local import LocalPlatform
-from flexjob.platform.local.paths import job_dir
+from flexjob.platform.local.paths import ENV_HOME, job_dir
 
 log = logging.getLogger(__name__)
 
@@ -83,5 +84,6 @@ def start_detached(platform: LocalPlatform, namespace: str, name: str) -> int:
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            env={**os.environ, ENV_HOME: str(platform.home)},
         )
     return proc.pid

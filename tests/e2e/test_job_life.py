@@ -15,7 +15,7 @@ from tests.support.png import png_size
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
-ARGS = ("--epochs", "4", "--step-delay", "0.05")
+ARGS = ("--epochs", "3", "--step-delay", "0.05")
 
 
 def test_lost_node_is_one_line_agents_serve_metrics_and_the_plot_marks_it(
