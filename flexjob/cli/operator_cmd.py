@@ -107,6 +107,11 @@ def install(
         help="Namespace (existing) whose jobs' implicit masters get the flexjob-job-master "
         "service account (repeatable).",
     ),
+    metrics_token_secret: str = typer.Option(
+        "",
+        help="Secret (key 'token') whose bearer token Prometheus sends: exposes the operator's "
+        "/metrics on port 9464 with scrape annotations, a Service and a ServiceMonitor.",
+    ),
     apply: bool = typer.Option(False, help="Apply to the cluster instead of printing YAML."),
     kubeconfig: Path | None = typer.Option(None, help="Kubeconfig file (with --apply)."),
     context: str | None = typer.Option(None, help="Kubeconfig context (with --apply)."),
@@ -124,6 +129,7 @@ def install(
         webhook_port=webhook_port,
         cert_manager=cert_manager,
         job_namespaces=tuple(job_namespace),
+        metrics_token_secret=metrics_token_secret,
     )
     manifests = install_manifests(options)
     if not apply:

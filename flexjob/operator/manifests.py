@@ -19,6 +19,7 @@ from flexjob.api.crd import crds
 from flexjob.api.names import GROUP, PLURAL_JOB, PLURAL_SCALE_PLAN, VERSION
 from flexjob.core.job_master import JOB_MASTER_SERVICE_ACCOUNT
 from flexjob.operator.kopf_admission import MUTATE_JOB, VALIDATE_JOB, VALIDATE_PLAN
+from flexjob.operator.metrics_manifests import metrics_service, service_monitor, with_metrics
 
 Body = dict[str, Any]
 NAME = "flexjob-operator"
@@ -64,6 +65,9 @@ class InstallOptions:
     cert_manager: bool = True
     #: Namespaces whose jobs' implicit masters get the ``flexjob-job-master`` service account.
     job_namespaces: tuple[str, ...] = ("default",)
+    #: A Secret (key ``token``) whose token Prometheus sends: the operator's /metrics is then
+    #: exposed and scraped (``metrics_manifests``); empty: it stays on loopback.
+    metrics_token_secret: str = ""
 
     @property
     def service_host(self) -> str:
@@ -270,6 +274,18 @@ def install_manifests(options: InstallOptions | None = None) -> list[Body]:
         *job_master_rbac(options),
         *(certificate(options) if options.cert_manager else []),
         webhook_service(options),
-        deployment(options),
+        *_deployment_and_metrics(options),
         *webhook_configurations(options),
+    ]
+
+
+def _deployment_and_metrics(options: InstallOptions) -> list[Body]:
+    secret = options.metrics_token_secret
+    if not secret:
+        return [deployment(options)]
+    labels = {"app.kubernetes.io/name": NAME}
+    return [
+        with_metrics(deployment(options), secret),
+        metrics_service(NAME, options.namespace, labels),
+        service_monitor(NAME, options.namespace, labels, secret),
     ]
