@@ -20,8 +20,9 @@ from fastapi import FastAPI, HTTPException, Response
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from sqlalchemy import Engine
 
+from flexjob.api.errors import NotFoundError
 from flexjob.brain.processor import OptimizeProcessor
-from flexjob.brain.store import BrainStore, UnknownJobError
+from flexjob.brain.store import BrainStore
 from flexjob.observe import metrics
 from flexjob.rpc import brain_messages as schemas
 
@@ -50,7 +51,7 @@ def create_app(store: BrainStore, processor: OptimizeProcessor | None = None) ->
     def persist_metrics(job: str, report: schemas.MetricsReport) -> Response:
         try:
             store.persist(job, report)
-        except UnknownJobError as exc:
+        except NotFoundError as exc:
             raise HTTPException(404, str(exc)) from None
         except ValueError as exc:
             raise HTTPException(422, str(exc)) from None
@@ -60,14 +61,14 @@ def create_app(store: BrainStore, processor: OptimizeProcessor | None = None) ->
     def get_job_metrics(job: str) -> schemas.JobMetrics:
         try:
             return store.metrics(job)
-        except UnknownJobError as exc:
+        except NotFoundError as exc:
             raise HTTPException(404, str(exc)) from None
 
     @app.post(f"{PREFIX}/jobs/{{job:path}}/optimize", response_model=schemas.OptimizeResponse)
     def optimize(job: str, request: schemas.OptimizeRequest) -> schemas.OptimizeResponse:
         try:
             return processor.optimize(job, request.stage)
-        except UnknownJobError as exc:
+        except NotFoundError as exc:
             raise HTTPException(404, str(exc)) from None
 
     @app.post(f"{PREFIX}/cluster/nodes", status_code=204)
