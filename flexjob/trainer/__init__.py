@@ -14,6 +14,7 @@ from flexjob.trainer.world import Generation, WorldInfo, world_info
 
 if TYPE_CHECKING:
     from flexjob.trainer.checkpoint import Checkpointer
+    from flexjob.trainer.data_sampler import ElasticDistributedSampler
     from flexjob.trainer.elastic import ElasticTrainer, Step
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "BatchPlan",
     "Checkpointer",
     "DatasetParams",
+    "ElasticDistributedSampler",
     "ElasticSampler",
     "ElasticTrainer",
     "Generation",
@@ -35,6 +37,7 @@ __all__ = [
 
 _LAZY = {
     "Checkpointer": "flexjob.trainer.checkpoint",
+    "ElasticDistributedSampler": "flexjob.trainer.data_sampler",
     "ElasticTrainer": "flexjob.trainer.elastic",
     "Step": "flexjob.trainer.elastic",
 }
