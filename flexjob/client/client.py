@@ -28,6 +28,7 @@ from flexjob.api import (
 from flexjob.api.defaults import apply_defaults
 from flexjob.api.load import job_from_dict, load_job
 from flexjob.api.names import DEFAULT_NAMESPACE
+from flexjob.client.config import apply_config
 from flexjob.platform.api import Platform, Replica
 from flexjob.platform.registry import open_platform
 
@@ -62,6 +63,7 @@ class FlexjobClient:
         namespace: str = DEFAULT_NAMESPACE,
         home: str | Path | None = None,
     ) -> None:
+        apply_config()  # ~/.config/flexjob/config.yaml under the environment variables
         if isinstance(platform, str | None) and home is not None:
             if (platform or "local") != "local":
                 raise ValueError("home: only the local platform has a home folder")
