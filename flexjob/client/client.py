@@ -15,19 +15,11 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from flexjob.api import (
-    ElasticJob,
-    JobPhase,
-    ObjectMeta,
-    PodRef,
-    ReplicaResourceSpec,
-    ReplicaType,
-    ScalePlan,
-    ScalePlanSpec,
-)
+from flexjob.api import ElasticJob, JobPhase, ReplicaType, ScalePlan
 from flexjob.api.defaults import apply_defaults
 from flexjob.api.load import job_from_dict, load_job
 from flexjob.api.names import DEFAULT_NAMESPACE
+from flexjob.api.scaleplan import manual_scale_plan
 from flexjob.client.config import apply_config
 from flexjob.platform.api import Platform, Replica
 from flexjob.platform.registry import open_platform
@@ -167,17 +159,7 @@ class FlexjobClient:
         if bad:
             raise ValueError(f"scale_job: replica counts must be >= 0, got {bad}")
         self.get_job(name, namespace=ns)
-        plan = ScalePlan(
-            metadata=ObjectMeta(name=f"{name}-scale-{time.time_ns() // 1_000_000}", namespace=ns),
-            spec=ScalePlanSpec(
-                owner_job=name,
-                replica_resource_specs={
-                    t: ReplicaResourceSpec(replicas=n) for t, n in counts.items()
-                },
-                remove_pods=[PodRef(name=r) for r in remove],
-                manual_scaling=True,
-            ),
-        )
+        plan = manual_scale_plan(name, ns, counts, remove, stamp_ms=time.time_ns() // 1_000_000)
         return self.platform.create_scale_plan(plan)
 
     def list_replicas(self, name: str, *, namespace: str | None = None) -> list[Replica]:

@@ -63,7 +63,9 @@ class TimelineRecorder:
         elif name in (timeline.LOST, timeline.FAILED):
             NODE_FAILURES.labels(self._job, name).inc()
         if name in timeline.EVENT_NAMES:
-            self._write(timeline.event_record(timeline.Event(self._clock(), name, dict(fields))))
+            self._write(
+                timeline.event_record(timeline.TimelineEvent(self._clock(), name, dict(fields)))
+            )
 
     def sample(self, view: Callable[[], MasterView], *, force: bool = False) -> None:
         """Append a sample when ``every_s`` passed since the last (health loop tick)."""
@@ -72,7 +74,7 @@ class TimelineRecorder:
             return
         self._last_sample = now
         v = view()
-        s = timeline.Sample(
+        s = timeline.TimelineSample(
             now, v.world_size, v.samples_per_second, v.step, v.shards_done, v.shards_total, v.loss
         )
         self._write(timeline.sample_record(s))

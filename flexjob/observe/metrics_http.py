@@ -9,7 +9,6 @@ scrape must then send as ``Authorization: Bearer TOKEN``. Not for what the metri
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import logging
 import os
 import threading
@@ -21,20 +20,12 @@ from pathlib import Path
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from flexjob.api import names
+from flexjob.core.addresses import is_loopback
 from flexjob.observe import metrics
 
 log = logging.getLogger(__name__)
 
 OFF = "off"
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def parse_addr(text: str) -> tuple[str, int] | None:

@@ -30,7 +30,7 @@ SIZE_INCHES = (10.0, 6.0)
 DPI = 100
 
 
-def marked_changes(tl: Timeline) -> list[timeline.Change]:
+def marked_changes(tl: Timeline) -> list[timeline.WorldChange]:
     """The changes a plot marks: every node lost, joined, restarted or failed, every scale."""
     return [c for c in timeline.changes(tl.events) if c.kind in MARKS]
 

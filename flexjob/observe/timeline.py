@@ -30,7 +30,7 @@ EVENT_NAMES = (JOINED, LOST, FAILED, ROUND, SCALED, FINISHED)
 
 
 @dataclass(frozen=True, slots=True)
-class Sample:
+class TimelineSample:
     t: float
     world_size: int
     samples_per_second: float
@@ -41,7 +41,7 @@ class Sample:
 
 
 @dataclass(frozen=True, slots=True)
-class Event:
+class TimelineEvent:
     t: float
     name: str
     fields: dict[str, Any] = field(default_factory=dict)
@@ -53,8 +53,8 @@ class Event:
 
 @dataclass(frozen=True, slots=True)
 class Timeline:
-    samples: tuple[Sample, ...]
-    events: tuple[Event, ...]
+    samples: tuple[TimelineSample, ...]
+    events: tuple[TimelineEvent, ...]
 
     @property
     def start(self) -> float:
@@ -62,7 +62,7 @@ class Timeline:
         return min(times, default=0.0)
 
 
-def sample_record(s: Sample) -> dict[str, Any]:
+def sample_record(s: TimelineSample) -> dict[str, Any]:
     rec: dict[str, Any] = {"kind": "sample", "t": round(s.t, 3), "world_size": s.world_size}
     rec |= {"samples_per_second": round(s.samples_per_second, 2), "step": s.step}
     rec |= {"shards_done": s.shards_done, "shards_total": s.shards_total}
@@ -71,18 +71,18 @@ def sample_record(s: Sample) -> dict[str, Any]:
     return rec
 
 
-def event_record(e: Event) -> dict[str, Any]:
+def event_record(e: TimelineEvent) -> dict[str, Any]:
     return {"kind": "event", "t": round(e.t, 3), "event": e.name, **e.fields}
 
 
 def parse(records: Iterable[dict[str, Any]]) -> Timeline:
-    samples: list[Sample] = []
-    events: list[Event] = []
+    samples: list[TimelineSample] = []
+    events: list[TimelineEvent] = []
     for r in records:
         if r.get("kind") == "sample":
             loss = r.get("loss")
             samples.append(
-                Sample(
+                TimelineSample(
                     float(r["t"]),
                     int(r.get("world_size", 0)),
                     float(r.get("samples_per_second", 0.0)),
@@ -94,7 +94,7 @@ def parse(records: Iterable[dict[str, Any]]) -> Timeline:
             )
         elif r.get("kind") == "event":
             rest = {k: v for k, v in r.items() if k not in ("kind", "t", "event")}
-            events.append(Event(float(r["t"]), str(r["event"]), rest))
+            events.append(TimelineEvent(float(r["t"]), str(r["event"]), rest))
     return Timeline(tuple(samples), tuple(events))
 
 
@@ -115,7 +115,7 @@ def read(path: Path) -> Timeline:
 
 
 @dataclass(frozen=True, slots=True)
-class Change:
+class WorldChange:
     """One thing a user cares about: a node lost, joined or restarted (the world re-formed,
     ``before`` → ``after`` nodes, training waited ``waited`` seconds), failed, or a scale."""
 
@@ -139,16 +139,16 @@ class Change:
         return f"scaled: {self.detail}" if self.detail else "scaled"
 
 
-def _members(e: Event) -> list[str] | None:
+def _members(e: TimelineEvent) -> list[str] | None:
     raw = e.fields.get("members")
     return [m for m in str(raw).split(",") if m] if raw is not None else None
 
 
-def changes(events: Sequence[Event]) -> list[Change]:
+def changes(events: Sequence[TimelineEvent]) -> list[WorldChange]:
     """What changed, from the master's events: each completed round is compared with the one
     before it (who left, who came); the world broke at the first join, loss or failure after
     a round, and training resumed when the next round completed."""
-    out: list[Change] = []
+    out: list[WorldChange] = []
     prev: list[str] | None = None
     broke_at: float | None = None
     restarted: list[str] = []
@@ -162,7 +162,8 @@ def changes(events: Sequence[Event]) -> list[Change]:
                 again = [n for n in restarted if n in members and n not in came]
                 for kind, nodes in (("lost", lost), ("joined", came), ("restarted", again)):
                     out += [
-                        Change(since, kind, n, len(prev), len(members), e.t - since) for n in nodes
+                        WorldChange(since, kind, n, len(prev), len(members), e.t - since)
+                        for n in nodes
                     ]
             prev, broke_at, restarted = members, None, []
         elif e.name in (JOINED, LOST, FAILED) and prev is not None:
@@ -172,15 +173,15 @@ def changes(events: Sequence[Event]) -> list[Change]:
                 code = e.fields.get("exit_code", "?")
                 restarting = bool(e.fields.get("restarting"))
                 more = "restarting" if restarting else "not restarting"
-                out.append(Change(e.t, "failed", e.node, detail=f"exit code {code}, {more}"))
+                out.append(WorldChange(e.t, "failed", e.node, detail=f"exit code {code}, {more}"))
                 if restarting:
                     restarted.append(e.node)
         elif e.name == SCALED:
-            out.append(Change(e.t, "scaled", detail=str(e.fields.get("detail", ""))))
+            out.append(WorldChange(e.t, "scaled", detail=str(e.fields.get("detail", ""))))
     return out
 
 
-def narrate(events: Sequence[Event]) -> list[tuple[float, str]]:
+def narrate(events: Sequence[TimelineEvent]) -> list[tuple[float, str]]:
     """One line per change, with its time ("node worker-2 lost, world 3 → 2, resumed in
     0.4 s"); in the order the master saw them complete."""
     return [(c.t, c.text) for c in changes(events)]
@@ -220,7 +221,7 @@ class Follower:
     def __init__(self, job_dir: Path) -> None:
         self._file = job_dir / FILE_NAME
         self._offset = 0
-        self._events: list[Event] = []
+        self._events: list[TimelineEvent] = []
         self._told = 0
 
     def new_lines(self) -> list[str]:

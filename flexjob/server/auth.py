@@ -6,24 +6,15 @@ may do everything).
 """
 
 import hmac
-import ipaddress
 
 from flexjob.api.errors import InvalidSpecError
+from flexjob.core.addresses import is_loopback
 
 OPEN_PATHS = frozenset({"/healthz"})
 
 
 class InsecureBindError(InvalidSpecError):
     """Listening beyond 127.0.0.1 without a token."""
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def check_bind(host: str, token: str | None) -> None:

@@ -7,29 +7,33 @@ from matplotlib.lines import Line2D
 from matplotlib.text import Annotation
 
 from flexjob.observe import plot, timeline
-from flexjob.observe.timeline import Event, Sample
+from flexjob.observe.timeline import TimelineEvent, TimelineSample
 from tests.support.png import png_size
 
 EVENTS = (
-    Event(100.0, timeline.JOINED, {"node": "worker-0"}),
-    Event(100.1, timeline.JOINED, {"node": "worker-1"}),
-    Event(100.2, timeline.JOINED, {"node": "worker-2"}),
-    Event(
+    TimelineEvent(100.0, timeline.JOINED, {"node": "worker-0"}),
+    TimelineEvent(100.1, timeline.JOINED, {"node": "worker-1"}),
+    TimelineEvent(100.2, timeline.JOINED, {"node": "worker-2"}),
+    TimelineEvent(
         100.5,
         timeline.ROUND,
         {"round": 1, "world_size": 3, "members": "worker-0,worker-1,worker-2"},
     ),
-    Event(110.0, timeline.LOST, {"node": "worker-2", "reason": "heartbeat timeout"}),
-    Event(110.4, timeline.ROUND, {"round": 2, "world_size": 2, "members": "worker-0,worker-1"}),
-    Event(120.0, timeline.JOINED, {"node": "worker-3"}),
-    Event(
+    TimelineEvent(110.0, timeline.LOST, {"node": "worker-2", "reason": "heartbeat timeout"}),
+    TimelineEvent(
+        110.4, timeline.ROUND, {"round": 2, "world_size": 2, "members": "worker-0,worker-1"}
+    ),
+    TimelineEvent(120.0, timeline.JOINED, {"node": "worker-3"}),
+    TimelineEvent(
         121.5,
         timeline.ROUND,
         {"round": 3, "world_size": 3, "members": "worker-0,worker-1,worker-3"},
     ),
 )
 SAMPLES = tuple(
-    Sample(100.0 + t, 3 if t < 10 or t > 21 else 2, 300.0 if t < 10 else 200.0, t * 4, t, 40)
+    TimelineSample(
+        100.0 + t, 3 if t < 10 or t > 21 else 2, 300.0 if t < 10 else 200.0, t * 4, t, 40
+    )
     for t in range(0, 30, 2)
 )
 
@@ -51,9 +55,11 @@ def test_a_lost_and_a_joined_node_each_read_as_one_line() -> None:
 def test_a_failure_that_restarts_reads_as_failed_then_restarted() -> None:
     both = {"world_size": 2, "members": "worker-0,worker-1"}
     events = (
-        Event(1.0, timeline.ROUND, {"round": 1, **both}),
-        Event(5.0, timeline.FAILED, {"node": "worker-1", "exit_code": 3, "restarting": True}),
-        Event(6.0, timeline.ROUND, {"round": 2, **both}),
+        TimelineEvent(1.0, timeline.ROUND, {"round": 1, **both}),
+        TimelineEvent(
+            5.0, timeline.FAILED, {"node": "worker-1", "exit_code": 3, "restarting": True}
+        ),
+        TimelineEvent(6.0, timeline.ROUND, {"round": 2, **both}),
     )
     assert [t for _, t in timeline.narrate(events)] == [
         "node worker-1 failed (exit code 3, restarting)",
@@ -63,10 +69,14 @@ def test_a_failure_that_restarts_reads_as_failed_then_restarted() -> None:
 
 def test_survivors_that_re_form_before_the_loss_is_declared_still_name_the_lost_node() -> None:
     events = (
-        Event(1.0, timeline.ROUND, {"round": 1, "world_size": 2, "members": "worker-1,worker-0"}),
-        Event(9.0, timeline.JOINED, {"node": "worker-0"}),  # its collective failed: it re-joins
-        Event(10.0, timeline.ROUND, {"round": 2, "world_size": 1, "members": "worker-0"}),
-        Event(12.0, timeline.LOST, {"node": "worker-1", "reason": "heartbeat timeout"}),
+        TimelineEvent(
+            1.0, timeline.ROUND, {"round": 1, "world_size": 2, "members": "worker-1,worker-0"}
+        ),
+        TimelineEvent(
+            9.0, timeline.JOINED, {"node": "worker-0"}
+        ),  # its collective failed: it re-joins
+        TimelineEvent(10.0, timeline.ROUND, {"round": 2, "world_size": 1, "members": "worker-0"}),
+        TimelineEvent(12.0, timeline.LOST, {"node": "worker-1", "reason": "heartbeat timeout"}),
     )
     assert timeline.narrate(events) == [(9.0, "node worker-1 lost, world 2 → 1, resumed in 1.0 s")]
 
