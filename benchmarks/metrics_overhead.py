@@ -14,7 +14,8 @@ import statistics
 import threading
 import time
 
-from flexjob.master.config import DatasetConfig, MasterConfig
+from flexjob.core.dataset import Dataset
+from flexjob.core.master_config import MasterConfig
 from flexjob.master.observing import RpcLatency
 from flexjob.master.service import MasterService
 from flexjob.rpc.client import MasterClient
@@ -23,7 +24,7 @@ from flexjob.rpc.server import serve
 
 def rate(interceptors: list[RpcLatency], threads: int, seconds: float) -> float:
     config = MasterConfig(
-        job_name="bench", datasets=(DatasetConfig(size=1000, shard_size=10),), host_store=False
+        job_name="bench", datasets=(Dataset(size=1000, shard_size=10),), host_store=False
     )
     server = serve(MasterService(config), interceptors=interceptors, max_workers=threads)
     counts = [0] * threads

@@ -3,7 +3,7 @@ and seconds per step (from the trainer's status), and restarts (counted where th
 
 The metrics are made when this module is imported, so every family is listed from the first
 scrape. Not for sending stats to the master (``agent.agent`` does, from the same
-``NodeSample``).
+``NodeStats``).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from flexjob.agent.monitor import NodeSample
 from flexjob.observe import metrics, metrics_http
+from flexjob.rpc.api import NodeStats
 
 LABELS = ("job_name", "node")
 RESTARTS = metrics.counter("flexjob_agent_restarts", "Restarts of failed workers.", LABELS)
@@ -40,7 +40,7 @@ class StepClock:
     def __init__(self) -> None:
         self._last: tuple[float, int] | None = None
 
-    def observe(self, job: str, node: str, sample: NodeSample) -> None:
+    def observe(self, job: str, node: str, sample: NodeStats) -> None:
         CPU.labels(job, node).set(sample.cpu_percent)
         MEMORY.labels(job, node).set(sample.memory_bytes)
         STEP.labels(job, node).set(sample.step)

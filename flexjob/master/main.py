@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from flexjob.master.config import MasterConfig
+from flexjob.api import OptimizeMode
+from flexjob.core.master_config import MasterConfig
 from flexjob.master.logs import event
 from flexjob.master.observing import MasterCollector, RpcLatency
 from flexjob.master.service import MasterService
@@ -113,7 +114,7 @@ def start_master(config: MasterConfig) -> MasterHandle:
     handle.metrics_server = metrics_http.serve_configured(addr_file=addr_file)
     handle._thread = threading.Thread(target=handle._health_loop, name="master-health", daemon=True)
     handle._thread.start()
-    if config.optimize_mode != "manual" or config.brain_url:
+    if config.optimize_mode is not OptimizeMode.MANUAL or config.brain_url:
         from flexjob.master.optimizing import OptimizerLoop
 
         handle.optimizer = OptimizerLoop.from_config(config, service)

@@ -34,7 +34,8 @@ from types import TracebackType
 
 from torch.utils.data import Sampler
 
-from flexjob.trainer.sampler import DatasetParams, NoShard, Shard, ShardSource
+from flexjob.core.dataset import Dataset
+from flexjob.trainer.sampler import NoShard, ShardSamples, ShardSource
 
 log = logging.getLogger(__name__)
 
@@ -60,11 +61,12 @@ class ElasticDistributedSampler(Sampler[int]):
             raise ValueError(
                 f"size, shard_size and epochs must be >= 1, got {size}, {shard_size}, {epochs}"
             )
-        self.params = DatasetParams(name, size, shard_size, epochs, shuffle, seed)
+        self.size = size
+        self.params = Dataset(name, size, (), shard_size, epochs, shuffle, seed)
         self._source = source
         self._registered = False
         self._handed: list[int] = []  # shards whose indices were all yielded, not yet reported
-        self._later: Shard | None = None  # the first shard of the next epoch, kept for it
+        self._later: ShardSamples | None = None  # the first shard of the next epoch, kept for it
         self._lock = threading.Lock()
         _track(self)
 
@@ -77,7 +79,7 @@ class ElasticDistributedSampler(Sampler[int]):
 
     def __len__(self) -> int:
         """Samples of one epoch (all ranks together: the master balances them dynamically)."""
-        return self.params.size
+        return self.size
 
     def _bound(self) -> ShardSource:
         if self._source is None:

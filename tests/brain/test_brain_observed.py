@@ -3,7 +3,9 @@ ends with the job's speed samples and status, and the brain's /metrics counts it
 
 from pathlib import Path
 
-from flexjob.master.config import DatasetConfig, MasterConfig
+from flexjob.api import OptimizeMode
+from flexjob.core.dataset import Dataset
+from flexjob.core.master_config import MasterConfig
 from flexjob.master.main import start_master
 from flexjob.rpc.brain_client import BrainClient
 from flexjob.rpc.brain_messages import JobStatus
@@ -19,9 +21,9 @@ def test_brain_record_of_a_short_job_has_its_speed_and_final_status(tmp_path: Pa
             min_nodes=2,
             max_nodes=2,
             last_call_timeout=0.1,
-            datasets=(DatasetConfig(size=10, shard_size=5, epochs=1),),
+            datasets=(Dataset(size=10, shard_size=5, epochs=1),),
             host_store=False,
-            optimize_mode="cluster",
+            optimize_mode=OptimizeMode.CLUSTER,
             brain_url=url,
         )
         handle = start_master(config)

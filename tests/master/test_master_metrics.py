@@ -3,7 +3,8 @@
 from pathlib import Path
 
 from flexjob.api import names
-from flexjob.master.config import DatasetConfig, MasterConfig
+from flexjob.core.dataset import Dataset
+from flexjob.core.master_config import MasterConfig
 from flexjob.master.main import METRICS_ADDR_FILE, start_master
 from flexjob.observe import timeline
 from flexjob.rpc.client import MasterClient
@@ -19,7 +20,7 @@ def test_master_metrics_and_timeline_show_a_lost_node(tmp_path: Path) -> None:
         max_nodes=3,
         last_call_timeout=0.2,
         heartbeat_timeout=5.0,
-        datasets=(DatasetConfig(size=40, shard_size=5, epochs=1),),
+        datasets=(Dataset(size=40, shard_size=5, epochs=1),),
         host_store=False,
     )
     handle = start_master(config)
