@@ -130,10 +130,9 @@ class MasterCollector(Collector):
         yield samples
 
 
-def rpc_seconds() -> Any:
-    return metrics.histogram(
-        "flexjob_master_rpc_seconds", "Seconds the master took per RPC.", ["method", "code"]
-    )
+RPC_SECONDS = metrics.histogram(
+    "flexjob_master_rpc_seconds", "Seconds the master took per RPC.", ["method", "code"]
+)
 
 
 class RpcLatency(grpc.ServerInterceptor):  # type: ignore[misc]
@@ -145,7 +144,7 @@ class RpcLatency(grpc.ServerInterceptor):  # type: ignore[misc]
             return handler
         method = details.method.rsplit("/", 1)[-1]
         inner = handler.unary_unary
-        hist = rpc_seconds()
+        hist = RPC_SECONDS
 
         def timed(request: Any, context: grpc.ServicerContext) -> Any:
             started = time.perf_counter()
