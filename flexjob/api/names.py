@@ -68,6 +68,9 @@ ENV_STATUS_FILE = "FLEXJOB_STATUS_FILE"
 KV_STEP = "flexjob/progress/step"  # rank 0's step, for progress displays
 KV_LOSS = "flexjob/progress/loss"  # rank 0's last reported loss (ElasticTrainer.report_loss)
 KV_IN_PLACE = "flexjob/in-place"  # set once the trainer helpers run: workers join by themselves
+# The job's measured goodput profilings (JSON, the ``status.profilings`` format the Allocator
+# reads: step times per shape, local batch, gradient noise scale), from trainer.goodput.
+KV_PROFILINGS = "flexjob/profilings"
 
 # Prometheus metrics of a flexjob process (master, agent, operator, brain): where its /metrics
 # endpoint listens ("HOST:PORT"; port 0 picks a free one; "off" serves none; default

@@ -16,7 +16,7 @@ from flexjob.observe import timeline
 
 
 def job_timeline_dir(job: ElasticJob, home: Path) -> Path:
-    """The folder of a local job's implicit master (``operator.local_loop``'s state root)."""
+    """The folder of a local job's implicit master (``operator.local.loop``'s state root)."""
     return Path(master_job_dir(str(home / "jobs"), job))
 
 

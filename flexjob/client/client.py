@@ -87,7 +87,7 @@ class FlexjobClient:
             model.metadata.namespace = namespace or self.namespace
         created = self.platform.create_job(model)
         if self.platform.name == "local":
-            from flexjob.operator import local_runner
+            from flexjob.operator.local import runner as local_runner
             from flexjob.platform.local import LocalPlatform
 
             assert isinstance(self.platform, LocalPlatform)

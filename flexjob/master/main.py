@@ -18,7 +18,7 @@ from flexjob.core.master_config import MasterConfig
 from flexjob.master.logs import event
 from flexjob.master.observing import MasterCollector, RpcLatency
 from flexjob.master.service import MasterService
-from flexjob.master.state import write_atomic
+from flexjob.master.state_file import write_atomic
 from flexjob.master.timeline import TimelineRecorder
 from flexjob.observe import metrics, metrics_http
 from flexjob.rpc.brain_messages import JobStatus
@@ -37,7 +37,9 @@ class MasterHandle:
     service: MasterService
     server: RunningServer
     store: Any = None
-    optimizer: Any = None  # master.optimizing.OptimizerLoop when the job optimizes its resources
+    optimizer: Any = (
+        None  # master.optimizer_loop.OptimizerLoop when the job optimizes its resources
+    )
     timeline: TimelineRecorder | None = None
     collector: MasterCollector | None = None
     metrics_server: metrics_http.MetricsServer | None = None
@@ -115,7 +117,7 @@ def start_master(config: MasterConfig) -> MasterHandle:
     handle._thread = threading.Thread(target=handle._health_loop, name="master-health", daemon=True)
     handle._thread.start()
     if config.optimize_mode is not OptimizeMode.MANUAL or config.brain_url:
-        from flexjob.master.optimizing import OptimizerLoop
+        from flexjob.master.optimizer_loop import OptimizerLoop
 
         handle.optimizer = OptimizerLoop.from_config(config, service)
         handle.optimizer.start()
