@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from flexjob.observe import metrics, metrics_http
-from flexjob.rpc.api import NodeStats
+from flexjob.rpc.messages import NodeStats
 
 LABELS = ("job_name", "node")
 RESTARTS = metrics.counter("flexjob_agent_restarts", "Restarts of failed workers.", LABELS)
