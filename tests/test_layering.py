@@ -15,6 +15,7 @@ LAYERS = (
     "rpc",
     "platform",
     "master",
+    "ps",
     "trainer",
     "agent",
     "operator",

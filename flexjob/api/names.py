@@ -30,6 +30,13 @@ ENV_GPU = "FLEXJOB_GPU"
 
 DEFAULT_NAMESPACE = "default"
 DEFAULT_MASTER_PORT = 50001
+DEFAULT_PS_PORT = 50002
+
+# Parameter-server jobs: the size of the PS set (set on every replica of a job with `ps`
+# replicas), and the PS addresses in PS-index order, comma-separated (set by whoever knows them
+# before the trainer starts: the agent, `flexjob run`; else the trainer asks the master).
+ENV_NUM_PS = "FLEXJOB_NUM_PS"
+ENV_PS_ADDRESSES = "FLEXJOB_PS_ADDRESSES"
 
 # torch's own variables, set by the agent (and by the trainer helpers after each re-formed world).
 ENV_RANK = "RANK"
@@ -52,3 +59,4 @@ ENV_STATUS_FILE = "FLEXJOB_STATUS_FILE"
 KV_DATASET_PREFIX = "flexjob/dataset/"  # + dataset name: a dataset registered by the trainer
 KV_STEP = "flexjob/progress/step"  # rank 0's step, for progress displays
 KV_IN_PLACE = "flexjob/in-place"  # set once the trainer helpers run: workers join by themselves
+KV_PS_ADDRESS_PREFIX = "flexjob/ps/address/"  # + PS index: where that PS replica serves

@@ -7,7 +7,6 @@ until ``retry_deadline`` seconds have passed, so a master restart is survivable;
 Not thread-safe across ``close()``; otherwise a client may be shared by threads.
 """
 
-import logging
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -19,12 +18,8 @@ from flexjob.rpc.api import (
     DEFAULT_DATASET,
     BatchPlanInfo,
     HeartbeatReply,
-    InvalidArgumentError,
-    MasterRpcError,
-    MasterUnavailableError,
     NodeStats,
     NodesWaiting,
-    NotFoundError,
     Progress,
     ShardInfo,
     WorldInfo,
@@ -32,11 +27,10 @@ from flexjob.rpc.api import (
 from flexjob.rpc.convert import NodeLike
 from flexjob.rpc.gen import master_pb2 as pb
 from flexjob.rpc.gen import master_pb2_grpc as pb_grpc
+from flexjob.rpc.retry import call_with_retry
 
-log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-_RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
 _CHANNEL_OPTIONS = [
     ("grpc.initial_reconnect_backoff_ms", 100),
     ("grpc.min_reconnect_backoff_ms", 100),
@@ -183,25 +177,11 @@ class MasterClient:
 
     # ---- transport ----
     def _call(self, method: Callable[..., T], request: object) -> T:
-        deadline = time.monotonic() + self._retry_deadline
-        backoff = 0.05
-        while True:
-            try:
-                return method(request, timeout=self._timeout, wait_for_ready=False)
-            except grpc.RpcError as exc:
-                code = exc.code()
-                if code == grpc.StatusCode.INVALID_ARGUMENT:
-                    raise InvalidArgumentError(exc.details()) from None
-                if code == grpc.StatusCode.NOT_FOUND:
-                    raise NotFoundError(exc.details()) from None
-                if code not in _RETRYABLE:
-                    raise MasterRpcError(f"{code.name}: {exc.details()}") from None
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise MasterUnavailableError(
-                        f"master {self.address} unreachable for {self._retry_deadline}s: "
-                        f"{code.name}: {exc.details()}"
-                    ) from None
-                log.debug("event=master_retry address=%s code=%s", self.address, code.name)
-                time.sleep(min(backoff, left))
-                backoff = min(backoff * 2, self._max_backoff)
+        return call_with_retry(
+            method,
+            request,
+            what=f"master {self.address}",
+            timeout=self._timeout,
+            retry_deadline=self._retry_deadline,
+            max_backoff=self._max_backoff,
+        )
