@@ -1,5 +1,6 @@
 """What user training code imports: elastic sampler over master shards, fixed global batch helper,
-checkpoints, world info, and the elastic loop that survives world changes in place.
+checkpoints, world info, the elastic loop that survives world changes in place, and the
+parameter-server client (``PsSet``, ``PsEmbedding``, ``PsSync``, ``master_sampler``).
 
 Importing this package is light; the torch-based pieces load on first use.
 """
@@ -15,6 +16,9 @@ from flexjob.trainer.world import Generation, WorldInfo, world_info
 if TYPE_CHECKING:
     from flexjob.trainer.checkpoint import Checkpointer
     from flexjob.trainer.elastic import ElasticTrainer, Step
+    from flexjob.trainer.link import master_sampler
+    from flexjob.trainer.ps_set import PsSet
+    from flexjob.trainer.ps_torch import PsEmbedding, PsSync
 
 __all__ = [
     "Batch",
@@ -25,11 +29,15 @@ __all__ = [
     "ElasticTrainer",
     "Generation",
     "NoShard",
+    "PsEmbedding",
+    "PsSet",
+    "PsSync",
     "Shard",
     "Step",
     "WorldInfo",
     "accumulation_steps",
     "fixed_batch_plan",
+    "master_sampler",
     "world_info",
 ]
 
@@ -37,6 +45,10 @@ _LAZY = {
     "Checkpointer": "flexjob.trainer.checkpoint",
     "ElasticTrainer": "flexjob.trainer.elastic",
     "Step": "flexjob.trainer.elastic",
+    "PsSet": "flexjob.trainer.ps_set",
+    "PsEmbedding": "flexjob.trainer.ps_torch",
+    "PsSync": "flexjob.trainer.ps_torch",
+    "master_sampler": "flexjob.trainer.link",
 }
 
 
