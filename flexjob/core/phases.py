@@ -21,6 +21,7 @@ from flexjob.api import (
     ReplicaType,
     RestartPolicy,
 )
+from flexjob.core.job_master import flexjob_runs_master
 from flexjob.core.replicas import Replica
 
 DEFAULT_BACKOFF_LIMIT = 3
@@ -66,7 +67,7 @@ def job_succeeded(
 ) -> bool:
     """The master succeeded; or, with no master, every worker-like replica succeeded (all the
     desired ones; every type counts as worker-like when the job has none of those)."""
-    if ReplicaType.MASTER in job.spec.replica_specs:
+    if ReplicaType.MASTER in job.spec.replica_specs and not flexjob_runs_master(job):
         return any(
             r.type is ReplicaType.MASTER and r.phase is ReplicaPhase.SUCCEEDED for r in replicas
         )

@@ -140,6 +140,9 @@ def replica_env(
     }
     if master_address is not None:
         env[names.ENV_MASTER] = master_address
+    ps = job.spec.replica_specs.get(ReplicaType.PS)
+    if ps is not None:
+        env[names.ENV_NUM_PS] = str(ps.replicas if ps.replicas is not None else 1)
     if own_address is not None and rtype is not ReplicaType.MASTER:
         env[ENV_REPLICA_ADDRESS] = own_address
     return env
