@@ -24,11 +24,10 @@ import ctr_data
 from deepfm import DeepFM
 
 from flexjob.core.ps.optim import OptimizerKind, OptimizerSpec
-from flexjob.trainer.link import MasterLink
+from flexjob.trainer.link import MasterLink, replica_link
 from flexjob.trainer.ps_set import PsSet
 from flexjob.trainer.ps_torch import PsSync
 from flexjob.trainer.sampler import ElasticSampler, NoShard, Shard
-from flexjob.trainer.world import node_identity
 
 
 class RecordingSource:
@@ -97,7 +96,7 @@ def main() -> int:
         epochs=args.epochs,
         seed=args.seed,
     )
-    sampler.bind(RecordingSource(MasterLink(node_identity()), args.shard_log))
+    sampler.bind(RecordingSource(replica_link(), args.shard_log))
     loss_fn = torch.nn.BCEWithLogitsLoss()
     started, samples = time.monotonic(), 0
     while True:

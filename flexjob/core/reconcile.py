@@ -39,7 +39,7 @@ from flexjob.core.actions import (
     RecordEvent,
     UpdateScalePlan,
 )
-from flexjob.core.job_master import JobMasterOptions, with_job_master
+from flexjob.core.job_master import JobMasterOptions, flexjob_runs_master, with_job_master
 from flexjob.core.replica_plan import (
     desired_counts,
     fold_plan,
@@ -185,7 +185,8 @@ class _Round:
 
     # --- finishing ------------------------------------------------------------------------------
     def _success_message(self) -> str:
-        if ReplicaType.MASTER in self.declared.spec.replica_specs:
+        declared = self.declared
+        if ReplicaType.MASTER in declared.spec.replica_specs and not flexjob_runs_master(declared):
             return "the master replica succeeded"
         return "every worker replica succeeded"
 

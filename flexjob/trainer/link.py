@@ -10,7 +10,8 @@ the job spec did not declare are registered through the master's KV store
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+import os
+from dataclasses import asdict, replace
 
 from flexjob.api import names
 from flexjob.rpc.api import NodeRef
@@ -96,5 +97,24 @@ def master_sampler(
         shuffle=shuffle,
         seed=seed,
     )
-    sampler.bind(MasterLink(node_identity()))
+    sampler.bind(replica_link())
     return sampler
+
+
+def replica_link() -> MasterLink:
+    """A link for a process that is its replica's only trainer, started without an agent
+    (e.g. an asynchronous parameter-server worker). Unless ``FLEXJOB_NODE_ID`` names it, its
+    node is the replica (``worker-1``), and it tells the master it (re)started, so the shards
+    an earlier process of the same replica held go back to TODO at once instead of after the
+    heartbeat timeout."""
+    ident = node_identity()
+    if os.environ.get(names.ENV_NODE_ID) or not os.environ.get(names.ENV_REPLICA_TYPE):
+        return MasterLink(ident)
+    ident = replace(ident, node_id=f"{ident.replica_type}-{ident.replica_index}")
+    link = MasterLink(ident)
+    link.node.report_failure(
+        "replica process started: shards of its earlier process go back to TODO",
+        exit_code=0,
+        restarting=True,
+    )
+    return link

@@ -67,3 +67,5 @@ def test_ps_job_succeeds_when_its_workers_do_and_ps_are_cleaned_up() -> None:
     actions = kinds(sim.step())
     assert sim.phase is JobPhase.SUCCEEDED
     assert "delete demo-ps-0" in actions and "delete demo-master-0" in actions
+    assert sim.job.status is not None
+    assert sim.job.status.message == "every worker replica succeeded"
