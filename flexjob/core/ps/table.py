@@ -92,13 +92,13 @@ class EmbeddingTable:
                 f"grads: shape {list(grads.shape)} does not match ids x dim {list(expected)} "
                 f"of table {self.spec.name!r}"
             )
-        unique, inverse = np.unique(ids, return_inverse=True)
-        if unique.size != ids.size:
+        if ids.size > 1 and bool((ids[1:] > ids[:-1]).all()):
+            unique = ids  # already sorted and distinct (what ``PsSet`` sends)
+        else:
+            unique, inverse = np.unique(ids, return_inverse=True)
             summed = np.zeros((unique.size, self.spec.dim), dtype=np.float32)
             np.add.at(summed, inverse, grads)
             grads = summed
-        else:
-            grads = grads[np.argsort(ids, kind="stable")]
         where = self._slots_of(unique)
         self._steps[where] += 1
         params = self._rows[where]
@@ -145,23 +145,23 @@ class EmbeddingTable:
 
     def _slots_of(self, ids: IdArray) -> npt.NDArray[np.intp]:
         index = self._index
-        where = np.fromiter((index.get(i, -1) for i in ids.tolist()), dtype=np.intp, count=ids.size)
-        missing = where < 0
-        if missing.any():
-            new_ids = np.unique(ids[missing])
-            start = len(index)
-            self._grow(start + new_ids.size)
-            for offset, new_id in enumerate(new_ids.tolist()):
-                index[new_id] = start + offset
-            end = start + new_ids.size
-            self._rows[start:end] = initial_rows(
-                new_ids, self.spec.dim, self._seed, self.spec.init_scale
-            )
-            for name, values in self._slots.items():
-                values[start:end] = self.optimizer.initial_slot(name)
-            self._steps[start:end] = 0
-            where[missing] = [index[i] for i in ids[missing].tolist()]
-        return where
+        wanted = ids.tolist()
+        try:  # the common case: every row exists (map + __getitem__ is the fastest dict path)
+            return np.array(list(map(index.__getitem__, wanted)), dtype=np.intp)
+        except KeyError:
+            pass
+        new_ids = np.unique(np.array([i for i in wanted if i not in index], dtype=np.int64))
+        start = len(index)
+        end = start + new_ids.size
+        self._grow(end)
+        index.update(zip(new_ids.tolist(), range(start, end), strict=True))
+        self._rows[start:end] = initial_rows(
+            new_ids, self.spec.dim, self._seed, self.spec.init_scale
+        )
+        for name, values in self._slots.items():
+            values[start:end] = self.optimizer.initial_slot(name)
+        self._steps[start:end] = 0
+        return np.array(list(map(index.__getitem__, wanted)), dtype=np.intp)
 
     def _grow(self, needed: int) -> None:
         capacity = self._rows.shape[0]
