@@ -27,7 +27,7 @@ from flexjob.core.ps.optim import OptimizerKind, OptimizerSpec
 from flexjob.trainer.link import MasterLink, replica_link
 from flexjob.trainer.ps_set import PsSet
 from flexjob.trainer.ps_torch import PsSync
-from flexjob.trainer.sampler import ElasticSampler, NoShard, Shard
+from flexjob.trainer.sampler import ElasticSampler, NoShard, ShardSamples
 
 
 class RecordingSource:
@@ -41,9 +41,9 @@ class RecordingSource:
     def register_dataset(self, params):  # type: ignore[no-untyped-def]
         self.link.register_dataset(params)
 
-    def get_shard(self, dataset: str) -> Shard | NoShard:
+    def get_shard(self, dataset: str) -> ShardSamples | NoShard:
         got = self.link.get_shard(dataset)
-        if isinstance(got, Shard):
+        if isinstance(got, ShardSamples):
             self.indices[got.shard_id] = list(got.indices)
         return got
 

@@ -15,15 +15,16 @@ from typing import Any, Protocol
 
 import psutil
 
+from flexjob.api.errors import FlexjobError
 from flexjob.api.quantity import parse_quantity
-from flexjob.rpc.brain_client import BrainClient, BrainError
+from flexjob.rpc.brain_client import BrainClient
 from flexjob.rpc.brain_messages import ClusterNodeReport, ClusterReport
 
 log = logging.getLogger(__name__)
 MIB = 2**20
 
 
-class NodeSource(Protocol):
+class NodeSampler(Protocol):
     def sample(self) -> list[ClusterNodeReport]: ...
 
 
@@ -104,14 +105,14 @@ class KubernetesSource:
         return out
 
 
-def report_once(source: NodeSource, brain: BrainClient) -> list[ClusterNodeReport]:
+def report_once(source: NodeSampler, brain: BrainClient) -> list[ClusterNodeReport]:
     nodes = source.sample()
     brain.report_cluster(ClusterReport(nodes=nodes))
     return nodes
 
 
 def run_monitor(
-    source: NodeSource,
+    source: NodeSampler,
     brain: BrainClient,
     interval: float = 10.0,
     stop: threading.Event | None = None,
@@ -129,7 +130,7 @@ def run_monitor(
             nodes = report_once(source, brain)
             sent += 1
             log.debug("reported %d nodes", len(nodes))
-        except BrainError as exc:
+        except FlexjobError as exc:
             log.warning("cluster monitor: %s", exc)
         tries += 1
         if iterations is not None and tries >= iterations:

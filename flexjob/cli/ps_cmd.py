@@ -45,7 +45,7 @@ def ps(
     import logging
 
     from flexjob.api import names
-    from flexjob.core.replica_plan import ENV_REPLICA_ADDRESS
+    from flexjob.api.names import ENV_REPLICA_ADDRESS
     from flexjob.ps.main import PsConfig, run_ps
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")

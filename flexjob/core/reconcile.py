@@ -26,6 +26,7 @@ from flexjob.api import (
     ScalePlan,
     ScalePlanPhase,
 )
+from flexjob.api.roles import controlling_type, scalable_types
 from flexjob.core import phases
 from flexjob.core.actions import (
     Action,
@@ -79,7 +80,10 @@ def reconcile(
     """
     if now.tzinfo is None:
         raise ValueError("reconcile: now must be timezone-aware (e.g. datetime.now(UTC))")
-    effective = with_job_master(job, job_master)
+    try:
+        effective = with_job_master(job, job_master)
+    except ValueError as exc:  # no master can run this spec (InvalidSpecError)
+        return _Round(job, replicas, services, now).reject(str(exc))
     return _Round(effective, replicas, services, now, declared=job).run(plan)
 
 
@@ -127,6 +131,15 @@ class _Round:
             self._progress(plan)
         return ReconcileResult(tuple(self.actions), self.status)
 
+    def reject(self, message: str) -> ReconcileResult:
+        """The job fails (once) because its spec cannot run; finished jobs are cleaned up."""
+        self.status.replica_statuses = phases.replica_statuses(self.own)
+        if self.status.phase.finished:
+            self._after_finish()
+        else:
+            self._finish(JobPhase.FAILED, "InvalidSpec", message)
+        return ReconcileResult(tuple(self.actions), self.status)
+
     def _progress(self, plan: ScalePlan | None) -> None:
         if plan is not None:
             self._fold_plan(plan)
@@ -150,9 +163,10 @@ class _Round:
         return [r for r in self.own if not r.deleting and r.name not in self.deleted]
 
     def _master_address(self) -> str | None:
-        if ReplicaType.MASTER not in self.job.spec.replica_specs:
+        master = controlling_type(self.job.spec.replica_specs)
+        if master is None:
             return None
-        svc = self.services.get(service_name(self.job.name, ReplicaType.MASTER, 0))
+        svc = self.services.get(service_name(self.job.name, master, 0))
         return svc.address if svc is not None else None
 
     def _deadline_passed(self) -> bool:
@@ -186,8 +200,9 @@ class _Round:
     # --- finishing ------------------------------------------------------------------------------
     def _success_message(self) -> str:
         declared = self.declared
-        if ReplicaType.MASTER in declared.spec.replica_specs and not flexjob_runs_master(declared):
-            return "the master replica succeeded"
+        master = controlling_type(declared.spec.replica_specs)
+        if master is not None and not flexjob_runs_master(declared):
+            return f"the {master.value} replica succeeded"
         return "every worker replica succeeded"
 
     def _finish(self, phase: JobPhase, reason: str, message: str) -> None:
@@ -234,7 +249,7 @@ class _Round:
         )
         if done or plan.spec.owner_job != self.job.name or plan.metadata.namespace != self.ns:
             return
-        scalable = [t for t in self.job.spec.replica_specs if t is not ReplicaType.MASTER]
+        scalable = scalable_types(self.job.spec.replica_specs)
         unknown = [t.value for t in plan.spec.replica_resource_specs if t not in scalable]
         if unknown:
             self._reject_plan(
@@ -293,14 +308,15 @@ class _Round:
                 message = f"replica {r.name} failed with exit code {code} (restartPolicy {policy})"
                 self._finish(JobPhase.FAILED, "ReplicaFailed", message)
                 return True
-            if self.status.restart_count >= limit:
+            counted = phases.counts_against_backoff(r.type)
+            if counted and self.status.restart_count >= limit:
                 message = (
                     f"replica {r.name} failed with exit code {code}; "
                     f"backoffLimit {limit} reached after {self.status.restart_count} restarts"
                 )
                 self._finish(JobPhase.FAILED, "BackoffLimitExceeded", message)
                 return True
-            self.status.restart_count += 1
+            self.status.restart_count += 1 if counted else 0
             self.status.restarted_replicas.append(key)
             self.restarted = (
                 f"replica {r.name} failed with exit code {code}; restart "
@@ -329,7 +345,7 @@ class _Round:
         missing = wanted - len(occupied)
         if missing <= 0:
             return
-        needs_master = ReplicaType.MASTER in self.job.spec.replica_specs
+        needs_master = controlling_type(self.job.spec.replica_specs) is not None
         port = service_port(self.job, rtype)
         free = (i for i in count() if i not in occupied)
         for index, _ in zip(free, range(missing), strict=False):

@@ -16,7 +16,6 @@ from collections import deque
 from collections.abc import Callable, Iterable
 
 from flexjob.api import (
-    ElasticJob,
     ObjectMeta,
     OptimizeMode,
     PodRef,
@@ -25,11 +24,11 @@ from flexjob.api import (
     ScalePlan,
     ScalePlanSpec,
 )
+from flexjob.api.errors import FlexjobError, NotFoundError
 from flexjob.api.names import LABEL_JOB_NAME
-from flexjob.api.quantity import cpu_cores, memory_mib
 from flexjob.core import planner
 from flexjob.rpc import brain_messages as schemas
-from flexjob.rpc.brain_client import BrainClient, BrainError, UnknownJob
+from flexjob.rpc.brain_client import BrainClient
 
 log = logging.getLogger(__name__)
 Clock = Callable[[], float]
@@ -42,7 +41,7 @@ ANNOTATION_BRAIN_PLAN = "flexjob.dev/brain-plan-id"
 class JobOptimizer:
     def __init__(
         self,
-        job: schemas.JobInfo,
+        job: schemas.JobInfoMessage,
         mode: OptimizeMode,
         brain: BrainClient | None = None,
         config: planner.PlannerConfig | None = None,
@@ -67,19 +66,19 @@ class JobOptimizer:
     def observe_node(self, sample: planner.NodeSample) -> None:
         self._node_samples.append(sample)
         self._outbox.node_samples.append(
-            schemas.NodeSample.model_validate(sample, from_attributes=True)
+            schemas.NodeSampleMessage.model_validate(sample, from_attributes=True)
         )
 
     def observe_speed(self, sample: planner.SpeedSample) -> None:
         self._speed.append(sample)
         self._outbox.speed_samples.append(
-            schemas.SpeedSample.model_validate(sample, from_attributes=True)
+            schemas.SpeedSampleMessage.model_validate(sample, from_attributes=True)
         )
 
     def observe_event(self, event: planner.NodeEvent) -> None:
         self._events.append(event)
         self._outbox.node_events.append(
-            schemas.NodeEvent.model_validate(event, from_attributes=True)
+            schemas.NodeEventMessage.model_validate(event, from_attributes=True)
         )
 
     def stats(self) -> planner.JobStats:
@@ -118,7 +117,7 @@ class JobOptimizer:
             return False
         try:
             metrics = self.brain.get_job_metrics(self.job.name)
-        except UnknownJob:
+        except NotFoundError:
             return False
         self.plans = [p.plan for p in metrics.plans]
         self.plan_ids = [p.id for p in metrics.plans]
@@ -155,7 +154,7 @@ class JobOptimizer:
             return True
         try:
             self.brain.persist_metrics(self.job.name, self._outbox)
-        except BrainError as exc:
+        except FlexjobError as exc:
             log.warning(
                 "job %s: brain unreachable, keeping stats for later: %s", self.job.name, exc
             )
@@ -189,7 +188,7 @@ class JobOptimizer:
             return None
         try:
             answer = self.brain.optimize_detail(self.job.name, stage)
-        except BrainError as exc:
+        except FlexjobError as exc:
             log.warning("job %s: no plan from the brain: %s", self.job.name, exc)
             return None
         if answer.plan_id is not None and answer.plan_id in self.plan_ids:
@@ -245,51 +244,6 @@ def _node_type(node: str, known: dict[str, ReplicaType] | None) -> ReplicaType:
         return known[node]
     prefix = node.rsplit("-", 1)[0]
     return ReplicaType(prefix) if prefix in ReplicaType._value2member_map_ else ReplicaType.WORKER
-
-
-def job_info_from_spec(job: ElasticJob) -> schemas.JobInfo:
-    """What the brain needs to know of a job: profile keys, limits, requested resources.
-
-    User and model come from the labels ``flexjob.dev/user`` and ``flexjob.dev/model``; the
-    dataset from ``spec.dataset.name``; caps from replica specs and container resource limits.
-    """
-    labels = job.metadata.labels
-    resources: dict[ReplicaType, schemas.Resources] = {}
-    max_cpu: float | None = None
-    max_memory: float | None = None
-    for rtype, spec in job.spec.replica_specs.items():
-        if rtype is ReplicaType.MASTER:
-            continue
-        cpu = memory = None
-        for container in spec.template.spec.containers[:1]:
-            req = {**container.resources.limits, **container.resources.requests}
-            lim = container.resources.limits
-            cpu = cpu_cores(req["cpu"]) if "cpu" in req else None
-            memory = float(memory_mib(req["memory"])) if "memory" in req else None
-            if "cpu" in lim:
-                max_cpu = max(max_cpu or 0.0, cpu_cores(lim["cpu"]))
-            if "memory" in lim:
-                max_memory = max(max_memory or 0.0, float(memory_mib(lim["memory"])))
-        replicas = spec.replicas or spec.min_replicas or 1
-        resources[rtype] = schemas.Resources(replicas=replicas, cpu=cpu, memory_mb=memory)
-    worker = job.spec.replica_specs.get(ReplicaType.WORKER)
-    ps = job.spec.replica_specs.get(ReplicaType.PS)
-    limits = schemas.Limits(
-        min_workers=(worker.min_replicas or 1) if worker else 1,
-        max_workers=worker.max_replicas if worker else None,
-        max_ps=ps.max_replicas if ps else None,
-        max_cpu=max_cpu,
-        max_memory_mb=max_memory,
-    )
-    return schemas.JobInfo(
-        name=f"{job.namespace}.{job.name}",
-        user=labels.get("flexjob.dev/user", ""),
-        model=labels.get("flexjob.dev/model", ""),
-        dataset=job.spec.dataset.name or "" if job.spec.dataset else "",
-        optimize_mode=job.spec.optimize_mode or OptimizeMode.SINGLE_JOB,
-        limits=limits,
-        resources=resources,
-    )
 
 
 def speed_from_nodes(

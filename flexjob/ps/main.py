@@ -11,8 +11,9 @@ import threading
 from dataclasses import dataclass
 from types import FrameType
 
+from flexjob.api.errors import FlexjobError
 from flexjob.ps.service import PsService
-from flexjob.rpc.api import MasterRpcError, NodeRef
+from flexjob.rpc.api import NodeRef
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.ps_registry import publish_ps
 from flexjob.rpc.ps_server import serve_ps
@@ -56,7 +57,7 @@ def run_ps(config: PsConfig, stop: threading.Event | None = None) -> int:
             if master is not None:
                 try:
                     publish_ps(master, config.index, address)
-                except MasterRpcError as exc:
+                except FlexjobError as exc:
                     log.warning("event=ps_register_failed master=%s error=%s", config.master, exc)
             stop.wait(REGISTER_INTERVAL_S)
     finally:

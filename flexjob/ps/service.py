@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import psutil
 
-from flexjob.core.ps.errors import BadInputError
+from flexjob.api.errors import InvalidSpecError
 from flexjob.core.ps.store import ModelSpec, PsStore
 from flexjob.rpc.ps_api import Floats, Ids, PsStats
 
@@ -41,7 +41,7 @@ class PsService:
     def configure(self, model: ModelSpec, num_ps: int) -> tuple[int, bool]:
         self._count()
         if num_ps != self.num_ps:
-            raise BadInputError(
+            raise InvalidSpecError(
                 f"num_ps: the caller partitioned for {num_ps} PS, this PS set has {self.num_ps}"
             )
         with self._model_lock, self._dense_lock:

@@ -1,9 +1,9 @@
 """The PS RPC in Python terms: the ``PsBackend`` protocol the servicer calls (one method per
 RPC, numpy arrays in and out) and the ``PsStats`` it reports. No gRPC here.
 
-Errors: a backend raises ``core.ps.errors.BadInputError`` (→ INVALID_ARGUMENT) or
-``UnknownNameError`` (→ NOT_FOUND); the client raises them as ``rpc.api.InvalidArgumentError``
-/ ``NotFoundError`` with the PS's message, which names the field.
+Errors: a backend raises ``api.errors.InvalidSpecError`` (→ INVALID_ARGUMENT) or
+``NotFoundError`` (→ NOT_FOUND); the client raises the same kinds with the PS's message, which
+names the field.
 """
 
 from collections.abc import Mapping

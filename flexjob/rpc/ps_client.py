@@ -2,7 +2,7 @@
 
 Each method is one RPC; ``lookup_async`` / ``push_rows_async`` start the call and return a
 future, so a trainer can talk to every PS of its set at once. Unreachable PS are retried until
-``retry_deadline`` (``rpc.retry``); bad input comes back as ``InvalidArgumentError`` /
+``retry_deadline`` (``rpc.retry``); bad input comes back as ``InvalidSpecError`` /
 ``NotFoundError`` naming the field. Thread-safe; one channel per client.
 """
 
@@ -13,8 +13,8 @@ import grpc
 import numpy as np
 import numpy.typing as npt
 
+from flexjob.api.errors import InvalidSpecError, NotFoundError
 from flexjob.core.ps.store import ModelSpec
-from flexjob.rpc.api import InvalidArgumentError, NotFoundError
 from flexjob.rpc.gen import ps_pb2 as pb
 from flexjob.rpc.gen import ps_pb2_grpc as pb_grpc
 from flexjob.rpc.ps_api import PsStats
@@ -40,7 +40,7 @@ class Pending(Generic[R]):
         except grpc.RpcError as exc:
             code = exc.code()
             if code == grpc.StatusCode.INVALID_ARGUMENT:
-                raise InvalidArgumentError(exc.details()) from None
+                raise InvalidSpecError(exc.details()) from None
             if code == grpc.StatusCode.NOT_FOUND:
                 raise NotFoundError(exc.details()) from None
             raise

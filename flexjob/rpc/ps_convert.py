@@ -2,7 +2,7 @@
 shape (never pickle), the optimizer, table specs and the model declaration.
 
 Decoding checks what the sender claims: a dtype outside ``DTYPES``, a shape whose size does
-not match the bytes, or a bad optimizer or table option is an ``InvalidArgumentError`` naming
+not match the bytes, or a bad optimizer or table option is an ``InvalidSpecError`` naming
 the field. Not for transport (``ps_client`` / ``ps_server``).
 """
 
@@ -12,11 +12,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from flexjob.core.ps.errors import PsInputError
+from flexjob.api.errors import InvalidSpecError
 from flexjob.core.ps.optim import OptimizerKind, OptimizerSpec
 from flexjob.core.ps.store import ModelSpec
 from flexjob.core.ps.table import TableSpec
-from flexjob.rpc.api import InvalidArgumentError
 from flexjob.rpc.gen import ps_pb2 as pb
 
 #: dtypes a tensor may have on the wire (little-endian).
@@ -30,7 +29,7 @@ def tensor_to_pb(array: npt.ArrayLike) -> pb.Tensor:
     arr = np.asarray(array)
     name = arr.dtype.name
     if name not in DTYPES:
-        raise InvalidArgumentError(f"tensor dtype {name!r} is not one of {sorted(DTYPES)}")
+        raise InvalidSpecError(f"tensor dtype {name!r} is not one of {sorted(DTYPES)}")
     data = np.ascontiguousarray(arr, dtype=DTYPES[name]).tobytes()
     return pb.Tensor(dtype=name, shape=list(arr.shape), data=data)
 
@@ -38,16 +37,16 @@ def tensor_to_pb(array: npt.ArrayLike) -> pb.Tensor:
 def tensor_from_pb(msg: pb.Tensor, field: str, dtype: str | None = None) -> npt.NDArray[np.generic]:
     """The array in ``msg`` (read-only, no copy); ``dtype``: the one ``field`` must have."""
     if msg.dtype not in DTYPES:
-        raise InvalidArgumentError(f"{field}.dtype: {msg.dtype!r} is not one of {sorted(DTYPES)}")
+        raise InvalidSpecError(f"{field}.dtype: {msg.dtype!r} is not one of {sorted(DTYPES)}")
     if dtype is not None and msg.dtype != dtype:
-        raise InvalidArgumentError(f"{field}.dtype: must be {dtype}, got {msg.dtype}")
+        raise InvalidSpecError(f"{field}.dtype: must be {dtype}, got {msg.dtype}")
     shape = tuple(int(d) for d in msg.shape)
     if any(d < 0 for d in shape):
-        raise InvalidArgumentError(f"{field}.shape: {list(shape)} has a negative dimension")
+        raise InvalidSpecError(f"{field}.shape: {list(shape)} has a negative dimension")
     kind = DTYPES[msg.dtype]
     count = int(np.prod(shape, dtype=np.int64)) if shape else 1
     if count * kind.itemsize != len(msg.data):
-        raise InvalidArgumentError(
+        raise InvalidSpecError(
             f"{field}: {len(msg.data)} bytes do not hold shape {list(shape)} of {msg.dtype}"
         )
     return np.frombuffer(msg.data, dtype=kind).reshape(shape)
@@ -68,7 +67,7 @@ def optimizer_to_pb(spec: OptimizerSpec) -> pb.Optimizer:
 def optimizer_from_pb(msg: pb.Optimizer) -> OptimizerSpec:
     kinds = [k.value for k in OptimizerKind]
     if msg.kind not in kinds:
-        raise InvalidArgumentError(f"optimizer.kind: {msg.kind!r} is not one of {kinds}")
+        raise InvalidSpecError(f"optimizer.kind: {msg.kind!r} is not one of {kinds}")
     try:
         return OptimizerSpec(
             OptimizerKind(msg.kind),
@@ -80,7 +79,7 @@ def optimizer_from_pb(msg: pb.Optimizer) -> OptimizerSpec:
             eps=msg.eps,
         )
     except ValueError as exc:
-        raise InvalidArgumentError(f"optimizer: {exc}") from None
+        raise InvalidSpecError(f"optimizer: {exc}") from None
 
 
 def table_to_pb(spec: TableSpec) -> pb.TableSpec:
@@ -111,12 +110,7 @@ def configure_to_pb(model: ModelSpec, num_ps: int) -> pb.ConfigureRequest:
 
 
 def configure_from_pb(msg: pb.ConfigureRequest) -> Configure:
-    try:
-        tables = tuple(
-            TableSpec(t.name, t.dim, t.num_rows, t.init_scale, t.seed) for t in msg.tables
-        )
-    except PsInputError as exc:
-        raise InvalidArgumentError(str(exc)) from None
+    tables = tuple(TableSpec(t.name, t.dim, t.num_rows, t.init_scale, t.seed) for t in msg.tables)
     dense = {
         k: tensor_from_pb(v, f"dense[{k}]", "float32").astype(np.float32)
         for k, v in msg.dense.items()

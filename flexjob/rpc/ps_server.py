@@ -14,8 +14,7 @@ from typing import TypeVar
 import grpc
 import numpy as np
 
-from flexjob.core.ps.errors import BadInputError, UnknownNameError
-from flexjob.rpc.api import InvalidArgumentError, NotFoundError
+from flexjob.api.errors import InvalidSpecError, NotFoundError
 from flexjob.rpc.gen import ps_pb2 as pb
 from flexjob.rpc.gen import ps_pb2_grpc as pb_grpc
 from flexjob.rpc.ps_api import PsBackend
@@ -36,10 +35,10 @@ GRPC_OPTIONS = [
 def _call(context: grpc.ServicerContext, fn: Callable[[], T]) -> T:
     try:
         return fn()
-    except (BadInputError, InvalidArgumentError) as exc:
+    except InvalidSpecError as exc:
         context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         raise  # unreachable: abort raises
-    except (UnknownNameError, NotFoundError) as exc:
+    except NotFoundError as exc:
         context.abort(grpc.StatusCode.NOT_FOUND, str(exc))
         raise
 
@@ -47,7 +46,7 @@ def _call(context: grpc.ServicerContext, fn: Callable[[], T]) -> T:
 def _ids(msg: pb.Tensor) -> np.ndarray:
     ids = tensor_from_pb(msg, "ids", "int64")
     if ids.ndim != 1:
-        raise InvalidArgumentError(f"ids.shape: must be 1-d, got {list(ids.shape)}")
+        raise InvalidSpecError(f"ids.shape: must be 1-d, got {list(ids.shape)}")
     return ids
 
 

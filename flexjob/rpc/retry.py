@@ -1,6 +1,6 @@
 """One gRPC call with the clients' retry rule: an unreachable server (UNAVAILABLE, deadline
 hit) is retried with exponential backoff until a deadline; answered errors become the
-``rpc.api`` hierarchy at once (INVALID_ARGUMENT, NOT_FOUND, anything else). Shared by the
+``api.errors`` kinds at once (INVALID_ARGUMENT, NOT_FOUND, anything else). Shared by the
 master client and the PS client."""
 
 import logging
@@ -10,12 +10,7 @@ from typing import TypeVar
 
 import grpc
 
-from flexjob.rpc.api import (
-    InvalidArgumentError,
-    MasterRpcError,
-    MasterUnavailableError,
-    NotFoundError,
-)
+from flexjob.api.errors import FlexjobError, InvalidSpecError, NotFoundError, UnavailableError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -33,7 +28,7 @@ def call_with_retry(
     max_backoff: float = 1.0,
 ) -> T:
     """``method(request)``, retried while ``what`` (e.g. "master 10.0.0.1:5000") is
-    unreachable for up to ``retry_deadline`` seconds; then ``MasterUnavailableError``."""
+    unreachable for up to ``retry_deadline`` seconds; then ``UnavailableError``."""
     deadline = time.monotonic() + retry_deadline
     backoff = 0.05
     while True:
@@ -42,14 +37,14 @@ def call_with_retry(
         except grpc.RpcError as exc:
             code = exc.code()
             if code == grpc.StatusCode.INVALID_ARGUMENT:
-                raise InvalidArgumentError(exc.details()) from None
+                raise InvalidSpecError(exc.details()) from None
             if code == grpc.StatusCode.NOT_FOUND:
                 raise NotFoundError(exc.details()) from None
             if code not in _RETRYABLE:
-                raise MasterRpcError(f"{code.name}: {exc.details()}") from None
+                raise FlexjobError(f"{code.name}: {exc.details()}") from None
             left = deadline - time.monotonic()
             if left <= 0:
-                raise MasterUnavailableError(
+                raise UnavailableError(
                     f"{what} unreachable for {retry_deadline}s: {code.name}: {exc.details()}"
                 ) from None
             log.debug("event=rpc_retry target=%s code=%s", what, code.name)

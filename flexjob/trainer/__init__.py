@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from flexjob.trainer.batch import BatchPlan, accumulation_steps, fixed_batch_plan
-from flexjob.trainer.sampler import Batch, DatasetParams, ElasticSampler, NoShard, Shard
+from flexjob.core.batch import RankBatch
+from flexjob.trainer.batch import accumulation_steps, fixed_batch_plan
+from flexjob.trainer.sampler import Batch, ElasticSampler, NoShard, ShardSamples
 from flexjob.trainer.world import Generation, WorldInfo, world_info
 
 if TYPE_CHECKING:
@@ -22,9 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Batch",
-    "BatchPlan",
     "Checkpointer",
-    "DatasetParams",
     "ElasticSampler",
     "ElasticTrainer",
     "Generation",
@@ -32,7 +31,8 @@ __all__ = [
     "PsEmbedding",
     "PsSet",
     "PsSync",
-    "Shard",
+    "RankBatch",
+    "ShardSamples",
     "Step",
     "WorldInfo",
     "accumulation_steps",

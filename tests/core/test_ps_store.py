@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from flexjob.core.ps.errors import BadInputError, UnknownNameError
+from flexjob.api.errors import InvalidSpecError, NotFoundError
 from flexjob.core.ps.initializer import initial_rows, table_seed
 from flexjob.core.ps.optim import OptimizerKind, OptimizerSpec
 from flexjob.core.ps.partition import row_owners
@@ -46,21 +46,23 @@ def test_adam_rows_keep_their_own_step_counts() -> None:
 
 def test_bad_ids_and_grads_name_the_field() -> None:
     table = EmbeddingTable(TableSpec("item", 3, num_rows=100), SGD)
-    with pytest.raises(BadInputError, match=r"ids: id 100 out of range \[0, 100\) of table 'item'"):
+    with pytest.raises(
+        InvalidSpecError, match=r"ids: id 100 out of range \[0, 100\) of table 'item'"
+    ):
         table.lookup(ids(1, 100))
-    with pytest.raises(BadInputError, match="ids: id -1 out of range"):
+    with pytest.raises(InvalidSpecError, match="ids: id -1 out of range"):
         table.lookup(ids(-1))
-    with pytest.raises(BadInputError, match="ids: must be a 1-d int64 array, got int32"):
+    with pytest.raises(InvalidSpecError, match="ids: must be a 1-d int64 array, got int32"):
         table.lookup(np.array([1], dtype=np.int32))
-    with pytest.raises(BadInputError, match=r"grads: shape \[2, 2\] does not match ids x dim"):
+    with pytest.raises(InvalidSpecError, match=r"grads: shape \[2, 2\] does not match ids x dim"):
         table.push(ids(1, 2), np.zeros((2, 2), dtype=np.float32))
     assert table.num_rows == 0  # nothing was created by the bad calls
 
 
 def test_table_spec_names_bad_fields() -> None:
-    with pytest.raises(BadInputError, match=r"tables\[t\].dim must be >= 1"):
+    with pytest.raises(InvalidSpecError, match=r"tables\[t\].dim must be >= 1"):
         TableSpec("t", 0)
-    with pytest.raises(BadInputError, match="num_rows must be >= 0"):
+    with pytest.raises(InvalidSpecError, match="num_rows must be >= 0"):
         TableSpec("t", 2, num_rows=-1)
 
 
@@ -104,9 +106,9 @@ def test_first_configure_wins_and_later_ones_must_agree() -> None:
     store = PsStore()
     assert store.configure(_model()) is True
     assert store.configure(_model()) is False
-    with pytest.raises(BadInputError, match=r"tables\[t\]"):
+    with pytest.raises(InvalidSpecError, match=r"tables\[t\]"):
         store.configure(_model(dim=8))
-    with pytest.raises(BadInputError, match="optimizer"):
+    with pytest.raises(InvalidSpecError, match="optimizer"):
         store.configure(ModelSpec(OptimizerSpec(lr=1.0), _model().tables, _model().dense))
 
 
@@ -120,16 +122,16 @@ def test_dense_push_updates_and_bumps_the_version() -> None:
 def test_bad_dense_push_changes_nothing_and_names_the_field() -> None:
     store = PsStore()
     store.configure(_model())
-    with pytest.raises(UnknownNameError, match="grads: unknown dense parameter 'b'"):
+    with pytest.raises(NotFoundError, match="grads: unknown dense parameter 'b'"):
         store.push_dense({"w": np.ones((2, 3), dtype=np.float32), "b": np.ones(1)})
-    with pytest.raises(BadInputError, match=r"grads\[w\]: shape \[3, 2\]"):
+    with pytest.raises(InvalidSpecError, match=r"grads\[w\]: shape \[3, 2\]"):
         store.push_dense({"w": np.ones((3, 2), dtype=np.float32)})
     assert store.version == 0
     np.testing.assert_array_equal(store.dense["w"], np.ones((2, 3)))
-    with pytest.raises(UnknownNameError, match="table: unknown table 'x'; this PS holds"):
+    with pytest.raises(NotFoundError, match="table: unknown table 'x'; this PS holds"):
         store.table("x")
 
 
 def test_unconfigured_store_says_configure_first() -> None:
-    with pytest.raises(BadInputError, match="call Configure first"):
+    with pytest.raises(InvalidSpecError, match="call Configure first"):
         PsStore().push_dense({})

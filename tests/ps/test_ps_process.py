@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from flexjob.master.config import MasterConfig
+from flexjob.core.master_config import MasterConfig
 from flexjob.master.launch import spawn_master
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.ps_client import PsClient

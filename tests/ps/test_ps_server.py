@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from flexjob.rpc.api import InvalidArgumentError, NotFoundError
+from flexjob.api.errors import InvalidSpecError, NotFoundError
 from flexjob.rpc.gen import ps_pb2 as pb
 from flexjob.rpc.gen import ps_pb2_grpc as pb_grpc
 from flexjob.rpc.ps_client import PsClient
@@ -58,17 +58,17 @@ def test_dense_pull_push_and_version(client: PsClient) -> None:
         (lambda c: c.lookup("nope", ids(1)), NotFoundError, "table: unknown table 'nope'"),
         (
             lambda c: c.lookup("user", ids(1000)),
-            InvalidArgumentError,
+            InvalidSpecError,
             r"ids: id 1000 out of range \[0, 1000\) of table 'user'",
         ),
         (
             lambda c: c.push_rows("user", ids(1), np.ones((1, 3), np.float32)),
-            InvalidArgumentError,
+            InvalidSpecError,
             r"grads: shape \[1, 3\] does not match ids x dim \[1, 4\]",
         ),
         (
             lambda c: c.push_dense_async({"w": np.ones((3, 2), np.float32)}, 0).result(),
-            InvalidArgumentError,
+            InvalidSpecError,
             r"grads\[w\]: shape \[3, 2\]",
         ),
         (
@@ -78,10 +78,10 @@ def test_dense_pull_push_and_version(client: PsClient) -> None:
         ),
         (
             lambda c: c.push_rows("user", ids(1), np.ones((1, 4), np.int64)),
-            InvalidArgumentError,
+            InvalidSpecError,
             "grads.dtype: must be float32, got int64",
         ),
-        (lambda c: c.configure(MODEL, 2), InvalidArgumentError, "num_ps: the caller partitioned"),
+        (lambda c: c.configure(MODEL, 2), InvalidSpecError, "num_ps: the caller partitioned"),
     ],
 )
 def test_bad_input_gets_an_error_naming_the_field_and_the_ps_keeps_serving(
@@ -123,5 +123,5 @@ def test_malformed_tensors_are_rejected_by_field(server: RunningServer, client: 
 def test_calls_before_configure_say_what_to_do(client: PsClient) -> None:
     with pytest.raises(NotFoundError, match="unknown table 'user'; this PS holds \\[\\]"):
         client.lookup("user", ids(1))
-    with pytest.raises(InvalidArgumentError, match="call Configure first"):
+    with pytest.raises(InvalidSpecError, match="call Configure first"):
         client.push_dense_async({}, 0).result()

@@ -15,18 +15,21 @@ from sqlalchemy import Engine, create_engine, event, inspect
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from flexjob.api.errors import InvalidSpecError
+from flexjob.api.names import ENV_HOME
+
 log = logging.getLogger(__name__)
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 ALLOWED_SCHEMES = ("sqlite", "postgresql", "postgresql+psycopg")
 
 
-class DatabaseUrlError(ValueError):
+class DatabaseUrlError(InvalidSpecError):
     """A ``--db`` URL that is not SQLite or PostgreSQL."""
 
 
 def flexjob_home() -> Path:
-    return Path(os.environ.get("FLEXJOB_HOME") or Path.home() / ".flexjob")
+    return Path(os.environ.get(ENV_HOME) or Path.home() / ".flexjob")
 
 
 def default_db_url() -> str:

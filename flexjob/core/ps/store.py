@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from flexjob.core.ps.errors import BadInputError, UnknownNameError
+from flexjob.api.errors import InvalidSpecError, NotFoundError
 from flexjob.core.ps.initializer import FloatArray
 from flexjob.core.ps.optim import OptimizerSpec, StepArray, apply
 from flexjob.core.ps.table import EmbeddingTable, TableSpec
@@ -41,7 +41,7 @@ class PsStore:
 
     def configure(self, model: ModelSpec) -> bool:
         """Declare the model; ``True`` when this call created it, ``False`` when it matched
-        the one declared before. ``BadInputError`` naming the field when it disagrees."""
+        the one declared before. ``InvalidSpecError`` naming the field when it disagrees."""
         if self.optimizer is None:
             self.optimizer = model.optimizer
             for spec in model.tables:
@@ -55,20 +55,20 @@ class PsStore:
                 self._dense_steps[name] = np.zeros(1, dtype=np.int64)
             return True
         if model.optimizer != self.optimizer:
-            raise BadInputError(
+            raise InvalidSpecError(
                 f"optimizer: {model.optimizer} differs from the one declared: {self.optimizer}"
             )
         for spec in model.tables:
             held = self.tables.get(spec.name)
             if held is not None and held.spec != spec:
-                raise BadInputError(
+                raise InvalidSpecError(
                     f"tables[{spec.name}]: {spec} differs from the one declared: {held.spec}"
                 )
         ours, theirs = sorted(self.tables), sorted(t.name for t in model.tables)
         if ours != theirs:
-            raise BadInputError(f"tables: {theirs} differ from the ones declared: {ours}")
+            raise InvalidSpecError(f"tables: {theirs} differ from the ones declared: {ours}")
         if sorted(model.dense) != sorted(self.dense):
-            raise BadInputError(
+            raise InvalidSpecError(
                 f"dense: {sorted(model.dense)} differ from the ones declared: {sorted(self.dense)}"
             )
         return False
@@ -77,7 +77,7 @@ class PsStore:
         try:
             return self.tables[name]
         except KeyError:
-            raise UnknownNameError(
+            raise NotFoundError(
                 f"table: unknown table {name!r}; this PS holds {sorted(self.tables)}"
             ) from None
 
@@ -88,11 +88,11 @@ class PsStore:
         for name, grad in grads.items():
             held = self.dense.get(name)
             if held is None:
-                raise UnknownNameError(
+                raise NotFoundError(
                     f"grads: unknown dense parameter {name!r}; this PS holds {sorted(self.dense)}"
                 )
             if grad.shape != held.shape:
-                raise BadInputError(
+                raise InvalidSpecError(
                     f"grads[{name}]: shape {list(grad.shape)} != parameter shape {list(held.shape)}"
                 )
         for name, grad in grads.items():
@@ -106,5 +106,5 @@ class PsStore:
 
     def _optimizer(self) -> OptimizerSpec:
         if self.optimizer is None:
-            raise BadInputError("model: this PS has no model yet; call Configure first")
+            raise InvalidSpecError("model: this PS has no model yet; call Configure first")
         return self.optimizer

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from flexjob.core.ps.errors import BadInputError
+from flexjob.api.errors import InvalidSpecError
 from flexjob.core.ps.initializer import FloatArray, initial_rows, table_seed
 from flexjob.core.ps.optim import OptimizerSpec, StepArray, apply
 from flexjob.core.ps.partition import IdArray
@@ -34,15 +34,15 @@ class TableSpec:
 
     def __post_init__(self) -> None:
         if not self.name:
-            raise BadInputError("tables[].name must not be empty")
+            raise InvalidSpecError("tables[].name must not be empty")
         if self.dim < 1:
-            raise BadInputError(f"tables[{self.name}].dim must be >= 1, got {self.dim}")
+            raise InvalidSpecError(f"tables[{self.name}].dim must be >= 1, got {self.dim}")
         if self.num_rows < 0:
-            raise BadInputError(
+            raise InvalidSpecError(
                 f"tables[{self.name}].num_rows must be >= 0 (0: unbounded), got {self.num_rows}"
             )
         if self.init_scale < 0:
-            raise BadInputError(
+            raise InvalidSpecError(
                 f"tables[{self.name}].init_scale must be >= 0, got {self.init_scale}"
             )
 
@@ -88,7 +88,7 @@ class EmbeddingTable:
         ids = self._checked(ids)
         expected = (ids.size, self.spec.dim)
         if grads.shape != expected:
-            raise BadInputError(
+            raise InvalidSpecError(
                 f"grads: shape {list(grads.shape)} does not match ids x dim {list(expected)} "
                 f"of table {self.spec.name!r}"
             )
@@ -132,13 +132,13 @@ class EmbeddingTable:
     def _checked(self, ids: npt.ArrayLike) -> IdArray:
         arr = np.asarray(ids)
         if arr.dtype != np.int64 or arr.ndim != 1:
-            raise BadInputError(
+            raise InvalidSpecError(
                 f"ids: must be a 1-d int64 array, got {arr.dtype} with shape {list(arr.shape)}"
             )
         bound = self.spec.num_rows
         if bound and arr.size and (int(arr.min()) < 0 or int(arr.max()) >= bound):
             bad = arr[(arr < 0) | (arr >= bound)][0]
-            raise BadInputError(
+            raise InvalidSpecError(
                 f"ids: id {int(bad)} out of range [0, {bound}) of table {self.spec.name!r}"
             )
         return arr
