@@ -17,8 +17,9 @@ Success of such a job is decided on its workers (every worker replica succeeded)
 without a master; the master is then removed by ``cleanPodPolicy`` (it is still running).
 
 Parameter servers likewise: ``ps`` replicas whose main container names no command run
-``flexjob ps`` (``with_ps_servers``), with a port so each gets a service and finds its own
-address in ``FLEXJOB_REPLICA_ADDRESS``.
+``flexjob ps`` (``ps_replica_spec``, applied by ``with_job_master``), with a port so each gets
+a service and finds its own address in ``FLEXJOB_REPLICA_ADDRESS``. Which command each role
+runs is its ``builtin_command`` in ``api.roles``.
 
 How the master runs comes from the driver (``JobMasterOptions``): locally
 ``sys.executable -m flexjob``, on Kubernetes the operator's own image (``FLEXJOB_IMAGE``).
