@@ -101,19 +101,15 @@ def apply(
         acc += grads * grads
         params -= lr * grads / (np.sqrt(acc) + np.float32(spec.epsilon))
     else:
-        _adam(spec, params, grads, slots, steps)
+        params -= _adam_step(spec, grads, slots["exp_avg"], slots["exp_avg_sq"], steps)
 
 
-def _adam(
-    spec: OptimizerSpec,
-    params: FloatArray,
-    grads: FloatArray,
-    slots: Mapping[str, FloatArray],
-    steps: StepArray,
-) -> None:
-    # Same operation order as torch's single-tensor Adam (lerp, then addcmul; bias corrections
-    # in float64), so float32 rounding agrees too.
-    m, v = slots["exp_avg"], slots["exp_avg_sq"]
+def _adam_step(
+    spec: OptimizerSpec, grads: FloatArray, m: FloatArray, v: FloatArray, steps: StepArray
+) -> FloatArray:
+    """Update Adam's moments in place; the amount to subtract from the parameters. Same
+    operation order as torch's single-tensor Adam (lerp, then addcmul; bias corrections in
+    float64), so float32 rounding agrees too."""
     m += np.float32(1.0 - spec.beta1) * (grads - m)
     v *= np.float32(spec.beta2)
     v += grads * grads * np.float32(1.0 - spec.beta2)
@@ -121,4 +117,5 @@ def _adam(
     step_size = (spec.lr / (1.0 - spec.beta1**t)).astype(np.float32)
     bias2_sqrt = np.sqrt(1.0 - spec.beta2**t).astype(np.float32)
     denom = np.sqrt(v) / bias2_sqrt + np.float32(spec.epsilon)
-    params -= step_size * (m / denom)
+    update: FloatArray = (step_size * (m / denom)).astype(np.float32, copy=False)
+    return update
