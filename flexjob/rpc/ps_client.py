@@ -13,14 +13,14 @@ import grpc
 import numpy as np
 import numpy.typing as npt
 
-from flexjob.api.errors import InvalidSpecError, NotFoundError
+from flexjob.api.errors import UnavailableError
 from flexjob.core.ps.store import ModelSpec
 from flexjob.rpc.gen import ps_pb2 as pb
 from flexjob.rpc.gen import ps_pb2_grpc as pb_grpc
 from flexjob.rpc.ps_api import PsStats
-from flexjob.rpc.ps_convert import configure_to_pb, tensor_from_pb, tensor_to_pb
+from flexjob.rpc.ps_convert import configure_to_pb, stats_from_pb, tensor_from_pb, tensor_to_pb
 from flexjob.rpc.ps_server import GRPC_OPTIONS
-from flexjob.rpc.retry import call_with_retry
+from flexjob.rpc.retry import answered_error, call_with_retry
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -38,12 +38,10 @@ class Pending(Generic[R]):
         try:
             return self._convert(self._future.result())
         except grpc.RpcError as exc:
-            code = exc.code()
-            if code == grpc.StatusCode.INVALID_ARGUMENT:
-                raise InvalidSpecError(exc.details()) from None
-            if code == grpc.StatusCode.NOT_FOUND:
-                raise NotFoundError(exc.details()) from None
-            raise
+            answered = answered_error(exc)
+            if answered is None:
+                raise UnavailableError(f"PS call failed: {exc.code().name}") from None
+            raise answered from None
 
 
 class PsClient:
@@ -93,19 +91,7 @@ class PsClient:
         return self.push_rows_async(table, ids, grads).result()
 
     def stats(self) -> PsStats:
-        s = self._call(self._stub.Stats, pb.StatsRequest())
-        return PsStats(
-            rows=s.rows,
-            bytes=s.bytes,
-            requests=s.requests,
-            requests_per_second=s.requests_per_second,
-            cpu_percent=s.cpu_percent,
-            memory_bytes=s.memory_bytes,
-            version=s.version,
-            index=s.index,
-            num_ps=s.num_ps,
-            tables={t.name: (t.rows, t.bytes) for t in s.tables},
-        )
+        return stats_from_pb(self._call(self._stub.Stats, pb.StatsRequest()))
 
     def _call(self, method: Callable[..., T], request: object) -> T:
         return call_with_retry(

@@ -17,6 +17,7 @@ from flexjob.core.ps.optim import OptimizerKind, OptimizerSpec
 from flexjob.core.ps.store import ModelSpec
 from flexjob.core.ps.table import TableSpec
 from flexjob.rpc.gen import ps_pb2 as pb
+from flexjob.rpc.ps_api import PsStats
 
 #: dtypes a tensor may have on the wire (little-endian).
 DTYPES: Mapping[str, np.dtype[np.generic]] = {
@@ -116,3 +117,33 @@ def configure_from_pb(msg: pb.ConfigureRequest) -> Configure:
         for k, v in msg.dense.items()
     }
     return Configure(ModelSpec(optimizer_from_pb(msg.optimizer), tables, dense), msg.num_ps)
+
+
+def stats_to_pb(s: PsStats) -> pb.StatsResponse:
+    return pb.StatsResponse(
+        rows=s.rows,
+        bytes=s.bytes,
+        requests=s.requests,
+        requests_per_second=s.requests_per_second,
+        cpu_percent=s.cpu_percent,
+        memory_bytes=s.memory_bytes,
+        version=s.version,
+        tables=[pb.TableStats(name=k, rows=r, bytes=b) for k, (r, b) in s.tables.items()],
+        index=s.index,
+        num_ps=s.num_ps,
+    )
+
+
+def stats_from_pb(msg: pb.StatsResponse) -> PsStats:
+    return PsStats(
+        rows=msg.rows,
+        bytes=msg.bytes,
+        requests=msg.requests,
+        requests_per_second=msg.requests_per_second,
+        cpu_percent=msg.cpu_percent,
+        memory_bytes=msg.memory_bytes,
+        version=msg.version,
+        index=msg.index,
+        num_ps=msg.num_ps,
+        tables={t.name: (t.rows, t.bytes) for t in msg.tables},
+    )

@@ -18,7 +18,7 @@ from flexjob.api.errors import InvalidSpecError, NotFoundError
 from flexjob.rpc.gen import ps_pb2 as pb
 from flexjob.rpc.gen import ps_pb2_grpc as pb_grpc
 from flexjob.rpc.ps_api import PsBackend
-from flexjob.rpc.ps_convert import configure_from_pb, tensor_from_pb, tensor_to_pb
+from flexjob.rpc.ps_convert import configure_from_pb, stats_to_pb, tensor_from_pb, tensor_to_pb
 from flexjob.rpc.server import RunningServer
 
 log = logging.getLogger(__name__)
@@ -98,19 +98,7 @@ class PsServicer(pb_grpc.ParameterServerServicer):
         return pb.PushRowsResponse(rows_updated=_call(context, run))
 
     def Stats(self, request: pb.StatsRequest, context: grpc.ServicerContext) -> pb.StatsResponse:
-        s = _call(context, self._b.stats)
-        return pb.StatsResponse(
-            rows=s.rows,
-            bytes=s.bytes,
-            requests=s.requests,
-            requests_per_second=s.requests_per_second,
-            cpu_percent=s.cpu_percent,
-            memory_bytes=s.memory_bytes,
-            version=s.version,
-            tables=[pb.TableStats(name=k, rows=r, bytes=b) for k, (r, b) in s.tables.items()],
-            index=s.index,
-            num_ps=s.num_ps,
-        )
+        return stats_to_pb(_call(context, self._b.stats))
 
 
 def serve_ps(

@@ -18,6 +18,19 @@ T = TypeVar("T")
 _RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
 
 
+def answered_error(exc: grpc.RpcError) -> FlexjobError | None:
+    """The ``api.errors`` kind of an error the server answered; ``None`` when it is the
+    transport's (unreachable, deadline: worth a retry)."""
+    code = exc.code()
+    if code == grpc.StatusCode.INVALID_ARGUMENT:
+        return InvalidSpecError(exc.details())
+    if code == grpc.StatusCode.NOT_FOUND:
+        return NotFoundError(exc.details())
+    if code not in _RETRYABLE:
+        return FlexjobError(f"{code.name}: {exc.details()}")
+    return None
+
+
 def call_with_retry(
     method: Callable[..., T],
     request: object,
@@ -35,13 +48,10 @@ def call_with_retry(
         try:
             return method(request, timeout=timeout, wait_for_ready=False)
         except grpc.RpcError as exc:
+            answered = answered_error(exc)
+            if answered is not None:
+                raise answered from None
             code = exc.code()
-            if code == grpc.StatusCode.INVALID_ARGUMENT:
-                raise InvalidSpecError(exc.details()) from None
-            if code == grpc.StatusCode.NOT_FOUND:
-                raise NotFoundError(exc.details()) from None
-            if code not in _RETRYABLE:
-                raise FlexjobError(f"{code.name}: {exc.details()}") from None
             left = deadline - time.monotonic()
             if left <= 0:
                 raise UnavailableError(

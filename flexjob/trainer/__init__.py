@@ -1,6 +1,6 @@
 """What user training code imports: elastic sampler over master shards, fixed global batch helper,
 checkpoints, world info, the elastic loop that survives world changes in place, and the
-parameter-server client (``PsSet``, ``PsEmbedding``, ``PsSync``, ``master_sampler``).
+parameter-server client (``PsSet``, ``PsEmbedding``, ``PsSync``, ``replica_link``).
 
 Importing this package is light; the torch-based pieces load on first use.
 """
@@ -17,7 +17,7 @@ from flexjob.trainer.world import Generation, WorldInfo, world_info
 if TYPE_CHECKING:
     from flexjob.trainer.checkpoint import Checkpointer
     from flexjob.trainer.elastic import ElasticTrainer, Step
-    from flexjob.trainer.link import master_sampler
+    from flexjob.trainer.link import replica_link
     from flexjob.trainer.ps_set import PsSet
     from flexjob.trainer.ps_torch import PsEmbedding, PsSync
 
@@ -37,7 +37,7 @@ __all__ = [
     "WorldInfo",
     "accumulation_steps",
     "fixed_batch_plan",
-    "master_sampler",
+    "replica_link",
     "world_info",
 ]
 
@@ -48,7 +48,7 @@ _LAZY = {
     "PsSet": "flexjob.trainer.ps_set",
     "PsEmbedding": "flexjob.trainer.ps_torch",
     "PsSync": "flexjob.trainer.ps_torch",
-    "master_sampler": "flexjob.trainer.link",
+    "replica_link": "flexjob.trainer.link",
 }
 
 

@@ -16,7 +16,7 @@ from flexjob.api import names
 from flexjob.core.dataset import Dataset
 from flexjob.rpc.api import NodeRef
 from flexjob.rpc.client import MasterClient
-from flexjob.trainer.sampler import ElasticSampler, NoShard, ShardSamples
+from flexjob.trainer.sampler import NoShard, ShardSamples
 from flexjob.trainer.world import Generation, NodeIdentity, node_identity
 
 
@@ -73,32 +73,6 @@ class MasterLink:
         if self.proc is not self.node:
             self.proc.close()
         self.node.close()
-
-
-def master_sampler(
-    batch_size: int,
-    *,
-    dataset: str = "",
-    size: int | None = None,
-    shard_size: int | None = None,
-    epochs: int | None = None,
-    shuffle: bool = True,
-    seed: int = 0,
-) -> ElasticSampler:
-    """An ``ElasticSampler`` bound to the job master in ``FLEXJOB_MASTER`` (dynamic shards:
-    a process that dies leaves its unfinished shards to the others). For processes that train
-    without a world of their own, e.g. asynchronous parameter-server workers."""
-    sampler = ElasticSampler(
-        batch_size=batch_size,
-        dataset=dataset,
-        size=size,
-        shard_size=shard_size,
-        epochs=epochs,
-        shuffle=shuffle,
-        seed=seed,
-    )
-    sampler.bind(replica_link())
-    return sampler
 
 
 def replica_link() -> MasterLink:
