@@ -21,7 +21,7 @@ Parameter servers likewise: ``ps`` replicas whose main container names no comman
 a service and finds its own address in ``FLEXJOB_REPLICA_ADDRESS``. Which command each role
 runs is its ``builtin_command`` in ``api.roles``.
 
-How the master runs comes from the driver (``JobMasterOptions``): locally
+How the master runs comes from the driver (``JobMasterConfig``): locally
 ``sys.executable -m flexjob``, on Kubernetes the operator's own image (``FLEXJOB_IMAGE``).
 The master's typed ``MasterConfig`` (``core.master_config``) travels as JSON in
 ``FLEXJOB_MASTER_CONFIG``; the master binds the port of its ``FLEXJOB_MASTER`` address. Pure:
@@ -53,7 +53,7 @@ JOB_MASTER_SERVICE_ACCOUNT = "flexjob-job-master"
 
 
 @dataclass(frozen=True, slots=True)
-class JobMasterOptions:
+class JobMasterConfig:
     """How the operator runs implicit job masters.
 
     ``command``: the argv prefix that runs the ``flexjob`` CLI (``flexjob master ...`` is
@@ -76,11 +76,11 @@ class JobMasterOptions:
     service_account: str = ""
 
 
-def kubernetes_job_master(image: str) -> JobMasterOptions:
+def kubernetes_job_master(image: str) -> JobMasterConfig:
     """Implicit masters on Kubernetes: ``image`` (the operator's own, ``FLEXJOB_IMAGE``) runs
     ``python -m flexjob master`` bound to all addresses, writing ScalePlan objects as the
     ``flexjob-job-master`` service account (``flexjob manifests install`` grants it)."""
-    return JobMasterOptions(
+    return JobMasterConfig(
         command=("python", "-m", "flexjob"),
         image=image,
         host="0.0.0.0",
@@ -115,7 +115,7 @@ def needs_job_master(job: ElasticJob) -> bool:
     return flexjob_rdzv or spec.dataset is not None or spec.batch is not None or has_ps
 
 
-def master_replica_spec(job: ElasticJob, options: JobMasterOptions) -> ReplicaSpec:
+def master_replica_spec(job: ElasticJob, options: JobMasterConfig) -> ReplicaSpec:
     """The replica spec of ``job``'s implicit master: ``flexjob master`` with the job's
     ``MasterConfig`` in ``FLEXJOB_MASTER_CONFIG``. A spec no master can run with raises
     ``InvalidSpecError`` naming the field."""
@@ -149,7 +149,7 @@ def master_replica_spec(job: ElasticJob, options: JobMasterOptions) -> ReplicaSp
     )
 
 
-def ps_replica_spec(spec: ReplicaSpec, options: JobMasterOptions) -> ReplicaSpec:
+def ps_replica_spec(spec: ReplicaSpec, options: JobMasterConfig) -> ReplicaSpec:
     """A ``ps`` replica spec whose main container runs ``flexjob ps`` on a port of its own."""
     template = spec.template.model_copy(deep=True)
     if not template.spec.containers:
@@ -164,7 +164,7 @@ def ps_replica_spec(spec: ReplicaSpec, options: JobMasterOptions) -> ReplicaSpec
     return spec.model_copy(update={"template": template})
 
 
-def with_job_master(job: ElasticJob, options: JobMasterOptions | None) -> ElasticJob:
+def with_job_master(job: ElasticJob, options: JobMasterConfig | None) -> ElasticJob:
     """``job`` with its implicit master added (or its command-less master filled in) and its
     command-less ``ps`` replicas running ``flexjob ps``, when ``options`` are given; otherwise
     ``job`` itself."""

@@ -25,9 +25,9 @@ from flexjob.core.shards import ReportResult, ShardManager
 from flexjob.master.health import HeartbeatTracker
 from flexjob.master.logs import event
 from flexjob.master.snapshot import SnapshotWriter, restore_snapshot
-from flexjob.master.state import StateFile
+from flexjob.master.state_file import StateFile
 from flexjob.master.stats import NodeRecord, StatsBook
-from flexjob.rpc.api import (
+from flexjob.rpc.messages import (
     HeartbeatReply,
     NodeRef,
     NodeStats,

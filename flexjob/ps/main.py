@@ -13,8 +13,8 @@ from types import FrameType
 
 from flexjob.api.errors import FlexjobError
 from flexjob.ps.service import PsService
-from flexjob.rpc.api import NodeRef
 from flexjob.rpc.client import MasterClient
+from flexjob.rpc.messages import NodeRef
 from flexjob.rpc.ps_registry import publish_ps
 from flexjob.rpc.ps_server import serve_ps
 

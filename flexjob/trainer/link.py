@@ -14,8 +14,8 @@ from dataclasses import replace
 
 from flexjob.api import names
 from flexjob.core.dataset import Dataset
-from flexjob.rpc.api import NodeRef
 from flexjob.rpc.client import MasterClient
+from flexjob.rpc.messages import NodeRef
 from flexjob.trainer.sampler import NoShard, ShardSamples
 from flexjob.trainer.world import Generation, NodeIdentity, node_identity
 

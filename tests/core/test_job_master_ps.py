@@ -4,14 +4,14 @@ the workers decide success."""
 from flexjob.api import ElasticJob, JobPhase, ReplicaType, names
 from flexjob.core.actions import CreateReplica
 from flexjob.core.job_master import (
-    JobMasterOptions,
+    JobMasterConfig,
     flexjob_runs_master,
     needs_job_master,
     with_job_master,
 )
 from tests.core.reconcile_sim import Sim, kinds, make_job
 
-OPTIONS = JobMasterOptions(command=("python", "-m", "flexjob"), host="0.0.0.0", image="fj:1")
+OPTIONS = JobMasterConfig(command=("python", "-m", "flexjob"), host="0.0.0.0", image="fj:1")
 
 
 def ps_job(
