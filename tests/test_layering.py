@@ -17,6 +17,7 @@ LAYERS = (
     "rpc",
     "platform",
     "master",
+    "ps",
     "trainer",
     "agent",
     "operator",

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from flexjob.agent.progress import ProgressLine
+from flexjob.api import names
 from flexjob.observe import timeline
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,7 @@ class RunConfig:
     progress: bool = True
     plot: str | None = None  # a PNG of the job's timeline, written when the run ends
     env: dict[str, str] = field(default_factory=dict)
+    num_ps: int = 0  # parameter-server replicas to start beside the master (`--ps N`)
 
     @property
     def nodes_to_start(self) -> int:
@@ -81,6 +83,31 @@ def agent_command(
     return [*cmd, opts.target, *opts.args]
 
 
+def ps_command(master: str, index: int, num_ps: int) -> list[str]:
+    return [
+        sys.executable, "-m", "flexjob", "ps",
+        "--index", str(index), "--num-ps", str(num_ps), "--master", master,
+    ]  # fmt: skip
+
+
+def start_ps(master: str, num_ps: int, env: dict[str, str]) -> list[subprocess.Popen[bytes]]:
+    """Start ``num_ps`` ``flexjob ps`` processes registering with ``master``."""
+    return [
+        subprocess.Popen(ps_command(master, i, num_ps), env=env, start_new_session=True)
+        for i in range(num_ps)
+    ]
+
+
+def ps_env(master: str, num_ps: int, timeout: float = 120.0) -> dict[str, str]:
+    """The environment that tells trainers where the PS set serves (once all registered)."""
+    from flexjob.rpc.client import MasterClient
+    from flexjob.rpc.ps_registry import resolve_ps
+
+    with MasterClient(master, "launcher") as client:
+        addresses = resolve_ps(client, num_ps, timeout=timeout)
+    return {names.ENV_NUM_PS: str(num_ps), names.ENV_PS_ADDRESSES: ",".join(addresses)}
+
+
 def _stop(proc: subprocess.Popen[bytes], grace_s: float) -> None:
     if proc.poll() is not None:
         return
@@ -103,6 +130,7 @@ def run_job(opts: RunConfig) -> int:
     Path(job_dir).mkdir(parents=True, exist_ok=True)
     master_proc: MasterProcess | None = None
     agents: list[subprocess.Popen[bytes]] = []
+    servers: list[subprocess.Popen[bytes]] = []
     progress: ProgressLine | None = None
     try:
         if opts.master is None:
@@ -120,6 +148,9 @@ def run_job(opts: RunConfig) -> int:
             address = opts.master
         log.info("job %s: master at %s, job dir %s", opts.job_name, address, job_dir)
         env = {**os.environ, **opts.env}
+        if opts.num_ps:
+            servers = start_ps(address, opts.num_ps, env)
+            env.update(ps_env(address, opts.num_ps))
         for i in range(opts.nodes_to_start):
             cmd = agent_command(address, f"worker-{i}", i, opts, job_dir)
             agents.append(subprocess.Popen(cmd, env=env, start_new_session=True))
@@ -144,6 +175,8 @@ def run_job(opts: RunConfig) -> int:
             progress.close()
         for a in agents:
             _stop(a, 10.0)
+        for server in servers:
+            _stop(server, 10.0)
         if master_proc is not None:
             master_proc.stop()
         if opts.plot:

@@ -46,6 +46,13 @@ ENV_GPU = "FLEXJOB_GPU"
 
 DEFAULT_NAMESPACE = "default"
 DEFAULT_MASTER_PORT = 50001
+DEFAULT_PS_PORT = 50002
+
+# Parameter-server jobs: the size of the PS set (set on every replica of a job with `ps`
+# replicas), and the PS addresses in PS-index order, comma-separated (set by whoever knows them
+# before the trainer starts: the agent, `flexjob run`; else the trainer asks the master).
+ENV_NUM_PS = "FLEXJOB_NUM_PS"
+ENV_PS_ADDRESSES = "FLEXJOB_PS_ADDRESSES"
 
 # torch's own variables, set by the agent (and by the trainer helpers after each re-formed world).
 ENV_RANK = "RANK"
@@ -68,6 +75,7 @@ ENV_STATUS_FILE = "FLEXJOB_STATUS_FILE"
 KV_STEP = "flexjob/progress/step"  # rank 0's step, for progress displays
 KV_LOSS = "flexjob/progress/loss"  # rank 0's last reported loss (ElasticTrainer.report_loss)
 KV_IN_PLACE = "flexjob/in-place"  # set once the trainer helpers run: workers join by themselves
+KV_PS_ADDRESS_PREFIX = "flexjob/ps/address/"  # + PS index: where that PS replica serves
 # The job's measured goodput profilings (JSON, the ``status.profilings`` format the Allocator
 # reads: step times per shape, local batch, gradient noise scale), from trainer.goodput.
 KV_PROFILINGS = "flexjob/profilings"

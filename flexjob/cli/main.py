@@ -28,6 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "server_cmd",
     "allocator_cmd",
     "master_cmd",
+    "ps_cmd",
     "brain_cmd",
     "monitor_cmd",
     "run_cmd",

@@ -7,11 +7,19 @@ worker finds it in ``FLEXJOB_MASTER``. The stored job is not changed; the replic
 as ``<job>-master-0``.
 
 The rule (``needs_job_master``): the job has no ``master`` replica spec, and it has
-``elasticPolicy.rdzvBackend: flexjob`` or a ``dataset`` or ``batch`` block. Jobs that declare
-their own ``master`` (DI, ElasticDL, user masters) keep it as is.
+``elasticPolicy.rdzvBackend: flexjob``, a ``dataset`` or ``batch`` block, or ``ps`` replicas
+(a parameter-server job: its PS replicas register with the master). A declared ``master``
+whose main container names no command (an ElasticDL ``Master`` without its own image's
+entrypoint) is flexjob's too (``flexjob_runs_master``). Jobs that declare a master with a
+command of their own (DI, user masters) keep it as is.
 
 Success of such a job is decided on its workers (every worker replica succeeded), as for a job
 without a master; the master is then removed by ``cleanPodPolicy`` (it is still running).
+
+Parameter servers likewise: ``ps`` replicas whose main container names no command run
+``flexjob ps`` (``ps_replica_spec``, applied by ``with_job_master``), with a port so each gets
+a service and finds its own address in ``FLEXJOB_REPLICA_ADDRESS``. Which command each role
+runs is its ``builtin_command`` in ``api.roles``.
 
 How the master runs comes from the driver (``JobMasterConfig``): locally
 ``sys.executable -m flexjob``, on Kubernetes the operator's own image (``FLEXJOB_IMAGE``).
@@ -30,9 +38,11 @@ from flexjob.api import (
     ReplicaSpec,
     ReplicaType,
     RestartPolicy,
+    names,
 )
 from flexjob.api.names import ENV_MASTER_CONFIG
-from flexjob.api.pod import PodSpec, PodTemplateSpec
+from flexjob.api.pod import ContainerPort, PodSpec, PodTemplateSpec
+from flexjob.api.roles import traits
 from flexjob.core.master_config import MasterConfig
 
 RDZV_BACKEND_FLEXJOB = "flexjob"
@@ -79,14 +89,30 @@ def kubernetes_job_master(image: str) -> JobMasterConfig:
     )
 
 
+def _has_own_command(spec: ReplicaSpec) -> bool:
+    containers = spec.template.spec.containers
+    return bool(containers and containers[0].command)
+
+
+def flexjob_runs_master(job: ElasticJob) -> bool:
+    """True when the job's master is flexjob's (added, or declared without a command); its
+    success is then decided on its workers."""
+    declared = job.spec.replica_specs.get(ReplicaType.MASTER)
+    if declared is not None:
+        return not _has_own_command(declared)
+    return needs_job_master(job)
+
+
 def needs_job_master(job: ElasticJob) -> bool:
     """True when the operator must add a flexjob job master to ``job`` (see module doc)."""
     spec = job.spec
-    if ReplicaType.MASTER in spec.replica_specs:
-        return False
+    declared = spec.replica_specs.get(ReplicaType.MASTER)
+    if declared is not None:
+        return not _has_own_command(declared)
     policy = spec.elastic_policy
     flexjob_rdzv = policy is not None and (policy.rdzv_backend or "") == RDZV_BACKEND_FLEXJOB
-    return flexjob_rdzv or spec.dataset is not None or spec.batch is not None
+    has_ps = ReplicaType.PS in spec.replica_specs
+    return flexjob_rdzv or spec.dataset is not None or spec.batch is not None or has_ps
 
 
 def master_job_dir(state_root: str, job: ElasticJob) -> str:
@@ -109,7 +135,7 @@ def master_replica_spec(job: ElasticJob, options: JobMasterConfig) -> ReplicaSpe
         job_dir=job_dir,
         scale_plan_platform=options.scale_plan_platform or None,
     )
-    args = ["master"]
+    args = [str(traits(ReplicaType.MASTER).builtin_command)]
     env = {**options.env, ENV_MASTER_CONFIG: config.to_json()}
     container = Container(
         name=MASTER_CONTAINER,
@@ -129,10 +155,34 @@ def master_replica_spec(job: ElasticJob, options: JobMasterConfig) -> ReplicaSpe
     )
 
 
+def ps_replica_spec(spec: ReplicaSpec, options: JobMasterConfig) -> ReplicaSpec:
+    """A ``ps`` replica spec whose main container runs ``flexjob ps`` on a port of its own."""
+    template = spec.template.model_copy(deep=True)
+    if not template.spec.containers:
+        template.spec.containers = [Container(name="ps")]
+    main = template.spec.containers[0]
+    main.command = list(options.command)
+    main.args = [str(traits(ReplicaType.PS).builtin_command), "--host", options.host]
+    if options.image and not main.image:
+        main.image = options.image
+    if not main.ports:
+        main.ports = [ContainerPort(container_port=names.DEFAULT_PS_PORT, name="ps")]
+    return spec.model_copy(update={"template": template})
+
+
 def with_job_master(job: ElasticJob, options: JobMasterConfig | None) -> ElasticJob:
-    """``job`` with its implicit master added when it needs one and ``options`` are given;
-    otherwise ``job`` itself."""
-    if options is None or not needs_job_master(job):
+    """``job`` with its implicit master added (or its command-less master filled in) and its
+    command-less ``ps`` replicas running ``flexjob ps``, when ``options`` are given; otherwise
+    ``job`` itself."""
+    if options is None:
         return job
-    specs = {ReplicaType.MASTER: master_replica_spec(job, options), **job.spec.replica_specs}
+    specs = dict(job.spec.replica_specs)
+    if needs_job_master(job):
+        specs.pop(ReplicaType.MASTER, None)
+        specs = {ReplicaType.MASTER: master_replica_spec(job, options), **specs}
+    ps = specs.get(ReplicaType.PS)
+    if ps is not None and not _has_own_command(ps):
+        specs[ReplicaType.PS] = ps_replica_spec(ps, options)
+    if specs == job.spec.replica_specs:
+        return job
     return job.model_copy(update={"spec": job.spec.model_copy(update={"replica_specs": specs})})

@@ -7,14 +7,12 @@ until ``retry_deadline`` seconds have passed, so a master restart is survivable;
 Not thread-safe across ``close()``; otherwise a client may be shared by threads.
 """
 
-import logging
 import time
 from collections.abc import Callable
 from typing import TypeVar
 
 import grpc
 
-from flexjob.api.errors import FlexjobError, InvalidSpecError, NotFoundError, UnavailableError
 from flexjob.core.batch import RankBatch
 from flexjob.core.dataset import Dataset
 from flexjob.rpc import convert
@@ -30,11 +28,10 @@ from flexjob.rpc.messages import (
     Progress,
     ShardInfo,
 )
+from flexjob.rpc.retry import call_with_retry
 
-log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-_RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
 _CHANNEL_OPTIONS = [
     ("grpc.initial_reconnect_backoff_ms", 100),
     ("grpc.min_reconnect_backoff_ms", 100),
@@ -185,25 +182,11 @@ class MasterClient:
 
     # ---- transport ----
     def _call(self, method: Callable[..., T], request: object) -> T:
-        deadline = time.monotonic() + self._retry_deadline
-        backoff = 0.05
-        while True:
-            try:
-                return method(request, timeout=self._timeout, wait_for_ready=False)
-            except grpc.RpcError as exc:
-                code = exc.code()
-                if code == grpc.StatusCode.INVALID_ARGUMENT:
-                    raise InvalidSpecError(exc.details()) from None
-                if code == grpc.StatusCode.NOT_FOUND:
-                    raise NotFoundError(exc.details()) from None
-                if code not in _RETRYABLE:
-                    raise FlexjobError(f"{code.name}: {exc.details()}") from None
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise UnavailableError(
-                        f"master {self.address} unreachable for {self._retry_deadline}s: "
-                        f"{code.name}: {exc.details()}"
-                    ) from None
-                log.debug("event=master_retry address=%s code=%s", self.address, code.name)
-                time.sleep(min(backoff, left))
-                backoff = min(backoff * 2, self._max_backoff)
+        return call_with_retry(
+            method,
+            request,
+            what=f"master {self.address}",
+            timeout=self._timeout,
+            retry_deadline=self._retry_deadline,
+            max_backoff=self._max_backoff,
+        )

@@ -1,5 +1,6 @@
 """What user training code imports: elastic sampler over master shards, fixed global batch helper,
-checkpoints, world info, and the elastic loop that survives world changes in place.
+checkpoints, world info, the elastic loop that survives world changes in place, and the
+parameter-server client (``PsSet``, ``PsEmbedding``, ``PsSync``, ``replica_link``).
 
 Importing this package is light; the torch-based pieces load on first use.
 """
@@ -17,6 +18,9 @@ if TYPE_CHECKING:
     from flexjob.trainer.checkpoint import Checkpointer
     from flexjob.trainer.data_sampler import ElasticDistributedSampler
     from flexjob.trainer.elastic import ElasticTrainer, Step
+    from flexjob.trainer.link import replica_link
+    from flexjob.trainer.ps_set import PsSet
+    from flexjob.trainer.ps_torch import PsEmbedding, PsSync
 
 __all__ = [
     "Batch",
@@ -26,12 +30,16 @@ __all__ = [
     "ElasticTrainer",
     "Generation",
     "NoShard",
+    "PsEmbedding",
+    "PsSet",
+    "PsSync",
     "RankBatch",
     "ShardSamples",
     "Step",
     "WorldInfo",
     "accumulation_steps",
     "fixed_batch_plan",
+    "replica_link",
     "world_info",
 ]
 
@@ -40,6 +48,10 @@ _LAZY = {
     "ElasticDistributedSampler": "flexjob.trainer.data_sampler",
     "ElasticTrainer": "flexjob.trainer.elastic",
     "Step": "flexjob.trainer.elastic",
+    "PsSet": "flexjob.trainer.ps_set",
+    "PsEmbedding": "flexjob.trainer.ps_torch",
+    "PsSync": "flexjob.trainer.ps_torch",
+    "replica_link": "flexjob.trainer.link",
 }
 
 
