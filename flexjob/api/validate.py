@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from flexjob.api.enums import WORKER_LIKE, ReplicaType
 from flexjob.api.job import ElasticJob
+from flexjob.api.limits import MAX_REPLICAS_BY_PLATFORM
 from flexjob.api.model_errors import problems_from
 from flexjob.api.names import API_VERSION, KIND_JOB, KIND_SCALE_PLAN
 from flexjob.api.problems import MISSING, Problem, join_path, one_of
@@ -139,6 +140,7 @@ def _check_job_spec(spec: Mapping[str, Any]) -> list[Problem]:
         for rtype, rspec in replica_specs.items():
             if isinstance(rspec, Mapping) and rtype in _REPLICA_TYPES:
                 problems += _check_replica_spec(f"spec.replicaSpecs.{rtype}", rspec)
+        problems += _check_trainers(replica_specs)
     limits = spec.get("resourceLimits")
     if isinstance(limits, Mapping):
         problems += _check_quantities("spec.resourceLimits", limits)
@@ -169,6 +171,48 @@ def _check_replica_spec(path: str, rspec: Mapping[str, Any]) -> list[Problem]:
     template = rspec.get("template", {})
     if isinstance(template, Mapping):
         problems += _check_pod_template(f"{path}.template", template)
+    return problems
+
+
+def _check_trainers(replica_specs: Mapping[str, Any]) -> list[Problem]:
+    """Zero replicas of every type that trains leaves nothing to train (and a job master
+    with no node to wait for): each such ``replicas: 0`` is a problem."""
+    trainers = {
+        str(t): spec
+        for t, spec in replica_specs.items()
+        if t in {str(w) for w in WORKER_LIKE} and isinstance(spec, Mapping)
+    }
+    counts = {t: _int_or_none(spec.get("replicas")) for t, spec in trainers.items()}
+    if not counts or any(n is None or n > 0 for n in counts.values()):
+        return []
+    return [
+        Problem(
+            f"spec.replicaSpecs.{t}.replicas",
+            0,
+            "0 leaves the job with no replica that trains: give at least 1",
+        )
+        for t in counts
+    ]
+
+
+def platform_problems(job: ElasticJob, platform: str) -> list[Problem]:
+    """What ``platform`` cannot run: replica counts above its bound
+    (``api.limits.MAX_REPLICAS_BY_PLATFORM``)."""
+    most = MAX_REPLICAS_BY_PLATFORM.get(platform)
+    if most is None:
+        return []
+    problems = []
+    for rtype, spec in job.spec.replica_specs.items():
+        for key in ("replicas", "maxReplicas"):
+            value = getattr(spec, "replicas" if key == "replicas" else "max_replicas")
+            if value is not None and value > most:
+                problems.append(
+                    Problem(
+                        f"spec.replicaSpecs.{rtype}.{key}",
+                        value,
+                        f"{value} is above the maximum {most} on the {platform} platform",
+                    )
+                )
     return problems
 
 

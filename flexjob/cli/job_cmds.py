@@ -26,6 +26,7 @@ from flexjob.api.defaults import apply_defaults
 from flexjob.api.load import dump_yaml, load_job
 from flexjob.api.names import DEFAULT_NAMESPACE
 from flexjob.api.problems import SpecError
+from flexjob.api.validate import platform_problems
 from flexjob.cli import job_views
 from flexjob.platform.api import AlreadyExistsError, NotFoundError, Platform, Replica
 from flexjob.platform.registry import PLATFORMS, open_platform
@@ -80,6 +81,11 @@ def submit(
     if namespace:
         job.metadata.namespace = namespace
     platform = _platform(platform_name)
+    problems = platform_problems(job, platform.name)
+    for problem in problems:
+        _err.print(f"{escape(str(file))}: {escape(str(problem))}")
+    if problems:
+        raise typer.Exit(1)
     ns, name = job.namespace, job.name
     try:
         platform.create_job(job)
