@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from flexjob.api import WORKER_LIKE, ElasticJob, ReplicaType
+from flexjob.api.limits import dataset_problem
 from flexjob.core.batch import BatchPlan
 from flexjob.core.rendezvous import RendezvousConfig
 from flexjob.core.splitters import FileSplitter, RangeSplitter, Splitter, parse_file_entry
@@ -37,7 +38,14 @@ class DatasetConfig:
             raise ValueError("dataset: give exactly one of size or files")
         if self.epochs < 1:
             raise ValueError(f"dataset.epochs must be >= 1, got {self.epochs}")
-        self.splitter()  # validates size / shard_size / file entries
+        if self.size is not None:  # bounded before a splitter of that size is made
+            problem = dataset_problem(self.size, self.shard_size, self.epochs)
+            if problem:
+                raise ValueError(f"dataset {self.name!r}: {problem}")
+        splitter = self.splitter()  # validates size / shard_size / file entries
+        problem = dataset_problem(splitter.num_samples, self.shard_size, self.epochs)
+        if problem:
+            raise ValueError(f"dataset {self.name!r}: {problem}")
 
     def splitter(self) -> Splitter:
         if self.size is not None:

@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from flexjob.api import names
+from flexjob.api.limits import KV_INT_MAX, KV_INT_MIN, MAX_KV_KEY_BYTES, MAX_KV_VALUE_BYTES
 from flexjob.core.batch import BatchPlan
 from flexjob.core.rendezvous import NodeStatus, Rendezvous
 from flexjob.core.shards import ReportResult, ShardManager
@@ -248,6 +249,9 @@ class MasterService:
 
     # ---- key-value store ----
     def kv_set(self, key: str, value: bytes) -> None:
+        _check_kv(key, value)
+        if key.startswith(names.KV_DATASET_PREFIX):  # refuse a bad registration now
+            _dataset_registration(key[len(names.KV_DATASET_PREFIX) :], value)
         with self._lock:
             self._kv[key] = value
 
@@ -256,11 +260,17 @@ class MasterService:
             return self._kv.get(key)
 
     def kv_add(self, key: str, amount: int) -> int:
+        _check_kv(key, b"")
         with self._lock:
             try:
                 value = int(self._kv.get(key, b"0")) + amount
             except ValueError:
                 raise InvalidArgumentError(f"key {key!r} does not hold an integer") from None
+            if not KV_INT_MIN <= value <= KV_INT_MAX:
+                raise InvalidArgumentError(
+                    f"key {key!r}: adding {amount} gives {value}, outside the 64-bit range "
+                    f"{KV_INT_MIN}..{KV_INT_MAX}"
+                )
             self._kv[key] = str(value).encode()
             return value
 
@@ -302,20 +312,7 @@ class MasterService:
         raw = self._kv.get(names.KV_DATASET_PREFIX + name)
         if raw is None:
             return None
-        try:
-            d = json.loads(raw)
-            cfg = DatasetConfig(
-                name=name,
-                size=int(d["size"]),
-                shard_size=int(d["shard_size"]),
-                epochs=int(d["epochs"]),
-                shuffle=bool(d.get("shuffle", False)),
-                seed=int(d.get("seed", 0)),
-            )
-        except (ValueError, KeyError, TypeError) as exc:
-            raise InvalidArgumentError(
-                f"dataset {name!r} registered with bad fields: {exc}"
-            ) from None
+        cfg = _dataset_registration(name, raw)
         mgr = ShardManager(
             cfg.splitter(),
             epochs=cfg.epochs,
@@ -445,3 +442,32 @@ class MasterService:
             journal_entries=len(journal),
             shards_done=sum(x.shards_done for x in p),
         )
+
+
+def _check_kv(key: str, value: bytes) -> None:
+    """Refuse a KV key or value above ``api.limits`` bounds (they live in the master's memory)."""
+    if len(key.encode()) > MAX_KV_KEY_BYTES:
+        raise InvalidArgumentError(f"key: {len(key.encode())} bytes, at most {MAX_KV_KEY_BYTES}")
+    if len(value) > MAX_KV_VALUE_BYTES:
+        raise InvalidArgumentError(
+            f"value of {key!r}: {len(value)} bytes, at most {MAX_KV_VALUE_BYTES}"
+        )
+
+
+def _dataset_registration(name: str, raw: bytes) -> DatasetConfig:
+    """The dataset a trainer registered under ``flexjob/dataset/<name>`` (JSON with size,
+    shard_size, epochs, shuffle, seed); ``InvalidArgumentError`` naming the bad field or bound."""
+    try:
+        d = json.loads(raw)
+        return DatasetConfig(
+            name=name,
+            size=int(d["size"]),
+            shard_size=int(d["shard_size"]),
+            epochs=int(d["epochs"]),
+            shuffle=bool(d.get("shuffle", False)),
+            seed=int(d.get("seed", 0)),
+        )
+    except KeyError as exc:
+        raise InvalidArgumentError(f"dataset {name!r} registered without field {exc}") from None
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise InvalidArgumentError(f"dataset {name!r} registered with bad fields: {exc}") from None

@@ -28,11 +28,16 @@ _CODES: dict[type[Exception], grpc.StatusCode] = {
 
 
 def _call(context: grpc.ServicerContext, fn: Callable[[], T]) -> T:
-    """Run one backend call; its ``rpc.api`` errors become gRPC status codes."""
+    """Run one backend call; its ``rpc.api`` errors become gRPC status codes, and anything
+    else INTERNAL with a message (never gRPC's bare UNKNOWN)."""
     try:
         return fn()
     except (InvalidArgumentError, NotFoundError) as exc:
         context.abort(_CODES[type(exc)], str(exc))
+        raise  # unreachable: abort raises
+    except Exception as exc:
+        log.exception("event=rpc_internal_error")
+        context.abort(grpc.StatusCode.INTERNAL, f"master error: {type(exc).__name__}: {exc}")
         raise  # unreachable: abort raises
 
 
@@ -110,8 +115,8 @@ class MasterServicer(pb_grpc.MasterServicer):
         return pb.KVGetResponse(found=value is not None, value=value or b"")
 
     def KVAdd(self, request: pb.KVAddRequest, context: grpc.ServicerContext) -> pb.KVAddResponse:
-        return pb.KVAddResponse(
-            value=_call(context, lambda: self._b.kv_add(request.key, request.amount))
+        return _call(
+            context, lambda: pb.KVAddResponse(value=self._b.kv_add(request.key, request.amount))
         )
 
     def GetProgress(
