@@ -16,7 +16,11 @@ without a master; the master is then removed by ``cleanPodPolicy`` (it is still 
 How the master runs comes from the driver (``JobMasterOptions``): locally
 ``sys.executable -m flexjob``, on Kubernetes the operator's own image (``FLEXJOB_IMAGE``).
 The job travels to the master as JSON in ``FLEXJOB_JOB_SPEC``; the master binds the port of
-its ``FLEXJOB_MASTER`` address. Pure: no I/O.
+its ``FLEXJOB_MASTER`` address. The job's token reaches the master and every replica in the
+environment, never on a command line: locally ``FLEXJOB_MASTER_TOKEN_FILE`` names the 0600
+file ``<token_root>/<ns>/<job>/master.token`` (the local operator writes it), on Kubernetes
+``FLEXJOB_MASTER_TOKEN`` comes from the Secret ``<job>-master-token`` (``secretKeyRef``; the
+operator creates it, owned by the job). Pure: no I/O.
 """
 
 import json
@@ -31,6 +35,7 @@ from flexjob.api import (
     ReplicaType,
     RestartPolicy,
 )
+from flexjob.api.names import ENV_MASTER_TOKEN, ENV_MASTER_TOKEN_FILE
 from flexjob.api.pod import PodSpec, PodTemplateSpec
 
 RDZV_BACKEND_FLEXJOB = "flexjob"
@@ -40,6 +45,9 @@ MASTER_CONTAINER = "master"
 #: The service account implicit masters run as on Kubernetes (``flexjob manifests install``
 #: creates it with ``operator.manifests.JOB_MASTER_RULES``).
 JOB_MASTER_SERVICE_ACCOUNT = "flexjob-job-master"
+#: The key of the token in a job's master-token Secret.
+SECRET_TOKEN_KEY = "token"
+TOKEN_FILE = "master.token"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +62,10 @@ class JobMasterOptions:
     folder per job incarnation, so a restarted master continues and a re-submitted job of the
     same name starts fresh); "" = no state kept across master restarts; ``service_account``:
     the pod's ``serviceAccountName`` (Kubernetes: the identity allowed to write ScalePlans;
-    "" = the namespace's default; the local platform ignores it).
+    "" = the namespace's default; the local platform ignores it); ``token_root``: where the
+    local operator keeps each job's token file (``master_token_file``; "" = none);
+    ``token_secret``: give every replica the token of the job's Secret
+    (``master_token_secret``, Kubernetes).
     """
 
     command: tuple[str, ...] = ("python", "-m", "flexjob")
@@ -64,6 +75,18 @@ class JobMasterOptions:
     env: Mapping[str, str] = field(default_factory=dict)
     state_root: str = ""
     service_account: str = ""
+    token_root: str = ""
+    token_secret: bool = False
+
+
+def master_token_file(root: str, namespace: str, job: str) -> str:
+    """The local token file of ``job``: ``<root>/<namespace>/<job>/master.token``."""
+    return "/".join((root, namespace, job, TOKEN_FILE))
+
+
+def master_token_secret(job: str) -> str:
+    """The name of the Secret holding ``job``'s master token (Kubernetes)."""
+    return f"{job}-master-token"
 
 
 def kubernetes_job_master(image: str) -> JobMasterOptions:
@@ -76,6 +99,7 @@ def kubernetes_job_master(image: str) -> JobMasterOptions:
         host="0.0.0.0",
         scale_plan_platform="kubernetes",
         service_account=JOB_MASTER_SERVICE_ACCOUNT,
+        token_secret=True,
     )
 
 
@@ -124,4 +148,20 @@ def with_job_master(job: ElasticJob, options: JobMasterOptions | None) -> Elasti
     if options is None or not needs_job_master(job):
         return job
     specs = {ReplicaType.MASTER: master_replica_spec(job, options), **job.spec.replica_specs}
-    return job.model_copy(update={"spec": job.spec.model_copy(update={"replica_specs": specs})})
+    envs = dict(job.spec.envs)
+    if options.token_root:
+        envs[ENV_MASTER_TOKEN_FILE] = master_token_file(options.token_root, job.namespace, job.name)
+    if options.token_secret:
+        specs = {t: _with_secret_token(s, job.name) for t, s in specs.items()}
+    update = {"replica_specs": specs, "envs": envs}
+    return job.model_copy(update={"spec": job.spec.model_copy(update=update)})
+
+
+def _with_secret_token(spec: ReplicaSpec, job: str) -> ReplicaSpec:
+    """``spec`` whose containers read ``FLEXJOB_MASTER_TOKEN`` from the job's Secret."""
+    ref = {"secretKeyRef": {"name": master_token_secret(job), "key": SECRET_TOKEN_KEY}}
+    template = spec.template.model_copy(deep=True)
+    for container in template.spec.containers:
+        kept = [e for e in container.env if e.name != ENV_MASTER_TOKEN]
+        container.env = [*kept, EnvVar.model_validate({"name": ENV_MASTER_TOKEN, "valueFrom": ref})]
+    return spec.model_copy(update={"template": template})

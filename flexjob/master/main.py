@@ -16,6 +16,7 @@ from flexjob.master.config import MasterConfig
 from flexjob.master.logs import event
 from flexjob.master.service import MasterService
 from flexjob.master.state import write_atomic
+from flexjob.rpc.auth import master_token
 from flexjob.rpc.server import RunningServer, serve
 
 log = logging.getLogger(__name__)
@@ -75,11 +76,14 @@ def _start_store(config: MasterConfig) -> tuple[Any, str]:
     return store, f"{config.public_host}:{store.port}"
 
 
-def start_master(config: MasterConfig) -> MasterHandle:
-    """Start a master in this process and return once it serves."""
+def start_master(config: MasterConfig, token: str | None = None) -> MasterHandle:
+    """Start a master in this process and return once it serves. ``token``: what clients must
+    present (default: the job's token from the environment, ``rpc.auth.master_token``; a
+    master that binds beyond loopback refuses to start without one)."""
+    token = token if token is not None else master_token()
     store, store_address = _start_store(config) if config.host_store else (None, "")
     service = MasterService(config, store_address=store_address)
-    server = serve(service, config.host, config.port, max_workers=config.rpc_workers)
+    server = serve(service, config.host, config.port, config.rpc_workers, token)
     handle = MasterHandle(config, service, server, store)
     handle._thread = threading.Thread(target=handle._health_loop, name="master-health", daemon=True)
     handle._thread.start()

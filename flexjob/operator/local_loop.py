@@ -44,6 +44,7 @@ def local_job_master(home: Path) -> JobMasterOptions:
         scale_plan_platform="local",
         env={ENV_HOME: str(home)},
         state_root=str(home / "jobs"),
+        token_root=str(home / "jobs"),
     )
 
 

@@ -1,6 +1,7 @@
 """Running the local operator for one job: in this process, or as a detached background one.
 
 ``run_job`` takes the job's operator lease (refused while another live operator holds it),
+writes the job's master token file (0600, once: ``core.job_master``),
 adopts the replicas a previous operator left running (a killed operator: their exits are read
 from their exit files, so a replica that finished meanwhile is not run again), drives
 ``LocalJobLoop`` until the job is done, renewing the lease every round, and, when interrupted
@@ -15,9 +16,11 @@ import subprocess
 import sys
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 from types import FrameType
 
 from flexjob.api import ElasticJob, JobPhase
+from flexjob.core.job_master import master_token_file
 from flexjob.core.phases import set_phase, timestamp
 from flexjob.core.status_patch import StatusOwner, owner_patch
 from flexjob.operator.local_loop import LocalJobLoop, Observer, local_job_master
@@ -25,6 +28,7 @@ from flexjob.platform.api import NotFoundError, Replica
 from flexjob.platform.local import LocalPlatform
 from flexjob.platform.local.leases import RENEW_SECONDS, holder_alive
 from flexjob.platform.local.paths import job_dir
+from flexjob.rpc.auth import new_token, write_token_file
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +49,10 @@ def run_job(
     """Reconcile the job until it is done; its last state (None if it was deleted).
     ``LeaseHeldError`` when another live operator runs the job."""
     platform.leases.acquire(namespace, name)
+    options = local_job_master(platform.home)
+    token_file = Path(master_token_file(options.token_root, namespace, name))
+    if not token_file.exists():  # kept across operator restarts: running replicas hold it
+        write_token_file(token_file, new_token())
     previous = signal.signal(signal.SIGTERM, _sigterm)
     renewed = time.monotonic()
 
@@ -62,7 +70,7 @@ def run_job(
         name,
         interval=interval,
         observer=each_round,
-        job_master=local_job_master(platform.home),
+        job_master=options,
     )
     try:
         for adopted in platform.runtime.adopt(namespace, name):

@@ -1,6 +1,8 @@
 """``MasterClient``: a synchronous, typed client of the job master for agents and trainers.
 
-Every method is one RPC returning an ``rpc.api`` data class. Calls that cannot reach the master
+Every method is one RPC returning an ``rpc.api`` data class. Every call carries the job's
+token (``rpc.auth.master_token``: ``FLEXJOB_MASTER_TOKEN`` or ``FLEXJOB_MASTER_TOKEN_FILE``)
+when one is set. Calls that cannot reach the master
 (connection refused, master restarting, deadline hit) are retried with exponential backoff
 until ``retry_deadline`` seconds have passed, so a master restart is survivable; then
 ``MasterUnavailableError``. Errors the master answers are raised as ``rpc.api`` errors.
@@ -29,6 +31,7 @@ from flexjob.rpc.api import (
     ShardInfo,
     WorldInfo,
 )
+from flexjob.rpc.auth import AUTHORIZATION, bearer, master_token
 from flexjob.rpc.convert import NodeLike
 from flexjob.rpc.gen import master_pb2 as pb
 from flexjob.rpc.gen import master_pb2_grpc as pb_grpc
@@ -56,7 +59,8 @@ class MasterClient:
 
     ``timeout``: seconds per attempt; ``retry_deadline``: seconds to keep retrying an
     unreachable master; ``channel``: share one channel between many clients (e.g. simulated
-    agents), else each client opens its own."""
+    agents), else each client opens its own; ``token``: the master's bearer token (default:
+    from the environment, ``rpc.auth.master_token``)."""
 
     def __init__(
         self,
@@ -67,8 +71,11 @@ class MasterClient:
         retry_deadline: float = 60.0,
         max_backoff: float = 1.0,
         channel: grpc.Channel | None = None,
+        token: str | None = None,
     ) -> None:
         self.address = address
+        token = token if token is not None else master_token()
+        self._metadata = ((AUTHORIZATION, bearer(token)),) if token else None
         self._node = convert.node_to_pb(node)
         self._timeout = timeout
         self._retry_deadline = retry_deadline
@@ -187,7 +194,9 @@ class MasterClient:
         backoff = 0.05
         while True:
             try:
-                return method(request, timeout=self._timeout, wait_for_ready=False)
+                return method(
+                    request, timeout=self._timeout, wait_for_ready=False, metadata=self._metadata
+                )
             except grpc.RpcError as exc:
                 code = exc.code()
                 if code == grpc.StatusCode.INVALID_ARGUMENT:

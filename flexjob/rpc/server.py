@@ -1,8 +1,10 @@
 """gRPC server glue: a servicer that turns each RPC into one ``MasterBackend`` call.
 
 One handler per message, each a few lines: convert in, call the backend, convert out. Errors
-of the ``rpc.api`` hierarchy become gRPC status codes. Not where master logic lives
-(``flexjob.master.service`` is).
+of the ``rpc.api`` hierarchy become gRPC status codes, anything else INTERNAL with a message.
+With a token (``rpc.auth``) every call must carry ``authorization: Bearer <token>`` metadata
+(UNAUTHENTICATED otherwise); without one the server listens on loopback only. Not where master
+logic lives (``flexjob.master.service`` is).
 """
 
 import logging
@@ -13,8 +15,10 @@ from typing import TypeVar
 
 import grpc
 
+from flexjob.api.names import ENV_MASTER_TOKEN, ENV_MASTER_TOKEN_FILE
 from flexjob.rpc import convert
 from flexjob.rpc.api import InvalidArgumentError, MasterBackend, NotFoundError
+from flexjob.rpc.auth import AUTHORIZATION, check_bind, token_matches
 from flexjob.rpc.gen import master_pb2 as pb
 from flexjob.rpc.gen import master_pb2_grpc as pb_grpc
 
@@ -128,6 +132,28 @@ class MasterServicer(pb_grpc.MasterServicer):
         )
 
 
+class TokenInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
+    """Refuses every call whose metadata lacks ``authorization: Bearer <token>``."""
+
+    def __init__(self, token: str) -> None:
+        self._token = token
+
+        def refuse(request: object, context: grpc.ServicerContext) -> None:
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+
+        self._refusal = grpc.unary_unary_rpc_method_handler(refuse)
+
+    def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
+        details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler | None:
+        metadata = dict(details.invocation_metadata or ())
+        if token_matches(metadata.get(AUTHORIZATION), self._token):
+            return continuation(details)
+        return self._refusal
+
+
 @dataclass(frozen=True, slots=True)
 class RunningServer:
     server: grpc.Server
@@ -143,11 +169,19 @@ class RunningServer:
 
 
 def serve(
-    backend: MasterBackend, host: str = "127.0.0.1", port: int = 0, max_workers: int = 32
+    backend: MasterBackend,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    max_workers: int = 32,
+    token: str | None = None,
 ) -> RunningServer:
-    """Start serving ``backend`` on ``host:port`` (0: a free port); returns at once."""
+    """Start serving ``backend`` on ``host:port`` (0: a free port); returns at once. With
+    ``token`` every call must present it; without one only a loopback ``host`` is allowed
+    (``InsecureBindError``)."""
+    check_bind(host, token, f"set {ENV_MASTER_TOKEN} or {ENV_MASTER_TOKEN_FILE}")
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="master-rpc"),
+        interceptors=[TokenInterceptor(token)] if token else None,
         options=[("grpc.so_reuseport", 0)],
     )
     pb_grpc.add_MasterServicer_to_server(MasterServicer(backend), server)  # type: ignore[no-untyped-call]
@@ -155,5 +189,5 @@ def serve(
     if bound == 0:
         raise OSError(f"cannot bind the master RPC server to {host}:{port}")
     server.start()
-    log.info("event=rpc_serving address=%s:%d", host, bound)
+    log.info("event=rpc_serving address=%s:%d token=%s", host, bound, "yes" if token else "no")
     return RunningServer(server, host, bound)

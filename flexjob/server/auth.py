@@ -1,41 +1,11 @@
-"""Bearer-token authentication and the rule for where the server may listen.
+"""The HTTP services' use of bearer tokens: the paths that stay open without one.
 
-For: refusing to serve beyond loopback without a token, and rejecting requests that lack it
-(401). ``/healthz`` stays open so probes work. Not for authorisation (every holder of the token
-may do everything).
+The rule for where a service may listen and the token check are ``flexjob.rpc.auth`` (shared
+with the brain and the job master); re-exported here for the server's modules.
 """
 
-import hmac
-import ipaddress
+from flexjob.rpc.auth import InsecureBindError, check_bind, is_loopback, token_matches
 
 OPEN_PATHS = frozenset({"/healthz"})
 
-
-class InsecureBindError(ValueError):
-    """Listening beyond 127.0.0.1 without a token."""
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def check_bind(host: str, token: str | None) -> None:
-    """Raise ``InsecureBindError`` when ``host`` is reachable from elsewhere and no token is set."""
-    if not is_loopback(host) and not token:
-        raise InsecureBindError(
-            f"refusing to listen on {host} without a bearer token: pass --token or set "
-            "FLEXJOB_SERVER_TOKEN (or listen on 127.0.0.1)"
-        )
-
-
-def token_matches(header: str | None, token: str) -> bool:
-    """Whether an ``Authorization`` header carries ``Bearer <token>``."""
-    if not header:
-        return False
-    scheme, _, value = header.partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(value.strip(), token)
+__all__ = ["OPEN_PATHS", "InsecureBindError", "check_bind", "is_loopback", "token_matches"]

@@ -170,6 +170,14 @@ class ReplicaRuntime:
                 (phase.value, code, namespace, name),
             )
 
+    def pid(self, namespace: str, name: str) -> int | None:
+        """The process id of a replica (its wrapper's), None before it started."""
+        with self.db.reading() as conn:
+            row = conn.execute(
+                "SELECT pid FROM replicas WHERE namespace=? AND name=?", (namespace, name)
+            ).fetchone()
+        return None if row is None or row[0] is None else int(row[0])
+
     def _get(self, namespace: str, name: str) -> Replica:
         with self.db.reading() as conn:
             row = conn.execute(
