@@ -2,9 +2,12 @@
 
 Every method sends or returns a ``flexjob.rpc.brain_messages`` model (or an ``api.ResourcePlan``);
 failures raise ``BrainError`` (``UnknownJob`` for a job the brain never saw). An ``httpx.Client``
-can be passed in (tests pass FastAPI's ``TestClient``). Not for retries policy: callers decide.
+can be passed in (tests pass FastAPI's ``TestClient``). Requests carry the brain's bearer token
+(``token``, default ``$FLEXJOB_BRAIN_TOKEN``) when there is one. Not for retries policy:
+callers decide.
 """
 
+import os
 from types import TracebackType
 from typing import Any, Self
 from urllib.parse import quote
@@ -12,8 +15,10 @@ from urllib.parse import quote
 import httpx
 
 from flexjob.api import ResourcePlan
+from flexjob.api.names import ENV_BRAIN_TOKEN
 from flexjob.core.planner import OptimizeStage
 from flexjob.rpc import brain_messages as schemas
+from flexjob.rpc.auth import AUTHORIZATION, bearer
 
 PREFIX = "/api/v1"
 
@@ -31,9 +36,18 @@ class UnknownJob(BrainError):
 
 
 class BrainClient:
-    def __init__(self, url: str, timeout: float = 10.0, http: httpx.Client | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        timeout: float = 10.0,
+        http: httpx.Client | None = None,
+        token: str | None = None,
+    ) -> None:
         self.url = url.rstrip("/")
-        self._http = http or httpx.Client(base_url=self.url, timeout=timeout)
+        token = token if token is not None else os.environ.get(ENV_BRAIN_TOKEN, "")
+        headers = {AUTHORIZATION: bearer(token)} if token else {}
+        self._http = http or httpx.Client(base_url=self.url, timeout=timeout, headers=headers)
+        self._http.headers.update(headers)
 
     def close(self) -> None:
         self._http.close()

@@ -20,7 +20,7 @@ from flexjob import __version__
 from flexjob.platform.api import NotFoundError as PlatformNotFound
 from flexjob.platform.api import Platform, PlatformError
 from flexjob.server import v1alpha2, v2alpha1
-from flexjob.server.auth import OPEN_PATHS, token_matches
+from flexjob.server.auth import BearerAuth
 from flexjob.server.envelope import Envelope
 from flexjob.server.errors import ApiError
 from flexjob.server.guards import BodySizeLimit, field_errors, summary
@@ -38,6 +38,12 @@ class Health(BaseModel):
 def _error(status: int, message: str, data: object = None) -> JSONResponse:
     body = Envelope[object](success=False, code=status, message=message, data=data)
     return JSONResponse(body.model_dump(mode="json"), status_code=status)
+
+
+def _unauthorised(message: str) -> JSONResponse:
+    response = _error(401, message)
+    response.headers["WWW-Authenticate"] = "Bearer"
+    return response
 
 
 def _install_error_handlers(app: FastAPI) -> None:
@@ -77,17 +83,14 @@ def create_app(platform: Platform, token: str | None = None) -> FastAPI:
     app.state.metrics = metrics
     _install_error_handlers(app)
     app.add_middleware(BodySizeLimit, refuse=lambda message: _error(413, message))
+    if token:
+        app.add_middleware(BearerAuth, token=token, refuse=_unauthorised)
 
     @app.middleware("http")
-    async def _auth_and_metrics(
+    async def _metrics(
         request: Request, call_next: Callable[[Request], Awaitable[Response]]
     ) -> Response:
         start = time.perf_counter()
-        authorised = token_matches(request.headers.get("authorization"), token or "")
-        if token and request.url.path not in OPEN_PATHS and not authorised:
-            response: Response = _error(401, "missing or wrong bearer token")
-            response.headers["WWW-Authenticate"] = "Bearer"
-            return response
         response = await call_next(request)
         route = request.scope.get("route")
         name = getattr(route, "path", "unmatched")

@@ -1,11 +1,51 @@
-"""The HTTP services' use of bearer tokens: the paths that stay open without one.
+"""The HTTP services' bearer-token middleware (the server and the brain) and the paths that
+stay open without a token.
 
 The rule for where a service may listen and the token check are ``flexjob.rpc.auth`` (shared
-with the brain and the job master); re-exported here for the server's modules.
+with the job master's gRPC port); re-exported here for the HTTP services. Not for
+authorisation (every holder of the token may do everything).
 """
 
-from flexjob.rpc.auth import InsecureBindError, check_bind, is_loopback, token_matches
+from flexjob.rpc.auth import (
+    AUTHORIZATION,
+    InsecureBindError,
+    check_bind,
+    is_loopback,
+    token_matches,
+)
+from flexjob.server.guards import ASGIApp, Receive, Refusal, Scope, Send
 
 OPEN_PATHS = frozenset({"/healthz"})
+UNAUTHORISED = "missing or wrong bearer token"
 
-__all__ = ["OPEN_PATHS", "InsecureBindError", "check_bind", "is_loopback", "token_matches"]
+
+class BearerAuth:
+    """ASGI middleware: every request but ``open_paths`` must carry ``Authorization: Bearer
+    <token>``; others get ``refuse(UNAUTHORISED)`` (a 401 in the service's own format)."""
+
+    def __init__(
+        self, app: ASGIApp, token: str, refuse: Refusal, open_paths: frozenset[str] = OPEN_PATHS
+    ) -> None:
+        self.app = app
+        self.token = token
+        self.refuse = refuse
+        self.open_paths = open_paths
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope.get("path") not in self.open_paths:
+            header = dict(scope.get("headers") or []).get(AUTHORIZATION.encode(), b"")
+            if not token_matches(header.decode("latin-1"), self.token):
+                await self.refuse(UNAUTHORISED)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+__all__ = [
+    "OPEN_PATHS",
+    "UNAUTHORISED",
+    "BearerAuth",
+    "InsecureBindError",
+    "check_bind",
+    "is_loopback",
+    "token_matches",
+]
