@@ -14,7 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from flexjob.api.enums import WORKER_LIKE, ReplicaType
+from flexjob.api.bounds import replica_bounds
+from flexjob.api.enums import ReplicaType
 from flexjob.api.job import ElasticJob
 from flexjob.api.limits import MAX_REPLICAS_BY_PLATFORM
 from flexjob.api.model_errors import problems_from
@@ -22,6 +23,7 @@ from flexjob.api.names import API_VERSION, KIND_JOB, KIND_SCALE_PLAN
 from flexjob.api.problems import MISSING, Problem, join_path, one_of
 from flexjob.api.quantity import parse_quantity
 from flexjob.api.readers import READERS, convert, find_reader
+from flexjob.api.roles import TRAINING_TYPES
 from flexjob.api.scaleplan import ScalePlan
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -128,8 +130,8 @@ def _check_job_spec(spec: Mapping[str, Any]) -> list[Problem]:
     problems: list[Problem] = []
     replica_specs = spec.get("replicaSpecs", {})
     if isinstance(replica_specs, Mapping):
-        if not any(k in {str(t) for t in WORKER_LIKE} for k in replica_specs):
-            allowed = ", ".join(sorted(WORKER_LIKE))
+        if not any(k in {str(t) for t in TRAINING_TYPES} for k in replica_specs):
+            allowed = ", ".join(sorted(TRAINING_TYPES))
             problems.append(
                 Problem(
                     "spec.replicaSpecs",
@@ -180,7 +182,7 @@ def _check_trainers(replica_specs: Mapping[str, Any]) -> list[Problem]:
     trainers = {
         str(t): spec
         for t, spec in replica_specs.items()
-        if t in {str(w) for w in WORKER_LIKE} and isinstance(spec, Mapping)
+        if t in {str(w) for w in TRAINING_TYPES} and isinstance(spec, Mapping)
     }
     counts = {t: _int_or_none(spec.get("replicas")) for t, spec in trainers.items()}
     if not counts or any(n is None or n > 0 for n in counts.values()):
@@ -196,23 +198,23 @@ def _check_trainers(replica_specs: Mapping[str, Any]) -> list[Problem]:
 
 
 def platform_problems(job: ElasticJob, platform: str) -> list[Problem]:
-    """What ``platform`` cannot run: replica counts above its bound
-    (``api.limits.MAX_REPLICAS_BY_PLATFORM``)."""
+    """What ``platform`` cannot run: a replica type whose largest count (``api.bounds``) is
+    above the platform's bound (``api.limits.MAX_REPLICAS_BY_PLATFORM``)."""
     most = MAX_REPLICAS_BY_PLATFORM.get(platform)
     if most is None:
         return []
     problems = []
     for rtype, spec in job.spec.replica_specs.items():
-        for key in ("replicas", "maxReplicas"):
-            value = getattr(spec, "replicas" if key == "replicas" else "max_replicas")
-            if value is not None and value > most:
-                problems.append(
-                    Problem(
-                        f"spec.replicaSpecs.{rtype}.{key}",
-                        value,
-                        f"{value} is above the maximum {most} on the {platform} platform",
-                    )
+        largest = replica_bounds(spec).max
+        if largest > most:
+            key = "maxReplicas" if spec.max_replicas is not None else "replicas"
+            problems.append(
+                Problem(
+                    f"spec.replicaSpecs.{rtype}.{key}",
+                    largest,
+                    f"{largest} is above the maximum {most} on the {platform} platform",
                 )
+            )
     return problems
 
 

@@ -23,9 +23,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy import Engine
 
+from flexjob.api.errors import NotFoundError
 from flexjob.api.names import ENV_BRAIN_TOKEN
 from flexjob.brain.processor import OptimizeProcessor
-from flexjob.brain.store import BrainStore, UnknownJobError
+from flexjob.brain.store import BrainStore
 from flexjob.rpc import brain_messages as schemas
 from flexjob.server.auth import BearerAuth, check_bind
 from flexjob.server.guards import BodySizeLimit, field_errors, summary
@@ -69,7 +70,7 @@ def create_app(
     def persist_metrics(job: str, report: schemas.MetricsReport) -> Response:
         try:
             store.persist(job, report)
-        except UnknownJobError as exc:
+        except NotFoundError as exc:
             raise HTTPException(404, str(exc)) from None
         except ValueError as exc:
             raise HTTPException(422, str(exc)) from None
@@ -79,14 +80,14 @@ def create_app(
     def get_job_metrics(job: str) -> schemas.JobMetrics:
         try:
             return store.metrics(job)
-        except UnknownJobError as exc:
+        except NotFoundError as exc:
             raise HTTPException(404, str(exc)) from None
 
     @app.post(f"{PREFIX}/jobs/{{job:path}}/optimize", response_model=schemas.OptimizeResponse)
     def optimize(job: str, request: schemas.OptimizeRequest) -> schemas.OptimizeResponse:
         try:
             return processor.optimize(job, request.stage)
-        except UnknownJobError as exc:
+        except NotFoundError as exc:
             raise HTTPException(404, str(exc)) from None
 
     @app.post(f"{PREFIX}/cluster/nodes", status_code=204)

@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from flexjob.api import names
+from flexjob.api.errors import InvalidSpecError, NotFoundError
 from flexjob.api.limits import KV_INT_MAX, KV_INT_MIN, MAX_KV_KEY_BYTES, MAX_KV_VALUE_BYTES
 from flexjob.core.batch import BatchPlan
 from flexjob.core.rendezvous import NodeStatus, Rendezvous
@@ -31,11 +32,9 @@ from flexjob.master.stats import NodeRecord, StatsBook
 from flexjob.rpc.api import (
     BatchPlanInfo,
     HeartbeatReply,
-    InvalidArgumentError,
     NodeRef,
     NodeStats,
     NodesWaiting,
-    NotFoundError,
     Progress,
     ShardInfo,
     WorldInfo,
@@ -244,7 +243,7 @@ class MasterService:
         try:
             m = self._batch.micro_batches(rank, world_size)
         except ValueError as exc:
-            raise InvalidArgumentError(str(exc)) from None
+            raise InvalidSpecError(str(exc)) from None
         return BatchPlanInfo(m, self._batch.micro_batch_size, self._batch.global_batch_size)
 
     # ---- key-value store ----
@@ -265,9 +264,9 @@ class MasterService:
             try:
                 value = int(self._kv.get(key, b"0")) + amount
             except ValueError:
-                raise InvalidArgumentError(f"key {key!r} does not hold an integer") from None
+                raise InvalidSpecError(f"key {key!r} does not hold an integer") from None
             if not KV_INT_MIN <= value <= KV_INT_MAX:
-                raise InvalidArgumentError(
+                raise InvalidSpecError(
                     f"key {key!r}: adding {amount} gives {value}, outside the 64-bit range "
                     f"{KV_INT_MIN}..{KV_INT_MAX}"
                 )
@@ -447,16 +446,16 @@ class MasterService:
 def _check_kv(key: str, value: bytes) -> None:
     """Refuse a KV key or value above ``api.limits`` bounds (they live in the master's memory)."""
     if len(key.encode()) > MAX_KV_KEY_BYTES:
-        raise InvalidArgumentError(f"key: {len(key.encode())} bytes, at most {MAX_KV_KEY_BYTES}")
+        raise InvalidSpecError(f"key: {len(key.encode())} bytes, at most {MAX_KV_KEY_BYTES}")
     if len(value) > MAX_KV_VALUE_BYTES:
-        raise InvalidArgumentError(
+        raise InvalidSpecError(
             f"value of {key!r}: {len(value)} bytes, at most {MAX_KV_VALUE_BYTES}"
         )
 
 
 def _dataset_registration(name: str, raw: bytes) -> DatasetConfig:
     """The dataset a trainer registered under ``flexjob/dataset/<name>`` (JSON with size,
-    shard_size, epochs, shuffle, seed); ``InvalidArgumentError`` naming the bad field or bound."""
+    shard_size, epochs, shuffle, seed); ``InvalidSpecError`` naming the bad field or bound."""
     try:
         d = json.loads(raw)
         return DatasetConfig(
@@ -468,6 +467,6 @@ def _dataset_registration(name: str, raw: bytes) -> DatasetConfig:
             seed=int(d.get("seed", 0)),
         )
     except KeyError as exc:
-        raise InvalidArgumentError(f"dataset {name!r} registered without field {exc}") from None
+        raise InvalidSpecError(f"dataset {name!r} registered without field {exc}") from None
     except (ValueError, TypeError, AttributeError) as exc:
-        raise InvalidArgumentError(f"dataset {name!r} registered with bad fields: {exc}") from None
+        raise InvalidSpecError(f"dataset {name!r} registered with bad fields: {exc}") from None

@@ -16,13 +16,14 @@ import secrets
 from collections.abc import Mapping
 from pathlib import Path
 
+from flexjob.api.errors import InvalidSpecError
 from flexjob.api.names import ENV_MASTER_TOKEN, ENV_MASTER_TOKEN_FILE
 
 #: gRPC metadata / HTTP header carrying ``Bearer <token>``.
 AUTHORIZATION = "authorization"
 
 
-class InsecureBindError(ValueError):
+class InsecureBindError(InvalidSpecError):
     """Listening beyond 127.0.0.1 without a token."""
 
 

@@ -374,6 +374,5 @@ def test_replica_bound_depends_on_the_platform(platform: str, ok: bool) -> None:
     assert (problems == []) is ok
     if not ok:
         assert [str(p) for p in problems] == [
-            f"{W}.replicas: 300 is above the maximum 256 on the local platform",
-            f"{W}.maxReplicas: 300 is above the maximum 256 on the local platform",
+            f"{W}.maxReplicas: 300 is above the maximum 256 on the local platform"
         ]

@@ -9,10 +9,11 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
+from flexjob.api.errors import FlexjobError
 from flexjob.brain.service import create_app
 from flexjob.brain.store import BrainStore
 from flexjob.rpc import brain_messages as schemas
-from flexjob.rpc.brain_client import BrainClient, BrainError
+from flexjob.rpc.brain_client import BrainClient
 from tests.brain import reports
 
 NODES = "/api/v1/cluster/nodes"
@@ -36,7 +37,7 @@ def test_the_client_with_the_token_is_served(guarded: TestClient) -> None:
     brain = BrainClient("http://brain", http=guarded, token="s3cret")
     brain.persist_metrics("job", schemas.MetricsReport(job=reports.job_info("job")))
     assert brain.list_jobs() == ["job"]
-    with pytest.raises(BrainError, match="401"):
+    with pytest.raises(FlexjobError, match="401"):
         BrainClient("http://brain", http=TestClient(guarded.app), token="wrong").list_jobs()
 
 

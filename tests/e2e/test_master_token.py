@@ -10,9 +10,9 @@ import psutil
 import pytest
 
 from flexjob.api import ElasticPolicy, JobPhase
+from flexjob.api.errors import FlexjobError
 from flexjob.api.load import dump_yaml
 from flexjob.platform.local import LocalPlatform
-from flexjob.rpc.api import MasterRpcError
 from flexjob.rpc.auth import master_token
 from flexjob.rpc.client import MasterClient
 from tests.support.local_jobs import local_job, run_flexjob
@@ -61,7 +61,7 @@ def test_replicas_reach_the_master_with_the_job_token_and_others_are_refused(
     for name, wrong in (("intruder", ""), ("guesser", "wrong")):
         with (
             MasterClient(master, name, token=wrong, retry_deadline=1) as other,
-            pytest.raises(MasterRpcError, match="UNAUTHENTICATED"),
+            pytest.raises(FlexjobError, match="UNAUTHENTICATED"),
         ):
             other.report_shard(0)
 

@@ -9,10 +9,10 @@ from collections.abc import Iterator
 import pytest
 
 from flexjob.api import names
+from flexjob.api.errors import InvalidSpecError, NotFoundError
 from flexjob.api.limits import MAX_KV_VALUE_BYTES
 from flexjob.master.config import DatasetConfig, MasterConfig
 from flexjob.master.service import MasterService
-from flexjob.rpc.api import InvalidArgumentError, NotFoundError
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.server import RunningServer, serve
 
@@ -51,7 +51,7 @@ def test_a_billion_sample_dataset_registration_is_refused_at_once(address: str) 
     registration = {"name": "huge", "size": 10**9, "shard_size": 1, "epochs": 1}
     with _client(address, "w") as client:
         start = time.monotonic()
-        with pytest.raises(InvalidArgumentError, match="size 1000000000 is outside"):
+        with pytest.raises(InvalidSpecError, match="size 1000000000 is outside"):
             client.kv_set(names.KV_DATASET_PREFIX + "huge", json.dumps(registration).encode())
         with pytest.raises(NotFoundError, match="unknown dataset 'huge'"):
             client.get_shard("huge")
@@ -60,13 +60,13 @@ def test_a_billion_sample_dataset_registration_is_refused_at_once(address: str) 
 
 def test_too_many_shards_per_epoch_are_refused_naming_the_way_out(address: str) -> None:
     registration = {"size": 50_000_000, "shard_size": 1, "epochs": 1}
-    with _client(address, "w") as client, pytest.raises(InvalidArgumentError, match="larger"):
+    with _client(address, "w") as client, pytest.raises(InvalidSpecError, match="larger"):
         client.kv_set(names.KV_DATASET_PREFIX + "d", json.dumps(registration).encode())
 
 
 def test_oversized_kv_value_is_refused_with_the_bound(address: str) -> None:
     with _client(address, "w") as client:
-        with pytest.raises(InvalidArgumentError, match=f"at most {MAX_KV_VALUE_BYTES}"):
+        with pytest.raises(InvalidSpecError, match=f"at most {MAX_KV_VALUE_BYTES}"):
             client.kv_set("big", b"x" * (MAX_KV_VALUE_BYTES + 1))
         assert client.kv_get("big") is None
 
@@ -74,6 +74,6 @@ def test_oversized_kv_value_is_refused_with_the_bound(address: str) -> None:
 def test_kv_add_overflow_is_invalid_argument_with_a_message(address: str) -> None:
     with _client(address, "w") as client:
         assert client.kv_add("n", 2**63 - 1) == 2**63 - 1
-        with pytest.raises(InvalidArgumentError, match="outside the 64-bit range"):
+        with pytest.raises(InvalidSpecError, match="outside the 64-bit range"):
             client.kv_add("n", 1)
         assert client.kv_add("n", 0) == 2**63 - 1

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from flexjob.api.errors import FlexjobError
 from flexjob.master.config import DatasetConfig, MasterConfig
 from flexjob.master.service import MasterService
-from flexjob.rpc.api import MasterRpcError
 from flexjob.rpc.auth import InsecureBindError, master_token, write_token_file
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.server import RunningServer, serve
@@ -56,9 +56,9 @@ def test_flexjob_master_beyond_loopback_without_a_token_exits_naming_the_variabl
 @pytest.mark.parametrize("token", ["", "wrong"])
 def test_a_client_without_the_token_is_unauthenticated(guarded: str, token: str) -> None:
     with MasterClient(guarded, "intruder", token=token, retry_deadline=1) as client:
-        with pytest.raises(MasterRpcError, match="UNAUTHENTICATED: missing or wrong bearer"):
+        with pytest.raises(FlexjobError, match="UNAUTHENTICATED: missing or wrong bearer"):
             client.report_shard(0)
-        with pytest.raises(MasterRpcError, match="UNAUTHENTICATED"):
+        with pytest.raises(FlexjobError, match="UNAUTHENTICATED"):
             client.kv_set("k", b"v")
 
 
