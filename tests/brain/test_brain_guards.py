@@ -2,8 +2,6 @@
 or ``$FLEXJOB_BRAIN_TOKEN``), bounded request bodies (413) and field-named JSON errors."""
 
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
@@ -15,6 +13,7 @@ from flexjob.brain.store import BrainStore
 from flexjob.rpc import brain_messages as schemas
 from flexjob.rpc.brain_client import BrainClient
 from tests.brain import reports
+from tests.support.local_jobs import run_flexjob
 
 NODES = "/api/v1/cluster/nodes"
 
@@ -57,13 +56,7 @@ def test_a_body_that_is_not_json_names_line_and_column(http: TestClient) -> None
 
 def test_flexjob_brain_beyond_loopback_without_a_token_exits_naming_the_option() -> None:
     env = {k: v for k, v in os.environ.items() if k != "FLEXJOB_BRAIN_TOKEN"}
-    out = subprocess.run(
-        [sys.executable, "-m", "flexjob", "brain", "--host", "0.0.0.0", "--db", "sqlite://"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-    )
+    out = run_flexjob(env, "brain", "--host", "0.0.0.0", "--db", "sqlite://", timeout=60)
     assert out.returncode == 2
     assert "refusing to listen on 0.0.0.0 without a bearer token" in out.stderr
     assert "--token or set FLEXJOB_BRAIN_TOKEN" in out.stderr

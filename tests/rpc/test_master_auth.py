@@ -2,8 +2,6 @@
 with one, a call without it or with a wrong one is UNAUTHENTICATED and the right one works."""
 
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +13,7 @@ from flexjob.master.service import MasterService
 from flexjob.rpc.auth import InsecureBindError, master_token, write_token_file
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.server import RunningServer, serve
+from tests.support.local_jobs import run_flexjob
 
 CONFIG = MasterConfig(job_name="auth", datasets=(DatasetConfig(size=8, shard_size=4),))
 
@@ -41,13 +40,7 @@ def test_flexjob_master_beyond_loopback_without_a_token_exits_naming_the_variabl
         "  replicaSpecs: {worker: {template: {spec: {containers: [{name: m, image: x}]}}}}\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("FLEXJOB_MASTER_TOKEN")}
-    out = subprocess.run(
-        [sys.executable, "-m", "flexjob", "master", "--job", str(job), "--host", "0.0.0.0"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-    )
+    out = run_flexjob(env, "master", "--job", str(job), "--host", "0.0.0.0", timeout=60)
     assert out.returncode == 2
     assert "refusing to listen on 0.0.0.0 without a bearer token" in out.stderr
     assert "FLEXJOB_MASTER_TOKEN or FLEXJOB_MASTER_TOKEN_FILE" in out.stderr
