@@ -13,6 +13,8 @@ from pathlib import Path
 
 import typer
 
+from flexjob.api.names import ENV_IMAGE
+
 
 def operator(
     jobs: list[str] = typer.Argument(
@@ -103,7 +105,7 @@ def operator(
         resync_interval=resync or None,
         webhooks=hooks,
         liveness=liveness,
-        job_master_image=os.environ.get("FLEXJOB_IMAGE") or None,
+        job_master_image=os.environ.get(ENV_IMAGE) or None,
     )
     platform = KubernetesPlatform.from_config(options.kubeconfig, context, server)
     try:

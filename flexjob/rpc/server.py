@@ -125,6 +125,13 @@ class MasterServicer(pb_grpc.MasterServicer):
             context, lambda: pb.KVAddResponse(value=self._b.kv_add(request.key, request.amount))
         )
 
+    def RegisterDataset(
+        self, request: pb.RegisterDatasetRequest, context: grpc.ServicerContext
+    ) -> pb.Empty:
+        node = convert.node_from_pb(request.node)
+        _call(context, lambda: self._b.register_dataset(node, convert.dataset_from_pb(request)))
+        return pb.Empty()
+
     def GetProgress(
         self, request: pb.ProgressRequest, context: grpc.ServicerContext
     ) -> pb.ProgressResponse:

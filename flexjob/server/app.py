@@ -29,7 +29,7 @@ from flexjob.server import v1alpha2, v2alpha1
 from flexjob.server.auth import BearerAuth
 from flexjob.server.envelope import Envelope
 from flexjob.server.guards import BodySizeLimit, field_errors, summary
-from flexjob.server.jobs import JobStore
+from flexjob.server.jobs import JobService
 from flexjob.server.metrics import CONTENT_TYPE_LATEST, ServerMetrics
 
 log = logging.getLogger(__name__)
@@ -90,7 +90,7 @@ def create_app(platform: Platform, token: str | None = None) -> FastAPI:
         version=__version__,
         description="Change the size of elastic jobs, report profilings, list replicas.",
     )
-    store = JobStore(platform)
+    store = JobService(platform)
     metrics = ServerMetrics()
     app.state.platform = platform
     app.state.metrics = metrics

@@ -2,18 +2,20 @@
 a huge dataset registration and oversized KV values are refused at once, and a KVAdd overflow
 is INVALID_ARGUMENT with a message (never gRPC's bare UNKNOWN)."""
 
-import json
 import time
 from collections.abc import Iterator
 
+import grpc
 import pytest
 
-from flexjob.api import names
 from flexjob.api.errors import InvalidSpecError, NotFoundError
 from flexjob.api.limits import MAX_KV_VALUE_BYTES
-from flexjob.master.config import DatasetConfig, MasterConfig
+from flexjob.core.dataset import Dataset
+from flexjob.core.master_config import MasterConfig
 from flexjob.master.service import MasterService
 from flexjob.rpc.client import MasterClient
+from flexjob.rpc.gen import master_pb2 as pb
+from flexjob.rpc.gen import master_pb2_grpc as pb_grpc
 from flexjob.rpc.server import RunningServer, serve
 
 SHARDS = 10
@@ -22,7 +24,7 @@ SHARDS = 10
 @pytest.fixture
 def address() -> Iterator[str]:
     config = MasterConfig(
-        job_name="hostile", datasets=(DatasetConfig(size=SHARDS * 4, shard_size=4, epochs=2),)
+        job_name="hostile", datasets=(Dataset(size=SHARDS * 4, shard_size=4, epochs=2),)
     )
     server: RunningServer = serve(MasterService(config), "127.0.0.1", 0)
     yield server.address
@@ -47,21 +49,30 @@ def test_fake_reports_of_every_shard_id_count_nothing(address: str) -> None:
         assert fake.get_progress().samples_done == 4
 
 
+def _register(address: str, **fields: object) -> None:
+    """A raw RegisterDataset call, as a hostile client sends it (no client-side checks)."""
+    channel = grpc.insecure_channel(address)
+    try:
+        stub = pb_grpc.MasterStub(channel)  # type: ignore[no-untyped-call]
+        stub.RegisterDataset(pb.RegisterDatasetRequest(**fields), timeout=10)
+    finally:
+        channel.close()
+
+
 def test_a_billion_sample_dataset_registration_is_refused_at_once(address: str) -> None:
-    registration = {"name": "huge", "size": 10**9, "shard_size": 1, "epochs": 1}
-    with _client(address, "w") as client:
-        start = time.monotonic()
-        with pytest.raises(InvalidSpecError, match="size 1000000000 is outside"):
-            client.kv_set(names.KV_DATASET_PREFIX + "huge", json.dumps(registration).encode())
-        with pytest.raises(NotFoundError, match="unknown dataset 'huge'"):
-            client.get_shard("huge")
-        assert time.monotonic() - start < 5  # refused, not a 28 s freeze
+    start = time.monotonic()
+    with pytest.raises(grpc.RpcError) as refused:
+        _register(address, name="huge", size=10**9, shard_size=1, epochs=1)
+    assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+    assert "size 1000000000 is outside 1..100000000" in str(refused.value.details())
+    with _client(address, "w") as client, pytest.raises(NotFoundError, match="'huge'"):
+        client.get_shard("huge")
+    assert time.monotonic() - start < 5  # refused, not a 28 s freeze
 
 
 def test_too_many_shards_per_epoch_are_refused_naming_the_way_out(address: str) -> None:
-    registration = {"size": 50_000_000, "shard_size": 1, "epochs": 1}
-    with _client(address, "w") as client, pytest.raises(InvalidSpecError, match="larger"):
-        client.kv_set(names.KV_DATASET_PREFIX + "d", json.dumps(registration).encode())
+    with pytest.raises(grpc.RpcError, match="use larger shards"):
+        _register(address, name="d", size=50_000_000, shard_size=1, epochs=1)
 
 
 def test_oversized_kv_value_is_refused_with_the_bound(address: str) -> None:

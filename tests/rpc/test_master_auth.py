@@ -8,14 +8,15 @@ from pathlib import Path
 import pytest
 
 from flexjob.api.errors import FlexjobError
-from flexjob.master.config import DatasetConfig, MasterConfig
+from flexjob.core.dataset import Dataset
+from flexjob.core.master_config import MasterConfig
 from flexjob.master.service import MasterService
 from flexjob.rpc.auth import InsecureBindError, master_token, write_token_file
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.server import RunningServer, serve
 from tests.support.local_jobs import run_flexjob
 
-CONFIG = MasterConfig(job_name="auth", datasets=(DatasetConfig(size=8, shard_size=4),))
+CONFIG = MasterConfig(job_name="auth", datasets=(Dataset(size=8, shard_size=4),))
 
 
 @pytest.fixture
