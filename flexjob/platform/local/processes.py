@@ -83,6 +83,12 @@ def _signal_group(pid: int, sig: signal.Signals) -> None:
         os.killpg(pid, sig)
 
 
+def kill_leftovers(pid: int) -> None:
+    """Kill what a replica whose process ``pid`` exited left in its process group (as a pod's
+    processes end with its main container): no copy outlives its replica."""
+    _signal_group(pid, signal.SIGKILL)
+
+
 def stop_child(proc: subprocess.Popen[bytes], grace: float = STOP_GRACE_SECONDS) -> int:
     """Stop a child we started (and its process group); returns its exit code."""
     if proc.poll() is None:

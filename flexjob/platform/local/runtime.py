@@ -194,11 +194,12 @@ class ReplicaRuntime:
             exited = [
                 (key, p.returncode) for key, p in self._children.items() if p.poll() is not None
             ]
-            for key, _ in exited:
-                del self._children[key]
+            exited_pids = [self._children.pop(key).pid for key, _ in exited]
             mine = set(self._children)
         for (ns, name), returncode in exited:
             self._set_exit(ns, name, processes.exit_code(returncode))
+        for pid in exited_pids:
+            processes.kill_leftovers(pid)
         me = os.getpid()
         with self.db.reading() as conn:
             others = conn.execute(
