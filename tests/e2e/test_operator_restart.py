@@ -33,6 +33,11 @@ def _worker(runs: Path, gates: Path) -> str:
     )
 
 
+def _phase(home: Path, name: str) -> JobPhase | None:
+    status = LocalPlatform(home).get_job("default", name).status
+    return None if status is None else status.phase
+
+
 def _phases(home: Path, name: str) -> dict[str, ReplicaPhase]:
     return {r.short_name: r.phase for r in LocalPlatform(home).list_replicas("default", name)}
 
@@ -50,6 +55,7 @@ def test_operator_killed_and_restarted_adopts_replicas_and_reruns_none(
     assert submitted.returncode == 0, submitted.stderr
     first = int(re.findall(r"local operator pid (\d+)", submitted.stdout)[0])
     wait_until(lambda: runs.exists() and len(runs.read_text().split()) == 2, 60, 0.1, "2 runs")
+    wait_until(lambda: _phase(home, "restart") is JobPhase.RUNNING, 30, 0.1, "phase Running")
 
     os.kill(first, signal.SIGKILL)
     wait_until(lambda: not psutil.pid_exists(first), 10, what="the operator to die")
@@ -89,7 +95,6 @@ def test_operator_killed_and_restarted_adopts_replicas_and_reruns_none(
             second.kill()
             second.wait()
 
-    job = LocalPlatform(home).get_job("default", "restart")
-    assert job.status is not None and job.status.phase is JobPhase.SUCCEEDED
+    assert _phase(home, "restart") is JobPhase.SUCCEEDED
     assert "default/restart-worker-1" in log.read_text()
     assert sorted(runs.read_text().split()) == ["0", "1"]  # no worker ran its script twice
