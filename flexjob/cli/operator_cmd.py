@@ -1,9 +1,10 @@
 """``flexjob operator`` (the kopf operator, or ``--platform local`` the operator of local jobs)
 and ``flexjob manifests install`` (what to apply).
 
-Only argument handling and printing here: the operators are ``flexjob.operator.kopf_runner``
-and ``flexjob.operator.local_runner``, the manifests ``flexjob.operator.manifests``. kopf and
-the Kubernetes client are imported inside the commands so that ``flexjob --help`` stays fast.
+Only argument handling and printing here: the operators are
+``flexjob.operator.kubernetes.runner`` and ``flexjob.operator.local.runner``, the manifests
+``flexjob.operator.manifests``. kopf and the Kubernetes client are imported inside the commands
+so that ``flexjob --help`` stays fast.
 """
 
 import asyncio
@@ -76,7 +77,7 @@ def operator(
         )
     if jobs or detach:
         raise typer.BadParameter("job names and --detach go with --platform local")
-    from flexjob.operator.kopf_runner import OperatorOptions, WebhookOptions, run_operator
+    from flexjob.operator.kubernetes.runner import OperatorConfig, WebhookConfig, run_operator
     from flexjob.platform.kubernetes import KubernetesPlatform
 
     if namespace and all_namespaces:
@@ -89,13 +90,13 @@ def operator(
         logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     hooks = None
     if webhooks:
-        hooks = WebhookOptions(
+        hooks = WebhookConfig(
             addr=webhook_addr,
             port=webhook_port,
             certfile=str(webhook_cert) if webhook_cert else None,
             pkeyfile=str(webhook_key) if webhook_key else None,
         )
-    options = OperatorOptions(
+    options = OperatorConfig(
         namespaces=tuple(namespace),
         server=server,
         kubeconfig=str(kubeconfig) if kubeconfig else None,
@@ -118,7 +119,7 @@ def operator(
 
 def _local_operator(jobs: list[str], namespaces: list[str], detach: bool) -> None:
     from flexjob.api.names import DEFAULT_NAMESPACE
-    from flexjob.operator import local_runner
+    from flexjob.operator.local import runner as local_runner
     from flexjob.platform.local import LocalPlatform
     from flexjob.platform.local.leases import LeaseHeldError
 
@@ -173,9 +174,9 @@ def install(
 ) -> None:
     """Print (or --apply) the CRDs, RBAC, operator Deployment and admission webhooks."""
     from flexjob.api.load import dump_yaml
-    from flexjob.operator.manifests import InstallOptions, install_manifests
+    from flexjob.operator.manifests import InstallConfig, install_manifests
 
-    options = InstallOptions(
+    options = InstallConfig(
         namespace=namespace,
         image=image,
         webhook_port=webhook_port,

@@ -1,6 +1,6 @@
 """``MasterClient``: a synchronous, typed client of the job master for agents and trainers.
 
-Every method is one RPC returning an ``rpc.api`` data class. Every call carries the job's
+Every method is one RPC returning an ``rpc.messages`` data class. Every call carries the job's
 token (``rpc.auth.master_token``: ``FLEXJOB_MASTER_TOKEN`` or ``FLEXJOB_MASTER_TOKEN_FILE``)
 when one is set. Calls that cannot reach the master
 (connection refused, master restarting, deadline hit) are retried with exponential backoff
@@ -20,7 +20,11 @@ from flexjob.api.errors import FlexjobError, InvalidSpecError, NotFoundError, Un
 from flexjob.core.batch import RankBatch
 from flexjob.core.dataset import Dataset
 from flexjob.rpc import convert
-from flexjob.rpc.api import (
+from flexjob.rpc.auth import AUTHORIZATION, bearer, master_token
+from flexjob.rpc.convert import NodeLike
+from flexjob.rpc.gen import master_pb2 as pb
+from flexjob.rpc.gen import master_pb2_grpc as pb_grpc
+from flexjob.rpc.messages import (
     DEFAULT_DATASET,
     HeartbeatReply,
     NodeStats,
@@ -29,10 +33,6 @@ from flexjob.rpc.api import (
     Progress,
     ShardInfo,
 )
-from flexjob.rpc.auth import AUTHORIZATION, bearer, master_token
-from flexjob.rpc.convert import NodeLike
-from flexjob.rpc.gen import master_pb2 as pb
-from flexjob.rpc.gen import master_pb2_grpc as pb_grpc
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

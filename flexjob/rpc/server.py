@@ -1,7 +1,7 @@
 """gRPC server glue: a servicer that turns each RPC into one ``MasterBackend`` call.
 
 One handler per message, each a few lines: convert in, call the backend, convert out. Errors
-of the ``rpc.api`` hierarchy become gRPC status codes, anything else INTERNAL with a message.
+of the ``api.errors`` hierarchy become gRPC status codes, anything else INTERNAL with a message.
 With a token (``rpc.auth``) every call must carry ``authorization: Bearer <token>`` metadata
 (UNAUTHENTICATED otherwise); without one the server listens on loopback only. Not where master
 logic lives (``flexjob.master.service`` is).
@@ -18,10 +18,10 @@ import grpc
 from flexjob.api.errors import InvalidSpecError, NotFoundError
 from flexjob.api.names import ENV_MASTER_TOKEN, ENV_MASTER_TOKEN_FILE
 from flexjob.rpc import convert
-from flexjob.rpc.api import MasterBackend
 from flexjob.rpc.auth import AUTHORIZATION, check_bind, token_matches
 from flexjob.rpc.gen import master_pb2 as pb
 from flexjob.rpc.gen import master_pb2_grpc as pb_grpc
+from flexjob.rpc.messages import MasterBackend
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

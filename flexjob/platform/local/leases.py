@@ -4,7 +4,7 @@ The operator of a job acquires its lease on start (refused while another live op
 it), renews it every round and releases it when it ends. ``flexjob get`` reads it: a job that is
 not finished and whose lease is missing, expired or held by a dead process has no operator, and
 says so instead of showing a phase nobody maintains. Not here: running the operator
-(``flexjob.operator.local_runner``).
+(``flexjob.operator.local.runner``).
 """
 
 import os
