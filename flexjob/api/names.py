@@ -44,6 +44,13 @@ ENV_CPU = "FLEXJOB_CPU"
 ENV_MEMORY_MIB = "FLEXJOB_MEMORY_MIB"
 ENV_GPU = "FLEXJOB_GPU"
 
+# The job master's bearer token (``rpc.auth``): the token itself (on Kubernetes from the job's
+# Secret through ``secretKeyRef``), or a file holding it (locally a 0600 file in the job dir).
+ENV_MASTER_TOKEN = "FLEXJOB_MASTER_TOKEN"
+ENV_MASTER_TOKEN_FILE = "FLEXJOB_MASTER_TOKEN_FILE"
+# The brain's bearer token (``flexjob brain --token``; clients send it).
+ENV_BRAIN_TOKEN = "FLEXJOB_BRAIN_TOKEN"
+
 DEFAULT_NAMESPACE = "default"
 DEFAULT_MASTER_PORT = 50001
 DEFAULT_PS_PORT = 50002

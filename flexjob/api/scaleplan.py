@@ -11,12 +11,12 @@ from pydantic import Field
 
 from flexjob.api.base import ApiModel
 from flexjob.api.enums import ReplicaType, ScalePlanPhase
-from flexjob.api.job import NonNegative, ResourceSpec
+from flexjob.api.job import ReplicaCount, ResourceSpec
 from flexjob.api.meta import ObjectMeta
 
 
 class ReplicaResourceSpec(ApiModel):
-    replicas: NonNegative
+    replicas: ReplicaCount
     resource: ResourceSpec = Field(default_factory=ResourceSpec)
 
 

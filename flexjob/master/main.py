@@ -21,6 +21,7 @@ from flexjob.master.service import MasterService
 from flexjob.master.state_file import write_atomic
 from flexjob.master.timeline import TimelineRecorder
 from flexjob.observe import metrics, metrics_http
+from flexjob.rpc.auth import master_token
 from flexjob.rpc.brain_messages import JobStatus
 from flexjob.rpc.server import RunningServer, serve
 
@@ -97,8 +98,11 @@ def _start_store(config: MasterConfig) -> tuple[Any, str]:
     return store, f"{config.public_host}:{store.port}"
 
 
-def start_master(config: MasterConfig) -> MasterHandle:
-    """Start a master in this process and return once it serves."""
+def start_master(config: MasterConfig, token: str | None = None) -> MasterHandle:
+    """Start a master in this process and return once it serves. ``token``: what clients must
+    present (default: the job's token from the environment, ``rpc.auth.master_token``; a
+    master that binds beyond loopback refuses to start without one)."""
+    token = token if token is not None else master_token()
     store, store_address = _start_store(config) if config.host_store else (None, "")
     timeline = TimelineRecorder(config.job_name, config.job_dir)
     service = MasterService(config, store_address=store_address)
@@ -106,7 +110,8 @@ def start_master(config: MasterConfig) -> MasterHandle:
         service,
         config.host,
         config.port,
-        max_workers=config.rpc_workers,
+        config.rpc_workers,
+        token,
         interceptors=[RpcLatency()],
     )
     handle = MasterHandle(config, service, server, store, timeline=timeline)

@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from flexjob.api.errors import InvalidSpecError, NotFoundError
+from flexjob.api.limits import KV_INT_MAX, KV_INT_MIN, MAX_KV_KEY_BYTES, MAX_KV_VALUE_BYTES
 from flexjob.core.batch import BatchPlan, RankBatch
 from flexjob.core.dataset import Dataset
 from flexjob.core.master_config import MasterConfig
@@ -269,6 +270,7 @@ class MasterService:
 
     # ---- key-value store ----
     def kv_set(self, key: str, value: bytes) -> None:
+        _check_kv(key, value)
         with self._lock:
             self._kv[key] = value
 
@@ -277,11 +279,17 @@ class MasterService:
             return self._kv.get(key)
 
     def kv_add(self, key: str, amount: int) -> int:
+        _check_kv(key, b"")
         with self._lock:
             try:
                 value = int(self._kv.get(key, b"0")) + amount
             except ValueError:
                 raise InvalidSpecError(f"key {key!r} does not hold an integer") from None
+            if not KV_INT_MIN <= value <= KV_INT_MAX:
+                raise InvalidSpecError(
+                    f"key {key!r}: adding {amount} gives {value}, outside the 64-bit range "
+                    f"{KV_INT_MIN}..{KV_INT_MAX}"
+                )
             self._kv[key] = str(value).encode()
             return value
 
@@ -430,4 +438,14 @@ class MasterService:
             round=self._rdzv.round,
             journal_entries=len(journal),
             shards_done=sum(x.shards_done for x in p),
+        )
+
+
+def _check_kv(key: str, value: bytes) -> None:
+    """Refuse a KV key or value above ``api.limits`` bounds (they live in the master's memory)."""
+    if len(key.encode()) > MAX_KV_KEY_BYTES:
+        raise InvalidSpecError(f"key: {len(key.encode())} bytes, at most {MAX_KV_KEY_BYTES}")
+    if len(value) > MAX_KV_VALUE_BYTES:
+        raise InvalidSpecError(
+            f"value of {key!r}: {len(value)} bytes, at most {MAX_KV_VALUE_BYTES}"
         )

@@ -42,6 +42,7 @@ def local_job_master(home: Path) -> JobMasterConfig:
         scale_plan_platform="local",
         env={ENV_HOME: str(home)},
         state_root=str(home / "jobs"),
+        token_root=str(home / "jobs"),
     )
 
 
