@@ -17,6 +17,7 @@ import threading
 import time
 from types import FrameType
 
+from flexjob.agent import observing
 from flexjob.agent.config import AgentConfig, WorkerState
 from flexjob.agent.monitor import ResourceMonitor
 from flexjob.agent.workers import Worker, status_path, wait_ready
@@ -60,6 +61,7 @@ class ElasticAgent:
         self.restarts = 0
         self.round = -1
         self._monitor = ResourceMonitor()
+        self._step_clock = observing.StepClock()
         self._last_stats = 0.0
         self._stopping = threading.Event()
         self._job_in_place = False
@@ -74,9 +76,12 @@ class ElasticAgent:
         signal.signal(signal.SIGTERM, _terminate)
         beat = threading.Thread(target=self._heartbeats, name="flexjob-heartbeat", daemon=True)
         beat.start()
+        endpoint = observing.serve(self._run_dir, self.config.node_id)
         try:
             return self._supervise()
         finally:
+            if endpoint is not None:
+                endpoint.stop()
             self._stopping.set()
             beat.join(timeout=5.0)
             for w in self.workers:
@@ -228,6 +233,7 @@ class ElasticAgent:
         if not restarting:
             return code
         self.restarts += 1
+        observing.restarted(c.job_name, c.node_id)
         in_place = self._in_place()
         self._restart(failed if in_place else self.workers)
         return None
@@ -247,6 +253,7 @@ class ElasticAgent:
             return
         self._last_stats = now
         s = self._monitor.sample(self.workers)
+        self._step_clock.observe(self.config.job_name, self.config.node_id, s)
         self.client.report_stats(
             s.cpu_percent, s.memory_bytes, s.step, s.samples_per_second, s.world_size, s.timestamp
         )

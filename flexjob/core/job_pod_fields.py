@@ -3,7 +3,8 @@
 For: ``render_replica`` (``core.replica_plan``). ``spec.volumes`` are shared by every replica
 (a replica's own volume of the same name wins), ``spec.priorityClassName`` becomes each pod's
 ``priorityClassName`` unless its template names one, and ``spec.jobArgs`` (ElasticDL) are
-appended to the master's main container as ``--name value``. No I/O.
+appended to the master's main container as ``--name value`` (validation accepts them only for
+a declared master with its own command, never flexjob's). No I/O.
 """
 
 from flexjob.api import ElasticJob, ReplicaType

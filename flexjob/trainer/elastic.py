@@ -92,6 +92,7 @@ class ElasticTrainer:
         self._on_reform: list[Callable[[world.WorldInfo], None]] = []
         self._on_step: list[Callable[[Step], None]] = []
         self._published = 0.0
+        self._loss_published = 0.0
         #: This rank's share of the job's fixed global batch in the current world (None: the
         #: job has no ``spec.batch``; one sampler batch per step).
         self.batch_plan: RankBatch | None = None
@@ -214,7 +215,7 @@ class ElasticTrainer:
         except Exception as exc:
             if not group.is_collective_error(exc):
                 raise
-            log.warning("collective failed in round %s: %s", self.round, str(exc)[:200])
+            log.info("collective failed in round %s: %s", self.round, str(exc)[:200])
             self._broken = True
 
     def fit(self, train_step: Callable[[Step], Any]) -> int:
@@ -231,6 +232,14 @@ class ElasticTrainer:
         accumulate; the last backward all-reduces them). A step without a plan is itself."""
         return MicroSteps(step, self.model).steps()
 
+    def report_loss(self, loss: float) -> None:
+        """Rank 0's loss for the job's timeline and ``flexjob describe`` (sent at most every
+        ``PUBLISH_EVERY_S``; other ranks' calls are ignored)."""
+        now = time.monotonic()
+        if dist.get_rank() == 0 and now - self._loss_published >= PUBLISH_EVERY_S:
+            self._loss_published = now
+            self._publish(names.KV_LOSS, repr(float(loss)))
+
     @property
     def round(self) -> int:
         return self._gen.round if self._gen is not None else -1
@@ -246,7 +255,7 @@ class ElasticTrainer:
         except Exception as exc:
             if not group.is_collective_error(exc):
                 raise
-            log.warning("control all-reduce failed in round %s: %s", self.round, exc)
+            log.info("control all-reduce failed in round %s: %s", self.round, exc)
             self._broken = True
             return None
         total, more_sum, wants_sum = (int(v) for v in ctl.tolist())

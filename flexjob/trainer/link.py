@@ -1,21 +1,24 @@
 """``MasterLink``: the trainer's connection to the job master (rendezvous and shards).
 
-Rendezvous and batch-plan calls go out as the node (all processes of a node share one seat in
-the world); shard calls go out as the process (``<node>.<local_rank>`` beyond local rank 0), so
-the shards of a process that dies can be handed out again without touching its siblings'.
-Datasets that the job spec did not declare are registered with the master's
-``RegisterDataset`` call.
+Rendezvous calls go out as the node (all processes of a node share one seat in the world);
+shard calls go out as the process (``<node>.<local_rank>`` beyond local rank 0), so the shards
+of a process that dies can be handed out again without touching its siblings'. Datasets that
+the job spec did not declare are registered with the master's ``RegisterDataset`` call.
 Not for the agent (it has its own client).
 """
 
 from __future__ import annotations
 
+import os
+from dataclasses import replace
+
+from flexjob.api import names
 from flexjob.core.batch import RankBatch
 from flexjob.core.dataset import Dataset
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.messages import NodeRef
 from flexjob.trainer.sampler import NoShard, ShardSamples
-from flexjob.trainer.world import Generation, NodeIdentity
+from flexjob.trainer.world import Generation, NodeIdentity, node_identity
 
 
 class MasterLink:
@@ -76,3 +79,22 @@ class MasterLink:
         if self.proc is not self.node:
             self.proc.close()
         self.node.close()
+
+
+def replica_link() -> MasterLink:
+    """A link for a process that is its replica's only trainer, started without an agent
+    (e.g. an asynchronous parameter-server worker). Unless ``FLEXJOB_NODE_ID`` names it, its
+    node is the replica (``worker-1``), and it tells the master it (re)started, so the shards
+    an earlier process of the same replica held go back to TODO at once instead of after the
+    heartbeat timeout."""
+    ident = node_identity()
+    if os.environ.get(names.ENV_NODE_ID) or not os.environ.get(names.ENV_REPLICA_TYPE):
+        return MasterLink(ident)
+    ident = replace(ident, node_id=f"{ident.replica_type}-{ident.replica_index}")
+    link = MasterLink(ident)
+    link.node.report_failure(
+        "replica process started: shards of its earlier process go back to TODO",
+        exit_code=0,
+        restarting=True,
+    )
+    return link

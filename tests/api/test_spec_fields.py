@@ -141,7 +141,14 @@ def test_elasticdl_job_args_reach_the_masters_command_line_only() -> None:
 def test_job_args_without_a_master_replica_are_rejected() -> None:
     problems = validate(_native(set_("spec.jobArgs", {"minibatch_size": "64"})))
     assert [p.path for p in problems] == ["spec.jobArgs"]
-    assert "declare a master replica" in problems[0].message
+    assert "flexjob's own master does not support them" in problems[0].message
+
+
+def test_job_args_for_a_master_flexjob_runs_are_rejected() -> None:
+    doc = _example("elasticaijob.yaml")
+    del doc["spec"]["Master"]["template"]["spec"]["containers"][0]["command"]
+    problems = validate(doc)
+    assert [p.path for p in problems] == ["spec.jobArgs"]
 
 
 def test_elasticdl_worker_with_zero_replicas_is_rejected() -> None:
@@ -160,11 +167,18 @@ def test_elasticdl_template_restart_policy_is_the_replicas(policy: str) -> None:
     assert job.spec.replica_specs[ReplicaType.WORKER].restart_policy is RestartPolicy(policy)
 
 
+def _dlrover_allreduce() -> dict[str, Any]:
+    doc = _example("dlrover-elasticjob.yaml")
+    doc["spec"]["distributionStrategy"] = "AllreduceStrategy"
+    del doc["spec"]["replicaSpecs"]["ps"]
+    return doc
+
+
 def test_dlrover_elastic_job_gets_a_job_master() -> None:
-    job = job_from_dict(_example("dlrover-elasticjob.yaml"))
+    job = job_from_dict(_dlrover_allreduce())
     assert needs_job_master(job)
     with_master = with_job_master(job, JobMasterConfig())
     assert ReplicaType.MASTER in with_master.spec.replica_specs
-    opted_out = _example("dlrover-elasticjob.yaml")
+    opted_out = _dlrover_allreduce()
     opted_out["spec"]["enableDynamicSharding"] = False
     assert not needs_job_master(job_from_dict(opted_out))
