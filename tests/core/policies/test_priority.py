@@ -22,19 +22,20 @@ def _job(job_id: str, *, priority: int, age: float, preemptible: bool) -> JobInf
     )
 
 
-@pytest.mark.parametrize("preemptible", [False, True], ids=["fixed", "preemptible"])
-@pytest.mark.parametrize("name", sorted(BUILTIN_POLICIES))
-def test_higher_priority_job_is_placed_before_an_older_one(name: str, preemptible: bool) -> None:
-    old = _job("old-normal", priority=0, age=600.0, preemptible=preemptible)
-    new = _job("new-high", priority=1, age=1.0, preemptible=preemptible)
-    got = schedule_round(BUILTIN_POLICIES[name](), [old, new], NODES, {}, optimize=True)
-    assert (got.get("new-high"), got.get("old-normal") or []) == (["n0"] * 4, [])
+# (case, priority of the young job, the job that runs)
+CASES = [("young-high-first", 1, "young"), ("equal-oldest-first", 0, "old")]
 
 
+@pytest.mark.parametrize(
+    ("young_priority", "winner"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
 @pytest.mark.parametrize("preemptible", [False, True], ids=["fixed", "preemptible"])
 @pytest.mark.parametrize("name", sorted(BUILTIN_POLICIES))
-def test_equal_priority_keeps_oldest_first(name: str, preemptible: bool) -> None:
+def test_priority_then_age_decides_who_runs(
+    name: str, preemptible: bool, young_priority: int, winner: str
+) -> None:
     old = _job("old", priority=0, age=600.0, preemptible=preemptible)
-    new = _job("new", priority=0, age=1.0, preemptible=preemptible)
-    got = schedule_round(BUILTIN_POLICIES[name](), [new, old], NODES, {}, optimize=True)
-    assert (got.get("old"), got.get("new") or []) == (["n0"] * 4, [])
+    young = _job("young", priority=young_priority, age=1.0, preemptible=preemptible)
+    got = schedule_round(BUILTIN_POLICIES[name](), [young, old], NODES, {}, optimize=True)
+    loser = "old" if winner == "young" else "young"
+    assert (got.get(winner), got.get(loser) or []) == (["n0"] * 4, [])
