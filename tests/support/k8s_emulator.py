@@ -45,6 +45,7 @@ BUILTIN_KINDS: tuple[ResourceKind, ...] = (
     ResourceKind("", "v1", "services", "Service", status_subresource=True),
     ResourceKind("", "v1", "events", "Event"),
     ResourceKind("", "v1", "serviceaccounts", "ServiceAccount"),
+    ResourceKind("", "v1", "nodes", "Node", namespaced=False, status_subresource=True),
     ResourceKind(
         "apiextensions.k8s.io",
         "v1",
@@ -71,6 +72,14 @@ def _parse_path(path: str) -> tuple[str, str, str | None, str, str | None, str] 
         namespace, rest = rest[1], rest[2:]
     plural, name = rest[0], rest[1] if len(rest) > 1 else None
     return group, version, namespace, plural, name, "/".join(rest[2:])
+
+
+def _grace_period(request: rendering.Request) -> float | None:
+    """``gracePeriodSeconds`` of a delete: the query parameter or the DeleteOptions body."""
+    value = request.params.get("gracePeriodSeconds")
+    if value is None and isinstance(request.data, dict):
+        value = request.data.get("gracePeriodSeconds")
+    return None if value is None else float(value)
 
 
 def _status_body(error: StoreError) -> Body:
@@ -172,6 +181,13 @@ class K8sEmulator(kmock.KubernetesScaffold):
             return aiohttp.web.Response(text=body, status=status)
         return aiohttp.web.json_response(body, status=status)
 
+    async def changed(self, since: int, timeout: float) -> int:
+        """Wait until the store moved past revision ``since`` (or ``timeout``); the revision."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout), self._changed:
+                await self._changed.wait_for(lambda: self.store.revision != since)
+        return self.store.revision
+
     async def notify(self) -> None:
         """Wake the watches after the store was changed directly (not over HTTP)."""
         async with self._changed:
@@ -211,7 +227,7 @@ class K8sEmulator(kmock.KubernetesScaffold):
         if name is not None and method == "PATCH":
             return 200, store.patch(kind, namespace, name, request.data, content_type, subresource)
         if name is not None and method == "DELETE":
-            return 200, store.delete(kind, namespace, name)
+            return 200, store.delete(kind, namespace, name, _grace_period(request))
         raise StoreError(405, "MethodNotAllowed", f"{method} is not supported here")
 
     def _list_body(self, kind: ResourceKind, items: list[Body]) -> Body:

@@ -6,6 +6,8 @@ call the client through ``asyncio.to_thread`` (see ``in_thread``).
 """
 
 import asyncio
+import os
+import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -18,6 +20,7 @@ import pytest_asyncio
 import yaml
 
 from tests.support.k8s_emulator import K8sEmulator
+from tests.support.k8s_kubelet import ProcessKubelet
 from tests.support.k8s_store import ResourceKind
 
 T = TypeVar("T")
@@ -37,6 +40,34 @@ async def k8s_emulator() -> AsyncIterator[K8sEmulator]:
         emulator.declare(ELASTICJOBS)
         emulator.declare(SCALEPLANS)
         yield emulator
+
+
+#: The checkout, which plays the ``flexjob:latest`` image for the process kubelet.
+REPO = Path(__file__).resolve().parents[2]
+
+
+def image_env() -> dict[str, str]:
+    """The environment of the ``flexjob:latest`` image, here: this interpreter's ``python``
+    first on PATH, the checkout importable, one thread per process (the machine is shared)."""
+    return {
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONPATH": str(REPO),
+        "HOME": os.environ.get("HOME", "/tmp"),
+        "LANG": "C.UTF-8",
+        "OMP_NUM_THREADS": "1",
+    }
+
+
+@pytest_asyncio.fixture()
+async def kubelet(
+    k8s_emulator: K8sEmulator, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[ProcessKubelet]:
+    """Three process-backed nodes on the emulator (pods run as processes of this checkout)."""
+    log_dir = tmp_path_factory.mktemp("kubelet")
+    async with ProcessKubelet(
+        k8s_emulator, image_env=image_env(), workdir=REPO, log_dir=log_dir
+    ) as running:
+        yield running
 
 
 def client_configuration(emulator: K8sEmulator) -> kubernetes.client.Configuration:

@@ -13,6 +13,7 @@ import datetime
 import random
 import string
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import jsonpatch  # type: ignore[import-untyped]
@@ -141,6 +142,9 @@ def field_selector_matches(selector: str | None, body: Body) -> bool:
 
 
 ObjectKey = tuple[ResourceKind, str | None, str]
+#: Decides whether a delete of this object waits for someone (a kubelet) to finish it:
+#: the grace period in seconds it gets by default, or None to remove it at once.
+GracePolicy = Callable[[ResourceKind, Body], float | None]
 
 
 def _owner_uids(body: Body) -> set[str]:
@@ -158,6 +162,8 @@ class ObjectStore:
         self.logs: dict[tuple[str, str], str] = {}
         self.events: list[WatchEvent] = []
         self.revision = 0
+        #: Set by a kubelet: pods bound to its nodes terminate gracefully (see ``delete``).
+        self.grace_policy: GracePolicy | None = None
 
     # -- reading ---------------------------------------------------------------------------
     def get(self, kind: ResourceKind, namespace: str | None, name: str) -> Body:
@@ -283,17 +289,30 @@ class ObjectStore:
         self._bump(new)
         self._put(kind, new)
         self._record(kind, "MODIFIED", new)
-        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+        graceful = "deletionGracePeriodSeconds" in meta  # its kubelet removes it when done
+        if meta.get("deletionTimestamp") and not meta.get("finalizers") and not graceful:
             self._remove(kind, new)
         return new
 
-    def delete(self, kind: ResourceKind, namespace: str | None, name: str) -> Body:
+    def delete(
+        self, kind: ResourceKind, namespace: str | None, name: str, grace: float | None = None
+    ) -> Body:
+        """Remove the object, or mark it terminating: while it has finalizers, or while the
+        ``grace_policy`` gives it a grace period (``grace``, when given, overrides it; 0
+        removes a terminating object whose finalizers are done, as ``kubectl --force`` does)."""
         body = self.get(kind, namespace, name)
-        if body["metadata"].get("deletionTimestamp"):
+        meta = body["metadata"]
+        if meta.get("deletionTimestamp"):
+            if grace == 0 and not meta.get("finalizers"):
+                self._remove(kind, body)
             return body
-        if body["metadata"].get("finalizers"):
+        policy = self.grace_policy(kind, body) if self.grace_policy else None
+        period = None if policy is None or grace == 0 else (grace if grace is not None else policy)
+        if meta.get("finalizers") or period is not None:
             new = copy.deepcopy(body)
             new["metadata"]["deletionTimestamp"] = _now()
+            if period is not None:
+                new["metadata"]["deletionGracePeriodSeconds"] = int(period)
             self._bump(new)
             self._put(kind, new)
             self._record(kind, "MODIFIED", new)
