@@ -11,14 +11,15 @@ merge/JSON patch, PUT, the status subresource, delete with finalizers, delete-co
 ownerReference garbage collection.
 
 Requests for declared resources always go to the store: kmock's DSL reactions (``kmock[...] <<``)
-apply only to other paths. It does not call admission webhooks (tests POST AdmissionReviews to
-the webhook server themselves). Not for production and not a conformance server: see
-``k8s_store`` for what it leaves out.
+apply only to other paths. Creates and updates go through the registered admission webhooks
+first (``k8s_admission``). Not for production and not a conformance server: see ``k8s_store``
+for what it leaves out.
 """
 
 import asyncio
 import bisect
 import contextlib
+import copy
 import json
 import time
 from collections.abc import AsyncIterator
@@ -29,6 +30,7 @@ import attrs
 import kmock
 from kmock._internal import rendering
 
+from tests.support.k8s_admission import ENDPOINTS, MUTATING, VALIDATING, admit
 from tests.support.k8s_store import (
     Body,
     ObjectStore,
@@ -53,6 +55,24 @@ BUILTIN_KINDS: tuple[ResourceKind, ...] = (
         "CustomResourceDefinition",
         namespaced=False,
         status_subresource=True,
+    ),
+    MUTATING,
+    VALIDATING,
+    ENDPOINTS,
+    ResourceKind("", "v1", "secrets", "Secret"),
+    ResourceKind("", "v1", "configmaps", "ConfigMap"),
+    ResourceKind("apps", "v1", "deployments", "Deployment", status_subresource=True),
+    ResourceKind("rbac.authorization.k8s.io", "v1", "roles", "Role"),
+    ResourceKind("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding"),
+    ResourceKind(
+        "rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", namespaced=False
+    ),
+    ResourceKind(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "clusterrolebindings",
+        "ClusterRoleBinding",
+        namespaced=False,
     ),
 )
 _VERBS = {"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
@@ -173,7 +193,8 @@ class K8sEmulator(kmock.KubernetesScaffold):
         try:
             if request.method == "GET" and request.params.get("watch") in ("true", "1"):
                 return await self._watch(request, kind, namespace)
-            status, body = self._serve(request, kind, namespace, name, subresource)
+            admitted = await self._admit(request, kind, namespace, name, subresource)
+            status, body = self._serve(request, kind, namespace, name, subresource, admitted)
         except StoreError as error:
             return aiohttp.web.json_response(_status_body(error), status=error.status)
         await self.notify()
@@ -193,6 +214,36 @@ class K8sEmulator(kmock.KubernetesScaffold):
         async with self._changed:
             self._changed.notify_all()
 
+    async def _admit(
+        self,
+        request: rendering.Request,
+        kind: ResourceKind,
+        namespace: str | None,
+        name: str | None,
+        subresource: str,
+    ) -> Body | None:
+        """A create or update as the admission webhooks let it through (``k8s_admission``)."""
+        method = request.method
+        if (
+            subresource
+            or method not in ("POST", "PUT", "PATCH")
+            or (name is None) != (method == "POST")
+        ):
+            return None
+        if method == "POST":
+            obj = copy.deepcopy(request.data or {})
+            meta = obj.setdefault("metadata", {})
+            if kind.namespaced:
+                meta.setdefault("namespace", namespace or "default")
+            return await admit(self.store, kind, "CREATE", namespace, obj, None)
+        assert name is not None
+        old = self.store.get(kind, namespace, name)
+        content_type = request.headers.get("Content-Type", "application/json")
+        new = (
+            request.data if method == "PUT" else self.store.patched(old, request.data, content_type)
+        )
+        return await admit(self.store, kind, "UPDATE", namespace, new or {}, old)
+
     def _serve(
         self,
         request: rendering.Request,
@@ -200,9 +251,14 @@ class K8sEmulator(kmock.KubernetesScaffold):
         namespace: str | None,
         name: str | None,
         subresource: str,
+        admitted: Body | None = None,
     ) -> tuple[int, Body | str]:
         store, method, params = self.store, request.method, request.params
         content_type = request.headers.get("Content-Type", "application/json")
+        if admitted is not None and name is None:
+            return 201, store.create(kind, namespace, admitted)
+        if admitted is not None and name is not None:
+            return 200, store.replace(kind, namespace, name, admitted, subresource)
         if name is None and method == "GET":
             items = store.select(
                 kind, namespace, params.get("labelSelector"), params.get("fieldSelector")

@@ -250,6 +250,11 @@ class ObjectStore:
         subresource: str,
     ) -> Body:
         old = self.get(kind, namespace, name)
+        return self._commit(kind, old, self.patched(old, patch, content_type), subresource)
+
+    @staticmethod
+    def patched(old: Body, patch: Any, content_type: str) -> Body:
+        """``old`` with a merge or JSON ``patch`` applied (nothing stored)."""
         if "json-patch" in content_type:
             if not isinstance(patch, list):
                 raise StoreError(400, "BadRequest", "a JSON patch must be a list of operations")
@@ -263,7 +268,7 @@ class ObjectStore:
             new = merge_patch(old, patch)
         else:
             raise StoreError(400, "BadRequest", "a merge patch must be a JSON object")
-        return self._commit(kind, old, new, subresource)
+        return new  # type: ignore[no-any-return]
 
     def _commit(self, kind: ResourceKind, old: Body, new: Body, subresource: str) -> Body:
         """Keep what the endpoint may not change, bump versions, emit the event, maybe delete."""
