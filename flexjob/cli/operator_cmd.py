@@ -45,6 +45,11 @@ def operator(
     liveness: str | None = typer.Option(
         None, help="Liveness endpoint, e.g. http://0.0.0.0:8080/healthz."
     ),
+    job_master_state_claim: str = typer.Option(
+        "",
+        help="PersistentVolumeClaim (in each job's namespace) that implicit job masters keep "
+        "their state on, so a relaunched master continues [none: it starts afresh].",
+    ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),
 ) -> None:
     """Run the flexjob operator: reconcile ElasticJobs and ScalePlans into pods and services."""
@@ -78,6 +83,7 @@ def operator(
         webhooks=hooks,
         liveness=liveness,
         job_master_image=os.environ.get("FLEXJOB_IMAGE") or None,
+        job_master_state_claim=job_master_state_claim,
     )
     platform = KubernetesPlatform.from_config(options.kubeconfig, context, server)
     try:

@@ -40,6 +40,10 @@ MASTER_CONTAINER = "master"
 #: The service account implicit masters run as on Kubernetes (``flexjob manifests install``
 #: creates it with ``operator.manifests.JOB_MASTER_RULES``).
 JOB_MASTER_SERVICE_ACCOUNT = "flexjob-job-master"
+#: Where implicit masters on Kubernetes keep their state when given a volume for it.
+KUBERNETES_STATE_ROOT = "/var/lib/flexjob/masters"
+#: The name of that volume in the master pod.
+STATE_VOLUME = "flexjob-master-state"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +58,10 @@ class JobMasterOptions:
     folder per job incarnation, so a restarted master continues and a re-submitted job of the
     same name starts fresh); "" = no state kept across master restarts; ``service_account``:
     the pod's ``serviceAccountName`` (Kubernetes: the identity allowed to write ScalePlans;
-    "" = the namespace's default; the local platform ignores it).
+    "" = the namespace's default; the local platform ignores it); ``state_claim``: a
+    PersistentVolumeClaim (in the job's namespace) mounted at ``state_root`` in master pods,
+    so that a master pod that is killed and relaunched continues where it was (Kubernetes;
+    "" = no volume: a relaunched master starts from nothing).
     """
 
     command: tuple[str, ...] = ("python", "-m", "flexjob")
@@ -64,18 +71,24 @@ class JobMasterOptions:
     env: Mapping[str, str] = field(default_factory=dict)
     state_root: str = ""
     service_account: str = ""
+    state_claim: str = ""
 
 
-def kubernetes_job_master(image: str) -> JobMasterOptions:
+def kubernetes_job_master(
+    image: str, state_claim: str = "", state_root: str = KUBERNETES_STATE_ROOT
+) -> JobMasterOptions:
     """Implicit masters on Kubernetes: ``image`` (the operator's own, ``FLEXJOB_IMAGE``) runs
     ``python -m flexjob master`` bound to all addresses, writing ScalePlan objects as the
-    ``flexjob-job-master`` service account (``flexjob manifests install`` grants it)."""
+    ``flexjob-job-master`` service account (``flexjob manifests install`` grants it); with
+    ``state_claim``, its state lives on that claim's volume, mounted at ``state_root``."""
     return JobMasterOptions(
         command=("python", "-m", "flexjob"),
         image=image,
         host="0.0.0.0",
         scale_plan_platform="kubernetes",
         service_account=JOB_MASTER_SERVICE_ACCOUNT,
+        state_root=state_root if state_claim else "",
+        state_claim=state_claim,
     )
 
 
@@ -107,12 +120,20 @@ def master_replica_spec(job: ElasticJob, options: JobMasterOptions) -> ReplicaSp
         args=args,
         env=[EnvVar(name=k, value=v) for k, v in env.items()],
     )
+    volumes: list[dict[str, object]] = []
+    if options.state_claim and options.state_root:
+        claim = {"claimName": options.state_claim}
+        volumes.append({"name": STATE_VOLUME, "persistentVolumeClaim": claim})
+        mount = {"name": STATE_VOLUME, "mountPath": options.state_root}
+        container = Container.model_validate({**container.to_wire(), "volumeMounts": [mount]})
     return ReplicaSpec(
         replicas=1,
         restart_policy=RestartPolicy.ON_FAILURE,
         template=PodTemplateSpec(
             spec=PodSpec(
-                containers=[container], service_account_name=options.service_account or None
+                containers=[container],
+                volumes=volumes,
+                service_account_name=options.service_account or None,
             )
         ),
     )

@@ -17,7 +17,11 @@ import kopf
 import kubernetes.client
 
 from flexjob.api.names import GROUP
-from flexjob.core.job_master import JobMasterOptions, kubernetes_job_master
+from flexjob.core.job_master import (
+    KUBERNETES_STATE_ROOT,
+    JobMasterOptions,
+    kubernetes_job_master,
+)
 from flexjob.operator.kopf_admission import register_admission
 from flexjob.operator.kopf_handlers import register_handlers
 from flexjob.operator.reconcile_pass import reconcile_job
@@ -74,9 +78,17 @@ class OperatorOptions:
     #: The image implicit job masters run in (``core.job_master``; ``$FLEXJOB_IMAGE``, the
     #: operator's own); None: jobs get no implicit master.
     job_master_image: str | None = None
+    #: A PersistentVolumeClaim implicit masters keep their state on (``core.job_master``),
+    #: mounted at ``job_master_state_root``; "": none (a relaunched master starts afresh).
+    job_master_state_claim: str = ""
+    job_master_state_root: str = KUBERNETES_STATE_ROOT
 
     def job_master(self) -> JobMasterOptions | None:
-        return kubernetes_job_master(self.job_master_image) if self.job_master_image else None
+        if not self.job_master_image:
+            return None
+        return kubernetes_job_master(
+            self.job_master_image, self.job_master_state_claim, self.job_master_state_root
+        )
 
 
 def configure(settings: kopf.OperatorSettings, options: OperatorOptions) -> None:

@@ -173,3 +173,27 @@ def test_failed_implicit_master_is_restarted_within_backoff_limit() -> None:
     assert sim.phase is JobPhase.RESTARTING
     sim.settle()
     assert "demo-master-0" in sim.replicas
+
+
+def test_kubernetes_master_with_a_state_claim_keeps_its_state_on_that_volume() -> None:
+    job = elastic_job()
+    job.metadata.uid = "u-2"
+    sim = Sim(job, job_master=kubernetes_job_master("flexjob:1", state_claim="masters"))
+    sim.settle()
+    request = master_request(sim).request
+    spec = request.template.to_wire()["spec"]
+    assert spec["volumes"] == [
+        {"name": "flexjob-master-state", "persistentVolumeClaim": {"claimName": "masters"}}
+    ]
+    mounts = spec["containers"][0]["volumeMounts"]
+    assert mounts == [{"name": "flexjob-master-state", "mountPath": "/var/lib/flexjob/masters"}]
+    job_dir = request.args[request.args.index("--job-dir") + 1]
+    assert job_dir == f"/var/lib/flexjob/masters/{job.namespace}/demo/master-u-2"
+
+
+def test_kubernetes_master_without_a_state_claim_has_no_volume_and_no_state() -> None:
+    sim = Sim(elastic_job(), job_master=kubernetes_job_master("flexjob:1"))
+    sim.settle()
+    request = master_request(sim).request
+    assert "--job-dir" not in request.args
+    assert not request.template.to_wire()["spec"].get("volumes")

@@ -70,7 +70,9 @@ async def running_operator(
     client = kubernetes.client.ApiClient(client_configuration(emulator))
     port = free_port()
     options = fast_options(emulator.base_url, port, **overrides)
-    queue = make_queue(platform, options.workers, clock=_now)
+    queue = make_queue(
+        platform, options.workers, _now, options.parallel, job_master=options.job_master()
+    )
     ready = asyncio.Event()
     task = asyncio.create_task(run_operator(platform, options, queue=queue, ready=ready))
     try:

@@ -13,8 +13,9 @@ the API marks it terminating, the kubelet sends SIGTERM, SIGKILL after the grace
 removes it. ``lose_node`` ends a node like a dead machine.
 
 Not a kubelet for anything else: one container per pod (init and sidecar containers are not
-run), no volumes, probes, in-place restarts (every pod is ``restartPolicy: Never``; flexjob's
-operator relaunches), CPU limits or images. Test support, on the emulator's event loop.
+run), volumes only as shared directories (``k8s_pod_env``), no probes, no in-place restarts
+(every pod is ``restartPolicy: Never``; flexjob's operator relaunches), no CPU limits or
+images. Test support, on the emulator's event loop.
 """
 
 import asyncio
@@ -292,6 +293,8 @@ class ProcessKubelet:
                 **pod_env.container_env(pod, main, ip, self._service_address),
             }
             argv = pod_env.container_argv(pod, main, ip, self._service_address)
+            for directory in pod_env.shared_directories(pod, main):
+                Path(directory).mkdir(parents=True, exist_ok=True)
             cgroup = self._cgroups.container(meta["uid"], pod_env.memory_limit_bytes(main))
             if cgroup is not None:
                 argv = ["/bin/sh", "-c", _JOIN_CGROUP, str(cgroup.procs_file), *argv]

@@ -10,6 +10,10 @@ name, as a headless service's DNS name is stable), so:
 - a Service DNS name (``svc.ns.svc``, ``svc.ns.svc.cluster.local``) in an env value or an
   argument becomes the address of the pod the service selects (a headless service's A record).
 
+Volumes: a ``persistentVolumeClaim`` (or ``hostPath``) volume is the directory of this machine
+at its ``mountPath`` (there are no mount namespaces), shared by every pod that mounts it, as a
+ReadWriteMany claim is; other kinds of volume are refused.
+
 Pure functions over pod bodies; no I/O. Not for secrets or config maps (unsupported: an error).
 """
 
@@ -119,3 +123,21 @@ def memory_limit_bytes(container: Body) -> int | None:
     """``resources.limits.memory`` in bytes, None when unlimited."""
     limit = ((container.get("resources") or {}).get("limits") or {}).get("memory")
     return None if limit is None else int(parse_quantity(limit))
+
+
+def shared_directories(pod: Body, container: Body) -> list[str]:
+    """The ``mountPath`` of every volume the container mounts (see module doc)."""
+    volumes = {v["name"]: v for v in (pod.get("spec") or {}).get("volumes") or []}
+    paths = []
+    for mount in container.get("volumeMounts") or []:
+        volume = volumes.get(mount["name"])
+        if volume is None:
+            raise PodSpecError(f"volumeMounts: no volume named {mount['name']!r}")
+        host_path = (volume.get("hostPath") or {}).get("path")
+        if "persistentVolumeClaim" not in volume and host_path != mount["mountPath"]:
+            raise PodSpecError(
+                f"volume {mount['name']!r}: only persistentVolumeClaim volumes (and hostPath "
+                "volumes mounted at their own path) work here"
+            )
+        paths.append(str(mount["mountPath"]))
+    return paths
