@@ -7,6 +7,8 @@ import contextlib
 import dataclasses
 import json
 import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -70,6 +72,14 @@ class Cluster:
         )
         return list(pods)
 
+    async def wait_log(self, pod: str, text: str, timeout: float) -> None:
+        """Until ``text`` appears in the pod's output."""
+        await wait_for(lambda: text in self.log(pod), timeout, 0.2)
+
+    def kill(self, pod: str) -> None:
+        """SIGKILL every process of the pod's container (it crashes, the kubelet reports it)."""
+        self.kubelet.containers["default", pod].kill_all()
+
     def log(self, pod: str) -> str:
         """The pod's output, every incarnation (the kubelet's log files), oldest first."""
         files = sorted(self.kubelet.log_dir.glob(f"default_{pod}_*.log"), key=os.path.getmtime)
@@ -111,3 +121,19 @@ async def cluster(root: Path, **operator_options: Any) -> AsyncIterator[Cluster]
             ) as operator,
         ):
             yield Cluster(emulator, kubelet, operator, state_root)
+
+
+def flexjob_cli(
+    kubeconfig: Path, *args: str, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """``flexjob ARGS --platform kubernetes`` as a user runs it, with the cluster's kubeconfig."""
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig), "FLEXJOB_PLATFORM": "kubernetes"}
+    env.pop("KUBERNETES_SERVICE_HOST", None)
+    return subprocess.run(
+        [sys.executable, "-m", "flexjob", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
+    )
