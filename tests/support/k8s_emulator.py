@@ -30,6 +30,7 @@ import attrs
 import kmock
 from kmock._internal import rendering
 
+from tests.support import k8s_discovery
 from tests.support.k8s_admission import ENDPOINTS, MUTATING, VALIDATING, admit
 from tests.support.k8s_store import (
     Body,
@@ -166,6 +167,13 @@ class K8sEmulator(kmock.KubernetesScaffold):
     async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
         # kmock's own request parser fails on cluster-scoped paths such as /api/v1/namespaces,
         # so requests for declared resources are parsed here and never reach it.
+        if raw_request.method == "GET" and raw_request.path == "/openapi/v2":
+            # For kubectl before 1.27 (Debian's 1.20): an empty protobuf Document, no schemas.
+            return aiohttp.web.Response(body=b"", content_type=k8s_discovery.OPENAPI_V2_PROTOBUF)
+        if raw_request.method == "GET":
+            document = k8s_discovery.discovery(raw_request.path, self._kinds.values(), self._crds())
+            if document is not None:
+                return aiohttp.web.json_response(document)
         if self._resolve(raw_request.path) is None:
             return await super().__call__(raw_request)
         body = await raw_request.read()
@@ -193,14 +201,35 @@ class K8sEmulator(kmock.KubernetesScaffold):
         try:
             if request.method == "GET" and request.params.get("watch") in ("true", "1"):
                 return await self._watch(request, kind, namespace)
-            admitted = await self._admit(request, kind, namespace, name, subresource)
-            status, body = self._serve(request, kind, namespace, name, subresource, admitted)
+            status, body = await self._admit_and_serve(request, kind, namespace, name, subresource)
         except StoreError as error:
             return aiohttp.web.json_response(_status_body(error), status=error.status)
+        if kind.plural == "customresourcedefinitions":
+            self._serve_crds()
         await self.notify()
         if isinstance(body, str):
             return aiohttp.web.Response(text=body, status=status)
         return aiohttp.web.json_response(body, status=status)
+
+    def _crds(self) -> dict[str, Body]:
+        crds = self._kinds["apiextensions.k8s.io", "v1", "customresourcedefinitions"]
+        return {body["metadata"]["name"]: body for body in self.store.select(crds, None)}
+
+    def _serve_crds(self) -> None:
+        """Serve the resources the stored CRDs define (as the API server does once they exist)."""
+        for crd in self._crds().values():
+            spec = crd.get("spec") or {}
+            for version in spec.get("versions") or []:
+                kind = ResourceKind(
+                    spec["group"],
+                    version["name"],
+                    spec["names"]["plural"],
+                    spec["names"]["kind"],
+                    namespaced=spec.get("scope") == "Namespaced",
+                    status_subresource="status" in (version.get("subresources") or {}),
+                )
+                if (kind.group, kind.version, kind.plural) not in self._kinds:
+                    self.declare(kind)
 
     async def changed(self, since: int, timeout: float) -> int:
         """Wait until the store moved past revision ``since`` (or ``timeout``); the revision."""
@@ -213,6 +242,26 @@ class K8sEmulator(kmock.KubernetesScaffold):
         """Wake the watches after the store was changed directly (not over HTTP)."""
         async with self._changed:
             self._changed.notify_all()
+
+    async def _admit_and_serve(
+        self,
+        request: rendering.Request,
+        kind: ResourceKind,
+        namespace: str | None,
+        name: str | None,
+        subresource: str,
+    ) -> tuple[int, Body | str]:
+        """Serve the request after admission; a patch whose object changed while the webhooks
+        looked at it is patched and admitted again (a patch carries no resourceVersion)."""
+        for attempt in range(5):
+            admitted = await self._admit(request, kind, namespace, name, subresource)
+            try:
+                return self._serve(request, kind, namespace, name, subresource, admitted)
+            except StoreError as error:
+                retry = error.status == 409 and admitted is not None and request.method == "PATCH"
+                if not retry or attempt == 4:
+                    raise
+        raise AssertionError("unreachable")
 
     async def _admit(
         self,
@@ -259,6 +308,18 @@ class K8sEmulator(kmock.KubernetesScaffold):
             return 201, store.create(kind, namespace, admitted)
         if admitted is not None and name is not None:
             return 200, store.replace(kind, namespace, name, admitted, subresource)
+        table = k8s_discovery.wants_table(request.headers.get("Accept", ""))
+        if method == "GET" and table and subresource != "log":
+            items = (
+                store.select(
+                    kind, namespace, params.get("labelSelector"), params.get("fieldSelector")
+                )
+                if name is None
+                else [store.get(kind, namespace, name)]
+            )
+            crd = self._crds().get(f"{kind.plural}.{kind.group}")
+            include = params.get("includeObject", "Metadata")
+            return 200, k8s_discovery.table(items, crd, str(store.revision), include)
         if name is None and method == "GET":
             items = store.select(
                 kind, namespace, params.get("labelSelector"), params.get("fieldSelector")

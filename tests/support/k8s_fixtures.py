@@ -19,18 +19,29 @@ import pytest
 import pytest_asyncio
 import yaml
 
+from flexjob.api.crd import job_crd, scale_plan_crd
 from tests.support.k8s_emulator import K8sEmulator
 from tests.support.k8s_kubelet import ProcessKubelet
 from tests.support.k8s_store import ResourceKind
 
 T = TypeVar("T")
 
-ELASTICJOBS = ResourceKind(
-    "flexjob.dev", "v1alpha1", "elasticjobs", "ElasticJob", status_subresource=True
-)
-SCALEPLANS = ResourceKind(
-    "flexjob.dev", "v1alpha1", "scaleplans", "ScalePlan", status_subresource=True
-)
+
+def _declared(crd: dict[str, Any]) -> ResourceKind:
+    """The resource a flexjob CRD defines, as served once the CRD is installed."""
+    spec, names = crd["spec"], crd["spec"]["names"]
+    return ResourceKind(
+        spec["group"],
+        spec["versions"][0]["name"],
+        names["plural"],
+        names["kind"],
+        status_subresource=True,
+        short_names=tuple(names.get("shortNames") or ()),
+    )
+
+
+ELASTICJOBS = _declared(job_crd())
+SCALEPLANS = _declared(scale_plan_crd())
 
 
 @pytest_asyncio.fixture()

@@ -41,6 +41,8 @@ class ResourceKind:
     kind: str
     namespaced: bool = True
     status_subresource: bool = False
+    #: Short names discovery announces (``kubectl get ej``); a stored CRD's names win.
+    short_names: tuple[str, ...] = ()
 
     @property
     def api_version(self) -> str:
