@@ -22,6 +22,7 @@ from flexjob.agent.bootstrap import AGENT_PID_ENV
 from flexjob.agent.monitor import ResourceMonitor
 from flexjob.agent.workers import Worker, status_path, wait_ready
 from flexjob.api import names
+from flexjob.api.errors import FlexjobError
 from flexjob.rpc.api import HeartbeatReply, NodeRef, WorldInfo
 from flexjob.rpc.client import MasterClient
 from flexjob.trainer.world import Generation, NodeIdentity, world_env
@@ -31,7 +32,7 @@ log = logging.getLogger(__name__)
 STATS_INTERVAL_S = 1.0
 
 
-class AgentError(RuntimeError):
+class AgentError(FlexjobError, RuntimeError):
     """The agent could not get its workers into a world."""
 
 
