@@ -13,6 +13,8 @@ import signal
 import uuid
 from pathlib import Path
 
+from flexjob.agent.oom import parse_oom_kills
+
 _ROOT = Path("/sys/fs/cgroup")
 
 
@@ -55,10 +57,14 @@ class MemoryCgroup:
         """How many processes the kernel's OOM killer ended in this cgroup."""
         name = "memory.events" if self.v2 else "memory.oom_control"
         with contextlib.suppress(OSError):
-            for line in (self.directory / name).read_text().splitlines():
-                key, _, value = line.partition(" ")
-                if key == "oom_kill":
-                    return int(value)
+            return parse_oom_kills((self.directory / name).read_text())
+        return 0
+
+    def peak_bytes(self) -> int:
+        """The most memory the container used (for calibrating tests)."""
+        name = "memory.peak" if self.v2 else "memory.max_usage_in_bytes"
+        with contextlib.suppress(OSError, ValueError):
+            return int((self.directory / name).read_text())
         return 0
 
     def pids(self) -> list[int]:
