@@ -21,6 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.table import print_table
 from tests.e2e.k8s_cluster import SPEC, cluster, digits_job
 from tests.support.k8s_fixtures import REPO, image_env
 
@@ -99,11 +100,7 @@ def main() -> None:
         ("reconcile pass p99", f"{quantile(durations, 99) * 1000:.1f} ms", "", ""),
         ("reconcile pass max", f"{max(durations, default=float('nan')) * 1000:.1f} ms", "", ""),
     ]
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    for n, row in enumerate(rows):
-        print(" | ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)))
-        if n == 0:
-            print("-+-".join("-" * w for w in widths))
+    print_table(rows)
     print(f"\nmedian of {args.runs} run(s); outcomes: {', '.join(phases)}")
 
 

@@ -8,7 +8,6 @@ import dataclasses
 import json
 import os
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from tests.operator.kopf_fixtures import OperatorHarness, running_operator
 from tests.support.k8s_emulator import K8sEmulator, wait_for
 from tests.support.k8s_fixtures import ELASTICJOBS, REPO, SCALEPLANS, image_env, in_thread
 from tests.support.k8s_kubelet import ProcessKubelet
+from tests.support.local_jobs import run_flexjob
 
 IMAGE = "flexjob:latest"
 SPEC = REPO / "examples" / "specs" / "digits-elastic.yaml"
@@ -126,14 +126,8 @@ async def cluster(root: Path, **operator_options: Any) -> AsyncIterator[Cluster]
 def flexjob_cli(
     kubeconfig: Path, *args: str, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
-    """``flexjob ARGS --platform kubernetes`` as a user runs it, with the cluster's kubeconfig."""
+    """``flexjob ARGS`` as a user runs it against the cluster (its kubeconfig, the kubernetes
+    platform)."""
     env = {**os.environ, "KUBECONFIG": str(kubeconfig), "FLEXJOB_PLATFORM": "kubernetes"}
     env.pop("KUBERNETES_SERVICE_HOST", None)
-    return subprocess.run(
-        [sys.executable, "-m", "flexjob", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=REPO,
-    )
+    return run_flexjob(env, *args, timeout=timeout, cwd=REPO)

@@ -47,6 +47,18 @@ class OperatorHarness:
     async def core(self, method: str, *args: Any, **kwargs: Any) -> Any:
         return await in_thread(getattr(CoreV1Api(self.client), method), *args, **kwargs)
 
+    async def serve_webhooks_for(self, namespace: str, service: str) -> None:
+        """Make ``service``'s Endpoints this operator's webhook server (it runs outside the
+        emulated cluster), so that the API's admission calls reach it."""
+        port = int(self.webhook_url.rsplit(":", 1)[1])
+        endpoints = {
+            "apiVersion": "v1",
+            "kind": "Endpoints",
+            "metadata": {"name": service, "namespace": namespace},
+            "subsets": [{"addresses": [{"ip": "127.0.0.1"}], "ports": [{"port": port}]}],
+        }
+        await self.core("create_namespaced_endpoints", namespace, endpoints)
+
 
 def fast_options(server: str, webhook_port: int, **overrides: Any) -> OperatorOptions:
     """Settings tuned for tests: short watches, no event posting, standalone, no resync."""

@@ -8,7 +8,12 @@ import pytest
 from kubernetes.client import AdmissionregistrationV1Api, CoreV1Api, CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
 
-from flexjob.operator.manifests import InstallOptions, webhook_configurations, webhook_service
+from flexjob.operator.manifests import (
+    NAME,
+    InstallOptions,
+    webhook_configurations,
+    webhook_service,
+)
 from tests.operator.kopf_fixtures import OperatorHarness
 from tests.operator.test_admission_webhooks import sparse_job
 from tests.support.k8s_emulator import wait_for
@@ -24,14 +29,7 @@ async def webhooks(operator: OperatorHarness) -> OperatorHarness:
     client, ns = operator.client, OPTIONS.namespace
     core = CoreV1Api(client)
     await in_thread(core.create_namespaced_service, ns, webhook_service(OPTIONS))
-    port = int(operator.webhook_url.rsplit(":", 1)[1])
-    endpoints = {
-        "apiVersion": "v1",
-        "kind": "Endpoints",
-        "metadata": {"name": "flexjob-operator", "namespace": ns},
-        "subsets": [{"addresses": [{"ip": "127.0.0.1"}], "ports": [{"port": port}]}],
-    }
-    await in_thread(core.create_namespaced_endpoints, ns, endpoints)
+    await operator.serve_webhooks_for(ns, NAME)
     mutating, validating = webhook_configurations(OPTIONS)
     admission = AdmissionregistrationV1Api(client)
     await in_thread(admission.create_mutating_webhook_configuration, mutating)

@@ -11,16 +11,10 @@ import yaml
 
 from flexjob.operator.manifests import install_manifests
 from tests.support.k8s_emulator import K8sEmulator
-from tests.support.k8s_fixtures import REPO, in_thread, use_kubeconfig
-from tests.support.k8s_store import ResourceKind
+from tests.support.k8s_fixtures import CERT_MANAGER, REPO, in_thread, use_kubeconfig
 
 BASE = REPO / "deploy" / "kustomize"
 KUBECTL = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
-#: cert-manager's kinds (the operator's webhook certificate), as if cert-manager were installed.
-CERT_MANAGER = (
-    ResourceKind("cert-manager.io", "v1", "issuers", "Issuer"),
-    ResourceKind("cert-manager.io", "v1", "certificates", "Certificate"),
-)
 
 
 def documents(path: Path) -> list[dict[str, object]]:

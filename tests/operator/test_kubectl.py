@@ -14,10 +14,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from kubernetes.client import CoreV1Api
 
 from flexjob.api import JobPhase
-from flexjob.operator.manifests import InstallOptions
+from flexjob.operator.manifests import NAME, InstallOptions
 from tests.operator.kopf_fixtures import OperatorHarness
 from tests.support.k8s_emulator import wait_for
 from tests.support.k8s_fixtures import ELASTICJOBS, REPO, in_thread, use_kubeconfig
@@ -56,14 +55,7 @@ async def installed(
         applied.stdout
     )
     assert "deployment.apps/flexjob-operator created" in applied.stdout
-    port = int(operator.webhook_url.rsplit(":", 1)[1])
-    endpoints = {
-        "apiVersion": "v1",
-        "kind": "Endpoints",
-        "metadata": {"name": "flexjob-operator", "namespace": NAMESPACE},
-        "subsets": [{"addresses": [{"ip": "127.0.0.1"}], "ports": [{"port": port}]}],
-    }
-    await in_thread(CoreV1Api(operator.client).create_namespaced_endpoints, NAMESPACE, endpoints)
+    await operator.serve_webhooks_for(NAMESPACE, NAME)
     return operator
 
 

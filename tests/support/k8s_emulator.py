@@ -398,6 +398,18 @@ class K8sEmulator(kmock.KubernetesScaffold):
                 await self._changed.wait_for(lambda seen=position: len(log) > seen)
 
 
+def kubeconfig(server: str) -> Body:
+    """A kubeconfig for ``server`` without credentials (the emulator checks none)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "emulator", "cluster": {"server": server}}],
+        "users": [{"name": "tester", "user": {}}],
+        "contexts": [{"name": "emulator", "context": {"cluster": "emulator", "user": "tester"}}],
+        "current-context": "emulator",
+    }
+
+
 async def wait_for(predicate: Any, timeout: float = 10.0, interval: float = 0.02) -> Any:
     """Poll a sync or async predicate until it returns a truthy value or the deadline passes."""
     deadline = time.monotonic() + timeout

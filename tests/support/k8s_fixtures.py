@@ -20,7 +20,7 @@ import pytest_asyncio
 import yaml
 
 from flexjob.api.crd import job_crd, scale_plan_crd
-from tests.support.k8s_emulator import K8sEmulator
+from tests.support.k8s_emulator import K8sEmulator, kubeconfig
 from tests.support.k8s_kubelet import ProcessKubelet
 from tests.support.k8s_store import ResourceKind
 
@@ -42,6 +42,11 @@ def _declared(crd: dict[str, Any]) -> ResourceKind:
 
 ELASTICJOBS = _declared(job_crd())
 SCALEPLANS = _declared(scale_plan_crd())
+#: cert-manager's kinds (the operator's webhook certificate), as if cert-manager were installed.
+CERT_MANAGER = (
+    ResourceKind("cert-manager.io", "v1", "issuers", "Issuer"),
+    ResourceKind("cert-manager.io", "v1", "certificates", "Certificate"),
+)
 
 
 @pytest_asyncio.fixture()
@@ -94,15 +99,7 @@ def k8s_client(k8s_emulator: K8sEmulator) -> kubernetes.client.ApiClient:
 def use_kubeconfig(path: Path, server: str, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Write a kubeconfig for ``server`` (no credentials) at ``path`` and make it the one
     the Kubernetes client loads by default (``$KUBECONFIG``, not in-cluster)."""
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "emulator", "cluster": {"server": server}}],
-        "users": [{"name": "tester", "user": {}}],
-        "contexts": [{"name": "emulator", "context": {"cluster": "emulator", "user": "tester"}}],
-        "current-context": "emulator",
-    }
-    path.write_text(yaml.safe_dump(config))
+    path.write_text(yaml.safe_dump(kubeconfig(server)))
     monkeypatch.setenv("KUBECONFIG", str(path))
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     return path

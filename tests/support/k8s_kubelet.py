@@ -37,7 +37,7 @@ import yaml
 
 from tests.support import k8s_pod_env as pod_env
 from tests.support.k8s_cgroup import CgroupRoot, MemoryCgroup
-from tests.support.k8s_emulator import K8sEmulator
+from tests.support.k8s_emulator import K8sEmulator, kubeconfig
 from tests.support.k8s_store import Body, ResourceKind
 
 log = logging.getLogger(__name__)
@@ -115,7 +115,7 @@ class ProcessKubelet:
     # --- lifecycle -----------------------------------------------------------------------
     async def __aenter__(self) -> "ProcessKubelet":
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        self.kubeconfig.write_text(yaml.safe_dump(_kubeconfig(self.emulator.base_url)))
+        self.kubeconfig.write_text(yaml.safe_dump(kubeconfig(self.emulator.base_url)))
         self._session = aiohttp.ClientSession(self.emulator.base_url)
         self.emulator.store.grace_policy = self._grace
         for node in self.nodes:
@@ -456,18 +456,6 @@ def _node_body(name: str) -> Body:
             "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
             "capacity": {"cpu": str(os.cpu_count() or 1), "memory": "8Gi", "pods": "110"},
         },
-    }
-
-
-def _kubeconfig(server: str) -> Body:
-    """What a pod's service account gives the client here: the emulator, no credentials."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "emulator", "cluster": {"server": server}}],
-        "users": [{"name": "pod", "user": {}}],
-        "contexts": [{"name": "pod", "context": {"cluster": "emulator", "user": "pod"}}],
-        "current-context": "pod",
     }
 
 
