@@ -186,13 +186,13 @@ def test_kubernetes_master_with_a_state_claim_keeps_its_state_on_that_volume() -
     ]
     mounts = spec["containers"][0]["volumeMounts"]
     assert mounts == [{"name": "flexjob-master-state", "mountPath": "/var/lib/flexjob/masters"}]
-    job_dir = request.args[request.args.index("--job-dir") + 1]
-    assert job_dir == f"/var/lib/flexjob/masters/{job.namespace}/demo/master-u-2"
+    assert (
+        shipped_config(sim).job_dir == f"/var/lib/flexjob/masters/{job.namespace}/demo/master-u-2"
+    )
 
 
 def test_kubernetes_master_without_a_state_claim_has_no_volume_and_no_state() -> None:
     sim = Sim(elastic_job(), job_master=kubernetes_job_master("flexjob:1"))
     sim.settle()
-    request = master_request(sim).request
-    assert "--job-dir" not in request.args
-    assert not request.template.to_wire()["spec"].get("volumes")
+    assert shipped_config(sim).job_dir is None
+    assert not master_request(sim).request.template.to_wire()["spec"].get("volumes")
