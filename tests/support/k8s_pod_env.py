@@ -6,7 +6,7 @@ is a process on this machine with its own loopback address (``127.X.Y.Z``, stabl
 name, as a headless service's DNS name is stable), so:
 
 - ``status.podIP`` is that address; binding ``0.0.0.0`` (all of the pod's addresses) means
-  binding it, so ``0.0.0.0`` in the command line becomes the pod's address;
+  binding it, so ``0.0.0.0`` in the command line or an env value becomes the pod's address;
 - a Service DNS name (``svc.ns.svc``, ``svc.ns.svc.cluster.local``) in an env value or an
   argument becomes the address of the pod the service selects (a headless service's A record).
 
@@ -107,7 +107,7 @@ def container_env(pod: Body, container: Body, pod_ip: str, lookup: ServiceLookup
             value = resource_value(container, source["resourceFieldRef"])
         else:
             raise PodSpecError(f"env {name}: only value, fieldRef and resourceFieldRef work here")
-        env[name] = resolve_services(value, lookup)
+        env[name] = _ALL_ADDRESSES.sub(pod_ip, resolve_services(value, lookup))
     return env
 
 
