@@ -13,7 +13,7 @@ from pathlib import Path
 import dockerfile
 import pytest
 
-from flexjob.operator.manifests import InstallOptions, deployment
+from flexjob.operator.manifests import InstallConfig, deployment
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -92,7 +92,7 @@ def test_the_image_runs_as_a_numeric_non_root_user(
     users = [c.value[0] for c in commands if c.cmd == "USER"]
     uid = users[-1].split(":")[0]
     assert uid.isdigit() and int(uid) != 0
-    security = deployment(InstallOptions())["spec"]["template"]["spec"]["containers"][0]
+    security = deployment(InstallConfig())["spec"]["template"]["spec"]["containers"][0]
     assert security["securityContext"]["runAsNonRoot"] is True
 
 

@@ -10,7 +10,7 @@ from kubernetes.client.exceptions import ApiException
 
 from flexjob.operator.manifests import (
     NAME,
-    InstallOptions,
+    InstallConfig,
     webhook_configurations,
     webhook_service,
 )
@@ -19,7 +19,7 @@ from tests.operator.test_admission_webhooks import sparse_job
 from tests.support.k8s_emulator import wait_for
 from tests.support.k8s_fixtures import in_thread
 
-OPTIONS = InstallOptions(cert_manager=False)
+OPTIONS = InstallConfig(cert_manager=False)
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from flexjob.api import JobPhase
-from flexjob.operator.manifests import NAME, InstallOptions
+from flexjob.operator.manifests import NAME, InstallConfig
 from tests.operator.kopf_fixtures import OperatorHarness
 from tests.support.k8s_emulator import wait_for
 from tests.support.k8s_fixtures import ELASTICJOBS, REPO, in_thread, use_kubeconfig
@@ -26,7 +26,7 @@ pytestmark = [
     pytest.mark.timeout(90),
 ]
 SPEC = REPO / "examples" / "specs" / "digits-elastic.yaml"
-NAMESPACE = InstallOptions().namespace
+NAMESPACE = InstallConfig().namespace
 PHASES = {phase.value for phase in JobPhase}
 
 
