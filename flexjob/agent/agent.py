@@ -20,6 +20,7 @@ from types import FrameType
 from flexjob.agent import observing
 from flexjob.agent.config import AgentConfig, WorkerState
 from flexjob.agent.monitor import ResourceMonitor
+from flexjob.agent.oom import oom_kills
 from flexjob.agent.workers import Worker, status_path, wait_ready
 from flexjob.api import names
 from flexjob.api.errors import FlexjobError
@@ -59,6 +60,8 @@ class ElasticAgent:
         self.client = client or MasterClient(config.master, self.node)
         self.workers: list[Worker] = []
         self.restarts = 0
+        #: OOM kills in this container's memory cgroup already accounted for.
+        self._oom_kills = oom_kills() or 0
         self.round = -1
         self._monitor = ResourceMonitor()
         self._step_clock = observing.StepClock()
@@ -221,9 +224,14 @@ class ElasticAgent:
         c = self.config
         code = next((w.exit_code for w in failed if w.exit_code), 1) or 1
         restarting = self.restarts < c.max_restarts
+        kills = oom_kills()
+        oom_killed = kills is not None and kills > self._oom_kills
+        self._oom_kills = kills if kills is not None else self._oom_kills
         for w in failed:
             ident = self._identity(w.local_rank)
             reason = f"worker {w.local_rank} exited with {w.exit_code}"
+            if oom_killed and w.exit_code in (-signal.SIGKILL, 128 + signal.SIGKILL):
+                reason = f"worker {w.local_rank} was OOMKilled (exit code 137)"
             log.warning("node %s: %s (restarting=%s)", c.node_id, reason, restarting)
             if ident.process_id == c.node_id:
                 self.client.report_failure(reason, code, restarting)
