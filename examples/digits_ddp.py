@@ -79,9 +79,8 @@ def main() -> None:
             acc = (model(x_te).argmax(1) == y_te).float().mean().item()
             train_loss = F.cross_entropy(model(x_tr), y_tr).item()
         print(
-            f"digits: accuracy={acc:.4f} loss={train_loss:.6f} steps={steps} "
-            f"world_size={info.world_size} "
-            f"reforms={reforms}",
+            f"digits: accuracy={acc:.4f} steps={steps} world_size={info.world_size} "
+            f"reforms={reforms} loss={train_loss:.6f}",
             flush=True,
         )
 
