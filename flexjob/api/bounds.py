@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from flexjob.api.job import ReplicaSpec
 
 DEFAULT_REPLICAS = 1
+#: The most replicas of one on-request type (``api.roles``) a DI coordinator may ask for when
+#: the job declares no ``maxReplicas`` (DI jobs declare templates, not counts).
+ON_REQUEST_MAX_REPLICAS = 64
 
 
 @dataclass(frozen=True, slots=True)

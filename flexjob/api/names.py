@@ -44,6 +44,27 @@ ENV_CPU = "FLEXJOB_CPU"
 ENV_MEMORY_MIB = "FLEXJOB_MEMORY_MIB"
 ENV_GPU = "FLEXJOB_GPU"
 
+# DI-engine's own variables, set for every replica of a DI role (DI Orchestrator v1): where the
+# replica runs, the server its coordinator asks for collectors and learners (URL and API
+# version), and the port it listens on.
+ENV_DI_POD_NAMESPACE = "KUBERNETES_POD_NAMESPACE"
+ENV_DI_POD_NAME = "KUBERNETES_POD_NAME"
+ENV_DI_SERVER_URL = "KUBERNETES_SERVER_URL"
+ENV_DI_SERVER_API_VERSION = "KUBERNETES_SERVER_API_VERSION"
+DI_SERVER_API_VERSION = "v1alpha2"
+ENV_COORDINATOR_PORT = "COORDINATOR_PORT"
+ENV_COLLECTOR_PORT = "COLLECTOR_PORT"
+ENV_LEARNER_PORT = "LEARNER_PORT"
+ENV_AGGREGATOR_PORT = "AGGREGATOR_PORT"
+# DI-engine's default ports (the services' ports on Kubernetes; locally each replica gets a
+# free port instead).
+DEFAULT_COLLECTOR_PORT = 22270
+DEFAULT_LEARNER_PORT = 22271
+DEFAULT_AGGREGATOR_PORT = 22272
+DEFAULT_COORDINATOR_PORT = 22273
+# The operator → DI replicas: the URL of the flexjob server (``KUBERNETES_SERVER_URL``).
+ENV_SERVER_URL = "FLEXJOB_SERVER_URL"
+
 DEFAULT_NAMESPACE = "default"
 DEFAULT_MASTER_PORT = 50001
 

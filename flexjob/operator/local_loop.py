@@ -79,8 +79,11 @@ class LocalJobLoop:
         clock: Clock = utc_now,
         observer: Observer | None = None,
         job_master: JobMasterOptions | None = None,
+        server_url: str | None = None,
     ) -> None:
         self.platform = platform
+        #: The flexjob server DI coordinators ask (``KUBERNETES_SERVER_URL``).
+        self.server_url = server_url
         self.job_master = job_master
         self.namespace = namespace
         self.name = name
@@ -98,7 +101,13 @@ class LocalJobLoop:
         services = self.platform.list_services(self.namespace, self.name)
         plan = pending_plan(self.platform, job)
         actions, status = reconcile(
-            job, replicas, self.clock(), services=services, plan=plan, job_master=self.job_master
+            job,
+            replicas,
+            self.clock(),
+            services=services,
+            plan=plan,
+            job_master=self.job_master,
+            server_url=self.server_url,
         )
         apply_actions(self.platform, actions)
         if any(isinstance(a, DeleteJob) for a in actions):

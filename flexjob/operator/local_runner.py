@@ -7,6 +7,7 @@ SIGTERM), stops the job's replicas and marks it Failed. ``start_detached`` start
 """
 
 import logging
+import os
 import signal
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from datetime import UTC, datetime
 from types import FrameType
 
 from flexjob.api import ElasticJob, JobPhase
+from flexjob.api.names import ENV_SERVER_URL
 from flexjob.core.phases import set_phase, timestamp
 from flexjob.core.status_patch import StatusOwner, owner_patch
 from flexjob.operator.local_loop import LocalJobLoop, Observer, local_job_master
@@ -46,6 +48,7 @@ def run_job(
         interval=interval,
         observer=observer,
         job_master=local_job_master(platform.home),
+        server_url=os.environ.get(ENV_SERVER_URL),
     )
     try:
         return loop.run()

@@ -63,9 +63,11 @@ def reconcile_job(
     now: datetime,
     parallel: int = 1,
     job_master: JobMasterOptions | None = None,
+    server_url: str | None = None,
 ) -> ReconcileResult | None:
     """Run one pass; returns what was decided, or None when there was no job to reconcile.
-    ``job_master``: how to run the master of jobs that need one (``core.job_master``)."""
+    ``job_master``: how to run the master of jobs that need one (``core.job_master``);
+    ``server_url``: the flexjob server DI coordinators ask (``FLEXJOB_SERVER_URL``)."""
     try:
         job = platform.get_job(namespace, name)
     except NotFoundError:
@@ -75,7 +77,15 @@ def reconcile_job(
     replicas = platform.list_replicas(namespace, name)
     services = platform.list_services(namespace, name)
     plan = pending_plan(platform, job)
-    result = reconcile(job, replicas, now, services=services, plan=plan, job_master=job_master)
+    result = reconcile(
+        job,
+        replicas,
+        now,
+        services=services,
+        plan=plan,
+        job_master=job_master,
+        server_url=server_url,
+    )
     apply_in_batches(platform, result.actions, parallel)
     patch = owner_patch(job.status, result.status, StatusOwner.OPERATOR)
     if patch:

@@ -1,6 +1,7 @@
 from fastapi.testclient import TestClient
 
 from flexjob.api import ReplicaPhase, ReplicaType
+from flexjob.api.bounds import ON_REQUEST_MAX_REPLICAS
 from flexjob.platform.api import Replica
 
 from .jobs import di_v1_job
@@ -21,10 +22,10 @@ def test_post_adds_collectors_and_learners_and_names_the_new_replicas(
     resp = client.post("/v1alpha2/replicas", json=body)
     assert resp.status_code == 200, resp.text
     data = resp.json()["data"]
-    assert data["collectors"] == ["cartpole-collector-1", "cartpole-collector-2"]
-    assert data["learners"] == ["cartpole-learner-1"]
+    assert data["collectors"] == ["cartpole-collector-0", "cartpole-collector-1"]
+    assert data["learners"] == ["cartpole-learner-0"]
     status = memory.get_job("default", "cartpole").status
-    assert status.replicas == {ReplicaType.COLLECTOR: 3, ReplicaType.LEARNER: 2}
+    assert status.replicas == {ReplicaType.COLLECTOR: 2, ReplicaType.LEARNER: 1}
 
 
 def test_a_learner_with_more_than_one_gpu_gets_an_aggregator_in_front(
@@ -57,7 +58,25 @@ def test_delete_removes_the_highest_indices(client: TestClient, memory: MemoryPl
         "DELETE", "/v1alpha2/replicas", json={**BASE, "collectors": {"replicas": 1}}
     )
     assert resp.status_code == 200, resp.text
-    assert resp.json()["data"]["collectors"] == ["cartpole-collector-2"]
+    assert resp.json()["data"]["collectors"] == ["cartpole-collector-1"]
+
+
+def test_a_coordinator_may_ask_up_to_the_on_request_bound_and_give_all_back(
+    client: TestClient, memory: MemoryPlatform
+) -> None:
+    memory.create_job(di_v1_job())
+    most = {**BASE, "collectors": {"replicas": ON_REQUEST_MAX_REPLICAS}}
+    assert client.post("/v1alpha2/replicas", json=most).status_code == 200
+    resp = client.post("/v1alpha2/replicas", json={**BASE, "collectors": {"replicas": 1}})
+    assert resp.status_code == 409
+    assert resp.json()["message"].endswith(f"above maxReplicas {ON_REQUEST_MAX_REPLICAS}")
+    assert client.request("DELETE", "/v1alpha2/replicas", json=most).status_code == 200
+    resp = client.request(
+        "DELETE", "/v1alpha2/replicas", json={**BASE, "collectors": {"replicas": 1}}
+    )
+    assert resp.status_code == 409
+    assert resp.json()["message"].endswith("below minReplicas 0")
+    assert memory.get_job("default", "cartpole").status.replicas[ReplicaType.COLLECTOR] == 0
 
 
 def test_get_filters_by_namespace_and_coordinator(
