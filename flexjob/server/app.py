@@ -131,5 +131,6 @@ def create_app(platform: Platform, token: str | None = None) -> FastAPI:
         return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
     app.include_router(v2alpha1.router(store, metrics))
-    app.include_router(v1alpha2.router(store, metrics))
+    for version in v1alpha2.VERSIONS:
+        app.include_router(v1alpha2.router(store, metrics, version))
     return app

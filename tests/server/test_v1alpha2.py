@@ -87,10 +87,15 @@ def test_get_filters_by_namespace_and_coordinator(
         _replica("cartpole-collector-0", ReplicaType.COLLECTOR, 0, ReplicaPhase.RUNNING),
         address="10.0.0.1:22270",
     )
+    memory.add_replica(  # no address yet: not listed (DI's client splits entries at ':')
+        _replica("cartpole-collector-1", ReplicaType.COLLECTOR, 1, ReplicaPhase.PENDING)
+    )
     resp = client.get("/v1alpha2/replicas", params=BASE)
     assert resp.status_code == 200
-    (job,) = resp.json()["data"]
+    job = resp.json()["data"]
     assert job["collectors"] == ["10.0.0.1:22270"]
+    listed = client.get("/v1alpha1/replicas", params={"namespace": "default"}).json()["data"]
+    assert [j["collectors"] for j in listed] == [["10.0.0.1:22270"]]
     assert client.get("/v1alpha2/replicas", params={"namespace": "other"}).json()["data"] == []
 
 
@@ -99,13 +104,18 @@ def test_get_by_aggregator_lists_the_learner_it_serves(
 ) -> None:
     memory.create_job(di_v1_job())
     memory.add_replica(
-        _replica("cartpole-aggregator-0", ReplicaType.AGGREGATOR, 0, ReplicaPhase.RUNNING)
+        _replica("cartpole-aggregator-0", ReplicaType.AGGREGATOR, 0, ReplicaPhase.RUNNING),
+        address="10.0.0.9:22272",
     )
-    memory.add_replica(_replica("cartpole-learner-0", ReplicaType.LEARNER, 0, ReplicaPhase.RUNNING))
-    memory.add_replica(_replica("cartpole-learner-1", ReplicaType.LEARNER, 1, ReplicaPhase.RUNNING))
+    for i in (0, 1):
+        memory.add_replica(
+            _replica(f"cartpole-learner-{i}", ReplicaType.LEARNER, i, ReplicaPhase.RUNNING),
+            address=f"10.0.0.{i + 1}:22271",
+        )
     params = {"namespace": "default", "aggregator": "cartpole-aggregator-0"}
-    (job,) = client.get("/v1alpha2/replicas", params=params).json()["data"]
-    assert job["learners"] == ["cartpole-learner-0"]
+    job = client.get("/v1alpha2/replicas", params=params).json()["data"]
+    assert job["learners"] == ["10.0.0.1:22271"]
+    assert job["aggregators"] == ["10.0.0.9:22272"]
 
 
 def test_failed_replicas_are_removed_for_the_operator_to_recreate(
