@@ -29,6 +29,7 @@ from flexjob.server import v1alpha2, v2alpha1
 from flexjob.server.auth import OPEN_PATHS, token_matches
 from flexjob.server.envelope import Envelope
 from flexjob.server.jobs import JobService
+from flexjob.server.json_body import JsonByDefault
 from flexjob.server.metrics import CONTENT_TYPE_LATEST, ServerMetrics
 
 log = logging.getLogger(__name__)
@@ -97,6 +98,7 @@ def create_app(platform: Platform, token: str | None = None) -> FastAPI:
     app.state.platform = platform
     app.state.metrics = metrics
     _install_error_handlers(app)
+    app.add_middleware(JsonByDefault)
 
     @app.middleware("http")
     async def _auth_and_metrics(

@@ -1,3 +1,5 @@
+import json
+
 from fastapi.testclient import TestClient
 
 from flexjob.api import ReplicaPhase, ReplicaType
@@ -159,3 +161,13 @@ def test_a_non_numeric_gpu_count_is_422_naming_learners_gpus(
     )
     assert resp.status_code == 422
     assert "learners.gpus" in resp.json()["message"]
+
+
+def test_a_body_without_content_type_is_read_as_json_as_di_engines_client_sends_it(
+    client: TestClient, memory: MemoryPlatform
+) -> None:
+    memory.create_job(di_v1_job())
+    body = json.dumps({**BASE, "collectors": {"replicas": 1}})
+    resp = client.post("/v1alpha1/replicas", content=body)
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["data"]["collectors"] == ["cartpole-collector-0"]
