@@ -2,7 +2,8 @@
 
 Desired counts come from (first match wins) the current ScalePlan (folded into
 ``status.replicas``), ``status.replicas``, then the spec; the master always follows the spec.
-Rendering merges the DESIGN.md environment and labels into the replica type's pod template.
+Rendering merges the flexjob environment (``api.names``) and labels into the replica type's
+pod template.
 Not here: phases and restart decisions (``core.phases``). No I/O.
 """
 
@@ -143,8 +144,9 @@ def replica_env(
     own_address: str | None,
     server_url: str | None = None,
 ) -> dict[str, str]:
-    """The flexjob environment of one replica (DESIGN.md "Names"), and DI-engine's own for
-    every role of a DI-driven job (``di_env``); it overrides the user's."""
+    """The flexjob environment of one replica (``api.names``; docs/architecture.md
+    "Environment"), and DI-engine's own for every role of a DI-driven job (``di_env``); it
+    overrides the user's."""
     env = {
         names.ENV_JOB_NAME: job.name,
         names.ENV_REPLICA_TYPE: rtype.value,

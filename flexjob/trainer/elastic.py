@@ -26,9 +26,9 @@ from torch.nn.parallel import DistributedDataParallel
 from flexjob.api import names
 from flexjob.trainer import group, world
 from flexjob.trainer.checkpoint import Checkpointer
+from flexjob.trainer.rank_sync import sync_state
 from flexjob.trainer.rendezvous import WaitingWatcher, WorldSource, next_generation
 from flexjob.trainer.sampler import Batch, ElasticSampler, NoShard, ShardSource
-from flexjob.trainer.state import sync_state
 from flexjob.trainer.status import StatusWriter
 
 log = logging.getLogger(__name__)

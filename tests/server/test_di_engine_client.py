@@ -19,7 +19,7 @@ import pytest
 from flexjob.api import ElasticJob, JobPhase
 from flexjob.api.defaults import apply_defaults
 from flexjob.api.load import job_from_dict
-from flexjob.operator.local_loop import LocalJobLoop
+from flexjob.operator.local.loop import LocalJobLoop
 from flexjob.platform.local import LocalPlatform
 from tests.support.ding_client import operator_server_class
 from tests.support.polling import wait_until
