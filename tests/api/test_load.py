@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from flexjob.api import ElasticJob, ReplicaBounds, ReplicaType, SpecError, replica_bounds
-from flexjob.api.bounds import ON_REQUEST_MAX_REPLICAS
+from flexjob.api.bounds import DI_MAX_REPLICAS
 from flexjob.api.load import dump_yaml, job_from_dict, load_job, load_scale_plan
 from tests.api.specs import EXAMPLES, JOB_EXAMPLES
 
@@ -95,7 +95,7 @@ def test_dijob_v1_templates_are_recipes_one_coordinator_and_the_rest_on_request(
     specs = load_job(EXAMPLES / "dijob-v1.yaml").spec.replica_specs
     assert replica_bounds(specs[ReplicaType.COORDINATOR]) == ReplicaBounds(1, 1, 1)
     for rtype in (ReplicaType.COLLECTOR, ReplicaType.LEARNER, ReplicaType.AGGREGATOR):
-        assert replica_bounds(specs[rtype]) == ReplicaBounds(0, 0, ON_REQUEST_MAX_REPLICAS)
+        assert replica_bounds(specs[rtype]) == ReplicaBounds(0, 0, DI_MAX_REPLICAS)
     aggregator = specs[ReplicaType.AGGREGATOR].template.spec.containers[0]
     assert aggregator.ports[0].container_port == 22272
 

@@ -3,7 +3,7 @@ import json
 from fastapi.testclient import TestClient
 
 from flexjob.api import ReplicaPhase, ReplicaType
-from flexjob.api.bounds import ON_REQUEST_MAX_REPLICAS
+from flexjob.api.bounds import DI_MAX_REPLICAS
 from flexjob.platform.api import Replica
 
 from .jobs import di_v1_job
@@ -67,11 +67,11 @@ def test_a_coordinator_may_ask_up_to_the_on_request_bound_and_give_all_back(
     client: TestClient, memory: MemoryPlatform
 ) -> None:
     memory.create_job(di_v1_job())
-    most = {**BASE, "collectors": {"replicas": ON_REQUEST_MAX_REPLICAS}}
+    most = {**BASE, "collectors": {"replicas": DI_MAX_REPLICAS}}
     assert client.post("/v1alpha2/replicas", json=most).status_code == 200
     resp = client.post("/v1alpha2/replicas", json={**BASE, "collectors": {"replicas": 1}})
     assert resp.status_code == 409
-    assert resp.json()["message"].endswith(f"above maxReplicas {ON_REQUEST_MAX_REPLICAS}")
+    assert resp.json()["message"].endswith(f"above maxReplicas {DI_MAX_REPLICAS}")
     assert client.request("DELETE", "/v1alpha2/replicas", json=most).status_code == 200
     resp = client.request(
         "DELETE", "/v1alpha2/replicas", json={**BASE, "collectors": {"replicas": 1}}

@@ -1,7 +1,12 @@
+import yaml
 from fastapi.testclient import TestClient
 
-from flexjob.api import ReplicaPhase, ReplicaType
+from flexjob.api import ElasticJob, ReplicaPhase, ReplicaType
+from flexjob.api.bounds import DI_MAX_REPLICAS
+from flexjob.api.defaults import apply_defaults
+from flexjob.api.load import job_from_dict
 from flexjob.platform.api import Replica
+from tests.api.specs import EXAMPLES
 
 from .jobs import elastic_job
 from .memory_platform import MemoryPlatform
@@ -117,3 +122,38 @@ def test_profilings_without_data_is_422_naming_data(
     resp = client.post(f"{JOB}/profilings", json={"values": {}})
     assert resp.status_code == 422
     assert "data" in resp.json()["message"]
+
+
+def di_v2_job(preemptible: bool) -> ElasticJob:
+    """The DIJob v2 example as the operator stores it (read, defaulted)."""
+    raw = yaml.safe_load((EXAMPLES / "dijob-v2.yaml").read_text())
+    raw["spec"]["preemptible"] = preemptible
+    return apply_defaults(job_from_dict(raw))
+
+
+def test_a_converted_preemptible_dijob_v2_scales_within_its_bounds(
+    client: TestClient, memory: MemoryPlatform
+) -> None:
+    memory.create_job(di_v2_job(preemptible=True))
+    url = "/v2alpha1/default.gobigger-test.1/replicas"
+    resp = client.post(url, json={"replicas": 2, "type": "collector"})
+    assert resp.status_code == 200, resp.text
+    assert (resp.json()["data"]["previous"], resp.json()["data"]["replicas"]) == (2, 4)
+    resp = client.request("DELETE", url, json={"replicas": 3, "type": "collector"})
+    assert resp.status_code == 200, resp.text
+    resp = client.request("DELETE", url, json={"replicas": 1, "type": "collector"})
+    assert resp.status_code == 409
+    assert resp.json()["message"].endswith("below minReplicas 1")
+    resp = client.post(url, json={"replicas": DI_MAX_REPLICAS, "type": "learner"})
+    assert resp.status_code == 409
+    assert resp.json()["message"].endswith(f"above maxReplicas {DI_MAX_REPLICAS}")
+
+
+def test_a_converted_dijob_v2_that_is_not_preemptible_keeps_its_counts(
+    client: TestClient, memory: MemoryPlatform
+) -> None:
+    memory.create_job(di_v2_job(preemptible=False))
+    url = "/v2alpha1/default.gobigger-test.1/replicas"
+    resp = client.post(url, json={"replicas": 1, "type": "collector"})
+    assert resp.status_code == 409
+    assert "not preemptible" in resp.json()["message"]

@@ -6,7 +6,8 @@ its type (``none`` → ``worker``) and keeps its name; a v1 ``AggregatorConfig``
 job is kept whole in ``spec.aggregatorConfig`` and its template becomes the ``aggregator``
 replica spec. A v1 role's template is a recipe, not a count: collectors, learners and
 aggregators start at 0 replicas and the coordinator asks the server for them (up to
-``api.bounds.ON_REQUEST_MAX_REPLICAS`` of each).
+``api.bounds.DI_MAX_REPLICAS`` of each). A task of a preemptible v2 job keeps its replicas at
+start and may be scaled between 1 and ``DI_MAX_REPLICAS``.
 """
 
 from enum import StrEnum
@@ -15,7 +16,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from flexjob.api.base import ApiModel
-from flexjob.api.bounds import ON_REQUEST_MAX_REPLICAS
+from flexjob.api.bounds import DI_MAX_REPLICAS
 from flexjob.api.enums import CleanPodPolicy, ReplicaType
 from flexjob.api.job import ElasticJobSpec, NonNegative, ReplicaSpec
 from flexjob.api.meta import ObjectMeta
@@ -86,7 +87,10 @@ def convert_v2(raw: dict[str, Any], companions: list[dict[str, Any]]) -> Convert
             )
             continue
         replica_specs[rtype] = ReplicaSpec(
-            replicas=task.replicas, name=task.name, template=task.template
+            replicas=task.replicas,
+            name=task.name,
+            template=task.template,
+            **_preemptible_bounds(job.spec.preemptible, task.replicas),
         )
         paths[f"spec.replicaSpecs.{rtype}"] = f"spec.tasks[{i}]"
     if problems:
@@ -100,6 +104,14 @@ def convert_v2(raw: dict[str, Any], companions: list[dict[str, Any]]) -> Convert
         volumes=job.spec.volumes,
     )
     return native_job(job.metadata, spec, paths)
+
+
+def _preemptible_bounds(preemptible: bool | None, replicas: int | None) -> dict[str, int]:
+    """A preemptible DIJob v2 task scales between 1 and ``DI_MAX_REPLICAS`` (its count the
+    start); a task of a job that is not preemptible keeps its count."""
+    if not preemptible:
+        return {}
+    return {"min_replicas": 1, "max_replicas": max(DI_MAX_REPLICAS, replicas or 1)}
 
 
 class RoleSpec(ApiModel):
@@ -177,7 +189,7 @@ def convert_v1(raw: dict[str, Any], companions: list[dict[str, Any]]) -> Convert
 def on_request_spec(role: RoleSpec) -> ReplicaSpec:
     """The replica spec of a role created only as the coordinator asks: none at start."""
     return ReplicaSpec(
-        replicas=0, min_replicas=0, max_replicas=ON_REQUEST_MAX_REPLICAS, template=role.template
+        replicas=0, min_replicas=0, max_replicas=DI_MAX_REPLICAS, template=role.template
     )
 
 
