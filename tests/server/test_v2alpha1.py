@@ -1,3 +1,5 @@
+from typing import Any
+
 import yaml
 from fastapi.testclient import TestClient
 
@@ -124,6 +126,17 @@ def test_profilings_without_data_is_422_naming_data(
     assert "data" in resp.json()["message"]
 
 
+DI_V2 = "/v2alpha1/default.gobigger-test.1/replicas"
+
+
+def scale_di_v2(
+    client: TestClient, method: str, replicas: int, rtype: str
+) -> tuple[int, dict[str, Any]]:
+    """Scale the stored DIJob v2 example's ``rtype`` task; the status code and the body."""
+    resp = client.request(method, DI_V2, json={"replicas": replicas, "type": rtype})
+    return resp.status_code, resp.json()
+
+
 def di_v2_job(preemptible: bool) -> ElasticJob:
     """The DIJob v2 example as the operator stores it (read, defaulted)."""
     raw = yaml.safe_load((EXAMPLES / "dijob-v2.yaml").read_text())
@@ -135,25 +148,20 @@ def test_a_converted_preemptible_dijob_v2_scales_within_its_bounds(
     client: TestClient, memory: MemoryPlatform
 ) -> None:
     memory.create_job(di_v2_job(preemptible=True))
-    url = "/v2alpha1/default.gobigger-test.1/replicas"
-    resp = client.post(url, json={"replicas": 2, "type": "collector"})
-    assert resp.status_code == 200, resp.text
-    assert (resp.json()["data"]["previous"], resp.json()["data"]["replicas"]) == (2, 4)
-    resp = client.request("DELETE", url, json={"replicas": 3, "type": "collector"})
-    assert resp.status_code == 200, resp.text
-    resp = client.request("DELETE", url, json={"replicas": 1, "type": "collector"})
-    assert resp.status_code == 409
-    assert resp.json()["message"].endswith("below minReplicas 1")
-    resp = client.post(url, json={"replicas": DI_MAX_REPLICAS, "type": "learner"})
-    assert resp.status_code == 409
-    assert resp.json()["message"].endswith(f"above maxReplicas {DI_MAX_REPLICAS}")
+    code, body = scale_di_v2(client, "POST", 2, "collector")
+    assert code == 200, body
+    assert (body["data"]["previous"], body["data"]["replicas"]) == (2, 4)
+    assert scale_di_v2(client, "DELETE", 3, "collector")[0] == 200
+    code, body = scale_di_v2(client, "DELETE", 1, "collector")
+    assert (code, body["message"].endswith("below minReplicas 1")) == (409, True)
+    code, body = scale_di_v2(client, "POST", DI_MAX_REPLICAS, "learner")
+    assert (code, body["message"].endswith(f"above maxReplicas {DI_MAX_REPLICAS}")) == (409, True)
 
 
 def test_a_converted_dijob_v2_that_is_not_preemptible_keeps_its_counts(
     client: TestClient, memory: MemoryPlatform
 ) -> None:
     memory.create_job(di_v2_job(preemptible=False))
-    url = "/v2alpha1/default.gobigger-test.1/replicas"
-    resp = client.post(url, json={"replicas": 1, "type": "collector"})
-    assert resp.status_code == 409
-    assert "not preemptible" in resp.json()["message"]
+    code, body = scale_di_v2(client, "POST", 1, "collector")
+    assert code == 409
+    assert "not preemptible" in body["message"]
