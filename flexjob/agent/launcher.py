@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from flexjob.agent.progress import ProgressLine
+from flexjob.api import names
+from flexjob.observe import timeline
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +55,9 @@ class RunConfig:
     last_call_timeout: float = 1.0
     heartbeat_timeout: float = 10.0
     progress: bool = True
+    plot: str | None = None  # a PNG of the job's timeline, written when the run ends
     env: dict[str, str] = field(default_factory=dict)
+    num_ps: int = 0  # parameter-server replicas to start beside the master (`--ps N`)
 
     @property
     def nodes_to_start(self) -> int:
@@ -79,6 +83,31 @@ def agent_command(
     return [*cmd, opts.target, *opts.args]
 
 
+def ps_command(master: str, index: int, num_ps: int) -> list[str]:
+    return [
+        sys.executable, "-m", "flexjob", "ps",
+        "--index", str(index), "--num-ps", str(num_ps), "--master", master,
+    ]  # fmt: skip
+
+
+def start_ps(master: str, num_ps: int, env: dict[str, str]) -> list[subprocess.Popen[bytes]]:
+    """Start ``num_ps`` ``flexjob ps`` processes registering with ``master``."""
+    return [
+        subprocess.Popen(ps_command(master, i, num_ps), env=env, start_new_session=True)
+        for i in range(num_ps)
+    ]
+
+
+def ps_env(master: str, num_ps: int, timeout: float = 120.0) -> dict[str, str]:
+    """The environment that tells trainers where the PS set serves (once all registered)."""
+    from flexjob.rpc.client import MasterClient
+    from flexjob.rpc.ps_registry import resolve_ps
+
+    with MasterClient(master, "launcher") as client:
+        addresses = resolve_ps(client, num_ps, timeout=timeout)
+    return {names.ENV_NUM_PS: str(num_ps), names.ENV_PS_ADDRESSES: ",".join(addresses)}
+
+
 def _stop(proc: subprocess.Popen[bytes], grace_s: float) -> None:
     if proc.poll() is not None:
         return
@@ -101,6 +130,7 @@ def run_job(opts: RunConfig) -> int:
     Path(job_dir).mkdir(parents=True, exist_ok=True)
     master_proc: MasterProcess | None = None
     agents: list[subprocess.Popen[bytes]] = []
+    servers: list[subprocess.Popen[bytes]] = []
     progress: ProgressLine | None = None
     try:
         if opts.master is None:
@@ -118,12 +148,18 @@ def run_job(opts: RunConfig) -> int:
             address = opts.master
         log.info("job %s: master at %s, job dir %s", opts.job_name, address, job_dir)
         env = {**os.environ, **opts.env}
+        if opts.num_ps:
+            servers = start_ps(address, opts.num_ps, env)
+            env.update(ps_env(address, opts.num_ps))
         for i in range(opts.nodes_to_start):
             cmd = agent_command(address, f"worker-{i}", i, opts, job_dir)
             agents.append(subprocess.Popen(cmd, env=env, start_new_session=True))
         progress = ProgressLine(address, enabled=opts.progress)
+        follower = timeline.Follower(Path(job_dir))
         while any(a.poll() is None for a in agents):
             progress.update()
+            for line in follower.new_lines():
+                print(f"flexjob: {line}", file=sys.stderr, flush=True)
             time.sleep(0.2)
         codes = [a.returncode for a in agents]
         finished = progress.finished()
@@ -139,5 +175,16 @@ def run_job(opts: RunConfig) -> int:
             progress.close()
         for a in agents:
             _stop(a, 10.0)
+        for server in servers:
+            _stop(server, 10.0)
         if master_proc is not None:
             master_proc.stop()
+        if opts.plot:
+            _plot(Path(job_dir), Path(opts.plot), opts.job_name)
+
+
+def _plot(job_dir: Path, path: Path, title: str) -> None:
+    from flexjob.observe.plot import save_plot
+
+    save_plot(timeline.read(job_dir), path, title)
+    print(f"flexjob: timeline plot written to {path}", file=sys.stderr, flush=True)

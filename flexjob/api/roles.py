@@ -39,6 +39,8 @@ class RoleTraits:
     ``backoffLimit`` or moving the job's phase.
     ``port_env`` / ``default_port``: the variable that tells a replica its port, and the port
     its service gets on Kubernetes when its container declares none (DI's defaults).
+    ``builtin_command``: the ``flexjob`` command a replica of this type runs when its main
+    container names no command of its own (``core.job_master``); ``None``: it must name one.
     """
 
     trains: bool = False
@@ -50,11 +52,12 @@ class RoleTraits:
     on_request: bool = False
     port_env: str | None = None
     default_port: int | None = None
+    builtin_command: str | None = None
 
 
 ROLE_TRAITS: Mapping[ReplicaType, RoleTraits] = MappingProxyType(
     {
-        ReplicaType.MASTER: RoleTraits(scalable=False, controls_job=True),
+        ReplicaType.MASTER: RoleTraits(scalable=False, controls_job=True, builtin_command="master"),
         ReplicaType.WORKER: RoleTraits(trains=True, scale_rank=0),
         ReplicaType.LEARNER: RoleTraits(
             trains=True,
@@ -70,7 +73,7 @@ ROLE_TRAITS: Mapping[ReplicaType, RoleTraits] = MappingProxyType(
             port_env=names.ENV_COLLECTOR_PORT,
             default_port=names.DEFAULT_COLLECTOR_PORT,
         ),
-        ReplicaType.PS: RoleTraits(scale_rank=3),
+        ReplicaType.PS: RoleTraits(scale_rank=3, builtin_command="ps"),
         ReplicaType.CHIEF: RoleTraits(trains=True),
         ReplicaType.EVALUATOR: RoleTraits(),
         ReplicaType.COORDINATOR: RoleTraits(

@@ -48,7 +48,17 @@ def run(
     last_call_timeout: float = typer.Option(1.0, "--last-call-timeout"),
     heartbeat_timeout: float = typer.Option(10.0, "--heartbeat-timeout"),
     module: bool = typer.Option(False, "-m", "--module", help="Run SCRIPT as a module."),
+    ps: int = typer.Option(
+        0,
+        "--ps",
+        min=0,
+        help="Parameter servers to start (`flexjob ps`); trainers get "
+        "their addresses in $FLEXJOB_PS_ADDRESSES.",
+    ),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress line."),
+    plot: str | None = typer.Option(
+        None, "--plot", help="Write a PNG of throughput and world size over time here."
+    ),
     verbose: bool = typer.Option(False, "-v", "--verbose"),
 ) -> None:
     """Run a training script on elastic nodes of this machine (torchrun-compatible flags)."""
@@ -75,6 +85,8 @@ def run(
             last_call_timeout=last_call_timeout,
             heartbeat_timeout=heartbeat_timeout,
             progress=not no_progress,
+            plot=plot,
+            num_ps=ps,
         )
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
