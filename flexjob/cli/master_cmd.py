@@ -93,7 +93,14 @@ def master(
     except (ValueError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    raise typer.Exit(run_master(cfg))
+    from flexjob.master.state import StateLostError
+
+    try:
+        code = run_master(cfg)
+    except StateLostError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(3) from None
+    raise typer.Exit(code)
 
 
 def _own_address(address: str) -> tuple[str | None, int | None]:

@@ -23,9 +23,10 @@ from flexjob.core.rendezvous import NodeStatus, Rendezvous
 from flexjob.core.shards import ReportResult, ShardManager
 from flexjob.master.config import DatasetConfig, MasterConfig
 from flexjob.master.health import HeartbeatTracker
+from flexjob.master.kv import KVStore, is_kv_entry
 from flexjob.master.logs import event
 from flexjob.master.snapshot import SnapshotWriter, restore_snapshot
-from flexjob.master.state import StateFile
+from flexjob.master.state import StateFile, StateLostError, check_not_lost, mark_started
 from flexjob.master.stats import NodeRecord, StatsBook
 from flexjob.rpc.api import (
     BatchPlanInfo,
@@ -86,7 +87,7 @@ class MasterService:
         self._stats = StatsBook()
         self._addresses: dict[str, str] = {}  # node → address given at join
         self._addresses_version = 0
-        self._kv: dict[str, bytes] = {}
+        self._kv = KVStore()
         self._stats_dirty = False
         self._clock = clock
         self._restored_shards: dict[str, Any] = {}
@@ -98,6 +99,7 @@ class MasterService:
         self._journal_len = 0  # reports journaled since the last snapshot
         self._snapshots = SnapshotWriter()
         self._restore()
+        self._kv_journal(self._kv.ensure_incarnation())
         self._logged_round = self._rdzv.round
 
     # ---- rendezvous ----
@@ -246,10 +248,10 @@ class MasterService:
             raise InvalidArgumentError(str(exc)) from None
         return BatchPlanInfo(m, self._batch.micro_batch_size, self._batch.global_batch_size)
 
-    # ---- key-value store ----
+    # ---- key-value store (journaled: it survives a master restart) ----
     def kv_set(self, key: str, value: bytes) -> None:
         with self._lock:
-            self._kv[key] = value
+            self._kv_journal(self._kv.set(key, value))
 
     def kv_get(self, key: str) -> bytes | None:
         with self._lock:
@@ -257,11 +259,8 @@ class MasterService:
 
     def kv_add(self, key: str, amount: int) -> int:
         with self._lock:
-            try:
-                value = int(self._kv.get(key, b"0")) + amount
-            except ValueError:
-                raise InvalidArgumentError(f"key {key!r} does not hold an integer") from None
-            self._kv[key] = str(value).encode()
+            value, entry = self._kv.add(key, amount)
+            self._kv_journal(entry)
             return value
 
     # ---- periodic work ----
@@ -378,9 +377,17 @@ class MasterService:
 
     def _journal(self, dataset: str, shard_id: int, node_id: str) -> None:
         """Save a counted report now (one appended line); snapshot every so often."""
+        self._append({"d": dataset, "s": shard_id, "w": node_id})
+
+    def _kv_journal(self, entry: dict[str, str] | None) -> None:
+        if entry is not None:
+            self._append(entry)
+
+    def _append(self, entry: dict[str, Any]) -> None:
+        """One journal line, written before the call that made the change returns."""
         if self._state is None:
             return
-        self._state.append({"d": dataset, "s": shard_id, "w": node_id})
+        self._state.append(entry)
         self._journal_len += 1
         if self._journal_len >= self.config.snapshot_every:
             self._persist()
@@ -416,6 +423,7 @@ class MasterService:
             self._stats,
             self._addresses,
             self._addresses_version,
+            self._kv,
         )
 
     def _restore(self) -> None:
@@ -423,17 +431,38 @@ class MasterService:
             return
         data, journal = self._state.load()
         if data is None and not journal:
+            check_not_lost(self._state.path)  # a job that ran here before must have its state
+            self._state.save_text(self._snapshot())
+            mark_started(self._state.path)
             return
         if data is not None:
-            members = restore_snapshot(data, self._shards, self._rdzv, self._stats, self._addresses)
+            members = restore_snapshot(
+                data, self._shards, self._rdzv, self._stats, self._addresses, self._kv
+            )
             self._health.track(members)
             for name, saved in data["shards"].items():
-                if name not in self._shards:  # a registered dataset, restored on first use
+                if name not in self._shards:  # a registered dataset: restored from the KV store
                     self._restored_shards[name] = saved
         for entry in journal:
-            mgr = self._shards.get(entry["d"])
-            if mgr is not None:
-                mgr.report_done(int(entry["s"]), str(entry["w"]))
+            if is_kv_entry(entry):
+                self._kv.replay(entry)
+                continue
+            name = str(entry["d"])
+            mgr = self._shards.get(name) or self._registered_dataset(name)
+            if mgr is None:
+                raise StateLostError(
+                    f"{self._state.journal_path}: shard reports for dataset {name!r}, which "
+                    "neither the job nor the KV store declares"
+                )
+            mgr.report_done(int(entry["s"]), str(entry["w"]))
+        for name in self._kv.registered_datasets():
+            if name not in self._shards:
+                self._registered_dataset(name)
+        if self._restored_shards:
+            raise StateLostError(
+                f"{self._state.path}: progress of dataset(s) {sorted(self._restored_shards)} "
+                "saved, but their registration is missing"
+            )
         self._state.save_text(self._snapshot())  # nothing serves yet: no concurrent reports
         self._state.drop_journals()
         p = [m.progress() for m in self._shards.values()]

@@ -1,5 +1,6 @@
 """What a master snapshot holds and how it is read back: shard progress per dataset, the
-rendezvous round / members / join ages, and per-node stats, as one JSON object.
+rendezvous round / members / join ages, per-node stats, node addresses and the KV store
+(datasets trainers registered among it), as one JSON object.
 
 ``SnapshotWriter`` re-serializes only the parts that changed since its last call (rendezvous
 and stats change rarely; shard progress changes all the time). Not for writing files
@@ -12,6 +13,7 @@ from typing import Any
 
 from flexjob.core.rendezvous import Rendezvous
 from flexjob.core.shards import ShardManager
+from flexjob.master.kv import KVStore
 from flexjob.master.stats import StatsBook
 
 STATE_VERSION = 1
@@ -29,6 +31,7 @@ class SnapshotWriter:
         stats: StatsBook,
         addresses: dict[str, str],
         addresses_version: int,
+        kv: KVStore,
     ) -> str:
         """The snapshot. ``addresses``: node → address given at join, re-serialized only when
         ``addresses_version`` changed."""
@@ -36,10 +39,11 @@ class SnapshotWriter:
         rdzv_json = self._cached("rendezvous", rdzv.version, rdzv.to_dict)
         stats_json = self._cached("stats", stats.version, stats.to_dict)
         addr_json = self._cached("addresses", addresses_version, lambda: addresses)
+        kv_json = self._cached("kv", kv.version, kv.to_dict)
         head = json.dumps({"version": STATE_VERSION, "job": job, "shards": progress})
         return (
             f'{head[:-1]}, "rendezvous": {rdzv_json}, "stats": {stats_json}, '
-            f'"addresses": {addr_json}}}'
+            f'"addresses": {addr_json}, "kv": {kv_json}}}'
         )
 
     def _cached(self, key: str, version: int, build: Callable[[], object]) -> str:
@@ -56,6 +60,7 @@ def restore_snapshot(
     rdzv: Rendezvous,
     stats: StatsBook,
     addresses: dict[str, str],
+    kv: KVStore,
 ) -> list[str]:
     """Load ``data`` into the given objects; returns the members of the restored world."""
     if data.get("version") != STATE_VERSION:
@@ -68,4 +73,5 @@ def restore_snapshot(
     rdzv.restore(int(r["round"]), members, dict(r["ages"]))
     stats.restore(data["stats"])
     addresses.update(data.get("addresses", {}))
+    kv.restore(data.get("kv", {}))
     return members
