@@ -19,6 +19,7 @@ from types import FrameType
 
 from flexjob.agent.api import AgentConfig, WorkerState
 from flexjob.agent.bootstrap import AGENT_PID_ENV
+from flexjob.agent.hang import collective_timeout_for, stalled_for
 from flexjob.agent.monitor import ResourceMonitor
 from flexjob.agent.workers import Worker, status_path, wait_ready
 from flexjob.api import names
@@ -63,6 +64,7 @@ class ElasticAgent:
         self._stopping = threading.Event()
         self._job_in_place = False
         self._reply: HeartbeatReply | None = None
+        self._checkpoint_dir: str | None = None
         self._run_dir = config.run_dir or os.path.join(
             os.environ.get("TMPDIR", "/tmp"), f"flexjob-{config.job_name}"
         )
@@ -104,9 +106,23 @@ class ElasticAgent:
             }
         )
         env[AGENT_PID_ENV] = str(os.getpid())
+        if names.ENV_CHECKPOINT_DIR not in env:
+            env[names.ENV_CHECKPOINT_DIR] = self._default_checkpoint_dir()
+        collective = collective_timeout_for(c.hang_timeout)
+        if collective is not None and names.ENV_COLLECTIVE_TIMEOUT not in env:
+            env[names.ENV_COLLECTIVE_TIMEOUT] = str(collective)
         path = status_path(self._run_dir, c.node_id, local_rank)
         env[names.ENV_STATUS_FILE] = str(path)
         return Worker(local_rank, env, path)
+
+    def _default_checkpoint_dir(self) -> str:
+        """``<run dir>/checkpoints/<job incarnation>``: shared by this job's restarts, never
+        by another job that re-uses the directory or the name."""
+        if self._checkpoint_dir is None:
+            got = self.client.kv_get(names.KV_INCARNATION)
+            incarnation = got.decode() if got else "job"
+            self._checkpoint_dir = os.path.join(self._run_dir, "checkpoints", incarnation)
+        return self._checkpoint_dir
 
     def _join_and_start(self, workers: list[Worker]) -> None:
         """Wait for ``workers`` to be ready, rendezvous, and start them in the new world."""
@@ -196,6 +212,7 @@ class ElasticAgent:
             states = [w.poll() for w in self.workers]
             if all(s is WorkerState.SUCCEEDED for s in states):
                 return 0
+            self._kill_hung()
             failed = [w for w in self.workers if w.state is WorkerState.FAILED]
             if failed:
                 code = self._on_failure(failed)
@@ -210,6 +227,27 @@ class ElasticAgent:
             if changed and any(w.state is WorkerState.RUNNING for w in self.workers):
                 log.info("world changed (round %d): restarting workers", reply.round)
                 self._restart(self.workers)
+
+    def _kill_hung(self) -> None:
+        """SIGKILL a running worker whose progress stalled past the hang timeout; the next
+        poll sees it failed and it is restarted like any failed worker."""
+        now = time.time()
+        for w in self.workers:
+            if w.state is not WorkerState.RUNNING:
+                continue
+            idle = stalled_for(w.status(), now, self.config.hang_timeout)
+            if idle is not None:
+                log.warning(
+                    "node %s: worker %d (pid %d) made no progress for %.0f s (--hang-timeout "
+                    "%g): killing it as hung",
+                    self.config.node_id,
+                    w.local_rank,
+                    w.pid,
+                    idle,
+                    self.config.hang_timeout,
+                )
+                w.kill()
+                w.poll()
 
     def _on_failure(self, failed: list[Worker]) -> int | None:
         c = self.config

@@ -14,10 +14,6 @@ from typing import Any
 from flexjob.api import names
 from flexjob.rpc.api import InvalidArgumentError
 
-#: Key of the job's incarnation id: set once by the first master of a job directory; trainers'
-#: default checkpoints live under it, so a re-used directory never resumes another job.
-KV_INCARNATION = "flexjob/incarnation"
-
 
 class KVStore:
     def __init__(self) -> None:
@@ -44,9 +40,9 @@ class KVStore:
 
     def ensure_incarnation(self) -> dict[str, str] | None:
         """Give the job an incarnation id if it has none; the journal entry when one was made."""
-        if KV_INCARNATION in self._data:
+        if names.KV_INCARNATION in self._data:
             return None
-        return self.set(KV_INCARNATION, uuid.uuid4().hex.encode())
+        return self.set(names.KV_INCARNATION, uuid.uuid4().hex.encode())
 
     def registered_datasets(self) -> list[str]:
         """Names of the datasets trainers registered, in key order."""

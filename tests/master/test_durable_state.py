@@ -8,7 +8,6 @@ import pytest
 
 from flexjob.api import names
 from flexjob.master.config import MasterConfig
-from flexjob.master.kv import KV_INCARNATION
 from flexjob.master.service import MasterService
 from flexjob.master.state import StateLostError
 from flexjob.rpc.api import NodeRef
@@ -51,16 +50,16 @@ def test_kv_values_and_the_incarnation_survive_a_restart(tmp_path: Path) -> None
     first = service(tmp_path)
     first.kv_set("user/key", b"\x00\xffbytes")
     assert first.kv_add("user/count", 5) == 5
-    incarnation = first.kv_get(KV_INCARNATION)
+    incarnation = first.kv_get(names.KV_INCARNATION)
     second = service(tmp_path)
     assert second.kv_get("user/key") == b"\x00\xffbytes"
     assert second.kv_add("user/count", 1) == 6
-    assert incarnation and second.kv_get(KV_INCARNATION) == incarnation
+    assert incarnation and second.kv_get(names.KV_INCARNATION) == incarnation
 
 
 def test_each_job_directory_gets_its_own_incarnation(tmp_path: Path) -> None:
-    a = service(tmp_path / "a").kv_get(KV_INCARNATION)
-    b = service(tmp_path / "b").kv_get(KV_INCARNATION)
+    a = service(tmp_path / "a").kv_get(names.KV_INCARNATION)
+    b = service(tmp_path / "b").kv_get(names.KV_INCARNATION)
     assert a and b and a != b
 
 
