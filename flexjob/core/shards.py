@@ -188,6 +188,20 @@ class ShardManager:
             del self._done[epoch], self._specs[epoch]
         return ReportResult.COUNTED
 
+    def hand_out(self, shard_id: int, worker: str) -> bool:
+        """Replay a hand-out (from a journal): the TODO shard ``shard_id`` is DOING for
+        ``worker``. False when the shard is not TODO (done, or DOING already)."""
+        if not 0 <= shard_id < self._epochs * self._per_epoch:
+            return False
+        epoch, pos = divmod(shard_id, self._per_epoch)
+        while self._next_epoch <= epoch:
+            self._open_epoch(self._next_epoch)
+        if epoch in self._completed or pos in self._done[epoch] or shard_id in self._doing:
+            return False
+        self._todo.remove(shard_id)
+        self._doing[shard_id] = _Doing(worker, self._clock())
+        return True
+
     def recover(self, worker: str) -> list[int]:
         """Put ``worker``'s DOING shards back at the front of TODO (the worker died)."""
         ids = [sid for sid, d in self._doing.items() if d.worker == worker]
@@ -221,10 +235,13 @@ class ShardManager:
             "done": {str(e): done.runs() for e, done in self._done.items()},
             "samples_done": self._samples_done,
             "recent": [[sid, w] for sid, w in self._recent.items()],
+            "doing": [[sid, d.worker] for sid, d in self._doing.items()],
         }
 
     def restore(self, checkpoint: str | dict[str, Any]) -> None:
-        """Load progress from ``checkpoint()``; what was DOING is TODO again."""
+        """Load progress from ``checkpoint()``; what was DOING stays DOING for its worker
+        (its straggler clock starts again), so a worker that outlived a master restart
+        reports it and nobody else trains it."""
         data = json.loads(checkpoint) if isinstance(checkpoint, str) else checkpoint
         if data.get("version") != CHECKPOINT_VERSION:
             raise ValueError(f"checkpoint version must be {CHECKPOINT_VERSION}")
@@ -242,6 +259,8 @@ class ShardManager:
         self._samples_done = int(data["samples_done"])
         for sid, worker in data["recent"]:
             self._remember(int(sid), str(worker))
+        for sid, worker in data.get("doing", []):
+            self.hand_out(int(sid), str(worker))
 
     # ---- internals ----
     def _locate(self, shard_id: int) -> tuple[int, int]:

@@ -160,6 +160,7 @@ class MasterService:
             if mgr.opened_epochs != opened:
                 event(log, "epoch_started", self._job, dataset=dataset or "-", epoch=shard.epoch)
                 self._persist()
+            self._append({"d": dataset, "s": shard.shard_id, "w": node.node_id, "g": 1})
             s = shard.spec
             return ShardInfo(
                 True, False, shard.shard_id, shard.epoch, s.start, s.end, s.indices, s.name
@@ -454,7 +455,10 @@ class MasterService:
                     f"{self._state.journal_path}: shard reports for dataset {name!r}, which "
                     "neither the job nor the KV store declares"
                 )
-            mgr.report_done(int(entry["s"]), str(entry["w"]))
+            if entry.get("g"):
+                mgr.hand_out(int(entry["s"]), str(entry["w"]))
+            else:
+                mgr.report_done(int(entry["s"]), str(entry["w"]))
         for name in self._kv.registered_datasets():
             if name not in self._shards:
                 self._registered_dataset(name)
@@ -463,6 +467,8 @@ class MasterService:
                 f"{self._state.path}: progress of dataset(s) {sorted(self._restored_shards)} "
                 "saved, but their registration is missing"
             )
+        # Shard holders that never come back are declared dead after the heartbeat timeout.
+        self._health.track([w for m in self._shards.values() for w in m.doing().values()])
         self._state.save_text(self._snapshot())  # nothing serves yet: no concurrent reports
         self._state.drop_journals()
         p = [m.progress() for m in self._shards.values()]
