@@ -18,14 +18,14 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
 import yaml
+
+from tests.support.polling import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = str(Path(__file__).with_name("chaos_train.py"))
@@ -81,15 +81,6 @@ def check_samples(log_dir: Path, epochs: int, size: int = TRAIN_SIZE) -> SampleC
     lost = len(expected - set(counts))
     duplicated = sum(c - 1 for c in counts.values() if c > 1)
     return SampleCheck(len(expected), sum(counts.values()), lost, duplicated)
-
-
-def poll(what: str, fn: Callable[[], object], timeout: float, every: float = 0.1) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if fn():
-            return
-        time.sleep(every)
-    raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
 
 
 @dataclass
@@ -152,7 +143,7 @@ class ChaosJob:
         try:
             return self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
-            raise TimeoutError(f"job did not end in {timeout:.0f}s:\n{self.output()}") from None
+            raise AssertionError(f"job did not end in {timeout:.0f}s:\n{self.output()}") from None
 
     def output(self) -> str:
         return self.out.read_text(errors="replace")
@@ -191,6 +182,14 @@ def _env(log_dir: Path, home: Path) -> dict[str, str]:
     }
 
 
+def _launch(mode: str, workdir: Path, cmd: list[str], nodes: int, epochs: int) -> ChaosJob:
+    log_dir, out = workdir / "samples", workdir / f"{mode}.out"
+    env = _env(log_dir, workdir / "home")
+    with out.open("wb") as f:
+        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+    return ChaosJob(mode, proc, workdir, log_dir, out, nodes, epochs, env)
+
+
 def start_run(
     workdir: Path,
     *,
@@ -201,17 +200,13 @@ def start_run(
     max_restarts: int = 3,
 ) -> ChaosJob:
     """``flexjob run --nnodes NODES`` of the chaos script."""
-    log_dir, out = workdir / "samples", workdir / "run.out"
-    env = _env(log_dir, workdir / "home")
     cmd = [
         sys.executable, "-m", "flexjob", "run", "--job-dir", str(workdir / "job"),
         "--no-progress", "--nnodes", str(nodes), "--heartbeat-timeout", "5",
         "--hang-timeout", str(hang_timeout), "--max-restarts", str(max_restarts),
         SCRIPT, "--epochs", str(epochs), "--step-delay", str(step_delay),
     ]  # fmt: skip
-    with out.open("wb") as f:
-        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
-    return ChaosJob("run", proc, workdir, log_dir, out, nodes, epochs, env)
+    return _launch("run", workdir, cmd, nodes, epochs)
 
 
 def start_submit(
@@ -223,8 +218,7 @@ def start_submit(
     hang_timeout: float = 8.0,
 ) -> ChaosJob:
     """``flexjob submit`` of an ElasticJob whose workers run the chaos script."""
-    log_dir, out = workdir / "samples", workdir / "submit.out"
-    env = _env(log_dir, workdir / "home")
+    log_dir = workdir / "samples"
     spec = {
         "apiVersion": "flexjob.dev/v1alpha1",
         "kind": "ElasticJob",
@@ -268,9 +262,7 @@ def start_submit(
     path = workdir / "chaos.yaml"
     path.write_text(yaml.safe_dump(spec))
     cmd = [sys.executable, "-m", "flexjob", "submit", str(path)]
-    with out.open("wb") as f:
-        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
-    return ChaosJob("submit", proc, workdir, log_dir, out, nodes, epochs, env)
+    return _launch("submit", workdir, cmd, nodes, epochs)
 
 
 def run_faults(
@@ -286,13 +278,14 @@ def run_faults(
     points = sorted(rng.uniform(*window) for _ in faults)
     for fault, point in zip(faults, points, strict=True):
         at = int(point * job.expected)
-        poll(f"{at} samples trained", lambda a=at: job.trained() >= a, timeout)  # type: ignore[misc]
-        poll("a healthy job", job.healthy, timeout)
+        wait_until(lambda a=at: job.trained() >= a, timeout, 0.2, f"{at} samples trained")  # type: ignore[misc]
+        wait_until(job.healthy, timeout, 0.2, "a healthy job")
         if job.proc.poll() is not None or job.trained() >= 0.95 * job.expected:
             return  # the job ended (or nearly) before this fault's turn
         job.inject(fault, rng)
         after = job.trained()
-        poll("samples flowing again", lambda a=after: job.trained() >= a + 4 * BATCH, timeout)  # type: ignore[misc]
+        flowing = lambda a=after: job.trained() >= a + 4 * BATCH  # type: ignore[misc]  # noqa: E731
+        wait_until(flowing, timeout, 0.2, f"samples flowing again after {job.faults[-1]}")
 
 
 def orphans(log_dir: Path) -> list[psutil.Process]:
@@ -309,6 +302,6 @@ def orphans(log_dir: Path) -> list[psutil.Process]:
 
 def wait_no_orphans(log_dir: Path, timeout: float = 15.0) -> list[psutil.Process]:
     """Orphans still alive after ``timeout`` (a stopping process may take a moment)."""
-    with contextlib.suppress(TimeoutError):
-        poll("no orphans", lambda: not orphans(log_dir), timeout, every=0.25)
+    with contextlib.suppress(AssertionError):
+        wait_until(lambda: not orphans(log_dir), timeout, 0.25, "no orphans")
     return orphans(log_dir)
