@@ -23,6 +23,7 @@ from flexjob.agent.hang import collective_timeout_for, stalled_for
 from flexjob.agent.monitor import ResourceMonitor
 from flexjob.agent.workers import Worker, status_path, wait_ready
 from flexjob.api import names
+from flexjob.api.errors import FlexjobError
 from flexjob.rpc.api import HeartbeatReply, NodeRef, WorldInfo
 from flexjob.rpc.client import MasterClient
 from flexjob.trainer.world import Generation, NodeIdentity, world_env
@@ -32,7 +33,7 @@ log = logging.getLogger(__name__)
 STATS_INTERVAL_S = 1.0
 
 
-class AgentError(RuntimeError):
+class AgentError(FlexjobError, RuntimeError):
     """The agent could not get its workers into a world."""
 
 

@@ -12,7 +12,7 @@ import uuid
 from typing import Any
 
 from flexjob.api import names
-from flexjob.rpc.api import InvalidArgumentError
+from flexjob.api.errors import InvalidSpecError
 
 
 class KVStore:
@@ -35,7 +35,7 @@ class KVStore:
         try:
             value = int(self._data.get(key, b"0")) + amount
         except ValueError:
-            raise InvalidArgumentError(f"key {key!r} does not hold an integer") from None
+            raise InvalidSpecError(f"key {key!r} does not hold an integer") from None
         return value, self.set(key, str(value).encode())
 
     def ensure_incarnation(self) -> dict[str, str] | None:

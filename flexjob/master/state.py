@@ -20,10 +20,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from flexjob.api.errors import FlexjobError
+
 STARTED_MARKER = "master.started"
 
 
-class StateLostError(RuntimeError):
+class StateLostError(FlexjobError):
     """The job ran in this directory before, but its saved progress is gone or unreadable."""
 
 
