@@ -183,6 +183,7 @@ def _env(log_dir: Path, home: Path) -> dict[str, str]:
 
 
 def _launch(mode: str, workdir: Path, cmd: list[str], nodes: int, epochs: int) -> ChaosJob:
+    workdir.mkdir(parents=True, exist_ok=True)
     log_dir, out = workdir / "samples", workdir / f"{mode}.out"
     env = _env(log_dir, workdir / "home")
     with out.open("wb") as f:
@@ -259,6 +260,7 @@ def start_submit(
             },
         },
     }
+    workdir.mkdir(parents=True, exist_ok=True)
     path = workdir / "chaos.yaml"
     path.write_text(yaml.safe_dump(spec))
     cmd = [sys.executable, "-m", "flexjob", "submit", str(path)]
