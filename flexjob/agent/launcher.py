@@ -56,6 +56,10 @@ class RunOptions:
     progress: bool = True
     env: dict[str, str] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if self.hang_timeout < 0:
+            raise ValueError(f"--hang-timeout must be >= 0 (0 = off), got {self.hang_timeout}")
+
     @property
     def nodes_to_start(self) -> int:
         return self.start_nodes if self.start_nodes is not None else self.min_nodes
