@@ -108,6 +108,9 @@ class ShardManager:
         self._completed: set[int] = set()
         self._samples_done = 0
         self._recent: OrderedDict[int, str] = OrderedDict()
+        # DOING shards that came back from a saved state; their holder may not know it holds
+        # them (the answer that handed one out can die with the old master).
+        self._restored: dict[int, str] = {}
 
     # ---- queries ----
     @property
@@ -155,7 +158,18 @@ class ShardManager:
     # ---- transitions ----
     def get_shard(self, worker: str) -> Shard | None:
         """The next TODO shard, now DOING for ``worker``; ``None`` when TODO is empty (check
-        ``finished``: if false, shards are still DOING elsewhere and may come back)."""
+        ``finished``: if false, shards are still DOING elsewhere and may come back).
+
+        A worker holds one shard at a time: one that asks while it holds a shard restored
+        from a saved state gets that shard again (the old master's answer was lost)."""
+        for sid, holder in list(self._restored.items()):
+            doing = self._doing.get(sid)
+            if doing is None or doing.worker != holder:
+                del self._restored[sid]  # reported or given back since
+            elif holder == worker:
+                del self._restored[sid]
+                epoch, pos = divmod(sid, self._per_epoch)
+                return Shard(sid, epoch, self._specs[epoch][pos])
         self.expire_stragglers()
         if not self._todo and self._next_epoch < self._epochs:
             self._open_epoch(self._next_epoch)
@@ -200,6 +214,7 @@ class ShardManager:
             return False
         self._todo.remove(shard_id)
         self._doing[shard_id] = _Doing(worker, self._clock())
+        self._restored[shard_id] = worker
         return True
 
     def recover(self, worker: str) -> list[int]:

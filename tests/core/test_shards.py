@@ -128,6 +128,31 @@ def test_a_restored_shard_of_a_dead_worker_goes_back_to_todo() -> None:
     assert again is not None and again.shard_id == doing.shard_id
 
 
+def test_a_worker_asking_again_after_a_restart_gets_its_restored_shard_back() -> None:
+    mgr, clock = manager(size=10, shard=2)
+    lost_answer = mgr.get_shard("w1")  # handed out and saved; the answer died with the master
+    assert lost_answer is not None
+    restored = ShardManager(RangeSplitter(10, 2), clock=clock)
+    restored.restore(mgr.checkpoint())
+    again = restored.get_shard("w1")
+    assert again is not None and again.shard_id == lost_answer.shard_id
+    after = restored.get_shard("w1")
+    assert after is not None and after.shard_id != lost_answer.shard_id
+
+
+def test_a_restored_shard_given_to_another_worker_is_not_handed_back_to_its_old_holder() -> None:
+    mgr, clock = manager(size=4, shard=2)
+    held = mgr.get_shard("w1")
+    assert held is not None
+    restored = ShardManager(RangeSplitter(4, 2), clock=clock)
+    restored.restore(mgr.checkpoint())
+    restored.recover("w1")
+    moved = restored.get_shard("w2")
+    assert moved is not None and moved.shard_id == held.shard_id
+    other = restored.get_shard("w1")
+    assert other is not None and other.shard_id != held.shard_id
+
+
 def test_a_replayed_hand_out_makes_a_todo_shard_doing_once() -> None:
     mgr, _ = manager(size=10, shard=2, epochs=2)
     assert mgr.hand_out(7, "w3")  # epoch 1: opened for the replay
