@@ -31,6 +31,8 @@ from flexjob.trainer.world import Generation, NodeIdentity, world_env
 log = logging.getLogger(__name__)
 
 STATS_INTERVAL_S = 1.0
+#: A heartbeat slower than this means the master was unreachable (the client retried).
+MASTER_SLOW_S = 2.0
 
 
 class AgentError(FlexjobError, RuntimeError):
@@ -66,6 +68,8 @@ class ElasticAgent:
         self._job_in_place = False
         self._reply: HeartbeatReply | None = None
         self._checkpoint_dir: str | None = None
+        self._beat_since: float | None = None  # time.time() the heartbeat in flight began
+        self._master_back_at = 0.0  # time.time() a slow or failed heartbeat ended
         self._run_dir = config.run_dir or os.path.join(
             os.environ.get("TMPDIR", "/tmp"), f"flexjob-{config.job_name}"
         )
@@ -187,10 +191,16 @@ class ElasticAgent:
     def _heartbeats(self) -> None:
         """Background thread: heartbeats never stop while the main loop waits for something."""
         while not self._stopping.wait(self.config.monitor_interval):
+            self._beat_since = started = time.time()
             try:
                 self._reply = self.client.heartbeat()
             except Exception as exc:
                 log.debug("heartbeat failed: %s", exc)
+                self._master_back_at = time.time()
+            finally:
+                self._beat_since = None
+            if time.time() - started > MASTER_SLOW_S:  # it retried: the master was away
+                self._master_back_at = time.time()
 
     def _in_place(self) -> bool:
         """True when the running workers re-form worlds themselves (trainer helpers)."""
@@ -231,12 +241,16 @@ class ElasticAgent:
 
     def _kill_hung(self) -> None:
         """SIGKILL a running worker whose progress stalled past the hang timeout; the next
-        poll sees it failed and it is restarted like any failed worker."""
+        poll sees it failed and it is restarted like any failed worker. Not while the master
+        is unreachable (trainers wait for it), nor until the timeout passed since it is back."""
         now = time.time()
+        since = self._beat_since
+        if since is not None and now - since > MASTER_SLOW_S:
+            return  # the master is unreachable: trainers wait for it
         for w in self.workers:
             if w.state is not WorkerState.RUNNING:
                 continue
-            idle = stalled_for(w.status(), now, self.config.hang_timeout)
+            idle = stalled_for(w.status(), now, self.config.hang_timeout, self._master_back_at)
             if idle is not None:
                 log.warning(
                     "node %s: worker %d (pid %d) made no progress for %.0f s (--hang-timeout "

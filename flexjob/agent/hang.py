@@ -17,12 +17,16 @@ DEFAULT_HANG_TIMEOUT_S = 180.0
 COLLECTIVE_SHARE = 1 / 3
 
 
-def stalled_for(status: TrainerStatus | None, now: float, timeout_s: float) -> float | None:
+def stalled_for(
+    status: TrainerStatus | None, now: float, timeout_s: float, not_before: float = 0.0
+) -> float | None:
     """Seconds since the trainer last showed progress, when that exceeds ``timeout_s``;
-    None while it progresses, when it publishes no status, or when ``timeout_s`` is 0 (off)."""
+    None while it progresses, when it publishes no status, or when ``timeout_s`` is 0 (off).
+    ``not_before``: the clock starts no earlier (the master came back then: a trainer waits
+    for an unreachable master without stepping, and that is no hang)."""
     if status is None or timeout_s <= 0:
         return None
-    idle = now - status.time
+    idle = now - max(status.time, not_before)
     return idle if idle > timeout_s else None
 
 

@@ -24,6 +24,11 @@ def test_a_process_without_a_status_file_or_a_zero_timeout_is_never_stalled() ->
     assert stalled_for(status(0.0), now=1e9, timeout_s=0.0) is None
 
 
+def test_the_clock_starts_again_when_the_master_is_back() -> None:
+    assert stalled_for(status(100.0), now=131.0, timeout_s=30.0, not_before=120.0) is None
+    assert stalled_for(status(100.0), now=151.0, timeout_s=30.0, not_before=120.0) == 31.0
+
+
 def test_collectives_give_up_well_before_the_hang_timeout() -> None:
     assert collective_timeout_for(180.0) == pytest.approx(60.0)
     assert collective_timeout_for(0.0) is None

@@ -197,7 +197,7 @@ def start_run(
     nodes: int = 2,
     epochs: int = 3,
     step_delay: float = 0.02,
-    hang_timeout: float = 8.0,
+    hang_timeout: float = 12.0,
     max_restarts: int = 3,
 ) -> ChaosJob:
     """``flexjob run --nnodes NODES`` of the chaos script."""
@@ -216,7 +216,7 @@ def start_submit(
     nodes: int = 2,
     epochs: int = 3,
     step_delay: float = 0.02,
-    hang_timeout: float = 8.0,
+    hang_timeout: float = 12.0,
 ) -> ChaosJob:
     """``flexjob submit`` of an ElasticJob whose workers run the chaos script."""
     log_dir = workdir / "samples"
