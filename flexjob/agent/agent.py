@@ -18,13 +18,13 @@ import time
 from types import FrameType
 
 from flexjob.agent.api import AgentConfig, WorkerState
-from flexjob.agent.bootstrap import AGENT_PID_ENV
 from flexjob.agent.hang import collective_timeout_for, stalled_for
 from flexjob.agent.monitor import ResourceMonitor
 from flexjob.agent.workers import Worker, status_path, wait_ready
 from flexjob.api import names
 from flexjob.api.errors import FlexjobError
-from flexjob.rpc.api import HeartbeatReply, NodeRef, WorldInfo
+from flexjob.api.names import ENV_AGENT_PID
+from flexjob.rpc.api import HeartbeatReply, NodeRef, NodeWorld
 from flexjob.rpc.client import MasterClient
 from flexjob.trainer.world import Generation, NodeIdentity, world_env
 
@@ -110,7 +110,7 @@ class ElasticAgent:
                 names.ENV_LOCAL_WORLD_SIZE: str(c.nproc_per_node),
             }
         )
-        env[AGENT_PID_ENV] = str(os.getpid())
+        env[ENV_AGENT_PID] = str(os.getpid())
         if names.ENV_CHECKPOINT_DIR not in env:
             env[names.ENV_CHECKPOINT_DIR] = self._default_checkpoint_dir()
         collective = collective_timeout_for(c.hang_timeout)
@@ -157,7 +157,7 @@ class ElasticAgent:
         self.round = world.round
         log.info("node %s started %d worker(s) in round %d", c.node_id, len(workers), world.round)
 
-    def _wait_world(self) -> WorldInfo:
+    def _wait_world(self) -> NodeWorld:
         deadline = time.monotonic() + self.config.rendezvous_timeout
         while time.monotonic() < deadline:
             world = self.client.get_world()
@@ -166,7 +166,7 @@ class ElasticAgent:
             time.sleep(0.05)
         raise AgentError(f"no rendezvous within {self.config.rendezvous_timeout}s")
 
-    def _torch_master(self, world: WorldInfo) -> str:
+    def _torch_master(self, world: NodeWorld) -> str:
         """MASTER_ADDR:MASTER_PORT for scripts that call init_process_group('env://'): a fresh
         port per round on the rank-0 node, published through the master's KV store."""
         key = torch_master_key(world.store_prefix)
@@ -300,5 +300,5 @@ class ElasticAgent:
         self._last_stats = now
         s = self._monitor.sample(self.workers)
         self.client.report_stats(
-            s.cpu_percent, s.memory_bytes, s.step, s.samples_per_second, s.world_size
+            s.cpu_percent, s.memory_bytes, s.step, s.samples_per_second, s.world_size, s.timestamp
         )

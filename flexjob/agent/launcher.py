@@ -101,7 +101,7 @@ def _stop(proc: subprocess.Popen[bytes], grace_s: float) -> None:
 def run_job(opts: RunOptions) -> int:
     """Run the job to its end; returns its exit code (130 after Ctrl-C)."""
     from flexjob.agent.run_supervisor import RunFailure, RunSupervisor
-    from flexjob.master.config import MasterConfig
+    from flexjob.core.master_config import MasterConfig
     from flexjob.master.launch import spawn_master
 
     job_dir = opts.job_dir or tempfile.mkdtemp(prefix=f"flexjob-{opts.job_name}-")

@@ -19,7 +19,7 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from flexjob.master.config import MasterConfig
+from flexjob.core.master_config import MasterConfig
 from flexjob.master.launch import MasterProcess, spawn_master
 from flexjob.rpc.client import MasterClient
 

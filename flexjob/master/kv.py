@@ -1,7 +1,7 @@
 """The master's small key-value store, durable across master restarts.
 
-Trainers register their datasets here (``flexjob/dataset/<name>``), agents publish each round's
-torch master, rank 0 publishes its step; the master itself keeps the job's incarnation id.
+Agents publish each round's torch master here, rank 0 publishes its step, the master itself
+keeps the job's incarnation id.
 Every change is one journal entry (``{"k": key, "v": base64}``) appended before the call that
 made it returns; a snapshot holds the whole store. Not for deciding what is stored (callers
 do) nor for writing files (``master.state``).
@@ -43,11 +43,6 @@ class KVStore:
         if names.KV_INCARNATION in self._data:
             return None
         return self.set(names.KV_INCARNATION, uuid.uuid4().hex.encode())
-
-    def registered_datasets(self) -> list[str]:
-        """Names of the datasets trainers registered, in key order."""
-        prefix = names.KV_DATASET_PREFIX
-        return sorted(k[len(prefix) :] for k in self._data if k.startswith(prefix))
 
     def to_dict(self) -> dict[str, str]:
         return {k: base64.b64encode(v).decode() for k, v in self._data.items()}

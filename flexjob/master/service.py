@@ -9,7 +9,6 @@ did not change (rendezvous, stats) are not serialized again. Not for transport (
 or process life (``master.main``).
 """
 
-import json
 import logging
 import threading
 import time
@@ -17,27 +16,31 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from flexjob.api import names
 from flexjob.api.errors import InvalidSpecError, NotFoundError
-from flexjob.core.batch import BatchPlan
+from flexjob.core.batch import BatchPlan, RankBatch
+from flexjob.core.dataset import Dataset
+from flexjob.core.master_config import MasterConfig
 from flexjob.core.rendezvous import NodeStatus, Rendezvous
 from flexjob.core.shards import ReportResult, ShardManager
-from flexjob.master.config import DatasetConfig, MasterConfig
 from flexjob.master.health import HeartbeatTracker
 from flexjob.master.kv import KVStore, is_kv_entry
 from flexjob.master.logs import event
-from flexjob.master.snapshot import SnapshotWriter, restore_snapshot
+from flexjob.master.snapshot import (
+    SnapshotWriter,
+    dataset_from_json,
+    dataset_json,
+    restore_snapshot,
+)
 from flexjob.master.state import StateFile, StateLostError, check_not_lost, mark_started
 from flexjob.master.stats import NodeRecord, StatsBook
 from flexjob.rpc.api import (
-    BatchPlanInfo,
     HeartbeatReply,
     NodeRef,
     NodeStats,
     NodesWaiting,
+    NodeWorld,
     Progress,
     ShardInfo,
-    WorldInfo,
 )
 
 log = logging.getLogger(__name__)
@@ -81,7 +84,7 @@ class MasterService:
             )
             for d in config.datasets
         }
-        self._batch: BatchPlan | None = config.batch.plan() if config.batch else None
+        self._batch: BatchPlan | None = config.batch
         self._health = HeartbeatTracker(config.heartbeat_timeout, clock)
         self._stats = StatsBook()
         self._addresses: dict[str, str] = {}  # node → address given at join
@@ -89,7 +92,7 @@ class MasterService:
         self._kv = KVStore()
         self._stats_dirty = False
         self._clock = clock
-        self._restored_shards: dict[str, Any] = {}
+        self._registered: dict[str, Dataset] = {}  # datasets trainers registered
         path = config.state_path
         self._state = StateFile(path, fsync=config.fsync) if path else None
         self._changes = 0  # bumped by every change to save; guarded by _lock
@@ -115,7 +118,7 @@ class MasterService:
             return round_
 
     @_saves
-    def get_world(self, node: NodeRef, round: int) -> WorldInfo:
+    def get_world(self, node: NodeRef, round: int) -> NodeWorld:
         with self._lock:
             self._seen(node.node_id)
             if self._rdzv.status(node.node_id) is NodeStatus.UNKNOWN:
@@ -126,9 +129,9 @@ class MasterService:
             view = self._rdzv.view(node.node_id)
             self._after_rendezvous()
             if view.world is None:
-                return WorldInfo(False, view.round, -1, 0, "", "", ())
+                return NodeWorld(False, view.round, -1, 0, "", "", ())
             w = view.world
-            return WorldInfo(
+            return NodeWorld(
                 True,
                 w.round,
                 view.rank,
@@ -239,14 +242,36 @@ class MasterService:
             else:
                 self._node_dead(node.node_id, "reported failure")
 
-    def get_batch_plan(self, node: NodeRef, rank: int, world_size: int) -> BatchPlanInfo:
+    def get_batch_plan(self, node: NodeRef, rank: int, world_size: int) -> RankBatch:
         if self._batch is None:
             raise NotFoundError("this job has no batch plan (spec.batch is not set)")
         try:
-            m = self._batch.micro_batches(rank, world_size)
+            return self._batch.for_rank(rank, world_size)
         except ValueError as exc:
             raise InvalidSpecError(str(exc)) from None
-        return BatchPlanInfo(m, self._batch.micro_batch_size, self._batch.global_batch_size)
+
+    def register_dataset(self, node: NodeRef, dataset: Dataset) -> None:
+        """Shard ``dataset`` from now on (what ``flexjob run`` scripts use: the script knows its
+        data, the command line does not); a name already known keeps its first registration.
+        Journaled before it returns: a restarted master knows it, with its progress."""
+        with self._lock:
+            self._seen(node.node_id)
+            if dataset.name in self._shards:
+                return
+            self._append({"r": dataset_json(dataset)})
+            self._add_registered(dataset)
+        event(log, "dataset_registered", self._job, dataset=dataset.name or "-", size=dataset.size)
+
+    def _add_registered(self, dataset: Dataset) -> ShardManager:
+        mgr = ShardManager(
+            dataset.splitter(),
+            epochs=dataset.epochs,
+            straggler_timeout=self.config.straggler_timeout,
+            clock=self._clock,
+        )
+        self._registered[dataset.name] = dataset
+        self._shards[dataset.name] = mgr
+        return mgr
 
     # ---- key-value store (journaled: it survives a master restart) ----
     def kv_set(self, key: str, value: bytes) -> None:
@@ -289,41 +314,8 @@ class MasterService:
     def _dataset(self, name: str) -> ShardManager:
         mgr = self._shards.get(name)
         if mgr is None:
-            mgr = self._registered_dataset(name)
-        if mgr is None:
             known = ", ".join(repr(n) for n in self._shards) or "none"
             raise NotFoundError(f"unknown dataset {name!r}; this job has: {known}")
-        return mgr
-
-    def _registered_dataset(self, name: str) -> ShardManager | None:
-        """A dataset the trainer registered under ``flexjob/dataset/<name>`` in the KV store
-        (what ``flexjob run`` jobs use: the script knows its data, the command line does not)."""
-        raw = self._kv.get(names.KV_DATASET_PREFIX + name)
-        if raw is None:
-            return None
-        try:
-            d = json.loads(raw)
-            cfg = DatasetConfig(
-                name=name,
-                size=int(d["size"]),
-                shard_size=int(d["shard_size"]),
-                epochs=int(d["epochs"]),
-                shuffle=bool(d.get("shuffle", False)),
-                seed=int(d.get("seed", 0)),
-            )
-        except (ValueError, KeyError, TypeError) as exc:
-            raise InvalidSpecError(f"dataset {name!r} registered with bad fields: {exc}") from None
-        mgr = ShardManager(
-            cfg.splitter(),
-            epochs=cfg.epochs,
-            straggler_timeout=self.config.straggler_timeout,
-            clock=self._clock,
-        )
-        saved = self._restored_shards.pop(name, None)
-        if saved is not None:
-            mgr.restore(saved)
-        self._shards[name] = mgr
-        event(log, "dataset_registered", self._job, dataset=name or "-", size=cfg.size)
         return mgr
 
     def _store_for(self, members: tuple[str, ...]) -> str:
@@ -422,7 +414,30 @@ class MasterService:
             self._addresses,
             self._addresses_version,
             self._kv,
+            self._registered,
         )
+
+    def _replay(self, entry: dict[str, Any]) -> None:
+        """Apply one journal entry: a KV change, a registration, a hand-out or a report."""
+        assert self._state is not None
+        if is_kv_entry(entry):
+            self._kv.replay(entry)
+            return
+        if "r" in entry:
+            dataset = dataset_from_json(entry["r"])
+            if dataset.name not in self._shards:
+                self._add_registered(dataset)
+            return
+        mgr = self._shards.get(str(entry["d"]))
+        if mgr is None:
+            raise StateLostError(
+                f"{self._state.journal_path}: shard entries for dataset {entry['d']!r}, which "
+                "neither the job nor a registration declares"
+            )
+        if entry.get("g"):
+            mgr.hand_out(int(entry["s"]), str(entry["w"]))
+        else:
+            mgr.report_done(int(entry["s"]), str(entry["w"]))
 
     def _restore(self) -> None:
         if self._state is None:
@@ -434,36 +449,20 @@ class MasterService:
             mark_started(self._state.path)
             return
         if data is not None:
+            for saved in data.get("datasets", {}).values():  # before their progress
+                self._add_registered(dataset_from_json(saved))
             members = restore_snapshot(
                 data, self._shards, self._rdzv, self._stats, self._addresses, self._kv
             )
             self._health.track(members)
-            for name, saved in data["shards"].items():
-                if name not in self._shards:  # a registered dataset: restored from the KV store
-                    self._restored_shards[name] = saved
-        for entry in journal:
-            if is_kv_entry(entry):
-                self._kv.replay(entry)
-                continue
-            name = str(entry["d"])
-            mgr = self._shards.get(name) or self._registered_dataset(name)
-            if mgr is None:
+            lost = sorted(set(data["shards"]) - set(self._shards))
+            if lost:
                 raise StateLostError(
-                    f"{self._state.journal_path}: shard reports for dataset {name!r}, which "
-                    "neither the job nor the KV store declares"
+                    f"{self._state.path}: progress of dataset(s) {lost} saved, but neither the "
+                    "job nor a registration declares them"
                 )
-            if entry.get("g"):
-                mgr.hand_out(int(entry["s"]), str(entry["w"]))
-            else:
-                mgr.report_done(int(entry["s"]), str(entry["w"]))
-        for name in self._kv.registered_datasets():
-            if name not in self._shards:
-                self._registered_dataset(name)
-        if self._restored_shards:
-            raise StateLostError(
-                f"{self._state.path}: progress of dataset(s) {sorted(self._restored_shards)} "
-                "saved, but their registration is missing"
-            )
+        for entry in journal:
+            self._replay(entry)
         # Shard holders that never come back are declared dead after the heartbeat timeout.
         self._health.track([w for m in self._shards.values() for w in m.doing().values()])
         self._state.save_text(self._snapshot())  # nothing serves yet: no concurrent reports
