@@ -231,6 +231,9 @@ class ElasticAgent:
                     return code
                 continue
             reply = self._reply
+            if reply is not None and reply.job_finished and self._never_joined():
+                log.info("node %s: the job's data is done before its workers joined", c.node_id)
+                return 0
             self._report_stats()
             if reply is None or self._in_place():
                 continue
@@ -238,6 +241,13 @@ class ElasticAgent:
             if changed and any(w.state is WorkerState.RUNNING for w in self.workers):
                 log.info("world changed (round %d): restarting workers", reply.round)
                 self._restart(self.workers)
+
+    def _never_joined(self) -> bool:
+        """True when every running worker uses the trainer helpers and waits for its first
+        world (a node restarted as the job ended: there is nothing left for it to train)."""
+        running = [w for w in self.workers if w.state is WorkerState.RUNNING]
+        statuses = [w.status() for w in running]
+        return bool(running) and all(s is not None and s.round < 0 for s in statuses)
 
     def _kill_hung(self) -> None:
         """SIGKILL a running worker whose progress stalled past the hang timeout; the next

@@ -122,12 +122,13 @@ class RunSupervisor:
 
     def _agent_died(self, slot: AgentSlot, code: int) -> None:
         what = f"agent {slot.node_id} (pid {slot.proc.pid}) {death(code)}"
-        self._report_gone(slot.node_id, what)
         if slot.restarts < self._max_restarts:
+            self._report_gone(slot.node_id, what, restarting=True)
             slot.restarts += 1
             log.warning("%s: restarting it (%d of %d)", what, slot.restarts, self._max_restarts)
             slot.proc = self._spawn_agent(slot.index, slot.node_id)
             return
+        self._report_gone(slot.node_id, what, restarting=False)
         slot.dropped = True
         left = sum(a.running for a in self.agents)
         if left >= self._min_nodes:
@@ -138,13 +139,13 @@ class RunSupervisor:
             f"fewer than --nnodes' minimum {self._min_nodes}"
         )
 
-    def _report_gone(self, node_id: str, reason: str) -> None:
+    def _report_gone(self, node_id: str, reason: str, *, restarting: bool) -> None:
         """Tell the master the node's processes are gone: their shards go back now and the
         world re-forms without waiting for a heartbeat timeout."""
         ids = [node_id] + [f"{node_id}.{r}" for r in range(1, self._nproc)]
         for process_id in ids:
             try:
                 with MasterClient(self.address, process_id, timeout=5.0, retry_deadline=10.0) as c:
-                    c.report_failure(reason, 1, True)
+                    c.report_failure(reason, 1, restarting)
             except Exception as exc:  # the master may be down too: its heartbeats catch up
                 log.info("could not report %s to the master: %s", process_id, exc)
