@@ -61,7 +61,7 @@ def test_killed_worker_is_restarted_and_every_sample_is_done_once(tmp_path: Path
 def test_killed_node_without_restarts_leaves_training_on_the_other_two(tmp_path: Path) -> None:
     flags = ("--nnodes", "2:3", "--start-nodes", "3", "--max-restarts", "0")
     with running(tmp_path, *flags, script_args=ARGS_3) as job:
-        job.wait_progress(0.3, world_size=3)
+        job.wait_progress(0.3, timeout=120, world_size=3)
         agents = poll("three agents", lambda: len(job.agents()) == 3 and job.agents(), 30)
         victim = next(a for a in agents if "worker-2" in " ".join(a.cmdline()))
         victim.kill()
