@@ -35,6 +35,7 @@ from tests.chaos.harness import (
 )
 
 FAULTS = list(Fault)
+#: "acc ok": jobs whose final accuracy is at least 99% of the fault-free run's.
 
 
 @dataclass
@@ -46,12 +47,18 @@ class Tally:
     duplicated: int = 0
     orphans: int = 0
     worst_accuracy: float = 1.0
+    accurate: int = 0  # jobs whose accuracy is within 1% of the baseline's
     seconds: float = 0.0
     failures: list[str] = field(default_factory=list)
 
 
 def one_job(
-    mode: str, workdir: Path, faults: list[Fault], rng: random.Random, tally: Tally
+    mode: str,
+    workdir: Path,
+    faults: list[Fault],
+    rng: random.Random,
+    tally: Tally,
+    baseline_accuracy: float | None = None,
 ) -> None:
     started = time.monotonic()
     job: ChaosJob = start_run(workdir) if mode == "run" else start_submit(workdir)
@@ -72,6 +79,8 @@ def one_job(
         tally.duplicated += check.duplicated
         tally.orphans += len(left)
         tally.worst_accuracy = min(tally.worst_accuracy, accuracy or 0.0)
+        base = accuracy if baseline_accuracy is None else baseline_accuracy
+        tally.accurate += accuracy is not None and base is not None and accuracy >= 0.99 * base
         if code != 0 or check.lost or check.duplicated or left:
             tally.failures.append(
                 f"{mode} {workdir.name}: rc={code} lost={check.lost} "
@@ -111,24 +120,26 @@ def main() -> int:
         k = min(a.per_job, a.faults - injected)
         faults = [rng.choice(FAULTS) for _ in range(k)]
         before = sum(tallies[mode].faults.values())
-        one_job(mode, root / f"{mode}-{n:03d}", faults, rng, tallies[mode])
+        one_job(mode, root / f"{mode}-{n:03d}", faults, rng, tallies[mode], base_acc)
         injected += max(1, sum(tallies[mode].faults.values()) - before)
         n += 1
 
     print(f"\nchaos: {injected} faults, seed {seed}; baseline = the fault-free run")
     head = (
-        f"{'workload':<10} {'jobs':>5} {'finished':>8} {'faults':>6} {'kinds':<44} {'lost':>5} "
-        f"{'dup':>5} {'orphans':>7} {'worst acc':>9} {'baseline acc':>12} {'ratio':>6}"
+        f"{'workload':<10} {'jobs':>5} {'finished':>8} {'faults':>6} {'kinds':<56} {'lost':>5} "
+        f"{'dup':>5} {'orphans':>7} {'acc ok':>6} {'worst acc':>9} {'baseline acc':>12} "
+        f"{'ratio':>6}"
     )
     print(head)
     print("-" * len(head))
     rows = [("baseline", baseline), *tallies.items()]
     for name, t in rows:
         kinds = " ".join(f"{k}={v}" for k, v in sorted(t.faults.items())) or "-"
+        ratio = t.worst_accuracy / base_acc if base_acc else 0.0
         print(
-            f"{name:<10} {t.jobs:>5} {t.finished:>8} {sum(t.faults.values()):>6} {kinds:<44} "
-            f"{t.lost:>5} {t.duplicated:>5} {t.orphans:>7} {t.worst_accuracy:>9.4f} "
-            f"{base_acc:>12.4f} {t.worst_accuracy / base_acc if base_acc else 0:>6.3f}"
+            f"{name:<10} {t.jobs:>5} {t.finished:>8} {sum(t.faults.values()):>6} {kinds:<56} "
+            f"{t.lost:>5} {t.duplicated:>5} {t.orphans:>7} {t.accurate:>6} "
+            f"{t.worst_accuracy:>9.4f} {base_acc:>12.4f} {ratio:>6.3f}"
         )
     failures = [f for t in tallies.values() for f in t.failures] + baseline.failures
     for f in failures:
