@@ -309,6 +309,8 @@ class ElasticAgent:
             return
         self._last_stats = now
         s = self._monitor.sample(self.workers)
+        if s.memory_bytes == 0:
+            return  # every worker exited since the last poll: nothing to measure
         self.client.report_stats(
             s.cpu_percent, s.memory_bytes, s.step, s.samples_per_second, s.world_size, s.timestamp
         )
