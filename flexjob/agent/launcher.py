@@ -37,7 +37,7 @@ def parse_nnodes(text: str) -> tuple[int, int]:
 
 
 @dataclass(frozen=True, slots=True)
-class RunOptions:
+class RunConfig:
     target: str
     args: tuple[str, ...] = ()
     module: bool = False
@@ -66,7 +66,7 @@ class RunOptions:
 
 
 def agent_command(
-    master: str, node_id: str, index: int, opts: RunOptions, run_dir: str
+    master: str, node_id: str, index: int, opts: RunConfig, run_dir: str
 ) -> list[str]:
     cmd = [
         sys.executable, "-m", "flexjob", "agent",
@@ -98,7 +98,7 @@ def _stop(proc: subprocess.Popen[bytes], grace_s: float) -> None:
         proc.wait()
 
 
-def run_job(opts: RunOptions) -> int:
+def run_job(opts: RunConfig) -> int:
     """Run the job to its end; returns its exit code (130 after Ctrl-C)."""
     from flexjob.agent.run_supervisor import RunFailure, RunSupervisor
     from flexjob.core.master_config import MasterConfig

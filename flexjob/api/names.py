@@ -75,3 +75,6 @@ KV_IN_PLACE = "flexjob/in-place"  # set once the trainer helpers run: workers jo
 # Set once by the first master of a job directory; default checkpoints live under it, so a
 # re-used directory or job name never resumes another job's weights.
 KV_INCARNATION = "flexjob/incarnation"
+# The job's measured goodput profilings (JSON, the ``status.profilings`` format the Allocator
+# reads: step times per shape, local batch, gradient noise scale), from trainer.goodput.
+KV_PROFILINGS = "flexjob/profilings"

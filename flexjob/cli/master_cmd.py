@@ -92,7 +92,7 @@ def master(
     except (ValueError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    from flexjob.master.state import StateLostError
+    from flexjob.master.state_file import StateLostError
 
     try:
         code = run_master(cfg)

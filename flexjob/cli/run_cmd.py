@@ -57,14 +57,14 @@ def run(
     verbose: bool = typer.Option(False, "-v", "--verbose"),
 ) -> None:
     """Run a training script on elastic nodes of this machine (torchrun-compatible flags)."""
-    from flexjob.agent.launcher import RunOptions, parse_nnodes, run_job
+    from flexjob.agent.launcher import RunConfig, parse_nnodes, run_job
 
     _logging(verbose)
     try:
         lo, hi = parse_nnodes(nnodes)
         if start_nodes is not None and not lo <= start_nodes <= hi:
             raise ValueError(f"--start-nodes must be within --nnodes {lo}:{hi}, got {start_nodes}")
-        opts = RunOptions(
+        opts = RunConfig(
             target=script,
             args=tuple(script_args or ()),
             module=module,
@@ -119,7 +119,7 @@ def agent(
     import socket
 
     from flexjob.agent.agent import ElasticAgent
-    from flexjob.agent.api import AgentConfig
+    from flexjob.agent.config import AgentConfig
 
     _logging(verbose)
     try:

@@ -31,9 +31,9 @@ from flexjob.master.snapshot import (
     dataset_json,
     restore_snapshot,
 )
-from flexjob.master.state import StateFile, StateLostError, check_not_lost, mark_started
+from flexjob.master.state_file import StateFile, StateLostError, check_not_lost, mark_started
 from flexjob.master.stats import NodeRecord, StatsBook
-from flexjob.rpc.api import (
+from flexjob.rpc.messages import (
     HeartbeatReply,
     NodeRef,
     NodeStats,

@@ -7,7 +7,7 @@ Latest report per node plus counters; JSON-ready for the state file. Not for dec
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from flexjob.rpc.api import NodeStats
+from flexjob.rpc.messages import NodeStats
 
 
 @dataclass(slots=True)

@@ -9,8 +9,8 @@ from flexjob.api import names
 from flexjob.core.dataset import Dataset
 from flexjob.core.master_config import MasterConfig
 from flexjob.master.service import MasterService
-from flexjob.master.state import StateLostError
-from flexjob.rpc.api import NodeRef
+from flexjob.master.state_file import StateLostError
+from flexjob.rpc.messages import NodeRef
 
 W = NodeRef("w")
 DIGITS = Dataset(name="digits", size=40, shard_size=10, epochs=2, shuffle=True, seed=3)

@@ -7,11 +7,11 @@ from flexjob.api import ElasticJob, OptimizeMode, ReplicaType
 from flexjob.core import planner
 from flexjob.core.master_config import MasterConfig
 from flexjob.master.optimizer import JobOptimizer
-from flexjob.master.optimizing import DirectorySink, OptimizerLoop, job_info_from_config
+from flexjob.master.optimizer_loop import DirectorySink, OptimizerLoop, job_info_from_config
 from flexjob.master.stats import NodeRecord
 from flexjob.platform.local import LocalPlatform
 from flexjob.rpc import brain_messages as schemas
-from flexjob.rpc.api import NodeStats
+from flexjob.rpc.messages import NodeStats
 
 
 class FakeMaster:

@@ -22,7 +22,7 @@ from flexjob.core import planner
 from flexjob.core.master_config import MasterConfig
 from flexjob.core.planner.speed import SpeedAggregator
 from flexjob.master.optimizer import JobOptimizer, to_scale_plan
-from flexjob.master.state import write_atomic
+from flexjob.master.state_file import write_atomic
 from flexjob.master.stats import NodeRecord
 from flexjob.rpc import brain_messages as schemas
 from flexjob.rpc.brain_client import BrainClient
