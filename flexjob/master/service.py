@@ -202,7 +202,7 @@ class MasterService:
     def report_stats(self, node: NodeRef, stats: NodeStats) -> None:
         with self._lock:
             self._seen(node.node_id)
-            self._stats.update(node.node_id, stats)
+            self._stats.update(node, stats)
             self._stats_dirty = True
 
     def stats_snapshot(self) -> tuple[dict[str, NodeRecord], int]:
@@ -223,7 +223,7 @@ class MasterService:
     @_saves
     def report_failure(self, node: NodeRef, reason: str, exit_code: int, restarting: bool) -> None:
         with self._lock:
-            self._stats.failure(node.node_id, reason)
+            self._stats.failure(node, reason)
             event(
                 log,
                 "node_failed",

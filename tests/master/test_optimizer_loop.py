@@ -21,8 +21,15 @@ class FakeMaster:
         self.nodes: dict[str, NodeRecord] = {}
         self.world = 0
 
-    def report(self, node: str, sps: float, world: int, memory_mb: int = 1024) -> None:
-        rec = self.nodes.setdefault(node, NodeRecord())
+    def report(
+        self,
+        node: str,
+        sps: float,
+        world: int,
+        memory_mb: int = 1024,
+        rtype: ReplicaType = ReplicaType.WORKER,
+    ) -> None:
+        rec = self.nodes.setdefault(node, NodeRecord(replica_type=rtype))
         rec.latest = NodeStats(50.0, memory_mb * 2**20, 1, sps, world, 1.0)
         rec.reports += 1
 
@@ -89,7 +96,7 @@ def test_ps_cpu_use_is_measured_against_the_cores_it_was_given() -> None:
     master, sink = FakeMaster(), []
     loop = _loop(master, sink, job)
     for t in range(4):
-        master.report("ps-0", 0.0, 0)
+        master.report("ps-0", 0.0, 0, rtype=ReplicaType.PS)
         master.nodes["ps-0"].latest = NodeStats(190.0, 2**30, 0, 0.0, 0, float(t + 1))
         loop.tick()
     [plan] = sink
