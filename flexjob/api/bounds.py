@@ -15,6 +15,10 @@ from dataclasses import dataclass
 from flexjob.api.job import ReplicaSpec
 
 DEFAULT_REPLICAS = 1
+#: The most replicas of one type a DI job may be scaled to (DI jobs declare no bounds): of an
+#: on-request type (``api.roles``) a coordinator asks for, or of a task of a preemptible
+#: DIJob v2, which keeps at least one replica.
+DI_MAX_REPLICAS = 64
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,6 +44,26 @@ ENV_CPU = "FLEXJOB_CPU"
 ENV_MEMORY_MIB = "FLEXJOB_MEMORY_MIB"
 ENV_GPU = "FLEXJOB_GPU"
 
+# DI-engine's own variables, set for every replica of a DI role (DI Orchestrator v1): where the
+# replica runs, the server its coordinator asks for collectors and learners (URL and API
+# version), and the port it listens on.
+ENV_DI_POD_NAMESPACE = "KUBERNETES_POD_NAMESPACE"
+ENV_DI_POD_NAME = "KUBERNETES_POD_NAME"
+ENV_DI_SERVER_URL = "KUBERNETES_SERVER_URL"
+ENV_DI_SERVER_API_VERSION = "KUBERNETES_SERVER_API_VERSION"
+DI_SERVER_API_VERSION = "v1alpha2"
+ENV_COORDINATOR_PORT = "COORDINATOR_PORT"
+ENV_COLLECTOR_PORT = "COLLECTOR_PORT"
+ENV_LEARNER_PORT = "LEARNER_PORT"
+ENV_AGGREGATOR_PORT = "AGGREGATOR_PORT"
+# DI-engine's default ports (the services' ports on Kubernetes; locally each replica gets a
+# free port instead).
+DEFAULT_COLLECTOR_PORT = 22270
+DEFAULT_LEARNER_PORT = 22271
+DEFAULT_AGGREGATOR_PORT = 22272
+DEFAULT_COORDINATOR_PORT = 22273
+# The operator → DI replicas: the URL of the flexjob server (``KUBERNETES_SERVER_URL``).
+ENV_SERVER_URL = "FLEXJOB_SERVER_URL"
 # The job master's bearer token (``rpc.auth``): the token itself (on Kubernetes from the job's
 # Secret through ``secretKeyRef``), or a file holding it (locally a 0600 file in the job dir).
 ENV_MASTER_TOKEN = "FLEXJOB_MASTER_TOKEN"
@@ -77,12 +97,20 @@ ENV_STORE_PREFIX = "FLEXJOB_STORE_PREFIX"
 ENV_NODE_RANK = "FLEXJOB_NODE_RANK"
 ENV_NUM_NODES = "FLEXJOB_NUM_NODES"
 ENV_STATUS_FILE = "FLEXJOB_STATUS_FILE"
+# Agent → training process: where the trainer helpers checkpoint unless told otherwise (in the
+# job directory, per job incarnation), and the seconds a collective may wait for a peer (below
+# the agent's hang timeout, so a healthy peer of a hung process leaves the collective first).
+ENV_CHECKPOINT_DIR = "FLEXJOB_CHECKPOINT_DIR"
+ENV_COLLECTIVE_TIMEOUT = "FLEXJOB_COLLECTIVE_TIMEOUT"
 
 # Keys in the job master's KV store.
 KV_STEP = "flexjob/progress/step"  # rank 0's step, for progress displays
 KV_LOSS = "flexjob/progress/loss"  # rank 0's last reported loss (ElasticTrainer.report_loss)
 KV_IN_PLACE = "flexjob/in-place"  # set once the trainer helpers run: workers join by themselves
 KV_PS_ADDRESS_PREFIX = "flexjob/ps/address/"  # + PS index: where that PS replica serves
+# Set once by the first master of a job directory; default checkpoints live under it, so a
+# re-used directory or job name never resumes another job's weights.
+KV_INCARNATION = "flexjob/incarnation"
 # The job's measured goodput profilings (JSON, the ``status.profilings`` format the Allocator
 # reads: step times per shape, local batch, gradient noise scale), from trainer.goodput.
 KV_PROFILINGS = "flexjob/profilings"

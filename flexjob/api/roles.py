@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from flexjob.api import names
 from flexjob.api.enums import ReplicaType
 
 
@@ -30,6 +31,14 @@ class RoleTraits:
     port unless its container declares one), others get its address, and its success is the
     job's success.
     ``counts_against_backoff``: a failed replica's restart uses up ``backoffLimit``.
+    ``drives_job`` (DI's coordinator): the job's phase follows it — Running while it runs,
+    Succeeded or Failed when it ends (it is never restarted) — and the job's ``on_request``
+    types are created only as it asks the server for them.
+    ``on_request``: in a job a ``drives_job`` type drives, starts with no replica (its template
+    is the recipe, not a count); a failed one is replaced without counting against
+    ``backoffLimit`` or moving the job's phase.
+    ``port_env`` / ``default_port``: the variable that tells a replica its port, and the port
+    its service gets on Kubernetes when its container declares none (DI's defaults).
     ``builtin_command``: the ``flexjob`` command a replica of this type runs when its main
     container names no command of its own (``core.job_master``); ``None``: it must name one.
     """
@@ -39,6 +48,10 @@ class RoleTraits:
     scalable: bool = True
     controls_job: bool = False
     counts_against_backoff: bool = True
+    drives_job: bool = False
+    on_request: bool = False
+    port_env: str | None = None
+    default_port: int | None = None
     builtin_command: str | None = None
 
 
@@ -46,13 +59,35 @@ ROLE_TRAITS: Mapping[ReplicaType, RoleTraits] = MappingProxyType(
     {
         ReplicaType.MASTER: RoleTraits(scalable=False, controls_job=True, builtin_command="master"),
         ReplicaType.WORKER: RoleTraits(trains=True, scale_rank=0),
-        ReplicaType.LEARNER: RoleTraits(trains=True, scale_rank=1),
-        ReplicaType.COLLECTOR: RoleTraits(trains=True, scale_rank=2),
+        ReplicaType.LEARNER: RoleTraits(
+            trains=True,
+            scale_rank=1,
+            on_request=True,
+            port_env=names.ENV_LEARNER_PORT,
+            default_port=names.DEFAULT_LEARNER_PORT,
+        ),
+        ReplicaType.COLLECTOR: RoleTraits(
+            trains=True,
+            scale_rank=2,
+            on_request=True,
+            port_env=names.ENV_COLLECTOR_PORT,
+            default_port=names.DEFAULT_COLLECTOR_PORT,
+        ),
         ReplicaType.PS: RoleTraits(scale_rank=3, builtin_command="ps"),
         ReplicaType.CHIEF: RoleTraits(trains=True),
         ReplicaType.EVALUATOR: RoleTraits(),
-        ReplicaType.COORDINATOR: RoleTraits(),
-        ReplicaType.AGGREGATOR: RoleTraits(),
+        ReplicaType.COORDINATOR: RoleTraits(
+            scalable=False,
+            controls_job=True,
+            drives_job=True,
+            port_env=names.ENV_COORDINATOR_PORT,
+            default_port=names.DEFAULT_COORDINATOR_PORT,
+        ),
+        ReplicaType.AGGREGATOR: RoleTraits(
+            on_request=True,
+            port_env=names.ENV_AGGREGATOR_PORT,
+            default_port=names.DEFAULT_AGGREGATOR_PORT,
+        ),
     }
 )
 
@@ -76,6 +111,20 @@ SCALE_ORDER: tuple[ReplicaType, ...] = tuple(
 def controlling_type(types: Iterable[ReplicaType]) -> ReplicaType | None:
     """The type among ``types`` that controls the job (the master), or None."""
     return next((t for t in types if ROLE_TRAITS[t].controls_job), None)
+
+
+def driving_type(types: Iterable[ReplicaType]) -> ReplicaType | None:
+    """The type among ``types`` that drives the job (DI's coordinator), or None."""
+    return next((t for t in types if ROLE_TRAITS[t].drives_job), None)
+
+
+def on_request_types(types: Iterable[ReplicaType]) -> list[ReplicaType]:
+    """``types`` created only on request: the ``on_request`` ones when a type among ``types``
+    drives the job, else none."""
+    kept = list(types)
+    if driving_type(kept) is None:
+        return []
+    return [t for t in kept if ROLE_TRAITS[t].on_request]
 
 
 def scalable_types(types: Iterable[ReplicaType]) -> list[ReplicaType]:

@@ -23,7 +23,7 @@ from flexjob.api.names import API_VERSION, KIND_JOB, KIND_SCALE_PLAN
 from flexjob.api.problems import MISSING, Problem, join_path, one_of
 from flexjob.api.quantity import parse_quantity
 from flexjob.api.readers import READERS, convert, find_reader
-from flexjob.api.roles import TRAINING_TYPES
+from flexjob.api.roles import TRAINING_TYPES, on_request_types
 from flexjob.api.scaleplan import ScalePlan
 from flexjob.api.unsupported import unsupported_fields
 
@@ -240,11 +240,16 @@ def _check_replica_spec(path: str, rspec: Mapping[str, Any]) -> list[Problem]:
 
 def _check_trainers(replica_specs: Mapping[str, Any]) -> list[Problem]:
     """Zero replicas of every type that trains leaves nothing to train (and a job master
-    with no node to wait for): each such ``replicas: 0`` is a problem."""
+    with no node to wait for): each such ``replicas: 0`` is a problem. Not in a job a DI
+    coordinator drives: its trainers start at 0 and come as it asks (``api.roles``)."""
+    known = [ReplicaType(t) for t in replica_specs if t in {str(r) for r in ReplicaType}]
+    on_request = {str(t) for t in on_request_types(known)}
     trainers = {
         str(t): spec
         for t, spec in replica_specs.items()
-        if t in {str(w) for w in TRAINING_TYPES} and isinstance(spec, Mapping)
+        if t in {str(w) for w in TRAINING_TYPES}
+        and t not in on_request
+        and isinstance(spec, Mapping)
     }
     counts = {t: _int_or_none(spec.get("replicas")) for t, spec in trainers.items()}
     if not counts or any(n is None or n > 0 for n in counts.values()):

@@ -26,7 +26,7 @@ from flexjob.api import (
     ScalePlan,
     ScalePlanPhase,
 )
-from flexjob.api.roles import controlling_type, scalable_types
+from flexjob.api.roles import controlling_type, driving_type, on_request_types, scalable_types
 from flexjob.core import phases
 from flexjob.core.actions import (
     Action,
@@ -69,6 +69,7 @@ def reconcile(
     services: Sequence[Service] = (),
     plan: ScalePlan | None = None,
     job_master: JobMasterConfig | None = None,
+    server_url: str | None = None,
 ) -> ReconcileResult:
     """Decide what to do for ``job`` given the ``replicas`` and ``services`` observed.
 
@@ -76,7 +77,8 @@ def reconcile(
     folded into ``status.replicas`` and marked Succeeded by an ``UpdateScalePlan`` action.
     Observed objects of other jobs are ignored (never deleted). ``now`` must be timezone-aware.
     With ``job_master``, a job that needs a flexjob job master and declares none gets one
-    (``core.job_master``); its success is still decided on its workers.
+    (``core.job_master``); its success is still decided on its workers. ``server_url``: the
+    flexjob server, told to the roles of DI-driven jobs (``core.replica_plan.di_env``).
     """
     if now.tzinfo is None:
         raise ValueError("reconcile: now must be timezone-aware (e.g. datetime.now(UTC))")
@@ -84,7 +86,7 @@ def reconcile(
         effective = with_job_master(job, job_master)
     except ValueError as exc:  # no master can run this spec (InvalidSpecError)
         return _Round(job, replicas, services, now).reject(str(exc))
-    return _Round(effective, replicas, services, now, declared=job).run(plan)
+    return _Round(effective, replicas, services, now, declared=job, server_url=server_url).run(plan)
 
 
 class _Round:
@@ -97,6 +99,7 @@ class _Round:
         services: Sequence[Service],
         now: datetime,
         declared: ElasticJob | None = None,
+        server_url: str | None = None,
     ) -> None:
         self.job = job
         #: The job as stored (without an implicit master): what success is decided on.
@@ -116,6 +119,11 @@ class _Round:
         self.deleted_services: set[str] = set()
         self.restarted = ""
         self.changed = False
+        self.server_url = server_url
+        types = list(job.spec.replica_specs)
+        #: DI's coordinator when it drives this job (the phase follows it), else None.
+        self.driver = driving_type(types)
+        self.on_request = set(on_request_types(types))
 
     # --- the round -------------------------------------------------------------------------
     def run(self, plan: ScalePlan | None) -> ReconcileResult:
@@ -298,11 +306,20 @@ class _Round:
         for r in self._live():
             if r.phase is not ReplicaPhase.FAILED:
                 continue
+            code = "unknown" if r.exit_code is None else str(r.exit_code)
+            if r.type is self.driver:
+                message = f"the {r.type.value} replica {r.name} failed with exit code {code}"
+                self._finish(JobPhase.FAILED, "CoordinatorFailed", message)
+                return True
+            if r.type in self.on_request:  # DI v1: recreated; the phase follows the coordinator
+                message = f"replica {r.name} failed with exit code {code}; recreating it"
+                self._event("ReplicaFailed", message, EventType.WARNING)
+                self._delete(r, "replaced after failure")
+                continue
             key = r.uid or f"{r.name}@{r.created}"
             if key in self.status.restarted_replicas:
                 self._delete(r, "replaced after failure")
                 continue
-            code = "unknown" if r.exit_code is None else str(r.exit_code)
             if not phases.is_retryable(self.job, r):
                 policy = phases.restart_policy(self.job, r.type).value
                 message = f"replica {r.name} failed with exit code {code} (restartPolicy {policy})"
@@ -369,6 +386,7 @@ class _Round:
                 own_address=own_address,
                 node=node,
                 resources=replica_resources(self.status, rtype, index),
+                server_url=self.server_url,
             )
             self.actions.append(CreateReplica(request))
             self._event("SuccessfulCreate", f"created replica {request.name}")
@@ -379,6 +397,9 @@ class _Round:
         created = any(isinstance(a, CreateReplica) for a in self.actions)
         if created and self.status.start_time is None:
             self.status.start_time = phases.timestamp(self.now)
+        if self.driver is not None:
+            self._follow_driver()
+            return
         live = self._live()
         ready = (
             not self.actions
@@ -397,3 +418,14 @@ class _Round:
                 self._set_phase(JobPhase.PENDING, "Resumed")
         elif self.changed and prev is JobPhase.RUNNING:
             self._set_phase(JobPhase.RESCHEDULING, "ReplicasChanged")
+
+    def _follow_driver(self) -> None:
+        """DI v1: the job is Running while its coordinator runs, Unknown while its state is
+        unknown, Starting (DI's Created) once it exists."""
+        driver = [r for r in self._live() if r.type is self.driver]
+        if any(r.phase is ReplicaPhase.RUNNING for r in driver):
+            self._set_phase(JobPhase.RUNNING, "CoordinatorRunning")
+        elif any(r.phase is ReplicaPhase.UNKNOWN for r in driver):
+            self._set_phase(JobPhase.UNKNOWN, "CoordinatorUnknown")
+        elif driver or any(isinstance(a, CreateReplica) for a in self.actions):
+            self._set_phase(JobPhase.STARTING, "CoordinatorCreated")

@@ -22,7 +22,7 @@ from flexjob.api import (
     names,
 )
 from flexjob.api.bounds import replica_bounds
-from flexjob.api.roles import ROLE_TRAITS, creation_order
+from flexjob.api.roles import ROLE_TRAITS, creation_order, driving_type, on_request_types
 from flexjob.core.job_pod_fields import apply_job_fields
 from flexjob.core.replica_resources import apply_resources
 from flexjob.core.replicas import (
@@ -43,10 +43,13 @@ def replica_types(job: ElasticJob) -> list[ReplicaType]:
 
 def desired_count(job: ElasticJob, status: ElasticJobStatus, rtype: ReplicaType) -> int:
     """How many ``rtype`` replicas ``job`` should have: ``status.replicas`` (scaled), else the
-    spec's count; a type that is not scalable always follows the spec; 0 if the job has none."""
+    spec's count (0 for a type created only on request); a type that is not scalable always
+    follows the spec; 0 if the job has none."""
     spec = job.spec.replica_specs.get(rtype)
     if spec is None:
         return 0
+    if rtype in on_request_types(job.spec.replica_specs):
+        return status.replicas.get(rtype, 0)
     from_spec = replica_bounds(spec).replicas
     if not ROLE_TRAITS[rtype].scalable:
         return from_spec
@@ -101,12 +104,15 @@ def _main_container(spec: ReplicaSpec, rtype: ReplicaType) -> Container:
 
 def service_port(job: ElasticJob, rtype: ReplicaType) -> int | None:
     """The port of the service a replica of ``rtype`` needs, or None when it needs none: the
-    master (the controlling type) always has one; others when their main container declares
-    a port."""
+    port its main container declares; else every role of a DI-driven job has one (its DI
+    default port), and the master (the controlling type) always has one."""
     main = _main_container(job.spec.replica_specs[rtype], rtype)
     if main.ports:
         return main.ports[0].container_port
-    return names.DEFAULT_MASTER_PORT if ROLE_TRAITS[rtype].controls_job else None
+    traits = ROLE_TRAITS[rtype]
+    if traits.default_port is not None and driving_type(job.spec.replica_specs) is not None:
+        return traits.default_port
+    return names.DEFAULT_MASTER_PORT if traits.controls_job else None
 
 
 def service_request(job: ElasticJob, rtype: ReplicaType, index: int, port: int) -> ServiceRequest:
@@ -137,9 +143,11 @@ def replica_env(
     index: int,
     master_address: str | None,
     own_address: str | None,
+    server_url: str | None = None,
 ) -> dict[str, str]:
     """The flexjob environment of one replica (``api.names``; docs/architecture.md
-    "Environment"); it overrides the user's."""
+    "Environment"), and DI-engine's own for every role of a DI-driven job (``di_env``); it
+    overrides the user's."""
     env = {
         names.ENV_JOB_NAME: job.name,
         names.ENV_REPLICA_TYPE: rtype.value,
@@ -157,6 +165,31 @@ def replica_env(
         env[names.ENV_NUM_PS] = str(num_ps)
     if own_address is not None and not ROLE_TRAITS[rtype].controls_job:
         env[names.ENV_REPLICA_ADDRESS] = own_address
+    if driving_type(job.spec.replica_specs) is not None:
+        env.update(di_env(job, rtype, index, own_address, server_url))
+    return env
+
+
+def di_env(
+    job: ElasticJob,
+    rtype: ReplicaType,
+    index: int,
+    own_address: str | None,
+    server_url: str | None,
+) -> dict[str, str]:
+    """DI-engine's variables for one replica: its pod name and namespace, the server and its
+    API version, and its port (the port of its service address: DI's default on Kubernetes,
+    a free one on the local platform)."""
+    env = {
+        names.ENV_DI_POD_NAMESPACE: job.namespace,
+        names.ENV_DI_POD_NAME: replica_name(job.name, rtype, index),
+        names.ENV_DI_SERVER_API_VERSION: names.DI_SERVER_API_VERSION,
+    }
+    if server_url is not None:
+        env[names.ENV_DI_SERVER_URL] = server_url
+    port_env = ROLE_TRAITS[rtype].port_env
+    if port_env is not None and own_address is not None:
+        env[port_env] = own_address.rpartition(":")[2]
     return env
 
 
@@ -174,9 +207,11 @@ def render_replica(
     own_address: str | None,
     node: str | None,
     resources: ResourceSpec | None = None,
+    server_url: str | None = None,
 ) -> ReplicaRequest:
     """The full request for replica ``index`` of ``rtype``: template + env + labels, and
-    ``resources`` (set by ScalePlans) as the main container's requests and limits."""
+    ``resources`` (set by ScalePlans) as the main container's requests and limits;
+    ``server_url``: the flexjob server DI coordinators ask (``KUBERNETES_SERVER_URL``)."""
     spec = job.spec.replica_specs[rtype]
     template = spec.template.model_copy(deep=True)
     if not template.spec.containers:
@@ -184,7 +219,7 @@ def render_replica(
     if resources is not None:
         apply_resources(template, resources)
     apply_job_fields(job, rtype, template)
-    ours = replica_env(job, rtype, index, master_address, own_address)
+    ours = replica_env(job, rtype, index, master_address, own_address, server_url)
     for container in template.spec.containers:
         _merge_env(container, {**job.spec.envs, **ours})
     labels = {

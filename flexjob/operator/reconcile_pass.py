@@ -108,9 +108,11 @@ def reconcile_job(
     now: datetime,
     parallel: int = 1,
     job_master: JobMasterConfig | None = None,
+    server_url: str | None = None,
 ) -> PassResult | None:
     """Run one pass; None when there was no job to reconcile (gone, or being deleted).
-    ``job_master``: how to run the master of jobs that need one (``core.job_master``)."""
+    ``job_master``: how to run the master of jobs that need one (``core.job_master``);
+    ``server_url``: the flexjob server DI coordinators ask (``FLEXJOB_SERVER_URL``)."""
     try:
         job = platform.get_job(namespace, name)
     except NotFoundError:
@@ -122,7 +124,15 @@ def reconcile_job(
     services = platform.list_services(namespace, name)
     plan = pending_plan(platform, job)
     _ensure_master_token(platform, job, replicas, job_master)
-    result = reconcile(job, replicas, now, services=services, plan=plan, job_master=job_master)
+    result = reconcile(
+        job,
+        replicas,
+        now,
+        services=services,
+        plan=plan,
+        job_master=job_master,
+        server_url=server_url,
+    )
     apply_in_batches(platform, result.actions, parallel)
     if any(isinstance(a, DeleteJob) for a in result.actions):
         return PassResult(job, replicas, result, deleted=True)

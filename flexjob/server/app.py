@@ -30,6 +30,7 @@ from flexjob.server.auth import BearerAuth
 from flexjob.server.envelope import Envelope
 from flexjob.server.guards import BodySizeLimit, field_errors, summary
 from flexjob.server.jobs import JobService
+from flexjob.server.json_body import JsonByDefault
 from flexjob.server.metrics import CONTENT_TYPE_LATEST, ServerMetrics
 
 log = logging.getLogger(__name__)
@@ -95,6 +96,7 @@ def create_app(platform: Platform, token: str | None = None) -> FastAPI:
     app.state.platform = platform
     app.state.metrics = metrics
     _install_error_handlers(app)
+    app.add_middleware(JsonByDefault)
     app.add_middleware(BodySizeLimit, refuse=lambda message: _error(413, message))
     if token:
         app.add_middleware(BearerAuth, token=token, refuse=_unauthorised)
@@ -127,5 +129,6 @@ def create_app(platform: Platform, token: str | None = None) -> FastAPI:
         return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
     app.include_router(v2alpha1.router(store, metrics))
-    app.include_router(v1alpha2.router(store, metrics))
+    for version in v1alpha2.VERSIONS:
+        app.include_router(v1alpha2.router(store, metrics, version))
     return app

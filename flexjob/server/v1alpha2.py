@@ -1,4 +1,6 @@
-"""DI Orchestrator v1 API (``/v1alpha2``): a coordinator asks for collectors and learners.
+"""DI Orchestrator v1 API (``/v1alpha2``, and ``/v1alpha1`` as DI-engine's own client and its
+``ding -m dist --add/--delete/--restart`` commands call it): a coordinator asks for collectors
+and learners.
 
 A job is named by ``namespace`` + ``coordinator`` (its coordinator replica, ``<job>-coordinator-0``,
 ``<job>-coordinator`` or the job name). ``POST`` / ``DELETE /v1alpha2/replicas`` add or remove
@@ -23,6 +25,8 @@ from flexjob.server.jobs import JobService, scale_counts
 from flexjob.server.metrics import ServerMetrics
 
 GPU_RESOURCE = "nvidia.com/gpu"
+#: The path versions this API answers on: DI-engine's client defaults to v1alpha1.
+VERSIONS = ("v1alpha2", "v1alpha1")
 NAME = Field(min_length=1, max_length=253)
 
 
@@ -123,7 +127,9 @@ class V1Api:
     def listing(self, job: ElasticJob) -> JobResponse:
         out = JobResponse(namespace=job.namespace, coordinator=coordinator_of(job))
         for replica, address in self.store.replicas(job):
-            entry = address or replica.name
+            if address is None:
+                continue
+            entry = address
             if replica.type is ReplicaType.COLLECTOR:
                 out.collectors.append(entry)
             elif replica.type is ReplicaType.LEARNER:
@@ -212,27 +218,27 @@ def _names(replicas: Sequence[Replica], rtype: ReplicaType) -> list[str]:
     return [r.name for r in replicas if r.type is rtype]
 
 
-def router(store: JobService, metrics: ServerMetrics) -> APIRouter:
-    api = APIRouter(prefix="/v1alpha2", tags=["v1alpha2"])
+def router(store: JobService, metrics: ServerMetrics, version: str = VERSIONS[0]) -> APIRouter:
+    api = APIRouter(prefix=f"/{version}", tags=[version])
     v1 = V1Api(store, metrics)
 
-    @api.get("/replicas", response_model=Envelope[list[JobResponse]])
+    @api.get("/replicas", response_model=Envelope[JobResponse | list[JobResponse]])
     def get_replicas(
         namespace: str | None = Query(None, min_length=1, max_length=253),
         coordinator: str | None = Query(None, min_length=1, max_length=253),
         aggregator: str | None = Query(None, min_length=1, max_length=253),
-    ) -> Envelope[list[JobResponse]]:
-        """Collectors, learners and aggregators per job, filtered."""
+    ) -> Envelope[JobResponse | list[JobResponse]]:
+        """Collectors, learners and aggregators: of the job of ``coordinator`` or of
+        ``aggregator`` (one object), else of every job in ``namespace`` (a list)."""
         if aggregator is not None:
             if namespace is None:
                 raise InvalidSpecError("namespace: required with aggregator")
-            return ok([_of_aggregator(v1, namespace, aggregator)])
-        jobs = store.platform.list_jobs(namespace)
+            return ok(_of_aggregator(v1, namespace, aggregator))
         if coordinator is not None:
-            jobs = [j for j in jobs if coordinator in coordinator_names(j)]
-            if not jobs:
-                raise NotFoundError(f"coordinator: no job has coordinator {coordinator!r}")
-        return ok([v1.listing(job) for job in jobs])
+            if namespace is None:
+                raise InvalidSpecError("namespace: required with coordinator")
+            return ok(v1.listing(v1.find(namespace, coordinator)))
+        return ok([v1.listing(job) for job in store.platform.list_jobs(namespace)])
 
     @api.post("/replicas", response_model=Envelope[JobResponse])
     def add_replicas(body: JobRequest) -> Envelope[JobResponse]:
@@ -259,11 +265,11 @@ def _of_aggregator(v1: V1Api, namespace: str, aggregator: str) -> JobResponse:
         if found is None or found[0].type is not ReplicaType.AGGREGATOR:
             continue
         learner = replica_name(job.name, ReplicaType.LEARNER, found[0].index)
-        served = [a or r.name for r, a in listing.values() if r.name == learner]
+        served = [a for r, a in listing.values() if r.name == learner and a is not None]
         return JobResponse(
             namespace=namespace,
             coordinator=coordinator_of(job),
             learners=served,
-            aggregators=[found[1] or aggregator],
+            aggregators=[found[1]] if found[1] else [],
         )
     raise NotFoundError(f"aggregator: no aggregator {aggregator!r} in namespace {namespace!r}")

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 import yaml
 
-from flexjob.api import ElasticJob, ReplicaType, SpecError
+from flexjob.api import ElasticJob, ReplicaBounds, ReplicaType, SpecError, replica_bounds
+from flexjob.api.bounds import DI_MAX_REPLICAS
 from flexjob.api.load import dump_yaml, job_from_dict, load_job, load_scale_plan
 from tests.api.specs import EXAMPLES, JOB_EXAMPLES
 
@@ -80,12 +81,22 @@ def test_dijob_v1_keeps_priority_class_and_aggregator_config() -> None:
         ReplicaType.COORDINATOR,
         ReplicaType.COLLECTOR,
         ReplicaType.LEARNER,
+        ReplicaType.AGGREGATOR,
     }
     config = job.spec.aggregator_config
     assert config is not None
     assert config["metadata"]["name"] == "aggregator-config"
     container = config["spec"]["aggregator"]["template"]["spec"]["containers"][0]
     assert container["ports"] == [{"containerPort": 22272, "name": "di-port"}]
+
+
+def test_dijob_v1_templates_are_recipes_one_coordinator_and_the_rest_on_request() -> None:
+    specs = load_job(EXAMPLES / "dijob-v1.yaml").spec.replica_specs
+    assert replica_bounds(specs[ReplicaType.COORDINATOR]) == ReplicaBounds(1, 1, 1)
+    for rtype in (ReplicaType.COLLECTOR, ReplicaType.LEARNER, ReplicaType.AGGREGATOR):
+        assert replica_bounds(specs[rtype]) == ReplicaBounds(0, 0, DI_MAX_REPLICAS)
+    aggregator = specs[ReplicaType.AGGREGATOR].template.spec.containers[0]
+    assert aggregator.ports[0].container_port == 22272
 
 
 def test_dijob_v1_without_coordinator_is_rejected() -> None:

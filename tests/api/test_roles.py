@@ -9,7 +9,9 @@ from flexjob.api.roles import (
     TRAINING_TYPES,
     controlling_type,
     creation_order,
+    driving_type,
     main_training_type,
+    on_request_types,
     scalable_types,
     scaling_target,
 )
@@ -86,3 +88,12 @@ def test_scale_limits_name_the_declared_bound_a_request_breaks() -> None:
     assert scale_limits(spec, 3) is None
     assert scale_limits(ReplicaSpec(replicas=1), 7) is None
     assert scale_limits(ReplicaSpec(replicas=1), -1) == "below 0"
+
+
+def test_a_coordinator_drives_its_job_and_the_other_di_roles_come_on_request() -> None:
+    di = [R.COORDINATOR, R.COLLECTOR, R.LEARNER, R.AGGREGATOR]
+    assert driving_type(di) is R.COORDINATOR
+    assert creation_order(di)[0] is R.COORDINATOR
+    assert on_request_types(di) == [R.COLLECTOR, R.LEARNER, R.AGGREGATOR]
+    assert on_request_types([R.COLLECTOR, R.LEARNER]) == []  # DIJob v2: tasks keep replicas
+    assert [ROLE_TRAITS[t].default_port for t in di] == [22273, 22270, 22271, 22272]

@@ -94,6 +94,7 @@ class Sim:
     job_deleted: bool = False
     foreign: list[Replica] = field(default_factory=list)
     job_master: JobMasterConfig | None = None
+    server_url: str | None = None
     _uid: int = 0
 
     @property
@@ -110,6 +111,7 @@ class Sim:
             services=list(self.services.values()),
             plan=plan,
             job_master=self.job_master,
+            server_url=self.server_url,
         )
         self.job = self.job.model_copy(update={"status": status})
         for action in actions:
@@ -134,6 +136,13 @@ class Sim:
     def finish(self, name: str, code: int) -> None:
         phase = ReplicaPhase.SUCCEEDED if code == 0 else ReplicaPhase.FAILED
         self.replicas[name] = replace(self.replicas[name], phase=phase, exit_code=code)
+
+    def ask(self, **counts: int) -> None:
+        """Set desired counts as the server does when a coordinator asks (``status.replicas``)."""
+        assert self.job.status is not None
+        status = self.job.status.model_copy(deep=True)
+        status.replicas.update({ReplicaType(t): n for t, n in counts.items()})
+        self.job = self.job.model_copy(update={"status": status})
 
     def advance(self, seconds: float) -> None:
         self.now += timedelta(seconds=seconds)

@@ -1,6 +1,10 @@
 """Job objects for server tests."""
 
+from typing import Any
+
 from flexjob.api import ElasticJob, ObjectMeta, ReplicaSpec, ReplicaType
+from flexjob.api.defaults import apply_defaults
+from flexjob.api.load import job_from_dict
 
 
 def elastic_job(
@@ -26,23 +30,41 @@ def elastic_job(
 def di_v1_job(
     name: str = "cartpole", *, learner_gpus: int = 0, aggregator: bool = True
 ) -> ElasticJob:
-    learner: dict[str, object] = {"replicas": 1}
-    if learner_gpus:
-        learner["template"] = {
-            "spec": {
-                "containers": [
-                    {"name": "learner", "resources": {"limits": {"nvidia.com/gpu": learner_gpus}}}
-                ]
-            }
+    """A DIJob v1 as a user writes it (templates only), read and defaulted as the operator does;
+    with ``aggregator``, the cluster's AggregatorConfig beside it."""
+
+    def role(rtype: str, port: int, gpus: int = 0) -> dict[str, Any]:
+        container: dict[str, Any] = {
+            "name": rtype,
+            "image": "opendilab/ding:v0.5.3",
+            "ports": [{"containerPort": port}],
         }
-    specs: dict[str, object] = {
-        "coordinator": {"replicas": 1},
-        "collector": {"replicas": 1},
-        "learner": learner,
-    }
+        if gpus:
+            container["resources"] = {"limits": {"nvidia.com/gpu": gpus}}
+        return {"template": {"spec": {"containers": [container]}}}
+
+    docs: list[dict[str, Any]] = [
+        {
+            "apiVersion": "diengine.opendilab.org/v1alpha1",
+            "kind": "DIJob",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {
+                "coordinator": role("coordinator", 22273),
+                "collector": role("collector", 22270),
+                "learner": role("learner", 22271, learner_gpus),
+            },
+        }
+    ]
     if aggregator:
-        specs["aggregator"] = {"replicas": 0}
-    return ElasticJob(metadata=ObjectMeta(name=name), spec={"replicaSpecs": specs})
+        docs.append(
+            {
+                "apiVersion": "diengine.opendilab.org/v1alpha1",
+                "kind": "AggregatorConfig",
+                "metadata": {"name": "aggregator-config"},
+                "spec": {"aggregator": role("aggregator", 22272)},
+            }
+        )
+    return apply_defaults(job_from_dict(docs[0], docs[1:]))
 
 
 __all__ = ["ReplicaType", "di_v1_job", "elastic_job"]

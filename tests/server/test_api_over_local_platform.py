@@ -1,10 +1,6 @@
 """The HTTP API over the local platform, with the local operator loop creating and deleting the
 replicas it asks for (real processes, SQLite job store)."""
 
-import os
-import socket
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +14,7 @@ from flexjob.platform.local import LocalPlatform
 from flexjob.server.app import create_app
 from tests.support.local_jobs import local_job, wait_for_file_then_exit
 from tests.support.polling import wait_until
+from tests.support.server_process import flexjob_server
 
 
 @pytest.fixture
@@ -87,46 +84,11 @@ def test_scaling_a_non_preemptible_job_is_409_and_changes_nothing(
         _finish(loop, stop)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[str]:
     """``flexjob server`` as a process over the local platform in ``tmp_path/home``."""
-    port = _free_port()
-    env = {**os.environ, "FLEXJOB_HOME": str(tmp_path / "home"), "FLEXJOB_SERVER_TOKEN": "t0k"}
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "flexjob",
-            "server",
-            "--port",
-            str(port),
-            "--platform",
-            "local",
-            "--log-level",
-            "warning",
-        ],
-        env=env,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until(lambda: _healthy(url), timeout=30, what="flexjob server /healthz")
+    with flexjob_server(tmp_path / "home", token="t0k") as url:
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-
-
-def _healthy(url: str) -> bool:
-    try:
-        return httpx.get(f"{url}/healthz", timeout=1).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 def test_flexjob_server_process_scales_a_job_the_local_operator_runs(

@@ -1,6 +1,9 @@
+import json
+
 from fastapi.testclient import TestClient
 
 from flexjob.api import ReplicaPhase, ReplicaType
+from flexjob.api.bounds import DI_MAX_REPLICAS
 from flexjob.platform.api import Replica
 
 from .jobs import di_v1_job
@@ -21,10 +24,10 @@ def test_post_adds_collectors_and_learners_and_names_the_new_replicas(
     resp = client.post("/v1alpha2/replicas", json=body)
     assert resp.status_code == 200, resp.text
     data = resp.json()["data"]
-    assert data["collectors"] == ["cartpole-collector-1", "cartpole-collector-2"]
-    assert data["learners"] == ["cartpole-learner-1"]
+    assert data["collectors"] == ["cartpole-collector-0", "cartpole-collector-1"]
+    assert data["learners"] == ["cartpole-learner-0"]
     status = memory.get_job("default", "cartpole").status
-    assert status.replicas == {ReplicaType.COLLECTOR: 3, ReplicaType.LEARNER: 2}
+    assert status.replicas == {ReplicaType.COLLECTOR: 2, ReplicaType.LEARNER: 1}
 
 
 def test_a_learner_with_more_than_one_gpu_gets_an_aggregator_in_front(
@@ -57,7 +60,25 @@ def test_delete_removes_the_highest_indices(client: TestClient, memory: MemoryPl
         "DELETE", "/v1alpha2/replicas", json={**BASE, "collectors": {"replicas": 1}}
     )
     assert resp.status_code == 200, resp.text
-    assert resp.json()["data"]["collectors"] == ["cartpole-collector-2"]
+    assert resp.json()["data"]["collectors"] == ["cartpole-collector-1"]
+
+
+def test_a_coordinator_may_ask_up_to_the_on_request_bound_and_give_all_back(
+    client: TestClient, memory: MemoryPlatform
+) -> None:
+    memory.create_job(di_v1_job())
+    most = {**BASE, "collectors": {"replicas": DI_MAX_REPLICAS}}
+    assert client.post("/v1alpha2/replicas", json=most).status_code == 200
+    resp = client.post("/v1alpha2/replicas", json={**BASE, "collectors": {"replicas": 1}})
+    assert resp.status_code == 409
+    assert resp.json()["message"].endswith(f"above maxReplicas {DI_MAX_REPLICAS}")
+    assert client.request("DELETE", "/v1alpha2/replicas", json=most).status_code == 200
+    resp = client.request(
+        "DELETE", "/v1alpha2/replicas", json={**BASE, "collectors": {"replicas": 1}}
+    )
+    assert resp.status_code == 409
+    assert resp.json()["message"].endswith("below minReplicas 0")
+    assert memory.get_job("default", "cartpole").status.replicas[ReplicaType.COLLECTOR] == 0
 
 
 def test_get_filters_by_namespace_and_coordinator(
@@ -68,10 +89,15 @@ def test_get_filters_by_namespace_and_coordinator(
         _replica("cartpole-collector-0", ReplicaType.COLLECTOR, 0, ReplicaPhase.RUNNING),
         address="10.0.0.1:22270",
     )
+    memory.add_replica(  # no address yet: not listed (DI's client splits entries at ':')
+        _replica("cartpole-collector-1", ReplicaType.COLLECTOR, 1, ReplicaPhase.PENDING)
+    )
     resp = client.get("/v1alpha2/replicas", params=BASE)
     assert resp.status_code == 200
-    (job,) = resp.json()["data"]
+    job = resp.json()["data"]
     assert job["collectors"] == ["10.0.0.1:22270"]
+    listed = client.get("/v1alpha1/replicas", params={"namespace": "default"}).json()["data"]
+    assert [j["collectors"] for j in listed] == [["10.0.0.1:22270"]]
     assert client.get("/v1alpha2/replicas", params={"namespace": "other"}).json()["data"] == []
 
 
@@ -80,13 +106,18 @@ def test_get_by_aggregator_lists_the_learner_it_serves(
 ) -> None:
     memory.create_job(di_v1_job())
     memory.add_replica(
-        _replica("cartpole-aggregator-0", ReplicaType.AGGREGATOR, 0, ReplicaPhase.RUNNING)
+        _replica("cartpole-aggregator-0", ReplicaType.AGGREGATOR, 0, ReplicaPhase.RUNNING),
+        address="10.0.0.9:22272",
     )
-    memory.add_replica(_replica("cartpole-learner-0", ReplicaType.LEARNER, 0, ReplicaPhase.RUNNING))
-    memory.add_replica(_replica("cartpole-learner-1", ReplicaType.LEARNER, 1, ReplicaPhase.RUNNING))
+    for i in (0, 1):
+        memory.add_replica(
+            _replica(f"cartpole-learner-{i}", ReplicaType.LEARNER, i, ReplicaPhase.RUNNING),
+            address=f"10.0.0.{i + 1}:22271",
+        )
     params = {"namespace": "default", "aggregator": "cartpole-aggregator-0"}
-    (job,) = client.get("/v1alpha2/replicas", params=params).json()["data"]
-    assert job["learners"] == ["cartpole-learner-0"]
+    job = client.get("/v1alpha2/replicas", params=params).json()["data"]
+    assert job["learners"] == ["10.0.0.1:22271"]
+    assert job["aggregators"] == ["10.0.0.9:22272"]
 
 
 def test_failed_replicas_are_removed_for_the_operator_to_recreate(
@@ -130,3 +161,13 @@ def test_a_non_numeric_gpu_count_is_422_naming_learners_gpus(
     )
     assert resp.status_code == 422
     assert "learners.gpus" in resp.json()["message"]
+
+
+def test_a_body_without_content_type_is_read_as_json_as_di_engines_client_sends_it(
+    client: TestClient, memory: MemoryPlatform
+) -> None:
+    memory.create_job(di_v1_job())
+    body = json.dumps({**BASE, "collectors": {"replicas": 1}})
+    resp = client.post("/v1alpha1/replicas", content=body)
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["data"]["collectors"] == ["cartpole-collector-0"]

@@ -1,7 +1,14 @@
+from typing import Any
+
+import yaml
 from fastapi.testclient import TestClient
 
-from flexjob.api import ReplicaPhase, ReplicaType
+from flexjob.api import ElasticJob, ReplicaPhase, ReplicaType
+from flexjob.api.bounds import DI_MAX_REPLICAS
+from flexjob.api.defaults import apply_defaults
+from flexjob.api.load import job_from_dict
 from flexjob.platform.api import Replica
+from tests.api.specs import EXAMPLES
 
 from .jobs import elastic_job
 from .memory_platform import MemoryPlatform
@@ -117,3 +124,44 @@ def test_profilings_without_data_is_422_naming_data(
     resp = client.post(f"{JOB}/profilings", json={"values": {}})
     assert resp.status_code == 422
     assert "data" in resp.json()["message"]
+
+
+DI_V2 = "/v2alpha1/default.gobigger-test.1/replicas"
+
+
+def scale_di_v2(
+    client: TestClient, method: str, replicas: int, rtype: str
+) -> tuple[int, dict[str, Any]]:
+    """Scale the stored DIJob v2 example's ``rtype`` task; the status code and the body."""
+    resp = client.request(method, DI_V2, json={"replicas": replicas, "type": rtype})
+    return resp.status_code, resp.json()
+
+
+def di_v2_job(preemptible: bool) -> ElasticJob:
+    """The DIJob v2 example as the operator stores it (read, defaulted)."""
+    raw = yaml.safe_load((EXAMPLES / "dijob-v2.yaml").read_text())
+    raw["spec"]["preemptible"] = preemptible
+    return apply_defaults(job_from_dict(raw))
+
+
+def test_a_converted_preemptible_dijob_v2_scales_within_its_bounds(
+    client: TestClient, memory: MemoryPlatform
+) -> None:
+    memory.create_job(di_v2_job(preemptible=True))
+    code, body = scale_di_v2(client, "POST", 2, "collector")
+    assert code == 200, body
+    assert (body["data"]["previous"], body["data"]["replicas"]) == (2, 4)
+    assert scale_di_v2(client, "DELETE", 3, "collector")[0] == 200
+    code, body = scale_di_v2(client, "DELETE", 1, "collector")
+    assert (code, body["message"].endswith("below minReplicas 1")) == (409, True)
+    code, body = scale_di_v2(client, "POST", DI_MAX_REPLICAS, "learner")
+    assert (code, body["message"].endswith(f"above maxReplicas {DI_MAX_REPLICAS}")) == (409, True)
+
+
+def test_a_converted_dijob_v2_that_is_not_preemptible_keeps_its_counts(
+    client: TestClient, memory: MemoryPlatform
+) -> None:
+    memory.create_job(di_v2_job(preemptible=False))
+    code, body = scale_di_v2(client, "POST", 1, "collector")
+    assert code == 409
+    assert "not preemptible" in body["message"]

@@ -3,7 +3,11 @@ or none) and v1 (coordinator, collector, learner, plus the cluster's ``Aggregato
 
 Every field the formats carry lands in the ``ElasticJob``: a v2 task becomes the replica spec of
 its type (``none`` → ``worker``) and keeps its name; a v1 ``AggregatorConfig`` found beside the
-job is kept whole in ``spec.aggregatorConfig``.
+job is kept whole in ``spec.aggregatorConfig`` and its template becomes the ``aggregator``
+replica spec. A v1 role's template is a recipe, not a count: collectors, learners and
+aggregators start at 0 replicas and the coordinator asks the server for them (up to
+``api.bounds.DI_MAX_REPLICAS`` of each). A task of a preemptible v2 job keeps its replicas at
+start and may be scaled between 1 and ``DI_MAX_REPLICAS``.
 """
 
 from enum import StrEnum
@@ -12,6 +16,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from flexjob.api.base import ApiModel
+from flexjob.api.bounds import DI_MAX_REPLICAS
 from flexjob.api.enums import CleanPodPolicy, ReplicaType
 from flexjob.api.job import ElasticJobSpec, NonNegative, ReplicaSpec
 from flexjob.api.meta import ObjectMeta
@@ -82,7 +87,10 @@ def convert_v2(raw: dict[str, Any], companions: list[dict[str, Any]]) -> Convert
             )
             continue
         replica_specs[rtype] = ReplicaSpec(
-            replicas=task.replicas, name=task.name, template=task.template
+            replicas=task.replicas,
+            name=task.name,
+            template=task.template,
+            **_preemptible_bounds(job.spec.preemptible, task.replicas),
         )
         paths[f"spec.replicaSpecs.{rtype}"] = f"spec.tasks[{i}]"
     if problems:
@@ -96,6 +104,14 @@ def convert_v2(raw: dict[str, Any], companions: list[dict[str, Any]]) -> Convert
         volumes=job.spec.volumes,
     )
     return native_job(job.metadata, spec, paths)
+
+
+def _preemptible_bounds(preemptible: bool | None, replicas: int | None) -> dict[str, int]:
+    """A preemptible DIJob v2 task scales between 1 and ``DI_MAX_REPLICAS`` (its count the
+    start); a task of a job that is not preemptible keeps its count."""
+    if not preemptible:
+        return {}
+    return {"min_replicas": 1, "max_replicas": max(DI_MAX_REPLICAS, replicas or 1)}
 
 
 class RoleSpec(ApiModel):
@@ -140,14 +156,22 @@ def convert_v1(raw: dict[str, Any], companions: list[dict[str, Any]]) -> Convert
     }
     aggregators = [c for c in companions if c.get("kind") == KIND_AGGREGATOR_CONFIG]
     aggregator_config = None
+    specs = {
+        t: ReplicaSpec(replicas=1, template=r.template)
+        if t is ReplicaType.COORDINATOR
+        else on_request_spec(r)
+        for t, r in roles.items()
+        if r
+    }
     if aggregators:
         config = parse(AggregatorConfig, aggregators[0], base=KIND_AGGREGATOR_CONFIG)
         aggregator_config = config.model_dump(
             mode="json", by_alias=True, exclude_none=True, include={"metadata", "spec"}
         )
         aggregator_config["metadata"] = config.metadata.to_wire()
+        specs[ReplicaType.AGGREGATOR] = on_request_spec(config.spec.aggregator)
     spec = ElasticJobSpec(
-        replica_specs={t: ReplicaSpec(template=r.template) for t, r in roles.items() if r},
+        replica_specs=specs,
         group=job.spec.group,
         priority_class_name=job.spec.priority_class_name,
         clean_pod_policy=job.spec.clean_pod_policy,
@@ -156,7 +180,17 @@ def convert_v1(raw: dict[str, Any], companions: list[dict[str, Any]]) -> Convert
     )
     paths = {f"spec.replicaSpecs.{t}": f"spec.{t}" for t in roles}
     paths["spec.aggregatorConfig"] = KIND_AGGREGATOR_CONFIG
+    paths[f"spec.replicaSpecs.{ReplicaType.AGGREGATOR}"] = (
+        f"{KIND_AGGREGATOR_CONFIG}.spec.aggregator"
+    )
     return native_job(job.metadata, spec, paths)
+
+
+def on_request_spec(role: RoleSpec) -> ReplicaSpec:
+    """The replica spec of a role created only as the coordinator asks: none at start."""
+    return ReplicaSpec(
+        replicas=0, min_replicas=0, max_replicas=DI_MAX_REPLICAS, template=role.template
+    )
 
 
 READERS = (

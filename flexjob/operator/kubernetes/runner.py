@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import os
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 import kopf
 import kubernetes.client
 
-from flexjob.api.names import GROUP
+from flexjob.api.names import ENV_SERVER_URL, GROUP
 from flexjob.core.job_master import (
     KUBERNETES_STATE_ROOT,
     JobMasterConfig,
@@ -160,9 +161,11 @@ def make_queue(
     """The work queue whose workers run ``reconcile_job`` (each applying ``parallel`` actions
     at a time) in threads."""
 
+    server_url = os.environ.get(ENV_SERVER_URL)
+
     async def handle(key: JobKey) -> object:
         return await asyncio.to_thread(
-            reconcile_job, platform, key[0], key[1], clock(), parallel, job_master
+            reconcile_job, platform, key[0], key[1], clock(), parallel, job_master, server_url
         )
 
     return JobQueue(handle, workers=workers)

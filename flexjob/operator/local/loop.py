@@ -67,8 +67,11 @@ class LocalJobLoop:
         clock: Clock = utc_now,
         observer: Observer | None = None,
         job_master: JobMasterConfig | None = None,
+        server_url: str | None = None,
     ) -> None:
         self.platform = platform
+        #: The flexjob server DI coordinators ask (``KUBERNETES_SERVER_URL``).
+        self.server_url = server_url
         self.job_master = job_master
         self.namespace = namespace
         self.name = name
@@ -78,7 +81,12 @@ class LocalJobLoop:
 
     def step(self) -> RoundResult:
         passed = reconcile_job(
-            self.platform, self.namespace, self.name, self.clock(), job_master=self.job_master
+            self.platform,
+            self.namespace,
+            self.name,
+            self.clock(),
+            job_master=self.job_master,
+            server_url=self.server_url,
         )
         if passed is None:
             self._stop_orphans()

@@ -21,7 +21,7 @@ from pathlib import Path
 from types import FrameType
 
 from flexjob.api import ElasticJob, JobPhase
-from flexjob.api.names import ENV_HOME
+from flexjob.api.names import ENV_HOME, ENV_SERVER_URL
 from flexjob.core.job_master import master_token_file
 from flexjob.core.phases import set_phase, timestamp
 from flexjob.core.status_patch import StatusOwner, owner_patch
@@ -73,6 +73,7 @@ def run_job(
         interval=interval,
         observer=each_round,
         job_master=options,
+        server_url=os.environ.get(ENV_SERVER_URL),
     )
     try:
         for adopted in platform.runtime.adopt(namespace, name):

@@ -1,0 +1,47 @@
+"""``flexjob server`` as a real process over the local platform, bound to 127.0.0.1."""
+
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+from tests.support.polling import wait_until
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _healthy(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/healthz", timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+@contextmanager
+def flexjob_server(home: Path, token: str | None = None) -> Iterator[str]:
+    """Run ``flexjob server --platform local`` on a free loopback port with ``FLEXJOB_HOME`` at
+    ``home`` (and ``token`` when given); yields its URL, stops it on exit."""
+    port = free_port()
+    env = {**os.environ, "FLEXJOB_HOME": str(home)}
+    env.pop("FLEXJOB_SERVER_TOKEN", None)
+    if token is not None:
+        env["FLEXJOB_SERVER_TOKEN"] = token
+    command = [sys.executable, "-m", "flexjob", "server", "--port", str(port)]
+    command += ["--platform", "local", "--log-level", "warning"]
+    proc = subprocess.Popen(command, env=env)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until(lambda: _healthy(url), timeout=30, what="flexjob server /healthz")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
