@@ -53,6 +53,10 @@ DEFAULT_PS_PORT = 50002
 # before the trainer starts: the agent, `flexjob run`; else the trainer asks the master).
 ENV_NUM_PS = "FLEXJOB_NUM_PS"
 ENV_PS_ADDRESSES = "FLEXJOB_PS_ADDRESSES"
+# Where each `flexjob ps` of a job writes its partition checkpoints (shared by the whole PS set;
+# unset: no PS checkpoints), and every how many seconds.
+ENV_PS_CHECKPOINT_DIR = "FLEXJOB_PS_CHECKPOINT_DIR"
+ENV_PS_CHECKPOINT_INTERVAL = "FLEXJOB_PS_CHECKPOINT_INTERVAL"
 
 # torch's own variables, set by the agent (and by the trainer helpers after each re-formed world).
 ENV_RANK = "RANK"
@@ -75,6 +79,7 @@ ENV_STATUS_FILE = "FLEXJOB_STATUS_FILE"
 KV_STEP = "flexjob/progress/step"  # rank 0's step, for progress displays
 KV_IN_PLACE = "flexjob/in-place"  # set once the trainer helpers run: workers join by themselves
 KV_PS_ADDRESS_PREFIX = "flexjob/ps/address/"  # + PS index: where that PS replica serves
+KV_PS_CHECKPOINT_REQUEST = "flexjob/ps/checkpoint-request"  # a new value: every PS checkpoints
 # The job's measured goodput profilings (JSON, the ``status.profilings`` format the Allocator
 # reads: step times per shape, local batch, gradient noise scale), from trainer.goodput.
 KV_PROFILINGS = "flexjob/profilings"

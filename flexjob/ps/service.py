@@ -9,12 +9,14 @@ side. Counts requests for requests/s and samples the process's CPU and memory (p
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import ExitStack
 
 import numpy as np
 import psutil
 
 from flexjob.api.errors import InvalidSpecError
+from flexjob.core.ps.checkpoint import PsSnapshot, restore, snapshot
 from flexjob.core.ps.store import ModelSpec, PsStore
 from flexjob.rpc.ps_api import Floats, Ids, PsStats
 
@@ -103,6 +105,39 @@ class PsService:
             num_ps=self.num_ps,
             tables=tables,
         )
+
+    # ---- checkpoints ----
+    @property
+    def configured(self) -> bool:
+        return self._store.configured
+
+    def snapshot(self) -> tuple[PsSnapshot, float]:
+        """A copy of the partition, and the seconds every call was blocked making it."""
+        start = time.perf_counter()
+        with ExitStack() as held:
+            held.enter_context(self._model_lock)
+            held.enter_context(self._dense_lock)
+            for name in sorted(self._table_locks):
+                held.enter_context(self._table_locks[name])
+            snap = snapshot(self._store, self.index, self.num_ps)
+        return snap, time.perf_counter() - start
+
+    def restore(self, snapshots: Sequence[PsSnapshot]) -> int:
+        """Take this PS's share of a whole earlier set's ``snapshots`` (before serving);
+        returns the rows loaded."""
+        with self._model_lock, self._dense_lock:
+            loaded = restore(self._store, snapshots, self.index, self.num_ps)
+            for name in self._store.tables:
+                self._table_locks.setdefault(name, threading.Lock())
+        log.info(
+            "event=ps_restored index=%d num_ps=%d from_num_ps=%d rows=%d version=%d",
+            self.index,
+            self.num_ps,
+            snapshots[0].num_ps,
+            loaded,
+            self._store.version,
+        )
+        return loaded
 
     def _count(self) -> None:
         self._requests += 1  # a lost increment under a race only blurs a rate

@@ -63,6 +63,7 @@ class EmbeddingTable:
         self.optimizer = optimizer
         self._seed = table_seed(spec.seed, spec.name)
         self._index: dict[int, int] = {}
+        self._ids = np.empty(0, dtype=np.int64)  # slot → id, so export copies slabs only
         self._rows = np.empty((0, spec.dim), dtype=np.float32)
         self._slots = {n: np.empty((0, spec.dim), dtype=np.float32) for n in optimizer.slot_names}
         self._steps = np.empty(0, dtype=np.int64)
@@ -110,15 +111,14 @@ class EmbeddingTable:
         return int(unique.size)
 
     def export(self) -> RowsExport:
-        """Every row created so far, in slot order."""
+        """Every row created so far, in slot order: contiguous copies of the slabs' filled
+        part, so a checkpoint's in-memory copy costs one memcpy per array."""
         n = self.num_rows
-        ids = np.fromiter(self._index.keys(), dtype=np.int64, count=n)
-        order = np.fromiter(self._index.values(), dtype=np.intp, count=n)
         return RowsExport(
-            ids,
-            self._rows[order].copy(),
-            {k: v[order].copy() for k, v in self._slots.items()},
-            self._steps[order].copy(),
+            self._ids[:n].copy(),
+            self._rows[:n].copy(),
+            {k: v[:n].copy() for k, v in self._slots.items()},
+            self._steps[:n].copy(),
         )
 
     def load(self, rows: RowsExport) -> None:
@@ -155,6 +155,7 @@ class EmbeddingTable:
         end = start + new_ids.size
         self._grow(end)
         index.update(zip(new_ids.tolist(), range(start, end), strict=True))
+        self._ids[start:end] = new_ids
         self._rows[start:end] = initial_rows(
             new_ids, self.spec.dim, self._seed, self.spec.init_scale
         )
@@ -179,3 +180,6 @@ class EmbeddingTable:
         steps = np.zeros(new_cap, dtype=np.int64)
         steps[:capacity] = self._steps
         self._steps = steps
+        ids = np.zeros(new_cap, dtype=np.int64)
+        ids[:capacity] = self._ids
+        self._ids = ids
