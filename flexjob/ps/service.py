@@ -10,7 +10,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import ExitStack
 
 import numpy as np
 import psutil
@@ -18,9 +17,13 @@ import psutil
 from flexjob.api.errors import InvalidSpecError
 from flexjob.core.ps.checkpoint import PsSnapshot, restore, snapshot
 from flexjob.core.ps.store import ModelSpec, PsStore
+from flexjob.core.ps.table import RowsExport
 from flexjob.rpc.ps_api import Floats, Ids, PsStats
 
 log = logging.getLogger(__name__)
+
+#: Rows copied per hold of a table's lock while checkpointing (about 4 MiB at 16 floats).
+SNAPSHOT_CHUNK_ROWS = 65_536
 
 
 class PsService:
@@ -112,15 +115,31 @@ class PsService:
         return self._store.configured
 
     def snapshot(self) -> tuple[PsSnapshot, float]:
-        """A copy of the partition, and the seconds every call was blocked making it."""
-        start = time.perf_counter()
-        with ExitStack() as held:
-            held.enter_context(self._model_lock)
-            held.enter_context(self._dense_lock)
-            for name in sorted(self._table_locks):
-                held.enter_context(self._table_locks[name])
-            snap = snapshot(self._store, self.index, self.num_ps)
-        return snap, time.perf_counter() - start
+        """A copy of the partition, and the longest time any call waited for it.
+
+        Each table is copied in chunks of ``SNAPSHOT_CHUNK_ROWS`` rows, holding that table's
+        lock for one chunk at a time into buffers prepared outside every lock: a call waits
+        at most one chunk's copy. Each row is copied whole between two pushes, so every row
+        is one of its real states; rows created after the copy began are left for the next
+        checkpoint (they are new, and "updates since the last checkpoint may be lost" holds).
+        """
+        longest = 0.0
+        rows: dict[str, RowsExport] = {}
+        for name in sorted(self._table_locks):
+            table, lock = self._store.tables[name], self._table_locks[name]
+            with lock:
+                n = table.num_rows
+            out = table.empty_export(n)
+            for start in range(0, n, SNAPSHOT_CHUNK_ROWS):
+                began = time.perf_counter()
+                with lock:
+                    table.export_into(out, start, min(n, start + SNAPSHOT_CHUNK_ROWS))
+                longest = max(longest, time.perf_counter() - began)
+            rows[name] = out
+        began = time.perf_counter()
+        with self._model_lock, self._dense_lock:
+            snap = snapshot(self._store, self.index, self.num_ps, rows)
+        return snap, max(longest, time.perf_counter() - began)
 
     def restore(self, snapshots: Sequence[PsSnapshot]) -> int:
         """Take this PS's share of a whole earlier set's ``snapshots`` (before serving);

@@ -48,8 +48,12 @@ class PsSnapshot:
         return sum(r.ids.size for r in self.rows.values())
 
 
-def snapshot(store: PsStore, index: int, num_ps: int) -> PsSnapshot:
-    """A copy of ``store`` that later pushes do not change (the caller holds its locks)."""
+def snapshot(
+    store: PsStore, index: int, num_ps: int, rows: Mapping[str, RowsExport] | None = None
+) -> PsSnapshot:
+    """A copy of ``store`` that later pushes do not change (the caller holds its locks);
+    ``rows``: the tables' rows, already copied by the caller (``EmbeddingTable.export_into``),
+    else every table is exported here."""
     if store.optimizer is None:
         raise InvalidSpecError("model: this PS has no model yet; nothing to checkpoint")
     dense = {
@@ -66,7 +70,7 @@ def snapshot(store: PsStore, index: int, num_ps: int) -> PsSnapshot:
         version=store.version,
         optimizer=store.optimizer,
         tables=tuple(t.spec for t in store.tables.values()),
-        rows={name: t.export() for name, t in store.tables.items()},
+        rows=dict(rows) if rows is not None else {n: t.export() for n, t in store.tables.items()},
         dense=dense,
     )
 
@@ -106,10 +110,22 @@ def restore(store: PsStore, snapshots: Sequence[PsSnapshot], index: int, num_ps:
     store.version = max(s.version for s in snapshots)
     loaded = 0
     for spec in first.tables:
-        for part in _rows_owned(snapshots, spec.name, index, num_ps):
-            store.tables[spec.name].load(part)
-            loaded += part.ids.size
+        parts = _rows_owned(snapshots, spec.name, index, num_ps)
+        if parts:  # one load of all parts: an empty table takes them without a row-by-row walk
+            store.tables[spec.name].load(_concatenated(parts))
+            loaded += sum(p.ids.size for p in parts)
     return loaded
+
+
+def _concatenated(parts: Sequence[RowsExport]) -> RowsExport:
+    if len(parts) == 1:
+        return parts[0]
+    return RowsExport(
+        np.concatenate([p.ids for p in parts]),
+        np.concatenate([p.rows for p in parts]),
+        {k: np.concatenate([p.slots[k] for p in parts]) for k in parts[0].slots},
+        np.concatenate([p.steps for p in parts]),
+    )
 
 
 def _rows_owned(
@@ -121,7 +137,9 @@ def _rows_owned(
         if rows is None or rows.ids.size == 0:
             continue
         keep = np.flatnonzero(row_owners(rows.ids, num_ps) == index)
-        if keep.size:
+        if keep.size == rows.ids.size:  # the whole partition (a relaunched PS): no gather
+            parts.append(rows)
+        elif keep.size:
             parts.append(
                 RowsExport(
                     rows.ids[keep],

@@ -121,9 +121,48 @@ class EmbeddingTable:
             self._steps[:n].copy(),
         )
 
+    def empty_export(self, n: int) -> RowsExport:
+        """Arrays for ``n`` exported rows, already written once (so the pages exist and a
+        later ``export_into`` under the PS's lock is a plain memory copy)."""
+        dim = self.spec.dim
+        out = RowsExport(
+            np.zeros(n, dtype=np.int64),
+            np.zeros((n, dim), dtype=np.float32),
+            {k: np.zeros((n, dim), dtype=np.float32) for k in self._slots},
+            np.zeros(n, dtype=np.int64),
+        )
+        out.ids.fill(0)
+        out.steps.fill(0)
+        for a in (out.rows, *out.slots.values()):
+            a.fill(0)
+        return out
+
+    def export_into(self, out: RowsExport, start: int, end: int) -> None:
+        """Copy the rows in slots ``[start, end)`` into the same slots of ``out``."""
+        out.ids[start:end] = self._ids[start:end]
+        out.rows[start:end] = self._rows[start:end]
+        out.steps[start:end] = self._steps[start:end]
+        for k, v in self._slots.items():
+            out.slots[k][start:end] = v[start:end]
+
     def load(self, rows: RowsExport) -> None:
-        """Take ``rows`` (from another partition's ``export``) as they are."""
-        where = self._slots_of(self._checked(rows.ids))
+        """Take ``rows`` (from another partition's ``export``) as they are. Into an empty
+        table (a PS restoring) the slabs are filled directly, with no initial values made."""
+        ids = self._checked(rows.ids)
+        if not self._index and ids.size:
+            index = dict(zip(ids.tolist(), range(ids.size), strict=True))
+            if len(index) != ids.size:
+                raise InvalidSpecError(f"ids: duplicate ids in rows loaded into {self.spec.name!r}")
+            self._grow(ids.size)
+            self._index = index
+            n = ids.size
+            self._ids[:n] = ids
+            self._rows[:n] = rows.rows
+            self._steps[:n] = rows.steps
+            for name, values in rows.slots.items():
+                self._slots[name][:n] = values
+            return
+        where = self._slots_of(ids)
         self._rows[where] = rows.rows
         self._steps[where] = rows.steps
         for name, values in rows.slots.items():
