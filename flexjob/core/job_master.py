@@ -119,10 +119,7 @@ def master_replica_spec(job: ElasticJob, options: JobMasterConfig) -> ReplicaSpe
     """The replica spec of ``job``'s implicit master: ``flexjob master`` with the job's
     ``MasterConfig`` in ``FLEXJOB_MASTER_CONFIG``. A spec no master can run with raises
     ``InvalidSpecError`` naming the field."""
-    job_dir = None
-    if options.state_root:
-        incarnation = f"master-{job.metadata.uid or 'unknown'}"
-        job_dir = "/".join((options.state_root, job.namespace, job.name, incarnation))
+    job_dir = incarnation_dir(job, options, "master") or None
     config = MasterConfig.from_job(
         job,
         host=options.host,
@@ -149,14 +146,28 @@ def master_replica_spec(job: ElasticJob, options: JobMasterConfig) -> ReplicaSpe
     )
 
 
-def ps_replica_spec(spec: ReplicaSpec, options: JobMasterConfig) -> ReplicaSpec:
-    """A ``ps`` replica spec whose main container runs ``flexjob ps`` on a port of its own."""
+def incarnation_dir(job: ElasticJob, options: JobMasterConfig, kind: str) -> str:
+    """``<state_root>/<ns>/<job>/<kind>-<uid>``: the folder one incarnation of ``job`` keeps
+    ``kind``'s state in; "" when the operator keeps no state."""
+    if not options.state_root:
+        return ""
+    incarnation = f"{kind}-{job.metadata.uid or 'unknown'}"
+    return "/".join((options.state_root, job.namespace, job.name, incarnation))
+
+
+def ps_replica_spec(
+    spec: ReplicaSpec, options: JobMasterConfig, checkpoint_dir: str = ""
+) -> ReplicaSpec:
+    """A ``ps`` replica spec whose main container runs ``flexjob ps`` on a port of its own,
+    checkpointing its partition to ``checkpoint_dir`` (shared by the job's PS set) if given."""
     template = spec.template.model_copy(deep=True)
     if not template.spec.containers:
         template.spec.containers = [Container(name="ps")]
     main = template.spec.containers[0]
     main.command = list(options.command)
     main.args = [str(traits(ReplicaType.PS).builtin_command), "--host", options.host]
+    if checkpoint_dir:
+        main.args += ["--checkpoint-dir", checkpoint_dir]
     if options.image and not main.image:
         main.image = options.image
     if not main.ports:
@@ -176,7 +187,7 @@ def with_job_master(job: ElasticJob, options: JobMasterConfig | None) -> Elastic
         specs = {ReplicaType.MASTER: master_replica_spec(job, options), **specs}
     ps = specs.get(ReplicaType.PS)
     if ps is not None and not _has_own_command(ps):
-        specs[ReplicaType.PS] = ps_replica_spec(ps, options)
+        specs[ReplicaType.PS] = ps_replica_spec(ps, options, incarnation_dir(job, options, "ps"))
     if specs == job.spec.replica_specs:
         return job
     return job.model_copy(update={"spec": job.spec.model_copy(update={"replica_specs": specs})})
