@@ -13,6 +13,7 @@ import pytest
 LAYERS = (
     "api",
     "core",
+    "observe",
     "rpc",
     "platform",
     "master",
@@ -23,6 +24,7 @@ LAYERS = (
     "server",
     "scheduler",
     "brain",
+    "client",
     "cli",
 )
 ROOT = Path(__file__).resolve().parents[1] / "flexjob"

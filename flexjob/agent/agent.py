@@ -17,8 +17,10 @@ import threading
 import time
 from types import FrameType
 
+from flexjob.agent import observing
 from flexjob.agent.config import AgentConfig, WorkerState
 from flexjob.agent.monitor import ResourceMonitor
+from flexjob.agent.oom import oom_kills
 from flexjob.agent.workers import Worker, status_path, wait_ready
 from flexjob.api import names
 from flexjob.api.errors import FlexjobError
@@ -58,8 +60,11 @@ class ElasticAgent:
         self.client = client or MasterClient(config.master, self.node)
         self.workers: list[Worker] = []
         self.restarts = 0
+        #: OOM kills in this container's memory cgroup already accounted for.
+        self._oom_kills = oom_kills() or 0
         self.round = -1
         self._monitor = ResourceMonitor()
+        self._step_clock = observing.StepClock()
         self._last_stats = 0.0
         self._stopping = threading.Event()
         self._job_in_place = False
@@ -74,9 +79,12 @@ class ElasticAgent:
         signal.signal(signal.SIGTERM, _terminate)
         beat = threading.Thread(target=self._heartbeats, name="flexjob-heartbeat", daemon=True)
         beat.start()
+        endpoint = observing.serve(self._run_dir, self.config.node_id)
         try:
             return self._supervise()
         finally:
+            if endpoint is not None:
+                endpoint.stop()
             self._stopping.set()
             beat.join(timeout=5.0)
             for w in self.workers:
@@ -216,9 +224,14 @@ class ElasticAgent:
         c = self.config
         code = next((w.exit_code for w in failed if w.exit_code), 1) or 1
         restarting = self.restarts < c.max_restarts
+        kills = oom_kills()
+        oom_killed = kills is not None and kills > self._oom_kills
+        self._oom_kills = kills if kills is not None else self._oom_kills
         for w in failed:
             ident = self._identity(w.local_rank)
             reason = f"worker {w.local_rank} exited with {w.exit_code}"
+            if oom_killed and w.exit_code in (-signal.SIGKILL, 128 + signal.SIGKILL):
+                reason = f"worker {w.local_rank} was OOMKilled (exit code 137)"
             log.warning("node %s: %s (restarting=%s)", c.node_id, reason, restarting)
             if ident.process_id == c.node_id:
                 self.client.report_failure(reason, code, restarting)
@@ -228,6 +241,7 @@ class ElasticAgent:
         if not restarting:
             return code
         self.restarts += 1
+        observing.restarted(c.job_name, c.node_id)
         in_place = self._in_place()
         self._restart(failed if in_place else self.workers)
         return None
@@ -247,6 +261,7 @@ class ElasticAgent:
             return
         self._last_stats = now
         s = self._monitor.sample(self.workers)
+        self._step_clock.observe(self.config.job_name, self.config.node_id, s)
         self.client.report_stats(
             s.cpu_percent, s.memory_bytes, s.step, s.samples_per_second, s.world_size, s.timestamp
         )

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from flexjob.agent.progress import ProgressLine
 from flexjob.api import names
+from flexjob.observe import timeline
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,7 @@ class RunConfig:
     last_call_timeout: float = 1.0
     heartbeat_timeout: float = 10.0
     progress: bool = True
+    plot: str | None = None  # a PNG of the job's timeline, written when the run ends
     env: dict[str, str] = field(default_factory=dict)
     num_ps: int = 0  # parameter-server replicas to start beside the master (`--ps N`)
 
@@ -153,8 +155,11 @@ def run_job(opts: RunConfig) -> int:
             cmd = agent_command(address, f"worker-{i}", i, opts, job_dir)
             agents.append(subprocess.Popen(cmd, env=env, start_new_session=True))
         progress = ProgressLine(address, enabled=opts.progress)
+        follower = timeline.Follower(Path(job_dir))
         while any(a.poll() is None for a in agents):
             progress.update()
+            for line in follower.new_lines():
+                print(f"flexjob: {line}", file=sys.stderr, flush=True)
             time.sleep(0.2)
         codes = [a.returncode for a in agents]
         finished = progress.finished()
@@ -174,3 +179,12 @@ def run_job(opts: RunConfig) -> int:
             _stop(server, 10.0)
         if master_proc is not None:
             master_proc.stop()
+        if opts.plot:
+            _plot(Path(job_dir), Path(opts.plot), opts.job_name)
+
+
+def _plot(job_dir: Path, path: Path, title: str) -> None:
+    from flexjob.observe.plot import save_plot
+
+    save_plot(timeline.read(job_dir), path, title)
+    print(f"flexjob: timeline plot written to {path}", file=sys.stderr, flush=True)

@@ -44,6 +44,13 @@ ENV_CPU = "FLEXJOB_CPU"
 ENV_MEMORY_MIB = "FLEXJOB_MEMORY_MIB"
 ENV_GPU = "FLEXJOB_GPU"
 
+# The job master's bearer token (``rpc.auth``): the token itself (on Kubernetes from the job's
+# Secret through ``secretKeyRef``), or a file holding it (locally a 0600 file in the job dir).
+ENV_MASTER_TOKEN = "FLEXJOB_MASTER_TOKEN"
+ENV_MASTER_TOKEN_FILE = "FLEXJOB_MASTER_TOKEN_FILE"
+# The brain's bearer token (``flexjob brain --token``; clients send it).
+ENV_BRAIN_TOKEN = "FLEXJOB_BRAIN_TOKEN"
+
 DEFAULT_NAMESPACE = "default"
 DEFAULT_MASTER_PORT = 50001
 DEFAULT_PS_PORT = 50002
@@ -77,9 +84,18 @@ ENV_STATUS_FILE = "FLEXJOB_STATUS_FILE"
 
 # Keys in the job master's KV store.
 KV_STEP = "flexjob/progress/step"  # rank 0's step, for progress displays
+KV_LOSS = "flexjob/progress/loss"  # rank 0's last reported loss (ElasticTrainer.report_loss)
 KV_IN_PLACE = "flexjob/in-place"  # set once the trainer helpers run: workers join by themselves
 KV_PS_ADDRESS_PREFIX = "flexjob/ps/address/"  # + PS index: where that PS replica serves
 KV_PS_CHECKPOINT_REQUEST = "flexjob/ps/checkpoint-request"  # a new value: every PS checkpoints
 # The job's measured goodput profilings (JSON, the ``status.profilings`` format the Allocator
 # reads: step times per shape, local batch, gradient noise scale), from trainer.goodput.
 KV_PROFILINGS = "flexjob/profilings"
+
+# Prometheus metrics of a flexjob process (master, agent, operator, brain): where its /metrics
+# endpoint listens ("HOST:PORT"; port 0 picks a free one; "off" serves none; default
+# 127.0.0.1:0), and the bearer token a scraper must send when HOST is not a loopback address.
+ENV_METRICS_ADDR = "FLEXJOB_METRICS_ADDR"
+ENV_METRICS_TOKEN = "FLEXJOB_METRICS_TOKEN"
+DEFAULT_METRICS_ADDR = "127.0.0.1:0"
+METRICS_PORT = 9464  # the fixed port the Kubernetes manifests expose and annotate for scraping

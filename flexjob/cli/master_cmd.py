@@ -92,7 +92,14 @@ def master(
     except (ValueError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    raise typer.Exit(run_master(cfg))
+    from flexjob.rpc.auth import InsecureBindError
+
+    try:
+        code = run_master(cfg)
+    except InsecureBindError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    raise typer.Exit(code)
 
 
 def _own_address(address: str) -> tuple[str | None, int | None]:

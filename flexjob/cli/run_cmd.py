@@ -56,6 +56,9 @@ def run(
         "their addresses in $FLEXJOB_PS_ADDRESSES.",
     ),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress line."),
+    plot: str | None = typer.Option(
+        None, "--plot", help="Write a PNG of throughput and world size over time here."
+    ),
     verbose: bool = typer.Option(False, "-v", "--verbose"),
 ) -> None:
     """Run a training script on elastic nodes of this machine (torchrun-compatible flags)."""
@@ -82,6 +85,7 @@ def run(
             last_call_timeout=last_call_timeout,
             heartbeat_timeout=heartbeat_timeout,
             progress=not no_progress,
+            plot=plot,
             num_ps=ps,
         )
     except ValueError as exc:

@@ -24,8 +24,12 @@ runs is its ``builtin_command`` in ``api.roles``.
 How the master runs comes from the driver (``JobMasterConfig``): locally
 ``sys.executable -m flexjob``, on Kubernetes the operator's own image (``FLEXJOB_IMAGE``).
 The master's typed ``MasterConfig`` (``core.master_config``) travels as JSON in
-``FLEXJOB_MASTER_CONFIG``; the master binds the port of its ``FLEXJOB_MASTER`` address. Pure:
-no I/O.
+``FLEXJOB_MASTER_CONFIG``; the master binds the port of its ``FLEXJOB_MASTER`` address. The
+job's token reaches the master and every replica in the environment, never on a command line:
+locally ``FLEXJOB_MASTER_TOKEN_FILE`` names the 0600 file
+``<token_root>/<ns>/<job>/master.token`` (the local operator writes it), on Kubernetes
+``FLEXJOB_MASTER_TOKEN`` comes from the Secret ``<job>-master-token`` (``secretKeyRef``; the
+operator creates it, owned by the job). Pure: no I/O.
 """
 
 from collections.abc import Mapping
@@ -40,7 +44,7 @@ from flexjob.api import (
     RestartPolicy,
     names,
 )
-from flexjob.api.names import ENV_MASTER_CONFIG
+from flexjob.api.names import ENV_MASTER_CONFIG, ENV_MASTER_TOKEN, ENV_MASTER_TOKEN_FILE
 from flexjob.api.pod import ContainerPort, PodSpec, PodTemplateSpec
 from flexjob.api.roles import traits
 from flexjob.core.master_config import MasterConfig
@@ -50,6 +54,13 @@ MASTER_CONTAINER = "master"
 #: The service account implicit masters run as on Kubernetes (``flexjob manifests install``
 #: creates it with ``operator.manifests.JOB_MASTER_RULES``).
 JOB_MASTER_SERVICE_ACCOUNT = "flexjob-job-master"
+#: The key of the token in a job's master-token Secret.
+SECRET_TOKEN_KEY = "token"
+TOKEN_FILE = "master.token"
+#: Where implicit masters on Kubernetes keep their state when given a volume for it.
+KUBERNETES_STATE_ROOT = "/var/lib/flexjob/masters"
+#: The name of that volume in the master pod.
+STATE_VOLUME = "flexjob-master-state"
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +75,13 @@ class JobMasterConfig:
     folder per job incarnation, so a restarted master continues and a re-submitted job of the
     same name starts fresh); "" = no state kept across master restarts; ``service_account``:
     the pod's ``serviceAccountName`` (Kubernetes: the identity allowed to write ScalePlans;
-    "" = the namespace's default; the local platform ignores it).
+    "" = the namespace's default; the local platform ignores it); ``token_root``: where the
+    local operator keeps each job's token file (``master_token_file``; "" = none);
+    ``token_secret``: give every replica the token of the job's Secret
+    (``master_token_secret``, Kubernetes); ``state_claim``: a
+    PersistentVolumeClaim (in the job's namespace) mounted at ``state_root`` in master pods,
+    so that a master pod that is killed and relaunched continues where it was (Kubernetes;
+    "" = no volume: a relaunched master starts from nothing).
     """
 
     command: tuple[str, ...] = ("python", "-m", "flexjob")
@@ -74,18 +91,37 @@ class JobMasterConfig:
     env: Mapping[str, str] = field(default_factory=dict)
     state_root: str = ""
     service_account: str = ""
+    token_root: str = ""
+    token_secret: bool = False
+    state_claim: str = ""
 
 
-def kubernetes_job_master(image: str) -> JobMasterConfig:
+def master_token_file(root: str, namespace: str, job: str) -> str:
+    """The local token file of ``job``: ``<root>/<namespace>/<job>/master.token``."""
+    return "/".join((root, namespace, job, TOKEN_FILE))
+
+
+def master_token_secret(job: str) -> str:
+    """The name of the Secret holding ``job``'s master token (Kubernetes)."""
+    return f"{job}-master-token"
+
+
+def kubernetes_job_master(
+    image: str, state_claim: str = "", state_root: str = KUBERNETES_STATE_ROOT
+) -> JobMasterConfig:
     """Implicit masters on Kubernetes: ``image`` (the operator's own, ``FLEXJOB_IMAGE``) runs
     ``python -m flexjob master`` bound to all addresses, writing ScalePlan objects as the
-    ``flexjob-job-master`` service account (``flexjob manifests install`` grants it)."""
+    ``flexjob-job-master`` service account (``flexjob manifests install`` grants it); with
+    ``state_claim``, its state lives on that claim's volume, mounted at ``state_root``."""
     return JobMasterConfig(
         command=("python", "-m", "flexjob"),
         image=image,
         host="0.0.0.0",
         scale_plan_platform="kubernetes",
         service_account=JOB_MASTER_SERVICE_ACCOUNT,
+        token_secret=True,
+        state_root=state_root if state_claim else "",
+        state_claim=state_claim,
     )
 
 
@@ -115,11 +151,26 @@ def needs_job_master(job: ElasticJob) -> bool:
     return flexjob_rdzv or spec.dataset is not None or spec.batch is not None or has_ps
 
 
+def incarnation_dir(state_root: str, job: ElasticJob, kind: str) -> str:
+    """``<state_root>/<ns>/<job>/<kind>-<uid>``: the folder one incarnation of ``job`` keeps
+    ``kind``'s state in (a new uid, a fresh folder)."""
+    incarnation = f"{kind}-{job.metadata.uid or 'unknown'}"
+    return "/".join((state_root, job.namespace, job.name, incarnation))
+
+
+def master_job_dir(state_root: str, job: ElasticJob) -> str:
+    """Where the implicit master of this incarnation of ``job`` keeps its state and
+    timeline, under ``state_root``."""
+    return incarnation_dir(state_root, job, "master")
+
+
 def master_replica_spec(job: ElasticJob, options: JobMasterConfig) -> ReplicaSpec:
     """The replica spec of ``job``'s implicit master: ``flexjob master`` with the job's
     ``MasterConfig`` in ``FLEXJOB_MASTER_CONFIG``. A spec no master can run with raises
     ``InvalidSpecError`` naming the field."""
-    job_dir = incarnation_dir(job, options, "master") or None
+    job_dir = None
+    if options.state_root:
+        job_dir = master_job_dir(options.state_root, job)
     config = MasterConfig.from_job(
         job,
         host=options.host,
@@ -135,24 +186,23 @@ def master_replica_spec(job: ElasticJob, options: JobMasterConfig) -> ReplicaSpe
         args=args,
         env=[EnvVar(name=k, value=v) for k, v in env.items()],
     )
+    volumes: list[dict[str, object]] = []
+    if options.state_claim and options.state_root:
+        claim = {"claimName": options.state_claim}
+        volumes.append({"name": STATE_VOLUME, "persistentVolumeClaim": claim})
+        mount = {"name": STATE_VOLUME, "mountPath": options.state_root}
+        container = Container.model_validate({**container.to_wire(), "volumeMounts": [mount]})
     return ReplicaSpec(
         replicas=1,
         restart_policy=RestartPolicy.ON_FAILURE,
         template=PodTemplateSpec(
             spec=PodSpec(
-                containers=[container], service_account_name=options.service_account or None
+                containers=[container],
+                volumes=volumes,
+                service_account_name=options.service_account or None,
             )
         ),
     )
-
-
-def incarnation_dir(job: ElasticJob, options: JobMasterConfig, kind: str) -> str:
-    """``<state_root>/<ns>/<job>/<kind>-<uid>``: the folder one incarnation of ``job`` keeps
-    ``kind``'s state in; "" when the operator keeps no state."""
-    if not options.state_root:
-        return ""
-    incarnation = f"{kind}-{job.metadata.uid or 'unknown'}"
-    return "/".join((options.state_root, job.namespace, job.name, incarnation))
 
 
 def ps_replica_spec(
@@ -187,7 +237,34 @@ def with_job_master(job: ElasticJob, options: JobMasterConfig | None) -> Elastic
         specs = {ReplicaType.MASTER: master_replica_spec(job, options), **specs}
     ps = specs.get(ReplicaType.PS)
     if ps is not None and not _has_own_command(ps):
-        specs[ReplicaType.PS] = ps_replica_spec(ps, options, incarnation_dir(job, options, "ps"))
+        checkpoints = incarnation_dir(options.state_root, job, "ps") if options.state_root else ""
+        specs[ReplicaType.PS] = ps_replica_spec(ps, options, checkpoints)
+    if flexjob_runs_master(job):
+        return _with_job_token(job, specs, options)
     if specs == job.spec.replica_specs:
         return job
     return job.model_copy(update={"spec": job.spec.model_copy(update={"replica_specs": specs})})
+
+
+def _with_job_token(
+    job: ElasticJob, specs: dict[ReplicaType, ReplicaSpec], options: JobMasterConfig
+) -> ElasticJob:
+    """``job`` with ``specs`` and the master's token reaching every replica: a 0600 file's
+    path locally, the job's Secret on Kubernetes."""
+    envs = dict(job.spec.envs)
+    if options.token_root:
+        envs[ENV_MASTER_TOKEN_FILE] = master_token_file(options.token_root, job.namespace, job.name)
+    if options.token_secret:
+        specs = {t: _with_secret_token(s, job.name) for t, s in specs.items()}
+    update = {"replica_specs": specs, "envs": envs}
+    return job.model_copy(update={"spec": job.spec.model_copy(update=update)})
+
+
+def _with_secret_token(spec: ReplicaSpec, job: str) -> ReplicaSpec:
+    """``spec`` whose containers read ``FLEXJOB_MASTER_TOKEN`` from the job's Secret."""
+    ref = {"secretKeyRef": {"name": master_token_secret(job), "key": SECRET_TOKEN_KEY}}
+    template = spec.template.model_copy(deep=True)
+    for container in template.spec.containers:
+        kept = [e for e in container.env if e.name != ENV_MASTER_TOKEN]
+        container.env = [*kept, EnvVar.model_validate({"name": ENV_MASTER_TOKEN, "valueFrom": ref})]
+    return spec.model_copy(update={"template": template})

@@ -1,6 +1,8 @@
 """``MasterClient``: a synchronous, typed client of the job master for agents and trainers.
 
-Every method is one RPC returning an ``rpc.messages`` data class. Calls that cannot reach the master
+Every method is one RPC returning an ``rpc.messages`` data class. Every call carries the job's
+token (``rpc.auth.master_token``: ``FLEXJOB_MASTER_TOKEN`` or ``FLEXJOB_MASTER_TOKEN_FILE``)
+when one is set. Calls that cannot reach the master
 (connection refused, master restarting, deadline hit) are retried with exponential backoff
 until ``retry_deadline`` seconds have passed, so a master restart is survivable; then
 ``UnavailableError``. Errors the master answers are raised as ``api.errors`` errors.
@@ -16,6 +18,7 @@ import grpc
 from flexjob.core.batch import RankBatch
 from flexjob.core.dataset import Dataset
 from flexjob.rpc import convert
+from flexjob.rpc.auth import AUTHORIZATION, bearer, master_token
 from flexjob.rpc.convert import NodeLike
 from flexjob.rpc.gen import master_pb2 as pb
 from flexjob.rpc.gen import master_pb2_grpc as pb_grpc
@@ -51,7 +54,8 @@ class MasterClient:
 
     ``timeout``: seconds per attempt; ``retry_deadline``: seconds to keep retrying an
     unreachable master; ``channel``: share one channel between many clients (e.g. simulated
-    agents), else each client opens its own."""
+    agents), else each client opens its own; ``token``: the master's bearer token (default:
+    from the environment, ``rpc.auth.master_token``)."""
 
     def __init__(
         self,
@@ -62,8 +66,11 @@ class MasterClient:
         retry_deadline: float = 60.0,
         max_backoff: float = 1.0,
         channel: grpc.Channel | None = None,
+        token: str | None = None,
     ) -> None:
         self.address = address
+        token = token if token is not None else master_token()
+        self._metadata = ((AUTHORIZATION, bearer(token)),) if token else None
         self._node = convert.node_to_pb(node)
         self._timeout = timeout
         self._retry_deadline = retry_deadline
@@ -189,4 +196,5 @@ class MasterClient:
             timeout=self._timeout,
             retry_deadline=self._retry_deadline,
             max_backoff=self._max_backoff,
+            metadata=self._metadata,
         )

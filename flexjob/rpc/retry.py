@@ -39,6 +39,7 @@ def call_with_retry(
     timeout: float,
     retry_deadline: float,
     max_backoff: float = 1.0,
+    metadata: tuple[tuple[str, str], ...] | None = None,
 ) -> T:
     """``method(request)``, retried while ``what`` (e.g. "master 10.0.0.1:5000") is
     unreachable for up to ``retry_deadline`` seconds; then ``UnavailableError``."""
@@ -46,7 +47,7 @@ def call_with_retry(
     backoff = 0.05
     while True:
         try:
-            return method(request, timeout=timeout, wait_for_ready=False)
+            return method(request, timeout=timeout, wait_for_ready=False, metadata=metadata)
         except grpc.RpcError as exc:
             answered = answered_error(exc)
             if answered is not None:

@@ -16,6 +16,7 @@ from flexjob.trainer.world import Generation, WorldInfo, world_info
 
 if TYPE_CHECKING:
     from flexjob.trainer.checkpoint import Checkpointer
+    from flexjob.trainer.data_sampler import ElasticDistributedSampler
     from flexjob.trainer.elastic import ElasticTrainer, Step
     from flexjob.trainer.link import replica_link
     from flexjob.trainer.ps_set import PsSet
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Batch",
     "Checkpointer",
+    "ElasticDistributedSampler",
     "ElasticSampler",
     "ElasticTrainer",
     "Generation",
@@ -43,6 +45,7 @@ __all__ = [
 
 _LAZY = {
     "Checkpointer": "flexjob.trainer.checkpoint",
+    "ElasticDistributedSampler": "flexjob.trainer.data_sampler",
     "ElasticTrainer": "flexjob.trainer.elastic",
     "Step": "flexjob.trainer.elastic",
     "PsSet": "flexjob.trainer.ps_set",

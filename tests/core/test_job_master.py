@@ -172,3 +172,63 @@ def test_failed_implicit_master_is_restarted_within_backoff_limit() -> None:
     assert sim.phase is JobPhase.RESTARTING
     sim.settle()
     assert "demo-master-0" in sim.replicas
+
+
+def _token_env(sim: Sim) -> dict[str, list[dict[str, object]]]:
+    """Every created replica's env entries for the master token, by short name."""
+    out = {}
+    for actions in sim.history:
+        for action in actions:
+            if isinstance(action, CreateReplica):
+                env = action.request.template.to_wire()["spec"]["containers"][0]["env"]
+                out[action.request.short_name] = [
+                    e for e in env if str(e["name"]).startswith("FLEXJOB_MASTER_TOKEN")
+                ]
+    return out
+
+
+def test_on_kubernetes_every_replica_reads_the_token_from_the_jobs_secret() -> None:
+    sim = Sim(elastic_job(), job_master=kubernetes_job_master("flexjob:1"))
+    sim.settle()
+    ref = {"secretKeyRef": {"name": "demo-master-token", "key": "token"}}
+    expected = [{"name": names.ENV_MASTER_TOKEN, "valueFrom": ref}]
+    assert _token_env(sim) == {"master-0": expected, "worker-0": expected, "worker-1": expected}
+    assert not any("token" in arg for arg in master_request(sim).request.args)
+
+
+def test_locally_every_replica_gets_the_path_of_the_jobs_token_file() -> None:
+    sim = Sim(elastic_job(), job_master=JobMasterConfig(token_root="/home/me/.flexjob/jobs"))
+    sim.settle()
+    path = f"/home/me/.flexjob/jobs/{sim.job.namespace}/demo/master.token"
+    expected = [{"name": names.ENV_MASTER_TOKEN_FILE, "value": path}]
+    assert _token_env(sim) == {"master-0": expected, "worker-0": expected, "worker-1": expected}
+
+
+def test_a_job_without_an_implicit_master_gets_no_token() -> None:
+    sim = Sim(elastic_job(rdzv="c10d"), job_master=kubernetes_job_master("flexjob:1"))
+    sim.settle()
+    assert set(map(len, _token_env(sim).values())) == {0}
+
+
+def test_kubernetes_master_with_a_state_claim_keeps_its_state_on_that_volume() -> None:
+    job = elastic_job()
+    job.metadata.uid = "u-2"
+    sim = Sim(job, job_master=kubernetes_job_master("flexjob:1", state_claim="masters"))
+    sim.settle()
+    request = master_request(sim).request
+    spec = request.template.to_wire()["spec"]
+    assert spec["volumes"] == [
+        {"name": "flexjob-master-state", "persistentVolumeClaim": {"claimName": "masters"}}
+    ]
+    mounts = spec["containers"][0]["volumeMounts"]
+    assert mounts == [{"name": "flexjob-master-state", "mountPath": "/var/lib/flexjob/masters"}]
+    assert (
+        shipped_config(sim).job_dir == f"/var/lib/flexjob/masters/{job.namespace}/demo/master-u-2"
+    )
+
+
+def test_kubernetes_master_without_a_state_claim_has_no_volume_and_no_state() -> None:
+    sim = Sim(elastic_job(), job_master=kubernetes_job_master("flexjob:1"))
+    sim.settle()
+    assert shipped_config(sim).job_dir is None
+    assert not master_request(sim).request.template.to_wire()["spec"].get("volumes")
