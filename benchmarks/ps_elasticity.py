@@ -15,7 +15,6 @@ issue's goal (5 s). Launch time of a bare ``flexjob ps`` (no checkpoint) is show
 
 import argparse
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -28,6 +27,7 @@ import numpy as np
 from flexjob.core.ps.optim import OptimizerKind, OptimizerSpec
 from flexjob.core.ps.store import ModelSpec
 from flexjob.core.ps.table import EmbeddingTable, TableSpec
+from flexjob.platform.local.runtime import free_port
 from flexjob.ps.checkpoint_io import file_name, read_snapshot, write_snapshot
 from flexjob.ps.service import PsService
 from flexjob.rpc.ps_client import PsClient
@@ -86,12 +86,6 @@ def bench_blocking(rows: int, dim: int, repeat: int, directory: Path) -> None:
     print(f"{'baseline: earlier export (dict walk+gather)':<44}{before * 1e3:>10.1f}{'':>9}")
     print(f"{'':<44}{'':>10}{'':>9}{before / ours:>8.1f}x")
     print(f"{'file write (background, not blocking)':<44}{statistics.median(written) * 1e3:>10.1f}")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def launch(port: int, directory: Path) -> subprocess.Popen[bytes]:

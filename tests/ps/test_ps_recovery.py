@@ -4,7 +4,6 @@ checkpoint files round-trip exactly and the newest complete set is the one resto
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ import numpy as np
 
 from flexjob.core.ps.checkpoint import snapshot
 from flexjob.core.ps.store import PsStore
+from flexjob.platform.local.runtime import free_port
 from flexjob.ps.checkpoint_io import file_name, latest_set, read_snapshot, write_snapshot
 from flexjob.rpc.ps_client import PsClient
 from tests.support.polling import wait_until
@@ -21,12 +21,6 @@ from .conftest import MODEL
 
 PS = (sys.executable, "-m", "flexjob", "ps")
 INTERVAL = ("--checkpoint-interval", "0.3")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def start_ps(port: int, directory: Path) -> subprocess.Popen[bytes]:
