@@ -88,6 +88,8 @@ KV_LOSS = "flexjob/progress/loss"  # rank 0's last reported loss (ElasticTrainer
 KV_IN_PLACE = "flexjob/in-place"  # set once the trainer helpers run: workers join by themselves
 KV_PS_ADDRESS_PREFIX = "flexjob/ps/address/"  # + PS index: where that PS replica serves
 KV_PS_CHECKPOINT_REQUEST = "flexjob/ps/checkpoint-request"  # a new value: every PS checkpoints
+KV_PS_VERSION_PREFIX = "flexjob/ps/version/"  # + PS index: its dense version, every few seconds
+KV_PS_LOST_UPDATES = "flexjob/ps/lost-dense-updates"  # dense updates lost to PS restores, summed
 # The job's measured goodput profilings (JSON, the ``status.profilings`` format the Allocator
 # reads: step times per shape, local batch, gradient noise scale), from trainer.goodput.
 KV_PROFILINGS = "flexjob/profilings"

@@ -19,7 +19,7 @@ from flexjob.ps.checkpointer import PsCheckpointer
 from flexjob.ps.service import PsService
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.messages import NodeRef
-from flexjob.rpc.ps_registry import publish_ps
+from flexjob.rpc.ps_registry import publish_ps, report_restore
 from flexjob.rpc.ps_server import serve_ps
 
 log = logging.getLogger(__name__)
@@ -51,11 +51,13 @@ def run_ps(config: PsConfig, stop: threading.Event | None = None) -> int:
         signal.signal(signal.SIGINT, _stop)
     service = PsService(config.index, config.num_ps)
     checkpointer = None
+    restored = False
     if config.checkpoint_dir:
         directory = Path(config.checkpoint_dir)
         earlier = latest_set(directory)
         if earlier:  # restored before serving: no call sees an empty partition
             service.restore(earlier)
+            restored = True
         checkpointer = PsCheckpointer(service, directory, config.checkpoint_interval)
         checkpointer.start()
     server = serve_ps(service, config.host, config.port)
@@ -68,10 +70,16 @@ def run_ps(config: PsConfig, stop: threading.Event | None = None) -> int:
     )
     asked = b""
     try:
+        if master is not None and restored:
+            try:
+                lost = report_restore(master, config.index, service.version)
+                log.warning("event=ps_updates_lost index=%d dense_updates=%d", config.index, lost)
+            except FlexjobError as exc:
+                log.warning("event=ps_report_failed master=%s error=%s", config.master, exc)
         while not stop.is_set():
             if master is not None:
                 try:
-                    publish_ps(master, config.index, address)
+                    publish_ps(master, config.index, address, service.version)
                     request = master.kv_get(names.KV_PS_CHECKPOINT_REQUEST) or b""
                     if request != asked and checkpointer is not None:
                         checkpointer.request()

@@ -114,6 +114,11 @@ class PsService:
     def configured(self) -> bool:
         return self._store.configured
 
+    @property
+    def version(self) -> int:
+        """Dense updates applied so far (a restored PS: counted from its checkpoint)."""
+        return self._store.version
+
     def snapshot(self) -> tuple[PsSnapshot, float]:
         """A copy of the partition, and the longest time any call waited for it.
 

@@ -145,6 +145,8 @@ def test_ctr_job_survives_a_killed_ps_restored_from_its_checkpoint(
 
     ctr_job_meets_its_goals(tmp_path, env, home, kill_ps)
     assert "event=ps_restored index=1 num_ps=2" in flexjob(env, "logs", "ctr-ps", "-r", "ps-1")
+    master_log = flexjob(env, "logs", "ctr-ps", "-r", "master-0")
+    assert "ps 1 relaunched and restored its checkpoint" in master_log  # counted in its stats
 
 
 def test_dlrover_and_elasticdl_ps_formats_run_to_succeeded_with_a_flexjob_master(
