@@ -80,9 +80,7 @@ class PsCheckpointer:
             self._wake.clear()
             try:
                 self.checkpoint_now()
-            except OSError as exc:
-                log.warning(
-                    "event=ps_checkpoint_failed directory=%s error=%s", self._directory, exc
-                )
+            except Exception:  # a failed checkpoint must not end the next ones
+                log.exception("event=ps_checkpoint_failed directory=%s", self._directory)
             if self._stop.is_set():
                 return

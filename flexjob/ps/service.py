@@ -130,7 +130,9 @@ class PsService:
         """
         longest = 0.0
         rows: dict[str, RowsExport] = {}
-        for name in sorted(self._table_locks):
+        with self._model_lock:  # configure adds the tables and their locks under it
+            tables = sorted(self._table_locks)
+        for name in tables:
             table, lock = self._store.tables[name], self._table_locks[name]
             with lock:
                 n = table.num_rows

@@ -12,14 +12,17 @@ import numpy as np
 from flexjob.api import names
 from flexjob.core.master_config import MasterConfig
 from flexjob.master.launch import spawn_master
+from flexjob.ps.checkpoint_io import file_name
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.messages import NodeRef
 from flexjob.rpc.ps_client import PsClient
 from flexjob.rpc.ps_registry import publish_ps, report_restore, resolve_ps
+from tests.support.polling import wait_until
 
 from .conftest import MODEL
 
 PS = (sys.executable, "-m", "flexjob", "ps")
+LONG_INTERVAL = ("--checkpoint-interval", "600")
 
 
 def test_ps_processes_register_with_the_master_and_serve(tmp_path: Path) -> None:
@@ -83,3 +86,29 @@ def test_a_restored_ps_counts_its_lost_dense_updates_in_the_master(tmp_path: Pat
         )
     finally:
         master.stop()
+
+
+def test_a_ps_checkpoints_when_the_masters_kv_asks_for_it(tmp_path: Path) -> None:
+    master = spawn_master(
+        MasterConfig(job_name="ps-ask", job_dir=str(tmp_path / "job"), host_store=False)
+    )
+    ckpt = tmp_path / "ps-ckpt"
+    proc = subprocess.Popen(
+        [*PS, "--master", master.address, "--checkpoint-dir", str(ckpt), *LONG_INTERVAL],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        with MasterClient(master.address, "trainer-0") as mc:
+            (address,) = resolve_ps(mc, 1, timeout=60.0)
+            client = PsClient(address, retry_deadline=10.0)
+            client.configure(MODEL, 1)
+            client.close()
+            assert not (ckpt / file_name(0, 1)).exists()
+            mc.kv_set(names.KV_PS_CHECKPOINT_REQUEST, b"1")
+            wait_until(lambda: (ckpt / file_name(0, 1)).exists(), timeout=30, what="checkpoint")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=30)
+        master.stop()
+    assert code == 0
