@@ -19,6 +19,7 @@ from types import FrameType
 
 from flexjob.agent import observing
 from flexjob.agent.config import AgentConfig, WorkerState
+from flexjob.agent.hang import collective_timeout_for, stalled_for
 from flexjob.agent.monitor import ResourceMonitor
 from flexjob.agent.oom import oom_kills
 from flexjob.agent.workers import Worker, status_path, wait_ready
@@ -32,6 +33,8 @@ from flexjob.trainer.world import Generation, NodeIdentity, world_env
 log = logging.getLogger(__name__)
 
 STATS_INTERVAL_S = 1.0
+#: A heartbeat slower than this means the master was unreachable (the client retried).
+MASTER_SLOW_S = 2.0
 
 
 class AgentError(FlexjobError, RuntimeError):
@@ -69,6 +72,9 @@ class ElasticAgent:
         self._stopping = threading.Event()
         self._job_in_place = False
         self._reply: HeartbeatReply | None = None
+        self._checkpoint_dir: str | None = None
+        self._beat_since: float | None = None  # time.time() the heartbeat in flight began
+        self._master_back_at = 0.0  # time.time() a slow or failed heartbeat ended
         self._run_dir = config.run_dir or os.path.join(
             os.environ.get("TMPDIR", "/tmp"), f"flexjob-{config.job_name}"
         )
@@ -113,9 +119,23 @@ class ElasticAgent:
             }
         )
         env[ENV_AGENT_PID] = str(os.getpid())
+        if names.ENV_CHECKPOINT_DIR not in env:
+            env[names.ENV_CHECKPOINT_DIR] = self._default_checkpoint_dir()
+        collective = collective_timeout_for(c.hang_timeout)
+        if collective is not None and names.ENV_COLLECTIVE_TIMEOUT not in env:
+            env[names.ENV_COLLECTIVE_TIMEOUT] = str(collective)
         path = status_path(self._run_dir, c.node_id, local_rank)
         env[names.ENV_STATUS_FILE] = str(path)
         return Worker(local_rank, env, path)
+
+    def _default_checkpoint_dir(self) -> str:
+        """``<run dir>/checkpoints/<job incarnation>``: shared by this job's restarts, never
+        by another job that re-uses the directory or the name."""
+        if self._checkpoint_dir is None:
+            got = self.client.kv_get(names.KV_INCARNATION)
+            incarnation = got.decode() if got else "job"
+            self._checkpoint_dir = os.path.join(self._run_dir, "checkpoints", incarnation)
+        return self._checkpoint_dir
 
     def _join_and_start(self, workers: list[Worker]) -> None:
         """Wait for ``workers`` to be ready, rendezvous, and start them in the new world."""
@@ -179,10 +199,16 @@ class ElasticAgent:
     def _heartbeats(self) -> None:
         """Background thread: heartbeats never stop while the main loop waits for something."""
         while not self._stopping.wait(self.config.monitor_interval):
+            self._beat_since = started = time.time()
             try:
                 self._reply = self.client.heartbeat()
             except Exception as exc:
                 log.debug("heartbeat failed: %s", exc)
+                self._master_back_at = time.time()
+            finally:
+                self._beat_since = None
+            if time.time() - started > MASTER_SLOW_S:  # it retried: the master was away
+                self._master_back_at = time.time()
 
     def _in_place(self) -> bool:
         """True when the running workers re-form worlds themselves (trainer helpers)."""
@@ -205,6 +231,7 @@ class ElasticAgent:
             states = [w.poll() for w in self.workers]
             if all(s is WorkerState.SUCCEEDED for s in states):
                 return 0
+            self._kill_hung()
             failed = [w for w in self.workers if w.state is WorkerState.FAILED]
             if failed:
                 code = self._on_failure(failed)
@@ -212,6 +239,9 @@ class ElasticAgent:
                     return code
                 continue
             reply = self._reply
+            if reply is not None and reply.job_finished and self._never_joined():
+                log.info("node %s: the job's data is done before its workers joined", c.node_id)
+                return 0
             self._report_stats()
             if reply is None or self._in_place():
                 continue
@@ -219,6 +249,38 @@ class ElasticAgent:
             if changed and any(w.state is WorkerState.RUNNING for w in self.workers):
                 log.info("world changed (round %d): restarting workers", reply.round)
                 self._restart(self.workers)
+
+    def _never_joined(self) -> bool:
+        """True when every running worker uses the trainer helpers and waits for its first
+        world (a node restarted as the job ended: there is nothing left for it to train)."""
+        running = [w for w in self.workers if w.state is WorkerState.RUNNING]
+        statuses = [w.status() for w in running]
+        return bool(running) and all(s is not None and s.round < 0 for s in statuses)
+
+    def _kill_hung(self) -> None:
+        """SIGKILL a running worker whose progress stalled past the hang timeout; the next
+        poll sees it failed and it is restarted like any failed worker. Not while the master
+        is unreachable (trainers wait for it), nor until the timeout passed since it is back."""
+        now = time.time()
+        since = self._beat_since
+        if since is not None and now - since > MASTER_SLOW_S:
+            return  # the master is unreachable: trainers wait for it
+        for w in self.workers:
+            if w.state is not WorkerState.RUNNING:
+                continue
+            idle = stalled_for(w.status(), now, self.config.hang_timeout, self._master_back_at)
+            if idle is not None:
+                log.warning(
+                    "node %s: worker %d (pid %d) made no progress for %.0f s (--hang-timeout "
+                    "%g): killing it as hung",
+                    self.config.node_id,
+                    w.local_rank,
+                    w.pid,
+                    idle,
+                    self.config.hang_timeout,
+                )
+                w.kill()
+                w.poll()
 
     def _on_failure(self, failed: list[Worker]) -> int | None:
         c = self.config
@@ -261,6 +323,8 @@ class ElasticAgent:
             return
         self._last_stats = now
         s = self._monitor.sample(self.workers)
+        if s.memory_bytes == 0:
+            return  # every worker exited since the last poll: nothing to measure
         self._step_clock.observe(self.config.job_name, self.config.node_id, s)
         self.client.report_stats(
             s.cpu_percent, s.memory_bytes, s.step, s.samples_per_second, s.world_size, s.timestamp

@@ -54,10 +54,15 @@ class RunConfig:
     job_dir: str | None = None
     last_call_timeout: float = 1.0
     heartbeat_timeout: float = 10.0
+    hang_timeout: float = 180.0
     progress: bool = True
     plot: str | None = None  # a PNG of the job's timeline, written when the run ends
     env: dict[str, str] = field(default_factory=dict)
     num_ps: int = 0  # parameter-server replicas to start beside the master (`--ps N`)
+
+    def __post_init__(self) -> None:
+        if self.hang_timeout < 0:
+            raise ValueError(f"--hang-timeout must be >= 0 (0 = off), got {self.hang_timeout}")
 
     @property
     def nodes_to_start(self) -> int:
@@ -77,6 +82,7 @@ def agent_command(
         "--max-restarts", str(opts.max_restarts),
         "--monitor-interval", str(opts.monitor_interval),
         "--run-dir", run_dir,
+        "--hang-timeout", str(opts.hang_timeout),
     ]  # fmt: skip
     if opts.module:
         cmd.append("-m")
@@ -123,15 +129,17 @@ def _stop(proc: subprocess.Popen[bytes], grace_s: float) -> None:
 
 def run_job(opts: RunConfig) -> int:
     """Run the job to its end; returns its exit code (130 after Ctrl-C)."""
+    from flexjob.agent.run_supervisor import RunFailure, RunSupervisor
     from flexjob.core.master_config import MasterConfig
     from flexjob.master.launch import MasterProcess, spawn_master
 
     job_dir = opts.job_dir or tempfile.mkdtemp(prefix=f"flexjob-{opts.job_name}-")
     Path(job_dir).mkdir(parents=True, exist_ok=True)
-    master_proc: MasterProcess | None = None
-    agents: list[subprocess.Popen[bytes]] = []
+    supervisor: RunSupervisor | None = None
     servers: list[subprocess.Popen[bytes]] = []
     progress: ProgressLine | None = None
+    config: MasterConfig | None = None
+    master_proc: MasterProcess | None = None
     try:
         if opts.master is None:
             config = MasterConfig(
@@ -151,30 +159,48 @@ def run_job(opts: RunConfig) -> int:
         if opts.num_ps:
             servers = start_ps(address, opts.num_ps, env)
             env.update(ps_env(address, opts.num_ps))
-        for i in range(opts.nodes_to_start):
-            cmd = agent_command(address, f"worker-{i}", i, opts, job_dir)
-            agents.append(subprocess.Popen(cmd, env=env, start_new_session=True))
+
+        def spawn_agent(index: int, node_id: str) -> subprocess.Popen[bytes]:
+            cmd = agent_command(address, node_id, index, opts, job_dir)
+            return subprocess.Popen(cmd, env=env, start_new_session=True)
+
+        supervisor = RunSupervisor(
+            address=address,
+            master=master_proc,
+            master_config=config,
+            spawn_agent=spawn_agent,
+            nodes=opts.nodes_to_start,
+            min_nodes=opts.min_nodes,
+            nproc_per_node=opts.nproc_per_node,
+            max_restarts=opts.max_restarts,
+        )
         progress = ProgressLine(address, enabled=opts.progress)
         follower = timeline.Follower(Path(job_dir))
-        while any(a.poll() is None for a in agents):
+        while supervisor.running:
             progress.update()
+            supervisor.check(progress.finished)
             for line in follower.new_lines():
                 print(f"flexjob: {line}", file=sys.stderr, flush=True)
             time.sleep(0.2)
-        codes = [a.returncode for a in agents]
+        codes = supervisor.codes()
         finished = progress.finished()
         progress.close(final=True)
         if finished and 0 in codes:
             return 0
         return next((c for c in codes if c != 0), 0)
+    except RunFailure as exc:
+        log.error("job %s failed: %s", opts.job_name, exc)
+        return 1
     except KeyboardInterrupt:
         log.warning("interrupted: stopping the job")
         return 130
     finally:
         if progress is not None:
             progress.close()
-        for a in agents:
-            _stop(a, 10.0)
+        if supervisor is not None:
+            for slot in supervisor.agents:
+                _stop(slot.proc, 10.0)
+            master_proc = supervisor.master
         for server in servers:
             _stop(server, 10.0)
         if master_proc is not None:

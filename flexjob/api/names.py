@@ -81,6 +81,11 @@ ENV_STORE_PREFIX = "FLEXJOB_STORE_PREFIX"
 ENV_NODE_RANK = "FLEXJOB_NODE_RANK"
 ENV_NUM_NODES = "FLEXJOB_NUM_NODES"
 ENV_STATUS_FILE = "FLEXJOB_STATUS_FILE"
+# Agent → training process: where the trainer helpers checkpoint unless told otherwise (in the
+# job directory, per job incarnation), and the seconds a collective may wait for a peer (below
+# the agent's hang timeout, so a healthy peer of a hung process leaves the collective first).
+ENV_CHECKPOINT_DIR = "FLEXJOB_CHECKPOINT_DIR"
+ENV_COLLECTIVE_TIMEOUT = "FLEXJOB_COLLECTIVE_TIMEOUT"
 
 # Keys in the job master's KV store.
 KV_STEP = "flexjob/progress/step"  # rank 0's step, for progress displays
@@ -90,6 +95,9 @@ KV_PS_ADDRESS_PREFIX = "flexjob/ps/address/"  # + PS index: where that PS replic
 KV_PS_CHECKPOINT_REQUEST = "flexjob/ps/checkpoint-request"  # a new value: every PS checkpoints
 KV_PS_VERSION_PREFIX = "flexjob/ps/version/"  # + PS index: its dense version, every few seconds
 KV_PS_LOST_UPDATES = "flexjob/ps/lost-dense-updates"  # dense updates lost to PS restores, summed
+# Set once by the first master of a job directory; default checkpoints live under it, so a
+# re-used directory or job name never resumes another job's weights.
+KV_INCARNATION = "flexjob/incarnation"
 # The job's measured goodput profilings (JSON, the ``status.profilings`` format the Allocator
 # reads: step times per shape, local batch, gradient noise scale), from trainer.goodput.
 KV_PROFILINGS = "flexjob/profilings"

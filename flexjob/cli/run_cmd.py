@@ -47,6 +47,11 @@ def run(
     job_dir: str | None = typer.Option(None, "--job-dir", help="Master state and logs."),
     last_call_timeout: float = typer.Option(1.0, "--last-call-timeout"),
     heartbeat_timeout: float = typer.Option(10.0, "--heartbeat-timeout"),
+    hang_timeout: float = typer.Option(
+        180.0,
+        "--hang-timeout",
+        help="Seconds a trainer may make no progress before it is restarted as hung (0: off).",
+    ),
     module: bool = typer.Option(False, "-m", "--module", help="Run SCRIPT as a module."),
     ps: int = typer.Option(
         0,
@@ -84,6 +89,7 @@ def run(
             job_dir=job_dir,
             last_call_timeout=last_call_timeout,
             heartbeat_timeout=heartbeat_timeout,
+            hang_timeout=hang_timeout,
             progress=not no_progress,
             plot=plot,
             num_ps=ps,
@@ -112,6 +118,11 @@ def agent(
     monitor_interval: float = typer.Option(0.5, "--monitor-interval", "--monitor_interval"),
     run_dir: str = typer.Option("", "--run-dir", help="Where worker status files go."),
     address: str = typer.Option("127.0.0.1", "--address", help="This node's reachable host."),
+    hang_timeout: float = typer.Option(
+        180.0,
+        "--hang-timeout",
+        help="Seconds a trainer may make no progress before it is restarted as hung (0: off).",
+    ),
     module: bool = typer.Option(False, "-m", "--module", help="Run SCRIPT as a module."),
     verbose: bool = typer.Option(False, "-v", "--verbose"),
 ) -> None:
@@ -137,6 +148,7 @@ def agent(
             monitor_interval=monitor_interval,
             address=address,
             run_dir=run_dir,
+            hang_timeout=hang_timeout,
         )
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
