@@ -80,6 +80,10 @@ DEFAULT_PS_PORT = 50002
 # before the trainer starts: the agent, `flexjob run`; else the trainer asks the master).
 ENV_NUM_PS = "FLEXJOB_NUM_PS"
 ENV_PS_ADDRESSES = "FLEXJOB_PS_ADDRESSES"
+# Where each `flexjob ps` of a job writes its partition checkpoints (shared by the whole PS set;
+# unset: no PS checkpoints), and every how many seconds.
+ENV_PS_CHECKPOINT_DIR = "FLEXJOB_PS_CHECKPOINT_DIR"
+ENV_PS_CHECKPOINT_INTERVAL = "FLEXJOB_PS_CHECKPOINT_INTERVAL"
 
 # torch's own variables, set by the agent (and by the trainer helpers after each re-formed world).
 ENV_RANK = "RANK"
@@ -108,6 +112,9 @@ KV_STEP = "flexjob/progress/step"  # rank 0's step, for progress displays
 KV_LOSS = "flexjob/progress/loss"  # rank 0's last reported loss (ElasticTrainer.report_loss)
 KV_IN_PLACE = "flexjob/in-place"  # set once the trainer helpers run: workers join by themselves
 KV_PS_ADDRESS_PREFIX = "flexjob/ps/address/"  # + PS index: where that PS replica serves
+KV_PS_CHECKPOINT_REQUEST = "flexjob/ps/checkpoint-request"  # a new value: every PS checkpoints
+KV_PS_VERSION_PREFIX = "flexjob/ps/version/"  # + PS index: its dense version, every few seconds
+KV_PS_LOST_UPDATES = "flexjob/ps/lost-dense-updates"  # dense updates lost to PS restores, summed
 # Set once by the first master of a job directory; default checkpoints live under it, so a
 # re-used directory or job name never resumes another job's weights.
 KV_INCARNATION = "flexjob/incarnation"

@@ -40,6 +40,16 @@ def ps(
     advertise: str | None = typer.Option(
         None, "--advertise", help="Address published to the master [$FLEXJOB_REPLICA_ADDRESS]."
     ),
+    checkpoint_dir: str | None = typer.Option(
+        None,
+        "--checkpoint-dir",
+        help="Write partition checkpoints here and restore from them [$FLEXJOB_PS_CHECKPOINT_DIR].",
+    ),
+    checkpoint_interval: float | None = typer.Option(
+        None,
+        "--checkpoint-interval",
+        help="Seconds between checkpoints [$FLEXJOB_PS_CHECKPOINT_INTERVAL, else 30].",
+    ),
 ) -> None:
     """Serve one partition of a job's dense parameters and embedding tables."""
     import logging
@@ -58,7 +68,18 @@ def ps(
         port=port if port is not None else (int(own_port) if own_port.isdigit() else 0),
         master=master if master is not None else os.environ.get(names.ENV_MASTER, ""),
         advertise=advertise if advertise is not None else own,
+        checkpoint_dir=checkpoint_dir
+        if checkpoint_dir is not None
+        else os.environ.get(names.ENV_PS_CHECKPOINT_DIR, ""),
+        checkpoint_interval=checkpoint_interval
+        if checkpoint_interval is not None
+        else float(_env_int(names.ENV_PS_CHECKPOINT_INTERVAL, 30)),
     )
+    if not config.checkpoint_interval > 0:
+        raise typer.BadParameter(
+            f"--checkpoint-interval must be > 0 seconds, got {config.checkpoint_interval}",
+            param_hint="--checkpoint-interval",
+        )
     if not 0 <= config.index < config.num_ps:
         raise typer.BadParameter(
             f"--index {config.index} must be in [0, --num-ps {config.num_ps})", param_hint="--index"

@@ -153,11 +153,17 @@ def needs_job_master(job: ElasticJob) -> bool:
     return flexjob_rdzv or uses_master or spec.enable_dynamic_sharding is True
 
 
+def incarnation_dir(state_root: str, job: ElasticJob, kind: str) -> str:
+    """``<state_root>/<ns>/<job>/<kind>-<uid>``: the folder one incarnation of ``job`` keeps
+    ``kind``'s state in (a new uid, a fresh folder)."""
+    incarnation = f"{kind}-{job.metadata.uid or 'unknown'}"
+    return "/".join((state_root, job.namespace, job.name, incarnation))
+
+
 def master_job_dir(state_root: str, job: ElasticJob) -> str:
     """Where the implicit master of this incarnation of ``job`` keeps its state and
-    timeline, under ``state_root`` (a new uid, a fresh folder)."""
-    incarnation = f"master-{job.metadata.uid or 'unknown'}"
-    return "/".join((state_root, job.namespace, job.name, incarnation))
+    timeline, under ``state_root``."""
+    return incarnation_dir(state_root, job, "master")
 
 
 def master_replica_spec(job: ElasticJob, options: JobMasterConfig) -> ReplicaSpec:
@@ -201,14 +207,19 @@ def master_replica_spec(job: ElasticJob, options: JobMasterConfig) -> ReplicaSpe
     )
 
 
-def ps_replica_spec(spec: ReplicaSpec, options: JobMasterConfig) -> ReplicaSpec:
-    """A ``ps`` replica spec whose main container runs ``flexjob ps`` on a port of its own."""
+def ps_replica_spec(
+    spec: ReplicaSpec, options: JobMasterConfig, checkpoint_dir: str = ""
+) -> ReplicaSpec:
+    """A ``ps`` replica spec whose main container runs ``flexjob ps`` on a port of its own,
+    checkpointing its partition to ``checkpoint_dir`` (shared by the job's PS set) if given."""
     template = spec.template.model_copy(deep=True)
     if not template.spec.containers:
         template.spec.containers = [Container(name="ps")]
     main = template.spec.containers[0]
     main.command = list(options.command)
     main.args = [str(traits(ReplicaType.PS).builtin_command), "--host", options.host]
+    if checkpoint_dir:
+        main.args += ["--checkpoint-dir", checkpoint_dir]
     if options.image and not main.image:
         main.image = options.image
     if not main.ports:
@@ -228,7 +239,8 @@ def with_job_master(job: ElasticJob, options: JobMasterConfig | None) -> Elastic
         specs = {ReplicaType.MASTER: master_replica_spec(job, options), **specs}
     ps = specs.get(ReplicaType.PS)
     if ps is not None and not _has_own_command(ps):
-        specs[ReplicaType.PS] = ps_replica_spec(ps, options)
+        checkpoints = incarnation_dir(options.state_root, job, "ps") if options.state_root else ""
+        specs[ReplicaType.PS] = ps_replica_spec(ps, options, checkpoints)
     if flexjob_runs_master(job):
         return _with_job_token(job, specs, options)
     if specs == job.spec.replica_specs:

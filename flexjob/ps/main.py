@@ -9,13 +9,17 @@ import logging
 import signal
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from types import FrameType
 
+from flexjob.api import names
 from flexjob.api.errors import FlexjobError
+from flexjob.ps.checkpoint_io import latest_set
+from flexjob.ps.checkpointer import PsCheckpointer
 from flexjob.ps.service import PsService
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.messages import NodeRef
-from flexjob.rpc.ps_registry import publish_ps
+from flexjob.rpc.ps_registry import publish_ps, report_restore
 from flexjob.rpc.ps_server import serve_ps
 
 log = logging.getLogger(__name__)
@@ -31,6 +35,8 @@ class PsConfig:
     port: int = 0
     master: str = ""  # host:port of the job master; "" = register with nobody
     advertise: str = ""  # the address to publish; "" = host:port as bound
+    checkpoint_dir: str = ""  # the job's PS checkpoint directory; "" = no checkpoints
+    checkpoint_interval: float = 30.0
 
 
 def run_ps(config: PsConfig, stop: threading.Event | None = None) -> int:
@@ -44,6 +50,16 @@ def run_ps(config: PsConfig, stop: threading.Event | None = None) -> int:
         signal.signal(signal.SIGTERM, _stop)
         signal.signal(signal.SIGINT, _stop)
     service = PsService(config.index, config.num_ps)
+    checkpointer = None
+    restored = False
+    if config.checkpoint_dir:
+        directory = Path(config.checkpoint_dir)
+        earlier = latest_set(directory)
+        if earlier:  # restored before serving: no call sees an empty partition
+            service.restore(earlier)
+            restored = True
+        checkpointer = PsCheckpointer(service, directory, config.checkpoint_interval)
+        checkpointer.start()
     server = serve_ps(service, config.host, config.port)
     address = config.advertise or server.address
     print(f"flexjob ps {config.index}/{config.num_ps} serving on {address}", flush=True)
@@ -52,16 +68,29 @@ def run_ps(config: PsConfig, stop: threading.Event | None = None) -> int:
         if config.master
         else None
     )
+    asked = b""
     try:
+        if master is not None and restored:
+            try:
+                lost = report_restore(master, config.index, service.version)
+                log.warning("event=ps_updates_lost index=%d dense_updates=%d", config.index, lost)
+            except FlexjobError as exc:
+                log.warning("event=ps_report_failed master=%s error=%s", config.master, exc)
         while not stop.is_set():
             if master is not None:
                 try:
-                    publish_ps(master, config.index, address)
+                    publish_ps(master, config.index, address, service.version)
+                    request = master.kv_get(names.KV_PS_CHECKPOINT_REQUEST) or b""
+                    if request != asked and checkpointer is not None:
+                        checkpointer.request()
+                    asked = request
                 except FlexjobError as exc:
                     log.warning("event=ps_register_failed master=%s error=%s", config.master, exc)
             stop.wait(REGISTER_INTERVAL_S)
     finally:
         server.stop(grace=1.0)
+        if checkpointer is not None:
+            checkpointer.stop()
         if master is not None:
             master.close()
     return 0

@@ -9,16 +9,21 @@ side. Counts requests for requests/s and samples the process's CPU and memory (p
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import psutil
 
 from flexjob.api.errors import InvalidSpecError
+from flexjob.core.ps.checkpoint import PsSnapshot, restore, snapshot
 from flexjob.core.ps.store import ModelSpec, PsStore
+from flexjob.core.ps.table import RowsExport
 from flexjob.rpc.ps_api import Floats, Ids, PsStats
 
 log = logging.getLogger(__name__)
+
+#: Rows copied per hold of a table's lock while checkpointing (about 4 MiB at 16 floats).
+SNAPSHOT_CHUNK_ROWS = 65_536
 
 
 class PsService:
@@ -103,6 +108,62 @@ class PsService:
             num_ps=self.num_ps,
             tables=tables,
         )
+
+    # ---- checkpoints ----
+    @property
+    def configured(self) -> bool:
+        return self._store.configured
+
+    @property
+    def version(self) -> int:
+        """Dense updates applied so far (a restored PS: counted from its checkpoint)."""
+        return self._store.version
+
+    def snapshot(self) -> tuple[PsSnapshot, float]:
+        """A copy of the partition, and the longest time any call waited for it.
+
+        Each table is copied in chunks of ``SNAPSHOT_CHUNK_ROWS`` rows, holding that table's
+        lock for one chunk at a time into buffers prepared outside every lock: a call waits
+        at most one chunk's copy. Each row is copied whole between two pushes, so every row
+        is one of its real states; rows created after the copy began are left for the next
+        checkpoint (they are new, and "updates since the last checkpoint may be lost" holds).
+        """
+        longest = 0.0
+        rows: dict[str, RowsExport] = {}
+        with self._model_lock:  # configure adds the tables and their locks under it
+            tables = sorted(self._table_locks)
+        for name in tables:
+            table, lock = self._store.tables[name], self._table_locks[name]
+            with lock:
+                n = table.num_rows
+            out = table.empty_export(n)
+            for start in range(0, n, SNAPSHOT_CHUNK_ROWS):
+                began = time.perf_counter()
+                with lock:
+                    table.export_into(out, start, min(n, start + SNAPSHOT_CHUNK_ROWS))
+                longest = max(longest, time.perf_counter() - began)
+            rows[name] = out
+        began = time.perf_counter()
+        with self._model_lock, self._dense_lock:
+            snap = snapshot(self._store, self.index, self.num_ps, rows)
+        return snap, max(longest, time.perf_counter() - began)
+
+    def restore(self, snapshots: Sequence[PsSnapshot]) -> int:
+        """Take this PS's share of a whole earlier set's ``snapshots`` (before serving);
+        returns the rows loaded."""
+        with self._model_lock, self._dense_lock:
+            loaded = restore(self._store, snapshots, self.index, self.num_ps)
+            for name in self._store.tables:
+                self._table_locks.setdefault(name, threading.Lock())
+        log.info(
+            "event=ps_restored index=%d num_ps=%d from_num_ps=%d rows=%d version=%d",
+            self.index,
+            self.num_ps,
+            snapshots[0].num_ps,
+            loaded,
+            self._store.version,
+        )
+        return loaded
 
     def _count(self) -> None:
         self._requests += 1  # a lost increment under a race only blurs a rate

@@ -6,8 +6,9 @@ future, so a trainer can talk to every PS of its set at once. Unreachable PS are
 ``NotFoundError`` naming the field. Thread-safe; one channel per client.
 """
 
+import logging
 from collections.abc import Callable, Mapping
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import grpc
 import numpy as np
@@ -22,26 +23,38 @@ from flexjob.rpc.ps_convert import configure_to_pb, stats_from_pb, tensor_from_p
 from flexjob.rpc.ps_server import GRPC_OPTIONS
 from flexjob.rpc.retry import answered_error, call_with_retry
 
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 R = TypeVar("R")
 Floats = npt.NDArray[np.float32]
 
 
 class Pending(Generic[R]):
-    """A call in flight; ``result()`` waits for it and converts its answer."""
+    """A call in flight; ``result()`` waits for it and converts its answer. When the PS was
+    unreachable (it died, or is being relaunched), ``result()`` sends the call again with the
+    client's retry rule (``retry``), so a relaunched PS that restored its partition answers."""
 
-    def __init__(self, future: grpc.Future, convert: Callable[[object], R]) -> None:
+    def __init__(
+        self,
+        future: grpc.Future,
+        convert: Callable[[object], R],
+        retry: Callable[[], object] | None = None,
+    ) -> None:
         self._future = future
         self._convert = convert
+        self._retry = retry
 
     def result(self) -> R:
         try:
             return self._convert(self._future.result())
         except grpc.RpcError as exc:
             answered = answered_error(exc)
-            if answered is None:
+            if answered is not None:
+                raise answered from None
+            if self._retry is None:
                 raise UnavailableError(f"PS call failed: {exc.code().name}") from None
-            raise answered from None
+            log.warning("event=ps_call_retry code=%s", exc.code().name)
+        return self._convert(self._retry())
 
 
 class PsClient:
@@ -69,13 +82,11 @@ class PsClient:
         req = pb.PushDenseRequest(
             grads={k: tensor_to_pb(v) for k, v in grads.items()}, base_version=base_version
         )
-        future = self._stub.PushDense.future(req, timeout=self._timeout)
-        return Pending(future, lambda r: int(r.version))  # type: ignore[attr-defined]
+        return self._async(self._stub.PushDense, req, lambda r: int(r.version))
 
     def lookup_async(self, table: str, ids: npt.NDArray[np.int64]) -> Pending[Floats]:
         req = pb.LookupRequest(table=table, ids=tensor_to_pb(ids))
-        future = self._stub.Lookup.future(req, timeout=self._timeout)
-        return Pending(future, lambda r: _floats(r.rows, "rows"))  # type: ignore[attr-defined]
+        return self._async(self._stub.Lookup, req, lambda r: _floats(r.rows, "rows"))
 
     def lookup(self, table: str, ids: npt.NDArray[np.int64]) -> Floats:
         return self.lookup_async(table, ids).result()
@@ -84,14 +95,17 @@ class PsClient:
         self, table: str, ids: npt.NDArray[np.int64], grads: Floats
     ) -> Pending[int]:
         req = pb.PushRowsRequest(table=table, ids=tensor_to_pb(ids), grads=tensor_to_pb(grads))
-        future = self._stub.PushRows.future(req, timeout=self._timeout)
-        return Pending(future, lambda r: int(r.rows_updated))  # type: ignore[attr-defined]
+        return self._async(self._stub.PushRows, req, lambda r: int(r.rows_updated))
 
     def push_rows(self, table: str, ids: npt.NDArray[np.int64], grads: Floats) -> int:
         return self.push_rows_async(table, ids, grads).result()
 
     def stats(self) -> PsStats:
         return stats_from_pb(self._call(self._stub.Stats, pb.StatsRequest()))
+
+    def _async(self, method: Any, request: object, convert: Callable[[Any], R]) -> Pending[R]:
+        future = method.future(request, timeout=self._timeout)
+        return Pending(future, convert, lambda: self._call(method, request))
 
     def _call(self, method: Callable[..., T], request: object) -> T:
         return call_with_retry(

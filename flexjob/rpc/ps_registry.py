@@ -2,7 +2,10 @@
 
 Each ``flexjob ps`` replica publishes its address under ``KV_PS_ADDRESS_PREFIX + index`` in
 the master's KV store (again every few seconds, so a restarted master learns it back);
-trainers and agents read the whole set. Not for PS elasticity's set versions (issue 15).
+trainers and agents read the whole set. Beside it each PS publishes its dense version, so
+a relaunched PS that restored an older checkpoint can count the dense updates lost
+(``report_restore``: summed under ``KV_PS_LOST_UPDATES`` and a failure in the master's stats
+of node ``ps-<index>``). Not for PS-set versions (issue 15, not built yet).
 """
 
 import time
@@ -11,8 +14,23 @@ from flexjob.api import names
 from flexjob.rpc.client import MasterClient
 
 
-def publish_ps(master: MasterClient, index: int, address: str) -> None:
+def publish_ps(master: MasterClient, index: int, address: str, version: int) -> None:
     master.kv_set(f"{names.KV_PS_ADDRESS_PREFIX}{index}", address.encode())
+    master.kv_set(f"{names.KV_PS_VERSION_PREFIX}{index}", str(version).encode())
+
+
+def report_restore(master: MasterClient, index: int, restored_version: int) -> int:
+    """Count, in the master, the dense updates PS ``index`` lost by restoring a checkpoint
+    at ``restored_version``: the version it last published minus that (a lower bound: it
+    published every few seconds). Returns the count."""
+    published = master.kv_get(f"{names.KV_PS_VERSION_PREFIX}{index}") or b"0"
+    lost = max(0, int(published.decode() or 0) - restored_version)
+    total = master.kv_add(names.KV_PS_LOST_UPDATES, lost)
+    master.report_failure(
+        f"ps {index} relaunched and restored its checkpoint at dense version "
+        f"{restored_version}; {lost} dense updates since then lost ({total} in this job)"
+    )
+    return lost
 
 
 def resolve_ps(

@@ -52,6 +52,21 @@ def test_command_less_ps_replicas_run_flexjob_ps_on_a_service_port() -> None:
     assert sim.phase is JobPhase.RUNNING
 
 
+def test_with_a_state_root_each_ps_checkpoints_to_its_job_incarnations_folder() -> None:
+    job = ps_job()
+    job.metadata.uid = "u1"
+    options = JobMasterConfig(command=("flexjob",), host="127.0.0.1", state_root="/s")
+    ps = with_job_master(job, options).spec.replica_specs[ReplicaType.PS]
+    args = ps.template.spec.containers[0].args
+    assert args == [
+        "ps",
+        "--host",
+        "127.0.0.1",
+        "--checkpoint-dir",
+        f"/s/{job.namespace}/demo/ps-u1",
+    ]
+
+
 def test_ps_replicas_with_their_own_command_are_kept() -> None:
     job = ps_job(ps_command=True)
     effective = with_job_master(job, OPTIONS)

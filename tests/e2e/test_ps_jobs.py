@@ -1,17 +1,20 @@
 """Parameter-server jobs through ``flexjob submit``: the CTR example with 2 PS and 2 workers
-survives a SIGKILLed worker, finishes every shard exactly once and meets its AUC goal; the
-DLRover and ElasticDL PS formats run to Succeeded."""
+survives a SIGKILLed worker, and a SIGKILLed PS (relaunched, restored from its checkpoint),
+finishes every shard exactly once and meets its AUC goal; the DLRover and ElasticDL PS formats
+run to Succeeded."""
 
 import os
 import re
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
 import pytest
 import yaml
 
+from flexjob.api import names
 from flexjob.platform.local import LocalPlatform
 from tests.support.local_jobs import run_flexjob
 from tests.support.polling import wait_until
@@ -41,8 +44,11 @@ def phase(home: Path, name: str) -> str:
     return job.status.phase.value if job.status else ""
 
 
-def ctr_spec(tmp_path: Path, shard_log: Path) -> Path:
+def ctr_spec(tmp_path: Path, shard_log: Path, ps_checkpoint_s: int = 0) -> Path:
     wire = yaml.safe_load((SPECS / "ctr-ps.yaml").read_text())
+    if ps_checkpoint_s:
+        ps = wire["spec"]["replicaSpecs"]["ps"]["template"]["spec"]["containers"][0]
+        ps["env"] = [{"name": names.ENV_PS_CHECKPOINT_INTERVAL, "value": str(ps_checkpoint_s)}]
     main = wire["spec"]["replicaSpecs"]["worker"]["template"]["spec"]["containers"][0]
     main["command"] = [
         *main["command"],
@@ -67,11 +73,28 @@ def worker_process(shard_log: Path, index: int) -> psutil.Process | None:
     return None
 
 
-def test_ctr_job_survives_a_killed_worker_with_every_shard_done_once(
-    tmp_path: Path, env: dict[str, str], home: Path
+def ps_process(home: Path, index: int) -> psutil.Process | None:
+    """The ``flexjob ps`` process of replica ``index`` of this test's job (its checkpoint
+    directory lies under this test's home)."""
+    for proc in psutil.process_iter(["cmdline"]):
+        try:
+            cmdline = " ".join(proc.info["cmdline"] or ())
+            if f"--checkpoint-dir {home}" in cmdline and (
+                proc.environ().get(names.ENV_REPLICA_INDEX) == str(index)
+            ):
+                return proc
+        except psutil.Error:
+            continue
+    return None
+
+
+def ctr_job_meets_its_goals(
+    tmp_path: Path, env: dict[str, str], home: Path, kill: Callable[[Path], None]
 ) -> None:
+    """Run the CTR job, call ``kill`` once a quarter of the shards are done, then check the
+    job succeeded with every sample of every epoch trained once and the AUC goal met."""
     shard_log = tmp_path / "shards.log"
-    flexjob(env, "submit", "--detach", str(ctr_spec(tmp_path, shard_log)))
+    flexjob(env, "submit", "--detach", str(ctr_spec(tmp_path, shard_log, ps_checkpoint_s=1)))
     shards_total = EPOCHS * -(-TRAIN_SIZE // SHARD_SIZE)
     wait_until(
         lambda: shard_log.exists() and len(shard_log.read_text().splitlines()) >= 12,
@@ -79,8 +102,7 @@ def test_ctr_job_survives_a_killed_worker_with_every_shard_done_once(
         interval=0.2,
         what="a quarter of the shards done",
     )
-    victim = wait_until(lambda: worker_process(shard_log, 1), timeout=10, what="worker-1")
-    victim.send_signal(signal.SIGKILL)
+    kill(shard_log)
     wait_until(lambda: phase(home, "ctr-ps") in ("Succeeded", "Failed"), timeout=180, interval=0.5)
     assert phase(home, "ctr-ps") == "Succeeded"
 
@@ -97,6 +119,34 @@ def test_ctr_job_survives_a_killed_worker_with_every_shard_done_once(
     assert found, logs
     for model_auc, truth_auc in found:
         assert model_auc >= 0.97 * truth_auc, (model_auc, truth_auc)
+
+
+def test_ctr_job_survives_a_killed_worker_with_every_shard_done_once(
+    tmp_path: Path, env: dict[str, str], home: Path
+) -> None:
+    def kill_worker(shard_log: Path) -> None:
+        victim = wait_until(lambda: worker_process(shard_log, 1), timeout=10, what="worker-1")
+        victim.send_signal(signal.SIGKILL)
+
+    ctr_job_meets_its_goals(tmp_path, env, home, kill_worker)
+
+
+def test_ctr_job_survives_a_killed_ps_restored_from_its_checkpoint(
+    tmp_path: Path, env: dict[str, str], home: Path
+) -> None:
+    def kill_ps(shard_log: Path) -> None:
+        wait_until(
+            lambda: list((home / "jobs").rglob("ps-1-of-2.npz")),
+            timeout=30,
+            what="a checkpoint of ps-1",
+        )
+        victim = wait_until(lambda: ps_process(home, 1), timeout=10, what="ps-1")
+        victim.send_signal(signal.SIGKILL)
+
+    ctr_job_meets_its_goals(tmp_path, env, home, kill_ps)
+    assert "event=ps_restored index=1 num_ps=2" in flexjob(env, "logs", "ctr-ps", "-r", "ps-1")
+    master_log = flexjob(env, "logs", "ctr-ps", "-r", "master-0")
+    assert "ps 1 relaunched and restored its checkpoint" in master_log  # counted in its stats
 
 
 def test_dlrover_and_elasticdl_ps_formats_run_to_succeeded_with_a_flexjob_master(

@@ -1,6 +1,7 @@
 """``flexjob ps`` as a process: registers its address with a real job master, serves, and
 stops cleanly on SIGTERM."""
 
+import json
 import signal
 import subprocess
 import sys
@@ -8,15 +9,20 @@ from pathlib import Path
 
 import numpy as np
 
+from flexjob.api import names
 from flexjob.core.master_config import MasterConfig
 from flexjob.master.launch import spawn_master
+from flexjob.ps.checkpoint_io import file_name
 from flexjob.rpc.client import MasterClient
+from flexjob.rpc.messages import NodeRef
 from flexjob.rpc.ps_client import PsClient
-from flexjob.rpc.ps_registry import resolve_ps
+from flexjob.rpc.ps_registry import publish_ps, report_restore, resolve_ps
+from tests.support.polling import wait_until
 
 from .conftest import MODEL
 
 PS = (sys.executable, "-m", "flexjob", "ps")
+LONG_INTERVAL = ("--checkpoint-interval", "600")
 
 
 def test_ps_processes_register_with_the_master_and_serve(tmp_path: Path) -> None:
@@ -58,3 +64,51 @@ def test_index_outside_the_set_is_refused() -> None:
     )
     assert out.returncode == 2
     assert "--index 2 must be in [0, --num-ps 2)" in out.stderr
+
+
+def test_a_restored_ps_counts_its_lost_dense_updates_in_the_master(tmp_path: Path) -> None:
+    master = spawn_master(
+        MasterConfig(job_name="ps-lost", job_dir=str(tmp_path / "job"), host_store=False)
+    )
+    try:
+        with MasterClient(master.address, NodeRef("ps-1", "ps", 1)) as ps:
+            publish_ps(ps, 1, "127.0.0.1:1", version=10)
+            assert report_restore(ps, 1, restored_version=7) == 3
+            publish_ps(ps, 1, "127.0.0.1:1", version=9)
+            assert report_restore(ps, 1, restored_version=9) == 0
+            assert ps.kv_add(names.KV_PS_LOST_UPDATES, 0) == 3
+        state = json.loads((tmp_path / "job" / "master_state.json").read_text())
+        record = state["stats"]["ps-1"]
+        assert record["failures"] == 2
+        assert (
+            "restored its checkpoint at dense version 9; 0 dense updates"
+            in (record["last_failure"])
+        )
+    finally:
+        master.stop()
+
+
+def test_a_ps_checkpoints_when_the_masters_kv_asks_for_it(tmp_path: Path) -> None:
+    master = spawn_master(
+        MasterConfig(job_name="ps-ask", job_dir=str(tmp_path / "job"), host_store=False)
+    )
+    ckpt = tmp_path / "ps-ckpt"
+    proc = subprocess.Popen(
+        [*PS, "--master", master.address, "--checkpoint-dir", str(ckpt), *LONG_INTERVAL],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        with MasterClient(master.address, "trainer-0") as mc:
+            (address,) = resolve_ps(mc, 1, timeout=60.0)
+            client = PsClient(address, retry_deadline=10.0)
+            client.configure(MODEL, 1)
+            client.close()
+            assert not (ckpt / file_name(0, 1)).exists()
+            mc.kv_set(names.KV_PS_CHECKPOINT_REQUEST, b"1")
+            wait_until(lambda: (ckpt / file_name(0, 1)).exists(), timeout=30, what="checkpoint")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=30)
+        master.stop()
+    assert code == 0

@@ -31,8 +31,8 @@ class PsStore:
         self.optimizer: OptimizerSpec | None = None
         self.tables: dict[str, EmbeddingTable] = {}
         self.dense: dict[str, FloatArray] = {}
-        self._dense_slots: dict[str, dict[str, FloatArray]] = {}
-        self._dense_steps: dict[str, StepArray] = {}
+        self.dense_slots: dict[str, dict[str, FloatArray]] = {}
+        self.dense_steps: dict[str, StepArray] = {}
         self.version = 0
 
     @property
@@ -48,11 +48,11 @@ class PsStore:
                 self.tables[spec.name] = EmbeddingTable(spec, model.optimizer)
             for name, value in model.dense.items():
                 self.dense[name] = np.array(value, dtype=np.float32)
-                self._dense_slots[name] = {
+                self.dense_slots[name] = {
                     n: np.full(value.shape, model.optimizer.initial_slot(n), dtype=np.float32)
                     for n in model.optimizer.slot_names
                 }
-                self._dense_steps[name] = np.zeros(1, dtype=np.int64)
+                self.dense_steps[name] = np.zeros(1, dtype=np.int64)
             return True
         if model.optimizer != self.optimizer:
             raise InvalidSpecError(
@@ -97,8 +97,8 @@ class PsStore:
                 )
         for name, grad in grads.items():
             param = self.dense[name].reshape(1, -1)
-            slots = {k: v.reshape(1, -1) for k, v in self._dense_slots[name].items()}
-            steps = self._dense_steps[name]
+            slots = {k: v.reshape(1, -1) for k, v in self.dense_slots[name].items()}
+            steps = self.dense_steps[name]
             steps += 1
             apply(opt, param, grad.reshape(1, -1).astype(np.float32), slots, steps)
         self.version += 1

@@ -63,6 +63,7 @@ class EmbeddingTable:
         self.optimizer = optimizer
         self._seed = table_seed(spec.seed, spec.name)
         self._index: dict[int, int] = {}
+        self._ids = np.empty(0, dtype=np.int64)  # slot → id, so export copies slabs only
         self._rows = np.empty((0, spec.dim), dtype=np.float32)
         self._slots = {n: np.empty((0, spec.dim), dtype=np.float32) for n in optimizer.slot_names}
         self._steps = np.empty(0, dtype=np.int64)
@@ -110,20 +111,58 @@ class EmbeddingTable:
         return int(unique.size)
 
     def export(self) -> RowsExport:
-        """Every row created so far, in slot order."""
+        """Every row created so far, in slot order: contiguous copies of the slabs' filled
+        part, so a checkpoint's in-memory copy costs one memcpy per array."""
         n = self.num_rows
-        ids = np.fromiter(self._index.keys(), dtype=np.int64, count=n)
-        order = np.fromiter(self._index.values(), dtype=np.intp, count=n)
         return RowsExport(
-            ids,
-            self._rows[order].copy(),
-            {k: v[order].copy() for k, v in self._slots.items()},
-            self._steps[order].copy(),
+            self._ids[:n].copy(),
+            self._rows[:n].copy(),
+            {k: v[:n].copy() for k, v in self._slots.items()},
+            self._steps[:n].copy(),
         )
 
+    def empty_export(self, n: int) -> RowsExport:
+        """Arrays for ``n`` exported rows, already written once (so the pages exist and a
+        later ``export_into`` under the PS's lock is a plain memory copy)."""
+        dim = self.spec.dim
+        out = RowsExport(
+            np.zeros(n, dtype=np.int64),
+            np.zeros((n, dim), dtype=np.float32),
+            {k: np.zeros((n, dim), dtype=np.float32) for k in self._slots},
+            np.zeros(n, dtype=np.int64),
+        )
+        out.ids.fill(0)
+        out.steps.fill(0)
+        for a in (out.rows, *out.slots.values()):
+            a.fill(0)
+        return out
+
+    def export_into(self, out: RowsExport, start: int, end: int) -> None:
+        """Copy the rows in slots ``[start, end)`` into the same slots of ``out``."""
+        out.ids[start:end] = self._ids[start:end]
+        out.rows[start:end] = self._rows[start:end]
+        out.steps[start:end] = self._steps[start:end]
+        for k, v in self._slots.items():
+            out.slots[k][start:end] = v[start:end]
+
     def load(self, rows: RowsExport) -> None:
-        """Take ``rows`` (from another partition's ``export``) as they are."""
-        where = self._slots_of(self._checked(rows.ids))
+        """Take ``rows`` (from another partition's ``export``) as they are. Into an empty
+        table (a PS restoring) the slabs are filled directly, with no initial values made."""
+        ids = self._checked(rows.ids)
+        if not self._index and ids.size:
+            index = dict(zip(ids.tolist(), range(ids.size), strict=True))
+            if len(index) != ids.size:
+                raise InvalidSpecError(f"ids: duplicate ids in rows loaded into {self.spec.name!r}")
+            self._grow(ids.size)
+            self._index = index
+            n = ids.size
+            self._ids[:n] = ids
+            self._rows[:n] = rows.rows
+            self._steps[:n] = rows.steps
+            for name, values in rows.slots.items():
+                self._slots[name][:n] = values
+            return
+        where = self._slots_of(ids)
         self._rows[where] = rows.rows
         self._steps[where] = rows.steps
         for name, values in rows.slots.items():
@@ -155,6 +194,7 @@ class EmbeddingTable:
         end = start + new_ids.size
         self._grow(end)
         index.update(zip(new_ids.tolist(), range(start, end), strict=True))
+        self._ids[start:end] = new_ids
         self._rows[start:end] = initial_rows(
             new_ids, self.spec.dim, self._seed, self.spec.init_scale
         )
@@ -179,3 +219,6 @@ class EmbeddingTable:
         steps = np.zeros(new_cap, dtype=np.int64)
         steps[:capacity] = self._steps
         self._steps = steps
+        ids = np.zeros(new_cap, dtype=np.int64)
+        ids[:capacity] = self._ids
+        self._ids = ids
