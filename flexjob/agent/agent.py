@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import socket
 import threading
 import time
-from types import FrameType
 
+from flexjob.agent import failure
 from flexjob.agent.api import AgentConfig, WorkerState
 from flexjob.agent.bootstrap import AGENT_PID_ENV
 from flexjob.agent.monitor import ResourceMonitor
 from flexjob.agent.workers import Worker, status_path, wait_ready
 from flexjob.api import names
+from flexjob.platform.stop_signals import StopRequested, raise_on_stop_signals
 from flexjob.rpc.api import HeartbeatReply, NodeRef, WorldInfo
 from flexjob.rpc.client import MasterClient
 from flexjob.trainer.world import Generation, NodeIdentity, world_env
@@ -31,8 +31,16 @@ log = logging.getLogger(__name__)
 STATS_INTERVAL_S = 1.0
 
 
+#: The exit code of an agent that stopped because another node's agent gave up on the job.
+EXIT_JOB_FAILED_ELSEWHERE = 1
+
+
 class AgentError(RuntimeError):
     """The agent could not get its workers into a world."""
+
+
+class JobFailedElsewhere(AgentError):
+    """Another node's agent gave up on the job (its root cause is in the master's KV)."""
 
 
 def torch_master_key(store_prefix: str) -> str:
@@ -44,10 +52,6 @@ def _free_port(host: str) -> int:
     with socket.socket() as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
-
-
-def _terminate(signum: int, frame: FrameType | None) -> None:
-    raise SystemExit(128 + signum)
 
 
 class ElasticAgent:
@@ -62,6 +66,8 @@ class ElasticAgent:
         self._last_stats = 0.0
         self._stopping = threading.Event()
         self._job_in_place = False
+        self._job_failed = threading.Event()
+        self._last_failure: tuple[int | None, str] | None = None
         self._reply: HeartbeatReply | None = None
         self._run_dir = config.run_dir or os.path.join(
             os.environ.get("TMPDIR", "/tmp"), f"flexjob-{config.job_name}"
@@ -69,18 +75,25 @@ class ElasticAgent:
 
     # ---- entry point ----
     def run(self) -> int:
-        """Run until the workers finish; returns the node's exit code."""
-        signal.signal(signal.SIGTERM, _terminate)
+        """Run until the workers finish; returns the node's exit code (128 + N after stop
+        signal N: its workers get SIGTERM and a grace period first)."""
         beat = threading.Thread(target=self._heartbeats, name="flexjob-heartbeat", daemon=True)
-        beat.start()
-        try:
-            return self._supervise()
-        finally:
-            self._stopping.set()
-            beat.join(timeout=5.0)
-            for w in self.workers:
-                w.stop()
-            self.client.close()
+        with raise_on_stop_signals():
+            beat.start()
+            try:
+                return self._supervise()
+            except StopRequested as stop:
+                log.warning("node %s: %s, stopping its workers", self.config.node_id, stop)
+                return stop.exit_code
+            except JobFailedElsewhere:
+                log.warning("node %s: another node gave up on the job", self.config.node_id)
+                return EXIT_JOB_FAILED_ELSEWHERE
+            finally:
+                self._stopping.set()
+                for w in self.workers:
+                    w.stop()
+                beat.join(timeout=5.0)
+                self.client.close()
 
     # ---- worker life ----
     def _identity(self, local_rank: int) -> NodeIdentity:
@@ -106,7 +119,7 @@ class ElasticAgent:
         env[AGENT_PID_ENV] = str(os.getpid())
         path = status_path(self._run_dir, c.node_id, local_rank)
         env[names.ENV_STATUS_FILE] = str(path)
-        return Worker(local_rank, env, path)
+        return Worker(local_rank, env, path, c.node_id, c.output)
 
     def _join_and_start(self, workers: list[Worker]) -> None:
         """Wait for ``workers`` to be ready, rendezvous, and start them in the new world."""
@@ -132,6 +145,7 @@ class ElasticAgent:
         for w in workers:
             env = world_env(gen, self._identity(w.local_rank))
             env[names.ENV_MASTER_ADDR], _, env[names.ENV_MASTER_PORT] = torch_master.rpartition(":")
+            w.rank = gen.rank(w.local_rank, c.nproc_per_node)
             w.start(env, c.target, list(c.args), c.module)
         self.round = world.round
         log.info("node %s started %d worker(s) in round %d", c.node_id, len(workers), world.round)
@@ -139,6 +153,7 @@ class ElasticAgent:
     def _wait_world(self) -> WorldInfo:
         deadline = time.monotonic() + self.config.rendezvous_timeout
         while time.monotonic() < deadline:
+            self._check_job()
             world = self.client.get_world()
             if world.complete and world.rank >= 0:
                 return world
@@ -155,6 +170,7 @@ class ElasticAgent:
             return value
         deadline = time.monotonic() + self.config.rendezvous_timeout
         while time.monotonic() < deadline:
+            self._check_job()
             got = self.client.kv_get(key)
             if got is not None:
                 return got.decode()
@@ -172,8 +188,15 @@ class ElasticAgent:
         while not self._stopping.wait(self.config.monitor_interval):
             try:
                 self._reply = self.client.heartbeat()
+                if failure.failed(self.client):
+                    self._job_failed.set()
             except Exception as exc:
                 log.debug("heartbeat failed: %s", exc)
+
+    def _check_job(self) -> None:
+        """Raise ``JobFailedElsewhere`` once another node's agent gave up on the job."""
+        if self._job_failed.is_set():
+            raise JobFailedElsewhere("another node gave up on the job")
 
     def _in_place(self) -> bool:
         """True when the running workers re-form worlds themselves (trainer helpers)."""
@@ -194,6 +217,8 @@ class ElasticAgent:
         while True:
             time.sleep(c.monitor_interval)
             states = [w.poll() for w in self.workers]
+            if not any(s is WorkerState.FAILED for s in states):
+                self._check_job()
             if all(s is WorkerState.SUCCEEDED for s in states):
                 return 0
             failed = [w for w in self.workers if w.state is WorkerState.FAILED]
@@ -214,10 +239,17 @@ class ElasticAgent:
     def _on_failure(self, failed: list[Worker]) -> int | None:
         c = self.config
         code = next((w.exit_code for w in failed if w.exit_code), 1) or 1
-        restarting = self.restarts < c.max_restarts
+        first = min(failed, key=lambda w: w.output.ended_at or time.time())
+        tail = first.output.tail()
+        signature = (first.exit_code, tail[-1] if tail else "")
+        repeated = bool(tail) and signature == self._last_failure
+        self._last_failure = signature
+        restarting = self.restarts < c.max_restarts and not repeated
         for w in failed:
             ident = self._identity(w.local_rank)
-            reason = f"worker {w.local_rank} exited with {w.exit_code}"
+            reason = f"worker {w.local_rank} {failure.describe_exit(w.exit_code)}"
+            if w.output.tail():
+                reason += f": {w.output.tail()[-1]}"
             log.warning("node %s: %s (restarting=%s)", c.node_id, reason, restarting)
             if ident.process_id == c.node_id:
                 self.client.report_failure(reason, code, restarting)
@@ -225,6 +257,23 @@ class ElasticAgent:
                 with MasterClient(c.master, NodeRef(ident.process_id)) as proc_client:
                     proc_client.report_failure(reason, code, restarting)
         if not restarting:
+            why = (
+                "the same failure twice in a row"
+                if repeated
+                else f"restarts used up ({self.restarts}/{c.max_restarts})"
+            )
+            failure.publish(
+                self.client,
+                failure.RootCause(
+                    node=c.node_id,
+                    local_rank=first.local_rank,
+                    rank=first.known_rank(),
+                    exit_code=first.exit_code,
+                    exited_at=first.output.ended_at or time.time(),
+                    why=why,
+                    tail=tuple(tail),
+                ),
+            )
             return code
         self.restarts += 1
         in_place = self._in_place()

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from flexjob.agent.output import OutputConfig
+
 
 class WorkerState(StrEnum):
     """STARTING (bootstrap importing) → READY (waiting for its world) → RUNNING →
@@ -43,6 +45,7 @@ class AgentConfig:
     address: str = "127.0.0.1"
     run_dir: str = ""
     env: dict[str, str] = field(default_factory=dict)
+    output: OutputConfig = field(default_factory=OutputConfig)
 
     def __post_init__(self) -> None:
         host, _, port = self.master.rpartition(":")
@@ -56,3 +59,5 @@ class AgentConfig:
             raise ValueError(f"monitor_interval must be > 0, got {self.monitor_interval}")
         if not self.node_id:
             raise ValueError("node_id must not be empty")
+        if self.rendezvous_timeout <= 0:
+            raise ValueError(f"rendezvous_timeout must be > 0, got {self.rendezvous_timeout}")

@@ -1,8 +1,11 @@
 """``flexjob run`` on one machine: a master child process, N agent child processes, a
-progress line, Ctrl-C handling and the job's exit code.
+progress line, stop signals, the root-cause summary and the job's exit code.
 
-Every child runs in its own session, so Ctrl-C reaches only this process, which then stops
-the agents (which stop their workers) and the master in order. Not for Kubernetes.
+Every child runs in its own session, so a stop signal (SIGTERM, SIGINT, SIGHUP) reaches only
+this process, which then stops the agents (which give their workers a grace period) and the
+master in order. When an agent gives up on the job, the others stop by themselves and the
+earliest failure is printed (``agent.failure``). A temporary job dir is removed at the end.
+Not for Kubernetes.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,9 +22,21 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from flexjob.agent import failure
+from flexjob.agent.output import OutputConfig
 from flexjob.agent.progress import ProgressLine
+from flexjob.master.config import MasterConfig
+from flexjob.master.launch import MasterProcess, spawn_master
+from flexjob.platform.stop_signals import StopRequested, raise_on_stop_signals
+from flexjob.rpc.api import MasterRpcError
+from flexjob.rpc.client import MasterClient
 
 log = logging.getLogger(__name__)
+
+#: Seconds an agent gets to stop its workers (which get their own grace) before SIGKILL.
+AGENT_STOP_GRACE_S = 10.0
+#: Seconds between two looks at the master for an agent that gave up on the job.
+FAILURE_POLL_S = 0.5
 
 
 def parse_nnodes(text: str) -> tuple[int, int]:
@@ -54,6 +70,11 @@ class RunOptions:
     heartbeat_timeout: float = 10.0
     progress: bool = True
     env: dict[str, str] = field(default_factory=dict)
+    #: Index of the first node started here (``--node-rank``): node ids ``worker-N`` from it.
+    node_rank: int = 0
+    output: OutputConfig = field(default_factory=OutputConfig)
+    #: Seconds an agent waits for its world (torchrun's ``--rdzv-conf join_timeout``).
+    join_timeout: float = 300.0
 
     @property
     def nodes_to_start(self) -> int:
@@ -73,71 +94,130 @@ def agent_command(
         "--max-restarts", str(opts.max_restarts),
         "--monitor-interval", str(opts.monitor_interval),
         "--run-dir", run_dir,
+        "--rdzv-conf", f"join_timeout={opts.join_timeout}",
     ]  # fmt: skip
+    if opts.output.log_dir:
+        out = opts.output
+        cmd += ["--log-dir", out.log_dir, "--redirects", out.redirects, "--tee", out.tee]
     if opts.module:
         cmd.append("-m")
     return [*cmd, opts.target, *opts.args]
 
 
-def _stop(proc: subprocess.Popen[bytes], grace_s: float) -> None:
-    if proc.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(grace_s)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        proc.wait()
+def _stop_all(procs: list[subprocess.Popen[bytes]], grace_s: float) -> None:
+    """SIGTERM to all at once, then SIGKILL to those still there after ``grace_s``."""
+    for proc in procs:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    for proc in procs:
+        try:
+            proc.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            proc.wait()
+
+
+def _exit_code(code: int | None) -> int:
+    """A shell's view of a process's end: 128 + N when signal N killed it."""
+    if code is None:
+        return 1
+    return 128 - code if code < 0 else code
 
 
 def run_job(opts: RunOptions) -> int:
-    """Run the job to its end; returns its exit code (130 after Ctrl-C)."""
-    from flexjob.master.config import MasterConfig
-    from flexjob.master.launch import MasterProcess, spawn_master
+    """Run the job to its end; returns its exit code (128 + N after stop signal N)."""
+    with raise_on_stop_signals():
+        job_dir = opts.job_dir or tempfile.mkdtemp(prefix=f"flexjob-{opts.job_name}-")
+        try:
+            return _Run(opts, job_dir).run()
+        except StopRequested as stop:
+            log.warning("%s: stopping the job", stop)
+            return stop.exit_code
+        finally:
+            if opts.job_dir is None:
+                shutil.rmtree(job_dir, ignore_errors=True)
 
-    job_dir = opts.job_dir or tempfile.mkdtemp(prefix=f"flexjob-{opts.job_name}-")
-    Path(job_dir).mkdir(parents=True, exist_ok=True)
-    master_proc: MasterProcess | None = None
-    agents: list[subprocess.Popen[bytes]] = []
-    progress: ProgressLine | None = None
-    try:
-        if opts.master is None:
-            config = MasterConfig(
-                job_name=opts.job_name,
-                job_dir=job_dir,
-                min_nodes=opts.min_nodes,
-                max_nodes=opts.max_nodes,
-                last_call_timeout=opts.last_call_timeout,
-                heartbeat_timeout=opts.heartbeat_timeout,
-            )
-            master_proc = spawn_master(config)
-            address = master_proc.address
-        else:
-            address = opts.master
-        log.info("job %s: master at %s, job dir %s", opts.job_name, address, job_dir)
+
+class _Run:
+    """One ``flexjob run``: its master (unless attached to one), agents and progress line."""
+
+    def __init__(self, opts: RunOptions, job_dir: str) -> None:
+        self.opts = opts
+        self.job_dir = job_dir
+        self.master: MasterProcess | None = None
+        self.agents: list[subprocess.Popen[bytes]] = []
+        self.progress: ProgressLine | None = None
+
+    def run(self) -> int:
+        try:
+            return self._run()
+        finally:
+            if self.progress is not None:
+                self.progress.close()
+            _stop_all(self.agents, AGENT_STOP_GRACE_S)
+            if self.master is not None:
+                self.master.stop()
+
+    def _start_master(self) -> str:
+        opts = self.opts
+        if opts.master is not None:
+            return opts.master
+        config = MasterConfig(
+            job_name=opts.job_name,
+            job_dir=self.job_dir,
+            min_nodes=opts.min_nodes,
+            max_nodes=opts.max_nodes,
+            last_call_timeout=opts.last_call_timeout,
+            heartbeat_timeout=opts.heartbeat_timeout,
+        )
+        self.master = spawn_master(config)
+        address = self.master.address
+        target = f"-m {opts.target}" if opts.module else opts.target
+        print(
+            f"flexjob: master {address} (job {opts.job_name}); another node joins with: "
+            f"flexjob agent --master {address} {target}",
+            file=sys.stderr,
+            flush=True,
+        )
+        return address
+
+    def _run(self) -> int:
+        opts = self.opts
+        Path(self.job_dir).mkdir(parents=True, exist_ok=True)
+        address = self._start_master()
+        log.info("job %s: master at %s, job dir %s", opts.job_name, address, self.job_dir)
         env = {**os.environ, **opts.env}
         for i in range(opts.nodes_to_start):
-            cmd = agent_command(address, f"worker-{i}", i, opts, job_dir)
-            agents.append(subprocess.Popen(cmd, env=env, start_new_session=True))
-        progress = ProgressLine(address, enabled=opts.progress)
-        while any(a.poll() is None for a in agents):
-            progress.update()
-            time.sleep(0.2)
-        codes = [a.returncode for a in agents]
-        finished = progress.finished()
-        progress.close(final=True)
+            index = opts.node_rank + i
+            cmd = agent_command(address, f"worker-{index}", index, opts, self.job_dir)
+            self.agents.append(subprocess.Popen(cmd, env=env, start_new_session=True))
+        self.progress = ProgressLine(address, enabled=opts.progress)
+        with MasterClient(address, "flexjob-run", timeout=2.0, retry_deadline=2.0) as client:
+            failed_at: float | None = None
+            next_check = 0.0
+            while any(a.poll() is None for a in self.agents):
+                self.progress.update()
+                now = time.monotonic()
+                if failed_at is None and now >= next_check:
+                    next_check = now + FAILURE_POLL_S
+                    with contextlib.suppress(MasterRpcError):
+                        failed_at = now if failure.failed(client) else None
+                if failed_at is not None and now - failed_at > AGENT_STOP_GRACE_S:
+                    break  # the agents did not stop by themselves: ``run`` stops them
+                time.sleep(0.1)
+            causes: list[failure.RootCause] = []
+            with contextlib.suppress(MasterRpcError):
+                causes = failure.root_causes(client)
+        codes = [a.poll() for a in self.agents]
+        if causes:
+            self.progress.close()
+            print(causes[0].summary(), file=sys.stderr, flush=True)
+            return _exit_code(causes[0].exit_code) or 1
+        finished = self.progress.finished()
+        self.progress.close(final=True)
         if finished and 0 in codes:
             return 0
-        return next((c for c in codes if c != 0), 0)
-    except KeyboardInterrupt:
-        log.warning("interrupted: stopping the job")
-        return 130
-    finally:
-        if progress is not None:
-            progress.close()
-        for a in agents:
-            _stop(a, 10.0)
-        if master_proc is not None:
-            master_proc.stop()
+        return next((_exit_code(c) for c in codes if c != 0), 0)

@@ -52,7 +52,8 @@ def jobs_table(jobs: Sequence[ElasticJob]) -> Table:
         status = job.status
         assert status is not None
         wanted = desired_counts(job, status)
-        running = sum(s.active for s in status.replica_statuses.values())
+        # Only the types the job asks for: an implicit job master is not one of its replicas.
+        running = sum(s.active for t, s in status.replica_statuses.items() if t in wanted)
         table.add_row(
             job.namespace,
             job.name,

@@ -1,5 +1,5 @@
 """Starting and running a job master: ``start_master`` (in this process, returns a handle) and
-``run_master`` (blocks until SIGTERM/SIGINT or a stop event; what ``flexjob master`` runs).
+``run_master`` (blocks until SIGTERM/SIGINT/SIGHUP or a stop event; what ``flexjob master`` runs).
 
 Starts, in order: the torch ``TCPStore`` (when ``config.host_store``), the ``MasterService``
 (restoring ``<job-dir>/master_state.json`` if present), the gRPC server, the health loop; then
@@ -16,6 +16,7 @@ from flexjob.master.config import MasterConfig
 from flexjob.master.logs import event
 from flexjob.master.service import MasterService
 from flexjob.master.state import write_atomic
+from flexjob.platform.stop_signals import STOP_SIGNALS
 from flexjob.rpc.server import RunningServer, serve
 
 log = logging.getLogger(__name__)
@@ -104,10 +105,11 @@ def start_master(config: MasterConfig) -> MasterHandle:
 
 
 def run_master(config: MasterConfig, stop: threading.Event | None = None) -> int:
-    """Run a master until ``stop`` is set or the process gets SIGTERM / SIGINT; returns 0."""
+    """Run a master until ``stop`` is set or the process gets a stop signal (SIGTERM, SIGINT,
+    SIGHUP); returns 0."""
     stop = stop or threading.Event()
     if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        for sig in STOP_SIGNALS:
             signal.signal(sig, lambda *_: stop.set())
     handle = start_master(config)
     try:

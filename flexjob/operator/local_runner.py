@@ -1,17 +1,16 @@
 """Running the local operator for one job: in this process, or as a detached background one.
 
-``run_job`` drives ``LocalJobLoop`` until the job is done and, when interrupted (Ctrl-C or
-SIGTERM), stops the job's replicas and marks it Failed. ``start_detached`` starts
+``run_job`` drives ``LocalJobLoop`` until the job is done and, when interrupted (a stop
+signal: Ctrl-C, SIGTERM or SIGHUP), stops the job's replicas (each gets SIGTERM and a grace
+period) and marks it Failed: a foreground ``flexjob submit`` owns its job. ``start_detached`` starts
 ``python -m flexjob local-operator`` in its own session with output in the job's directory, for
 ``flexjob submit --detach``.
 """
 
 import logging
-import signal
 import subprocess
 import sys
 from datetime import UTC, datetime
-from types import FrameType
 
 from flexjob.api import ElasticJob, JobPhase
 from flexjob.core.phases import set_phase, timestamp
@@ -20,14 +19,11 @@ from flexjob.operator.local_loop import LocalJobLoop, Observer, local_job_master
 from flexjob.platform.api import NotFoundError
 from flexjob.platform.local import LocalPlatform
 from flexjob.platform.local.paths import job_dir
+from flexjob.platform.stop_signals import raise_on_stop_signals
 
 log = logging.getLogger(__name__)
 
 INTERRUPTED_MESSAGE = "the local operator was interrupted; replicas were stopped"
-
-
-def _sigterm(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
 
 
 def run_job(
@@ -38,7 +34,6 @@ def run_job(
     interval: float = 0.2,
 ) -> ElasticJob | None:
     """Reconcile the job until it is done; its last state (None if it was deleted)."""
-    previous = signal.signal(signal.SIGTERM, _sigterm)
     loop = LocalJobLoop(
         platform,
         namespace,
@@ -47,13 +42,12 @@ def run_job(
         observer=observer,
         job_master=local_job_master(platform.home),
     )
-    try:
-        return loop.run()
-    except KeyboardInterrupt:
-        platform.close()
-        return _mark_interrupted(platform, namespace, name)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    with raise_on_stop_signals():
+        try:
+            return loop.run()
+        except KeyboardInterrupt:  # StopRequested too
+            platform.close()
+            return _mark_interrupted(platform, namespace, name)
 
 
 def _mark_interrupted(platform: LocalPlatform, namespace: str, name: str) -> ElasticJob | None:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from flexjob.api import ElasticJob, ElasticJobStatus, ReplicaType
+from flexjob.core.scale_bounds import bound_problem, finished_problem
 from flexjob.core.scaling_target import elastic_type
 from flexjob.core.status_patch import StatusOwner, StatusPatch, owner_patch
 from flexjob.platform.api import NotFoundError as PlatformNotFound
@@ -137,25 +138,16 @@ def require_scalable(job: ElasticJob, *, preemptible: bool) -> None:
             f"job {job.namespace}/{job.name} is not preemptible (spec.preemptible is false): "
             "its replica count is fixed; only preemptible jobs can be scaled through this API"
         )
-    phase = job.status.phase if job.status else None
-    if phase is not None and phase.finished:
-        raise ConflictError(f"job {job.namespace}/{job.name} has finished ({phase.value})")
+    problem = finished_problem(job)
+    if problem is not None:
+        raise ConflictError(problem)
 
 
 def bounded_count(job: ElasticJob, rtype: ReplicaType, wanted: int) -> int:
     """``wanted`` if it is within the type's ``minReplicas``/``maxReplicas``; else 409."""
-    spec = job.spec.replica_specs[rtype]
-    lowest = spec.min_replicas if spec.min_replicas is not None else 0
-    if wanted < lowest:
-        raise ConflictError(
-            f"job {job.namespace}/{job.name}: {rtype.value} replicas would drop to {wanted}, "
-            f"below minReplicas {lowest}"
-        )
-    if spec.max_replicas is not None and wanted > spec.max_replicas:
-        raise ConflictError(
-            f"job {job.namespace}/{job.name}: {rtype.value} replicas would grow to {wanted}, "
-            f"above maxReplicas {spec.max_replicas}"
-        )
+    problem = bound_problem(job, rtype, wanted)
+    if problem is not None:
+        raise ConflictError(problem)
     return wanted
 
 
