@@ -96,6 +96,18 @@ def events_table(events: Sequence[Event]) -> Table:
     return table
 
 
+def failures(replicas: Sequence[Replica]) -> list[RenderableType]:
+    """The root cause of failed replicas: name, exit code and the last lines of its output."""
+    parts: list[RenderableType] = []
+    for r in replicas:
+        if r.phase is not ReplicaPhase.FAILED:
+            continue
+        code = "unknown" if r.exit_code is None else str(r.exit_code)
+        parts.append(Text(f"{r.short_name}: exit code {code}", style="red"))
+        parts += [Text(f"  {line}") for line in r.message.splitlines()]
+    return [Text("Failures", style="bold"), *parts, Text("")] if parts else []
+
+
 def describe(job: ElasticJob, replicas: Sequence[Replica], events: Sequence[Event]) -> Group:
     spec = job.model_copy(update={"status": None}).to_wire()
     status = job.status.to_wire() if job.status else {}
@@ -107,6 +119,7 @@ def describe(job: ElasticJob, replicas: Sequence[Replica], events: Sequence[Even
         Text(dump_yaml(status)),
         replicas_table(job, replicas),
         Text(""),
+        *failures(replicas),
         events_table(events),
     ]
     return Group(*parts)
