@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from flexjob.api import CleanPodPolicy, ElasticJob
+from flexjob.api import CleanPodPolicy, ElasticJob, ReplicaType
 from flexjob.platform.local import LocalPlatform
 from tests.support.local_jobs import (
     fail_first_then_succeed,
@@ -105,6 +105,7 @@ def test_scale_adds_a_worker_to_a_running_job(
     job = local_job(
         "grow", master=wait_for_file_then_exit(stop), worker=wait_for_file_then_exit(stop)
     )
+    job.spec.replica_specs[ReplicaType.WORKER].max_replicas = 3
     assert flexjob(env, "submit", "--detach", write(tmp_path, job)).returncode == 0
     wait_until(lambda: phase_of(env, "grow") == "Running", timeout=20, what="Running")
     out = flexjob(env, "scale", "grow", "--worker", "3")
