@@ -21,6 +21,7 @@ from flexjob.agent.bootstrap import AGENT_PID_ENV
 from flexjob.agent.monitor import ResourceMonitor
 from flexjob.agent.workers import Worker, status_path, wait_ready
 from flexjob.api import names
+from flexjob.api.errors import FlexjobError
 from flexjob.platform.stop_signals import StopRequested, raise_on_stop_signals
 from flexjob.rpc.api import HeartbeatReply, NodeRef, WorldInfo
 from flexjob.rpc.client import MasterClient
@@ -35,7 +36,7 @@ STATS_INTERVAL_S = 1.0
 EXIT_JOB_FAILED_ELSEWHERE = 1
 
 
-class AgentError(RuntimeError):
+class AgentError(FlexjobError, RuntimeError):
     """The agent could not get its workers into a world."""
 
 

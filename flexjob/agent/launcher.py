@@ -25,10 +25,10 @@ from pathlib import Path
 from flexjob.agent import failure
 from flexjob.agent.output import OutputConfig
 from flexjob.agent.progress import ProgressLine
+from flexjob.api.errors import FlexjobError
 from flexjob.master.config import MasterConfig
 from flexjob.master.launch import MasterProcess, spawn_master
 from flexjob.platform.stop_signals import StopRequested, raise_on_stop_signals
-from flexjob.rpc.api import MasterRpcError
 from flexjob.rpc.client import MasterClient
 
 log = logging.getLogger(__name__)
@@ -203,13 +203,13 @@ class _Run:
                 now = time.monotonic()
                 if failed_at is None and now >= next_check:
                     next_check = now + FAILURE_POLL_S
-                    with contextlib.suppress(MasterRpcError):
+                    with contextlib.suppress(FlexjobError):
                         failed_at = now if failure.failed(client) else None
                 if failed_at is not None and now - failed_at > AGENT_STOP_GRACE_S:
                     break  # the agents did not stop by themselves: ``run`` stops them
                 time.sleep(0.1)
             causes: list[failure.RootCause] = []
-            with contextlib.suppress(MasterRpcError):
+            with contextlib.suppress(FlexjobError):
                 causes = failure.root_causes(client)
         codes = [a.poll() for a in self.agents]
         if causes:

@@ -16,7 +16,8 @@ from rich.live import Live
 from rich.text import Text
 
 from flexjob.api import names
-from flexjob.rpc.api import DEFAULT_DATASET, MasterRpcError, Progress
+from flexjob.api.errors import FlexjobError
+from flexjob.rpc.api import DEFAULT_DATASET, Progress
 from flexjob.rpc.client import MasterClient
 
 
@@ -50,12 +51,12 @@ class ProgressLine:
     def _poll(self) -> Progress | None:
         try:
             return self._client.get_progress(self._dataset)
-        except MasterRpcError:
+        except FlexjobError:
             return None  # no dataset registered yet, or the master is gone
 
     def render(self, p: Progress) -> str:
         step = b"?"
-        with contextlib.suppress(MasterRpcError):
+        with contextlib.suppress(FlexjobError):
             step = self._client.kv_get(names.KV_STEP) or b"?"
         per_epoch = p.samples_total / p.epochs if p.epochs else 0
         done_in_epoch = p.samples_done - per_epoch * max(p.epoch, 0)

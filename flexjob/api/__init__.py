@@ -7,8 +7,8 @@ No I/O: nothing here touches processes, Kubernetes or the network; the one excep
 ``api.defaults.apply_defaults`` / ``defaults_patch`` and ``api.crd.crds``.
 """
 
+from flexjob.api.bounds import ReplicaBounds, replica_bounds
 from flexjob.api.enums import (
-    WORKER_LIKE,
     CleanPodPolicy,
     DistributionStrategy,
     JobPhase,
@@ -35,6 +35,7 @@ from flexjob.api.job import (
 from flexjob.api.meta import ObjectMeta
 from flexjob.api.pod import Container, EnvVar, PodSpec, PodTemplateSpec, ResourceRequirements
 from flexjob.api.problems import Problem, SpecError
+from flexjob.api.roles import ROLE_TRAITS, TRAINING_TYPES, RoleTraits
 from flexjob.api.scaleplan import (
     PodRef,
     ReplicaResourceSpec,
@@ -45,7 +46,8 @@ from flexjob.api.scaleplan import (
 )
 
 __all__ = [
-    "WORKER_LIKE",
+    "ROLE_TRAITS",
+    "TRAINING_TYPES",
     "BatchSpec",
     "CleanPodPolicy",
     "Container",
@@ -66,6 +68,7 @@ __all__ = [
     "PodTemplateSpec",
     "Problem",
     "RendezvousConf",
+    "ReplicaBounds",
     "ReplicaPhase",
     "ReplicaResourceSpec",
     "ReplicaSpec",
@@ -75,9 +78,11 @@ __all__ = [
     "ResourceRequirements",
     "ResourceSpec",
     "RestartPolicy",
+    "RoleTraits",
     "ScalePlan",
     "ScalePlanPhase",
     "ScalePlanSpec",
     "ScalePlanStatus",
     "SpecError",
+    "replica_bounds",
 ]

@@ -5,8 +5,7 @@ list the webhook sends back for a raw object.
 The defaults (after DI Orchestrator v2, DLRover and Kubeflow): cleanPodPolicy Running,
 backoffLimit 3, priority normal, preemptible false, optimizeMode single-job, the distribution
 strategy from the replica types (ps → ParameterServerStrategy, else AllreduceStrategy); per
-replica type: replicas 1 (or minReplicas), minReplicas = replicas (capped by maxReplicas),
-maxReplicas = max(replicas, minReplicas), restartPolicy OnFailure, and a container without a
+replica type: the bounds of ``api.bounds``, restartPolicy OnFailure, and a container without a
 name named ``main``. Validation is not done here (``api.validate``).
 """
 
@@ -14,6 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from flexjob.api.bounds import replica_bounds
 from flexjob.api.enums import (
     CleanPodPolicy,
     DistributionStrategy,
@@ -29,12 +29,7 @@ DEFAULT_CONTAINER_NAME = "main"
 
 
 def default_replica_spec(spec: ReplicaSpec) -> ReplicaSpec:
-    low, high = spec.min_replicas, spec.max_replicas
-    replicas = spec.replicas if spec.replicas is not None else (low if low is not None else 1)
-    if low is None:
-        low = replicas if high is None else min(replicas, high)
-    if high is None:
-        high = max(replicas, low)
+    bounds = replica_bounds(spec)
     template = spec.template
     if any(not c.name for c in template.spec.containers):
         containers = [
@@ -45,9 +40,9 @@ def default_replica_spec(spec: ReplicaSpec) -> ReplicaSpec:
         template = template.model_copy(update={"spec": pod})
     return spec.model_copy(
         update={
-            "replicas": replicas,
-            "min_replicas": low,
-            "max_replicas": high,
+            "replicas": bounds.replicas,
+            "min_replicas": bounds.min,
+            "max_replicas": bounds.max,
             "restart_policy": spec.restart_policy or RestartPolicy.ON_FAILURE,
             "template": template,
         }

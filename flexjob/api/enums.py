@@ -8,7 +8,8 @@ from enum import StrEnum
 
 
 class ReplicaType(StrEnum):
-    """A role in a job. The DI-engine roles sit beside the TensorFlow/PyTorch ones."""
+    """A role in a job. The DI-engine roles sit beside the TensorFlow/PyTorch ones; what each
+    role does is in ``api.roles.ROLE_TRAITS`` (a new type adds a row there)."""
 
     MASTER = "master"
     WORKER = "worker"
@@ -19,12 +20,6 @@ class ReplicaType(StrEnum):
     COLLECTOR = "collector"
     COORDINATOR = "coordinator"
     AGGREGATOR = "aggregator"
-
-
-#: Replica types that do the training work; a job needs at least one of them.
-WORKER_LIKE: frozenset[ReplicaType] = frozenset(
-    {ReplicaType.WORKER, ReplicaType.CHIEF, ReplicaType.LEARNER, ReplicaType.COLLECTOR}
-)
 
 
 class RestartPolicy(StrEnum):

@@ -9,6 +9,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from flexjob.api.errors import InvalidSpecError
+
 #: ``Problem.value`` when the field is absent (distinct from a field set to null).
 MISSING: Any = type("Missing", (), {"__repr__": lambda self: "<missing>"})()
 
@@ -27,7 +29,7 @@ class Problem:
         return f"{self.path}: {self.message}" if self.path else self.message
 
 
-class SpecError(ValueError):
+class SpecError(InvalidSpecError):
     """A spec was rejected; ``problems`` lists every reason."""
 
     def __init__(self, problems: Sequence[Problem]) -> None:

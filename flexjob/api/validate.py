@@ -14,13 +14,14 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from flexjob.api.enums import WORKER_LIKE, ReplicaType
+from flexjob.api.enums import ReplicaType
 from flexjob.api.job import ElasticJob
 from flexjob.api.model_errors import problems_from
 from flexjob.api.names import API_VERSION, KIND_JOB, KIND_SCALE_PLAN
 from flexjob.api.problems import MISSING, Problem, join_path, one_of
 from flexjob.api.quantity import parse_quantity
 from flexjob.api.readers import READERS, convert, find_reader
+from flexjob.api.roles import TRAINING_TYPES
 from flexjob.api.scaleplan import ScalePlan
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -127,8 +128,8 @@ def _check_job_spec(spec: Mapping[str, Any]) -> list[Problem]:
     problems: list[Problem] = []
     replica_specs = spec.get("replicaSpecs", {})
     if isinstance(replica_specs, Mapping):
-        if not any(k in {str(t) for t in WORKER_LIKE} for k in replica_specs):
-            allowed = ", ".join(sorted(WORKER_LIKE))
+        if not any(k in {str(t) for t in TRAINING_TYPES} for k in replica_specs):
+            allowed = ", ".join(sorted(TRAINING_TYPES))
             problems.append(
                 Problem(
                     "spec.replicaSpecs",

@@ -15,8 +15,9 @@ from typing import Any, Protocol
 
 import psutil
 
+from flexjob.api.errors import FlexjobError
 from flexjob.api.quantity import parse_quantity
-from flexjob.rpc.brain_client import BrainClient, BrainError
+from flexjob.rpc.brain_client import BrainClient
 from flexjob.rpc.brain_messages import ClusterNodeReport, ClusterReport
 
 log = logging.getLogger(__name__)
@@ -129,7 +130,7 @@ def run_monitor(
             nodes = report_once(source, brain)
             sent += 1
             log.debug("reported %d nodes", len(nodes))
-        except BrainError as exc:
+        except FlexjobError as exc:
             log.warning("cluster monitor: %s", exc)
         tries += 1
         if iterations is not None and tries >= iterations:

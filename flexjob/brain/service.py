@@ -18,8 +18,9 @@ from collections.abc import Callable
 from fastapi import FastAPI, HTTPException, Response
 from sqlalchemy import Engine
 
+from flexjob.api.errors import NotFoundError
 from flexjob.brain.processor import OptimizeProcessor
-from flexjob.brain.store import BrainStore, UnknownJobError
+from flexjob.brain.store import BrainStore
 from flexjob.rpc import brain_messages as schemas
 
 log = logging.getLogger(__name__)
@@ -42,7 +43,7 @@ def create_app(store: BrainStore, processor: OptimizeProcessor | None = None) ->
     def persist_metrics(job: str, report: schemas.MetricsReport) -> Response:
         try:
             store.persist(job, report)
-        except UnknownJobError as exc:
+        except NotFoundError as exc:
             raise HTTPException(404, str(exc)) from None
         except ValueError as exc:
             raise HTTPException(422, str(exc)) from None
@@ -52,14 +53,14 @@ def create_app(store: BrainStore, processor: OptimizeProcessor | None = None) ->
     def get_job_metrics(job: str) -> schemas.JobMetrics:
         try:
             return store.metrics(job)
-        except UnknownJobError as exc:
+        except NotFoundError as exc:
             raise HTTPException(404, str(exc)) from None
 
     @app.post(f"{PREFIX}/jobs/{{job:path}}/optimize", response_model=schemas.OptimizeResponse)
     def optimize(job: str, request: schemas.OptimizeRequest) -> schemas.OptimizeResponse:
         try:
             return processor.optimize(job, request.stage)
-        except UnknownJobError as exc:
+        except NotFoundError as exc:
             raise HTTPException(404, str(exc)) from None
 
     @app.post(f"{PREFIX}/cluster/nodes", status_code=204)

@@ -12,6 +12,7 @@ from sqlalchemy import Engine, func, or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from flexjob.api import ReplicaType, ResourcePlan
+from flexjob.api.errors import NotFoundError
 from flexjob.brain.db import models as m
 from flexjob.core import planner
 from flexjob.rpc import brain_messages as schemas
@@ -24,12 +25,9 @@ MAX_SAMPLES = 5000
 MAX_HISTORY = 200
 
 
-class UnknownJobError(LookupError):
-    """A job the brain has never been told about."""
-
-    def __init__(self, job: str) -> None:
-        super().__init__(f"unknown job {job!r}: report its metrics with a job record first")
-        self.job = job
+def unknown_job(job: str) -> NotFoundError:
+    """The error for a job the brain has never been told about."""
+    return NotFoundError(f"unknown job {job!r}: report its metrics with a job record first")
 
 
 class BrainStore:
@@ -79,7 +77,7 @@ class BrainStore:
             raise ValueError(f"job.name: {info.name!r} does not match the job in the path {name!r}")
         if job is None:
             if info is None:
-                raise UnknownJobError(name)
+                raise unknown_job(name)
             job = m.Job(name=name, created_at=self.clock(), status="running")
             s.add(job)
         if info is not None:
@@ -169,7 +167,7 @@ class BrainStore:
     def _job(self, s: Session, name: str) -> m.Job:
         job = s.scalar(select(m.Job).where(m.Job.name == name))
         if job is None:
-            raise UnknownJobError(name)
+            raise unknown_job(name)
         return job
 
     def job_names(self) -> list[str]:

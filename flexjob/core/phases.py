@@ -11,7 +11,8 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
 from flexjob.api import (
-    WORKER_LIKE,
+    ROLE_TRAITS,
+    TRAINING_TYPES,
     ElasticJob,
     ElasticJobStatus,
     JobCondition,
@@ -21,6 +22,7 @@ from flexjob.api import (
     ReplicaType,
     RestartPolicy,
 )
+from flexjob.api.roles import controlling_type
 from flexjob.core.replicas import Replica
 
 DEFAULT_BACKOFF_LIMIT = 3
@@ -37,6 +39,10 @@ def restart_policy(job: ElasticJob, rtype: ReplicaType) -> RestartPolicy:
     if spec is None or spec.restart_policy is None:
         return DEFAULT_RESTART_POLICY
     return spec.restart_policy
+
+
+def counts_against_backoff(rtype: ReplicaType) -> bool:
+    return ROLE_TRAITS[rtype].counts_against_backoff
 
 
 def backoff_limit(job: ElasticJob) -> int:
@@ -70,13 +76,13 @@ def restarts_on_success(job: ElasticJob, rtype: ReplicaType) -> bool:
 def job_succeeded(
     job: ElasticJob, replicas: Sequence[Replica], counts: Mapping[ReplicaType, int]
 ) -> bool:
-    """The master succeeded; or, with no master, every worker-like replica succeeded (all the
-    desired ones; every type counts as worker-like when the job has none of those)."""
-    if ReplicaType.MASTER in job.spec.replica_specs:
-        return any(
-            r.type is ReplicaType.MASTER and r.phase is ReplicaPhase.SUCCEEDED for r in replicas
-        )
-    workers = [t for t in counts if t in WORKER_LIKE] or list(counts)
+    """The controlling replica (the master) succeeded; or, with none, every replica of the
+    training types succeeded (all the desired ones; every type counts when the job has no
+    training type). Roles: ``api.roles``."""
+    master = controlling_type(job.spec.replica_specs)
+    if master is not None:
+        return any(r.type is master and r.phase is ReplicaPhase.SUCCEEDED for r in replicas)
+    workers = [t for t in counts if t in TRAINING_TYPES] or list(counts)
     if not workers or all(counts[t] == 0 for t in workers):
         return False
     for rtype in workers:

@@ -26,6 +26,7 @@ from flexjob.api import (
     ScalePlan,
     ScalePlanPhase,
 )
+from flexjob.api.roles import controlling_type, scalable_types
 from flexjob.core import phases
 from flexjob.core.actions import (
     Action,
@@ -158,9 +159,10 @@ class _Round:
         return [r for r in self.own if not r.deleting and r.name not in self.deleted]
 
     def _master_address(self) -> str | None:
-        if ReplicaType.MASTER not in self.job.spec.replica_specs:
+        master = controlling_type(self.job.spec.replica_specs)
+        if master is None:
             return None
-        svc = self.services.get(service_name(self.job.name, ReplicaType.MASTER, 0))
+        svc = self.services.get(service_name(self.job.name, master, 0))
         return svc.address if svc is not None else None
 
     def _deadline_passed(self) -> bool:
@@ -193,8 +195,9 @@ class _Round:
 
     # --- finishing ------------------------------------------------------------------------------
     def _success_message(self) -> str:
-        if ReplicaType.MASTER in self.declared.spec.replica_specs:
-            return "the master replica succeeded"
+        master = controlling_type(self.declared.spec.replica_specs)
+        if master is not None:
+            return f"the {master.value} replica succeeded"
         return "every worker replica succeeded"
 
     def _finish(self, phase: JobPhase, reason: str, message: str) -> None:
@@ -241,7 +244,7 @@ class _Round:
         )
         if done or plan.spec.owner_job != self.job.name or plan.metadata.namespace != self.ns:
             return
-        scalable = [t for t in self.job.spec.replica_specs if t is not ReplicaType.MASTER]
+        scalable = scalable_types(self.job.spec.replica_specs)
         unknown = [t.value for t in plan.spec.replica_resource_specs if t not in scalable]
         if unknown:
             self._reject_plan(
@@ -304,14 +307,15 @@ class _Round:
                 )
                 self._finish(JobPhase.FAILED, "ReplicaFailed", f"{failed} ({why})")
                 return True
-            if self.status.restart_count >= limit:
+            counted = phases.counts_against_backoff(r.type)
+            if counted and self.status.restart_count >= limit:
                 message = (
                     f"{failed}; backoffLimit {limit} reached after "
                     f"{self.status.restart_count} restarts"
                 )
                 self._finish(JobPhase.FAILED, "BackoffLimitExceeded", message)
                 return True
-            self.status.restart_count += 1
+            self.status.restart_count += 1 if counted else 0
             self.status.restarted_replicas.append(key)
             self.restarted = f"{failed}; restart {self.status.restart_count} of {limit}"
             self._event("ReplicaFailed", self.restarted, EventType.WARNING)
@@ -337,7 +341,7 @@ class _Round:
         missing = wanted - len(occupied)
         if missing <= 0:
             return
-        needs_master = ReplicaType.MASTER in self.job.spec.replica_specs
+        needs_master = controlling_type(self.job.spec.replica_specs) is not None
         port = service_port(self.job, rtype)
         free = (i for i in count() if i not in occupied)
         for index, _ in zip(free, range(missing), strict=False):

@@ -20,6 +20,8 @@ from flexjob.api import (
     ScalePlan,
     names,
 )
+from flexjob.api.bounds import replica_bounds
+from flexjob.api.roles import ROLE_TRAITS, creation_order
 from flexjob.core.replica_resources import apply_resources
 from flexjob.core.replicas import (
     Replica,
@@ -29,27 +31,30 @@ from flexjob.core.replicas import (
     service_name,
 )
 
-DEFAULT_REPLICAS = 1
 #: The env var a replica with its own service (other than the master) finds its address in.
 ENV_REPLICA_ADDRESS = "FLEXJOB_REPLICA_ADDRESS"
 NODE_SELECTOR_KEY = "kubernetes.io/hostname"
 
 
 def replica_types(job: ElasticJob) -> list[ReplicaType]:
-    """The job's replica types, master first, then in spec order."""
-    types = list(job.spec.replica_specs)
-    return sorted(types, key=lambda t: 0 if t is ReplicaType.MASTER else 1)
+    """The job's replica types, the controlling one (master) first, then in spec order."""
+    return creation_order(job.spec.replica_specs)
+
+
+def desired_count(job: ElasticJob, status: ElasticJobStatus, rtype: ReplicaType) -> int:
+    """How many ``rtype`` replicas ``job`` should have: ``status.replicas`` (scaled), else the
+    spec's count; a type that is not scalable always follows the spec; 0 if the job has none."""
+    spec = job.spec.replica_specs.get(rtype)
+    if spec is None:
+        return 0
+    from_spec = replica_bounds(spec).replicas
+    if not ROLE_TRAITS[rtype].scalable:
+        return from_spec
+    return status.replicas.get(rtype, from_spec)
 
 
 def desired_counts(job: ElasticJob, status: ElasticJobStatus) -> dict[ReplicaType, int]:
-    counts: dict[ReplicaType, int] = {}
-    for rtype, spec in job.spec.replica_specs.items():
-        from_spec = spec.replicas if spec.replicas is not None else DEFAULT_REPLICAS
-        if rtype is ReplicaType.MASTER:
-            counts[rtype] = from_spec
-        else:
-            counts[rtype] = status.replicas.get(rtype, from_spec)
-    return counts
+    return {rtype: desired_count(job, status, rtype) for rtype in job.spec.replica_specs}
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,10 +78,10 @@ def fold_plan(
         found = by_name.get(ref.name) or by_name.get(f"{job.name}-{ref.name}")
         if found is None and ref.id is not None:
             found = by_slot.get((ref.type, ref.id))
-        if found is not None and found.type is not ReplicaType.MASTER:
+        if found is not None and ROLE_TRAITS[found.type].scalable:
             remove[found.name] = found
     new_counts: dict[ReplicaType, int] = {
-        t: n for t, n in counts.items() if t is not ReplicaType.MASTER
+        t: n for t, n in counts.items() if ROLE_TRAITS[t].scalable
     }
     for rtype in new_counts:
         explicit = plan.spec.replica_resource_specs.get(rtype)
@@ -96,11 +101,12 @@ def _main_container(spec: ReplicaSpec, rtype: ReplicaType) -> Container:
 
 def service_port(job: ElasticJob, rtype: ReplicaType) -> int | None:
     """The port of the service a replica of ``rtype`` needs, or None when it needs none: the
-    master always has one; other types when their main container declares a port."""
+    master (the controlling type) always has one; others when their main container declares
+    a port."""
     main = _main_container(job.spec.replica_specs[rtype], rtype)
     if main.ports:
         return main.ports[0].container_port
-    return names.DEFAULT_MASTER_PORT if rtype is ReplicaType.MASTER else None
+    return names.DEFAULT_MASTER_PORT if ROLE_TRAITS[rtype].controls_job else None
 
 
 def service_request(job: ElasticJob, rtype: ReplicaType, index: int, port: int) -> ServiceRequest:
@@ -140,7 +146,7 @@ def replica_env(
     }
     if master_address is not None:
         env[names.ENV_MASTER] = master_address
-    if own_address is not None and rtype is not ReplicaType.MASTER:
+    if own_address is not None and not ROLE_TRAITS[rtype].controls_job:
         env[ENV_REPLICA_ADDRESS] = own_address
     return env
 

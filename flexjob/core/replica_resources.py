@@ -35,6 +35,8 @@ from flexjob.api import (
     ResourceSpec,
     ScalePlan,
 )
+from flexjob.api.errors import InvalidSpecError
+from flexjob.api.roles import ROLE_TRAITS
 from flexjob.core.replicas import Replica, short_replica_name
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -105,7 +107,7 @@ class Migration:
         return short_replica_name(self.type, self.index)
 
 
-class UnknownReplicaError(ValueError):
+class UnknownReplicaError(InvalidSpecError):
     """A ``migratePods`` entry names no replica of the job that may be relaunched."""
 
 
@@ -145,7 +147,7 @@ def resolve_migrations(
         except UnknownReplicaError as exc:
             unknown.append(str(exc))
             continue
-        if rtype is ReplicaType.MASTER:
+        if ROLE_TRAITS[rtype].controls_job:
             unknown.append(f"{ref.name or 'master'} (the master cannot be migrated)")
             continue
         live = [

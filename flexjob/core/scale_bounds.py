@@ -1,11 +1,12 @@
-"""Whether a job may be resized to a replica count: its phase and each type's bounds.
+"""Whether a job may be resized by hand to a replica count: its phase and the type's bounds.
 
-One rule for everyone who asks for a size by hand (``flexjob scale``, the HTTP server): a
-finished job cannot be scaled, and a type's count must stay within its ``minReplicas`` and
-``maxReplicas``. Each function returns the problem as a sentence, or None. No I/O.
+One rule for everyone who asks for a size (``flexjob scale``, the HTTP server): a finished job
+cannot be scaled, and a count outside the bounds the spec declares is refused naming the bound
+(``api.bounds.scale_limits``). Each function returns the problem as a sentence, or None. No I/O.
 """
 
 from flexjob.api import ElasticJob, ReplicaType
+from flexjob.api.bounds import scale_limits
 
 
 def finished_problem(job: ElasticJob) -> str | None:
@@ -17,20 +18,12 @@ def finished_problem(job: ElasticJob) -> str | None:
 
 
 def bound_problem(job: ElasticJob, rtype: ReplicaType, wanted: int) -> str | None:
-    """Why ``wanted`` replicas of ``rtype`` are outside the type's bounds, or None."""
+    """Why ``wanted`` replicas of ``rtype`` are not allowed for ``job``, or None."""
     spec = job.spec.replica_specs.get(rtype)
     if spec is None:
         types = ", ".join(t.value for t in job.spec.replica_specs) or "none"
         return f"job {job.namespace}/{job.name} has no {rtype.value} replicas (it has: {types})"
-    lowest = spec.min_replicas if spec.min_replicas is not None else 0
-    if wanted < lowest:
-        return (
-            f"job {job.namespace}/{job.name}: {rtype.value} replicas would drop to {wanted}, "
-            f"below minReplicas {lowest}"
-        )
-    if spec.max_replicas is not None and wanted > spec.max_replicas:
-        return (
-            f"job {job.namespace}/{job.name}: {rtype.value} replicas would grow to {wanted}, "
-            f"above maxReplicas {spec.max_replicas}"
-        )
-    return None
+    why = scale_limits(spec, wanted)
+    if why is None:
+        return None
+    return f"job {job.namespace}/{job.name}: {rtype.value} replicas would be {wanted}, {why}"

@@ -28,6 +28,7 @@ from pydantic import ValidationError
 from pydantic_core import to_jsonable_python
 
 from flexjob.api import ElasticJobStatus
+from flexjob.api.errors import InvalidSpecError
 
 #: A JSON merge patch on the wire form of ``ElasticJobStatus`` (camelCase keys).
 StatusPatch = Mapping[str, Any]
@@ -73,7 +74,7 @@ OWNED_FIELDS: Mapping[StatusOwner, frozenset[str]] = {
 }
 
 
-class InvalidStatusPatchError(ValueError):
+class InvalidStatusPatchError(InvalidSpecError):
     """A status patch names an unknown field or would leave the status invalid."""
 
 

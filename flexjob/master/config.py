@@ -12,7 +12,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from flexjob.api import WORKER_LIKE, ElasticJob, ReplicaType
+from flexjob.api import ElasticJob, replica_bounds
+from flexjob.api.roles import main_training_type
 from flexjob.core.batch import BatchPlan
 from flexjob.core.rendezvous import RendezvousConfig
 from flexjob.core.splitters import FileSplitter, RangeSplitter, Splitter, parse_file_entry
@@ -142,13 +143,10 @@ class MasterConfig:
     @classmethod
     def from_job(cls, job: ElasticJob, **overrides: Any) -> "MasterConfig":
         spec = job.spec
-        workers = spec.replica_specs.get(ReplicaType.WORKER) or next(
-            (s for t, s in spec.replica_specs.items() if t in WORKER_LIKE), None
-        )
         lo = hi = 1
-        if workers is not None:
-            lo = _or(workers.min_replicas, _or(workers.replicas, 1))
-            hi = _or(workers.max_replicas, _or(workers.replicas, lo))
+        if (trainer := main_training_type(spec.replica_specs)) is not None:
+            bounds = replica_bounds(spec.replica_specs[trainer])
+            lo, hi = bounds.min, bounds.max
         datasets: tuple[DatasetConfig, ...] = ()
         if (d := spec.dataset) is not None:
             datasets = (

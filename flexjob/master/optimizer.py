@@ -24,12 +24,15 @@ from flexjob.api import (
     ResourcePlan,
     ScalePlan,
     ScalePlanSpec,
+    replica_bounds,
 )
+from flexjob.api.errors import FlexjobError, NotFoundError
 from flexjob.api.names import LABEL_JOB_NAME
 from flexjob.api.quantity import cpu_cores, memory_mib
+from flexjob.api.roles import ROLE_TRAITS
 from flexjob.core import planner
 from flexjob.rpc import brain_messages as schemas
-from flexjob.rpc.brain_client import BrainClient, BrainError, UnknownJob
+from flexjob.rpc.brain_client import BrainClient
 
 log = logging.getLogger(__name__)
 Clock = Callable[[], float]
@@ -118,7 +121,7 @@ class JobOptimizer:
             return False
         try:
             metrics = self.brain.get_job_metrics(self.job.name)
-        except UnknownJob:
+        except NotFoundError:
             return False
         self.plans = [p.plan for p in metrics.plans]
         self.plan_ids = [p.id for p in metrics.plans]
@@ -155,7 +158,7 @@ class JobOptimizer:
             return True
         try:
             self.brain.persist_metrics(self.job.name, self._outbox)
-        except BrainError as exc:
+        except FlexjobError as exc:
             log.warning(
                 "job %s: brain unreachable, keeping stats for later: %s", self.job.name, exc
             )
@@ -189,7 +192,7 @@ class JobOptimizer:
             return None
         try:
             answer = self.brain.optimize_detail(self.job.name, stage)
-        except BrainError as exc:
+        except FlexjobError as exc:
             log.warning("job %s: no plan from the brain: %s", self.job.name, exc)
             return None
         if answer.plan_id is not None and answer.plan_id in self.plan_ids:
@@ -258,7 +261,7 @@ def job_info_from_spec(job: ElasticJob) -> schemas.JobInfo:
     max_cpu: float | None = None
     max_memory: float | None = None
     for rtype, spec in job.spec.replica_specs.items():
-        if rtype is ReplicaType.MASTER:
+        if not ROLE_TRAITS[rtype].scalable:
             continue
         cpu = memory = None
         for container in spec.template.spec.containers[:1]:
@@ -270,14 +273,14 @@ def job_info_from_spec(job: ElasticJob) -> schemas.JobInfo:
                 max_cpu = max(max_cpu or 0.0, cpu_cores(lim["cpu"]))
             if "memory" in lim:
                 max_memory = max(max_memory or 0.0, float(memory_mib(lim["memory"])))
-        replicas = spec.replicas or spec.min_replicas or 1
-        resources[rtype] = schemas.Resources(replicas=replicas, cpu=cpu, memory_mb=memory)
+        bounds = replica_bounds(spec)
+        resources[rtype] = schemas.Resources(replicas=bounds.replicas, cpu=cpu, memory_mb=memory)
     worker = job.spec.replica_specs.get(ReplicaType.WORKER)
     ps = job.spec.replica_specs.get(ReplicaType.PS)
     limits = schemas.Limits(
-        min_workers=(worker.min_replicas or 1) if worker else 1,
-        max_workers=worker.max_replicas if worker else None,
-        max_ps=ps.max_replicas if ps else None,
+        min_workers=max(replica_bounds(worker).min, 1) if worker else 1,
+        max_workers=replica_bounds(worker).max if worker else None,
+        max_ps=replica_bounds(ps).max if ps else None,
         max_cpu=max_cpu,
         max_memory_mb=max_memory,
     )

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Protocol
 
 from flexjob.api import OptimizeMode, ReplicaType, ResourcePlan, ScalePlan
+from flexjob.api.errors import FlexjobError
 from flexjob.core import planner
 from flexjob.core.planner.speed import SpeedAggregator
 from flexjob.master.config import MasterConfig
@@ -24,7 +25,7 @@ from flexjob.master.optimizer import JobOptimizer, to_scale_plan
 from flexjob.master.state import write_atomic
 from flexjob.master.stats import NodeRecord
 from flexjob.rpc import brain_messages as schemas
-from flexjob.rpc.brain_client import BrainClient, BrainError
+from flexjob.rpc.brain_client import BrainClient
 
 log = logging.getLogger(__name__)
 PlanSink = Callable[[ScalePlan], None]
@@ -144,7 +145,7 @@ class OptimizerLoop:
         try:
             if not self.optimizer.restore():
                 self._emit(self.optimizer.initial_plan())
-        except BrainError as exc:
+        except FlexjobError as exc:
             log.warning("job %s: brain unreachable, will retry: %s", self.job_name, exc)
             return
         self._started = True

@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from flexjob.api import names
+from flexjob.api.errors import InvalidSpecError, NotFoundError
 from flexjob.core.batch import BatchPlan
 from flexjob.core.rendezvous import NodeStatus, Rendezvous
 from flexjob.core.shards import ReportResult, ShardManager
@@ -30,11 +31,9 @@ from flexjob.master.stats import NodeRecord, StatsBook
 from flexjob.rpc.api import (
     BatchPlanInfo,
     HeartbeatReply,
-    InvalidArgumentError,
     NodeRef,
     NodeStats,
     NodesWaiting,
-    NotFoundError,
     Progress,
     ShardInfo,
     WorldInfo,
@@ -243,7 +242,7 @@ class MasterService:
         try:
             m = self._batch.micro_batches(rank, world_size)
         except ValueError as exc:
-            raise InvalidArgumentError(str(exc)) from None
+            raise InvalidSpecError(str(exc)) from None
         return BatchPlanInfo(m, self._batch.micro_batch_size, self._batch.global_batch_size)
 
     # ---- key-value store ----
@@ -260,7 +259,7 @@ class MasterService:
             try:
                 value = int(self._kv.get(key, b"0")) + amount
             except ValueError:
-                raise InvalidArgumentError(f"key {key!r} does not hold an integer") from None
+                raise InvalidSpecError(f"key {key!r} does not hold an integer") from None
             self._kv[key] = str(value).encode()
             return value
 
@@ -313,9 +312,7 @@ class MasterService:
                 seed=int(d.get("seed", 0)),
             )
         except (ValueError, KeyError, TypeError) as exc:
-            raise InvalidArgumentError(
-                f"dataset {name!r} registered with bad fields: {exc}"
-            ) from None
+            raise InvalidSpecError(f"dataset {name!r} registered with bad fields: {exc}") from None
         mgr = ShardManager(
             cfg.splitter(),
             epochs=cfg.epochs,

@@ -9,7 +9,8 @@ Contract (checked by ``tests/platform/contract.py`` for every implementation):
 
 * all calls are synchronous and thread-safe; objects returned are fresh copies;
 * ``create_*`` raises ``AlreadyExistsError`` when the name is taken; ``get_job`` raises
-  ``NotFoundError``; ``delete_*`` of something gone is a no-op;
+  ``NotFoundError``; other failures raise ``UnavailableError`` (all from ``api.errors``);
+  ``delete_*`` of something gone is a no-op;
 * ``create_replica`` returns at once with the replica Pending or Running; its phase moves to
   Succeeded/Failed (with ``exit_code``) when it exits; the platform never restarts it;
 * ``delete_replica`` stops the replica (the name may show ``deleting=True`` until it is gone);
@@ -48,6 +49,7 @@ from enum import StrEnum
 from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 from flexjob.api import ElasticJob, ScalePlan, ScalePlanStatus
+from flexjob.api.errors import AlreadyExistsError, NotFoundError, UnavailableError
 from flexjob.core.actions import EventType
 from flexjob.core.replicas import Replica, ReplicaRequest, Service, ServiceRequest
 from flexjob.core.status_patch import InvalidStatusPatchError, StatusPatch
@@ -59,29 +61,17 @@ __all__ = [
     "InvalidStatusPatchError",
     "NotFoundError",
     "Platform",
-    "PlatformError",
     "Replica",
     "ReplicaRequest",
     "Service",
     "ServiceRequest",
     "StatusPatch",
+    "UnavailableError",
     "WatchEvent",
     "WatchEventType",
 ]
 
 T = TypeVar("T")
-
-
-class PlatformError(Exception):
-    """A platform call failed; the message names the object."""
-
-
-class NotFoundError(PlatformError):
-    pass
-
-
-class AlreadyExistsError(PlatformError):
-    pass
 
 
 class WatchEventType(StrEnum):

@@ -1,5 +1,6 @@
 """The master RPC in Python terms: the data classes the client returns, the ``MasterBackend``
-protocol the server calls (one method per RPC), and the error hierarchy. No gRPC here.
+protocol the server calls (one method per RPC). No gRPC here. Errors: ``api.errors``
+(``InvalidSpecError``, ``NotFoundError``; the client raises ``UnavailableError``).
 
 The torch store. The master hosts one ``torch.distributed.TCPStore`` per job (when its config
 says ``host_store``, the default) and ``WorldInfo.store_address`` is its ``host:port``; each
@@ -30,22 +31,6 @@ from dataclasses import dataclass
 from typing import Protocol
 
 DEFAULT_DATASET = ""
-
-
-class MasterRpcError(Exception):
-    """The master answered with an error."""
-
-
-class MasterUnavailableError(MasterRpcError):
-    """The master could not be reached before the client's retry deadline."""
-
-
-class InvalidArgumentError(MasterRpcError):
-    """The request names something wrong (an unknown dataset, a bad rank)."""
-
-
-class NotFoundError(MasterRpcError):
-    """The request names something the master does not have."""
 
 
 @dataclass(frozen=True, slots=True)

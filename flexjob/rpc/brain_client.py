@@ -1,7 +1,8 @@
 """The typed client of the Brain service, used by masters and the cluster monitor.
 
 Every method sends or returns a ``flexjob.rpc.brain_messages`` model (or an ``api.ResourcePlan``);
-failures raise ``BrainError`` (``UnknownJob`` for a job the brain never saw). An ``httpx.Client``
+failures raise ``api.errors`` errors (``UnavailableError`` when unreachable,
+``NotFoundError`` for a job the brain never saw). An ``httpx.Client``
 can be passed in (tests pass FastAPI's ``TestClient``). Not for retries policy: callers decide.
 """
 
@@ -12,6 +13,7 @@ from urllib.parse import quote
 import httpx
 
 from flexjob.api import ResourcePlan
+from flexjob.api.errors import FlexjobError, NotFoundError, UnavailableError
 from flexjob.core.planner import OptimizeStage
 from flexjob.rpc import brain_messages as schemas
 
@@ -20,14 +22,6 @@ PREFIX = "/api/v1"
 
 def _q(job: str) -> str:
     return quote(job, safe="")
-
-
-class BrainError(RuntimeError):
-    """The brain could not be reached or refused a request."""
-
-
-class UnknownJob(BrainError):
-    pass
 
 
 class BrainClient:
@@ -50,17 +44,17 @@ class BrainClient:
         try:
             response = self._http.request(method, path, json=body)
         except httpx.HTTPError as exc:
-            raise BrainError(f"brain at {self.url} unreachable: {exc}") from exc
+            raise UnavailableError(f"brain at {self.url} unreachable: {exc}") from exc
         if response.status_code == 404:
-            raise UnknownJob(response.json().get("detail", path))
+            raise NotFoundError(response.json().get("detail", path))
         if response.status_code >= 400:
-            raise BrainError(f"brain {method} {path}: {response.status_code} {response.text}")
+            raise FlexjobError(f"brain {method} {path}: {response.status_code} {response.text}")
         return response.json() if response.content else None
 
     def healthy(self) -> bool:
         try:
             return bool(self._call("GET", "/healthz") == {"status": "ok"})
-        except BrainError:
+        except FlexjobError:
             return False
 
     def persist_metrics(self, job: str, report: schemas.MetricsReport) -> None:

@@ -3,7 +3,7 @@
 Every method is one RPC returning an ``rpc.api`` data class. Calls that cannot reach the master
 (connection refused, master restarting, deadline hit) are retried with exponential backoff
 until ``retry_deadline`` seconds have passed, so a master restart is survivable; then
-``MasterUnavailableError``. Errors the master answers are raised as ``rpc.api`` errors.
+``UnavailableError``. Errors the master answers are raised as ``api.errors`` errors.
 Not thread-safe across ``close()``; otherwise a client may be shared by threads.
 """
 
@@ -14,17 +14,14 @@ from typing import TypeVar
 
 import grpc
 
+from flexjob.api.errors import FlexjobError, InvalidSpecError, NotFoundError, UnavailableError
 from flexjob.rpc import convert
 from flexjob.rpc.api import (
     DEFAULT_DATASET,
     BatchPlanInfo,
     HeartbeatReply,
-    InvalidArgumentError,
-    MasterRpcError,
-    MasterUnavailableError,
     NodeStats,
     NodesWaiting,
-    NotFoundError,
     Progress,
     ShardInfo,
     WorldInfo,
@@ -191,14 +188,14 @@ class MasterClient:
             except grpc.RpcError as exc:
                 code = exc.code()
                 if code == grpc.StatusCode.INVALID_ARGUMENT:
-                    raise InvalidArgumentError(exc.details()) from None
+                    raise InvalidSpecError(exc.details()) from None
                 if code == grpc.StatusCode.NOT_FOUND:
                     raise NotFoundError(exc.details()) from None
                 if code not in _RETRYABLE:
-                    raise MasterRpcError(f"{code.name}: {exc.details()}") from None
+                    raise FlexjobError(f"{code.name}: {exc.details()}") from None
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise MasterUnavailableError(
+                    raise UnavailableError(
                         f"master {self.address} unreachable for {self._retry_deadline}s: "
                         f"{code.name}: {exc.details()}"
                     ) from None

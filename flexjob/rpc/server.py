@@ -13,8 +13,9 @@ from typing import TypeVar
 
 import grpc
 
+from flexjob.api.errors import InvalidSpecError, NotFoundError
 from flexjob.rpc import convert
-from flexjob.rpc.api import InvalidArgumentError, MasterBackend, NotFoundError
+from flexjob.rpc.api import MasterBackend
 from flexjob.rpc.gen import master_pb2 as pb
 from flexjob.rpc.gen import master_pb2_grpc as pb_grpc
 
@@ -22,17 +23,18 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 _CODES: dict[type[Exception], grpc.StatusCode] = {
-    InvalidArgumentError: grpc.StatusCode.INVALID_ARGUMENT,
+    InvalidSpecError: grpc.StatusCode.INVALID_ARGUMENT,
     NotFoundError: grpc.StatusCode.NOT_FOUND,
 }
 
 
 def _call(context: grpc.ServicerContext, fn: Callable[[], T]) -> T:
-    """Run one backend call; its ``rpc.api`` errors become gRPC status codes."""
+    """Run one backend call; its ``api.errors`` errors become gRPC status codes."""
     try:
         return fn()
-    except (InvalidArgumentError, NotFoundError) as exc:
-        context.abort(_CODES[type(exc)], str(exc))
+    except (InvalidSpecError, NotFoundError) as exc:
+        code = next(c for kind, c in _CODES.items() if isinstance(exc, kind))
+        context.abort(code, str(exc))
         raise  # unreachable: abort raises
 
 

@@ -22,8 +22,8 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from flexjob.api import ElasticJob
+from flexjob.api.roles import scaling_target
 from flexjob.core.policies import JobInfo, NodeInfo, Policy, PolicyError, schedule_round
-from flexjob.core.scaling_target import elastic_type
 from flexjob.platform.api import NotFoundError, Platform
 from flexjob.scheduler.jobview import job_info, job_key
 
@@ -79,7 +79,7 @@ class Allocator:
     def _current(self, jobs: Sequence[ElasticJob]) -> dict[str, list[str]]:
         previous: dict[str, list[str]] = {}
         for job in jobs:
-            rtype = elastic_type(job)
+            rtype = scaling_target(job.spec.replica_specs)
             if rtype is None or job.status is None:
                 continue
             placed = list(job.status.allocation.get(rtype, []))
@@ -135,7 +135,7 @@ class Allocator:
         return changed
 
     def _write(self, job: ElasticJob, info: JobInfo, nodes: list[str]) -> bool:
-        rtype = elastic_type(job)
+        rtype = scaling_target(job.spec.replica_specs)
         assert rtype is not None
         try:
             patch: dict[str, Any] = {"allocation": {rtype.value: nodes}}

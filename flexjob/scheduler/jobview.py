@@ -1,16 +1,17 @@
 """How the Allocator sees an ``ElasticJob``: its elastic replica type, bounds and resources.
 
 For: building ``core.policies.JobInfo`` from a stored job (``job_info``). The policy sizes one
-replica type per job — the first of worker, learner, collector, ps the job has (else its first
-non-master type); masters and other helpers are not placed. Not for writing status.
+replica type per job (``api.roles.scaling_target``); masters and other helpers are not
+placed. Not for writing status.
 """
 
 from datetime import datetime
 
-from flexjob.api import ElasticJob, ReplicaType
+from flexjob.api import ElasticJob, ElasticJobStatus, ReplicaType, replica_bounds
 from flexjob.api.quantity import cpu_cores, memory_mib
+from flexjob.api.roles import scaling_target
 from flexjob.core.policies import JobInfo, Resources
-from flexjob.core.scaling_target import elastic_type
+from flexjob.core.replica_plan import desired_count
 from flexjob.scheduler.profilings import goodput_model
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -37,13 +38,6 @@ def replica_resources(job: ElasticJob, rtype: ReplicaType) -> Resources:
         return Resources()
 
 
-def desired_replicas(job: ElasticJob, rtype: ReplicaType) -> int:
-    spec = job.spec.replica_specs[rtype]
-    if job.status is not None and rtype in job.status.replicas:
-        return job.status.replicas[rtype]
-    return spec.replicas if spec.replicas is not None else 1
-
-
 def created_at(job: ElasticJob) -> datetime | None:
     stamp = job.metadata.creation_timestamp
     if not stamp:
@@ -56,14 +50,13 @@ def created_at(job: ElasticJob) -> datetime | None:
 
 def job_info(job: ElasticJob, now: datetime, restarts: int = 0) -> JobInfo | None:
     """The policy's view of ``job``, or None when it has nothing to place."""
-    rtype = elastic_type(job)
+    rtype = scaling_target(job.spec.replica_specs)
     if rtype is None:
         return None
-    spec = job.spec.replica_specs[rtype]
-    replicas = max(desired_replicas(job, rtype), 0)
+    bounds = replica_bounds(job.spec.replica_specs[rtype])
+    replicas = max(desired_count(job, job.status or ElasticJobStatus(), rtype), 0)
     preemptible = bool(job.spec.preemptible)
-    lo = spec.min_replicas if spec.min_replicas is not None else min(replicas, 1)
-    hi = max(spec.max_replicas if spec.max_replicas is not None else replicas, lo, 1)
+    lo, hi = bounds.min, max(bounds.max, 1)
     born = created_at(job)
     profilings = job.status.profilings if job.status else {}
     return JobInfo(

@@ -10,6 +10,7 @@ import logging
 from importlib.metadata import entry_points
 from typing import Any
 
+from flexjob.api.errors import InvalidSpecError
 from flexjob.core.policies import BUILTIN_POLICIES, Policy
 
 log = logging.getLogger(__name__)
@@ -17,7 +18,7 @@ log = logging.getLogger(__name__)
 ENTRY_POINT_GROUP = "flexjob.policies"
 
 
-class UnknownPolicyError(LookupError):
+class UnknownPolicyError(InvalidSpecError, LookupError):
     """No policy of that name; the message lists the names that exist."""
 
 

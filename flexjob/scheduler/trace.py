@@ -30,6 +30,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from flexjob.api.errors import InvalidSpecError
 from flexjob.core.policies import GoodputModel, ThroughputParams
 
 MODEL_COLUMNS = (
@@ -56,7 +57,7 @@ COLUMNS = (
 _DEFAULTS = ThroughputParams()
 
 
-class TraceError(ValueError):
+class TraceError(InvalidSpecError):
     """A trace file that cannot be read; the message names the row and the column."""
 
 

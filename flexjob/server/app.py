@@ -17,12 +17,17 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from flexjob import __version__
-from flexjob.platform.api import NotFoundError as PlatformNotFound
-from flexjob.platform.api import Platform, PlatformError
+from flexjob.api.errors import (
+    ConflictError,
+    FlexjobError,
+    InvalidSpecError,
+    NotFoundError,
+    UnavailableError,
+)
+from flexjob.platform.api import Platform
 from flexjob.server import v1alpha2, v2alpha1
 from flexjob.server.auth import OPEN_PATHS, token_matches
 from flexjob.server.envelope import Envelope
-from flexjob.server.errors import ApiError
 from flexjob.server.jobs import JobStore
 from flexjob.server.metrics import CONTENT_TYPE_LATEST, ServerMetrics
 
@@ -44,19 +49,27 @@ def _field(loc: tuple[object, ...]) -> str:
     return ".".join(parts) or "body"
 
 
+#: The HTTP status of each kind of error (``api.errors``); the first match wins.
+HTTP_STATUS: tuple[tuple[type[FlexjobError], int], ...] = (
+    (NotFoundError, 404),
+    (ConflictError, 409),
+    (InvalidSpecError, 400),
+    (UnavailableError, 503),
+)
+
+
+def http_status(exc: FlexjobError) -> int:
+    return next((code for kind, code in HTTP_STATUS if isinstance(exc, kind)), 500)
+
+
 def _install_error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(ApiError)
-    async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
-        return _error(exc.status_code, exc.message)
-
-    @app.exception_handler(PlatformNotFound)
-    async def _not_found(_: Request, exc: PlatformNotFound) -> JSONResponse:
-        return _error(404, str(exc))
-
-    @app.exception_handler(PlatformError)
-    async def _platform_error(_: Request, exc: PlatformError) -> JSONResponse:
-        log.warning("platform error: %s", exc)
-        return _error(503, f"platform error: {exc}")
+    @app.exception_handler(FlexjobError)
+    async def _flexjob_error(_: Request, exc: FlexjobError) -> JSONResponse:
+        status = http_status(exc)
+        if status == 503:
+            log.warning("platform error: %s", exc)
+            return _error(status, f"platform error: {exc}")
+        return _error(status, str(exc))
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:

@@ -8,10 +8,12 @@ may do everything).
 import hmac
 import ipaddress
 
+from flexjob.api.errors import InvalidSpecError
+
 OPEN_PATHS = frozenset({"/healthz"})
 
 
-class InsecureBindError(ValueError):
+class InsecureBindError(InvalidSpecError):
     """Listening beyond 127.0.0.1 without a token."""
 
 

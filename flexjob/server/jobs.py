@@ -12,12 +12,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from flexjob.api import ElasticJob, ElasticJobStatus, ReplicaType
+from flexjob.api.errors import ConflictError, InvalidSpecError, NotFoundError
+from flexjob.api.roles import scalable_types, scaling_target
+from flexjob.core.replica_plan import desired_count
 from flexjob.core.scale_bounds import bound_problem, finished_problem
-from flexjob.core.scaling_target import elastic_type
 from flexjob.core.status_patch import StatusOwner, StatusPatch, owner_patch
-from flexjob.platform.api import NotFoundError as PlatformNotFound
 from flexjob.platform.api import Platform, Replica
-from flexjob.server.errors import BadRequestError, ConflictError, NotFoundError
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +33,7 @@ class JobId:
         namespace, _, rest = text.partition(".")
         name, _, generation = rest.rpartition(".")
         if not namespace or not name or not generation.isdigit():
-            raise BadRequestError(
+            raise InvalidSpecError(
                 f"job_id must be namespace.name.generation (e.g. default.mnist.1), got {text!r}"
             )
         return cls(namespace, name, int(generation))
@@ -64,7 +64,7 @@ class JobStore:
     def get(self, namespace: str, name: str) -> ElasticJob:
         try:
             return self.platform.get_job(namespace, name)
-        except PlatformNotFound:
+        except NotFoundError:
             raise NotFoundError(f"job {namespace}/{name} not found") from None
 
     def get_by_id(self, job_id: JobId) -> ElasticJob:
@@ -94,7 +94,7 @@ class JobStore:
         """Merge ``patch`` into the job's status (atomically, on the platform)."""
         try:
             return self.platform.patch_job_status(namespace, name, patch)
-        except PlatformNotFound:
+        except NotFoundError:
             raise NotFoundError(f"job {namespace}/{name} not found") from None
 
     def replicas(self, job: ElasticJob) -> list[tuple[Replica, str | None]]:
@@ -109,26 +109,19 @@ class JobStore:
 
 def scalable_type(job: ElasticJob, requested: ReplicaType | None) -> ReplicaType:
     """The replica type a scale request changes; ``requested`` must be one the job has."""
-    types = [t for t in job.spec.replica_specs if t is not ReplicaType.MASTER]
+    types = scalable_types(job.spec.replica_specs)
     if requested is not None:
         if requested not in types:
             allowed = ", ".join(t.value for t in types) or "none"
-            raise BadRequestError(
+            raise InvalidSpecError(
                 f"type: job {job.namespace}/{job.name} has no {requested.value} replicas; "
                 f"allowed: {allowed}"
             )
         return requested
-    found = elastic_type(job)
+    found = scaling_target(job.spec.replica_specs)
     if found is not None:
         return found
     raise ConflictError(f"job {job.namespace}/{job.name} has no replicas that can be scaled")
-
-
-def current_count(job: ElasticJob, status: ElasticJobStatus, rtype: ReplicaType) -> int:
-    if rtype in status.replicas:
-        return status.replicas[rtype]
-    spec = job.spec.replica_specs.get(rtype)
-    return spec.replicas if spec is not None and spec.replicas is not None else 1 if spec else 0
 
 
 def require_scalable(job: ElasticJob, *, preemptible: bool) -> None:
@@ -169,7 +162,7 @@ def scale_counts(
     def change(job: ElasticJob, status: ElasticJobStatus) -> None:
         require_scalable(job, preemptible=preemptible)
         for rtype, delta in deltas.items():
-            before = current_count(job, status, rtype)
+            before = desired_count(job, status, rtype)
             after = bounded_count(job, rtype, before + delta)
             changes[rtype] = (before, after)
             status.replicas[rtype] = after

@@ -16,9 +16,9 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from flexjob.api import ElasticJob, ReplicaPhase, ReplicaType
+from flexjob.api.errors import ConflictError, InvalidSpecError, NotFoundError
 from flexjob.core.replicas import Replica, replica_name
 from flexjob.server.envelope import Envelope, ok
-from flexjob.server.errors import BadRequestError, ConflictError, NotFoundError
 from flexjob.server.jobs import JobStore, scale_counts
 from flexjob.server.metrics import ServerMetrics
 
@@ -141,7 +141,7 @@ class V1Api:
             if quantity.replicas == 0:
                 continue
             if rtype not in job.spec.replica_specs:
-                raise BadRequestError(
+                raise InvalidSpecError(
                     f"{field}: job {job.namespace}/{job.name} has no {rtype.value} replica spec"
                 )
             deltas[rtype] = sign * quantity.replicas
@@ -154,7 +154,7 @@ class V1Api:
                 )
             deltas[ReplicaType.AGGREGATOR] = learners
         if not deltas:
-            raise BadRequestError("collectors.replicas, learners.replicas: both are 0")
+            raise InvalidSpecError("collectors.replicas, learners.replicas: both are 0")
         return deltas
 
     def scale(self, body: JobRequest, sign: int) -> JobResponse:
@@ -225,7 +225,7 @@ def router(store: JobStore, metrics: ServerMetrics) -> APIRouter:
         """Collectors, learners and aggregators per job, filtered."""
         if aggregator is not None:
             if namespace is None:
-                raise BadRequestError("namespace: required with aggregator")
+                raise InvalidSpecError("namespace: required with aggregator")
             return ok([_of_aggregator(v1, namespace, aggregator)])
         jobs = store.platform.list_jobs(namespace)
         if coordinator is not None:

@@ -1,9 +1,10 @@
 import pytest
 
 from flexjob.api import ReplicaType
+from flexjob.api.errors import NotFoundError, UnavailableError
 from flexjob.core.planner import EventKind, OptimizeStage
 from flexjob.rpc import brain_messages as schemas
-from flexjob.rpc.brain_client import BrainClient, BrainError, UnknownJob
+from flexjob.rpc.brain_client import BrainClient
 from tests.brain import recorded, reports
 from tests.brain.conftest import TestClient
 
@@ -108,7 +109,7 @@ def test_hot_ps_gets_more_cpu(brain: BrainClient) -> None:
 
 
 def test_optimize_for_an_unknown_job_raises_unknown_job(brain: BrainClient) -> None:
-    with pytest.raises(UnknownJob, match="unknown job"):
+    with pytest.raises(NotFoundError, match="unknown job"):
         brain.optimize("nope", OptimizeStage.RUNNING)
 
 
@@ -137,5 +138,5 @@ def test_job_names_with_slashes_work(brain: BrainClient) -> None:
 def test_unreachable_brain_is_reported_as_unhealthy() -> None:
     client = BrainClient("http://127.0.0.1:9", timeout=0.5)
     assert client.healthy() is False
-    with pytest.raises(BrainError, match="unreachable"):
+    with pytest.raises(UnavailableError, match="unreachable"):
         client.list_jobs()

@@ -1,7 +1,8 @@
 import pytest
 
 from flexjob.api import ReplicaResourceSpec, ReplicaType, ResourcePlan, ResourceSpec
-from flexjob.brain.store import BrainStore, UnknownJobError, job_stats
+from flexjob.api.errors import NotFoundError
+from flexjob.brain.store import BrainStore, job_stats
 from flexjob.core.planner import OptimizeStage, ReplicaResources, apply_plans
 from flexjob.rpc import brain_messages as schemas
 from tests.brain import recorded, reports
@@ -30,12 +31,12 @@ def test_node_events_are_stored(store: BrainStore) -> None:
 
 
 def test_metrics_of_a_job_never_reported_is_an_error(store: BrainStore) -> None:
-    with pytest.raises(UnknownJobError, match="unknown job 'nope'"):
+    with pytest.raises(NotFoundError, match="unknown job 'nope'"):
         store.metrics("nope")
 
 
 def test_samples_for_an_unregistered_job_are_refused(store: BrainStore) -> None:
-    with pytest.raises(UnknownJobError):
+    with pytest.raises(NotFoundError):
         store.persist("nope", schemas.MetricsReport())
 
 

@@ -4,9 +4,10 @@ from pathlib import Path
 
 import pytest
 
+from flexjob.api.errors import NotFoundError
 from flexjob.master.config import DatasetConfig, MasterConfig
 from flexjob.master.service import MasterService
-from flexjob.rpc.api import NodeRef, NodeStats, NotFoundError
+from flexjob.rpc.api import NodeRef, NodeStats
 from tests.core.clock import FakeClock
 
 A, B, C = NodeRef("a"), NodeRef("b"), NodeRef("c")

@@ -5,12 +5,10 @@ import threading
 
 import pytest
 
+from flexjob.api.errors import InvalidSpecError, NotFoundError, UnavailableError
 from flexjob.master.main import MasterHandle, start_master
 from flexjob.rpc.api import (
-    InvalidArgumentError,
-    MasterUnavailableError,
     NodeRef,
-    NotFoundError,
 )
 from flexjob.rpc.client import MasterClient
 
@@ -59,7 +57,7 @@ def test_batch_plan_keeps_the_global_batch(master: MasterHandle) -> None:
 
 def test_bad_rank_is_an_invalid_argument(master: MasterHandle) -> None:
     (a,) = clients(master, 1)
-    with pytest.raises(InvalidArgumentError, match="rank must be in"):
+    with pytest.raises(InvalidSpecError, match="rank must be in"):
         a.get_batch_plan(5, 2)
 
 
@@ -91,7 +89,7 @@ def _free_port() -> int:
 
 def test_unreachable_master_raises_after_the_retry_deadline() -> None:
     client = MasterClient(f"127.0.0.1:{_free_port()}", "w", timeout=0.2, retry_deadline=0.5)
-    with pytest.raises(MasterUnavailableError, match="unreachable"):
+    with pytest.raises(UnavailableError, match="unreachable"):
         client.heartbeat()
 
 

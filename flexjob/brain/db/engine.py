@@ -15,13 +15,15 @@ from sqlalchemy import Engine, create_engine, event, inspect
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from flexjob.api.errors import InvalidSpecError
+
 log = logging.getLogger(__name__)
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 ALLOWED_SCHEMES = ("sqlite", "postgresql", "postgresql+psycopg")
 
 
-class DatabaseUrlError(ValueError):
+class DatabaseUrlError(InvalidSpecError):
     """A ``--db`` URL that is not SQLite or PostgreSQL."""
 
 

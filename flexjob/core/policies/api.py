@@ -46,11 +46,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from flexjob.api.errors import FlexjobError
+
 #: speedup(num_nodes, num_replicas) relative to one replica on one node.
 SpeedupFn = Callable[[int, int], float]
 
 
-class PolicyError(Exception):
+class PolicyError(FlexjobError):
     """A policy returned an allocation that breaks the contract (overcommit, bad count)."""
 
 

@@ -33,11 +33,11 @@ from flexjob.platform.api import (
     AlreadyExistsError,
     Event,
     NotFoundError,
-    PlatformError,
     Replica,
     ReplicaRequest,
     Service,
     ServiceRequest,
+    UnavailableError,
     WatchEvent,
     WatchEventType,
 )
@@ -61,7 +61,7 @@ def _translated(what: str) -> Iterator[None]:
             raise NotFoundError(f"{what} not found") from exc
         if exc.status == 409:
             raise AlreadyExistsError(f"{what} already exists or changed meanwhile") from exc
-        raise PlatformError(f"{what}: HTTP {exc.status} {exc.reason}: {exc.body!r}") from exc
+        raise UnavailableError(f"{what}: HTTP {exc.status} {exc.reason}: {exc.body!r}") from exc
 
 
 def _loads(response: Any) -> Body:

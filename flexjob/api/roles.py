@@ -1,0 +1,102 @@
+"""What each replica type does in a job: the one table of role traits, keyed by ``ReplicaType``.
+
+For: every rule that depends on a replica's role — validation (a job needs a training type),
+reconcile (which type is created first, gets a service, decides success, may be scaled by a
+ScalePlan, counts against ``backoffLimit``), the scaling target (which type the allocator and
+the server resize), the master's rendezvous bounds and the optimizer. Adding a replica type
+means adding it to ``ReplicaType`` and one row here. Not for: counts and bounds of a particular
+job (``api.bounds``).
+"""
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from flexjob.api.enums import ReplicaType
+
+
+@dataclass(frozen=True, slots=True)
+class RoleTraits:
+    """The behaviour of one replica type.
+
+    ``trains``: does the training work; a job needs at least one training type, the master's
+    rendezvous bounds come from the first one, and with no master the job succeeds when every
+    replica of its training types succeeded.
+    ``scale_rank``: the order in which a job's types are picked as *the* elastic type that the
+    allocator and the server resize (lowest first); ``None``: only when no ranked type exists.
+    ``scalable``: ScalePlans and the scaling APIs may change its count (else the spec's count
+    always holds).
+    ``controls_job``: created before every other type, always gets a service (on the master
+    port unless its container declares one), others get its address, and its success is the
+    job's success.
+    ``counts_against_backoff``: a failed replica's restart uses up ``backoffLimit``.
+    """
+
+    trains: bool = False
+    scale_rank: int | None = None
+    scalable: bool = True
+    controls_job: bool = False
+    counts_against_backoff: bool = True
+
+
+ROLE_TRAITS: Mapping[ReplicaType, RoleTraits] = MappingProxyType(
+    {
+        ReplicaType.MASTER: RoleTraits(scalable=False, controls_job=True),
+        ReplicaType.WORKER: RoleTraits(trains=True, scale_rank=0),
+        ReplicaType.LEARNER: RoleTraits(trains=True, scale_rank=1),
+        ReplicaType.COLLECTOR: RoleTraits(trains=True, scale_rank=2),
+        ReplicaType.PS: RoleTraits(scale_rank=3),
+        ReplicaType.CHIEF: RoleTraits(trains=True),
+        ReplicaType.EVALUATOR: RoleTraits(),
+        ReplicaType.COORDINATOR: RoleTraits(),
+        ReplicaType.AGGREGATOR: RoleTraits(),
+    }
+)
+
+
+def traits(rtype: ReplicaType) -> RoleTraits:
+    return ROLE_TRAITS[rtype]
+
+
+#: Replica types that do the training work; a job needs at least one of them.
+TRAINING_TYPES: frozenset[ReplicaType] = frozenset(t for t, r in ROLE_TRAITS.items() if r.trains)
+
+#: The scalable types in the order the scaling target is picked from.
+SCALE_ORDER: tuple[ReplicaType, ...] = tuple(
+    sorted(
+        (t for t, r in ROLE_TRAITS.items() if r.scale_rank is not None),
+        key=lambda t: ROLE_TRAITS[t].scale_rank or 0,
+    )
+)
+
+
+def controlling_type(types: Iterable[ReplicaType]) -> ReplicaType | None:
+    """The type among ``types`` that controls the job (the master), or None."""
+    return next((t for t in types if ROLE_TRAITS[t].controls_job), None)
+
+
+def scalable_types(types: Iterable[ReplicaType]) -> list[ReplicaType]:
+    """``types`` whose count may change, in the given order."""
+    return [t for t in types if ROLE_TRAITS[t].scalable]
+
+
+def creation_order(types: Iterable[ReplicaType]) -> list[ReplicaType]:
+    """``types`` with the controlling type first, then in the given order."""
+    return sorted(types, key=lambda t: 0 if ROLE_TRAITS[t].controls_job else 1)
+
+
+def _rank(rtype: ReplicaType) -> int:
+    rank = ROLE_TRAITS[rtype].scale_rank
+    return len(ROLE_TRAITS) if rank is None else rank
+
+
+def scaling_target(types: Iterable[ReplicaType]) -> ReplicaType | None:
+    """The one type among ``types`` the allocator and the scaling APIs resize: the lowest
+    ``scale_rank``, else the first scalable one; None when none is scalable."""
+    return min(scalable_types(types), key=_rank, default=None)
+
+
+def main_training_type(types: Iterable[ReplicaType]) -> ReplicaType | None:
+    """The training type among ``types`` whose bounds are the job's node bounds: the lowest
+    ``scale_rank``, else the first training one; None when none trains."""
+    return min((t for t in types if ROLE_TRAITS[t].trains), key=_rank, default=None)
