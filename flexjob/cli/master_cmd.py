@@ -93,7 +93,22 @@ def master(
     except (ValueError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    raise typer.Exit(run_master(cfg))
+    code = run_master(cfg, store_first=False)  # serve at once; the store starts meanwhile
+    _exit_now(code)
+
+
+def _exit_now(code: int) -> None:
+    """Exit without tearing down the interpreter: the master saved its state and closed its
+    server, and unloading torch's modules alone takes seconds that ``flexjob run`` waits
+    for. Exit handlers still run and output is flushed."""
+    import atexit
+    import os
+    import sys
+
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _own_address(address: str) -> tuple[str | None, int | None]:

@@ -60,6 +60,16 @@ class MasterHandle:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    def _start_store(self) -> None:
+        """Thread: start the TCPStore, then let the service hand out worlds."""
+        try:
+            self.store, address = _start_store(self.config)
+        except Exception:
+            log.exception("event=store_failed job=%s", self.config.job_name)
+            return
+        self.service.set_store_address(address)
+        event(log, "store_started", self.config.job_name, store=address)
+
     def _health_loop(self) -> None:
         interval = self.config.health_interval
         while not self._stop.wait(interval):
@@ -76,14 +86,23 @@ def _start_store(config: MasterConfig) -> tuple[Any, str]:
     return store, f"{config.public_host}:{store.port}"
 
 
-def start_master(config: MasterConfig) -> MasterHandle:
-    """Start a master in this process and return once it serves."""
-    store, store_address = _start_store(config) if config.host_store else (None, "")
+def start_master(config: MasterConfig, *, store_first: bool = True) -> MasterHandle:
+    """Start a master in this process and return once it serves.
+
+    With ``store_first=False`` the RPC server starts (and ``master.addr`` is written) before
+    the torch TCPStore, which starts on a thread: the slow torch import then overlaps the
+    agents' own start-up, and no node gets a world until the store serves."""
+    deferred = config.host_store and not store_first
+    store, store_address = (
+        _start_store(config) if config.host_store and not deferred else (None, "")
+    )
     service = MasterService(config, store_address=store_address)
     server = serve(service, config.host, config.port, max_workers=config.rpc_workers)
     handle = MasterHandle(config, service, server, store)
     handle._thread = threading.Thread(target=handle._health_loop, name="master-health", daemon=True)
     handle._thread.start()
+    if deferred:
+        threading.Thread(target=handle._start_store, name="master-store", daemon=True).start()
     if config.optimize_mode != "manual" or config.brain_url:
         from flexjob.master.optimizing import OptimizerLoop
 
@@ -96,7 +115,7 @@ def start_master(config: MasterConfig) -> MasterHandle:
         "master_started",
         config.job_name,
         address=handle.address,
-        store=store_address or "-",
+        store=store_address or ("starting" if deferred else "-"),
         min_nodes=config.min_nodes,
         max_nodes=config.max_nodes,
         job_dir=config.job_dir or "-",
@@ -104,14 +123,16 @@ def start_master(config: MasterConfig) -> MasterHandle:
     return handle
 
 
-def run_master(config: MasterConfig, stop: threading.Event | None = None) -> int:
+def run_master(
+    config: MasterConfig, stop: threading.Event | None = None, *, store_first: bool = True
+) -> int:
     """Run a master until ``stop`` is set or the process gets a stop signal (SIGTERM, SIGINT,
     SIGHUP); returns 0."""
     stop = stop or threading.Event()
     if threading.current_thread() is threading.main_thread():
         for sig in STOP_SIGNALS:
             signal.signal(sig, lambda *_: stop.set())
-    handle = start_master(config)
+    handle = start_master(config, store_first=store_first)
     try:
         stop.wait()
     finally:

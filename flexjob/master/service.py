@@ -123,7 +123,8 @@ class MasterService:
                 event(log, "node_joined", self._job, node=node.node_id, implicit=True)
             view = self._rdzv.view(node.node_id)
             self._after_rendezvous()
-            if view.world is None:
+            if view.world is None or (self.config.host_store and not self._store_address):
+                # No world yet, or its store is still starting: the node asks again.
                 return WorldInfo(False, view.round, -1, 0, "", "", ())
             w = view.world
             return WorldInfo(
@@ -325,6 +326,12 @@ class MasterService:
         self._shards[name] = mgr
         event(log, "dataset_registered", self._job, dataset=name or "-", size=cfg.size)
         return mgr
+
+    def set_store_address(self, address: str) -> None:
+        """The store this master hosts serves at ``address`` (it starts after the RPC server:
+        worlds are handed out once it is set)."""
+        with self._lock:
+            self._store_address = address
 
     def _store_for(self, members: tuple[str, ...]) -> str:
         if self.config.host_store:
