@@ -99,7 +99,8 @@ def main() -> int:
         for name, runs in results.items()
     }
     f, t = median["flexjob"], median["torchrun"]
-    print(f"{'hello world, 2 processes (median s)':<38} {'flexjob':>9} {'torchrun':>9} {'ratio':>7}")
+    title = "hello world, 2 processes (median s)"
+    print(f"{title:<38} {'flexjob':>9} {'torchrun':>9} {'ratio':>7}")
     for key in ("master up", "world formed", "first line", "exit"):
         tv = t.get(key, float("nan"))
         ratio = tv / f[key] if tv == tv else float("nan")

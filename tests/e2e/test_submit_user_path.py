@@ -1,35 +1,21 @@
 """``flexjob submit`` and friends as a new user meets them (issue 13): flexjob's own Python for
 ``python`` commands, fail-fast with a root cause in ``describe``, scale bounds, clean deletes,
-and Ctrl-C on a foreground submit."""
+(Ctrl-C on a foreground submit: ``test_local_jobs``)."""
 
 import json
 import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from flexjob.api import ElasticJob, ReplicaType
 from flexjob.platform.local import LocalPlatform
 from tests.support.local_jobs import local_job
 from tests.support.local_jobs import run_flexjob as flexjob
-from tests.support.polling import wait_until
+from tests.support.local_jobs import write_spec as write
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
-
-
-@pytest.fixture
-def env(home: Path) -> dict[str, str]:
-    return {**os.environ, "FLEXJOB_HOME": str(home), "COLUMNS": "200"}
-
-
-def write(tmp_path: Path, job: ElasticJob) -> str:
-    path = tmp_path / f"{job.name}.yaml"
-    path.write_text(yaml.safe_dump(job.to_wire()))
-    return str(path)
 
 
 def with_command(job: ElasticJob, *argv: str) -> ElasticJob:
@@ -95,31 +81,3 @@ def test_delete_removes_the_logs_so_a_resubmitted_name_starts_clean(
     second = local_job("again", master=None, worker="print('second run')", workers=1)
     assert flexjob(env, "submit", write(tmp_path, second)).returncode == 0
     assert flexjob(env, "logs", "again").stdout == "second run\n"
-
-
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGHUP])
-def test_ctrl_c_or_hangup_on_a_foreground_submit_stops_the_job(
-    tmp_path: Path, env: dict[str, str], home: Path, sig: signal.Signals
-) -> None:
-    job = local_job("owned", master=None, worker="import time; time.sleep(60)")
-    submit = subprocess.Popen(
-        [sys.executable, "-m", "flexjob", "submit", write(tmp_path, job)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        platform = LocalPlatform(home)
-
-        def running() -> bool:
-            replicas = platform.list_replicas("default", "owned")
-            return len(replicas) == 2 and all(r.phase.value == "Running" for r in replicas)
-
-        wait_until(running, timeout=30, what="two running workers")
-        submit.send_signal(sig)
-        assert submit.wait(timeout=30) == 1
-    finally:
-        submit.kill()
-        submit.wait()
-    assert platform.get_job("default", "owned").status.phase.value == "Failed"  # type: ignore[union-attr]
-    assert all(not r.active for r in platform.list_replicas("default", "owned"))
