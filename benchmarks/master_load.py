@@ -27,7 +27,8 @@ from typing import Any
 
 import grpc
 
-from flexjob.master.config import DatasetConfig, MasterConfig
+from flexjob.core.dataset import Dataset
+from flexjob.core.master_config import MasterConfig
 from flexjob.master.launch import spawn_master
 from flexjob.rpc.client import MasterClient, open_channel
 from flexjob.rpc.gen import master_pb2 as pb
@@ -151,7 +152,7 @@ def main() -> int:
             max_nodes=args.agents,
             last_call_timeout=60.0,
             heartbeat_timeout=600.0,
-            datasets=(DatasetConfig(size=5_000_000, shard_size=10),),
+            datasets=(Dataset(size=5_000_000, shard_size=10),),
             host_store=False,
             rpc_workers=args.rpc_workers,
         )

@@ -17,13 +17,13 @@ import time
 
 from flexjob.agent import failure
 from flexjob.agent.api import AgentConfig, WorkerState
-from flexjob.agent.bootstrap import AGENT_PID_ENV
 from flexjob.agent.monitor import ResourceMonitor
 from flexjob.agent.workers import Worker, status_path, wait_ready
 from flexjob.api import names
 from flexjob.api.errors import FlexjobError
+from flexjob.api.names import ENV_AGENT_PID
 from flexjob.platform.stop_signals import StopRequested, raise_on_stop_signals
-from flexjob.rpc.api import HeartbeatReply, NodeRef, WorldInfo
+from flexjob.rpc.api import HeartbeatReply, NodeRef, NodeWorld
 from flexjob.rpc.client import MasterClient
 from flexjob.trainer.world import Generation, NodeIdentity, world_env
 
@@ -117,7 +117,7 @@ class ElasticAgent:
                 names.ENV_LOCAL_WORLD_SIZE: str(c.nproc_per_node),
             }
         )
-        env[AGENT_PID_ENV] = str(os.getpid())
+        env[ENV_AGENT_PID] = str(os.getpid())
         path = status_path(self._run_dir, c.node_id, local_rank)
         env[names.ENV_STATUS_FILE] = str(path)
         return Worker(local_rank, env, path, c.node_id, c.output)
@@ -151,7 +151,7 @@ class ElasticAgent:
         self.round = world.round
         log.info("node %s started %d worker(s) in round %d", c.node_id, len(workers), world.round)
 
-    def _wait_world(self) -> WorldInfo:
+    def _wait_world(self) -> NodeWorld:
         deadline = time.monotonic() + self.config.rendezvous_timeout
         while time.monotonic() < deadline:
             self._check_job()
@@ -161,7 +161,7 @@ class ElasticAgent:
             time.sleep(0.05)
         raise AgentError(f"no rendezvous within {self.config.rendezvous_timeout}s")
 
-    def _torch_master(self, world: WorldInfo) -> str:
+    def _torch_master(self, world: NodeWorld) -> str:
         """MASTER_ADDR:MASTER_PORT for scripts that call init_process_group('env://'): a fresh
         port per round on the rank-0 node, published through the master's KV store."""
         key = torch_master_key(world.store_prefix)
@@ -297,5 +297,5 @@ class ElasticAgent:
         self._last_stats = now
         s = self._monitor.sample(self.workers)
         self.client.report_stats(
-            s.cpu_percent, s.memory_bytes, s.step, s.samples_per_second, s.world_size
+            s.cpu_percent, s.memory_bytes, s.step, s.samples_per_second, s.world_size, s.timestamp
         )

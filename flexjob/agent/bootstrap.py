@@ -16,8 +16,9 @@ import signal
 import sys
 from pathlib import Path
 
+from flexjob.api.names import ENV_AGENT_PID, ENV_STATUS_FILE
+
 READY_SUFFIX = ".ready"
-AGENT_PID_ENV = "FLEXJOB_AGENT_PID"
 
 
 _PR_SET_PDEATHSIG = 1
@@ -25,7 +26,7 @@ _PR_SET_PDEATHSIG = 1
 
 def die_with_parent() -> None:
     """Linux: get SIGKILL when the agent dies; exit now if it is already gone."""
-    parent = os.environ.get(AGENT_PID_ENV)
+    parent = os.environ.get(ENV_AGENT_PID)
     if not sys.platform.startswith("linux"):
         return
     try:
@@ -38,7 +39,7 @@ def die_with_parent() -> None:
 
 
 def _signal_ready() -> None:
-    status = os.environ.get("FLEXJOB_STATUS_FILE")
+    status = os.environ.get(ENV_STATUS_FILE)
     if status:
         Path(status + READY_SUFFIX).write_text(str(os.getpid()))
 

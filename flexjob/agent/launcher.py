@@ -26,7 +26,7 @@ from flexjob.agent import failure
 from flexjob.agent.output import OutputConfig
 from flexjob.agent.progress import ProgressLine
 from flexjob.api.errors import FlexjobError
-from flexjob.master.config import MasterConfig
+from flexjob.core.master_config import MasterConfig
 from flexjob.master.launch import MasterProcess, spawn_master
 from flexjob.platform.stop_signals import StopRequested, raise_on_stop_signals
 from flexjob.rpc.client import MasterClient

@@ -7,20 +7,11 @@ for sending: the agent reports the numbers to the master.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 import psutil
 
 from flexjob.agent.workers import Worker
-
-
-@dataclass(frozen=True, slots=True)
-class NodeSample:
-    cpu_percent: float
-    memory_bytes: int
-    step: int
-    samples_per_second: float
-    world_size: int
+from flexjob.rpc.api import NodeStats
 
 
 class ResourceMonitor:
@@ -30,7 +21,7 @@ class ResourceMonitor:
         self._procs: dict[int, psutil.Process] = {}
         self._last_samples: tuple[float, int] | None = None
 
-    def sample(self, workers: list[Worker]) -> NodeSample:
+    def sample(self, workers: list[Worker]) -> NodeStats:
         cpu = 0.0
         mem = 0
         for w in workers:
@@ -56,4 +47,4 @@ class ResourceMonitor:
             if now > t0 and samples >= n0:
                 rate = (samples - n0) / (now - t0)
         self._last_samples = (now, samples)
-        return NodeSample(cpu, mem, step, rate, world)
+        return NodeStats(cpu, mem, step, rate, world, time.time())

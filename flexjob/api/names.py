@@ -1,6 +1,8 @@
 """Public names: the Kubernetes group and version, label keys and environment variables.
 
-These strings are API: renaming one breaks running jobs. Nothing here computes anything.
+These strings are API: renaming one breaks running jobs. Every ``FLEXJOB_*`` variable flexjob
+reads or sets is named here once (docs/architecture.md lists them). Nothing here computes
+anything.
 """
 
 GROUP = "flexjob.dev"
@@ -22,6 +24,20 @@ ENV_JOB_NAME = "FLEXJOB_JOB_NAME"
 ENV_REPLICA_TYPE = "FLEXJOB_REPLICA_TYPE"
 ENV_REPLICA_INDEX = "FLEXJOB_REPLICA_INDEX"
 ENV_NODE_ID = "FLEXJOB_NODE_ID"
+# A replica with its own service (other than the master) finds its address here.
+ENV_REPLICA_ADDRESS = "FLEXJOB_REPLICA_ADDRESS"
+# The operator → its implicit job master: the typed MasterConfig as JSON (core.master_config).
+ENV_MASTER_CONFIG = "FLEXJOB_MASTER_CONFIG"
+# The operator's own image on Kubernetes; implicit job masters run it.
+ENV_IMAGE = "FLEXJOB_IMAGE"
+# Where the local platform and the brain keep their files (default ~/.flexjob).
+ENV_HOME = "FLEXJOB_HOME"
+# Which platform the CLI uses: local | kubernetes.
+ENV_PLATFORM = "FLEXJOB_PLATFORM"
+# The bearer token of `flexjob server` (needed to listen beyond loopback).
+ENV_SERVER_TOKEN = "FLEXJOB_SERVER_TOKEN"
+# The agent's pid, set for its training processes.
+ENV_AGENT_PID = "FLEXJOB_AGENT_PID"
 # The resources a replica was given (its main container's requests), set by the local platform
 # for each replica process: CPU in cores (e.g. "1.5"), memory in MiB (e.g. "1536"), GPUs.
 ENV_CPU = "FLEXJOB_CPU"
@@ -49,6 +65,5 @@ ENV_NUM_NODES = "FLEXJOB_NUM_NODES"
 ENV_STATUS_FILE = "FLEXJOB_STATUS_FILE"
 
 # Keys in the job master's KV store.
-KV_DATASET_PREFIX = "flexjob/dataset/"  # + dataset name: a dataset registered by the trainer
 KV_STEP = "flexjob/progress/step"  # rank 0's step, for progress displays
 KV_IN_PLACE = "flexjob/in-place"  # set once the trainer helpers run: workers join by themselves

@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 MIB = 2**20
 
 
-class NodeSource(Protocol):
+class NodeSampler(Protocol):
     def sample(self) -> list[ClusterNodeReport]: ...
 
 
@@ -105,14 +105,14 @@ class KubernetesSource:
         return out
 
 
-def report_once(source: NodeSource, brain: BrainClient) -> list[ClusterNodeReport]:
+def report_once(source: NodeSampler, brain: BrainClient) -> list[ClusterNodeReport]:
     nodes = source.sample()
     brain.report_cluster(ClusterReport(nodes=nodes))
     return nodes
 
 
 def run_monitor(
-    source: NodeSource,
+    source: NodeSampler,
     brain: BrainClient,
     interval: float = 10.0,
     stop: threading.Event | None = None,

@@ -40,13 +40,13 @@ class BrainStore:
     def persist(self, job_name: str, report: schemas.MetricsReport) -> None:
         with self._session.begin() as s:
             job = self._upsert_job(s, job_name, report.job)
-            nodes: dict[str, m.JobNode] = {}
+            nodes: dict[str, m.JobNodeRow] = {}
             for ns in report.node_samples:
                 node = self._node(s, job, nodes, ns.node, ns.replica_type)
                 node.cpu_limit = ns.cpu_limit or node.cpu_limit
                 node.memory_limit_mb = ns.memory_limit_mb or node.memory_limit_mb
                 s.add(
-                    m.NodeSample(
+                    m.NodeSampleRow(
                         job_id=job.id,
                         node_id=node.id,
                         timestamp=ns.timestamp,
@@ -57,7 +57,7 @@ class BrainStore:
             for ev in report.node_events:
                 node = self._node(s, job, nodes, ev.node, ev.replica_type)
                 s.add(
-                    m.NodeEvent(
+                    m.NodeEventRow(
                         job_id=job.id,
                         node_id=node.id,
                         kind=ev.kind.value,
@@ -65,20 +65,20 @@ class BrainStore:
                         memory_mb=ev.memory_mb,
                     )
                 )
-            s.add_all(m.SpeedSample(job_id=job.id, **dict(sp)) for sp in report.speed_samples)
+            s.add_all(m.SpeedSampleRow(job_id=job.id, **dict(sp)) for sp in report.speed_samples)
             if report.status is not None:
                 job.status = report.status.value
                 if report.status is not schemas.JobStatus.RUNNING:
                     job.finished_at = self.clock()
 
-    def _upsert_job(self, s: Session, name: str, info: schemas.JobInfo | None) -> m.Job:
-        job = s.scalar(select(m.Job).where(m.Job.name == name))
+    def _upsert_job(self, s: Session, name: str, info: schemas.JobInfoMessage | None) -> m.JobRow:
+        job = s.scalar(select(m.JobRow).where(m.JobRow.name == name))
         if info is not None and info.name != name:
             raise ValueError(f"job.name: {info.name!r} does not match the job in the path {name!r}")
         if job is None:
             if info is None:
                 raise unknown_job(name)
-            job = m.Job(name=name, created_at=self.clock(), status="running")
+            job = m.JobRow(name=name, created_at=self.clock(), status="running")
             s.add(job)
         if info is not None:
             job.user, job.model, job.dataset = info.user, info.model, info.dataset
@@ -89,13 +89,18 @@ class BrainStore:
         return job
 
     def _node(
-        self, s: Session, job: m.Job, cache: dict[str, m.JobNode], name: str, rtype: ReplicaType
-    ) -> m.JobNode:
+        self,
+        s: Session,
+        job: m.JobRow,
+        cache: dict[str, m.JobNodeRow],
+        name: str,
+        rtype: ReplicaType,
+    ) -> m.JobNodeRow:
         node = cache.get(name) or s.scalar(
-            select(m.JobNode).where(m.JobNode.job_id == job.id, m.JobNode.name == name)
+            select(m.JobNodeRow).where(m.JobNodeRow.job_id == job.id, m.JobNodeRow.name == name)
         )
         if node is None:
-            node = m.JobNode(job_id=job.id, name=name, replica_type=rtype.value)
+            node = m.JobNodeRow(job_id=job.id, name=name, replica_type=rtype.value)
             s.add(node)
         node.updated_at = self.clock()
         s.flush()
@@ -116,7 +121,7 @@ class BrainStore:
             now = self.clock()
             row = None
             if plan is not None:
-                row = m.ResourcePlan(
+                row = m.ResourcePlanRow(
                     job_id=job.id,
                     created_at=now,
                     stage=stage.value,
@@ -127,7 +132,7 @@ class BrainStore:
                 s.add(row)
                 s.flush()
             events = [
-                m.OptimizeEvent(
+                m.OptimizeEventRow(
                     job_id=job.id,
                     created_at=now,
                     kind=d.event.kind.value,
@@ -145,16 +150,16 @@ class BrainStore:
     def report_cluster(self, report: schemas.ClusterReport) -> None:
         with self._session.begin() as s:
             for n in report.nodes:
-                node = s.scalar(select(m.ClusterNode).where(m.ClusterNode.name == n.name))
+                node = s.scalar(select(m.ClusterNodeRow).where(m.ClusterNodeRow.name == n.name))
                 if node is None:
-                    node = m.ClusterNode(name=n.name)
+                    node = m.ClusterNodeRow(name=n.name)
                     s.add(node)
                 node.platform = n.platform
                 node.cpu_capacity, node.memory_capacity_mb = n.cpu_capacity, n.memory_capacity_mb
                 node.updated_at = n.timestamp
                 s.flush()
                 s.add(
-                    m.ClusterSample(
+                    m.ClusterSampleRow(
                         cluster_node_id=node.id,
                         timestamp=n.timestamp,
                         cpu_used=n.cpu_used,
@@ -164,51 +169,54 @@ class BrainStore:
                 )
 
     # ---- reads ----
-    def _job(self, s: Session, name: str) -> m.Job:
-        job = s.scalar(select(m.Job).where(m.Job.name == name))
+    def _job(self, s: Session, name: str) -> m.JobRow:
+        job = s.scalar(select(m.JobRow).where(m.JobRow.name == name))
         if job is None:
             raise unknown_job(name)
         return job
 
     def job_names(self) -> list[str]:
         with self._session() as s:
-            return list(s.scalars(select(m.Job.name).order_by(m.Job.id)))
+            return list(s.scalars(select(m.JobRow.name).order_by(m.JobRow.id)))
 
     def metrics(self, job_name: str) -> schemas.JobMetrics:
         with self._session() as s:
             job = self._job(s, job_name)
             names = {
-                n.id: n for n in s.scalars(select(m.JobNode).where(m.JobNode.job_id == job.id))
+                n.id: n
+                for n in s.scalars(select(m.JobNodeRow).where(m.JobNodeRow.job_id == job.id))
             }
-            node_rows = _newest(s, m.NodeSample, job.id)
+            node_rows = _newest(s, m.NodeSampleRow, job.id)
             event_rows = s.scalars(
-                select(m.NodeEvent).where(m.NodeEvent.job_id == job.id).order_by(m.NodeEvent.id)
+                select(m.NodeEventRow)
+                .where(m.NodeEventRow.job_id == job.id)
+                .order_by(m.NodeEventRow.id)
             )
             plan_rows = s.scalars(
-                select(m.ResourcePlan)
-                .where(m.ResourcePlan.job_id == job.id)
-                .order_by(m.ResourcePlan.id)
+                select(m.ResourcePlanRow)
+                .where(m.ResourcePlanRow.job_id == job.id)
+                .order_by(m.ResourcePlanRow.id)
             )
             opt_rows = s.scalars(
-                select(m.OptimizeEvent)
-                .where(m.OptimizeEvent.job_id == job.id)
-                .order_by(m.OptimizeEvent.id)
+                select(m.OptimizeEventRow)
+                .where(m.OptimizeEventRow.job_id == job.id)
+                .order_by(m.OptimizeEventRow.id)
             )
             return schemas.JobMetrics(
                 job=_job_info(job),
                 status=schemas.JobStatus(job.status),
                 node_samples=[_node_sample(r, names[r.node_id]) for r in node_rows],
                 speed_samples=[
-                    schemas.SpeedSample(
+                    schemas.SpeedSampleMessage(
                         timestamp=r.timestamp,
                         step=r.step,
                         samples_per_second=r.samples_per_second,
                         world_size=r.world_size,
                     )
-                    for r in _newest(s, m.SpeedSample, job.id)
+                    for r in _newest(s, m.SpeedSampleRow, job.id)
                 ],
                 node_events=[
-                    schemas.NodeEvent(
+                    schemas.NodeEventMessage(
                         node=names[r.node_id].name,
                         replica_type=ReplicaType(names[r.node_id].replica_type),
                         kind=planner.NodeEventKind(r.kind),
@@ -234,9 +242,9 @@ class BrainStore:
         with self._session() as s:
             job = self._job(s, job_name)
             value = s.scalar(
-                select(m.ResourcePlan.stats_until)
-                .where(m.ResourcePlan.job_id == job.id)
-                .order_by(m.ResourcePlan.id.desc())
+                select(m.ResourcePlanRow.stats_until)
+                .where(m.ResourcePlanRow.job_id == job.id)
+                .order_by(m.ResourcePlanRow.id.desc())
                 .limit(1)
             )
             return value or 0.0
@@ -244,26 +252,26 @@ class BrainStore:
     def finished_jobs(self, like: planner.JobProfile | None = None) -> list[planner.FinishedJob]:
         """Finished jobs (sharing ``like``'s model or dataset, when given; never ``like`` itself)
         with the resources they ended with and their peak memory per replica type."""
-        query = select(m.Job).where(m.Job.finished_at.is_not(None))
+        query = select(m.JobRow).where(m.JobRow.finished_at.is_not(None))
         if like is not None:
-            keys = [m.Job.model == like.model] if like.model else []
-            keys += [m.Job.dataset == like.dataset] if like.dataset else []
+            keys = [m.JobRow.model == like.model] if like.model else []
+            keys += [m.JobRow.dataset == like.dataset] if like.dataset else []
             if not keys:
                 return []
-            query = query.where(m.Job.name != like.name, or_(*keys))
+            query = query.where(m.JobRow.name != like.name, or_(*keys))
         out = []
         with self._session() as s:
-            for job in s.scalars(query.order_by(m.Job.finished_at.desc()).limit(MAX_HISTORY)):
+            for job in s.scalars(query.order_by(m.JobRow.finished_at.desc()).limit(MAX_HISTORY)):
                 plans = s.scalars(
-                    select(m.ResourcePlan.plan)
-                    .where(m.ResourcePlan.job_id == job.id)
-                    .order_by(m.ResourcePlan.id)
+                    select(m.ResourcePlanRow.plan)
+                    .where(m.ResourcePlanRow.job_id == job.id)
+                    .order_by(m.ResourcePlanRow.id)
                 )
                 peaks = s.execute(
-                    select(m.JobNode.replica_type, func.max(m.NodeSample.memory_mb))
-                    .join(m.NodeSample, m.NodeSample.node_id == m.JobNode.id)
-                    .where(m.JobNode.job_id == job.id)
-                    .group_by(m.JobNode.replica_type)
+                    select(m.JobNodeRow.replica_type, func.max(m.NodeSampleRow.memory_mb))
+                    .join(m.NodeSampleRow, m.NodeSampleRow.node_id == m.JobNodeRow.id)
+                    .where(m.JobNodeRow.job_id == job.id)
+                    .group_by(m.JobNodeRow.replica_type)
                 )
                 info = _job_info(job)
                 base = {t: r.to_core() for t, r in info.resources.items()}
@@ -284,11 +292,11 @@ class BrainStore:
         """Each machine's capacity with its newest usage sample."""
         with self._session() as s:
             out = []
-            for node in s.scalars(select(m.ClusterNode).order_by(m.ClusterNode.name)):
+            for node in s.scalars(select(m.ClusterNodeRow).order_by(m.ClusterNodeRow.name)):
                 last = s.scalar(
-                    select(m.ClusterSample)
-                    .where(m.ClusterSample.cluster_node_id == node.id)
-                    .order_by(m.ClusterSample.id.desc())
+                    select(m.ClusterSampleRow)
+                    .where(m.ClusterSampleRow.cluster_node_id == node.id)
+                    .order_by(m.ClusterSampleRow.id.desc())
                     .limit(1)
                 )
                 out.append(
@@ -319,7 +327,7 @@ def job_stats(metrics: schemas.JobMetrics) -> planner.JobStats:
     )
 
 
-_Sample = TypeVar("_Sample", m.NodeSample, m.SpeedSample)
+_Sample = TypeVar("_Sample", m.NodeSampleRow, m.SpeedSampleRow)
 
 
 def _newest(s: Session, model: type[_Sample], job_id: int) -> list[_Sample]:
@@ -329,8 +337,8 @@ def _newest(s: Session, model: type[_Sample], job_id: int) -> list[_Sample]:
     return list(reversed(list(rows)))
 
 
-def _node_sample(r: m.NodeSample, node: m.JobNode) -> schemas.NodeSample:
-    return schemas.NodeSample(
+def _node_sample(r: m.NodeSampleRow, node: m.JobNodeRow) -> schemas.NodeSampleMessage:
+    return schemas.NodeSampleMessage(
         node=node.name,
         replica_type=ReplicaType(node.replica_type),
         timestamp=r.timestamp,
@@ -341,21 +349,22 @@ def _node_sample(r: m.NodeSample, node: m.JobNode) -> schemas.NodeSample:
     )
 
 
-def _job_info(job: m.Job) -> schemas.JobInfo:
-    return schemas.JobInfo(
+def _job_info(job: m.JobRow) -> schemas.JobInfoMessage:
+    return schemas.JobInfoMessage(
         name=job.name,
         user=job.user,
         model=job.model,
         dataset=job.dataset,
         optimize_mode=job.optimize_mode,
-        limits=schemas.Limits.model_validate(job.limits),
+        limits=schemas.JobLimitsMessage.model_validate(job.limits),
         resources={
-            ReplicaType(t): schemas.Resources.model_validate(r) for t, r in job.resources.items()
+            ReplicaType(t): schemas.ReplicaResourcesMessage.model_validate(r)
+            for t, r in job.resources.items()
         },
     )
 
 
-def _event(r: m.OptimizeEvent) -> schemas.EventRecord:
+def _event(r: m.OptimizeEventRow) -> schemas.EventRecord:
     return schemas.EventRecord(
         id=r.id,
         created_at=r.created_at,

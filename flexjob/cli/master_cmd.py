@@ -48,34 +48,33 @@ def master(
 ) -> None:
     """Run the training master of one job.
 
-    Without --job/--config the job is read from $FLEXJOB_JOB_SPEC (JSON; what the operator
-    sets for the job master it adds); without --port the port of $FLEXJOB_MASTER is bound."""
+    Without --job/--config the config is read from $FLEXJOB_MASTER_CONFIG (JSON; what the
+    operator sets for the job master it adds); without --port the port of $FLEXJOB_MASTER is
+    bound."""
     import logging
     import os
 
-    from flexjob.api.defaults import apply_defaults
     from flexjob.api.load import load_job
-    from flexjob.master.config import MasterConfig
+    from flexjob.core.master_config import MasterConfig
     from flexjob.master.main import run_master
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    from flexjob.api import ElasticJob, names
-    from flexjob.core.job_master import ENV_JOB_SPEC
+    from flexjob.api import names
 
-    spec_env = os.environ.get(ENV_JOB_SPEC)
+    config_env = os.environ.get(names.ENV_MASTER_CONFIG)
     if (job is not None and config is not None) or (
-        job is None and config is None and not spec_env
+        job is None and config is None and not config_env
     ):
         raise typer.BadParameter(
-            f"give exactly one of --job FILE or --config FILE (or ${ENV_JOB_SPEC})"
+            f"give exactly one of --job FILE or --config FILE (or ${names.ENV_MASTER_CONFIG})"
         )
     own_host, own_port = _own_address(os.environ.get(names.ENV_MASTER, ""))
     try:
         if job is not None:
-            base = MasterConfig.from_job(apply_defaults(load_job(job)))
+            base = MasterConfig.from_job(load_job(job))
         elif config is None:
-            assert spec_env is not None
-            base = MasterConfig.from_job(apply_defaults(ElasticJob.model_validate_json(spec_env)))
+            assert config_env is not None
+            base = MasterConfig.from_json(config_env)
         else:
             assert config is not None
             base = MasterConfig.from_json(config.read_text())

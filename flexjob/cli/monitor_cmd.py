@@ -19,11 +19,11 @@ def monitor(
     import signal
     import threading
 
-    from flexjob.brain.monitor import KubernetesSource, LocalSource, NodeSource, run_monitor
+    from flexjob.brain.monitor import KubernetesSource, LocalSource, NodeSampler, run_monitor
     from flexjob.rpc.brain_client import BrainClient
 
     logging.basicConfig(level="INFO", format="%(levelname)s %(name)s %(message)s")
-    source: NodeSource
+    source: NodeSampler
     if platform == "local":
         source = LocalSource()
     elif platform == "kubernetes":

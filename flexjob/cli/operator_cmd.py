@@ -12,6 +12,8 @@ from pathlib import Path
 
 import typer
 
+from flexjob.api.names import ENV_IMAGE
+
 
 def operator(
     namespace: list[str] = typer.Option(
@@ -77,7 +79,7 @@ def operator(
         resync_interval=resync or None,
         webhooks=hooks,
         liveness=liveness,
-        job_master_image=os.environ.get("FLEXJOB_IMAGE") or None,
+        job_master_image=os.environ.get(ENV_IMAGE) or None,
     )
     platform = KubernetesPlatform.from_config(options.kubeconfig, context, server)
     try:

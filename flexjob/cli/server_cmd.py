@@ -7,14 +7,16 @@ Listens on 127.0.0.1 by default; any other address needs a bearer token (``--tok
 
 import typer
 
-ENV_TOKEN = "FLEXJOB_SERVER_TOKEN"
+from flexjob.api.names import ENV_SERVER_TOKEN
 
 
 def _server(
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
     port: int = typer.Option(8080, min=0, max=65535, help="Port to listen on (0: any free)."),
     token: str | None = typer.Option(
-        None, envvar=ENV_TOKEN, help="Bearer token clients must send (required beyond loopback)."
+        None,
+        envvar=ENV_SERVER_TOKEN,
+        help="Bearer token clients must send (required beyond loopback).",
     ),
     platform: str | None = typer.Option(
         None, help="Platform holding the jobs: local or kubernetes (default $FLEXJOB_PLATFORM)."

@@ -3,10 +3,25 @@
 With ``total_micro_batches`` M per step and N0 live workers, worker i runs
 ``M // N0 + 1`` micro-batches when ``i < M % N0``, else ``M // N0``, then all-reduces. The
 DLRover form has M = max workers N (one micro-batch each at full size); the general form has
-M = global batch size / micro-batch size. Not for learning-rate scaling or data loading.
+M = global batch size / micro-batch size. ``RankBatch`` is one rank's share of a plan: what the
+master's ``GetBatchPlan`` answers and ``trainer.fixed_batch_plan`` returns. The one owner of
+this arithmetic. Not for learning-rate scaling or data loading.
 """
 
 from dataclasses import dataclass
+
+from flexjob.api import BatchSpec
+from flexjob.api.errors import InvalidSpecError
+
+
+@dataclass(frozen=True, slots=True)
+class RankBatch:
+    """One rank's share of a ``BatchPlan``: its micro-batches per step, their size, and the
+    global batch they add up to over the world."""
+
+    micro_batches: int
+    micro_batch_size: int
+    global_batch_size: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +70,27 @@ class BatchPlan:
         base, extra = divmod(self.total_micro_batches, world_size)
         return base + 1 if rank < extra else base
 
+    def for_rank(self, rank: int, world_size: int) -> RankBatch:
+        """Worker ``rank``'s share of the plan in a world of ``world_size``."""
+        return RankBatch(
+            self.micro_batches(rank, world_size), self.micro_batch_size, self.global_batch_size
+        )
+
     def assignment(self, world_size: int) -> tuple[int, ...]:
         """Micro-batches of every rank, in rank order; they sum to ``total_micro_batches``."""
         return tuple(self.micro_batches(r, world_size) for r in range(world_size))
+
+
+def batch_plan_from_spec(spec: BatchSpec) -> BatchPlan:
+    """The plan of a job's ``spec.batch``: ``microBatchSize`` (else global / max workers) with
+    ``globalBatchSize`` or ``maxWorkers``."""
+    micro = spec.micro_batch_size
+    if micro is None and spec.global_batch_size and spec.max_workers:
+        micro = spec.global_batch_size // spec.max_workers
+    if micro is None:
+        raise InvalidSpecError("spec.batch.microBatchSize is required")
+    if spec.global_batch_size is not None:
+        return BatchPlan.for_global_batch(spec.global_batch_size, micro)
+    if spec.max_workers is not None:
+        return BatchPlan.for_max_workers(spec.max_workers, micro)
+    raise InvalidSpecError("spec.batch: give globalBatchSize or maxWorkers with microBatchSize")

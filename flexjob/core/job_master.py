@@ -15,11 +15,11 @@ without a master; the master is then removed by ``cleanPodPolicy`` (it is still 
 
 How the master runs comes from the driver (``JobMasterOptions``): locally
 ``sys.executable -m flexjob``, on Kubernetes the operator's own image (``FLEXJOB_IMAGE``).
-The job travels to the master as JSON in ``FLEXJOB_JOB_SPEC``; the master binds the port of
-its ``FLEXJOB_MASTER`` address. Pure: no I/O.
+The master's typed ``MasterConfig`` (``core.master_config``) travels as JSON in
+``FLEXJOB_MASTER_CONFIG``; the master binds the port of its ``FLEXJOB_MASTER`` address. Pure:
+no I/O.
 """
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -31,11 +31,11 @@ from flexjob.api import (
     ReplicaType,
     RestartPolicy,
 )
+from flexjob.api.names import ENV_MASTER_CONFIG
 from flexjob.api.pod import PodSpec, PodTemplateSpec
+from flexjob.core.master_config import MasterConfig
 
 RDZV_BACKEND_FLEXJOB = "flexjob"
-#: The env var the implicit master reads its job from (the ElasticJob as JSON, no status).
-ENV_JOB_SPEC = "FLEXJOB_JOB_SPEC"
 MASTER_CONTAINER = "master"
 #: The service account implicit masters run as on Kubernetes (``flexjob manifests install``
 #: creates it with ``operator.manifests.JOB_MASTER_RULES``).
@@ -90,16 +90,21 @@ def needs_job_master(job: ElasticJob) -> bool:
 
 
 def master_replica_spec(job: ElasticJob, options: JobMasterOptions) -> ReplicaSpec:
-    """The replica spec of ``job``'s implicit master."""
-    wire = job.to_wire()
-    wire.pop("status", None)
-    args = ["master", "--host", options.host]
-    if options.scale_plan_platform:
-        args += ["--scale-plan-platform", options.scale_plan_platform]
+    """The replica spec of ``job``'s implicit master: ``flexjob master`` with the job's
+    ``MasterConfig`` in ``FLEXJOB_MASTER_CONFIG``. A spec no master can run with raises
+    ``InvalidSpecError`` naming the field."""
+    job_dir = None
     if options.state_root:
         incarnation = f"master-{job.metadata.uid or 'unknown'}"
-        args += ["--job-dir", "/".join((options.state_root, job.namespace, job.name, incarnation))]
-    env = {**options.env, ENV_JOB_SPEC: json.dumps(wire, sort_keys=True)}
+        job_dir = "/".join((options.state_root, job.namespace, job.name, incarnation))
+    config = MasterConfig.from_job(
+        job,
+        host=options.host,
+        job_dir=job_dir,
+        scale_plan_platform=options.scale_plan_platform or None,
+    )
+    args = ["master"]
+    env = {**options.env, ENV_MASTER_CONFIG: config.to_json()}
     container = Container(
         name=MASTER_CONTAINER,
         image=options.image or None,

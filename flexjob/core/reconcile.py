@@ -80,7 +80,10 @@ def reconcile(
     """
     if now.tzinfo is None:
         raise ValueError("reconcile: now must be timezone-aware (e.g. datetime.now(UTC))")
-    effective = with_job_master(job, job_master)
+    try:
+        effective = with_job_master(job, job_master)
+    except ValueError as exc:  # no master can run this spec (InvalidSpecError)
+        return _Round(job, replicas, services, now).reject(str(exc))
     return _Round(effective, replicas, services, now, declared=job).run(plan)
 
 
@@ -134,6 +137,15 @@ class _Round:
             self._finish(JobPhase.FAILED, "DeadlineExceeded", f"job ran longer than {limit}s")
         else:
             self._progress(plan)
+        return ReconcileResult(tuple(self.actions), self.status)
+
+    def reject(self, message: str) -> ReconcileResult:
+        """The job fails (once) because its spec cannot run; finished jobs are cleaned up."""
+        self.status.replica_statuses = phases.replica_statuses(self.own)
+        if self.status.phase.finished:
+            self._after_finish()
+        else:
+            self._finish(JobPhase.FAILED, "InvalidSpec", message)
         return ReconcileResult(tuple(self.actions), self.status)
 
     def _progress(self, plan: ScalePlan | None) -> None:

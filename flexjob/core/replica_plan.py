@@ -31,8 +31,6 @@ from flexjob.core.replicas import (
     service_name,
 )
 
-#: The env var a replica with its own service (other than the master) finds its address in.
-ENV_REPLICA_ADDRESS = "FLEXJOB_REPLICA_ADDRESS"
 NODE_SELECTOR_KEY = "kubernetes.io/hostname"
 
 
@@ -147,7 +145,7 @@ def replica_env(
     if master_address is not None:
         env[names.ENV_MASTER] = master_address
     if own_address is not None and not ROLE_TRAITS[rtype].controls_job:
-        env[ENV_REPLICA_ADDRESS] = own_address
+        env[names.ENV_REPLICA_ADDRESS] = own_address
     return env
 
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from flexjob.master.config import MasterConfig
+from flexjob.core.master_config import MasterConfig
 from flexjob.master.state import write_atomic
 
 

@@ -12,7 +12,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from flexjob.master.config import MasterConfig
+from flexjob.api import OptimizeMode
+from flexjob.core.master_config import MasterConfig
 from flexjob.master.logs import event
 from flexjob.master.service import MasterService
 from flexjob.master.state import write_atomic
@@ -103,7 +104,7 @@ def start_master(config: MasterConfig, *, store_first: bool = True) -> MasterHan
     handle._thread.start()
     if deferred:
         threading.Thread(target=handle._start_store, name="master-store", daemon=True).start()
-    if config.optimize_mode != "manual" or config.brain_url:
+    if config.optimize_mode is not OptimizeMode.MANUAL or config.brain_url:
         from flexjob.master.optimizing import OptimizerLoop
 
         handle.optimizer = OptimizerLoop.from_config(config, service)

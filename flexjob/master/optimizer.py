@@ -16,7 +16,6 @@ from collections import deque
 from collections.abc import Callable, Iterable
 
 from flexjob.api import (
-    ElasticJob,
     ObjectMeta,
     OptimizeMode,
     PodRef,
@@ -24,12 +23,9 @@ from flexjob.api import (
     ResourcePlan,
     ScalePlan,
     ScalePlanSpec,
-    replica_bounds,
 )
 from flexjob.api.errors import FlexjobError, NotFoundError
 from flexjob.api.names import LABEL_JOB_NAME
-from flexjob.api.quantity import cpu_cores, memory_mib
-from flexjob.api.roles import ROLE_TRAITS
 from flexjob.core import planner
 from flexjob.rpc import brain_messages as schemas
 from flexjob.rpc.brain_client import BrainClient
@@ -45,7 +41,7 @@ ANNOTATION_BRAIN_PLAN = "flexjob.dev/brain-plan-id"
 class JobOptimizer:
     def __init__(
         self,
-        job: schemas.JobInfo,
+        job: schemas.JobInfoMessage,
         mode: OptimizeMode,
         brain: BrainClient | None = None,
         config: planner.PlannerConfig | None = None,
@@ -70,19 +66,19 @@ class JobOptimizer:
     def observe_node(self, sample: planner.NodeSample) -> None:
         self._node_samples.append(sample)
         self._outbox.node_samples.append(
-            schemas.NodeSample.model_validate(sample, from_attributes=True)
+            schemas.NodeSampleMessage.model_validate(sample, from_attributes=True)
         )
 
     def observe_speed(self, sample: planner.SpeedSample) -> None:
         self._speed.append(sample)
         self._outbox.speed_samples.append(
-            schemas.SpeedSample.model_validate(sample, from_attributes=True)
+            schemas.SpeedSampleMessage.model_validate(sample, from_attributes=True)
         )
 
     def observe_event(self, event: planner.NodeEvent) -> None:
         self._events.append(event)
         self._outbox.node_events.append(
-            schemas.NodeEvent.model_validate(event, from_attributes=True)
+            schemas.NodeEventMessage.model_validate(event, from_attributes=True)
         )
 
     def stats(self) -> planner.JobStats:
@@ -248,51 +244,6 @@ def _node_type(node: str, known: dict[str, ReplicaType] | None) -> ReplicaType:
         return known[node]
     prefix = node.rsplit("-", 1)[0]
     return ReplicaType(prefix) if prefix in ReplicaType._value2member_map_ else ReplicaType.WORKER
-
-
-def job_info_from_spec(job: ElasticJob) -> schemas.JobInfo:
-    """What the brain needs to know of a job: profile keys, limits, requested resources.
-
-    User and model come from the labels ``flexjob.dev/user`` and ``flexjob.dev/model``; the
-    dataset from ``spec.dataset.name``; caps from replica specs and container resource limits.
-    """
-    labels = job.metadata.labels
-    resources: dict[ReplicaType, schemas.Resources] = {}
-    max_cpu: float | None = None
-    max_memory: float | None = None
-    for rtype, spec in job.spec.replica_specs.items():
-        if not ROLE_TRAITS[rtype].scalable:
-            continue
-        cpu = memory = None
-        for container in spec.template.spec.containers[:1]:
-            req = {**container.resources.limits, **container.resources.requests}
-            lim = container.resources.limits
-            cpu = cpu_cores(req["cpu"]) if "cpu" in req else None
-            memory = float(memory_mib(req["memory"])) if "memory" in req else None
-            if "cpu" in lim:
-                max_cpu = max(max_cpu or 0.0, cpu_cores(lim["cpu"]))
-            if "memory" in lim:
-                max_memory = max(max_memory or 0.0, float(memory_mib(lim["memory"])))
-        bounds = replica_bounds(spec)
-        resources[rtype] = schemas.Resources(replicas=bounds.replicas, cpu=cpu, memory_mb=memory)
-    worker = job.spec.replica_specs.get(ReplicaType.WORKER)
-    ps = job.spec.replica_specs.get(ReplicaType.PS)
-    limits = schemas.Limits(
-        min_workers=max(replica_bounds(worker).min, 1) if worker else 1,
-        max_workers=replica_bounds(worker).max if worker else None,
-        max_ps=replica_bounds(ps).max if ps else None,
-        max_cpu=max_cpu,
-        max_memory_mb=max_memory,
-    )
-    return schemas.JobInfo(
-        name=f"{job.namespace}.{job.name}",
-        user=labels.get("flexjob.dev/user", ""),
-        model=labels.get("flexjob.dev/model", ""),
-        dataset=job.spec.dataset.name or "" if job.spec.dataset else "",
-        optimize_mode=job.spec.optimize_mode or OptimizeMode.SINGLE_JOB,
-        limits=limits,
-        resources=resources,
-    )
 
 
 def speed_from_nodes(

@@ -16,11 +16,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from flexjob.api import OptimizeMode, ReplicaType, ResourcePlan, ScalePlan
+from flexjob.api import ReplicaType, ResourcePlan, ScalePlan
 from flexjob.api.errors import FlexjobError
 from flexjob.core import planner
+from flexjob.core.master_config import MasterConfig
 from flexjob.core.planner.speed import SpeedAggregator
-from flexjob.master.config import MasterConfig
 from flexjob.master.optimizer import JobOptimizer, to_scale_plan
 from flexjob.master.state import write_atomic
 from flexjob.master.stats import NodeRecord
@@ -66,16 +66,14 @@ def plan_sink(config: MasterConfig) -> PlanSink:
     return _log_sink
 
 
-def job_info_from_config(config: MasterConfig) -> schemas.JobInfo:
+def job_info_from_config(config: MasterConfig) -> schemas.JobInfoMessage:
     """The job as the brain sees it: from ``config.optimizer_job``, else from the node bounds."""
-    if config.optimizer_job:
-        return schemas.JobInfo.model_validate(config.optimizer_job)
-    return schemas.JobInfo(
-        name=config.job_name,
-        optimize_mode=OptimizeMode(config.optimize_mode),
-        limits=schemas.Limits(min_workers=config.min_nodes, max_workers=config.max_nodes),
-        resources={ReplicaType.WORKER: schemas.Resources(replicas=config.min_nodes)},
+    job = config.optimizer_job or planner.PlannedJob(
+        planner.JobProfile(config.job_name),
+        planner.JobLimits(min_workers=config.min_nodes, max_workers=config.max_nodes),
+        {ReplicaType.WORKER: planner.ReplicaResources(config.min_nodes)},
     )
+    return schemas.JobInfoMessage.from_core(job, config.optimize_mode)
 
 
 class OptimizerLoop:
@@ -107,9 +105,7 @@ class OptimizerLoop:
         cls, config: MasterConfig, source: StatsSource, sink: PlanSink | None = None
     ) -> "OptimizerLoop":
         brain = BrainClient(config.brain_url) if config.brain_url else None
-        optimizer = JobOptimizer(
-            job_info_from_config(config), OptimizeMode(config.optimize_mode), brain
-        )
+        optimizer = JobOptimizer(job_info_from_config(config), config.optimize_mode, brain)
         if sink is None:
             sink = plan_sink(config)
         namespace, dot, _ = optimizer.job.name.partition(".")

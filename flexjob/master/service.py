@@ -9,7 +9,6 @@ did not change (rendezvous, stats) are not serialized again. Not for transport (
 or process life (``master.main``).
 """
 
-import json
 import logging
 import threading
 import time
@@ -17,26 +16,25 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from flexjob.api import names
 from flexjob.api.errors import InvalidSpecError, NotFoundError
-from flexjob.core.batch import BatchPlan
+from flexjob.core.batch import BatchPlan, RankBatch
+from flexjob.core.dataset import Dataset
+from flexjob.core.master_config import MasterConfig
 from flexjob.core.rendezvous import NodeStatus, Rendezvous
 from flexjob.core.shards import ReportResult, ShardManager
-from flexjob.master.config import DatasetConfig, MasterConfig
 from flexjob.master.health import HeartbeatTracker
 from flexjob.master.logs import event
 from flexjob.master.snapshot import SnapshotWriter, restore_snapshot
 from flexjob.master.state import StateFile
 from flexjob.master.stats import NodeRecord, StatsBook
 from flexjob.rpc.api import (
-    BatchPlanInfo,
     HeartbeatReply,
     NodeRef,
     NodeStats,
     NodesWaiting,
+    NodeWorld,
     Progress,
     ShardInfo,
-    WorldInfo,
 )
 
 log = logging.getLogger(__name__)
@@ -80,7 +78,7 @@ class MasterService:
             )
             for d in config.datasets
         }
-        self._batch: BatchPlan | None = config.batch.plan() if config.batch else None
+        self._batch: BatchPlan | None = config.batch
         self._health = HeartbeatTracker(config.heartbeat_timeout, clock)
         self._stats = StatsBook()
         self._addresses: dict[str, str] = {}  # node → address given at join
@@ -113,7 +111,7 @@ class MasterService:
             return round_
 
     @_saves
-    def get_world(self, node: NodeRef, round: int) -> WorldInfo:
+    def get_world(self, node: NodeRef, round: int) -> NodeWorld:
         with self._lock:
             self._seen(node.node_id)
             if self._rdzv.status(node.node_id) is NodeStatus.UNKNOWN:
@@ -125,9 +123,9 @@ class MasterService:
             self._after_rendezvous()
             if view.world is None or (self.config.host_store and not self._store_address):
                 # No world yet, or its store is still starting: the node asks again.
-                return WorldInfo(False, view.round, -1, 0, "", "", ())
+                return NodeWorld(False, view.round, -1, 0, "", "", ())
             w = view.world
-            return WorldInfo(
+            return NodeWorld(
                 True,
                 w.round,
                 view.rank,
@@ -237,14 +235,32 @@ class MasterService:
             else:
                 self._node_dead(node.node_id, "reported failure")
 
-    def get_batch_plan(self, node: NodeRef, rank: int, world_size: int) -> BatchPlanInfo:
+    def get_batch_plan(self, node: NodeRef, rank: int, world_size: int) -> RankBatch:
         if self._batch is None:
             raise NotFoundError("this job has no batch plan (spec.batch is not set)")
         try:
-            m = self._batch.micro_batches(rank, world_size)
+            return self._batch.for_rank(rank, world_size)
         except ValueError as exc:
             raise InvalidSpecError(str(exc)) from None
-        return BatchPlanInfo(m, self._batch.micro_batch_size, self._batch.global_batch_size)
+
+    def register_dataset(self, node: NodeRef, dataset: Dataset) -> None:
+        """Shard ``dataset`` from now on (what ``flexjob run`` scripts use: the script knows its
+        data, the command line does not); a name already known keeps its first registration."""
+        with self._lock:
+            self._seen(node.node_id)
+            if dataset.name in self._shards:
+                return
+            mgr = ShardManager(
+                dataset.splitter(),
+                epochs=dataset.epochs,
+                straggler_timeout=self.config.straggler_timeout,
+                clock=self._clock,
+            )
+            saved = self._restored_shards.pop(dataset.name, None)
+            if saved is not None:
+                mgr.restore(saved)
+            self._shards[dataset.name] = mgr
+        event(log, "dataset_registered", self._job, dataset=dataset.name or "-", size=dataset.size)
 
     # ---- key-value store ----
     def kv_set(self, key: str, value: bytes) -> None:
@@ -290,41 +306,8 @@ class MasterService:
     def _dataset(self, name: str) -> ShardManager:
         mgr = self._shards.get(name)
         if mgr is None:
-            mgr = self._registered_dataset(name)
-        if mgr is None:
             known = ", ".join(repr(n) for n in self._shards) or "none"
             raise NotFoundError(f"unknown dataset {name!r}; this job has: {known}")
-        return mgr
-
-    def _registered_dataset(self, name: str) -> ShardManager | None:
-        """A dataset the trainer registered under ``flexjob/dataset/<name>`` in the KV store
-        (what ``flexjob run`` jobs use: the script knows its data, the command line does not)."""
-        raw = self._kv.get(names.KV_DATASET_PREFIX + name)
-        if raw is None:
-            return None
-        try:
-            d = json.loads(raw)
-            cfg = DatasetConfig(
-                name=name,
-                size=int(d["size"]),
-                shard_size=int(d["shard_size"]),
-                epochs=int(d["epochs"]),
-                shuffle=bool(d.get("shuffle", False)),
-                seed=int(d.get("seed", 0)),
-            )
-        except (ValueError, KeyError, TypeError) as exc:
-            raise InvalidSpecError(f"dataset {name!r} registered with bad fields: {exc}") from None
-        mgr = ShardManager(
-            cfg.splitter(),
-            epochs=cfg.epochs,
-            straggler_timeout=self.config.straggler_timeout,
-            clock=self._clock,
-        )
-        saved = self._restored_shards.pop(name, None)
-        if saved is not None:
-            mgr.restore(saved)
-        self._shards[name] = mgr
-        event(log, "dataset_registered", self._job, dataset=name or "-", size=cfg.size)
         return mgr
 
     def set_store_address(self, address: str) -> None:

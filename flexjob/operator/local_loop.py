@@ -19,13 +19,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from flexjob.api import ElasticJob, ScalePlan, ScalePlanPhase
+from flexjob.api.names import ENV_HOME
 from flexjob.core.actions import DeleteJob, RecordEvent
 from flexjob.core.job_master import JobMasterOptions
 from flexjob.core.reconcile import reconcile
 from flexjob.core.status_patch import StatusOwner, owner_patch
 from flexjob.operator.apply import apply_actions
 from flexjob.platform.api import NotFoundError, Platform, Replica
-from flexjob.platform.local.paths import ENV_HOME
 
 log = logging.getLogger(__name__)
 

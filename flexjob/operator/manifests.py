@@ -16,7 +16,7 @@ import dataclasses
 from typing import Any
 
 from flexjob.api.crd import crds
-from flexjob.api.names import GROUP, PLURAL_JOB, PLURAL_SCALE_PLAN, VERSION
+from flexjob.api.names import ENV_IMAGE, GROUP, PLURAL_JOB, PLURAL_SCALE_PLAN, VERSION
 from flexjob.core.job_master import JOB_MASTER_SERVICE_ACCOUNT
 from flexjob.operator.kopf_admission import MUTATE_JOB, VALIDATE_JOB, VALIDATE_PLAN
 
@@ -147,7 +147,7 @@ def deployment(options: InstallOptions) -> Body:
         "command": ["python"],
         "args": args,
         # Implicit job masters (core.job_master) run in the operator's own image.
-        "env": [{"name": "FLEXJOB_IMAGE", "value": options.image}],
+        "env": [{"name": ENV_IMAGE, "value": options.image}],
         "ports": [
             {"name": "webhooks", "containerPort": options.webhook_port},
             {"name": "health", "containerPort": 8080},

@@ -9,9 +9,9 @@ import importlib
 import os
 from typing import cast
 
+from flexjob.api.names import ENV_PLATFORM
 from flexjob.platform.api import Platform
 
-ENV_PLATFORM = "FLEXJOB_PLATFORM"
 PLATFORMS = ("local", "kubernetes")
 
 

@@ -3,7 +3,7 @@ protocol the server calls (one method per RPC). No gRPC here. Errors: ``api.erro
 (``InvalidSpecError``, ``NotFoundError``; the client raises ``UnavailableError``).
 
 The torch store. The master hosts one ``torch.distributed.TCPStore`` per job (when its config
-says ``host_store``, the default) and ``WorldInfo.store_address`` is its ``host:port``; each
+says ``host_store``, the default) and ``NodeWorld.store_address`` is its ``host:port``; each
 completed rendezvous round has its own ``store_prefix`` (``<job>/round-<n>/``), so keys of an
 old round never collide with a new one — wrap the store in ``torch.distributed.PrefixStore``.
 A master that does not host the store sets ``store_address`` to the address that the rank-0
@@ -30,6 +30,9 @@ report that was counted also answers ``True``); ``False`` when another report co
 from dataclasses import dataclass
 from typing import Protocol
 
+from flexjob.core.batch import RankBatch
+from flexjob.core.dataset import Dataset
+
 DEFAULT_DATASET = ""
 
 
@@ -43,7 +46,10 @@ class NodeRef:
 
 
 @dataclass(frozen=True, slots=True)
-class WorldInfo:
+class NodeWorld:
+    """What one node gets from the rendezvous: its rank in round ``round`` (``complete`` once
+    it is a member), the world size, the torch store and the members in rank order."""
+
     complete: bool
     round: int
     rank: int
@@ -103,13 +109,6 @@ class HeartbeatReply:
 
 
 @dataclass(frozen=True, slots=True)
-class BatchPlanInfo:
-    micro_batches: int
-    micro_batch_size: int
-    global_batch_size: int
-
-
-@dataclass(frozen=True, slots=True)
 class Progress:
     epoch: int
     epochs: int
@@ -127,13 +126,15 @@ class MasterBackend(Protocol):
 
     def join(self, node: NodeRef, address: str, local_world_size: int) -> int: ...
 
-    def get_world(self, node: NodeRef, round: int) -> WorldInfo: ...
+    def get_world(self, node: NodeRef, round: int) -> NodeWorld: ...
 
     def nodes_waiting(self, node: NodeRef) -> NodesWaiting: ...
 
     def get_shard(self, node: NodeRef, dataset: str) -> ShardInfo: ...
 
     def report_shard(self, node: NodeRef, dataset: str, shard_id: int) -> bool: ...
+
+    def register_dataset(self, node: NodeRef, dataset: Dataset) -> None: ...
 
     def report_stats(self, node: NodeRef, stats: NodeStats) -> None: ...
 
@@ -143,7 +144,7 @@ class MasterBackend(Protocol):
         self, node: NodeRef, reason: str, exit_code: int, restarting: bool
     ) -> None: ...
 
-    def get_batch_plan(self, node: NodeRef, rank: int, world_size: int) -> BatchPlanInfo: ...
+    def get_batch_plan(self, node: NodeRef, rank: int, world_size: int) -> RankBatch: ...
 
     def kv_set(self, key: str, value: bytes) -> None: ...
 

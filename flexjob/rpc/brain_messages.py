@@ -1,10 +1,13 @@
 """The Brain's wire messages (pydantic, camelCase JSON) and their conversion to planner stats.
 
 What masters and the cluster monitor send, and what the brain answers. Validation happens here:
-a bad field is rejected with its name. Not for storage (``db.models``) or decisions
+a bad field is rejected with its name. A message that carries a domain type is named for it
+with a ``Message`` suffix (``NodeSampleMessage`` ↔ ``core.planner.NodeSample``) and converts
+with ``to_core``; database rows are ``brain.db.models.*Row``. Not for storage or decisions
 (``flexjob.core.planner``).
 """
 
+from dataclasses import asdict
 from enum import StrEnum
 
 from pydantic import Field
@@ -20,7 +23,7 @@ class JobStatus(StrEnum):
     FAILED = "failed"
 
 
-class Limits(ApiModel):
+class JobLimitsMessage(ApiModel):
     min_workers: int = Field(1, ge=0)
     max_workers: int | None = Field(None, ge=0)
     max_ps: int | None = Field(None, ge=0)
@@ -31,7 +34,7 @@ class Limits(ApiModel):
         return planner.JobLimits(**self.model_dump())
 
 
-class Resources(ApiModel):
+class ReplicaResourcesMessage(ApiModel):
     replicas: int = Field(ge=0)
     cpu: float | None = Field(None, gt=0)
     memory_mb: float | None = Field(None, gt=0)
@@ -40,7 +43,7 @@ class Resources(ApiModel):
         return planner.ReplicaResources(**self.model_dump())
 
 
-class JobInfo(ApiModel):
+class JobInfoMessage(ApiModel):
     """A job as the brain knows it: who runs what, its bounds and the resources it asked for."""
 
     name: str = Field(min_length=1, max_length=255)
@@ -48,14 +51,30 @@ class JobInfo(ApiModel):
     model: str = ""
     dataset: str = ""
     optimize_mode: OptimizeMode = OptimizeMode.CLUSTER
-    limits: Limits = Field(default_factory=Limits)
-    resources: dict[ReplicaType, Resources] = Field(default_factory=dict)
+    limits: JobLimitsMessage = Field(default_factory=JobLimitsMessage)
+    resources: dict[ReplicaType, ReplicaResourcesMessage] = Field(default_factory=dict)
 
     def profile(self) -> planner.JobProfile:
         return planner.JobProfile(self.name, self.user, self.model, self.dataset)
 
+    @classmethod
+    def from_core(cls, job: planner.PlannedJob, mode: OptimizeMode) -> "JobInfoMessage":
+        p = job.profile
+        return cls(
+            name=p.name,
+            user=p.user,
+            model=p.model,
+            dataset=p.dataset,
+            optimize_mode=mode,
+            limits=JobLimitsMessage.model_validate(asdict(job.limits)),
+            resources={
+                t: ReplicaResourcesMessage.model_validate(asdict(r))
+                for t, r in job.resources.items()
+            },
+        )
 
-class NodeSample(ApiModel):
+
+class NodeSampleMessage(ApiModel):
     node: str = Field(min_length=1)
     replica_type: ReplicaType
     timestamp: float
@@ -68,7 +87,7 @@ class NodeSample(ApiModel):
         return planner.NodeSample(**dict(self))
 
 
-class SpeedSample(ApiModel):
+class SpeedSampleMessage(ApiModel):
     timestamp: float
     step: int = Field(ge=0)
     samples_per_second: float = Field(ge=0)
@@ -78,7 +97,7 @@ class SpeedSample(ApiModel):
         return planner.SpeedSample(**dict(self))
 
 
-class NodeEvent(ApiModel):
+class NodeEventMessage(ApiModel):
     node: str = Field(min_length=1)
     replica_type: ReplicaType
     kind: planner.NodeEventKind
@@ -92,11 +111,11 @@ class NodeEvent(ApiModel):
 class MetricsReport(ApiModel):
     """What a master sends: the job (registers or updates it), new samples and events."""
 
-    job: JobInfo | None = None
+    job: JobInfoMessage | None = None
     status: JobStatus | None = None
-    node_samples: list[NodeSample] = Field(default_factory=list)
-    speed_samples: list[SpeedSample] = Field(default_factory=list)
-    node_events: list[NodeEvent] = Field(default_factory=list)
+    node_samples: list[NodeSampleMessage] = Field(default_factory=list)
+    speed_samples: list[SpeedSampleMessage] = Field(default_factory=list)
+    node_events: list[NodeEventMessage] = Field(default_factory=list)
 
 
 class OptimizeRequest(ApiModel):
@@ -131,11 +150,11 @@ class OptimizeResponse(ApiModel):
 class JobMetrics(ApiModel):
     """Everything stored about one job, oldest first: what a restarted master reloads."""
 
-    job: JobInfo
+    job: JobInfoMessage
     status: JobStatus
-    node_samples: list[NodeSample] = Field(default_factory=list)
-    speed_samples: list[SpeedSample] = Field(default_factory=list)
-    node_events: list[NodeEvent] = Field(default_factory=list)
+    node_samples: list[NodeSampleMessage] = Field(default_factory=list)
+    speed_samples: list[SpeedSampleMessage] = Field(default_factory=list)
+    node_events: list[NodeEventMessage] = Field(default_factory=list)
     plans: list[PlanRecord] = Field(default_factory=list)
     events: list[EventRecord] = Field(default_factory=list)
 

@@ -15,16 +15,17 @@ from typing import TypeVar
 import grpc
 
 from flexjob.api.errors import FlexjobError, InvalidSpecError, NotFoundError, UnavailableError
+from flexjob.core.batch import RankBatch
+from flexjob.core.dataset import Dataset
 from flexjob.rpc import convert
 from flexjob.rpc.api import (
     DEFAULT_DATASET,
-    BatchPlanInfo,
     HeartbeatReply,
     NodeStats,
     NodesWaiting,
+    NodeWorld,
     Progress,
     ShardInfo,
-    WorldInfo,
 )
 from flexjob.rpc.convert import NodeLike
 from flexjob.rpc.gen import master_pb2 as pb
@@ -97,11 +98,11 @@ class MasterClient:
         req = pb.JoinRequest(node=self._node, address=address, local_world_size=local_world_size)
         return int(self._call(self._stub.JoinRendezvous, req).round)
 
-    def get_world(self, round: int = 0) -> WorldInfo:
+    def get_world(self, round: int = 0) -> NodeWorld:
         req = pb.GetWorldRequest(node=self._node, round=round)
         return convert.world_from_pb(self._call(self._stub.GetWorld, req))
 
-    def wait_world(self, timeout: float = 60.0, poll: float = 0.05) -> WorldInfo:
+    def wait_world(self, timeout: float = 60.0, poll: float = 0.05) -> NodeWorld:
         """Poll ``get_world`` until this node is in a completed round; ``TimeoutError`` after
         ``timeout`` seconds."""
         deadline = time.monotonic() + timeout
@@ -161,7 +162,11 @@ class MasterClient:
         )
         self._call(self._stub.ReportFailure, req)
 
-    def get_batch_plan(self, rank: int, world_size: int) -> BatchPlanInfo:
+    def register_dataset(self, dataset: Dataset) -> None:
+        """Tell the master to shard ``dataset`` (kept if the name is already known)."""
+        self._call(self._stub.RegisterDataset, convert.dataset_to_pb(self._node, dataset))
+
+    def get_batch_plan(self, rank: int, world_size: int) -> RankBatch:
         req = pb.BatchPlanRequest(node=self._node, rank=rank, world_size=world_size)
         return convert.batch_from_pb(self._call(self._stub.GetBatchPlan, req))
 

@@ -6,15 +6,16 @@ validation (the backend validates) nor for transport.
 
 from typing import Protocol
 
+from flexjob.core.batch import RankBatch
+from flexjob.core.dataset import Dataset
 from flexjob.rpc.api import (
-    BatchPlanInfo,
     HeartbeatReply,
     NodeRef,
     NodeStats,
     NodesWaiting,
+    NodeWorld,
     Progress,
     ShardInfo,
-    WorldInfo,
 )
 from flexjob.rpc.gen import master_pb2 as pb
 
@@ -38,7 +39,33 @@ def node_from_pb(msg: pb.NodeRef) -> NodeRef:
     return NodeRef(msg.node_id, msg.replica_type or "worker", msg.replica_index)
 
 
-def world_to_pb(world: WorldInfo) -> pb.WorldInfo:
+def dataset_to_pb(node: pb.NodeRef, dataset: Dataset) -> pb.RegisterDatasetRequest:
+    return pb.RegisterDatasetRequest(
+        node=node,
+        name=dataset.name,
+        size=dataset.size or 0,
+        files=list(dataset.files),
+        shard_size=dataset.shard_size,
+        epochs=dataset.epochs,
+        shuffle=dataset.shuffle,
+        seed=dataset.seed,
+    )
+
+
+def dataset_from_pb(msg: pb.RegisterDatasetRequest) -> Dataset:
+    """The registered dataset; ``InvalidSpecError`` names a bad field."""
+    return Dataset(
+        name=msg.name,
+        size=None if msg.files else msg.size,
+        files=tuple(msg.files),
+        shard_size=msg.shard_size,
+        epochs=msg.epochs,
+        shuffle=msg.shuffle,
+        seed=msg.seed,
+    )
+
+
+def world_to_pb(world: NodeWorld) -> pb.WorldInfo:
     return pb.WorldInfo(
         complete=world.complete,
         round=world.round,
@@ -50,8 +77,8 @@ def world_to_pb(world: WorldInfo) -> pb.WorldInfo:
     )
 
 
-def world_from_pb(msg: pb.WorldInfo) -> WorldInfo:
-    return WorldInfo(
+def world_from_pb(msg: pb.WorldInfo) -> NodeWorld:
+    return NodeWorld(
         complete=msg.complete,
         round=msg.round,
         rank=msg.rank,
@@ -131,7 +158,7 @@ def heartbeat_from_pb(msg: pb.HeartbeatResponse) -> HeartbeatReply:
     return HeartbeatReply(msg.round, msg.num_nodes_waiting, msg.job_finished)
 
 
-def batch_to_pb(plan: BatchPlanInfo) -> pb.BatchPlanResponse:
+def batch_to_pb(plan: RankBatch) -> pb.BatchPlanResponse:
     return pb.BatchPlanResponse(
         micro_batches=plan.micro_batches,
         micro_batch_size=plan.micro_batch_size,
@@ -139,8 +166,8 @@ def batch_to_pb(plan: BatchPlanInfo) -> pb.BatchPlanResponse:
     )
 
 
-def batch_from_pb(msg: pb.BatchPlanResponse) -> BatchPlanInfo:
-    return BatchPlanInfo(msg.micro_batches, msg.micro_batch_size, msg.global_batch_size)
+def batch_from_pb(msg: pb.BatchPlanResponse) -> RankBatch:
+    return RankBatch(msg.micro_batches, msg.micro_batch_size, msg.global_batch_size)
 
 
 def progress_to_pb(p: Progress) -> pb.ProgressResponse:

@@ -116,6 +116,13 @@ class MasterServicer(pb_grpc.MasterServicer):
             value=_call(context, lambda: self._b.kv_add(request.key, request.amount))
         )
 
+    def RegisterDataset(
+        self, request: pb.RegisterDatasetRequest, context: grpc.ServicerContext
+    ) -> pb.Empty:
+        node = convert.node_from_pb(request.node)
+        _call(context, lambda: self._b.register_dataset(node, convert.dataset_from_pb(request)))
+        return pb.Empty()
+
     def GetProgress(
         self, request: pb.ProgressRequest, context: grpc.ServicerContext
     ) -> pb.ProgressResponse:

@@ -28,7 +28,7 @@ from flexjob.platform.api import Platform
 from flexjob.server import v1alpha2, v2alpha1
 from flexjob.server.auth import OPEN_PATHS, token_matches
 from flexjob.server.envelope import Envelope
-from flexjob.server.jobs import JobStore
+from flexjob.server.jobs import JobService
 from flexjob.server.metrics import CONTENT_TYPE_LATEST, ServerMetrics
 
 log = logging.getLogger(__name__)
@@ -92,7 +92,7 @@ def create_app(platform: Platform, token: str | None = None) -> FastAPI:
         version=__version__,
         description="Change the size of elastic jobs, report profilings, list replicas.",
     )
-    store = JobStore(platform)
+    store = JobService(platform)
     metrics = ServerMetrics()
     app.state.platform = platform
     app.state.metrics = metrics

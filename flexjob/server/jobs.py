@@ -54,7 +54,7 @@ class ScaleResult:
     replicas: int
 
 
-class JobStore:
+class JobService:
     """Read-modify-write of job status, serialised within this server process."""
 
     def __init__(self, platform: Platform) -> None:
@@ -145,7 +145,7 @@ def bounded_count(job: ElasticJob, rtype: ReplicaType, wanted: int) -> int:
 
 
 def scale_counts(
-    store: JobStore,
+    store: JobService,
     namespace: str,
     name: str,
     deltas: Mapping[ReplicaType, int],

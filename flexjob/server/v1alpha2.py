@@ -19,7 +19,7 @@ from flexjob.api import ElasticJob, ReplicaPhase, ReplicaType
 from flexjob.api.errors import ConflictError, InvalidSpecError, NotFoundError
 from flexjob.core.replicas import Replica, replica_name
 from flexjob.server.envelope import Envelope, ok
-from flexjob.server.jobs import JobStore, scale_counts
+from flexjob.server.jobs import JobService, scale_counts
 from flexjob.server.metrics import ServerMetrics
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -110,7 +110,7 @@ def _template_gpus(job: ElasticJob) -> int:
 
 
 class V1Api:
-    def __init__(self, store: JobStore, metrics: ServerMetrics) -> None:
+    def __init__(self, store: JobService, metrics: ServerMetrics) -> None:
         self.store = store
         self.metrics = metrics
 
@@ -212,7 +212,7 @@ def _names(replicas: Sequence[Replica], rtype: ReplicaType) -> list[str]:
     return [r.name for r in replicas if r.type is rtype]
 
 
-def router(store: JobStore, metrics: ServerMetrics) -> APIRouter:
+def router(store: JobService, metrics: ServerMetrics) -> APIRouter:
     api = APIRouter(prefix="/v1alpha2", tags=["v1alpha2"])
     v1 = V1Api(store, metrics)
 

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from flexjob.api import ReplicaPhase, ReplicaType
 from flexjob.server.envelope import Envelope, ok
-from flexjob.server.jobs import JobId, JobStore, job_id_of, scalable_type, scale_counts
+from flexjob.server.jobs import JobId, JobService, job_id_of, scalable_type, scale_counts
 from flexjob.server.metrics import ServerMetrics
 
 MAX_REPLICAS_PER_REQUEST = 10_000
@@ -65,7 +65,7 @@ class ProfilingsResponse(BaseModel):
     profilings: dict[str, Any]
 
 
-def router(store: JobStore, metrics: ServerMetrics) -> APIRouter:
+def router(store: JobService, metrics: ServerMetrics) -> APIRouter:
     api = APIRouter(prefix="/v2alpha1", tags=["v2alpha1"])
 
     @api.get("/{job_id}/replicas", response_model=Envelope[list[ReplicaInfo]])

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from flexjob.trainer.batch import BatchPlan, accumulation_steps, fixed_batch_plan
-from flexjob.trainer.sampler import Batch, DatasetParams, ElasticSampler, NoShard, Shard
+from flexjob.core.batch import RankBatch
+from flexjob.trainer.batch import accumulation_steps, fixed_batch_plan
+from flexjob.trainer.sampler import Batch, ElasticSampler, NoShard, ShardSamples
 from flexjob.trainer.world import Generation, WorldInfo, world_info
 
 if TYPE_CHECKING:
@@ -18,14 +19,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Batch",
-    "BatchPlan",
     "Checkpointer",
-    "DatasetParams",
     "ElasticSampler",
     "ElasticTrainer",
     "Generation",
     "NoShard",
-    "Shard",
+    "RankBatch",
+    "ShardSamples",
     "Step",
     "WorldInfo",
     "accumulation_steps",

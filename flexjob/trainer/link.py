@@ -3,19 +3,16 @@
 Rendezvous calls go out as the node (all processes of a node share one seat in the world);
 shard calls go out as the process (``<node>.<local_rank>`` beyond local rank 0), so the shards
 of a process that dies can be handed out again without touching its siblings'. Datasets that
-the job spec did not declare are registered through the master's KV store
-(``flexjob/dataset/<name>``). Not for the agent (it has its own client).
+the job spec did not declare are registered with the master's ``RegisterDataset`` call.
+Not for the agent (it has its own client).
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict
-
-from flexjob.api import names
+from flexjob.core.dataset import Dataset
 from flexjob.rpc.api import NodeRef
 from flexjob.rpc.client import MasterClient
-from flexjob.trainer.sampler import DatasetParams, NoShard, Shard
+from flexjob.trainer.sampler import NoShard, ShardSamples
 from flexjob.trainer.world import Generation, NodeIdentity
 
 
@@ -52,15 +49,15 @@ class MasterLink:
         return self.node.nodes_waiting().num_nodes_waiting
 
     # ---- ShardSource ----
-    def register_dataset(self, params: DatasetParams) -> None:
-        self.node.kv_set(names.KV_DATASET_PREFIX + params.name, json.dumps(asdict(params)).encode())
+    def register_dataset(self, dataset: Dataset) -> None:
+        self.node.register_dataset(dataset)
 
-    def get_shard(self, dataset: str) -> Shard | NoShard:
+    def get_shard(self, dataset: str) -> ShardSamples | NoShard:
         s = self.proc.get_shard(dataset)
         if not s.has_shard:
             return NoShard.END if s.end_of_data else NoShard.WAIT
         indices = s.indices if s.indices else range(s.start, s.end)
-        return Shard(s.shard_id, s.epoch, indices)
+        return ShardSamples(s.shard_id, s.epoch, indices)
 
     def report_shard(self, dataset: str, shard_id: int) -> bool:
         return self.proc.report_shard(shard_id, dataset)

@@ -15,11 +15,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from flexjob.core.dataset import Dataset
+
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
-class Shard:
+class ShardSamples:
     """A piece of one epoch: explicit sample indices."""
 
     shard_id: int
@@ -34,24 +36,12 @@ class NoShard(enum.Enum):
     END = "end"  # every epoch is done
 
 
-@dataclass(frozen=True, slots=True)
-class DatasetParams:
-    """How the master should shard a dataset the job spec did not declare."""
-
-    name: str
-    size: int
-    shard_size: int
-    epochs: int
-    shuffle: bool = True
-    seed: int = 0
-
-
 class ShardSource(Protocol):
     """Where shards come from (the master over gRPC; a list in tests)."""
 
-    def register_dataset(self, params: DatasetParams) -> None: ...
+    def register_dataset(self, dataset: Dataset) -> None: ...
 
-    def get_shard(self, dataset: str) -> Shard | NoShard: ...
+    def get_shard(self, dataset: str) -> ShardSamples | NoShard: ...
 
     def report_shard(self, dataset: str, shard_id: int) -> bool: ...
 
@@ -91,11 +81,11 @@ class ElasticSampler:
         self.batch_size = batch_size
         self._source = source
         self._params = (
-            DatasetParams(dataset, size, shard_size or batch_size, epochs or 1, shuffle, seed)
+            Dataset(dataset, size, (), shard_size or batch_size, epochs or 1, shuffle, seed)
             if size is not None
             else None
         )
-        self._shard: Shard | None = None
+        self._shard: ShardSamples | None = None
         self._offset = 0
         self._pending: Batch | None = None
         self._ended = False
@@ -148,7 +138,7 @@ class ElasticSampler:
             self._report(self._shard)
             self._shard = None
 
-    def _report(self, shard: Shard) -> None:
+    def _report(self, shard: ShardSamples) -> None:
         assert self._source is not None
         if not self._source.report_shard(self.dataset, shard.shard_id):
             log.warning("master did not accept shard %d as done", shard.shard_id)

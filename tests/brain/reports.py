@@ -7,19 +7,21 @@ from flexjob.core.planner import SpeedSample
 from flexjob.rpc import brain_messages as schemas
 
 
-def job_info(name: str = "job-a", workers: int = 1, **kw: Any) -> schemas.JobInfo:
-    return schemas.JobInfo(
+def job_info(name: str = "job-a", workers: int = 1, **kw: Any) -> schemas.JobInfoMessage:
+    return schemas.JobInfoMessage(
         name=name,
         resources={
-            ReplicaType.WORKER: schemas.Resources(replicas=workers, cpu=1.0, memory_mb=2048)
+            ReplicaType.WORKER: schemas.ReplicaResourcesMessage(
+                replicas=workers, cpu=1.0, memory_mb=2048
+            )
         },
         **kw,
     )
 
 
-def speed(samples: list[SpeedSample]) -> list[schemas.SpeedSample]:
+def speed(samples: list[SpeedSample]) -> list[schemas.SpeedSampleMessage]:
     return [
-        schemas.SpeedSample(
+        schemas.SpeedSampleMessage(
             timestamp=s.timestamp,
             step=s.step,
             samples_per_second=s.samples_per_second,
@@ -29,9 +31,9 @@ def speed(samples: list[SpeedSample]) -> list[schemas.SpeedSample]:
     ]
 
 
-def node_samples(raw: list[dict[str, Any]]) -> list[schemas.NodeSample]:
-    return [schemas.NodeSample.model_validate(s) for s in raw]
+def node_samples(raw: list[dict[str, Any]]) -> list[schemas.NodeSampleMessage]:
+    return [schemas.NodeSampleMessage.model_validate(s) for s in raw]
 
 
-def node_events(raw: list[dict[str, Any]]) -> list[schemas.NodeEvent]:
-    return [schemas.NodeEvent.model_validate(e) for e in raw]
+def node_events(raw: list[dict[str, Any]]) -> list[schemas.NodeEventMessage]:
+    return [schemas.NodeEventMessage.model_validate(e) for e in raw]

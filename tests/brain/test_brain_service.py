@@ -14,7 +14,7 @@ HOT = recorded.load("hot_ps")
 SPEED = recorded.speed_samples(KNEE)
 
 
-def _register(brain: BrainClient, info: schemas.JobInfo) -> None:
+def _register(brain: BrainClient, info: schemas.JobInfoMessage) -> None:
     brain.persist_metrics(info.name, schemas.MetricsReport(job=info))
 
 
@@ -50,7 +50,9 @@ def test_asking_for_the_first_plan_again_repeats_it(brain: BrainClient) -> None:
 
 def test_job_grows_along_the_recorded_curve_and_stops_at_the_knee(brain: BrainClient) -> None:
     """The job follows each plan; the brain sees the speed at each size and ends at the knee."""
-    _register(brain, reports.job_info("job", workers=1, limits=schemas.Limits(max_workers=8)))
+    _register(
+        brain, reports.job_info("job", workers=1, limits=schemas.JobLimitsMessage(max_workers=8))
+    )
     workers, sizes = 1, [1]
     for _ in range(8):
         measured = [s for s in SPEED if s.world_size == workers]
@@ -76,7 +78,7 @@ def test_plan_history_is_kept_in_order(brain: BrainClient) -> None:
 
 
 def test_oom_is_answered_once_with_more_memory(brain: BrainClient) -> None:
-    info = reports.job_info("job", workers=2, limits=schemas.Limits(max_memory_mb=8192))
+    info = reports.job_info("job", workers=2, limits=schemas.JobLimitsMessage(max_memory_mb=8192))
     _register(brain, info)
     report = schemas.MetricsReport(
         node_samples=reports.node_samples(OOM["node_samples"]),
@@ -98,8 +100,10 @@ def test_an_oom_reported_before_the_initial_plan_is_still_answered(brain: BrainC
 
 
 def test_hot_ps_gets_more_cpu(brain: BrainClient) -> None:
-    info = reports.job_info("job", limits=schemas.Limits(max_cpu=4.0, max_ps=4))
-    info.resources[ReplicaType.PS] = schemas.Resources(replicas=2, cpu=2.0, memory_mb=4096)
+    info = reports.job_info("job", limits=schemas.JobLimitsMessage(max_cpu=4.0, max_ps=4))
+    info.resources[ReplicaType.PS] = schemas.ReplicaResourcesMessage(
+        replicas=2, cpu=2.0, memory_mb=4096
+    )
     _register(brain, info)
     report = schemas.MetricsReport(node_samples=reports.node_samples(HOT["node_samples"]))
     brain.persist_metrics("job", report)

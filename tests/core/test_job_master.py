@@ -1,7 +1,5 @@
 """The implicit job master: which jobs get one, how it is rendered, and how such a job ends."""
 
-import json
-
 import pytest
 
 from flexjob.api import (
@@ -15,13 +13,13 @@ from flexjob.api import (
 )
 from flexjob.core.actions import CreateReplica
 from flexjob.core.job_master import (
-    ENV_JOB_SPEC,
     JOB_MASTER_SERVICE_ACCOUNT,
     JobMasterOptions,
     kubernetes_job_master,
     needs_job_master,
     with_job_master,
 )
+from flexjob.core.master_config import MasterConfig
 from tests.core.reconcile_sim import Sim, kinds, make_job
 
 OPTIONS = JobMasterOptions(
@@ -86,20 +84,25 @@ def master_request(sim: Sim) -> CreateReplica:
     raise AssertionError("no master was created")
 
 
+def shipped_config(sim: Sim) -> MasterConfig:
+    return MasterConfig.from_json(master_request(sim).request.env[names.ENV_MASTER_CONFIG])
+
+
 def test_master_is_created_first_running_flexjob_master_with_the_job() -> None:
     sim = Sim(elastic_job(), job_master=OPTIONS)
     assert kinds(sim.step()) == ["service demo-master-0"]
     assert kinds(sim.step())[0] == "create demo-master-0"
     request = master_request(sim).request
     assert request.command == ("python", "-m", "flexjob")
-    assert request.args == (
-        "master", "--host", "0.0.0.0", "--scale-plan-platform", "kubernetes"
-    )  # fmt: skip
+    assert request.args == ("master",)
     assert request.image == "flexjob:1"
     assert request.env["EXTRA"] == "x"
     assert request.env[names.ENV_MASTER] == "demo-master-0:50001"
-    shipped = ElasticJob.model_validate(json.loads(request.env[ENV_JOB_SPEC]))
-    assert shipped.spec == sim.job.spec and shipped.status is None
+    config = shipped_config(sim)
+    assert config == MasterConfig.from_job(
+        sim.job, host="0.0.0.0", scale_plan_platform="kubernetes"
+    )
+    assert (config.host, config.scale_plan_platform) == ("0.0.0.0", "kubernetes")
 
 
 @pytest.mark.parametrize(
@@ -127,17 +130,13 @@ def test_master_keeps_its_state_in_a_folder_of_this_job_incarnation() -> None:
     options = JobMasterOptions(state_root="/home/me/.flexjob/jobs")
     sim = Sim(job, job_master=options)
     sim.settle()
-    args = master_request(sim).request.args
-    assert (
-        args[args.index("--job-dir") + 1]
-        == f"/home/me/.flexjob/jobs/{job.namespace}/demo/master-u-1"
-    )
+    assert shipped_config(sim).job_dir == f"/home/me/.flexjob/jobs/{job.namespace}/demo/master-u-1"
 
 
 def test_without_a_state_root_the_master_keeps_no_state() -> None:
     sim = Sim(elastic_job(), job_master=OPTIONS)
     sim.settle()
-    assert "--job-dir" not in master_request(sim).request.args
+    assert shipped_config(sim).job_dir is None
 
 
 def test_workers_get_the_implicit_masters_address() -> None:

@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from flexjob.api import ReplicaType
-from flexjob.master.config import DatasetConfig, MasterConfig
+from flexjob.api import OptimizeMode, ReplicaType
+from flexjob.core.dataset import Dataset
+from flexjob.core.master_config import MasterConfig
 from flexjob.master.launch import MasterProcess, spawn_master
 from flexjob.rpc.api import NodeRef
 from flexjob.rpc.brain_client import BrainClient
@@ -137,8 +138,8 @@ def test_killed_cluster_mode_master_reloads_its_plans_from_the_brain_and_finishe
         max_nodes=8,
         heartbeat_timeout=5.0,
         host_store=False,
-        datasets=(DatasetConfig(size=SHARDS * 2, shard_size=2),),
-        optimize_mode="cluster",
+        datasets=(Dataset(size=SHARDS * 2, shard_size=2),),
+        optimize_mode=OptimizeMode.CLUSTER,
         brain_url=brain_url,
         optimize_interval=0.25,
     )
@@ -191,8 +192,8 @@ def test_single_job_mode_master_grows_the_job_to_the_knee_on_its_own(tmp_path: P
         max_nodes=8,
         heartbeat_timeout=5.0,
         host_store=False,
-        datasets=(DatasetConfig(size=SHARDS * 2, shard_size=2),),
-        optimize_mode="single-job",
+        datasets=(Dataset(size=SHARDS * 2, shard_size=2),),
+        optimize_mode=OptimizeMode.SINGLE_JOB,
         optimize_interval=0.25,
     )
     master = spawn_master(config)

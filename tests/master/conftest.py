@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from flexjob.master.config import DatasetConfig, MasterConfig
+from flexjob.core.dataset import Dataset
+from flexjob.core.master_config import MasterConfig
 from flexjob.master.launch import MasterProcess, spawn_master
 
 
@@ -25,7 +26,7 @@ def process_config(tmp_path: Path) -> MasterConfig:
         max_nodes=4,
         last_call_timeout=0.5,
         heartbeat_timeout=1.0,
-        datasets=(DatasetConfig(size=400, shard_size=5, epochs=2, shuffle=True, seed=1),),
+        datasets=(Dataset(size=400, shard_size=5, epochs=2, shuffle=True, seed=1),),
         host_store=False,
     )
 

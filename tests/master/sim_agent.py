@@ -5,7 +5,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from flexjob.rpc.api import NodeRef, ShardInfo, WorldInfo
+from flexjob.rpc.api import NodeRef, NodeWorld, ShardInfo
 from flexjob.rpc.client import MasterClient
 
 
@@ -16,7 +16,7 @@ class SimAgent:
     step_time: float = 0.01
     counted: list[ShardInfo] = field(default_factory=list)
     received: list[int] = field(default_factory=list)
-    worlds: list[WorldInfo] = field(default_factory=list)
+    worlds: list[NodeWorld] = field(default_factory=list)
     error: BaseException | None = None
     finished: bool = False
     _stop: threading.Event = field(default_factory=threading.Event)

@@ -71,19 +71,18 @@ def test_master_command_serves_a_job_file_and_writes_its_address(tmp_path: Path)
 
 
 def test_master_command_serves_the_job_in_its_env_on_its_own_address(tmp_path: Path) -> None:
-    """What the operator's implicit master runs: the job in $FLEXJOB_JOB_SPEC, the port of
-    $FLEXJOB_MASTER."""
-    import json
+    """What the operator's implicit master runs: its config in $FLEXJOB_MASTER_CONFIG, the port
+    of $FLEXJOB_MASTER."""
     import os
 
-    import yaml
-
-    from flexjob.core.job_master import ENV_JOB_SPEC
+    from flexjob.api import names
+    from flexjob.api.load import load_job
+    from flexjob.core.master_config import MasterConfig
     from flexjob.platform.local.runtime import free_port
 
     address = f"127.0.0.1:{free_port()}"
-    spec = json.dumps(yaml.safe_load(JOB.replace("EPOCHS", "1")))
-    env = {**os.environ, ENV_JOB_SPEC: spec, "FLEXJOB_MASTER": address}
+    config = MasterConfig.from_job(load_job(JOB.replace("EPOCHS", "1")))
+    env = {**os.environ, names.ENV_MASTER_CONFIG: config.to_json(), names.ENV_MASTER: address}
     proc = subprocess.Popen(
         [sys.executable, "-m", "flexjob", "master", "--no-store"],
         env=env,

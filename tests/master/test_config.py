@@ -1,7 +1,9 @@
 import pytest
 
-from flexjob.api import ElasticJob
-from flexjob.master.config import BatchConfig, DatasetConfig, MasterConfig
+from flexjob.api import BatchSpec, ElasticJob
+from flexjob.core.batch import BatchPlan, batch_plan_from_spec
+from flexjob.core.dataset import Dataset
+from flexjob.core.master_config import MasterConfig
 
 
 def job(spec: dict[str, object]) -> ElasticJob:
@@ -19,8 +21,8 @@ def test_worker_bounds_dataset_and_batch_come_from_the_job() -> None:
         )
     )
     assert (cfg.job_name, cfg.min_nodes, cfg.max_nodes) == ("demo", 2, 6)
-    assert cfg.datasets == (DatasetConfig(size=1000, shard_size=50, epochs=3, shuffle=True),)
-    assert cfg.batch is not None and cfg.batch.plan().global_batch_size == 48
+    assert cfg.datasets == (Dataset(size=1000, shard_size=50, epochs=3, shuffle=True),)
+    assert cfg.batch is not None and cfg.batch.global_batch_size == 48
 
 
 def test_fixed_replicas_give_a_fixed_world() -> None:
@@ -44,8 +46,8 @@ def test_config_round_trips_through_json() -> None:
     cfg = MasterConfig(
         min_nodes=1,
         max_nodes=2,
-        datasets=(DatasetConfig(files=("x:3",)),),
-        batch=BatchConfig(4, global_batch_size=32),
+        datasets=(Dataset(files=("x:3",)),),
+        batch=BatchPlan.for_global_batch(32, 4),
     )
     assert MasterConfig.from_json(cfg.to_json()) == cfg
 
@@ -53,9 +55,12 @@ def test_config_round_trips_through_json() -> None:
 @pytest.mark.parametrize(
     ("build", "message"),
     [
-        (lambda: DatasetConfig(), "give exactly one of size or files"),
-        (lambda: DatasetConfig(size=10, epochs=0), "dataset.epochs must be >= 1"),
-        (lambda: BatchConfig(8), "give globalBatchSize or maxWorkers"),
+        (lambda: Dataset(), "give exactly one of size or files"),
+        (lambda: Dataset(size=10, epochs=0), "dataset.epochs must be >= 1"),
+        (
+            lambda: batch_plan_from_spec(BatchSpec(micro_batch_size=8)),
+            "give globalBatchSize or maxWorkers",
+        ),
         (lambda: MasterConfig(min_nodes=3, max_nodes=2), "max_nodes must be >= min_nodes"),
         (lambda: MasterConfig(port=70000), r"port must be in \[0, 65535\]"),
     ],

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from flexjob.master.config import MasterConfig
+from flexjob.core.master_config import MasterConfig
 from flexjob.master.launch import MasterProcess, spawn_master
 from tests.master.conftest import wait_for
 from tests.master.sim_agent import SimAgent

@@ -4,8 +4,9 @@ from pathlib import Path
 import pytest
 
 from flexjob.api import ElasticJob, OptimizeMode, ReplicaType, ResourcePlan
+from flexjob.core.master_config import planned_job
 from flexjob.core.planner import NodeEvent, NodeEventKind
-from flexjob.master.optimizer import JobOptimizer, job_info_from_spec, to_scale_plan
+from flexjob.master.optimizer import JobOptimizer, to_scale_plan
 from flexjob.rpc import brain_messages as schemas
 from flexjob.rpc.brain_client import BrainClient
 from tests.brain import recorded, reports
@@ -13,7 +14,7 @@ from tests.support.brain import in_process_brain
 
 KNEE = recorded.load("throughput_knee")
 SPEED = recorded.speed_samples(KNEE)
-JOB = reports.job_info("default.job", workers=1, limits=schemas.Limits(max_workers=8))
+JOB = reports.job_info("default.job", workers=1, limits=schemas.JobLimitsMessage(max_workers=8))
 
 
 @pytest.fixture
@@ -60,7 +61,7 @@ def test_an_initial_plan_that_changes_the_job_is_returned(brain: BrainClient) ->
 
 
 def test_single_job_mode_answers_an_oom_once() -> None:
-    job = reports.job_info("default.job", limits=schemas.Limits(max_memory_mb=8192))
+    job = reports.job_info("default.job", limits=schemas.JobLimitsMessage(max_memory_mb=8192))
     opt = JobOptimizer(job, OptimizeMode.SINGLE_JOB)
     opt.observe_event(NodeEvent("worker-0", ReplicaType.WORKER, NodeEventKind.OOM, 5.0, 4096))
     plan = opt.step()
@@ -161,12 +162,12 @@ def test_job_info_reads_limits_and_profile_from_the_spec() -> None:
             },
         }
     )
-    info = job_info_from_spec(job)
+    info = schemas.JobInfoMessage.from_core(planned_job(job), OptimizeMode.CLUSTER)
     assert (info.name, info.model, info.dataset) == ("default.bert", "bert-base", "wiki")
     assert info.optimize_mode is OptimizeMode.CLUSTER
-    assert info.resources[ReplicaType.WORKER] == schemas.Resources(
+    assert info.resources[ReplicaType.WORKER] == schemas.ReplicaResourcesMessage(
         replicas=2, cpu=0.5, memory_mb=1024
     )
-    assert info.limits == schemas.Limits(
+    assert info.limits == schemas.JobLimitsMessage(
         min_workers=1, max_workers=6, max_cpu=2, max_memory_mb=8192
     )

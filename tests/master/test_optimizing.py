@@ -4,7 +4,8 @@ from pathlib import Path
 import pytest
 
 from flexjob.api import ElasticJob, OptimizeMode, ReplicaType
-from flexjob.master.config import MasterConfig
+from flexjob.core import planner
+from flexjob.core.master_config import MasterConfig
 from flexjob.master.optimizer import JobOptimizer
 from flexjob.master.optimizing import DirectorySink, OptimizerLoop, job_info_from_config
 from flexjob.master.stats import NodeRecord
@@ -35,10 +36,11 @@ class FakeMaster:
 
 
 def _loop(
-    master: FakeMaster, sink: list[object], job: schemas.JobInfo | None = None
+    master: FakeMaster, sink: list[object], job: schemas.JobInfoMessage | None = None
 ) -> OptimizerLoop:
-    job = job or schemas.JobInfo(
-        name="job", resources={ReplicaType.WORKER: schemas.Resources(replicas=2, memory_mb=1024)}
+    job = job or schemas.JobInfoMessage(
+        name="job",
+        resources={ReplicaType.WORKER: schemas.ReplicaResourcesMessage(replicas=2, memory_mb=1024)},
     )
     opt = JobOptimizer(job, OptimizeMode.SINGLE_JOB)
     return OptimizerLoop(master, opt, sink.append, "job", clock=lambda: 100.0)
@@ -79,10 +81,10 @@ def test_a_second_oom_grows_from_the_memory_the_first_plan_gave() -> None:
 
 
 def test_ps_cpu_use_is_measured_against_the_cores_it_was_given() -> None:
-    job = schemas.JobInfo(
+    job = schemas.JobInfoMessage(
         name="job",
-        resources={ReplicaType.PS: schemas.Resources(replicas=1, cpu=2.0)},
-        limits=schemas.Limits(max_cpu=4.0),
+        resources={ReplicaType.PS: schemas.ReplicaResourcesMessage(replicas=1, cpu=2.0)},
+        limits=schemas.JobLimitsMessage(max_cpu=4.0),
     )
     master, sink = FakeMaster(), []
     loop = _loop(master, sink, job)
@@ -144,9 +146,12 @@ def test_scale_plans_go_to_the_local_platform_for_its_operator(
     platform.create_job(ElasticJob.model_validate({"metadata": {"name": "j", "namespace": "ns"}}))
     config = MasterConfig(
         job_name="j",
-        optimize_mode="single-job",
+        optimize_mode=OptimizeMode.SINGLE_JOB,
         scale_plan_platform="local",
-        optimizer_job={"name": "ns.j", "resources": {"worker": {"replicas": 1, "memoryMb": 1024}}},
+        optimizer_job=planner.PlannedJob(
+            planner.JobProfile("ns.j"),
+            resources={ReplicaType.WORKER: planner.ReplicaResources(1, memory_mb=1024)},
+        ),
     )
     master = FakeMaster()
     loop = OptimizerLoop.from_config(config, master)

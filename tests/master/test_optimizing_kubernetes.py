@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from flexjob.api import ElasticJob
-from flexjob.master.config import MasterConfig
+from flexjob.api import ElasticJob, OptimizeMode, ReplicaType
+from flexjob.core import planner
+from flexjob.core.master_config import MasterConfig
 from flexjob.master.optimizing import OptimizerLoop
 from flexjob.platform.kubernetes import KubernetesPlatform
 from tests.master.test_optimizing import FakeMaster
@@ -23,12 +24,12 @@ def test_master_creates_a_scale_plan_object_owned_by_its_job(
         job = KubernetesPlatform().create_job(job)
         config = MasterConfig(
             job_name="j",
-            optimize_mode="single-job",
+            optimize_mode=OptimizeMode.SINGLE_JOB,
             scale_plan_platform="kubernetes",
-            optimizer_job={
-                "name": "ns.j",
-                "resources": {"worker": {"replicas": 1, "memoryMb": 1024}},
-            },
+            optimizer_job=planner.PlannedJob(
+                planner.JobProfile("ns.j"),
+                resources={ReplicaType.WORKER: planner.ReplicaResources(1, memory_mb=1024)},
+            ),
         )
         master = FakeMaster()
         loop = OptimizerLoop.from_config(config, master)

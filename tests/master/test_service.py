@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from flexjob.api.errors import NotFoundError
-from flexjob.master.config import DatasetConfig, MasterConfig
+from flexjob.core.dataset import Dataset
+from flexjob.core.master_config import MasterConfig
 from flexjob.master.service import MasterService
 from flexjob.rpc.api import NodeRef, NodeStats
 from tests.core.clock import FakeClock
@@ -21,7 +22,7 @@ def make(tmp_path: Path, clock: FakeClock, **kw: object) -> MasterService:
         max_nodes=3,
         last_call_timeout=1.0,
         heartbeat_timeout=5.0,
-        datasets=(DatasetConfig(size=30, shard_size=10),),
+        datasets=(Dataset(size=30, shard_size=10),),
         host_store=False,
     ).with_overrides(**kw)
     return MasterService(config, clock=clock)

@@ -1,6 +1,7 @@
 from pathlib import Path
 
-from flexjob.master.config import DatasetConfig, MasterConfig
+from flexjob.core.dataset import Dataset
+from flexjob.core.master_config import MasterConfig
 from flexjob.master.service import MasterService
 from flexjob.master.state import StateFile
 from flexjob.rpc.api import NodeRef
@@ -34,7 +35,7 @@ def test_journal_entries_survive_a_kill_between_rotation_and_snapshot(tmp_path: 
 def service(tmp_path: Path, snapshot_every: int = 1000) -> MasterService:
     config = MasterConfig(
         job_dir=str(tmp_path),
-        datasets=(DatasetConfig(size=100, shard_size=1),),
+        datasets=(Dataset(size=100, shard_size=1),),
         host_store=False,
         snapshot_every=snapshot_every,
     )

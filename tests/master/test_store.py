@@ -3,7 +3,7 @@
 from datetime import timedelta
 from pathlib import Path
 
-from flexjob.master.config import MasterConfig
+from flexjob.core.master_config import MasterConfig
 from flexjob.master.main import start_master
 from flexjob.rpc.client import MasterClient
 

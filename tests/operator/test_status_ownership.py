@@ -17,7 +17,7 @@ from flexjob.operator.local_loop import LocalJobLoop
 from flexjob.operator.reconcile_pass import reconcile_job
 from flexjob.platform.api import Platform, Replica
 from flexjob.platform.local import LocalPlatform
-from flexjob.server.jobs import JobStore, scale_counts
+from flexjob.server.jobs import JobService, scale_counts
 from tests.support.local_jobs import local_job, wait_for_file_then_exit
 from tests.support.polling import wait_until
 
@@ -59,7 +59,7 @@ def server_adds_a_worker(home: Path) -> Callable[[], None]:
 
     def scale() -> None:
         server_platform = LocalPlatform(home)
-        scale_counts(JobStore(server_platform), "default", "race", {W: 1}, preemptible=False)
+        scale_counts(JobService(server_platform), "default", "race", {W: 1}, preemptible=False)
 
     return scale
 

@@ -3,7 +3,9 @@ from pathlib import Path
 
 import pytest
 
-from flexjob.master.config import BatchConfig, DatasetConfig, MasterConfig
+from flexjob.core.batch import BatchPlan
+from flexjob.core.dataset import Dataset
+from flexjob.core.master_config import MasterConfig
 from flexjob.master.main import MasterHandle, start_master
 
 
@@ -15,8 +17,8 @@ def master_config(tmp_path: Path) -> MasterConfig:
         min_nodes=2,
         max_nodes=2,
         last_call_timeout=0.2,
-        datasets=(DatasetConfig(size=20, shard_size=5),),
-        batch=BatchConfig(micro_batch_size=4, max_workers=4),
+        datasets=(Dataset(size=20, shard_size=5),),
+        batch=BatchPlan.for_max_workers(4, 4),
         host_store=False,
     )
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from flexjob.trainer.sampler import DatasetParams, NoShard, Shard
+from flexjob.core.dataset import Dataset
+from flexjob.trainer.sampler import NoShard, ShardSamples
 from flexjob.trainer.world import Generation
 
 
@@ -12,18 +13,18 @@ from flexjob.trainer.world import Generation
 class FakeMaster:
     """Hands out ``shards`` in order; remembers reports; one node, rank 0, fresh round per join."""
 
-    shards: list[Shard]
+    shards: list[ShardSamples]
     store_address: str = ""
     reports: list[int] = field(default_factory=list)
-    registered: list[DatasetParams] = field(default_factory=list)
+    registered: list[Dataset] = field(default_factory=list)
     round: int = 0
     waiting: int = 0
     published: dict[str, str] = field(default_factory=dict)
 
-    def register_dataset(self, params: DatasetParams) -> None:
+    def register_dataset(self, params: Dataset) -> None:
         self.registered.append(params)
 
-    def get_shard(self, dataset: str) -> Shard | NoShard:
+    def get_shard(self, dataset: str) -> ShardSamples | NoShard:
         return self.shards.pop(0) if self.shards else NoShard.END
 
     def report_shard(self, dataset: str, shard_id: int) -> bool:
@@ -47,5 +48,5 @@ class FakeMaster:
         self.published[key] = value
 
 
-def shards(n: int, size: int, epoch: int = 0) -> list[Shard]:
-    return [Shard(i, epoch, range(i * size, (i + 1) * size)) for i in range(n)]
+def shards(n: int, size: int, epoch: int = 0) -> list[ShardSamples]:
+    return [ShardSamples(i, epoch, range(i * size, (i + 1) * size)) for i in range(n)]

@@ -16,6 +16,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from flexjob.api.errors import InvalidSpecError
+from flexjob.api.names import ENV_HOME
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +29,7 @@ class DatabaseUrlError(InvalidSpecError):
 
 
 def flexjob_home() -> Path:
-    return Path(os.environ.get("FLEXJOB_HOME") or Path.home() / ".flexjob")
+    return Path(os.environ.get(ENV_HOME) or Path.home() / ".flexjob")
 
 
 def default_db_url() -> str:

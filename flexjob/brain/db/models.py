@@ -1,4 +1,4 @@
-"""The Brain's database schema as SQLAlchemy 2.0 models.
+"""The Brain's database schema as SQLAlchemy 2.0 models, one ``*Row`` class per table.
 
 Jobs, their replicas (``job_nodes``), resource and speed samples, node events, resource plans and
 optimize events; cluster nodes and their samples from the cluster monitor. Times are Unix seconds
@@ -18,7 +18,7 @@ class Base(DeclarativeBase):
     pass
 
 
-class Job(Base):
+class JobRow(Base):
     __tablename__ = "jobs"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -35,7 +35,7 @@ class Job(Base):
     finished_at: Mapped[float | None] = mapped_column(Float, nullable=True)
 
 
-class JobNode(Base):
+class JobNodeRow(Base):
     """One replica of a job, by its stable name (e.g. ``worker-1``)."""
 
     __tablename__ = "job_nodes"
@@ -50,7 +50,7 @@ class JobNode(Base):
     updated_at: Mapped[float] = mapped_column(Float)
 
 
-class NodeSample(Base):
+class NodeSampleRow(Base):
     __tablename__ = "node_samples"
     __table_args__ = (Index("ix_node_samples_job_time", "job_id", "timestamp"),)
 
@@ -62,7 +62,7 @@ class NodeSample(Base):
     memory_mb: Mapped[float] = mapped_column(Float)
 
 
-class SpeedSample(Base):
+class SpeedSampleRow(Base):
     __tablename__ = "speed_samples"
     __table_args__ = (Index("ix_speed_samples_job_time", "job_id", "timestamp"),)
 
@@ -74,7 +74,7 @@ class SpeedSample(Base):
     world_size: Mapped[int] = mapped_column(Integer)
 
 
-class NodeEvent(Base):
+class NodeEventRow(Base):
     """Something that happened to a replica: OOM, failure, success."""
 
     __tablename__ = "node_events"
@@ -87,7 +87,7 @@ class NodeEvent(Base):
     memory_mb: Mapped[float | None] = mapped_column(Float, nullable=True)
 
 
-class ResourcePlan(Base):
+class ResourcePlanRow(Base):
     """A plan the brain gave a job, as ``api.ResourcePlan`` wire JSON."""
 
     __tablename__ = "resource_plans"
@@ -102,7 +102,7 @@ class ResourcePlan(Base):
     stats_until: Mapped[float] = mapped_column(Float, default=0.0)
 
 
-class OptimizeEvent(Base):
+class OptimizeEventRow(Base):
     """An event an administrator raised, the algorithm chosen and the plan it led to."""
 
     __tablename__ = "optimize_events"
@@ -119,7 +119,7 @@ class OptimizeEvent(Base):
     )
 
 
-class ClusterNode(Base):
+class ClusterNodeRow(Base):
     """A machine of the cluster as the cluster monitor last saw it."""
 
     __tablename__ = "cluster_nodes"
@@ -132,7 +132,7 @@ class ClusterNode(Base):
     updated_at: Mapped[float] = mapped_column(Float)
 
 
-class ClusterSample(Base):
+class ClusterSampleRow(Base):
     __tablename__ = "cluster_samples"
     __table_args__ = (Index("ix_cluster_samples_node_time", "cluster_node_id", "timestamp"),)
 

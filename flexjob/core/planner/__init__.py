@@ -28,6 +28,7 @@ from flexjob.core.planner.stats import (
     NodeEvent,
     NodeEventKind,
     NodeSample,
+    PlannedJob,
     ReplicaResources,
     SpeedSample,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "OomConfig",
     "OptimizeEvent",
     "OptimizeStage",
+    "PlannedJob",
     "PlannerConfig",
     "ReplicaResources",
     "SpeedSample",

@@ -94,6 +94,16 @@ class JobProfile:
 
 
 @dataclass(frozen=True, slots=True)
+class PlannedJob:
+    """A job as a planner knows it before any stats: who runs what, its limits, and the
+    resources it asked for per replica type."""
+
+    profile: JobProfile
+    limits: JobLimits = field(default_factory=JobLimits)
+    resources: Mapping[ReplicaType, ReplicaResources] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class FinishedJob:
     """A finished job's outcome, for initial plans of similar new jobs."""
 

@@ -7,7 +7,8 @@ holds each replica's output. Only path arithmetic here.
 import os
 from pathlib import Path
 
-ENV_HOME = "FLEXJOB_HOME"
+from flexjob.api.names import ENV_HOME
+
 DB_FILE = "flexjob.sqlite"
 
 

@@ -17,7 +17,7 @@ from flexjob.platform.api import Event, WatchEvent
 from flexjob.platform.local.db import Database
 from flexjob.platform.local.paths import database_path, flexjob_home, job_dir
 from flexjob.platform.local.runtime import ReplicaRuntime
-from flexjob.platform.local.store import JobStore
+from flexjob.platform.local.store import LocalJobStore
 from flexjob.platform.watching import poll_watch
 
 
@@ -27,7 +27,7 @@ class LocalPlatform:
     def __init__(self, home: Path | str | None = None) -> None:
         self.home = flexjob_home(home)
         self.db = Database(database_path(self.home))
-        self.store = JobStore(self.db)
+        self.store = LocalJobStore(self.db)
         self.runtime = ReplicaRuntime(self.db, self.home)
 
     # --- jobs ----------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ def _plan_from_row(body: str, status: str, version: int) -> ScalePlan:
     return plan
 
 
-class JobStore:
+class LocalJobStore:
     def __init__(self, db: Database) -> None:
         self.db = db
 

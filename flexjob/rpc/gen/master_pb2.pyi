@@ -100,6 +100,26 @@ class Shard(_message.Message):
     name: str
     def __init__(self, has_shard: _Optional[bool] = ..., end_of_data: _Optional[bool] = ..., shard_id: _Optional[int] = ..., epoch: _Optional[int] = ..., start: _Optional[int] = ..., end: _Optional[int] = ..., indices: _Optional[_Iterable[int]] = ..., name: _Optional[str] = ...) -> None: ...
 
+class RegisterDatasetRequest(_message.Message):
+    __slots__ = ("node", "name", "size", "files", "shard_size", "epochs", "shuffle", "seed")
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    SHARD_SIZE_FIELD_NUMBER: _ClassVar[int]
+    EPOCHS_FIELD_NUMBER: _ClassVar[int]
+    SHUFFLE_FIELD_NUMBER: _ClassVar[int]
+    SEED_FIELD_NUMBER: _ClassVar[int]
+    node: NodeRef
+    name: str
+    size: int
+    files: _containers.RepeatedScalarFieldContainer[str]
+    shard_size: int
+    epochs: int
+    shuffle: bool
+    seed: int
+    def __init__(self, node: _Optional[_Union[NodeRef, _Mapping]] = ..., name: _Optional[str] = ..., size: _Optional[int] = ..., files: _Optional[_Iterable[str]] = ..., shard_size: _Optional[int] = ..., epochs: _Optional[int] = ..., shuffle: _Optional[bool] = ..., seed: _Optional[int] = ...) -> None: ...
+
 class ReportShardRequest(_message.Message):
     __slots__ = ("node", "dataset", "shard_id")
     NODE_FIELD_NUMBER: _ClassVar[int]

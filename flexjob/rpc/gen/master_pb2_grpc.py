@@ -99,6 +99,11 @@ class MasterStub:
                 request_serializer=master__pb2.ProgressRequest.SerializeToString,
                 response_deserializer=master__pb2.ProgressResponse.FromString,
                 _registered_method=True)
+        self.RegisterDataset = channel.unary_unary(
+                '/flexjob.rpc.v1.Master/RegisterDataset',
+                request_serializer=master__pb2.RegisterDatasetRequest.SerializeToString,
+                response_deserializer=master__pb2.Empty.FromString,
+                _registered_method=True)
 
 
 class MasterServicer:
@@ -182,6 +187,12 @@ class MasterServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RegisterDataset(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MasterServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -249,6 +260,11 @@ def add_MasterServicer_to_server(servicer, server):
                     servicer.GetProgress,
                     request_deserializer=master__pb2.ProgressRequest.FromString,
                     response_serializer=master__pb2.ProgressResponse.SerializeToString,
+            ),
+            'RegisterDataset': grpc.unary_unary_rpc_method_handler(
+                    servicer.RegisterDataset,
+                    request_deserializer=master__pb2.RegisterDatasetRequest.FromString,
+                    response_serializer=master__pb2.Empty.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -602,6 +618,33 @@ class Master:
             '/flexjob.rpc.v1.Master/GetProgress',
             master__pb2.ProgressRequest.SerializeToString,
             master__pb2.ProgressResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RegisterDataset(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flexjob.rpc.v1.Master/RegisterDataset',
+            master__pb2.RegisterDatasetRequest.SerializeToString,
+            master__pb2.Empty.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,171 @@
+"""``MasterConfig``: everything a job master needs to run, typed, built in one place.
+
+``MasterConfig.from_job`` is the one function that reads an ElasticJob (defaults applied; the
+main training type's bounds → rendezvous bounds, ``spec.dataset`` → sharding, ``spec.batch`` →
+batch plan, ``optimizeMode`` / ``brainService`` / the requested resources → the optimizer);
+``flexjob run`` builds one directly. The operator hands the implicit master its config as
+``to_json`` in ``FLEXJOB_MASTER_CONFIG`` (``core.job_master``); ``from_json`` reads it back.
+No I/O: builds core objects (splitter, batch plan, rendezvous config) but runs nothing.
+"""
+
+import socket
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from flexjob.api import ElasticJob, OptimizeMode, ReplicaType, replica_bounds
+from flexjob.api.defaults import apply_defaults
+from flexjob.api.quantity import cpu_cores, memory_mib
+from flexjob.api.roles import ROLE_TRAITS, main_training_type
+from flexjob.core.batch import BatchPlan, batch_plan_from_spec
+from flexjob.core.dataset import Dataset, dataset_from_spec
+from flexjob.core.planner import JobLimits, JobProfile, PlannedJob, ReplicaResources
+from flexjob.core.rendezvous import RendezvousConfig
+
+
+@dataclass(frozen=True, slots=True)
+class MasterConfig:
+    job_name: str = "job"
+    host: str = "127.0.0.1"
+    port: int = 0
+    job_dir: str | None = None
+    min_nodes: int = 1
+    max_nodes: int = 1
+    node_unit: int = 1
+    last_call_timeout: float = 1.0
+    heartbeat_timeout: float = 30.0
+    straggler_timeout: float | None = None
+    datasets: tuple[Dataset, ...] = ()
+    batch: BatchPlan | None = None
+    host_store: bool = True
+    rpc_workers: int = 32
+    fsync: bool = False
+    #: Shard reports journaled between two snapshots of the whole state.
+    snapshot_every: int = 1000
+    #: The host others use to reach this master and its store; default: ``host``, or this
+    #: machine's name when ``host`` is a wildcard (0.0.0.0, ::).
+    advertise_host: str | None = None
+    #: Resource optimization (``master.optimizing``): the mode, the brain's URL, seconds
+    #: between plans, and the job as a planner sees it (from the node bounds when None).
+    optimize_mode: OptimizeMode = OptimizeMode.MANUAL
+    brain_url: str = ""
+    optimize_interval: float = 30.0
+    optimizer_job: PlannedJob | None = None
+    #: Where accepted plans go as ScalePlans: "" = JSON files in ``<job-dir>/scaleplans``;
+    #: "local" / "kubernetes" = that platform's store, for its operator to carry out.
+    scale_plan_platform: str = ""
+
+    def __post_init__(self) -> None:
+        self.rendezvous()
+        if self.heartbeat_timeout <= 0:
+            raise ValueError(f"heartbeat_timeout must be > 0, got {self.heartbeat_timeout}")
+        if self.snapshot_every < 1:
+            raise ValueError(f"snapshot_every must be >= 1, got {self.snapshot_every}")
+        if not 0 <= self.port <= 65535:
+            raise ValueError(f"port must be in [0, 65535], got {self.port}")
+        names = [d.name for d in self.datasets]
+        if len(set(names)) != len(names):
+            raise ValueError(f"datasets: names must be unique, got {names}")
+
+    def rendezvous(self) -> RendezvousConfig:
+        return RendezvousConfig(
+            self.min_nodes, self.max_nodes, self.node_unit, self.last_call_timeout
+        )
+
+    @property
+    def public_host(self) -> str:
+        if self.advertise_host:
+            return self.advertise_host
+        return socket.getfqdn() if self.host in ("", "0.0.0.0", "::", "[::]") else self.host
+
+    @property
+    def health_interval(self) -> float:
+        """How often the master looks for dead nodes, stragglers and due rounds."""
+        return max(0.02, min(1.0, self.heartbeat_timeout / 4, self.last_call_timeout / 2 or 1.0))
+
+    @property
+    def state_path(self) -> Path | None:
+        return Path(self.job_dir) / "master_state.json" if self.job_dir else None
+
+    @property
+    def addr_path(self) -> Path | None:
+        return Path(self.job_dir) / "master.addr" if self.job_dir else None
+
+    def with_overrides(self, **changes: Any) -> "MasterConfig":
+        """A copy with the given fields changed; ``None`` values are ignored."""
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+    @classmethod
+    def from_job(cls, job: ElasticJob, **overrides: Any) -> "MasterConfig":
+        """The config of ``job``'s master (defaults applied first), then ``overrides``."""
+        job = apply_defaults(job)
+        spec = job.spec
+        lo = hi = 1
+        if (trainer := main_training_type(spec.replica_specs)) is not None:
+            bounds = replica_bounds(spec.replica_specs[trainer])
+            lo, hi = bounds.min, bounds.max
+        base = cls(
+            job_name=job.name or "job",
+            min_nodes=lo,
+            max_nodes=hi,
+            datasets=(dataset_from_spec(spec.dataset),) if spec.dataset is not None else (),
+            batch=batch_plan_from_spec(spec.batch) if spec.batch is not None else None,
+            optimize_mode=spec.optimize_mode or OptimizeMode.SINGLE_JOB,
+            brain_url=spec.brain_service or "",
+            optimizer_job=planned_job(job),
+        )
+        return base.with_overrides(**overrides)
+
+    def to_json(self) -> str:
+        return _ADAPTER.dump_json(self).decode()
+
+    @classmethod
+    def from_json(cls, text: str) -> "MasterConfig":
+        return _ADAPTER.validate_json(text)
+
+
+_ADAPTER: TypeAdapter[MasterConfig] = TypeAdapter(MasterConfig)
+
+
+def planned_job(job: ElasticJob) -> PlannedJob:
+    """What a planner needs to know of a job: profile keys, limits, requested resources.
+
+    User and model come from the labels ``flexjob.dev/user`` and ``flexjob.dev/model``; the
+    dataset from ``spec.dataset.name``; caps from replica bounds and container resource limits.
+    """
+    labels = job.metadata.labels
+    resources: dict[ReplicaType, ReplicaResources] = {}
+    max_cpu: float | None = None
+    max_memory: float | None = None
+    for rtype, spec in job.spec.replica_specs.items():
+        if not ROLE_TRAITS[rtype].scalable:
+            continue
+        cpu = memory = None
+        for container in spec.template.spec.containers[:1]:
+            req = {**container.resources.limits, **container.resources.requests}
+            lim = container.resources.limits
+            cpu = cpu_cores(req["cpu"]) if "cpu" in req else None
+            memory = float(memory_mib(req["memory"])) if "memory" in req else None
+            if "cpu" in lim:
+                max_cpu = max(max_cpu or 0.0, cpu_cores(lim["cpu"]))
+            if "memory" in lim:
+                max_memory = max(max_memory or 0.0, float(memory_mib(lim["memory"])))
+        resources[rtype] = ReplicaResources(replica_bounds(spec).replicas, cpu, memory)
+    worker = job.spec.replica_specs.get(ReplicaType.WORKER)
+    ps = job.spec.replica_specs.get(ReplicaType.PS)
+    limits = JobLimits(
+        min_workers=max(replica_bounds(worker).min, 1) if worker else 1,
+        max_workers=replica_bounds(worker).max if worker else None,
+        max_ps=replica_bounds(ps).max if ps else None,
+        max_cpu=max_cpu,
+        max_memory_mb=max_memory,
+    )
+    profile = JobProfile(
+        name=f"{job.namespace}.{job.name}",
+        user=labels.get("flexjob.dev/user", ""),
+        model=labels.get("flexjob.dev/model", ""),
+        dataset=job.spec.dataset.name or "" if job.spec.dataset else "",
+    )
+    return PlannedJob(profile, limits, resources)
