@@ -30,6 +30,9 @@ from flexjob.trainer.world import Generation, NodeIdentity, world_env
 log = logging.getLogger(__name__)
 
 STATS_INTERVAL_S = 1.0
+#: A failure repeats "in a row" only within this many seconds of the restart before it: the
+#: same error after a long healthy stretch is retried as usual.
+REPEAT_WINDOW_S = 120.0
 
 
 #: The exit code of an agent that stopped because another node's agent gave up on the job.
@@ -69,6 +72,7 @@ class ElasticAgent:
         self._job_in_place = False
         self._job_failed = threading.Event()
         self._last_failure: tuple[int | None, str] | None = None
+        self._restarted_at = 0.0
         self._reply: HeartbeatReply | None = None
         self._run_dir = config.run_dir or os.path.join(
             os.environ.get("TMPDIR", "/tmp"), f"flexjob-{config.job_name}"
@@ -243,7 +247,8 @@ class ElasticAgent:
         first = min(failed, key=lambda w: w.output.ended_at or time.time())
         tail = first.output.tail()
         signature = (first.exit_code, tail[-1] if tail else "")
-        repeated = bool(tail) and signature == self._last_failure
+        recent = time.monotonic() - self._restarted_at < REPEAT_WINDOW_S
+        repeated = bool(tail) and signature == self._last_failure and recent
         self._last_failure = signature
         restarting = self.restarts < c.max_restarts and not repeated
         for w in failed:
@@ -277,6 +282,7 @@ class ElasticAgent:
             )
             return code
         self.restarts += 1
+        self._restarted_at = time.monotonic()
         in_place = self._in_place()
         self._restart(failed if in_place else self.workers)
         return None
