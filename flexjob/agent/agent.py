@@ -300,6 +300,8 @@ class ElasticAgent:
         now = time.monotonic()
         if now - self._last_stats < STATS_INTERVAL_S:
             return
+        if any(not w.state.finished and w.proc.poll() is not None for w in self.workers):
+            return  # one just exited: the next round handles it; no sample of a gone process
         self._last_stats = now
         s = self._monitor.sample(self.workers)
         self.client.report_stats(
