@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from flexjob.api import ElasticJob, PodTemplateSpec, ReplicaType
 from flexjob.api.names import LABEL_JOB_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
 from flexjob.core.replicas import ReplicaRequest, replica_name
-from flexjob.operator.kopf_runner import OperatorOptions, make_queue, run_operator
+from flexjob.operator.kubernetes.runner import OperatorConfig, make_queue, run_operator
 from flexjob.platform.kubernetes import KubernetesPlatform
 from tests.support.k8s_emulator import K8sEmulator
 from tests.support.k8s_fixtures import ELASTICJOBS, SCALEPLANS
@@ -67,7 +67,7 @@ async def run_operator_case(
         emulator.declare(ELASTICJOBS)
         emulator.declare(SCALEPLANS)
         platform = KubernetesPlatform.from_config(server=emulator.base_url)
-        options = OperatorOptions(
+        options = OperatorConfig(
             server=emulator.base_url,
             workers=workers,
             resync_interval=None,

@@ -1,4 +1,5 @@
-"""Each package imports only from the packages above it (README's layout; DESIGN.md's layers).
+"""Each package imports only from the packages above it (README's layout; the layers of
+docs/architecture.md).
 
 The trainer sits above the agent: the agent launches trainer processes and reads what they
 publish (``trainer.world``, ``trainer.status``), while the trainer never imports the agent.

@@ -16,15 +16,15 @@ import threading
 import time
 
 from flexjob.agent import failure
-from flexjob.agent.api import AgentConfig, WorkerState
+from flexjob.agent.config import AgentConfig, WorkerState
 from flexjob.agent.monitor import ResourceMonitor
 from flexjob.agent.workers import Worker, status_path, wait_ready
 from flexjob.api import names
 from flexjob.api.errors import FlexjobError
 from flexjob.api.names import ENV_AGENT_PID
 from flexjob.platform.stop_signals import StopRequested, raise_on_stop_signals
-from flexjob.rpc.api import HeartbeatReply, NodeRef, NodeWorld
 from flexjob.rpc.client import MasterClient
+from flexjob.rpc.messages import HeartbeatReply, NodeRef, NodeWorld
 from flexjob.trainer.world import Generation, NodeIdentity, world_env
 
 log = logging.getLogger(__name__)

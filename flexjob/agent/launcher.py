@@ -53,7 +53,7 @@ def parse_nnodes(text: str) -> tuple[int, int]:
 
 
 @dataclass(frozen=True, slots=True)
-class RunOptions:
+class RunConfig:
     target: str
     args: tuple[str, ...] = ()
     module: bool = False
@@ -82,7 +82,7 @@ class RunOptions:
 
 
 def agent_command(
-    master: str, node_id: str, index: int, opts: RunOptions, run_dir: str
+    master: str, node_id: str, index: int, opts: RunConfig, run_dir: str
 ) -> list[str]:
     cmd = [
         sys.executable, "-m", "flexjob", "agent",
@@ -127,7 +127,7 @@ def _exit_code(code: int | None) -> int:
     return 128 - code if code < 0 else code
 
 
-def run_job(opts: RunOptions) -> int:
+def run_job(opts: RunConfig) -> int:
     """Run the job to its end; returns its exit code (128 + N after stop signal N)."""
     with raise_on_stop_signals():
         job_dir = opts.job_dir or tempfile.mkdtemp(prefix=f"flexjob-{opts.job_name}-")
@@ -144,7 +144,7 @@ def run_job(opts: RunOptions) -> int:
 class _Run:
     """One ``flexjob run``: its master (unless attached to one), agents and progress line."""
 
-    def __init__(self, opts: RunOptions, job_dir: str) -> None:
+    def __init__(self, opts: RunConfig, job_dir: str) -> None:
         self.opts = opts
         self.job_dir = job_dir
         self.master: MasterProcess | None = None

@@ -11,7 +11,7 @@ import time
 import psutil
 
 from flexjob.agent.workers import Worker
-from flexjob.rpc.api import NodeStats
+from flexjob.rpc.messages import NodeStats
 
 
 class ResourceMonitor:

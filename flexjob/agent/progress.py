@@ -17,8 +17,8 @@ from rich.text import Text
 
 from flexjob.api import names
 from flexjob.api.errors import FlexjobError
-from flexjob.rpc.api import DEFAULT_DATASET, Progress
 from flexjob.rpc.client import MasterClient
+from flexjob.rpc.messages import DEFAULT_DATASET, Progress
 
 
 class ProgressLine:

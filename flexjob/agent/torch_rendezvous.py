@@ -27,8 +27,8 @@ from torch.distributed.elastic.rendezvous import (
 )
 from torch.distributed.elastic.rendezvous.api import RendezvousTimeoutError
 
-from flexjob.rpc.api import NodeRef
 from flexjob.rpc.client import MasterClient
+from flexjob.rpc.messages import NodeRef
 
 log = logging.getLogger(__name__)
 

@@ -18,8 +18,8 @@ import sys
 import time
 from pathlib import Path
 
-from flexjob.agent.api import WorkerState
 from flexjob.agent.bootstrap import READY_SUFFIX
+from flexjob.agent.config import WorkerState
 from flexjob.agent.output import OutputConfig, WorkerOutput
 from flexjob.api import names
 from flexjob.trainer.status import TrainerStatus, read_status

@@ -79,11 +79,19 @@ class DatasetSpec(ApiModel):
 
 
 class BatchSpec(ApiModel):
-    """A fixed global batch: the master re-plans each worker's accumulation steps."""
+    """A fixed global batch: the master re-plans each worker's accumulation steps.
 
-    global_batch_size: int | None = None
-    micro_batch_size: int | None = None
+    ``adaptive: true`` (opt-in) lets the trainer change the global batch within
+    ``[globalBatchSize, maxGlobalBatchSize]`` to maximise goodput for the current allocation,
+    scaling the learning rate (AdaScale; ``trainer.adaptive``). Off, the global batch stays
+    ``globalBatchSize`` exactly.
+    """
+
+    global_batch_size: int | None = Field(default=None, ge=1)
+    micro_batch_size: int | None = Field(default=None, ge=1)
     max_workers: int | None = None
+    adaptive: bool | None = None
+    max_global_batch_size: int | None = Field(default=None, ge=1)
 
 
 class ElasticJobSpec(ApiModel):

@@ -67,3 +67,6 @@ ENV_STATUS_FILE = "FLEXJOB_STATUS_FILE"
 # Keys in the job master's KV store.
 KV_STEP = "flexjob/progress/step"  # rank 0's step, for progress displays
 KV_IN_PLACE = "flexjob/in-place"  # set once the trainer helpers run: workers join by themselves
+# The job's measured goodput profilings (JSON, the ``status.profilings`` format the Allocator
+# reads: step times per shape, local batch, gradient noise scale), from trainer.goodput.
+KV_PROFILINGS = "flexjob/profilings"

@@ -146,6 +146,45 @@ def _check_job_spec(spec: Mapping[str, Any]) -> list[Problem]:
     args = spec.get("jobArgs")
     if isinstance(args, Mapping):
         problems += _check_job_args(args)
+    batch = spec.get("batch")
+    if isinstance(batch, Mapping):
+        problems += _check_batch(batch)
+    return problems
+
+
+def _check_batch(batch: Mapping[str, Any]) -> list[Problem]:
+    """Bounds of the (adaptive) global batch: ``spec.batch``."""
+    base, micro, top = (
+        _int_or_none(batch.get(k))
+        for k in ("globalBatchSize", "microBatchSize", "maxGlobalBatchSize")
+    )
+    problems: list[Problem] = []
+    if base is not None and micro is not None and micro >= 1 and base % micro:
+        problems.append(
+            Problem(
+                "spec.batch.globalBatchSize",
+                base,
+                f"must be a multiple of spec.batch.microBatchSize ({micro})",
+            )
+        )
+    if batch.get("adaptive") is True:
+        for key, value in (("globalBatchSize", base), ("maxGlobalBatchSize", top)):
+            if value is None:
+                problems.append(
+                    Problem(
+                        f"spec.batch.{key}",
+                        batch.get(key, MISSING),
+                        "an adaptive batch needs globalBatchSize and maxGlobalBatchSize",
+                    )
+                )
+    if base is not None and top is not None and top < base:
+        problems.append(
+            Problem(
+                "spec.batch.maxGlobalBatchSize",
+                top,
+                f"must be >= spec.batch.globalBatchSize ({base})",
+            )
+        )
     return problems
 
 

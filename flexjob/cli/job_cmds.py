@@ -1,7 +1,7 @@
 """``flexjob submit | get | describe | logs | scale | delete``: managing jobs on a platform.
 
 Arguments and printing only: loading specs is ``flexjob.api.load``, deciding is
-``core.reconcile``, running the local operator is ``flexjob.operator.local_runner``.
+``core.reconcile``, running the local operator is ``flexjob.operator.local.runner``.
 """
 
 import time
@@ -93,51 +93,27 @@ def submit(
         raise _fail(
             f"job {ns}/{name} already exists; remove it with: flexjob delete {name}"
         ) from None
-    if platform.name == "local":
-        from flexjob.operator import local_runner
-        from flexjob.platform.local import LocalPlatform
+    from flexjob.operator.drivers import driver_for
 
-        assert isinstance(platform, LocalPlatform)
-        if detach:
-            pid = local_runner.start_detached(platform, ns, name)
-            _out.print(f"job {ns}/{name} submitted; local operator pid {pid}")
-            return
-        with Live(console=_out, refresh_per_second=4) as live:
+    driver = driver_for(platform)
+    if detach:
+        _out.print(f"job {ns}/{name} submitted; {driver.detach(ns, name)}")
+        return
+    with Live(console=_out, refresh_per_second=4) as live:
 
-            def show(job: ElasticJob, replicas: list[Replica]) -> None:
-                live.update(job_views.replicas_table(job, replicas))
+        def show(job: ElasticJob, replicas: list[Replica]) -> None:
+            live.update(job_views.replicas_table(job, replicas))
 
-            final = local_runner.run_job(platform, ns, name, observer=show)
-            if final is not None:
-                live.update(job_views.replicas_table(final, platform.list_replicas(ns, name)))
-    else:
-        if detach:
-            _out.print(f"job {ns}/{name} submitted")
-            return
         try:
-            final = _follow(platform, ns, name)
-        except KeyboardInterrupt:
-            _err.print(f"stopped watching; job {ns}/{name} keeps running in the cluster")
+            final = driver.run(ns, name, observer=show)
+        except KeyboardInterrupt:  # a driver that only watches (the operator runs elsewhere)
+            _err.print(f"stopped watching; job {ns}/{name} keeps running")
             raise typer.Exit(130) from None
     phase = final.status.phase if final is not None and final.status else None
     if not _out.is_terminal:
         _out.line()
     _out.print(f"job {ns}/{name} {phase.value if phase else 'deleted'}")
     raise typer.Exit(0 if phase is JobPhase.SUCCEEDED else 1)
-
-
-def _follow(platform: Platform, namespace: str, name: str) -> ElasticJob | None:
-    """Show a job another operator runs until it finishes."""
-    with Live(console=_out, refresh_per_second=4) as live:
-        while True:
-            try:
-                job = platform.get_job(namespace, name)
-            except NotFoundError:
-                return None
-            live.update(job_views.replicas_table(job, platform.list_replicas(namespace, name)))
-            if job.status is not None and job.status.phase.finished:
-                return job
-            time.sleep(0.5)
 
 
 def get(
@@ -288,7 +264,7 @@ def local_operator(
     """Run the local operator for one stored job until it is done (used by submit --detach)."""
     import logging
 
-    from flexjob.operator import local_runner
+    from flexjob.operator.local import runner as local_runner
     from flexjob.platform.local import LocalPlatform
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")

@@ -1,6 +1,6 @@
 """``flexjob operator`` (run the kopf operator) and ``flexjob manifests install`` (what to apply).
 
-Only argument handling and printing here: the operator is ``flexjob.operator.kopf_runner``,
+Only argument handling and printing here: the operator is ``flexjob.operator.kubernetes.runner``,
 the manifests ``flexjob.operator.manifests``. kopf and the Kubernetes client are imported inside
 the commands so that ``flexjob --help`` stays fast.
 """
@@ -50,7 +50,7 @@ def operator(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),
 ) -> None:
     """Run the flexjob operator: reconcile ElasticJobs and ScalePlans into pods and services."""
-    from flexjob.operator.kopf_runner import OperatorOptions, WebhookOptions, run_operator
+    from flexjob.operator.kubernetes.runner import OperatorConfig, WebhookConfig, run_operator
     from flexjob.platform.kubernetes import KubernetesPlatform
 
     if namespace and all_namespaces:
@@ -63,13 +63,13 @@ def operator(
         logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     hooks = None
     if webhooks:
-        hooks = WebhookOptions(
+        hooks = WebhookConfig(
             addr=webhook_addr,
             port=webhook_port,
             certfile=str(webhook_cert) if webhook_cert else None,
             pkeyfile=str(webhook_key) if webhook_key else None,
         )
-    options = OperatorOptions(
+    options = OperatorConfig(
         namespaces=tuple(namespace),
         server=server,
         kubeconfig=str(kubeconfig) if kubeconfig else None,
@@ -112,9 +112,9 @@ def install(
 ) -> None:
     """Print (or --apply) the CRDs, RBAC, operator Deployment and admission webhooks."""
     from flexjob.api.load import dump_yaml
-    from flexjob.operator.manifests import InstallOptions, install_manifests
+    from flexjob.operator.manifests import InstallConfig, install_manifests
 
-    options = InstallOptions(
+    options = InstallConfig(
         namespace=namespace,
         image=image,
         webhook_port=webhook_port,

@@ -125,7 +125,7 @@ def run(
     Prints the master's address (for `flexjob agent --master`) when it starts, marks every
     output line with its node and rank ([worker-0/rank1]: ...), and stops the whole job
     within seconds of a node giving up, with a root-cause summary."""
-    from flexjob.agent.launcher import RunOptions, parse_nnodes
+    from flexjob.agent.launcher import RunConfig, parse_nnodes
     from flexjob.agent.output import OutputConfig
 
     _logging(verbose)
@@ -140,7 +140,7 @@ def run(
             raise ValueError(f"--node-rank must be >= 0, got {node_rank}")
         torchrun_flags.check_backend(rdzv_backend)
         conf = torchrun_flags.parse_rdzv_conf(rdzv_conf)
-        opts = RunOptions(
+        opts = RunConfig(
             target=script,
             args=tuple(script_args or ()),
             module=module and not run_path,
@@ -207,7 +207,7 @@ def agent(
     _logging(verbose)
     _check_option(script)
     from flexjob.agent.agent import ElasticAgent
-    from flexjob.agent.api import AgentConfig
+    from flexjob.agent.config import AgentConfig
     from flexjob.agent.output import OutputConfig
 
     try:

@@ -1,14 +1,39 @@
 """``flexjob simulate``: run a trace through the cluster simulator under one or more policies.
 
 ``flexjob simulate --trace FILE --policy static --policy goodput [--plot out.png]`` prints avg
-JCT, p99 JCT, makespan and GPU utilisation per policy (ratios against the first policy);
-``flexjob simulate gen-trace --out FILE`` writes a synthetic trace. The CSV format is described
-in ``flexjob.scheduler.trace``.
+JCT, p99 JCT, makespan, GPU utilisation, restarts and decision time per policy (ratios against
+the first policy); ``--workload pollux`` simulates the Pollux-like workload
+(``flexjob.scheduler.workloads``) instead of a file. ``flexjob simulate gen-trace --out FILE
+[--workload pollux]`` writes a trace. The CSV format is described in ``flexjob.scheduler.trace``.
 """
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
+
+if TYPE_CHECKING:
+    from flexjob.scheduler.trace import TraceJob
+
+WORKLOADS = ("synthetic", "pollux")
+
+
+def _generate(workload: str, jobs: int, seed: int, **synthetic: float) -> "list[TraceJob]":
+    from flexjob.scheduler.trace import generate_trace
+    from flexjob.scheduler.workloads import pollux_trace
+
+    if workload == "pollux":
+        return pollux_trace(jobs, seed=seed)
+    if workload == "synthetic":
+        return generate_trace(
+            jobs,
+            seed=seed,
+            mean_interarrival=synthetic.get("mean_interarrival", 120.0),
+            max_replicas=int(synthetic.get("max_replicas", 16)),
+        )
+    raise typer.BadParameter(
+        f"unknown workload {workload!r}; allowed: {', '.join(WORKLOADS)}", param_hint="--workload"
+    )
 
 
 def _simulate(
@@ -19,6 +44,11 @@ def _simulate(
         help="CSV trace: id,submit_time,work[,replicas,min_replicas,max_replicas,...] "
         "(all columns: flexjob.scheduler.trace).",
     ),
+    workload: str | None = typer.Option(
+        None, help=f"Simulate a generated workload instead of --trace: {', '.join(WORKLOADS)}."
+    ),
+    jobs: int = typer.Option(160, min=1, help="Jobs of a generated --workload."),
+    seed: int = typer.Option(0, help="Seed of a generated --workload."),
     policy: list[str] = typer.Option(
         ["static", "goodput"], "--policy", help="Policy name, entry point or module:Class."
     ),
@@ -31,15 +61,19 @@ def _simulate(
     """Simulate a trace under each --policy and print avg/p99 JCT, makespan, GPU utilisation."""
     if ctx.invoked_subcommand is not None:
         return
-    if trace is None:
-        raise typer.BadParameter("is required (a CSV trace file)", param_hint="--trace")
+    if (trace is None) == (workload is None):
+        raise typer.BadParameter(
+            "give exactly one of --trace (a CSV trace file) or --workload", param_hint="--trace"
+        )
     from flexjob.scheduler.registry import UnknownPolicyError, load_policy
     from flexjob.scheduler.report import format_table
     from flexjob.scheduler.simulator import ClusterConfig, simulate
     from flexjob.scheduler.trace import TraceError, read_trace
 
     try:
-        jobs = read_trace(trace)
+        trace_jobs = (
+            read_trace(trace) if trace is not None else _generate(str(workload), jobs, seed)
+        )
         policies = [load_policy(name) for name in policy]
     except (TraceError, UnknownPolicyError) as exc:
         typer.echo(f"error: {exc}", err=True)
@@ -47,9 +81,9 @@ def _simulate(
     cluster = ClusterConfig(
         nodes=nodes, gpus_per_node=gpus_per_node, period=period, restart_delay=restart_delay
     )
-    results = [simulate(jobs, p, cluster) for p in policies]
+    results = [simulate(trace_jobs, p, cluster) for p in policies]
     typer.echo(
-        f"{len(jobs)} jobs on {nodes} nodes x {gpus_per_node} GPUs "
+        f"{len(trace_jobs)} jobs on {nodes} nodes x {gpus_per_node} GPUs "
         f"(period {period:g}s, restart delay {restart_delay:g}s)"
     )
     typer.echo(format_table(results, baseline=results[0].policy))
@@ -64,18 +98,18 @@ def _gen_trace(
     out: Path = typer.Option(..., "--out", help="Where to write the CSV trace."),
     jobs: int = typer.Option(60, min=1, help="Number of jobs."),
     seed: int = typer.Option(1, help="Random seed."),
+    workload: str = typer.Option("synthetic", help=f"One of {', '.join(WORKLOADS)}."),
     mean_interarrival: float = typer.Option(120.0, min=0.0, help="Mean seconds between jobs."),
-    max_replicas: int = typer.Option(16, min=1, help="maxReplicas of every job."),
+    max_replicas: int = typer.Option(16, min=1, help="maxReplicas of every job (synthetic)."),
 ) -> None:
-    """Write a synthetic trace: Poisson arrivals, lognormal sizes, four workload classes."""
-    from flexjob.scheduler.trace import generate_trace, write_trace
+    """Write a trace: ``synthetic`` (Poisson arrivals, lognormal sizes, four classes) or
+    ``pollux`` (six models after the Pollux evaluation, production-like arrivals)."""
+    from flexjob.scheduler.trace import write_trace
 
-    write_trace(
-        generate_trace(
-            jobs, seed=seed, mean_interarrival=mean_interarrival, max_replicas=max_replicas
-        ),
-        out,
+    generated = _generate(
+        workload, jobs, seed, mean_interarrival=mean_interarrival, max_replicas=max_replicas
     )
+    write_trace(generated, out)
     typer.echo(f"wrote {jobs} jobs to {out}")
 
 

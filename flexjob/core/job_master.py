@@ -13,7 +13,7 @@ their own ``master`` (DI, ElasticDL, user masters) keep it as is.
 Success of such a job is decided on its workers (every worker replica succeeded), as for a job
 without a master; the master is then removed by ``cleanPodPolicy`` (it is still running).
 
-How the master runs comes from the driver (``JobMasterOptions``): locally
+How the master runs comes from the driver (``JobMasterConfig``): locally
 ``sys.executable -m flexjob``, on Kubernetes the operator's own image (``FLEXJOB_IMAGE``).
 The master's typed ``MasterConfig`` (``core.master_config``) travels as JSON in
 ``FLEXJOB_MASTER_CONFIG``; the master binds the port of its ``FLEXJOB_MASTER`` address. Pure:
@@ -43,7 +43,7 @@ JOB_MASTER_SERVICE_ACCOUNT = "flexjob-job-master"
 
 
 @dataclass(frozen=True, slots=True)
-class JobMasterOptions:
+class JobMasterConfig:
     """How the operator runs implicit job masters.
 
     ``command``: the argv prefix that runs the ``flexjob`` CLI (``flexjob master ...`` is
@@ -66,11 +66,11 @@ class JobMasterOptions:
     service_account: str = ""
 
 
-def kubernetes_job_master(image: str) -> JobMasterOptions:
+def kubernetes_job_master(image: str) -> JobMasterConfig:
     """Implicit masters on Kubernetes: ``image`` (the operator's own, ``FLEXJOB_IMAGE``) runs
     ``python -m flexjob master`` bound to all addresses, writing ScalePlan objects as the
     ``flexjob-job-master`` service account (``flexjob manifests install`` grants it)."""
-    return JobMasterOptions(
+    return JobMasterConfig(
         command=("python", "-m", "flexjob"),
         image=image,
         host="0.0.0.0",
@@ -89,7 +89,7 @@ def needs_job_master(job: ElasticJob) -> bool:
     return flexjob_rdzv or spec.dataset is not None or spec.batch is not None
 
 
-def master_replica_spec(job: ElasticJob, options: JobMasterOptions) -> ReplicaSpec:
+def master_replica_spec(job: ElasticJob, options: JobMasterConfig) -> ReplicaSpec:
     """The replica spec of ``job``'s implicit master: ``flexjob master`` with the job's
     ``MasterConfig`` in ``FLEXJOB_MASTER_CONFIG``. A spec no master can run with raises
     ``InvalidSpecError`` naming the field."""
@@ -123,7 +123,7 @@ def master_replica_spec(job: ElasticJob, options: JobMasterOptions) -> ReplicaSp
     )
 
 
-def with_job_master(job: ElasticJob, options: JobMasterOptions | None) -> ElasticJob:
+def with_job_master(job: ElasticJob, options: JobMasterConfig | None) -> ElasticJob:
     """``job`` with its implicit master added when it needs one and ``options`` are given;
     otherwise ``job`` itself."""
     if options is None or not needs_job_master(job):

@@ -47,7 +47,7 @@ class MasterConfig:
     #: The host others use to reach this master and its store; default: ``host``, or this
     #: machine's name when ``host`` is a wildcard (0.0.0.0, ::).
     advertise_host: str | None = None
-    #: Resource optimization (``master.optimizing``): the mode, the brain's URL, seconds
+    #: Resource optimization (``master.optimizer_loop``): the mode, the brain's URL, seconds
     #: between plans, and the job as a planner sees it (from the node bounds when None).
     optimize_mode: OptimizeMode = OptimizeMode.MANUAL
     brain_url: str = ""

@@ -40,7 +40,7 @@ from flexjob.core.actions import (
     RecordEvent,
     UpdateScalePlan,
 )
-from flexjob.core.job_master import JobMasterOptions, with_job_master
+from flexjob.core.job_master import JobMasterConfig, with_job_master
 from flexjob.core.replica_plan import (
     desired_counts,
     fold_plan,
@@ -68,7 +68,7 @@ def reconcile(
     *,
     services: Sequence[Service] = (),
     plan: ScalePlan | None = None,
-    job_master: JobMasterOptions | None = None,
+    job_master: JobMasterConfig | None = None,
 ) -> ReconcileResult:
     """Decide what to do for ``job`` given the ``replicas`` and ``services`` observed.
 

@@ -2,7 +2,8 @@
 
 Desired counts come from (first match wins) the current ScalePlan (folded into
 ``status.replicas``), ``status.replicas``, then the spec; the master always follows the spec.
-Rendering merges the DESIGN.md environment and labels into the replica type's pod template.
+Rendering merges the flexjob environment (``api.names``) and labels into the replica type's
+pod template.
 Not here: phases and restart decisions (``core.phases``). No I/O.
 """
 
@@ -136,7 +137,8 @@ def replica_env(
     master_address: str | None,
     own_address: str | None,
 ) -> dict[str, str]:
-    """The flexjob environment of one replica (DESIGN.md "Names"); it overrides the user's."""
+    """The flexjob environment of one replica (``api.names``; docs/architecture.md
+    "Environment"); it overrides the user's."""
     env = {
         names.ENV_JOB_NAME: job.name,
         names.ENV_REPLICA_TYPE: rtype.value,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flexjob.core.master_config import MasterConfig
-from flexjob.master.state import write_atomic
+from flexjob.master.state_file import write_atomic
 
 
 @dataclass

@@ -16,7 +16,7 @@ from flexjob.api import OptimizeMode
 from flexjob.core.master_config import MasterConfig
 from flexjob.master.logs import event
 from flexjob.master.service import MasterService
-from flexjob.master.state import write_atomic
+from flexjob.master.state_file import write_atomic
 from flexjob.platform.stop_signals import STOP_SIGNALS
 from flexjob.rpc.server import RunningServer, serve
 
@@ -31,7 +31,9 @@ class MasterHandle:
     service: MasterService
     server: RunningServer
     store: Any = None
-    optimizer: Any = None  # master.optimizing.OptimizerLoop when the job optimizes its resources
+    optimizer: Any = (
+        None  # master.optimizer_loop.OptimizerLoop when the job optimizes its resources
+    )
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -105,7 +107,7 @@ def start_master(config: MasterConfig, *, store_first: bool = True) -> MasterHan
     if deferred:
         threading.Thread(target=handle._start_store, name="master-store", daemon=True).start()
     if config.optimize_mode is not OptimizeMode.MANUAL or config.brain_url:
-        from flexjob.master.optimizing import OptimizerLoop
+        from flexjob.master.optimizer_loop import OptimizerLoop
 
         handle.optimizer = OptimizerLoop.from_config(config, service)
         handle.optimizer.start()

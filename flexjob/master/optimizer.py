@@ -13,7 +13,7 @@ Not for carrying plans out, nor for the algorithms themselves (``core.planner``)
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from flexjob.api import (
     ObjectMeta,
@@ -215,9 +215,11 @@ def to_scale_plan(
     namespace: str,
     index: int,
     plan_id: int | None = None,
-    node_types: dict[str, ReplicaType] | None = None,
+    node_types: Mapping[str, ReplicaType] | None = None,
 ) -> ScalePlan:
-    """The ScalePlan for the operator: new counts per type; nodes with new resources migrate."""
+    """The ScalePlan for the operator: new counts per type; nodes with new resources migrate,
+    each with the replica type its ``NodeRef`` reported (``node_types``; a worker if unknown)."""
+    types = node_types or {}
     annotations = {ANNOTATION_REASON: plan.reason[:1000]}
     if plan_id is not None:
         annotations[ANNOTATION_BRAIN_PLAN] = str(plan_id)
@@ -232,18 +234,11 @@ def to_scale_plan(
             owner_job=job_name,
             replica_resource_specs=dict(plan.replica_resources),
             migrate_pods=[
-                PodRef(name=node, type=_node_type(node, node_types), resource=res)
+                PodRef(name=node, type=types.get(node, ReplicaType.WORKER), resource=res)
                 for node, res in sorted(plan.node_resources.items())
             ],
         ),
     )
-
-
-def _node_type(node: str, known: dict[str, ReplicaType] | None) -> ReplicaType:
-    if known and node in known:
-        return known[node]
-    prefix = node.rsplit("-", 1)[0]
-    return ReplicaType(prefix) if prefix in ReplicaType._value2member_map_ else ReplicaType.WORKER
 
 
 def speed_from_nodes(

@@ -25,9 +25,9 @@ from flexjob.core.shards import ReportResult, ShardManager
 from flexjob.master.health import HeartbeatTracker
 from flexjob.master.logs import event
 from flexjob.master.snapshot import SnapshotWriter, restore_snapshot
-from flexjob.master.state import StateFile
+from flexjob.master.state_file import StateFile
 from flexjob.master.stats import NodeRecord, StatsBook
-from flexjob.rpc.api import (
+from flexjob.rpc.messages import (
     HeartbeatReply,
     NodeRef,
     NodeStats,
@@ -195,7 +195,7 @@ class MasterService:
     def report_stats(self, node: NodeRef, stats: NodeStats) -> None:
         with self._lock:
             self._seen(node.node_id)
-            self._stats.update(node.node_id, stats)
+            self._stats.update(node, stats)
             self._stats_dirty = True
 
     def stats_snapshot(self) -> tuple[dict[str, NodeRecord], int]:
@@ -216,7 +216,7 @@ class MasterService:
     @_saves
     def report_failure(self, node: NodeRef, reason: str, exit_code: int, restarting: bool) -> None:
         with self._lock:
-            self._stats.failure(node.node_id, reason)
+            self._stats.failure(node, reason)
             event(
                 log,
                 "node_failed",

@@ -3,7 +3,7 @@ rendezvous round / members / join ages, and per-node stats, as one JSON object.
 
 ``SnapshotWriter`` re-serializes only the parts that changed since its last call (rendezvous
 and stats change rarely; shard progress changes all the time). Not for writing files
-(``master.state``) or deciding when to snapshot (``master.service``).
+(``master.state_file``) or deciding when to snapshot (``master.service``).
 """
 
 import json

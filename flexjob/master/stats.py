@@ -7,11 +7,14 @@ Latest report per node plus counters; JSON-ready for the state file. Not for dec
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from flexjob.rpc.api import NodeStats
+from flexjob.api import ReplicaType
+from flexjob.rpc.messages import NodeRef, NodeStats
 
 
 @dataclass(slots=True)
 class NodeRecord:
+    #: The node's replica type, as its ``NodeRef`` said (never parsed from the node id).
+    replica_type: ReplicaType = ReplicaType.WORKER
     latest: NodeStats = field(default_factory=NodeStats)
     reports: int = 0
     failures: int = 0
@@ -25,18 +28,21 @@ class StatsBook:
         #: Grows with every change, so a saved copy can be reused while it is unchanged.
         self.version = 0
 
-    def _record(self, node_id: str) -> NodeRecord:
+    def _record(self, node_id: str, rtype: ReplicaType | None = None) -> NodeRecord:
         self.version += 1
-        return self.nodes.setdefault(node_id, NodeRecord())
+        rec = self.nodes.setdefault(node_id, NodeRecord())
+        if rtype is not None:
+            rec.replica_type = rtype
+        return rec
 
-    def update(self, node_id: str, stats: NodeStats) -> None:
-        rec = self._record(node_id)
+    def update(self, node: NodeRef, stats: NodeStats) -> None:
+        rec = self._record(node.node_id, node.type)
         rec.latest = stats
         rec.reports += 1
         rec.alive = True
 
-    def failure(self, node_id: str, reason: str) -> None:
-        rec = self._record(node_id)
+    def failure(self, node: NodeRef, reason: str) -> None:
+        rec = self._record(node.node_id, node.type)
         rec.failures += 1
         rec.last_failure = reason
 
@@ -51,6 +57,12 @@ class StatsBook:
 
     def restore(self, data: dict[str, Any]) -> None:
         self.nodes = {
-            node: NodeRecord(**{**rec, "latest": NodeStats(**rec["latest"])})
+            node: NodeRecord(
+                **{
+                    **rec,
+                    "latest": NodeStats(**rec["latest"]),
+                    "replica_type": ReplicaType(rec.get("replica_type", ReplicaType.WORKER)),
+                }
+            )
             for node, rec in data.items()
         }

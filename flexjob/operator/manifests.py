@@ -18,7 +18,7 @@ from typing import Any
 from flexjob.api.crd import crds
 from flexjob.api.names import ENV_IMAGE, GROUP, PLURAL_JOB, PLURAL_SCALE_PLAN, VERSION
 from flexjob.core.job_master import JOB_MASTER_SERVICE_ACCOUNT
-from flexjob.operator.kopf_admission import MUTATE_JOB, VALIDATE_JOB, VALIDATE_PLAN
+from flexjob.operator.kubernetes.admission import MUTATE_JOB, VALIDATE_JOB, VALIDATE_PLAN
 
 Body = dict[str, Any]
 NAME = "flexjob-operator"
@@ -56,7 +56,7 @@ JOB_MASTER_RULES: tuple[Rule, ...] = (
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class InstallOptions:
+class InstallConfig:
     namespace: str = "flexjob-system"
     image: str = "ghcr.io/flexjob/flexjob:0.1.0"
     webhook_port: int = 9443
@@ -105,7 +105,7 @@ def _binding(name: str, account_namespace: str, *, cluster_wide: bool) -> Body:
     }
 
 
-def rbac(options: InstallOptions) -> list[Body]:
+def rbac(options: InstallConfig) -> list[Body]:
     return [
         _service_account(NAME, options.namespace),
         _cluster_role(NAME, RULES),
@@ -113,7 +113,7 @@ def rbac(options: InstallOptions) -> list[Body]:
     ]
 
 
-def job_master_rbac(options: InstallOptions) -> list[Body]:
+def job_master_rbac(options: InstallConfig) -> list[Body]:
     """The implicit masters' identity: one ClusterRole, and per job namespace the service
     account and a RoleBinding that grants the role there only."""
     name = JOB_MASTER_SERVICE_ACCOUNT
@@ -126,7 +126,7 @@ def job_master_rbac(options: InstallOptions) -> list[Body]:
     return manifests
 
 
-def deployment(options: InstallOptions) -> Body:
+def deployment(options: InstallConfig) -> Body:
     args = [
         "-m",
         "flexjob",
@@ -179,7 +179,7 @@ def deployment(options: InstallOptions) -> Body:
     }
 
 
-def webhook_service(options: InstallOptions) -> Body:
+def webhook_service(options: InstallConfig) -> Body:
     port = {"name": "webhooks", "port": 443, "targetPort": "webhooks"}
     return {
         "apiVersion": "v1",
@@ -189,7 +189,7 @@ def webhook_service(options: InstallOptions) -> Body:
     }
 
 
-def _webhook(options: InstallOptions, path: str, plural: str, mutating: bool) -> Body:
+def _webhook(options: InstallConfig, path: str, plural: str, mutating: bool) -> Body:
     rule = {
         "apiGroups": [GROUP],
         "apiVersions": [VERSION],
@@ -212,7 +212,7 @@ def _webhook(options: InstallOptions, path: str, plural: str, mutating: bool) ->
     return hook
 
 
-def certificate(options: InstallOptions) -> list[Body]:
+def certificate(options: InstallConfig) -> list[Body]:
     """cert-manager's self-signed Issuer and the serving Certificate for the webhook service."""
     issuer_ref = {"name": NAME, "kind": "Issuer"}
     dns = [options.service_host, f"{options.service_host}.cluster.local"]
@@ -232,14 +232,14 @@ def certificate(options: InstallOptions) -> list[Body]:
     ]
 
 
-def _webhook_meta(options: InstallOptions) -> Body:
+def _webhook_meta(options: InstallConfig) -> Body:
     meta = _meta(WEBHOOK_CONFIGURATION)
     if options.cert_manager:
         meta["annotations"] = {"cert-manager.io/inject-ca-from": f"{options.namespace}/{NAME}"}
     return meta
 
 
-def webhook_configurations(options: InstallOptions) -> list[Body]:
+def webhook_configurations(options: InstallConfig) -> list[Body]:
     return [
         {
             "apiVersion": "admissionregistration.k8s.io/v1",
@@ -259,9 +259,9 @@ def webhook_configurations(options: InstallOptions) -> list[Body]:
     ]
 
 
-def install_manifests(options: InstallOptions | None = None) -> list[Body]:
+def install_manifests(options: InstallConfig | None = None) -> list[Body]:
     """Everything ``kubectl apply`` needs, in dependency order."""
-    options = options or InstallOptions()
+    options = options or InstallConfig()
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(options.namespace)}
     return [
         *crds(),

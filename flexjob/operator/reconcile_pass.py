@@ -1,8 +1,10 @@
-"""One reconcile pass for one job: observe on the platform, decide with ``core.reconcile``, act.
+"""One reconcile pass for one job: observe on the platform, decide with ``core.reconcile``, act,
+patch the status fields the operator owns (only those it changed).
 
-Shared by the drivers (kopf handlers, the benchmark). A job that is gone or being deleted is
-left alone (its finalizer handler releases it). Not a loop and not a scheduler: callers decide
-when to run a pass.
+The one pass every driver runs: the kopf handlers' work queue (``kubernetes.runner``), the
+local loop (``local.loop``) and the benchmark. A job that is gone or being deleted is left
+alone (its finalizer handler releases it). Not a loop and not a scheduler: callers decide when
+to run a pass.
 
 With ``parallel > 1`` runs of independent actions (creating or deleting replicas and recording
 events) go out ``parallel`` at a time; everything else stays a barrier in reconcile's order
@@ -12,18 +14,52 @@ events) go out ``parallel`` at a time; everything else stays a barrier in reconc
 import logging
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import datetime
 
-from flexjob.api import ElasticJob
-from flexjob.core.actions import Action, CreateReplica, DeleteReplica, ReconcileResult, RecordEvent
-from flexjob.core.job_master import JobMasterOptions
+from flexjob.api import ElasticJob, ScalePlan, ScalePlanPhase
+from flexjob.core.actions import (
+    Action,
+    CreateReplica,
+    DeleteJob,
+    DeleteReplica,
+    ReconcileResult,
+    RecordEvent,
+)
+from flexjob.core.job_master import JobMasterConfig
 from flexjob.core.reconcile import reconcile
 from flexjob.core.status_patch import StatusOwner, owner_patch
 from flexjob.operator.apply import apply_actions
-from flexjob.operator.local_loop import pending_plan
-from flexjob.platform.api import NotFoundError, Platform
+from flexjob.platform.api import NotFoundError, Platform, Replica
 
 logger = logging.getLogger(__name__)
+
+
+def pending_plan(platform: Platform, job: ElasticJob) -> ScalePlan | None:
+    """The oldest ScalePlan of ``job`` that is not Succeeded or Failed yet."""
+    for plan in platform.list_scale_plans(job.namespace, job.name):
+        if plan.status is None or plan.status.phase not in (
+            ScalePlanPhase.SUCCEEDED,
+            ScalePlanPhase.FAILED,
+        ):
+            return plan
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class PassResult:
+    """What one pass saw and did: the job as stored after it, the replicas it observed, what
+    ``core.reconcile`` decided, and whether the pass deleted the job."""
+
+    job: ElasticJob
+    replicas: list[Replica]
+    result: ReconcileResult
+    deleted: bool
+
+    @property
+    def acted(self) -> bool:
+        """Whether the pass changed anything but events."""
+        return any(not isinstance(a, RecordEvent) for a in self.result.actions)
 
 
 def is_deleting(job: ElasticJob) -> bool:
@@ -62,9 +98,9 @@ def reconcile_job(
     name: str,
     now: datetime,
     parallel: int = 1,
-    job_master: JobMasterOptions | None = None,
-) -> ReconcileResult | None:
-    """Run one pass; returns what was decided, or None when there was no job to reconcile.
+    job_master: JobMasterConfig | None = None,
+) -> PassResult | None:
+    """Run one pass; None when there was no job to reconcile (gone, or being deleted).
     ``job_master``: how to run the master of jobs that need one (``core.job_master``)."""
     try:
         job = platform.get_job(namespace, name)
@@ -77,10 +113,12 @@ def reconcile_job(
     plan = pending_plan(platform, job)
     result = reconcile(job, replicas, now, services=services, plan=plan, job_master=job_master)
     apply_in_batches(platform, result.actions, parallel)
+    if any(isinstance(a, DeleteJob) for a in result.actions):
+        return PassResult(job, replicas, result, deleted=True)
     patch = owner_patch(job.status, result.status, StatusOwner.OPERATOR)
     if patch:
         try:
-            platform.patch_job_status(namespace, name, patch)
+            job = platform.patch_job_status(namespace, name, patch)
         except NotFoundError:
             logger.info("job %s/%s disappeared while reconciling", namespace, name)
-    return result
+    return PassResult(job, replicas, result, deleted=False)

@@ -1,8 +1,10 @@
-"""The ``Platform`` protocol: where jobs and their replicas live.
+"""The platform protocols: where jobs and their replicas live.
 
-One interface, two implementations: ``flexjob.platform.local`` (processes on this machine, state
-in SQLite) and ``flexjob.platform.kubernetes`` (custom resources, pods, services). A platform is
-a job store (jobs, ScalePlans, events) plus a replica runtime (replicas, services, logs). It
+Two protocols, two implementations: a ``JobStore`` (jobs, ScalePlans, events) and a
+``ReplicaRuntime`` (replicas, services, logs); a ``Platform`` is both, as
+``flexjob.platform.local`` (processes on this machine, state in SQLite) and
+``flexjob.platform.kubernetes`` (custom resources, pods, services) are. Code that needs only
+one side takes only that protocol (the server and the Allocator mostly read the store). It
 decides nothing: ``core.reconcile`` decides, drivers in ``flexjob.operator`` call the platform.
 
 Contract (checked by ``tests/platform/contract.py`` for every implementation):
@@ -31,7 +33,7 @@ by the API server), so two writers that patch different fields or keys both surv
 Who writes which status fields (``core.status_patch.OWNED_FIELDS``); each sends only its own,
 and only those it changed (``core.status_patch.owner_patch`` diffs before/after):
 
-* operator (``operator.local_loop``, ``operator.reconcile_pass``): ``phase``, ``conditions``,
+* operator (``operator.local.loop``, ``operator.reconcile_pass``): ``phase``, ``conditions``,
   ``replicaStatuses``, ``startTime``, ``completionTime``, ``restartCount``,
   ``restartedReplicas``, ``lastScalePlan``, ``message``; and the ``replicas`` keys a ScalePlan
   changes when it folds one in. It reads ``replicas`` and ``allocation`` as input and never
@@ -59,10 +61,12 @@ __all__ = [
     "Event",
     "EventType",
     "InvalidStatusPatchError",
+    "JobStore",
     "NotFoundError",
     "Platform",
     "Replica",
     "ReplicaRequest",
+    "ReplicaRuntime",
     "Service",
     "ServiceRequest",
     "StatusPatch",
@@ -98,12 +102,8 @@ class Event:
     time: datetime
 
 
-@runtime_checkable
-class Platform(Protocol):
-    """Jobs, ScalePlans and events (the store) plus replicas and services (the runtime)."""
-
-    #: "local" or "kubernetes".
-    name: str
+class JobStore(Protocol):
+    """Jobs, ScalePlans and events: what users and the operator read and write."""
 
     # --- jobs --------------------------------------------------------------------------------
     def create_job(self, job: ElasticJob) -> ElasticJob:
@@ -157,6 +157,10 @@ class Platform(Protocol):
 
     def list_events(self, namespace: str, job: str) -> list[Event]: ...
 
+
+class ReplicaRuntime(Protocol):
+    """Replicas, services and their logs: what the operator creates and deletes."""
+
     # --- replicas and services -----------------------------------------------------------------
     def create_replica(self, request: ReplicaRequest) -> Replica: ...
 
@@ -180,5 +184,13 @@ class Platform(Protocol):
         """Lines of a replica's output (newline kept); with ``follow``, keep yielding new lines
         until the replica finishes (or ``timeout`` passes). ``NotFoundError`` if no such log."""
         ...
+
+
+@runtime_checkable
+class Platform(JobStore, ReplicaRuntime, Protocol):
+    """A job store and the replica runtime its jobs run on."""
+
+    #: "local" or "kubernetes".
+    name: str
 
     def close(self) -> None: ...

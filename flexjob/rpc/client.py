@@ -1,6 +1,6 @@
 """``MasterClient``: a synchronous, typed client of the job master for agents and trainers.
 
-Every method is one RPC returning an ``rpc.api`` data class. Calls that cannot reach the master
+Every method is one RPC returning an ``rpc.messages`` data class. Calls that cannot reach the master
 (connection refused, master restarting, deadline hit) are retried with exponential backoff
 until ``retry_deadline`` seconds have passed, so a master restart is survivable; then
 ``UnavailableError``. Errors the master answers are raised as ``api.errors`` errors.
@@ -18,7 +18,10 @@ from flexjob.api.errors import FlexjobError, InvalidSpecError, NotFoundError, Un
 from flexjob.core.batch import RankBatch
 from flexjob.core.dataset import Dataset
 from flexjob.rpc import convert
-from flexjob.rpc.api import (
+from flexjob.rpc.convert import NodeLike
+from flexjob.rpc.gen import master_pb2 as pb
+from flexjob.rpc.gen import master_pb2_grpc as pb_grpc
+from flexjob.rpc.messages import (
     DEFAULT_DATASET,
     HeartbeatReply,
     NodeStats,
@@ -27,9 +30,6 @@ from flexjob.rpc.api import (
     Progress,
     ShardInfo,
 )
-from flexjob.rpc.convert import NodeLike
-from flexjob.rpc.gen import master_pb2 as pb
-from flexjob.rpc.gen import master_pb2_grpc as pb_grpc
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -1,4 +1,4 @@
-"""Conversions between the generated protobuf messages and the ``rpc.api`` data classes.
+"""Conversions between the generated protobuf messages and the ``rpc.messages`` data classes.
 
 The only place that knows both shapes; the client and the servicer call these. Not for
 validation (the backend validates) nor for transport.
@@ -8,7 +8,8 @@ from typing import Protocol
 
 from flexjob.core.batch import RankBatch
 from flexjob.core.dataset import Dataset
-from flexjob.rpc.api import (
+from flexjob.rpc.gen import master_pb2 as pb
+from flexjob.rpc.messages import (
     HeartbeatReply,
     NodeRef,
     NodeStats,
@@ -17,7 +18,6 @@ from flexjob.rpc.api import (
     Progress,
     ShardInfo,
 )
-from flexjob.rpc.gen import master_pb2 as pb
 
 
 class NodeLike(Protocol):

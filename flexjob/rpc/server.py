@@ -1,7 +1,7 @@
 """gRPC server glue: a servicer that turns each RPC into one ``MasterBackend`` call.
 
 One handler per message, each a few lines: convert in, call the backend, convert out. Errors
-of the ``rpc.api`` hierarchy become gRPC status codes. Not where master logic lives
+of the ``rpc.messages`` hierarchy become gRPC status codes. Not where master logic lives
 (``flexjob.master.service`` is).
 """
 
@@ -15,9 +15,9 @@ import grpc
 
 from flexjob.api.errors import InvalidSpecError, NotFoundError
 from flexjob.rpc import convert
-from flexjob.rpc.api import MasterBackend
 from flexjob.rpc.gen import master_pb2 as pb
 from flexjob.rpc.gen import master_pb2_grpc as pb_grpc
+from flexjob.rpc.messages import MasterBackend
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -7,7 +7,15 @@ from collections.abc import Sequence
 
 from flexjob.scheduler.simulator import SimResult
 
-HEADER = ("policy", "avg JCT (h)", "p99 JCT (h)", "makespan (h)", "GPU util", "restarts")
+HEADER = (
+    "policy",
+    "avg JCT (h)",
+    "p99 JCT (h)",
+    "makespan (h)",
+    "GPU util",
+    "restarts",
+    "decide ms (mean/max)",
+)
 
 
 def _ratio(value: float, base: float) -> str:
@@ -42,7 +50,11 @@ def result_rows(
                 _ratio(r.p99_jct, base.p99_jct),
                 _ratio(r.makespan, base.makespan),
             ]
-        row += [f"{r.gpu_utilisation:.0%}", str(r.restarts)]
+        row += [
+            f"{r.gpu_utilisation:.0%}",
+            str(r.restarts),
+            f"{r.decision_ms:.1f}/{r.decision_max_ms:.1f}",
+        ]
         if r.unfinished:
             row[0] += f" ({len(r.unfinished)} unfinished)"
         rows.append(tuple(row))

@@ -5,16 +5,19 @@ arrive per the trace; every tick the simulator runs ``core.policies.schedule_rou
 new jobs; re-planning preemptible ones every ``period``); a job whose allocation changes to a
 non-empty one pays ``restart_delay`` seconds with no progress (also on its first start); a
 running job progresses at ``speedup(num_nodes, num_replicas)`` of its goodput model per second
-and finishes when its progress reaches its ``work``. Not for: live clusters, or fitting models
-(policies here see each job's true model).
+and finishes when its progress reaches its ``work``. Each job's attained service (GPU-seconds
+held) is passed to the policy; the CPU time of every scheduling round is recorded. Not for:
+live clusters, or fitting models (policies here see each job's true model).
 """
 
 import logging
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from flexjob.core.policies import (
+    GoodputModel,
     JobInfo,
     NodeInfo,
     Policy,
@@ -57,6 +60,7 @@ class _Running:
     progress: float = 0.0
     restarts: int = 0
     blocked_until: float = 0.0
+    attained: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +73,18 @@ class SimResult:
     gpu_utilisation: float
     restarts: int
     unfinished: list[str] = field(default_factory=list)
+    #: CPU seconds of each scheduling round that re-planned (optimize) jobs.
+    decision_times: list[float] = field(default_factory=list)
+
+    @property
+    def decision_ms(self) -> float:
+        """Mean CPU milliseconds of an optimize round (NaN when none ran)."""
+        times = self.decision_times
+        return 1000.0 * sum(times) / len(times) if times else math.nan
+
+    @property
+    def decision_max_ms(self) -> float:
+        return 1000.0 * max(self.decision_times) if self.decision_times else math.nan
 
     @property
     def avg_jct(self) -> float:
@@ -89,7 +105,13 @@ def percentile(values: Sequence[float], pct: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
-def job_info(job: TraceJob, now: float, restarts: int) -> JobInfo:
+def job_info(
+    job: TraceJob,
+    now: float,
+    restarts: int,
+    attained: float = 0.0,
+    model: GoodputModel | None = None,
+) -> JobInfo:
     return JobInfo(
         id=job.id,
         replicas=job.replicas,
@@ -99,7 +121,8 @@ def job_info(job: TraceJob, now: float, restarts: int) -> JobInfo:
         resources=Resources(gpu=job.gpus_per_replica),
         age=now - job.submit_time,
         restarts=restarts,
-        speedup=job.model().speedup,
+        attained=attained,
+        speedup=(model or job.model()).speedup,
     )
 
 
@@ -125,17 +148,22 @@ def simulate(
     last_optimize = -math.inf
     models = {job.id: job.model() for job in trace}
     finished: list[str] = []
+    decisions: list[float] = []
     while (pending or running) and now < max_time:
         arrived = bool(finished)
         while pending and pending[0].submit_time <= now:
             job = pending.pop(0)
-            running[job.id] = _Running(job, job_info(job, now, 0))
+            running[job.id] = _Running(job, job_info(job, now, 0, model=models[job.id]))
             arrived = True
-        infos = [job_info(r.job, now, r.restarts) for r in running.values()]
+        infos = [
+            job_info(r.job, now, r.restarts, r.attained, models[r.job.id]) for r in running.values()
+        ]
         optimize = now - last_optimize >= cluster.period
         if arrived or optimize:
+            began = time.process_time()
             new = schedule_round(policy, infos, nodes, allocations, optimize=optimize)
             if optimize:
+                decisions.append(time.process_time() - began)
                 last_optimize = now
             for job_id in changed_jobs(allocations, new):
                 if new.get(job_id):
@@ -160,6 +188,7 @@ def simulate(
                 finished.append(job_id)
             else:
                 state.progress += rate * usable
+                state.attained += gpus * cluster.tick
                 gpu_seconds += gpus * cluster.tick
         for job_id in finished:
             del running[job_id]
@@ -181,4 +210,5 @@ def simulate(
         gpu_utilisation=util,
         restarts=restarts,
         unfinished=sorted(running),
+        decision_times=decisions,
     )

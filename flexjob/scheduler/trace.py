@@ -15,6 +15,9 @@ CSV format (one header row, one job per row; columns after ``work`` are optional
     preemptible             true/false: may the Allocator resize and move it; true
     local_batch             samples per replica per step; 32
     noise_scale             gradient noise scale in samples (empty: efficiency 1); empty
+    max_batch               global batch bound for adaptive batch size (empty: the local batch
+                            stays fixed on every shape); empty
+    max_local_batch         most samples one replica holds (adaptive only); = local_batch
     alpha, beta, sync_local, sync_local_per_replica, sync_remote, sync_remote_per_replica
                             step-time model terms in seconds (see core.policies.goodput_model);
                             ThroughputParams defaults
@@ -52,6 +55,8 @@ COLUMNS = (
     "preemptible",
     "local_batch",
     "noise_scale",
+    "max_batch",
+    "max_local_batch",
     *MODEL_COLUMNS,
 )
 _DEFAULTS = ThroughputParams()
@@ -76,6 +81,8 @@ class TraceJob(BaseModel):
     preemptible: bool = True
     local_batch: float = Field(32.0, gt=0)
     noise_scale: float | None = Field(None, ge=0)
+    max_batch: float | None = Field(None, gt=0)
+    max_local_batch: float | None = Field(None, gt=0)
     alpha: float = Field(_DEFAULTS.alpha, ge=0)
     beta: float = Field(_DEFAULTS.beta, ge=0)
     sync_local: float = Field(_DEFAULTS.sync_local, ge=0)
@@ -91,6 +98,10 @@ class TraceJob(BaseModel):
                 f"replicas must be within [min_replicas, max_replicas] = "
                 f"[{self.min_replicas}, {top}], got {self.replicas}"
             )
+        if self.max_batch is not None and self.max_batch < self.local_batch:
+            raise ValueError(
+                f"max_batch must be >= local_batch ({self.local_batch}), got {self.max_batch}"
+            )
         if self.alpha + self.beta * self.local_batch <= 0:
             raise ValueError("alpha + beta * local_batch must be > 0 (a step takes time)")
         return self
@@ -101,7 +112,9 @@ class TraceJob(BaseModel):
 
     def model(self) -> GoodputModel:
         params = ThroughputParams(*(getattr(self, name) for name in MODEL_COLUMNS))
-        return GoodputModel(params, self.local_batch, self.noise_scale)
+        return GoodputModel(
+            params, self.local_batch, self.noise_scale, self.max_batch, self.max_local_batch
+        )
 
 
 def _row_errors(exc: ValidationError) -> str:

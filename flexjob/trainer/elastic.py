@@ -26,9 +26,9 @@ from torch.nn.parallel import DistributedDataParallel
 from flexjob.api import names
 from flexjob.trainer import group, world
 from flexjob.trainer.checkpoint import Checkpointer
+from flexjob.trainer.rank_sync import sync_state
 from flexjob.trainer.rendezvous import WaitingWatcher, WorldSource, next_generation
 from flexjob.trainer.sampler import Batch, ElasticSampler, NoShard, ShardSource
-from flexjob.trainer.state import sync_state
 from flexjob.trainer.status import StatusWriter
 
 log = logging.getLogger(__name__)
@@ -85,6 +85,7 @@ class ElasticTrainer:
         self._watcher: WaitingWatcher | None = None
         self._status = StatusWriter()
         self._on_reform: list[Callable[[world.WorldInfo], None]] = []
+        self._on_step: list[Callable[[Step], None]] = []
         self._published = 0.0
 
     # ---- lifecycle ----
@@ -149,6 +150,14 @@ class ElasticTrainer:
         """Call ``callback(world_info)`` after each re-formed world (e.g. to re-plan batches)."""
         self._on_reform.append(callback)
 
+    def on_step(self, callback: Callable[[Step], None]) -> None:
+        """Call ``callback(step)`` after each committed step (e.g. ``trainer.goodput``)."""
+        self._on_step.append(callback)
+
+    def publish(self, key: str, value: str) -> None:
+        """Set ``key`` in the master's KV store (best effort: never breaks training)."""
+        self._publish(key, value)
+
     # ---- the loop ----
     def steps(self) -> Iterator[Step]:
         """Yield steps until every epoch is done; wrap each step's body in ``trainer.step()``."""
@@ -172,12 +181,15 @@ class ElasticTrainer:
             indices = list(got.indices) if isinstance(got, Batch) else []
             epoch = got.epoch if isinstance(got, Batch) else self.sampler.epoch
             self.optimizer.zero_grad(set_to_none=False)
-            yield Step(self.step_count, indices, epoch, total, dist.get_world_size())
+            step = Step(self.step_count, indices, epoch, total, dist.get_world_size())
+            yield step
             if self._broken:
                 continue  # the same batch is retried in the next world
             if isinstance(got, Batch):
                 self.sampler.commit(got)
             self.step_count += 1
+            for callback in self._on_step:
+                callback(step)
             self._after_step()
         self._finish()
 

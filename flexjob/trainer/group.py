@@ -3,7 +3,7 @@
 A generation's group is built over the job's TCPStore with a key prefix unique to that
 generation (``PrefixStore``), so keys of earlier rounds never leak into a new one. Destroying
 and re-creating the group keeps the process (and its imported torch, data and model) alive.
-Not for choosing ranks (the master does) or syncing model state (``flexjob.trainer.state``).
+Not for choosing ranks (the master does) or syncing model state (``flexjob.trainer.rank_sync``).
 """
 
 from __future__ import annotations

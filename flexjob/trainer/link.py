@@ -10,8 +10,8 @@ Not for the agent (it has its own client).
 from __future__ import annotations
 
 from flexjob.core.dataset import Dataset
-from flexjob.rpc.api import NodeRef
 from flexjob.rpc.client import MasterClient
+from flexjob.rpc.messages import NodeRef
 from flexjob.trainer.sampler import NoShard, ShardSamples
 from flexjob.trainer.world import Generation, NodeIdentity
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from flexjob.agent.api import AgentConfig, WorkerState
-from flexjob.agent.launcher import RunOptions, agent_command, parse_nnodes
+from flexjob.agent.config import AgentConfig, WorkerState
+from flexjob.agent.launcher import RunConfig, agent_command, parse_nnodes
 
 
 @pytest.mark.parametrize(("text", "want"), [("2", (2, 2)), ("1:3", (1, 3))])
@@ -22,12 +22,12 @@ def test_bad_nnodes_is_rejected_naming_the_option(text: str) -> None:
 
 
 def test_run_starts_min_nodes_unless_start_nodes_is_given() -> None:
-    assert RunOptions(target="t.py", min_nodes=2, max_nodes=3).nodes_to_start == 2
-    assert RunOptions(target="t.py", min_nodes=2, max_nodes=3, start_nodes=3).nodes_to_start == 3
+    assert RunConfig(target="t.py", min_nodes=2, max_nodes=3).nodes_to_start == 2
+    assert RunConfig(target="t.py", min_nodes=2, max_nodes=3, start_nodes=3).nodes_to_start == 3
 
 
 def test_agent_command_passes_script_and_its_arguments_last() -> None:
-    opts = RunOptions(target="train.py", args=("--lr", "0.1"), module=False)
+    opts = RunConfig(target="train.py", args=("--lr", "0.1"), module=False)
     cmd = agent_command("h:1", "worker-0", 0, opts, "/tmp/x")
     assert cmd[-3:] == ["train.py", "--lr", "0.1"]
     assert cmd[cmd.index("--master") + 1] == "h:1"

@@ -232,6 +232,30 @@ BAD_JOBS: list[tuple[str, list[Edit], str, str]] = [
         "[1] is not one of the types str, int, float",
     ),
     (
+        "adaptive-batch-without-bound",
+        [set_("spec.batch", {"adaptive": True, "globalBatchSize": 64})],
+        "spec.batch.maxGlobalBatchSize",
+        "an adaptive batch needs globalBatchSize and maxGlobalBatchSize",
+    ),
+    (
+        "adaptive-batch-bound-below-base",
+        [set_("spec.batch", {"adaptive": True, "globalBatchSize": 64, "maxGlobalBatchSize": 32})],
+        "spec.batch.maxGlobalBatchSize",
+        "must be >= spec.batch.globalBatchSize (64)",
+    ),
+    (
+        "global-batch-not-multiple-of-micro",
+        [set_("spec.batch", {"globalBatchSize": 60, "microBatchSize": 8})],
+        "spec.batch.globalBatchSize",
+        "must be a multiple of spec.batch.microBatchSize (8)",
+    ),
+    (
+        "micro-batch-zero",
+        [set_("spec.batch", {"microBatchSize": 0})],
+        "spec.batch.microBatchSize",
+        "0 is below the minimum 1",
+    ),
+    (
         "api-version-of-kind",
         [set_("apiVersion", "flexjob.dev/v1")],
         "apiVersion",

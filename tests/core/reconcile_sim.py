@@ -29,7 +29,7 @@ from flexjob.core.actions import (
     RecordEvent,
     UpdateScalePlan,
 )
-from flexjob.core.job_master import JobMasterOptions
+from flexjob.core.job_master import JobMasterConfig
 from flexjob.core.reconcile import reconcile
 from flexjob.core.replicas import Replica, Service
 
@@ -93,7 +93,7 @@ class Sim:
     plan_updates: list[UpdateScalePlan] = field(default_factory=list)
     job_deleted: bool = False
     foreign: list[Replica] = field(default_factory=list)
-    job_master: JobMasterOptions | None = None
+    job_master: JobMasterConfig | None = None
     _uid: int = 0
 
     @property

@@ -14,7 +14,7 @@ from flexjob.api import (
 from flexjob.core.actions import CreateReplica
 from flexjob.core.job_master import (
     JOB_MASTER_SERVICE_ACCOUNT,
-    JobMasterOptions,
+    JobMasterConfig,
     kubernetes_job_master,
     needs_job_master,
     with_job_master,
@@ -22,7 +22,7 @@ from flexjob.core.job_master import (
 from flexjob.core.master_config import MasterConfig
 from tests.core.reconcile_sim import Sim, kinds, make_job
 
-OPTIONS = JobMasterOptions(
+OPTIONS = JobMasterConfig(
     command=("python", "-m", "flexjob"),
     image="flexjob:1",
     host="0.0.0.0",
@@ -109,13 +109,13 @@ def test_master_is_created_first_running_flexjob_master_with_the_job() -> None:
     ("options", "service_account"),
     [
         (kubernetes_job_master("flexjob:1"), JOB_MASTER_SERVICE_ACCOUNT),
-        (JobMasterOptions(service_account="trainer-sa"), "trainer-sa"),
-        (JobMasterOptions(), None),
+        (JobMasterConfig(service_account="trainer-sa"), "trainer-sa"),
+        (JobMasterConfig(), None),
     ],
     ids=["kubernetes", "explicit", "local-default"],
 )
 def test_master_pod_runs_as_the_options_service_account(
-    options: JobMasterOptions, service_account: str | None
+    options: JobMasterConfig, service_account: str | None
 ) -> None:
     sim = Sim(elastic_job(), job_master=options)
     sim.settle()
@@ -127,7 +127,7 @@ def test_master_pod_runs_as_the_options_service_account(
 def test_master_keeps_its_state_in_a_folder_of_this_job_incarnation() -> None:
     job = elastic_job()
     job.metadata.uid = "u-1"
-    options = JobMasterOptions(state_root="/home/me/.flexjob/jobs")
+    options = JobMasterConfig(state_root="/home/me/.flexjob/jobs")
     sim = Sim(job, job_master=options)
     sim.settle()
     assert shipped_config(sim).job_dir == f"/home/me/.flexjob/jobs/{job.namespace}/demo/master-u-1"

@@ -17,8 +17,8 @@ from typing import TypeVar
 
 import psutil
 
-from flexjob.rpc.api import Progress
 from flexjob.rpc.client import MasterClient
+from flexjob.rpc.messages import Progress
 
 ROOT = Path(__file__).resolve().parents[2]
 DIGITS = str(ROOT / "examples" / "digits_ddp.py")

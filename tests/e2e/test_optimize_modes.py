@@ -19,9 +19,9 @@ from flexjob.api import OptimizeMode, ReplicaType
 from flexjob.core.dataset import Dataset
 from flexjob.core.master_config import MasterConfig
 from flexjob.master.launch import MasterProcess, spawn_master
-from flexjob.rpc.api import NodeRef
 from flexjob.rpc.brain_client import BrainClient
 from flexjob.rpc.client import MasterClient
+from flexjob.rpc.messages import NodeRef
 from tests.brain import recorded
 from tests.support.brain import brain_process
 

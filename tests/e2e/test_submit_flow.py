@@ -1,5 +1,5 @@
-"""DESIGN.md's path of a job with ``flexjob submit``: the operator adds the job master, the
-workers' agents train the digits example with it, and the job ends Succeeded."""
+"""docs/architecture.md's path of a job with ``flexjob submit``: the operator adds the job
+master, the workers' agents train the digits example with it, and the job ends Succeeded."""
 
 import os
 import re

@@ -5,8 +5,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from flexjob.rpc.api import NodeRef, NodeWorld, ShardInfo
 from flexjob.rpc.client import MasterClient
+from flexjob.rpc.messages import NodeRef, NodeWorld, ShardInfo
 
 
 @dataclass

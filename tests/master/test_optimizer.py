@@ -122,7 +122,8 @@ def test_scale_plan_carries_counts_and_migrates_resized_nodes() -> None:
             "reason": "why",
         }
     )
-    sp = to_scale_plan(plan, "job", "default", 4, plan_id=17)
+    types = {"ps-1": ReplicaType.PS, "worker-2": ReplicaType.WORKER}
+    sp = to_scale_plan(plan, "job", "default", 4, plan_id=17, node_types=types)
     assert sp.metadata.name == "job-plan-4" and sp.spec.owner_job == "job"
     assert sp.spec.replica_resource_specs[ReplicaType.WORKER].replicas == 3
     assert [(p.name, p.type) for p in sp.spec.migrate_pods] == [

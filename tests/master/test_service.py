@@ -8,7 +8,7 @@ from flexjob.api.errors import NotFoundError
 from flexjob.core.dataset import Dataset
 from flexjob.core.master_config import MasterConfig
 from flexjob.master.service import MasterService
-from flexjob.rpc.api import NodeRef, NodeStats
+from flexjob.rpc.messages import NodeRef, NodeStats
 from tests.core.clock import FakeClock
 
 A, B, C = NodeRef("a"), NodeRef("b"), NodeRef("c")

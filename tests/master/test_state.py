@@ -3,8 +3,8 @@ from pathlib import Path
 from flexjob.core.dataset import Dataset
 from flexjob.core.master_config import MasterConfig
 from flexjob.master.service import MasterService
-from flexjob.master.state import StateFile
-from flexjob.rpc.api import NodeRef
+from flexjob.master.state_file import StateFile
+from flexjob.rpc.messages import NodeRef
 
 
 def test_snapshot_is_replaced_without_leaving_temp_files(tmp_path: Path) -> None:

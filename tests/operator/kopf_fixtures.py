@@ -16,7 +16,12 @@ import kubernetes.client
 import pytest_asyncio
 from kubernetes.client import CoreV1Api, CustomObjectsApi
 
-from flexjob.operator.kopf_runner import OperatorOptions, WebhookOptions, make_queue, run_operator
+from flexjob.operator.kubernetes.runner import (
+    OperatorConfig,
+    WebhookConfig,
+    make_queue,
+    run_operator,
+)
 from flexjob.operator.work_queue import JobQueue
 from flexjob.platform.kubernetes import KubernetesPlatform
 from tests.support.k8s_emulator import K8sEmulator
@@ -48,7 +53,7 @@ class OperatorHarness:
         return await in_thread(getattr(CoreV1Api(self.client), method), *args, **kwargs)
 
 
-def fast_options(server: str, webhook_port: int, **overrides: Any) -> OperatorOptions:
+def fast_options(server: str, webhook_port: int, **overrides: Any) -> OperatorConfig:
     """Settings tuned for tests: short watches, no event posting, standalone, no resync."""
     defaults: dict[str, Any] = dict(
         server=server,
@@ -57,9 +62,9 @@ def fast_options(server: str, webhook_port: int, **overrides: Any) -> OperatorOp
         post_events=False,
         watch_timeout=5,
         standalone=True,
-        webhooks=WebhookOptions(addr="127.0.0.1", port=webhook_port),
+        webhooks=WebhookConfig(addr="127.0.0.1", port=webhook_port),
     )
-    return OperatorOptions(**{**defaults, **overrides})
+    return OperatorConfig(**{**defaults, **overrides})
 
 
 @contextlib.asynccontextmanager

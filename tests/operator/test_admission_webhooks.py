@@ -8,7 +8,7 @@ from typing import Any
 import aiohttp
 import jsonpatch  # type: ignore[import-untyped]
 
-from flexjob.operator.kopf_admission import MUTATE_JOB, VALIDATE_JOB, VALIDATE_PLAN
+from flexjob.operator.kubernetes.admission import MUTATE_JOB, VALIDATE_JOB, VALIDATE_PLAN
 from tests.operator.kopf_fixtures import OperatorHarness
 from tests.support.k8s_emulator import wait_for
 

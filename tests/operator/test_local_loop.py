@@ -14,7 +14,7 @@ from flexjob.api import (
     ScalePlanPhase,
     ScalePlanSpec,
 )
-from flexjob.operator.local_loop import LocalJobLoop
+from flexjob.operator.local.loop import LocalJobLoop
 from flexjob.platform.local import LocalPlatform
 from tests.support.local_jobs import fail_first_then_succeed, local_job, wait_for_file_then_exit
 from tests.support.polling import wait_until

@@ -5,17 +5,17 @@ from typer.testing import CliRunner
 
 from flexjob.cli.main import app
 from flexjob.core.job_master import JOB_MASTER_SERVICE_ACCOUNT
-from flexjob.operator.kopf_admission import MUTATE_JOB, VALIDATE_JOB, VALIDATE_PLAN
-from flexjob.operator.manifests import NAME, InstallOptions, install_manifests
+from flexjob.operator.kubernetes.admission import MUTATE_JOB, VALIDATE_JOB, VALIDATE_PLAN
+from flexjob.operator.manifests import NAME, InstallConfig, install_manifests
 from tests.support.k8s_fixtures import EmulatorThread
 from tests.support.k8s_store import ResourceKind
 
 
-def by_kind(kind: str, options: InstallOptions | None = None) -> list[dict[str, object]]:
+def by_kind(kind: str, options: InstallConfig | None = None) -> list[dict[str, object]]:
     return [m for m in install_manifests(options) if m["kind"] == kind]
 
 
-def named(kind: str, name: str, options: InstallOptions | None = None) -> list[dict[str, object]]:
+def named(kind: str, name: str, options: InstallConfig | None = None) -> list[dict[str, object]]:
     return [m for m in by_kind(kind, options) if m["metadata"]["name"] == name]  # type: ignore[index]
 
 
@@ -40,7 +40,7 @@ def test_job_master_role_grants_only_what_the_master_calls() -> None:
 
 
 def test_job_master_account_is_bound_in_each_job_namespace_only() -> None:
-    options = InstallOptions(job_namespaces=("team-a", "team-b", "team-a"))
+    options = InstallConfig(job_namespaces=("team-a", "team-b", "team-a"))
     accounts = named("ServiceAccount", JOB_MASTER_SERVICE_ACCOUNT, options)
     bindings = by_kind("RoleBinding", options)
     assert [a["metadata"]["namespace"] for a in accounts] == ["team-a", "team-b"]  # type: ignore[index]
@@ -85,7 +85,7 @@ def test_webhook_configurations_call_the_operators_webhook_paths() -> None:
 
 
 def test_without_cert_manager_no_certificate_is_requested() -> None:
-    assert by_kind("Certificate", InstallOptions(cert_manager=False)) == []
+    assert by_kind("Certificate", InstallConfig(cert_manager=False)) == []
 
 
 def test_install_prints_crds_first() -> None:

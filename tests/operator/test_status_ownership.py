@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from flexjob.api import ElasticJob, JobPhase, ReplicaType
-from flexjob.operator.local_loop import LocalJobLoop
+from flexjob.operator.local.loop import LocalJobLoop
 from flexjob.operator.reconcile_pass import reconcile_job
 from flexjob.platform.api import Platform, Replica
 from flexjob.platform.local import LocalPlatform

@@ -7,10 +7,10 @@ import pytest
 
 from flexjob.api.errors import InvalidSpecError, NotFoundError, UnavailableError
 from flexjob.master.main import MasterHandle, start_master
-from flexjob.rpc.api import (
+from flexjob.rpc.client import MasterClient
+from flexjob.rpc.messages import (
     NodeRef,
 )
-from flexjob.rpc.client import MasterClient
 
 
 def clients(master: MasterHandle, n: int = 2) -> list[MasterClient]:

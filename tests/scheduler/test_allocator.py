@@ -5,7 +5,7 @@ import pytest
 
 from flexjob.api import ElasticJob, JobPhase, ObjectMeta, ReplicaSpec, ReplicaType
 from flexjob.core.policies import GoodputPolicy, NodeInfo, Resources, StaticPolicy
-from flexjob.operator.local_loop import LocalJobLoop
+from flexjob.operator.local.loop import LocalJobLoop
 from flexjob.platform.local import LocalPlatform
 from flexjob.scheduler.allocator import Allocator, StaticNodes
 from tests.server.memory_platform import MemoryPlatform

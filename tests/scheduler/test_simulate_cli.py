@@ -42,3 +42,26 @@ def test_unknown_policy_exits_2_naming_the_choices(tmp_path: Path) -> None:
     out = _flexjob("simulate", "--trace", str(SHIPPED), "--policy", "nope")
     assert out.returncode == 2
     assert "available:" in out.stderr
+
+
+def test_simulate_runs_the_pollux_workload_and_reports_restarts_and_decision_time() -> None:
+    out = _flexjob(
+        "simulate",
+        "--workload",
+        "pollux",
+        "--jobs",
+        "6",
+        "--policy",
+        "tiresias",
+        "--policy",
+        "goodput",
+    )
+    assert out.returncode == 0, out.stderr
+    assert "restarts" in out.stdout and "decide ms" in out.stdout
+    assert any(line.startswith("tiresias") for line in out.stdout.splitlines())
+
+
+def test_simulate_needs_exactly_one_of_trace_and_workload() -> None:
+    out = _flexjob("simulate", "--workload", "pollux", "--trace", str(SHIPPED))
+    assert out.returncode == 2
+    assert "--trace" in out.stderr

@@ -13,7 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from flexjob.api import JobPhase, ReplicaType
-from flexjob.operator.local_loop import LocalJobLoop
+from flexjob.operator.local.loop import LocalJobLoop
 from flexjob.platform.local import LocalPlatform
 from flexjob.server.app import create_app
 from tests.support.local_jobs import local_job, wait_for_file_then_exit

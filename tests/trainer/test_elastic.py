@@ -95,3 +95,20 @@ def test_rank_zero_checkpoints_and_a_new_trainer_resumes_the_step(
     with _trainer(master, tmp_path) as again:
         assert again.step_count == 8
         assert torch.equal(again.module.weight, t.module.weight)
+
+
+def test_goodput_reporter_publishes_measured_step_times_to_the_master(master: FakeMaster) -> None:
+    import json
+
+    from flexjob.scheduler.profilings import read_profilings
+    from flexjob.trainer.goodput import GoodputReporter, noise_hook
+
+    with _trainer(master) as t:
+        reporter = GoodputReporter(4.0, publish_every_s=0.0).attach(t)
+        t.model.register_comm_hook(None, noise_hook(reporter.noise, lambda: 4.0))  # type: ignore[operator]
+        before = t.module.weight.detach().clone()
+        steps = t.fit(lambda s: _train_step(t, s.indices))
+    assert steps == 8 and not torch.equal(before, t.module.weight)  # the hook all-reduced
+    prof = read_profilings(json.loads(master.published[names.KV_PROFILINGS]))
+    assert [(s.nodes, s.replicas, s.local_batch) for s in prof.steps] == [(1, 1, 4.0)]
+    assert prof.steps[0].step_time > 0 and prof.local_batch == 4.0

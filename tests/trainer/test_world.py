@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from flexjob.api import names
-from flexjob.trainer.state import choose_source
+from flexjob.trainer.rank_sync import choose_source
 from flexjob.trainer.world import Generation, NodeIdentity, world_env, world_info
 
 GEN = Generation(

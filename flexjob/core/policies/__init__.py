@@ -1,8 +1,9 @@
 """Allocation policies for the Allocator: plain functions over plain data (see ``api.py``).
 
 Built-in policies: ``static`` (requested size, first fit), ``pack`` (requested size, fewest
-nodes) and ``goodput`` (Pollux-style: resize to maximise total speedup). Load one by name with
-``flexjob.scheduler.registry.load_policy``.
+nodes), ``tiresias`` (requested size, least attained service first), ``goodput`` (resize to
+maximise the p-norm of per-job speedups net of restart cost) and ``goodput-v1`` (the earlier
+greedy total-speedup policy). Load one by name with ``flexjob.scheduler.registry.load_policy``.
 """
 
 from flexjob.core.policies.api import (
@@ -15,22 +16,27 @@ from flexjob.core.policies.api import (
     SpeedupFn,
     linear_speedup,
 )
+from flexjob.core.policies.fair_goodput import FairGoodputPolicy
 from flexjob.core.policies.goodput import GoodputPolicy
 from flexjob.core.policies.goodput_model import GoodputModel, StepSample, ThroughputParams
 from flexjob.core.policies.pack import PackPolicy
 from flexjob.core.policies.rounds import changed_jobs, schedule_round
 from flexjob.core.policies.static import StaticPolicy
+from flexjob.core.policies.tiresias import TiresiasPolicy
 
 #: The built-in policies by name; ``flexjob.scheduler.registry`` adds entry points.
 BUILTIN_POLICIES: dict[str, type[Policy]] = {
     "static": StaticPolicy,
     "pack": PackPolicy,
-    "goodput": GoodputPolicy,
+    "tiresias": TiresiasPolicy,
+    "goodput": FairGoodputPolicy,
+    "goodput-v1": GoodputPolicy,
 }
 
 __all__ = [
     "BUILTIN_POLICIES",
     "Allocations",
+    "FairGoodputPolicy",
     "GoodputModel",
     "GoodputPolicy",
     "JobInfo",
@@ -43,6 +49,7 @@ __all__ = [
     "StaticPolicy",
     "StepSample",
     "ThroughputParams",
+    "TiresiasPolicy",
     "changed_jobs",
     "linear_speedup",
     "schedule_round",

@@ -15,6 +15,8 @@ Inputs
 - ``min_replicas`` / ``max_replicas``: the bounds a preemptible job may be resized within;
 - ``preemptible``: whether the Allocator may resize and move it;
 - ``age``: seconds since the job was submitted; ``restarts``: how many times it was re-allocated;
+- ``attained``: service the job has had so far, in GPU-seconds (0 when the driver does not
+  track it: ordering by attained service then falls back to age);
 - ``resources``: what one replica needs (``Resources``: GPUs, CPU cores, memory MiB);
 - ``speedup(num_nodes, num_replicas) -> float``: how much faster than one replica on one node
   the job trains with that many replicas spread over that many nodes (``speedup(1, 1) == 1``).
@@ -122,6 +124,7 @@ class JobInfo:
     resources: Resources
     age: float = 0.0
     restarts: int = 0
+    attained: float = 0.0
     speedup: SpeedupFn = field(default=linear_speedup, compare=False)
 
     def __post_init__(self) -> None:

@@ -1,4 +1,6 @@
-"""The ``goodput`` policy (Pollux-style): size jobs to maximise the cluster's total speedup.
+"""The ``goodput-v1`` policy (the first Pollux-style one): maximise the cluster's total speedup.
+
+Kept selectable to compare against ``goodput`` (``fair_goodput``), which replaced it.
 
 For: re-planning preemptible jobs every period from their ``speedup(num_nodes, num_replicas)``
 (built from the goodput model fitted to profilings), with a penalty for restarting a job that is
@@ -28,13 +30,13 @@ import heapq
 from collections.abc import Mapping, Sequence
 
 from flexjob.core.policies.api import Allocations, JobInfo, NodeInfo, Resources
-from flexjob.core.policies.placement import FreeMap, min_nodes_for, place_packed
+from flexjob.core.policies.placement import FreeMap, min_nodes_for, place_counts, place_packed
 
 
 class GoodputPolicy:
     """Maximise total speedup; see the module docstring."""
 
-    name = "goodput"
+    name = "goodput-v1"
 
     def __init__(self, restart_delay: float = 30.0, max_penalty: float = 0.9) -> None:
         if restart_delay < 0:
@@ -61,40 +63,7 @@ class GoodputPolicy:
     ) -> Allocations:
         free = FreeMap(nodes)
         counts = _Sizer(self, jobs, free, previous).run()
-        return self._place(jobs, free, previous, counts)
-
-    def _place(
-        self,
-        jobs: Sequence[JobInfo],
-        free: FreeMap,
-        previous: Mapping[str, Sequence[str]],
-        counts: Mapping[str, int],
-    ) -> Allocations:
-        result: Allocations = {job.id: [] for job in jobs}
-        moving: list[JobInfo] = []
-        for job in jobs:
-            kept = list(previous.get(job.id, ()))
-            count = counts.get(job.id, 0)
-            if count and len(kept) == count and free.fits(kept, job.resources):
-                free.take(kept, job.resources)
-                result[job.id] = kept
-            elif count:
-                moving.append(job)
-        moving.sort(key=lambda j: (-counts[j.id] * _cost_weight(j.resources), -j.age, j.id))
-        for job in moving:
-            count = counts[job.id]
-            lowest = max(job.min_replicas, 1) if job.preemptible else count
-            while count >= lowest:
-                placed = place_packed(free, job.resources, count)
-                if placed is not None:
-                    result[job.id] = placed
-                    break
-                count -= 1
-        return result
-
-
-def _cost_weight(resources: Resources) -> float:
-    return resources.gpu + resources.cpu / 1000.0 + resources.memory / 1e7 + 1e-6
+        return place_counts(jobs, free, previous, counts)
 
 
 class _Sizer:

@@ -15,10 +15,17 @@ Throughput is ``n * b / T``. Statistical efficiency of the global batch ``M = n 
 Pollux (gradient noise scale ``phi``): ``E(M) = (phi + b) / (phi + M)`` — a bigger batch makes
 each sample worth less. Goodput is throughput times efficiency; speedup is goodput relative to one
 replica on one node. Compute and communication are assumed not to overlap (Pollux's gamma = 1).
+
+Adaptive batch size (opt-in, ``max_batch`` set): for each shape the job picks the local batch
+``b`` (from a small geometric grid between ``local_batch / n`` and ``max_local_batch``, with the
+global batch within ``[local_batch, max_batch]``) that maximises goodput — the same choice the
+trainer makes (``best_local_batch``); the learning rate follows AdaScale's gain
+``E(M) * M / M0``. Without it, the local batch stays ``local_batch`` on every shape.
 """
 
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
+from functools import lru_cache
 
 import numpy as np
 
@@ -55,32 +62,97 @@ class StepSample:
 
 @dataclass(frozen=True, slots=True)
 class GoodputModel:
-    """Throughput times efficiency for one job; ``noise_scale=None`` means efficiency 1."""
+    """Throughput times efficiency for one job; ``noise_scale=None`` means efficiency 1.
+
+    ``max_batch`` (global samples per step) turns adaptive batch size on; ``max_local_batch``
+    bounds one replica's batch (memory), ``local_batch`` when unset.
+    """
 
     params: ThroughputParams
     local_batch: float = 32.0
     noise_scale: float | None = None
+    max_batch: float | None = None
+    max_local_batch: float | None = None
 
-    def throughput(self, num_nodes: int, num_replicas: int) -> float:
+    @property
+    def adaptive(self) -> bool:
+        return self.max_batch is not None and self.max_batch > self.local_batch
+
+    def throughput(self, num_nodes: int, num_replicas: int, local_batch: float = 0.0) -> float:
+        """Samples per second; ``local_batch`` 0 means the job's own choice for the shape."""
         if num_replicas <= 0:
             return 0.0
-        step = self.params.step_time(max(num_nodes, 1), num_replicas, self.local_batch)
-        return num_replicas * self.local_batch / step
+        b = local_batch or self.local_batch_for(num_nodes, num_replicas)
+        step = self.params.step_time(max(num_nodes, 1), num_replicas, b)
+        return num_replicas * b / step
 
-    def efficiency(self, num_replicas: int) -> float:
-        if self.noise_scale is None or num_replicas <= 0:
+    def efficiency_of(self, global_batch: float) -> float:
+        """Statistical efficiency of a global batch, relative to ``local_batch`` (Pollux)."""
+        if self.noise_scale is None:
             return 1.0
         phi = max(self.noise_scale, 0.0)
-        return (phi + self.local_batch) / (phi + num_replicas * self.local_batch)
+        return (phi + self.local_batch) / (phi + global_batch)
 
-    def goodput(self, num_nodes: int, num_replicas: int) -> float:
-        return self.throughput(num_nodes, num_replicas) * self.efficiency(num_replicas)
+    def efficiency(self, num_replicas: int) -> float:
+        if num_replicas <= 0:
+            return 1.0
+        return self.efficiency_of(num_replicas * self.local_batch_for(1, num_replicas))
 
-    def speedup(self, num_nodes: int, num_replicas: int) -> float:
-        """Goodput relative to one replica on one node; 0 for no replicas."""
+    def local_batch_for(self, num_nodes: int, num_replicas: int) -> float:
+        """The local batch the job runs with on this shape (``local_batch`` unless adaptive)."""
+        if not self.adaptive or num_replicas <= 0:
+            return self.local_batch
+        return _best_local_batch(self, max(num_nodes, 1), num_replicas)
+
+    def goodput_at(self, num_nodes: int, num_replicas: int, local_batch: float) -> float:
         if num_replicas <= 0:
             return 0.0
-        return self.goodput(num_nodes, num_replicas) / self.goodput(1, 1)
+        return self.throughput(num_nodes, num_replicas, local_batch) * self.efficiency_of(
+            num_replicas * local_batch
+        )
+
+    def goodput(self, num_nodes: int, num_replicas: int) -> float:
+        if num_replicas <= 0:
+            return 0.0
+        return self.goodput_at(
+            num_nodes, num_replicas, self.local_batch_for(num_nodes, num_replicas)
+        )
+
+    def speedup(self, num_nodes: int, num_replicas: int) -> float:
+        """Goodput relative to one replica on one node at ``local_batch``; 0 for no replicas."""
+        if num_replicas <= 0:
+            return 0.0
+        return _speedup(self, max(num_nodes, 1), num_replicas)
+
+
+#: Points of the local-batch grid the adaptive search tries (plus both ends).
+BATCH_GRID = 12
+
+
+def batch_candidates(model: GoodputModel, num_replicas: int) -> list[float]:
+    """Local batches an adaptive job may use with ``num_replicas`` replicas, smallest first."""
+    top_local = model.max_local_batch or model.local_batch
+    top_global = model.max_batch if model.max_batch is not None else model.local_batch
+    lo = model.local_batch / num_replicas  # the global batch never drops below local_batch
+    hi = max(min(top_local, top_global / num_replicas), lo)
+    if hi <= lo * (1 + 1e-9):
+        return [lo]
+    ratio = (hi / lo) ** (1.0 / (BATCH_GRID - 1))
+    return [lo * ratio**i for i in range(BATCH_GRID - 1)] + [hi]
+
+
+@lru_cache(maxsize=1 << 16)
+def _best_local_batch(model: GoodputModel, num_nodes: int, num_replicas: int) -> float:
+    return max(
+        batch_candidates(model, num_replicas),
+        key=lambda b: model.goodput_at(num_nodes, num_replicas, b),
+    )
+
+
+@lru_cache(maxsize=1 << 18)
+def _speedup(model: GoodputModel, num_nodes: int, num_replicas: int) -> float:
+    base = model.goodput_at(1, 1, model.local_batch)
+    return model.goodput(num_nodes, num_replicas) / base if base > 0 else 0.0
 
 
 def _features(sample: StepSample) -> list[float]:

@@ -5,7 +5,7 @@ set of allocations respects node capacity and replica bounds. Not for: choosing 
 replicas a job gets — that is each policy's business.
 """
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from flexjob.core.policies.api import JobInfo, NodeInfo, PolicyError, Resources
 
@@ -91,6 +91,54 @@ def place_packed(free: FreeMap, per_replica: Resources, count: int) -> list[str]
         left -= take
     free.take(allocation, per_replica)
     return allocation
+
+
+def place_counts(
+    jobs: Sequence[JobInfo],
+    free: FreeMap,
+    previous: Mapping[str, Sequence[str]],
+    counts: Mapping[str, int],
+    keep_previous: Callable[[JobInfo, Sequence[str]], bool] | None = None,
+) -> dict[str, list[str]]:
+    """Put each job's chosen replica count on nodes, taking resources from ``free``.
+
+    Jobs keeping their count keep their nodes (no restart); the others are packed onto the
+    fewest nodes, biggest first. A preemptible job that no longer fits (fragmentation) shrinks
+    until it fits or would drop below ``minReplicas`` (then it gets ``[]``). When
+    ``keep_previous(job, placed)`` says a job is better off where it was and its previous
+    nodes still have room, it keeps its previous allocation instead.
+    """
+    result: dict[str, list[str]] = {job.id: [] for job in jobs}
+    moving: list[JobInfo] = []
+    for job in jobs:
+        kept = list(previous.get(job.id, ()))
+        count = counts.get(job.id, 0)
+        if count and len(kept) == count and free.fits(kept, job.resources):
+            free.take(kept, job.resources)
+            result[job.id] = kept
+        elif count:
+            moving.append(job)
+    moving.sort(key=lambda j: (-counts[j.id] * _cost_weight(j.resources), -j.age, j.id))
+    for job in moving:
+        count = counts[job.id]
+        lowest = max(job.min_replicas, 1) if job.preemptible else count
+        while count >= lowest:
+            placed = place_packed(free, job.resources, count)
+            if placed is not None:
+                result[job.id] = placed
+                break
+            count -= 1
+        kept = list(previous.get(job.id, ()))
+        if keep_previous is not None and kept and keep_previous(job, result[job.id]):
+            free.give(result[job.id], job.resources)
+            if free.fits(kept, job.resources):
+                result[job.id] = kept
+            free.take(result[job.id], job.resources)
+    return result
+
+
+def _cost_weight(resources: Resources) -> float:
+    return resources.gpu + resources.cpu / 1000.0 + resources.memory / 1e7 + 1e-6
 
 
 def num_nodes(allocation: Sequence[str]) -> int:

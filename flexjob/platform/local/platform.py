@@ -2,7 +2,7 @@
 
 Composes the job store (``store.py``) and the replica runtime (``runtime.py``) over one SQLite
 file under ``$FLEXJOB_HOME``. Deciding what to run is ``core.reconcile``'s job, driving it is
-``flexjob.operator.local_loop``'s.
+``flexjob.operator.local.loop``'s.
 """
 
 import shutil
@@ -16,7 +16,7 @@ from flexjob.core.status_patch import StatusPatch
 from flexjob.platform.api import Event, WatchEvent
 from flexjob.platform.local.db import Database
 from flexjob.platform.local.paths import database_path, flexjob_home, job_dir
-from flexjob.platform.local.runtime import ReplicaRuntime
+from flexjob.platform.local.runtime import LocalRuntime
 from flexjob.platform.local.store import LocalJobStore
 from flexjob.platform.watching import poll_watch
 
@@ -28,7 +28,7 @@ class LocalPlatform:
         self.home = flexjob_home(home)
         self.db = Database(database_path(self.home))
         self.store = LocalJobStore(self.db)
-        self.runtime = ReplicaRuntime(self.db, self.home)
+        self.runtime = LocalRuntime(self.db, self.home)
 
     # --- jobs ----------------------------------------------------------------------------------
     def create_job(self, job: ElasticJob) -> ElasticJob:

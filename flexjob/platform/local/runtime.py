@@ -101,7 +101,7 @@ def _replica(row: tuple[Any, ...]) -> Replica:
     )
 
 
-class ReplicaRuntime:
+class LocalRuntime:
     def __init__(self, db: Database, home: Path) -> None:
         self.db = db
         self.home = home

@@ -4,6 +4,7 @@ Jobs and plans are stored as their JSON wire form, status in its own column so a
 never overwrites a spec. Not here: replicas and processes (``runtime.py``).
 """
 
+import sqlite3
 import time
 import uuid
 from datetime import UTC, datetime
@@ -30,7 +31,18 @@ def _plan_from_row(body: str, status: str, version: int) -> ScalePlan:
     return plan
 
 
+def _one_job(conn: sqlite3.Connection, namespace: str, name: str) -> ElasticJob:
+    row = conn.execute(
+        "SELECT body, status, version FROM jobs WHERE namespace=? AND name=?", (namespace, name)
+    ).fetchone()
+    if row is None:
+        raise NotFoundError(f"job {namespace}/{name} not found")
+    return _job_from_row(*row)
+
+
 class LocalJobStore:
+    """Jobs, ScalePlans and events of the local platform (its ``JobStore`` side)."""
+
     def __init__(self, db: Database) -> None:
         self.db = db
 
@@ -62,13 +74,7 @@ class LocalJobStore:
 
     def get_job(self, namespace: str, name: str) -> ElasticJob:
         with self.db.reading() as conn:
-            row = conn.execute(
-                "SELECT body, status, version FROM jobs WHERE namespace=? AND name=?",
-                (namespace, name),
-            ).fetchone()
-        if row is None:
-            raise NotFoundError(f"job {namespace}/{name} not found")
-        return _job_from_row(*row)
+            return _one_job(conn, namespace, name)
 
     def list_jobs(self, namespace: str | None = None) -> list[ElasticJob]:
         query = "SELECT body, status, version FROM jobs"
@@ -85,20 +91,14 @@ class LocalJobStore:
         IMMEDIATE`` transaction, so concurrent patches (from any process) serialise."""
         wire = normalize_status_patch(patch)
         with self.db.transaction() as conn:
-            row = conn.execute(
-                "SELECT body, status, version FROM jobs WHERE namespace=? AND name=?",
-                (namespace, name),
-            ).fetchone()
-            if row is None:
-                raise NotFoundError(f"job {namespace}/{name} not found")
-            job = _job_from_row(*row)
+            job = _one_job(conn, namespace, name)
             job.status = apply_status_patch(job.status, wire)
             if wire:
                 conn.execute(
                     "UPDATE jobs SET status=?, version=version+1 WHERE namespace=? AND name=?",
                     (job.status.model_dump_json(by_alias=True), namespace, name),
                 )
-                job.metadata.resource_version = str(row[2] + 1)
+                job.metadata.resource_version = str(int(job.metadata.resource_version or 0) + 1)
         return job
 
     def delete_job(self, namespace: str, name: str) -> None:

@@ -55,3 +55,21 @@ def test_statistical_efficiency_makes_speedup_sublinear() -> None:
 def test_spreading_over_more_nodes_is_slower() -> None:
     model = GoodputModel(TRUE)
     assert model.speedup(2, 8) < model.speedup(1, 8)
+
+
+def test_adaptive_batch_never_does_much_worse_than_the_fixed_batch_and_helps_at_scale() -> None:
+    params = ThroughputParams(alpha=0.05, beta=0.0005, sync_remote=0.08)
+    fixed = GoodputModel(params, local_batch=32.0, noise_scale=3000.0)
+    adaptive = GoodputModel(params, 32.0, 3000.0, max_batch=4096.0, max_local_batch=512.0)
+    assert adaptive.speedup(1, 1) >= 1.0 - 1e-9
+    for k, n in [(1, 1), (1, 4), (2, 8), (4, 16), (8, 32)]:
+        assert adaptive.speedup(k, n) >= 0.98 * fixed.speedup(k, n)
+    assert adaptive.speedup(8, 32) > 1.2 * fixed.speedup(8, 32)
+    assert 32.0 / 32 <= adaptive.local_batch_for(8, 32) <= 4096.0 / 32
+
+
+def test_without_max_batch_the_local_batch_is_fixed_on_every_shape() -> None:
+    model = GoodputModel(TRUE, local_batch=64.0, noise_scale=500.0)
+    assert not model.adaptive
+    assert {model.local_batch_for(k, n) for k, n in [(1, 1), (2, 8), (4, 16)]} == {64.0}
+    assert model.efficiency(4) == pytest.approx((500.0 + 64.0) / (500.0 + 256.0))

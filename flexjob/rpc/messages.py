@@ -30,6 +30,7 @@ report that was counted also answers ``True``); ``False`` when another report co
 from dataclasses import dataclass
 from typing import Protocol
 
+from flexjob.api import ReplicaType
 from flexjob.core.batch import RankBatch
 from flexjob.core.dataset import Dataset
 
@@ -43,6 +44,12 @@ class NodeRef:
     node_id: str
     replica_type: str = "worker"
     replica_index: int = 0
+
+    @property
+    def type(self) -> ReplicaType:
+        """``replica_type`` as a ``ReplicaType`` (a worker when the caller sent none we know)."""
+        known = ReplicaType._value2member_map_.get(self.replica_type)
+        return known if isinstance(known, ReplicaType) else ReplicaType.WORKER
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,8 @@
 """Run the kopf operator in-process: settings, login, handlers, the work queue, webhooks.
 
-``OperatorOptions`` says where to connect and how to behave; ``run_operator`` runs until its
+``OperatorConfig`` says where to connect and how to behave; ``run_operator`` runs until its
 task is cancelled (tests) or the process is stopped (``flexjob operator``). Handlers live in
-``kopf_handlers`` and ``kopf_admission``; one pass of reconciling in ``reconcile_pass``.
+``handlers`` and ``admission``; one pass of reconciling in ``reconcile_pass``.
 """
 
 import asyncio
@@ -17,9 +17,9 @@ import kopf
 import kubernetes.client
 
 from flexjob.api.names import GROUP
-from flexjob.core.job_master import JobMasterOptions, kubernetes_job_master
-from flexjob.operator.kopf_admission import register_admission
-from flexjob.operator.kopf_handlers import register_handlers
+from flexjob.core.job_master import JobMasterConfig, kubernetes_job_master
+from flexjob.operator.kubernetes.admission import register_admission
+from flexjob.operator.kubernetes.handlers import register_handlers
 from flexjob.operator.reconcile_pass import reconcile_job
 from flexjob.operator.work_queue import JobKey, JobQueue
 from flexjob.platform.api import Platform
@@ -31,7 +31,7 @@ FINALIZER = f"{GROUP}/finalizer"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class WebhookOptions:
+class WebhookConfig:
     """Where kopf's admission server listens; without cert/key it serves plain HTTP."""
 
     addr: str = "0.0.0.0"
@@ -53,7 +53,7 @@ class WebhookOptions:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class OperatorOptions:
+class OperatorConfig:
     """How the operator runs. ``server`` set: talk to that API URL without credentials (tests,
     ``kubectl proxy``); unset: the service account in a pod, else the kubeconfig."""
 
@@ -66,7 +66,7 @@ class OperatorOptions:
     #: Replica creations/deletions one pass sends at the same time.
     parallel: int = 4
     resync_interval: float | None = 60.0
-    webhooks: WebhookOptions | None = None
+    webhooks: WebhookConfig | None = None
     post_events: bool = True
     #: Watch-stream server timeout (seconds); small values make tests notice changes sooner.
     watch_timeout: float | None = None
@@ -75,11 +75,11 @@ class OperatorOptions:
     #: operator's own); None: jobs get no implicit master.
     job_master_image: str | None = None
 
-    def job_master(self) -> JobMasterOptions | None:
+    def job_master(self) -> JobMasterConfig | None:
         return kubernetes_job_master(self.job_master_image) if self.job_master_image else None
 
 
-def configure(settings: kopf.OperatorSettings, options: OperatorOptions) -> None:
+def configure(settings: kopf.OperatorSettings, options: OperatorConfig) -> None:
     """kopf settings for flexjob: its own finalizer and annotation prefix, no status writes."""
     settings.persistence.finalizer = FINALIZER
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
@@ -100,7 +100,7 @@ def configure(settings: kopf.OperatorSettings, options: OperatorOptions) -> None
 
 
 def build_registry(
-    platform: Platform, queue: JobQueue, options: OperatorOptions
+    platform: Platform, queue: JobQueue, options: OperatorConfig
 ) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
     register_handlers(registry, platform, queue, options.resync_interval)
@@ -139,7 +139,7 @@ def make_queue(
     workers: int,
     clock: Callable[[], datetime],
     parallel: int = 1,
-    job_master: JobMasterOptions | None = None,
+    job_master: JobMasterConfig | None = None,
 ) -> JobQueue:
     """The work queue whose workers run ``reconcile_job`` (each applying ``parallel`` actions
     at a time) in threads."""
@@ -154,7 +154,7 @@ def make_queue(
 
 async def run_operator(
     platform: Platform,
-    options: OperatorOptions,
+    options: OperatorConfig,
     *,
     queue: JobQueue | None = None,
     ready: asyncio.Event | None = None,

@@ -3,8 +3,8 @@
 Every event only queues its job (``work_queue.JobQueue``); the queue's workers run
 ``reconcile_pass.reconcile_job`` off the event loop. The ElasticJob delete handler is what
 kopf guards with the finalizer: it removes the job's pods, services and ScalePlans, then kopf
-releases the object. Admission webhooks live in ``kopf_admission``; settings and the run loop
-in ``kopf_runner``.
+releases the object. Admission webhooks live in ``admission``; settings and the run loop
+in ``runner``.
 """
 
 import asyncio

@@ -9,9 +9,9 @@ import pytest
 from flexjob.api import ElasticJob, OptimizeMode, ReplicaType
 from flexjob.core import planner
 from flexjob.core.master_config import MasterConfig
-from flexjob.master.optimizing import OptimizerLoop
+from flexjob.master.optimizer_loop import OptimizerLoop
 from flexjob.platform.kubernetes import KubernetesPlatform
-from tests.master.test_optimizing import FakeMaster
+from tests.master.test_optimizer_loop import FakeMaster
 from tests.support.k8s_fixtures import SCALEPLANS, EmulatorThread, use_kubeconfig
 
 

@@ -7,11 +7,11 @@ from flexjob.api import ElasticJob, OptimizeMode, ReplicaType
 from flexjob.core import planner
 from flexjob.core.master_config import MasterConfig
 from flexjob.master.optimizer import JobOptimizer
-from flexjob.master.optimizing import DirectorySink, OptimizerLoop, job_info_from_config
+from flexjob.master.optimizer_loop import DirectorySink, OptimizerLoop, job_info_from_config
 from flexjob.master.stats import NodeRecord
 from flexjob.platform.local import LocalPlatform
 from flexjob.rpc import brain_messages as schemas
-from flexjob.rpc.api import NodeStats
+from flexjob.rpc.messages import NodeStats
 
 
 class FakeMaster:
@@ -21,8 +21,15 @@ class FakeMaster:
         self.nodes: dict[str, NodeRecord] = {}
         self.world = 0
 
-    def report(self, node: str, sps: float, world: int, memory_mb: int = 1024) -> None:
-        rec = self.nodes.setdefault(node, NodeRecord())
+    def report(
+        self,
+        node: str,
+        sps: float,
+        world: int,
+        memory_mb: int = 1024,
+        rtype: ReplicaType = ReplicaType.WORKER,
+    ) -> None:
+        rec = self.nodes.setdefault(node, NodeRecord(replica_type=rtype))
         rec.latest = NodeStats(50.0, memory_mb * 2**20, 1, sps, world, 1.0)
         rec.reports += 1
 
@@ -89,7 +96,7 @@ def test_ps_cpu_use_is_measured_against_the_cores_it_was_given() -> None:
     master, sink = FakeMaster(), []
     loop = _loop(master, sink, job)
     for t in range(4):
-        master.report("ps-0", 0.0, 0)
+        master.report("ps-0", 0.0, 0, rtype=ReplicaType.PS)
         master.nodes["ps-0"].latest = NodeStats(190.0, 2**30, 0, 0.0, 0, float(t + 1))
         loop.tick()
     [plan] = sink

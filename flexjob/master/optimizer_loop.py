@@ -22,7 +22,7 @@ from flexjob.core import planner
 from flexjob.core.master_config import MasterConfig
 from flexjob.core.planner.speed import SpeedAggregator
 from flexjob.master.optimizer import JobOptimizer, to_scale_plan
-from flexjob.master.state import write_atomic
+from flexjob.master.state_file import write_atomic
 from flexjob.master.stats import NodeRecord
 from flexjob.rpc import brain_messages as schemas
 from flexjob.rpc.brain_client import BrainClient
@@ -158,7 +158,7 @@ class OptimizerLoop:
         nodes, _ = self.source.stats_snapshot()
         now = self.clock()
         for node_id, rec in sorted(nodes.items()):
-            rtype = _replica_type(node_id)
+            rtype = rec.replica_type
             reports, failures = self._seen.get(node_id, (0, 0))
             st = rec.latest
             cpu, memory = self.optimizer.node_limits(node_id, rtype)
@@ -194,18 +194,19 @@ class OptimizerLoop:
         if plan is None:
             return
         index = len(self.optimizer.plans)
+        nodes, _ = self.source.stats_snapshot()
         scale_plan = to_scale_plan(
-            plan, self.job_name, self.namespace, index, self.optimizer.plan_ids[-1]
+            plan,
+            self.job_name,
+            self.namespace,
+            index,
+            self.optimizer.plan_ids[-1],
+            {node: rec.replica_type for node, rec in nodes.items()},
         )
         self.sink(scale_plan)
         log.info(
             "job %s: wrote ScalePlan %s: %s", self.job_name, scale_plan.metadata.name, plan.reason
         )
-
-
-def _replica_type(node_id: str) -> ReplicaType:
-    prefix = node_id.rsplit("-", 1)[0]
-    return ReplicaType(prefix) if prefix in ReplicaType._value2member_map_ else ReplicaType.WORKER
 
 
 def _log_sink(plan: ScalePlan) -> None:

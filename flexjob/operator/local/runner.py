@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from flexjob.api import ElasticJob, JobPhase
 from flexjob.core.phases import set_phase, timestamp
 from flexjob.core.status_patch import StatusOwner, owner_patch
-from flexjob.operator.local_loop import LocalJobLoop, Observer, local_job_master
+from flexjob.operator.local.loop import LocalJobLoop, Observer, local_job_master
 from flexjob.platform.api import NotFoundError
 from flexjob.platform.local import LocalPlatform
 from flexjob.platform.local.paths import job_dir

@@ -1,0 +1,351 @@
+"""The ``goodput`` policy: fairness-weighted goodput (Pollux's p-norm), restart-aware, exact.
+
+For: re-planning preemptible jobs every period from their ``speedup(num_nodes, num_replicas)``.
+Not for: fitting speedup curves (``goodput_model``) or writing results (drivers).
+
+Objective. Maximise ``sum_j u(s_j)`` over jobs, with ``u(s) = s**p / p`` (``log s`` for
+``p = 0``): for ``p < 1`` a concave utility, so the optimum is the p-norm of per-job speedups
+(Pollux, ``p = -1`` default: the harmonic mean — a GPU goes where it helps a *slow* job most,
+not where speedup per GPU is highest). ``p = 1`` is total speedup, the objective of
+``goodput-v1``. A job left waiting is worth ``u(0) = 2 / p`` for ``p < 0`` (as bad as half a
+replica), ``-1`` for ``p = 0`` and ``0`` for ``p > 0``.
+
+Restart cost. A running job given a different count pays its restart before it gains: over
+the planning horizon ``H = max(age, min_horizon)`` (a job is expected to run about as long as
+it has run) its speedup counts ``s * (1 - restart_delay * (1 + restart_weight * restarts) / H
+- hysteresis)``. So a resize only happens if it pays back its restart delay within the horizon
+*and* gains at least ``hysteresis`` (25%) more, and each restart a job has had makes the next
+one dearer — a job does not flip between 3 and 4 replicas as its neighbours come and go. GPUs
+no job wants at that margin would idle: a second sizing pass fills them at ``fill_hysteresis``
+(5%). A resized
+job that lands on more nodes than planned (fragmentation) is re-planned with the real spread
+(up to ``PLACEMENT_PASSES``), and keeps its old allocation when growing would not pay.
+
+Algorithm, per round:
+
+1. *Admission* by attained service (``service.service_order``): least-served first, running
+   before waiting within a level; each job admitted gets its least count (``minReplicas``,
+   at least 1) while the cluster's totals allow. The rest wait (``[]``).
+2. *Sizing* (exact): a knapsack DP over the GPUs left after admission picks every admitted
+   job's count to maximise the objective (``O(jobs * gpus * replicas)``, vectorised). Jobs that
+   need no GPU are sized greedily on CPU and memory; a repair step sheds replicas with the least
+   utility per resource until CPU and memory totals hold too.
+3. *Placement* (``placement.place_counts``): jobs keeping their count keep their nodes.
+
+New arrivals between periods are placed on free resources only (``allocate``: their requested
+size, shrunk to fit): nobody restarts for them until the next period, where the objective — not
+the size of a job — decides who gives GPUs up. Deterministic: ties go to fewer replicas.
+"""
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+
+from flexjob.api.errors import InvalidSpecError
+from flexjob.core.policies.api import Allocations, JobInfo, NodeInfo, Resources
+from flexjob.core.policies.placement import (
+    FreeMap,
+    min_nodes_for,
+    num_nodes,
+    place_counts,
+    place_packed,
+)
+from flexjob.core.policies.requested import requested_count
+from flexjob.core.policies.service import DEFAULT_THRESHOLDS, check_thresholds, service_order
+
+
+def utility(speedup: float, p: float) -> float:
+    """``u(s)`` of the module docstring (``s > 0``)."""
+    if p == 0.0:
+        return math.log(speedup)
+    return float(speedup**p / p)
+
+
+def idle_utility(p: float) -> float:
+    """What a waiting job is worth: ``u(0)`` of the module docstring."""
+    if p < 0.0:
+        return 2.0 / p
+    return -1.0 if p == 0.0 else 0.0
+
+
+#: Plan-then-place passes: a pass that finds jobs spread over more nodes than the plan assumed
+#: re-plans with what it found (fragmentation), at most this many times.
+PLACEMENT_PASSES = 3
+
+#: How far below waiting a count that cannot work counts (no speedup, or a restart that never
+#: pays back): the sizing picks it only when nothing else is allowed.
+NEVER = 1e6
+
+
+class FairGoodputPolicy:
+    """Maximise the p-norm of per-job speedups net of restart cost; see the module docstring."""
+
+    name = "goodput"
+
+    def __init__(
+        self,
+        p: float = -1.0,
+        restart_delay: float = 30.0,
+        min_horizon: float = 300.0,
+        hysteresis: float = 0.25,
+        restart_weight: float = 3.0,
+        fill_hysteresis: float = 0.05,
+        thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
+    ) -> None:
+        if not -10.0 <= p <= 1.0:
+            raise InvalidSpecError(f"p must be in [-10, 1], got {p}")
+        if restart_delay < 0:
+            raise InvalidSpecError(f"restart_delay must be >= 0, got {restart_delay}")
+        if min_horizon <= 0:
+            raise InvalidSpecError(f"min_horizon must be > 0, got {min_horizon}")
+        if not 0.0 <= hysteresis < 1.0:
+            raise InvalidSpecError(f"hysteresis must be in [0, 1), got {hysteresis}")
+        self.p = p
+        self.restart_delay = restart_delay
+        self.min_horizon = min_horizon
+        self.hysteresis = hysteresis
+        self.restart_weight = restart_weight
+        if not 0.0 <= fill_hysteresis < 1.0:
+            raise InvalidSpecError(f"fill_hysteresis must be in [0, 1), got {fill_hysteresis}")
+        self.fill_hysteresis = fill_hysteresis
+        self.thresholds = check_thresholds(thresholds)
+        # Speedup curves by job id, reused while the job's speedup function and shape hold.
+        self._curves: dict[str, tuple[Callable[[int, int], float], int, list[float]]] = {}
+
+    def resize_factor(self, job: JobInfo, hysteresis: float | None = None) -> float:
+        """What a resized running job's speedup counts over the horizon (restart cost)."""
+        horizon = max(job.age, self.min_horizon)
+        lost = self.restart_delay * (1 + self.restart_weight * job.restarts) / horizon
+        margin = self.hysteresis if hysteresis is None else hysteresis
+        return max(0.0, 1.0 - lost - margin)
+
+    def allocate(self, job: JobInfo, nodes: Sequence[NodeInfo]) -> list[str]:
+        """Free resources only, the requested size shrunk to fit (never below the least)."""
+        free = FreeMap(nodes)
+        count = requested_count(job)
+        lowest = max(job.min_replicas, 1) if job.preemptible else count
+        while count >= lowest:
+            placed = place_packed(free, job.resources, count)
+            if placed is not None:
+                return placed
+            count -= 1
+        return []
+
+    def optimize(
+        self,
+        jobs: Sequence[JobInfo],
+        nodes: Sequence[NodeInfo],
+        previous: Mapping[str, Sequence[str]],
+    ) -> Allocations:
+        free = FreeMap(nodes)
+        plan = _Plan(self, jobs, free, previous)
+        for _ in range(PLACEMENT_PASSES):
+            counts = plan.sizes()
+            trial = free.copy()
+            placed = place_counts(jobs, trial, previous, counts, plan.keeps_previous)
+            if not plan.learn_spread(jobs, counts, placed):
+                break
+        self._curves = {k: v for k, v in self._curves.items() if k in plan.ids}
+        return placed
+
+    def curve(self, job: JobInfo, per_node: int, top: int) -> list[float]:
+        """``speedup(min_nodes(n), n)`` for ``n`` in ``0..top`` (cached across rounds)."""
+        cached = self._curves.get(job.id)
+        if (
+            cached is not None
+            and cached[1] == per_node
+            and len(cached[2]) > top
+            and cached[0] == job.speedup
+        ):
+            return cached[2]
+        values = [0.0] + [
+            max(job.speedup(min_nodes_for(n, per_node), n), 0.0) for n in range(1, top + 1)
+        ]
+        self._curves[job.id] = (job.speedup, per_node, values)
+        return values
+
+
+class _Plan:
+    """One round's sizing (steps 1 and 2 of the module docstring)."""
+
+    def __init__(
+        self,
+        policy: FairGoodputPolicy,
+        jobs: Sequence[JobInfo],
+        free: FreeMap,
+        previous: Mapping[str, Sequence[str]],
+    ) -> None:
+        self.policy = policy
+        self.jobs = list(jobs)
+        self.ids = {job.id for job in jobs}
+        self.previous = previous
+        self.total = free.total()
+        self.per_node = {
+            job.id: max(free.capacity_for(job.resources).values(), default=0) for job in jobs
+        }
+        self.idle = idle_utility(policy.p)
+        #: (job id, count) -> nodes a placement pass actually needed for that count.
+        self.spread: dict[tuple[str, int], int] = {}
+
+    def learn_spread(
+        self,
+        jobs: Sequence[JobInfo],
+        counts: Mapping[str, int],
+        placed: Mapping[str, Sequence[str]],
+    ) -> bool:
+        """Record counts that landed on more nodes than assumed; whether any was new."""
+        learned = False
+        for job in jobs:
+            got = placed.get(job.id, ())
+            n = len(got)
+            if not n or n != counts.get(job.id) or list(got) == list(self.previous.get(job.id, ())):
+                continue
+            spread = num_nodes(got)
+            key = (job.id, n)
+            if spread > self.spread.get(key, min_nodes_for(n, self.per_node[job.id])):
+                self.spread[key] = spread
+                learned = True
+        return learned
+
+    def keeps_previous(self, job: JobInfo, placed: Sequence[str]) -> bool:
+        """Whether a resized job is better off as it was, given where it landed
+        (fragmentation can spread it over more nodes than the plan assumed)."""
+        prev = self.previous.get(job.id, ())
+        if not prev or len(placed) <= len(prev):
+            return False
+        grown = job.speedup(num_nodes(placed), len(placed)) * self.policy.resize_factor(job)
+        return grown <= job.speedup(num_nodes(prev), len(prev))
+
+    def least(self, job: JobInfo) -> int:
+        return max(job.min_replicas, 1) if job.preemptible else job.replicas
+
+    def top(self, job: JobInfo) -> int:
+        most = job.max_replicas if job.preemptible else job.replicas
+        return min(most, job.resources.count_in(self.total))
+
+    def values(self, job: JobInfo, top: int, hysteresis: float | None = None) -> list[float]:
+        """Objective value of each count ``0..top`` for ``job`` (restart cost included)."""
+        curve = self.policy.curve(job, self.per_node[job.id], top)
+        prev = list(self.previous.get(job.id, ()))
+        factor = self.policy.resize_factor(job, hysteresis) if prev else 1.0
+        p = self.policy.p
+        out = [self.idle]
+        for n in range(1, top + 1):
+            if n == len(prev):
+                s = max(job.speedup(num_nodes(prev), n), 0.0)
+            elif (job.id, n) in self.spread:
+                s = max(job.speedup(self.spread[job.id, n], n), 0.0) * factor
+            else:
+                s = curve[n] * factor
+            out.append(utility(s, p) if s > 0 else self.idle - NEVER)
+        return out
+
+    def admit(self) -> list[JobInfo]:
+        left = self.total
+        admitted: list[JobInfo] = []
+        order = service_order(self.jobs, self.previous, self.policy.thresholds)
+        for job in order:
+            need = job.resources.times(self.least(job))
+            if self.per_node[job.id] > 0 and need.fits_in(left) and self.top(job) >= 1:
+                left = left - need
+                admitted.append(job)
+        return admitted
+
+    def sizes(self) -> dict[str, int]:
+        admitted = self.admit()
+        counts = {job.id: 0 for job in self.jobs}
+        for job in admitted:
+            counts[job.id] = self.least(job)
+        spare = self.total.gpu - sum(j.resources.gpu * counts[j.id] for j in admitted)
+
+        def reach(job: JobInfo) -> int:  # the most this job can get: its least plus the spare
+            most = self.top(job)
+            if job.resources.gpu > 0:
+                most = min(most, counts[job.id] + max(spare, 0) // job.resources.gpu)
+            return max(most, self.least(job))
+
+        tables = {job.id: self.values(job, reach(job)) for job in admitted}
+        gpu_jobs = [j for j in admitted if j.resources.gpu > 0 and j.preemptible]
+        counts.update(_knapsack(gpu_jobs, counts, tables, spare, reach))
+        left = self.total.gpu - sum(j.resources.gpu * counts[j.id] for j in admitted)
+        if left > 0 and self.policy.fill_hysteresis < self.policy.hysteresis:
+            # GPUs nobody wants at the full margin would idle: fill them at the small margin.
+            fill = {
+                job.id: self.values(job, len(tables[job.id]) - 1, self.policy.fill_hysteresis)
+                for job in gpu_jobs
+            }
+            counts.update(_knapsack(gpu_jobs, counts, fill, left, reach))
+        self._grow_without_gpus(admitted, counts, tables)
+        self._repair(admitted, counts, tables)
+        return counts
+
+    def _used(self, admitted: Sequence[JobInfo], counts: Mapping[str, int]) -> Resources:
+        used = Resources()
+        for job in admitted:
+            used = used + job.resources.times(counts[job.id])
+        return used
+
+    def _grow_without_gpus(
+        self, admitted: Sequence[JobInfo], counts: dict[str, int], tables: Mapping[str, list[float]]
+    ) -> None:
+        """Jobs needing no GPU: add replicas while the objective gains and totals allow."""
+        left = self.total - self._used(admitted, counts)
+        for job in admitted:
+            if job.resources.gpu > 0 or not job.preemptible:
+                continue
+            table = tables[job.id]
+            best = max(
+                range(counts[job.id], self.top(job) + 1),
+                key=lambda n: (table[n], -n),
+            )
+            room = counts[job.id] + job.resources.count_in(left)
+            best = min(best, room)
+            left = left - job.resources.times(best - counts[job.id])
+            counts[job.id] = best
+
+    def _repair(
+        self, admitted: Sequence[JobInfo], counts: dict[str, int], tables: Mapping[str, list[float]]
+    ) -> None:
+        """Shed the replica that costs least until CPU and memory totals hold."""
+        while not self._used(admitted, counts).fits_in(self.total):
+            shrinkable = [j for j in admitted if j.preemptible and counts[j.id] > self.least(j)]
+            if not shrinkable:
+                return  # admission guarantees the least counts fit; nothing else to shed
+            job = min(
+                shrinkable,
+                key=lambda j: (tables[j.id][counts[j.id]] - tables[j.id][counts[j.id] - 1], j.id),
+            )
+            counts[job.id] -= 1
+
+
+def _knapsack(
+    jobs: Sequence[JobInfo],
+    counts: Mapping[str, int],
+    tables: Mapping[str, list[float]],
+    spare: int,
+    top: Callable[[JobInfo], int],
+) -> dict[str, int]:
+    """Counts maximising the summed table values with at most ``spare`` extra GPUs (exact)."""
+    if not jobs:
+        return {}
+    spare = max(spare, 0)
+    best = np.zeros(spare + 1)
+    capacity = np.arange(spare + 1)
+    choices: list[np.ndarray] = []
+    for job in jobs:
+        base, gpu = counts[job.id], job.resources.gpu
+        extra = min(top(job) - base, spare // gpu)
+        table = np.asarray(tables[job.id][base : base + extra + 1], dtype=float)
+        used = capacity[:, None] - gpu * np.arange(extra + 1)[None, :]
+        value = np.where(used >= 0, best[np.maximum(used, 0)], -np.inf) + table[None, :]
+        choice = np.argmax(value, axis=1)
+        best = value[capacity, choice]
+        choices.append(choice)
+    result: dict[str, int] = {}
+    left = spare
+    for job, choice in zip(reversed(jobs), reversed(choices), strict=True):
+        extra = int(choice[left])
+        result[job.id] = counts[job.id] + extra
+        left -= extra * job.resources.gpu
+    return result

@@ -1,0 +1,184 @@
+"""The ``goodput`` policy: p-norm objective, exact sizing, restart cost, attained-service order."""
+
+import itertools
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from flexjob.core.policies import (
+    FairGoodputPolicy,
+    GoodputModel,
+    JobInfo,
+    NodeInfo,
+    Resources,
+    ThroughputParams,
+    schedule_round,
+)
+from flexjob.core.policies.fair_goodput import idle_utility, utility
+from flexjob.core.policies.placement import check_allocations, num_nodes
+
+from .strategies import job_lists, node_lists
+
+GPU = Resources(gpu=1)
+
+
+def _cluster(nodes: int = 4, gpus: int = 4) -> list[NodeInfo]:
+    return [NodeInfo(f"n{i}", Resources(gpu=gpus, cpu=32, memory=64_000)) for i in range(nodes)]
+
+
+def _job(job_id: str, model: GoodputModel, lo: int = 1, hi: int = 16, **kw: object) -> JobInfo:
+    return JobInfo(
+        id=job_id,
+        replicas=int(kw.pop("replicas", lo)),  # type: ignore[call-overload]
+        min_replicas=lo,
+        max_replicas=hi,
+        preemptible=True,
+        resources=GPU,
+        speedup=model.speedup,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+GOOD = GoodputModel(ThroughputParams(sync_local=0.0, sync_local_per_replica=0.0, sync_remote=0.0,
+                                     sync_remote_per_replica=0.0))  # fmt: skip
+POOR = GoodputModel(ThroughputParams(sync_local=0.02, sync_remote=0.5), noise_scale=200.0)
+
+
+def _objective(policy: FairGoodputPolicy, jobs: list[JobInfo], counts: dict[str, int]) -> float:
+    total = 0.0
+    for job in jobs:
+        n = counts.get(job.id, 0)
+        s = job.speedup(1, n) if n else 0.0
+        total += utility(s, policy.p) if s > 0 else idle_utility(policy.p)
+    return total
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    p=st.sampled_from([-2.0, -1.0, 0.0, 0.5, 1.0]),
+    gpus=st.integers(1, 10),
+    shapes=st.lists(
+        st.tuples(
+            st.floats(0.0, 0.3), st.floats(10.0, 2000.0), st.integers(1, 2), st.integers(2, 6)
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+)
+def test_sizing_is_optimal_against_brute_force(
+    p: float, gpus: int, shapes: list[tuple[float, float, int, int]]
+) -> None:
+    # One node big enough for everything: sizing alone decides, placement cannot spoil it.
+    jobs = [
+        _job(f"j{i}", GoodputModel(ThroughputParams(sync_local=sync), noise_scale=phi), lo, hi)
+        for i, (sync, phi, lo, hi) in enumerate(shapes)
+    ]
+    policy = FairGoodputPolicy(p=p)
+    got = policy.optimize(jobs, [NodeInfo("n0", Resources(gpu=gpus))], {})
+    counts = {k: len(v) for k, v in got.items()}
+    best = -float("inf")
+    for combo in itertools.product(
+        *[[0, *range(j.min_replicas, j.max_replicas + 1)] for j in jobs]
+    ):
+        if sum(combo) > gpus:
+            continue
+        # Admission: every job that fits at its least count must run (least-served first).
+        trial = dict(zip([j.id for j in jobs], combo, strict=True))
+        if any(trial[j.id] == 0 and counts[j.id] > 0 for j in jobs):
+            continue
+        if any(trial[j.id] > 0 and counts[j.id] == 0 for j in jobs):
+            continue
+        best = max(best, _objective(policy, jobs, trial))
+    assert _objective(policy, jobs, counts) == pytest.approx(best, rel=1e-9, abs=1e-12)
+
+
+def test_fairness_gives_the_poor_scaler_more_than_total_speedup_does() -> None:
+    jobs = [_job("good", GOOD), _job("poor", POOR)]
+    fair = FairGoodputPolicy(p=-1.0).optimize(jobs, _cluster(1, 8), {})
+    total = FairGoodputPolicy(p=1.0).optimize(jobs, _cluster(1, 8), {})
+    assert len(fair["poor"]) > len(total["poor"]) >= 1
+    assert len(fair["good"]) + len(fair["poor"]) == 8
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    prev=st.integers(1, 6),
+    age=st.floats(0.0, 20_000.0),
+    restarts=st.integers(0, 20),
+    sync=st.floats(0.0, 0.2),
+    phi=st.floats(20.0, 5000.0),
+)
+def test_a_lone_job_is_resized_only_when_the_gain_pays_back_its_restart(
+    prev: int, age: float, restarts: int, sync: float, phi: float
+) -> None:
+    model = GoodputModel(ThroughputParams(sync_local=sync), noise_scale=phi)
+    job = _job("a", model, 1, 8, age=age, restarts=restarts)
+    policy = FairGoodputPolicy()
+    previous = {"a": ["n0"] * prev}
+    got = policy.optimize([job], _cluster(1, 8), previous)["a"]
+    if len(got) != prev:  # the GPUs are idle otherwise: the small (fill) margin applies
+        factor = policy.resize_factor(job, policy.fill_hysteresis)
+        assert 0.0 < factor < 1.0 - policy.restart_delay / max(age, policy.min_horizon) + 1e-9
+        assert model.speedup(1, len(got)) * factor > model.speedup(1, prev)
+    else:
+        assert got == previous["a"]  # kept, on the same node
+
+
+@settings(max_examples=30, deadline=None)
+@given(nodes=node_lists, jobs=job_lists())
+def test_a_second_round_with_nothing_changed_moves_nothing(
+    nodes: list[NodeInfo], jobs: list[JobInfo]
+) -> None:
+    policy = FairGoodputPolicy()
+    first = schedule_round(policy, jobs, nodes, {}, optimize=True)
+    check_allocations(jobs, nodes, first)
+    second = schedule_round(policy, jobs, nodes, first, optimize=True)
+    check_allocations(jobs, nodes, second)
+    for job in jobs:
+        if first.get(job.id) and second.get(job.id):
+            assert second[job.id] == first[job.id] or len(second[job.id]) != len(first[job.id])
+    resized = [j for j in jobs if first.get(j.id) and len(second.get(j.id, [])) != len(first[j.id])]
+    for job in resized:  # only a job whose restart pays for itself is resized
+        n, m = len(first[job.id]), len(second[job.id])
+        if m:
+            factor = policy.resize_factor(job, policy.fill_hysteresis)
+            gain = job.speedup(num_nodes(second[job.id]), m) * factor
+            assert gain > job.speedup(num_nodes(first[job.id]), n) or m < n
+
+
+def test_least_attained_service_is_admitted_first_and_a_peer_does_not_preempt() -> None:
+    served = _job("served", GOOD, 4, 4, age=5000.0, attained=20_000.0)
+    fresh = _job("fresh", GOOD, 4, 4, age=10.0, attained=0.0)
+    got = FairGoodputPolicy().optimize([served, fresh], _cluster(1, 4), {"served": ["n0"] * 4})
+    assert got["fresh"] == ["n0"] * 4 and got["served"] == []
+    # Same level: the running job keeps its place.
+    peer = _job("peer", GOOD, 4, 4, age=10.0, attained=100.0)
+    running = _job("running", GOOD, 4, 4, age=50.0, attained=200.0)
+    got = FairGoodputPolicy().optimize([peer, running], _cluster(1, 4), {"running": ["n0"] * 4})
+    assert got["running"] == ["n0"] * 4 and got["peer"] == []
+
+
+def test_an_arrival_gets_free_gpus_and_nobody_restarts_for_it() -> None:
+    policy = FairGoodputPolicy()
+    big = _job("big", GOOD, 1, 16, age=3600.0)
+    first = schedule_round(
+        policy, [big], _cluster(2, 4), {"big": ["n0"] * 4 + ["n1"] * 2}, optimize=False
+    )
+    new = _job("new", GOOD, 1, 8, replicas=4)
+    second = schedule_round(policy, [big, new], _cluster(2, 4), first, optimize=False)
+    assert second["big"] == first["big"]
+    assert second["new"] == ["n1", "n1"]  # its request (4) shrunk to the free room
+    full = schedule_round(
+        policy, [big, new], _cluster(2, 4), {"big": ["n0"] * 4 + ["n1"] * 4}, optimize=False
+    )
+    assert full["new"] == [] and len(full["big"]) == 8
+
+
+def test_bad_settings_name_the_parameter() -> None:
+    with pytest.raises(ValueError, match="p must be in"):
+        FairGoodputPolicy(p=2.0)
+    with pytest.raises(ValueError, match="hysteresis"):
+        FairGoodputPolicy(hysteresis=1.0)
+    with pytest.raises(ValueError, match="thresholds"):
+        FairGoodputPolicy(thresholds=(10.0, 5.0))
