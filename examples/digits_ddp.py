@@ -65,6 +65,7 @@ def main() -> None:
                 loss = F.cross_entropy(out, y_tr[idx], reduction="sum") * step.loss_scale
                 loss.backward()
                 optimizer.step()
+                trainer.report_loss(loss.item() / max(len(step.indices), 1))
                 if a.step_delay:
                     time.sleep(a.step_delay)
         info = world_info()

@@ -13,15 +13,18 @@ import pytest
 LAYERS = (
     "api",
     "core",
+    "observe",
     "rpc",
     "platform",
     "master",
+    "ps",
     "trainer",
     "agent",
     "operator",
     "server",
     "scheduler",
     "brain",
+    "client",
     "cli",
 )
 ROOT = Path(__file__).resolve().parents[1] / "flexjob"

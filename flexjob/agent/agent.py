@@ -15,7 +15,7 @@ import socket
 import threading
 import time
 
-from flexjob.agent import failure
+from flexjob.agent import failure, observing
 from flexjob.agent.config import AgentConfig, WorkerState
 from flexjob.agent.monitor import ResourceMonitor
 from flexjob.agent.workers import Worker, status_path, wait_ready
@@ -67,6 +67,7 @@ class ElasticAgent:
         self.restarts = 0
         self.round = -1
         self._monitor = ResourceMonitor()
+        self._step_clock = observing.StepClock()
         self._last_stats = 0.0
         self._stopping = threading.Event()
         self._job_in_place = False
@@ -85,6 +86,7 @@ class ElasticAgent:
         beat = threading.Thread(target=self._heartbeats, name="flexjob-heartbeat", daemon=True)
         with raise_on_stop_signals():
             beat.start()
+            endpoint = observing.serve(self._run_dir, self.config.node_id)
             try:
                 return self._supervise()
             except StopRequested as stop:
@@ -94,6 +96,8 @@ class ElasticAgent:
                 log.warning("node %s: another node gave up on the job", self.config.node_id)
                 return EXIT_JOB_FAILED_ELSEWHERE
             finally:
+                if endpoint is not None:
+                    endpoint.stop()
                 self._stopping.set()
                 for w in self.workers:
                     w.stop()
@@ -283,6 +287,7 @@ class ElasticAgent:
             return code
         self.restarts += 1
         self._restarted_at = time.monotonic()
+        observing.restarted(c.job_name, c.node_id)
         in_place = self._in_place()
         self._restart(failed if in_place else self.workers)
         return None
@@ -304,6 +309,7 @@ class ElasticAgent:
             return  # one just exited: the next round handles it; no sample of a gone process
         self._last_stats = now
         s = self._monitor.sample(self.workers)
+        self._step_clock.observe(self.config.job_name, self.config.node_id, s)
         self.client.report_stats(
             s.cpu_percent, s.memory_bytes, s.step, s.samples_per_second, s.world_size, s.timestamp
         )

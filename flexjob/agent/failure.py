@@ -13,9 +13,7 @@ import signal
 from dataclasses import asdict, dataclass
 from typing import Protocol
 
-#: KV counter of published root causes; each one is at ``KV_FAILURE_PREFIX + n`` (n from 1).
-KV_FAILURES = "flexjob/failures"
-KV_FAILURE_PREFIX = "flexjob/failure/"
+from flexjob.api.names import KV_FAILURE_PREFIX, KV_FAILURES
 
 
 class KeyValue(Protocol):

@@ -25,9 +25,11 @@ from pathlib import Path
 from flexjob.agent import failure
 from flexjob.agent.output import OutputConfig
 from flexjob.agent.progress import ProgressLine
+from flexjob.api import names
 from flexjob.api.errors import FlexjobError
 from flexjob.core.master_config import MasterConfig
 from flexjob.master.launch import MasterProcess, spawn_master
+from flexjob.observe import timeline
 from flexjob.platform.stop_signals import StopRequested, raise_on_stop_signals
 from flexjob.rpc.client import MasterClient
 
@@ -69,12 +71,14 @@ class RunConfig:
     last_call_timeout: float = 1.0
     heartbeat_timeout: float = 10.0
     progress: bool = True
+    plot: str | None = None  # a PNG of the job's timeline, written when the run ends
     env: dict[str, str] = field(default_factory=dict)
     #: Index of the first node started here (``--node-rank``): node ids ``worker-N`` from it.
     node_rank: int = 0
     output: OutputConfig = field(default_factory=OutputConfig)
     #: Seconds an agent waits for its world (torchrun's ``--rdzv-conf join_timeout``).
     join_timeout: float = 300.0
+    num_ps: int = 0  # parameter-server replicas to start beside the master (`--ps N`)
 
     @property
     def nodes_to_start(self) -> int:
@@ -127,6 +131,30 @@ def _exit_code(code: int | None) -> int:
     return 128 - code if code < 0 else code
 
 
+def ps_command(master: str, index: int, num_ps: int) -> list[str]:
+    return [
+        sys.executable, "-m", "flexjob", "ps",
+        "--index", str(index), "--num-ps", str(num_ps), "--master", master,
+    ]  # fmt: skip
+
+
+def start_ps(master: str, num_ps: int, env: dict[str, str]) -> list[subprocess.Popen[bytes]]:
+    """Start ``num_ps`` ``flexjob ps`` processes registering with ``master``."""
+    return [
+        subprocess.Popen(ps_command(master, i, num_ps), env=env, start_new_session=True)
+        for i in range(num_ps)
+    ]
+
+
+def ps_env(master: str, num_ps: int, timeout: float = 120.0) -> dict[str, str]:
+    """The environment that tells trainers where the PS set serves (once all registered)."""
+    from flexjob.rpc.ps_registry import resolve_ps
+
+    with MasterClient(master, "launcher") as client:
+        addresses = resolve_ps(client, num_ps, timeout=timeout)
+    return {names.ENV_NUM_PS: str(num_ps), names.ENV_PS_ADDRESSES: ",".join(addresses)}
+
+
 def run_job(opts: RunConfig) -> int:
     """Run the job to its end; returns its exit code (128 + N after stop signal N)."""
     with raise_on_stop_signals():
@@ -142,13 +170,15 @@ def run_job(opts: RunConfig) -> int:
 
 
 class _Run:
-    """One ``flexjob run``: its master (unless attached to one), agents and progress line."""
+    """One ``flexjob run``: its master (unless attached to one), parameter servers, agents,
+    progress line and timeline."""
 
     def __init__(self, opts: RunConfig, job_dir: str) -> None:
         self.opts = opts
         self.job_dir = job_dir
         self.master: MasterProcess | None = None
         self.agents: list[subprocess.Popen[bytes]] = []
+        self.servers: list[subprocess.Popen[bytes]] = []
         self.progress: ProgressLine | None = None
 
     def run(self) -> int:
@@ -158,8 +188,11 @@ class _Run:
             if self.progress is not None:
                 self.progress.close()
             _stop_all(self.agents, AGENT_STOP_GRACE_S)
+            _stop_all(self.servers, AGENT_STOP_GRACE_S)
             if self.master is not None:
                 self.master.stop()
+            if self.opts.plot:
+                _plot(Path(self.job_dir), Path(self.opts.plot), self.opts.job_name)
 
     def _start_master(self) -> str:
         opts = self.opts
@@ -190,16 +223,22 @@ class _Run:
         address = self._start_master()
         log.info("job %s: master at %s, job dir %s", opts.job_name, address, self.job_dir)
         env = {**os.environ, **opts.env}
+        if opts.num_ps:
+            self.servers = start_ps(address, opts.num_ps, env)
+            env.update(ps_env(address, opts.num_ps))
         for i in range(opts.nodes_to_start):
             index = opts.node_rank + i
             cmd = agent_command(address, f"worker-{index}", index, opts, self.job_dir)
             self.agents.append(subprocess.Popen(cmd, env=env, start_new_session=True))
         self.progress = ProgressLine(address, enabled=opts.progress)
+        follower = timeline.Follower(Path(self.job_dir))
         with MasterClient(address, "flexjob-run", timeout=2.0, retry_deadline=2.0) as client:
             failed_at: float | None = None
             next_check = 0.0
             while any(a.poll() is None for a in self.agents):
                 self.progress.update()
+                for line in follower.new_lines():
+                    print(f"flexjob: {line}", file=sys.stderr, flush=True)
                 now = time.monotonic()
                 if failed_at is None and now >= next_check:
                     next_check = now + FAILURE_POLL_S
@@ -221,3 +260,10 @@ class _Run:
         if finished and 0 in codes:
             return 0
         return next((_exit_code(c) for c in codes if c != 0), 0)
+
+
+def _plot(job_dir: Path, path: Path, title: str) -> None:
+    from flexjob.observe.plot import save_plot
+
+    save_plot(timeline.read(job_dir), path, title)
+    print(f"flexjob: timeline plot written to {path}", file=sys.stderr, flush=True)

@@ -18,19 +18,36 @@ from flexjob.api.enums import (
     ReplicaType,
     RestartPolicy,
 )
+from flexjob.api.limits import (
+    MAX_BATCH,
+    MAX_COUNT,
+    MAX_DATASET_SAMPLES,
+    MAX_EPOCHS,
+    MAX_PROCS_PER_NODE,
+    MAX_REPLICAS,
+)
 from flexjob.api.meta import ObjectMeta
 from flexjob.api.pod import PodTemplateSpec, Quantity
 
-#: A count that cannot be negative (replicas, limits, seconds).
-NonNegative = Annotated[int, Field(ge=0)]
+#: A count that cannot be negative (limits, retries, seconds). Strict: ``true`` is not 1.
+NonNegative = Annotated[int, Field(ge=0, le=MAX_COUNT, strict=True)]
+#: A number of replicas of one type (``platform_problems`` applies each platform's bound).
+ReplicaCount = Annotated[int, Field(ge=0, le=MAX_REPLICAS, strict=True)]
+
+#: Counts from 1 (zero makes no sense for them) to their bound; strict as above.
+ProcsPerNode = Annotated[int, Field(ge=1, le=MAX_PROCS_PER_NODE, strict=True)]
+Samples = Annotated[int, Field(ge=1, le=MAX_DATASET_SAMPLES, strict=True)]
+Epochs = Annotated[int, Field(ge=1, le=MAX_EPOCHS, strict=True)]
+BatchSamples = Annotated[int, Field(ge=1, le=MAX_BATCH, strict=True)]
+Workers = Annotated[int, Field(ge=1, le=MAX_REPLICAS, strict=True)]
 
 
 class ReplicaSpec(ApiModel):
     """How many replicas of one type, how elastic, how they restart, and what each runs."""
 
-    replicas: NonNegative | None = None
-    min_replicas: NonNegative | None = None
-    max_replicas: NonNegative | None = None
+    replicas: ReplicaCount | None = None
+    min_replicas: ReplicaCount | None = None
+    max_replicas: ReplicaCount | None = None
     restart_policy: RestartPolicy | None = None
     #: With restartPolicy ExitCode: the exit codes that are retried (others are permanent).
     restart_exit_codes: list[int] | None = None
@@ -61,7 +78,7 @@ class ElasticPolicy(ApiModel):
     rdzv_id: str | None = None
     rdzv_conf: list[RendezvousConf] | None = None
     standalone: bool | None = None
-    n_proc_per_node: int | None = Field(default=None, ge=1)
+    n_proc_per_node: ProcsPerNode | None = None
     max_restarts: NonNegative | None = None
     metrics: list[dict[str, Any]] | None = None
 
@@ -70,9 +87,9 @@ class DatasetSpec(ApiModel):
     """The dataset the master shards: a number of samples, or a list of files / row ranges."""
 
     name: str | None = None
-    size: int | None = None
-    shard_size: int | None = None
-    epochs: int | None = None
+    size: Samples | None = None
+    shard_size: Samples | None = None
+    epochs: Epochs | None = None
     shuffle: bool | None = None
     shuffle_seed: int | None = None
     files: list[str] | None = None
@@ -87,11 +104,11 @@ class BatchSpec(ApiModel):
     ``globalBatchSize`` exactly.
     """
 
-    global_batch_size: int | None = Field(default=None, ge=1)
-    micro_batch_size: int | None = Field(default=None, ge=1)
-    max_workers: int | None = None
+    global_batch_size: BatchSamples | None = None
+    micro_batch_size: BatchSamples | None = None
+    max_workers: Workers | None = None
     adaptive: bool | None = None
-    max_global_batch_size: int | None = Field(default=None, ge=1)
+    max_global_batch_size: BatchSamples | None = None
 
 
 class ElasticJobSpec(ApiModel):

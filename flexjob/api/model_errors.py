@@ -105,6 +105,10 @@ def _message(error: ErrorDetails, union: list[str]) -> str:
         return one_of(value, _QUOTED.findall(str(ctx.get("expected", ""))))
     if kind == "missing":
         return "required field is missing"
+    if kind in ("int_type", "int_from_float", "int_parsing") and isinstance(value, bool):
+        return f"{value!r} is not a number: give a whole number"
+    if kind in ("int_type", "int_from_float", "int_parsing"):
+        return f"{value!r} is not a whole number"
     if kind == "greater_than_equal":
         return f"{value!r} is below the minimum {ctx['ge']}"
     if kind == "less_than_equal":

@@ -44,8 +44,22 @@ ENV_CPU = "FLEXJOB_CPU"
 ENV_MEMORY_MIB = "FLEXJOB_MEMORY_MIB"
 ENV_GPU = "FLEXJOB_GPU"
 
+# The job master's bearer token (``rpc.auth``): the token itself (on Kubernetes from the job's
+# Secret through ``secretKeyRef``), or a file holding it (locally a 0600 file in the job dir).
+ENV_MASTER_TOKEN = "FLEXJOB_MASTER_TOKEN"
+ENV_MASTER_TOKEN_FILE = "FLEXJOB_MASTER_TOKEN_FILE"
+# The brain's bearer token (``flexjob brain --token``; clients send it).
+ENV_BRAIN_TOKEN = "FLEXJOB_BRAIN_TOKEN"
+
 DEFAULT_NAMESPACE = "default"
 DEFAULT_MASTER_PORT = 50001
+DEFAULT_PS_PORT = 50002
+
+# Parameter-server jobs: the size of the PS set (set on every replica of a job with `ps`
+# replicas), and the PS addresses in PS-index order, comma-separated (set by whoever knows them
+# before the trainer starts: the agent, `flexjob run`; else the trainer asks the master).
+ENV_NUM_PS = "FLEXJOB_NUM_PS"
+ENV_PS_ADDRESSES = "FLEXJOB_PS_ADDRESSES"
 
 # torch's own variables, set by the agent (and by the trainer helpers after each re-formed world).
 ENV_RANK = "RANK"
@@ -66,7 +80,21 @@ ENV_STATUS_FILE = "FLEXJOB_STATUS_FILE"
 
 # Keys in the job master's KV store.
 KV_STEP = "flexjob/progress/step"  # rank 0's step, for progress displays
+KV_LOSS = "flexjob/progress/loss"  # rank 0's last reported loss (ElasticTrainer.report_loss)
 KV_IN_PLACE = "flexjob/in-place"  # set once the trainer helpers run: workers join by themselves
+KV_PS_ADDRESS_PREFIX = "flexjob/ps/address/"  # + PS index: where that PS replica serves
 # The job's measured goodput profilings (JSON, the ``status.profilings`` format the Allocator
 # reads: step times per shape, local batch, gradient noise scale), from trainer.goodput.
 KV_PROFILINGS = "flexjob/profilings"
+# Root causes of a failed job (agent.failure): a counter, and each one (JSON) at the prefix + n
+# (n from 1).
+KV_FAILURES = "flexjob/failures"
+KV_FAILURE_PREFIX = "flexjob/failure/"
+
+# Prometheus metrics of a flexjob process (master, agent, operator, brain): where its /metrics
+# endpoint listens ("HOST:PORT"; port 0 picks a free one; "off" serves none; default
+# 127.0.0.1:0), and the bearer token a scraper must send when HOST is not a loopback address.
+ENV_METRICS_ADDR = "FLEXJOB_METRICS_ADDR"
+ENV_METRICS_TOKEN = "FLEXJOB_METRICS_TOKEN"
+DEFAULT_METRICS_ADDR = "127.0.0.1:0"
+METRICS_PORT = 9464  # the fixed port the Kubernetes manifests expose and annotate for scraping

@@ -30,6 +30,8 @@ class RoleTraits:
     port unless its container declares one), others get its address, and its success is the
     job's success.
     ``counts_against_backoff``: a failed replica's restart uses up ``backoffLimit``.
+    ``builtin_command``: the ``flexjob`` command a replica of this type runs when its main
+    container names no command of its own (``core.job_master``); ``None``: it must name one.
     """
 
     trains: bool = False
@@ -37,15 +39,16 @@ class RoleTraits:
     scalable: bool = True
     controls_job: bool = False
     counts_against_backoff: bool = True
+    builtin_command: str | None = None
 
 
 ROLE_TRAITS: Mapping[ReplicaType, RoleTraits] = MappingProxyType(
     {
-        ReplicaType.MASTER: RoleTraits(scalable=False, controls_job=True),
+        ReplicaType.MASTER: RoleTraits(scalable=False, controls_job=True, builtin_command="master"),
         ReplicaType.WORKER: RoleTraits(trains=True, scale_rank=0),
         ReplicaType.LEARNER: RoleTraits(trains=True, scale_rank=1),
         ReplicaType.COLLECTOR: RoleTraits(trains=True, scale_rank=2),
-        ReplicaType.PS: RoleTraits(scale_rank=3),
+        ReplicaType.PS: RoleTraits(scale_rank=3, builtin_command="ps"),
         ReplicaType.CHIEF: RoleTraits(trains=True),
         ReplicaType.EVALUATOR: RoleTraits(),
         ReplicaType.COORDINATOR: RoleTraits(),

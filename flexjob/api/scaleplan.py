@@ -4,18 +4,19 @@ A ResourcePlan is what a planner (master or brain) decides; a ScalePlan is that 
 down for the operator, the only writer of replicas, to carry out.
 """
 
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from pydantic import Field
 
 from flexjob.api.base import ApiModel
 from flexjob.api.enums import ReplicaType, ScalePlanPhase
-from flexjob.api.job import NonNegative, ResourceSpec
+from flexjob.api.job import ReplicaCount, ResourceSpec
 from flexjob.api.meta import ObjectMeta
 
 
 class ReplicaResourceSpec(ApiModel):
-    replicas: NonNegative
+    replicas: ReplicaCount
     resource: ResourceSpec = Field(default_factory=ResourceSpec)
 
 
@@ -52,6 +53,27 @@ class ScalePlan(ApiModel):
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: ScalePlanSpec
     status: ScalePlanStatus | None = None
+
+
+def manual_scale_plan(
+    job: str,
+    namespace: str,
+    counts: Mapping[ReplicaType, int],
+    remove: Sequence[str] = (),
+    *,
+    stamp_ms: int,
+) -> ScalePlan:
+    """A person's request (``flexjob scale``, the SDK) to run ``counts`` replicas of ``job``
+    and remove the replicas named in ``remove``; named ``<job>-scale-<stamp_ms>``."""
+    return ScalePlan(
+        metadata=ObjectMeta(name=f"{job}-scale-{stamp_ms}", namespace=namespace),
+        spec=ScalePlanSpec(
+            owner_job=job,
+            replica_resource_specs={t: ReplicaResourceSpec(replicas=n) for t, n in counts.items()},
+            remove_pods=[PodRef(name=r) for r in remove],
+            manual_scaling=True,
+        ),
+    )
 
 
 class ResourcePlan(ApiModel):

@@ -14,8 +14,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from flexjob.api.bounds import replica_bounds
 from flexjob.api.enums import ReplicaType
 from flexjob.api.job import ElasticJob
+from flexjob.api.limits import MAX_REPLICAS_BY_PLATFORM
 from flexjob.api.model_errors import problems_from
 from flexjob.api.names import API_VERSION, KIND_JOB, KIND_SCALE_PLAN
 from flexjob.api.problems import MISSING, Problem, join_path, one_of
@@ -140,6 +142,7 @@ def _check_job_spec(spec: Mapping[str, Any]) -> list[Problem]:
         for rtype, rspec in replica_specs.items():
             if isinstance(rspec, Mapping) and rtype in _REPLICA_TYPES:
                 problems += _check_replica_spec(f"spec.replicaSpecs.{rtype}", rspec)
+        problems += _check_trainers(replica_specs)
     limits = spec.get("resourceLimits")
     if isinstance(limits, Mapping):
         problems += _check_quantities("spec.resourceLimits", limits)
@@ -209,6 +212,48 @@ def _check_replica_spec(path: str, rspec: Mapping[str, Any]) -> list[Problem]:
     template = rspec.get("template", {})
     if isinstance(template, Mapping):
         problems += _check_pod_template(f"{path}.template", template)
+    return problems
+
+
+def _check_trainers(replica_specs: Mapping[str, Any]) -> list[Problem]:
+    """Zero replicas of every type that trains leaves nothing to train (and a job master
+    with no node to wait for): each such ``replicas: 0`` is a problem."""
+    trainers = {
+        str(t): spec
+        for t, spec in replica_specs.items()
+        if t in {str(w) for w in TRAINING_TYPES} and isinstance(spec, Mapping)
+    }
+    counts = {t: _int_or_none(spec.get("replicas")) for t, spec in trainers.items()}
+    if not counts or any(n is None or n > 0 for n in counts.values()):
+        return []
+    return [
+        Problem(
+            f"spec.replicaSpecs.{t}.replicas",
+            0,
+            "0 leaves the job with no replica that trains: give at least 1",
+        )
+        for t in counts
+    ]
+
+
+def platform_problems(job: ElasticJob, platform: str) -> list[Problem]:
+    """What ``platform`` cannot run: a replica type whose largest count (``api.bounds``) is
+    above the platform's bound (``api.limits.MAX_REPLICAS_BY_PLATFORM``)."""
+    most = MAX_REPLICAS_BY_PLATFORM.get(platform)
+    if most is None:
+        return []
+    problems = []
+    for rtype, spec in job.spec.replica_specs.items():
+        largest = replica_bounds(spec).max
+        if largest > most:
+            key = "maxReplicas" if spec.max_replicas is not None else "replicas"
+            problems.append(
+                Problem(
+                    f"spec.replicaSpecs.{rtype}.{key}",
+                    largest,
+                    f"{largest} is above the maximum {most} on the {platform} platform",
+                )
+            )
     return problems
 
 

@@ -12,9 +12,18 @@ from collections.abc import Sequence
 from flexjob.brain.administrator import Administrators
 from flexjob.brain.store import BrainStore
 from flexjob.core import planner
+from flexjob.observe import metrics
 from flexjob.rpc import brain_messages as schemas
 
 log = logging.getLogger(__name__)
+
+ALGORITHM_SECONDS = metrics.histogram(
+    "flexjob_brain_algorithm_seconds", "Seconds an algorithm ran.", ["algorithm"]
+)
+OPTIMIZE_REQUESTS = metrics.counter(
+    "flexjob_brain_optimize_requests", "Optimize requests, by stage.", ["stage"]
+)
+PLANS = metrics.counter("flexjob_brain_plans", "Plans made, by stage.", ["stage"])
 
 
 class AlgorithmExecutor:
@@ -29,7 +38,8 @@ class AlgorithmExecutor:
         stats: planner.JobStats,
         history: Sequence[planner.FinishedJob],
     ) -> planner.Decision:
-        return planner.execute(event, stats, history, self.config)
+        with ALGORITHM_SECONDS.labels(planner.ALGORITHMS[event.kind][0]).time():
+            return planner.execute(event, stats, history, self.config)
 
 
 class OptimizeProcessor:
@@ -43,6 +53,7 @@ class OptimizeProcessor:
         return planner.ALGORITHMS[event.kind][0]
 
     def optimize(self, job: str, stage: planner.OptimizeStage) -> schemas.OptimizeResponse:
+        OPTIMIZE_REQUESTS.labels(stage.value).inc()
         admin = self.administrators.get(job)
         with admin.lock:
             if stage is planner.OptimizeStage.CREATE:
@@ -63,6 +74,7 @@ class OptimizeProcessor:
                 job, stage, None if plan.empty else plan, decisions, until
             )
         if plan_id is not None:
+            PLANS.labels(stage.value).inc()
             log.info("job %s: plan %d: %s", job, plan_id, plan.reason)
         return schemas.OptimizeResponse(plan=plan, plan_id=plan_id, events=records)
 

@@ -8,28 +8,63 @@ Routes, all JSON (camelCase):
   POST /api/v1/cluster/nodes          ClusterReport -> 204
   GET  /api/v1/cluster/nodes          -> list of ClusterNodeReport
   GET  /healthz
-``serve`` runs it with uvicorn on a socket it binds itself, so port 0 works. Not for decisions.
+  GET  /metrics                       Prometheus text format
+``serve`` runs it with uvicorn on a socket it binds itself, so port 0 works; beyond loopback
+only with a bearer token (``flexjob.server.auth``: every route but /healthz then needs it).
+Request bodies are bounded and bad ones answered field by field (``flexjob.server.guards``).
+Not for decisions.
 """
 
 import logging
 import socket
 from collections.abc import Callable
 
-from fastapi import FastAPI, HTTPException, Response
+from fastapi import FastAPI, HTTPException, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from sqlalchemy import Engine
 
 from flexjob.api.errors import NotFoundError
+from flexjob.api.names import ENV_BRAIN_TOKEN
 from flexjob.brain.processor import OptimizeProcessor
 from flexjob.brain.store import BrainStore
+from flexjob.observe import metrics
 from flexjob.rpc import brain_messages as schemas
+from flexjob.server.auth import BearerAuth, check_bind
+from flexjob.server.guards import BodySizeLimit, field_errors, summary
 
 log = logging.getLogger(__name__)
 PREFIX = "/api/v1"
 
 
-def create_app(store: BrainStore, processor: OptimizeProcessor | None = None) -> FastAPI:
+def _refusal(status: int) -> "Callable[[str], JSONResponse]":
+    def refuse(message: str) -> JSONResponse:
+        headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+        return JSONResponse({"detail": message}, status_code=status, headers=headers)
+
+    return refuse
+
+
+def create_app(
+    store: BrainStore, processor: OptimizeProcessor | None = None, token: str | None = None
+) -> FastAPI:
+    """The brain's app; with ``token`` every route but /healthz needs ``Bearer <token>``."""
     processor = processor or OptimizeProcessor(store)
     app = FastAPI(title="flexjob brain", version="1")
+    app.add_middleware(BodySizeLimit, refuse=_refusal(413))
+    if token:
+        app.add_middleware(BearerAuth, token=token, refuse=_refusal(401))
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = field_errors(exc, await request.body())
+        return JSONResponse({"detail": summary(errors), "errors": errors}, status_code=422)
+
+    @app.get("/metrics")
+    def prometheus() -> Response:
+        """This process's Prometheus metrics (``observe.metrics``)."""
+        return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/healthz")
     def healthz() -> dict[str, str]:
@@ -80,17 +115,20 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 0,
     on_ready: Callable[[str], None] | None = None,
+    token: str | None = None,
 ) -> None:
-    """Serve the brain until interrupted; ``on_ready`` gets the base URL once bound."""
+    """Serve the brain until interrupted; ``on_ready`` gets the base URL once bound. Beyond
+    loopback only with ``token`` (``InsecureBindError``)."""
     import uvicorn
 
+    check_bind(host, token, f"pass --token or set {ENV_BRAIN_TOKEN}")
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     sock.listen(2048)  # connections wait in the backlog until uvicorn accepts: ready now
     bound = sock.getsockname()[1]
     url = f"http://{'[' + host + ']' if ':' in host else host}:{bound}"
-    app = create_app(BrainStore(engine))
+    app = create_app(BrainStore(engine), token=token)
     config = uvicorn.Config(app, log_level="warning", access_log=False)
     server = uvicorn.Server(config)
     if on_ready is not None:

@@ -2,6 +2,8 @@
 
 import typer
 
+from flexjob.api.names import ENV_BRAIN_TOKEN
+
 
 def register(app: typer.Typer) -> None:
     app.command("brain")(brain)
@@ -16,6 +18,12 @@ def brain(
     ),
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
     port: int = typer.Option(50100, help="Port to listen on (0: any free port)."),
+    token: str | None = typer.Option(
+        None,
+        envvar=ENV_BRAIN_TOKEN,
+        help="Bearer token clients must send (required beyond loopback). Prefer the "
+        f"environment variable ${ENV_BRAIN_TOKEN}: a command line is visible to every user.",
+    ),
     log_level: str = typer.Option("INFO", help="Python log level."),
 ) -> None:
     """Run the Brain: it stores jobs' runtime stats and answers resource-plan requests."""
@@ -23,6 +31,7 @@ def brain(
 
     from flexjob.brain.db.engine import DatabaseUrlError, normalize_url, open_database
     from flexjob.brain.service import serve
+    from flexjob.server.auth import InsecureBindError
 
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s %(message)s")
     try:
@@ -36,6 +45,9 @@ def brain(
         typer.echo(f"flexjob brain listening on {base_url} (db {engine.url.render_as_string()})")
 
     try:
-        serve(engine, host, port, on_ready=ready)
+        serve(engine, host, port, on_ready=ready, token=token)
+    except InsecureBindError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
     finally:
         engine.dispose()

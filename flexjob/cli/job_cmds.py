@@ -26,8 +26,11 @@ from flexjob.api.defaults import apply_defaults
 from flexjob.api.load import dump_yaml, load_job
 from flexjob.api.names import DEFAULT_NAMESPACE
 from flexjob.api.problems import SpecError
+from flexjob.api.validate import platform_problems
 from flexjob.cli import job_views
+from flexjob.cli.timeline_cmds import job_timeline_dir
 from flexjob.core.scale_bounds import bound_problem, finished_problem
+from flexjob.observe import timeline
 from flexjob.platform.api import AlreadyExistsError, NotFoundError, Platform, Replica
 from flexjob.platform.registry import PLATFORMS, open_platform
 
@@ -86,6 +89,11 @@ def submit(
     if namespace:
         job.metadata.namespace = namespace
     platform = _platform(platform_name)
+    problems = platform_problems(job, platform.name)
+    for problem in problems:
+        _err.print(f"{escape(str(file))}: {escape(str(problem))}")
+    if problems:
+        raise typer.Exit(1)
     ns, name = job.namespace, job.name
     try:
         platform.create_job(job)
@@ -116,6 +124,22 @@ def submit(
     raise typer.Exit(0 if phase is JobPhase.SUCCEEDED else 1)
 
 
+def _operator_notes(platform: Platform, jobs: list[ElasticJob]) -> dict[str, str]:
+    """``operator not running`` for each unfinished local job whose operator lease is missing,
+    expired or held by a dead process (other platforms run their operator as a service)."""
+    from flexjob.operator.local.runner import lacks_operator
+    from flexjob.platform.local import LocalPlatform
+
+    if not isinstance(platform, LocalPlatform):
+        return {}
+    now = time.time()
+    return {
+        f"{j.namespace}/{j.name}": job_views.NO_OPERATOR
+        for j in jobs
+        if lacks_operator(platform, j, now)
+    }
+
+
 def get(
     name: str | None = typer.Argument(None, help="One job; all jobs when left out."),
     namespace: str = NAMESPACE,
@@ -140,10 +164,13 @@ def get(
         for j in jobs:
             typer.echo("---\n" + dump_yaml(j.to_wire()), nl=False)
     elif name is None:
-        _out.print(job_views.jobs_table(jobs) if jobs else "no jobs")
+        notes = _operator_notes(platform, jobs)
+        _out.print(job_views.jobs_table(jobs, notes) if jobs else "no jobs")
     else:
-        _out.print(job_views.jobs_table(jobs))
-        _out.print(job_views.replicas_table(jobs[0], platform.list_replicas(namespace, name)))
+        notes = _operator_notes(platform, jobs)
+        _out.print(job_views.jobs_table(jobs, notes))
+        replicas = platform.list_replicas(namespace, name)
+        _out.print(job_views.replicas_table(jobs[0], replicas, notes.get(f"{namespace}/{name}")))
 
 
 def describe(
@@ -155,7 +182,13 @@ def describe(
     platform = _platform(platform_name)
     job = _job(platform, namespace, name)
     replicas = platform.list_replicas(namespace, name)
-    _out.print(job_views.describe(job, replicas, platform.list_events(namespace, name)))
+    note = _operator_notes(platform, [job]).get(f"{namespace}/{name}")
+    _out.print(job_views.describe(job, replicas, platform.list_events(namespace, name), note))
+    from flexjob.platform.local import LocalPlatform
+
+    if isinstance(platform, LocalPlatform):
+        lines = timeline.summary(timeline.read(job_timeline_dir(job, platform.home)))
+        _out.print("\n".join(["Timeline:", *lines]) if lines else "Timeline: none yet")
 
 
 def logs(
@@ -258,21 +291,6 @@ def delete(
     _out.print(f"job {namespace}/{name} deleted")
 
 
-def local_operator(
-    name: str = typer.Argument(..., help="The job."), namespace: str = NAMESPACE
-) -> None:
-    """Run the local operator for one stored job until it is done (used by submit --detach)."""
-    import logging
-
-    from flexjob.operator.local import runner as local_runner
-    from flexjob.platform.local import LocalPlatform
-
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    final = local_runner.run_job(LocalPlatform(), namespace, name)
-    phase = final.status.phase.value if final is not None and final.status else "deleted"
-    logging.getLogger(__name__).info("job %s/%s %s", namespace, name, phase)
-
-
 def register(app: typer.Typer) -> None:
     app.command("submit")(submit)
     app.command("get")(get)
@@ -280,4 +298,3 @@ def register(app: typer.Typer) -> None:
     app.command("logs")(logs)
     app.command("scale")(scale)
     app.command("delete")(delete)
-    app.command("local-operator", hidden=True)(local_operator)

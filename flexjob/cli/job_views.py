@@ -3,7 +3,7 @@
 Pure rendering: no platform calls here (``job_cmds.py`` fetches, this module draws).
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
 from rich.console import Group, RenderableType
@@ -40,11 +40,19 @@ def age(when: datetime | str | None, now: datetime | None = None) -> str:
     return f"{max(seconds, 0)}s"
 
 
-def _phase(phase: JobPhase | ReplicaPhase) -> Text:
-    return Text(phase.value, style=PHASE_STYLES.get(phase, ""))
+#: What ``get`` shows beside the phase of an unfinished local job whose operator is gone.
+NO_OPERATOR = "operator not running"
 
 
-def jobs_table(jobs: Sequence[ElasticJob]) -> Table:
+def _phase(phase: JobPhase | ReplicaPhase, note: str | None = None) -> Text:
+    text = Text(phase.value, style=PHASE_STYLES.get(phase, ""))
+    if note:
+        text.append(f" ({note})", style="red")
+    return text
+
+
+def jobs_table(jobs: Sequence[ElasticJob], notes: Mapping[str, str] | None = None) -> Table:
+    """One row per job; ``notes``: text shown beside a job's phase, by ``namespace/name``."""
     table = Table(box=None, pad_edge=False)
     for column in ("NAMESPACE", "NAME", "PHASE", "REPLICAS", "RESTARTS", "AGE"):
         table.add_column(column)
@@ -57,7 +65,7 @@ def jobs_table(jobs: Sequence[ElasticJob]) -> Table:
         table.add_row(
             job.namespace,
             job.name,
-            _phase(status.phase),
+            _phase(status.phase, (notes or {}).get(f"{job.namespace}/{job.name}")),
             f"{running}/{sum(wanted.values())}",
             str(status.restart_count),
             age(job.metadata.creation_timestamp),
@@ -65,9 +73,9 @@ def jobs_table(jobs: Sequence[ElasticJob]) -> Table:
     return table
 
 
-def replicas_table(job: ElasticJob, replicas: Sequence[Replica]) -> Table:
+def replicas_table(job: ElasticJob, replicas: Sequence[Replica], note: str | None = None) -> Table:
     phase = job.status.phase if job.status else JobPhase.PENDING
-    title = Text.assemble(f"{job.namespace}/{job.name}  ", _phase(phase))
+    title = Text.assemble(f"{job.namespace}/{job.name}  ", _phase(phase, note))
     if job.status and job.status.message:
         title.append(f"  {job.status.message}")
     table = Table(title=title, title_justify="left", box=None, pad_edge=False)
@@ -108,7 +116,9 @@ def failures(replicas: Sequence[Replica]) -> list[RenderableType]:
     return [Text("Failures", style="bold"), *parts, Text("")] if parts else []
 
 
-def describe(job: ElasticJob, replicas: Sequence[Replica], events: Sequence[Event]) -> Group:
+def describe(
+    job: ElasticJob, replicas: Sequence[Replica], events: Sequence[Event], note: str | None = None
+) -> Group:
     spec = job.model_copy(update={"status": None}).to_wire()
     status = job.status.to_wire() if job.status else {}
     status.pop("conditions", None)
@@ -117,7 +127,7 @@ def describe(job: ElasticJob, replicas: Sequence[Replica], events: Sequence[Even
         Text(dump_yaml(spec)),
         Text("Status", style="bold"),
         Text(dump_yaml(status)),
-        replicas_table(job, replicas),
+        replicas_table(job, replicas, note),
         Text(""),
         *failures(replicas),
         events_table(events),

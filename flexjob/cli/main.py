@@ -15,7 +15,7 @@ app = typer.Typer(
     name="flexjob",
     help="Elastic distributed deep-learning training: run, submit and manage elastic jobs.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # flexjob --install-completion [bash|zsh|fish|powershell]
     pretty_exceptions_enable=False,
 )
 
@@ -28,9 +28,11 @@ COMMAND_MODULES: tuple[str, ...] = (
     "server_cmd",
     "allocator_cmd",
     "master_cmd",
+    "ps_cmd",
     "brain_cmd",
     "monitor_cmd",
     "run_cmd",
+    "timeline_cmds",
 )
 
 
@@ -46,7 +48,18 @@ def _root(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
     ),
 ) -> None:
-    """flexjob runs training jobs whose workers can die, join and leave while training goes on."""
+    """flexjob runs training jobs whose workers can die, join and leave while training goes on.
+
+    Settings come from a command's flags, then environment variables, then
+    ~/.config/flexjob/config.yaml ($FLEXJOB_CONFIG), then defaults.
+    """
+    from flexjob.client.config import ConfigError, apply_config
+
+    try:
+        apply_config()
+    except ConfigError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
 
 
 for _name in COMMAND_MODULES:

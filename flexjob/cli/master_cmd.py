@@ -92,7 +92,14 @@ def master(
     except (ValueError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    code = run_master(cfg, store_first=False)  # serve at once; the store starts meanwhile
+    from flexjob.rpc.auth import InsecureBindError
+
+    try:
+        # serve at once; the store starts meanwhile
+        code = run_master(cfg, store_first=False)
+    except InsecureBindError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
     _exit_now(code)
 
 

@@ -1,8 +1,10 @@
-"""``flexjob operator`` (run the kopf operator) and ``flexjob manifests install`` (what to apply).
+"""``flexjob operator`` (the kopf operator, or ``--platform local`` the operator of local jobs)
+and ``flexjob manifests install`` (what to apply).
 
-Only argument handling and printing here: the operator is ``flexjob.operator.kubernetes.runner``,
-the manifests ``flexjob.operator.manifests``. kopf and the Kubernetes client are imported inside
-the commands so that ``flexjob --help`` stays fast.
+Only argument handling and printing here: the operators are
+``flexjob.operator.kubernetes.runner`` and ``flexjob.operator.local.runner``, the manifests
+``flexjob.operator.manifests``. kopf and the Kubernetes client are imported inside the commands
+so that ``flexjob --help`` stays fast.
 """
 
 import asyncio
@@ -16,6 +18,18 @@ from flexjob.api.names import ENV_IMAGE
 
 
 def operator(
+    jobs: list[str] = typer.Argument(
+        None,
+        help="--platform local: the jobs to run the operator of (default: every unfinished "
+        "job that has no running operator).",
+        show_default=False,
+    ),
+    platform_name: str = typer.Option(
+        "kubernetes", "--platform", help="kubernetes (kopf, every job) or local (one machine)."
+    ),
+    detach: bool = typer.Option(
+        False, "--detach", "-d", help="--platform local: run in the background."
+    ),
     namespace: list[str] = typer.Option(
         [], "--namespace", "-n", help="Serve only these namespaces (repeatable)."
     ),
@@ -47,9 +61,27 @@ def operator(
     liveness: str | None = typer.Option(
         None, help="Liveness endpoint, e.g. http://0.0.0.0:8080/healthz."
     ),
+    metrics_addr: str | None = typer.Option(
+        None,
+        help="Where /metrics listens: HOST:PORT or off [$FLEXJOB_METRICS_ADDR, else "
+        "127.0.0.1:0]; beyond loopback it needs $FLEXJOB_METRICS_TOKEN.",
+    ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),
 ) -> None:
-    """Run the flexjob operator: reconcile ElasticJobs and ScalePlans into pods and services."""
+    """Run the flexjob operator: reconcile ElasticJobs and ScalePlans into pods and services.
+
+    With --platform local it runs the operator of local jobs (what `flexjob submit` runs),
+    e.g. to restart it after it was killed: it adopts the replicas still running, never runs
+    a replica that finished again, and refuses a job whose operator still runs."""
+    if platform_name == "local":
+        _local_operator(jobs or [], namespace, detach)
+        return
+    if platform_name != "kubernetes":
+        raise typer.BadParameter(
+            f"{platform_name!r} is not one of kubernetes, local", param_hint="--platform"
+        )
+    if jobs or detach:
+        raise typer.BadParameter("job names and --detach go with --platform local")
     from flexjob.operator.kubernetes.runner import OperatorConfig, WebhookConfig, run_operator
     from flexjob.platform.kubernetes import KubernetesPlatform
 
@@ -80,6 +112,7 @@ def operator(
         webhooks=hooks,
         liveness=liveness,
         job_master_image=os.environ.get(ENV_IMAGE) or None,
+        metrics_addr=metrics_addr,
     )
     platform = KubernetesPlatform.from_config(options.kubeconfig, context, server)
     try:
@@ -88,6 +121,41 @@ def operator(
         pass
     finally:
         platform.close()
+
+
+def _local_operator(jobs: list[str], namespaces: list[str], detach: bool) -> None:
+    from flexjob.api.names import DEFAULT_NAMESPACE
+    from flexjob.operator.local import runner as local_runner
+    from flexjob.platform.local import LocalPlatform
+    from flexjob.platform.local.leases import LeaseHeldError
+
+    if len(namespaces) > 1:
+        raise typer.BadParameter("--platform local takes one --namespace")
+    namespace = namespaces[0] if namespaces else DEFAULT_NAMESPACE
+    platform = LocalPlatform()
+    if not jobs:
+        orphaned = local_runner.jobs_without_operator(platform)
+        for job in orphaned:
+            pid = local_runner.start_detached(platform, job.namespace, job.name)
+            typer.echo(f"job {job.namespace}/{job.name}: local operator pid {pid}")
+        if not orphaned:
+            typer.echo("every unfinished local job has a running operator")
+        return
+    if detach:
+        for name in jobs:
+            pid = local_runner.start_detached(platform, namespace, name)
+            typer.echo(f"job {namespace}/{name}: local operator pid {pid}")
+        return
+    if len(jobs) > 1:
+        raise typer.BadParameter("one job at a time in the foreground (or give --detach)")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    try:
+        final = local_runner.run_job(platform, namespace, jobs[0])
+    except LeaseHeldError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    phase = final.status.phase.value if final is not None and final.status else "deleted"
+    logging.getLogger(__name__).info("job %s/%s %s", namespace, jobs[0], phase)
 
 
 def install(
@@ -102,6 +170,11 @@ def install(
         "--job-namespace",
         help="Namespace (existing) whose jobs' implicit masters get the flexjob-job-master "
         "service account (repeatable).",
+    ),
+    metrics_token_secret: str = typer.Option(
+        "",
+        help="Secret (key 'token') whose bearer token Prometheus sends: exposes the operator's "
+        "/metrics on port 9464 with scrape annotations, a Service and a ServiceMonitor.",
     ),
     apply: bool = typer.Option(False, help="Apply to the cluster instead of printing YAML."),
     kubeconfig: Path | None = typer.Option(None, help="Kubeconfig file (with --apply)."),
@@ -120,6 +193,7 @@ def install(
         webhook_port=webhook_port,
         cert_manager=cert_manager,
         job_namespaces=tuple(job_namespace),
+        metrics_token_secret=metrics_token_secret,
     )
     manifests = install_manifests(options)
     if not apply:

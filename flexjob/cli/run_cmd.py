@@ -117,7 +117,17 @@ def run(
     heartbeat_timeout: float = typer.Option(10.0, "--heartbeat-timeout"),
     run_path: bool = RUN_PATH,
     module: bool = MODULE,
+    ps: int = typer.Option(
+        0,
+        "--ps",
+        min=0,
+        help="Parameter servers to start (`flexjob ps`); trainers get "
+        "their addresses in $FLEXJOB_PS_ADDRESSES.",
+    ),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress line."),
+    plot: str | None = typer.Option(
+        None, "--plot", help="Write a PNG of throughput and world size over time here."
+    ),
     verbose: bool = typer.Option(False, "-v", "--verbose"),
 ) -> None:
     """Run a training script on elastic nodes of this machine (torchrun's flags).
@@ -159,6 +169,8 @@ def run(
             node_rank=node_rank,
             output=OutputConfig(log_dir=log_dir, redirects=redirects, tee=tee),
             join_timeout=conf.join_timeout,
+            plot=plot,
+            num_ps=ps,
         )
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)

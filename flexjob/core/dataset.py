@@ -3,12 +3,14 @@
 Built from a job's ``spec.dataset`` (``dataset_from_spec``), from ``flexjob run`` options, or
 registered by a training script over the master's typed ``RegisterDataset`` call (the trainer's
 ``ElasticSampler(size=...)``). Knows its splitter; holds no progress (``core.shards``).
+Bounded (``api.limits``): a dataset too large for the master to track is refused when made.
 """
 
 from dataclasses import dataclass
 
 from flexjob.api import DatasetSpec
 from flexjob.api.errors import InvalidSpecError
+from flexjob.api.limits import dataset_problem
 from flexjob.core.splitters import FileSplitter, RangeSplitter, Splitter, parse_file_entry
 
 DEFAULT_SHARD_SIZE = 64
@@ -32,7 +34,14 @@ class Dataset:
             raise InvalidSpecError("dataset: give exactly one of size or files")
         if self.epochs < 1:
             raise InvalidSpecError(f"dataset.epochs must be >= 1, got {self.epochs}")
-        self.splitter()  # validates size / shard_size / file entries
+        if self.size is not None:  # bounded before a splitter of that size is made
+            self._check_bounds(self.size)
+        self._check_bounds(self.splitter().num_samples)  # validates shard_size / file entries
+
+    def _check_bounds(self, samples: int) -> None:
+        problem = dataset_problem(samples, self.shard_size, self.epochs)
+        if problem:
+            raise InvalidSpecError(f"dataset {self.name!r}: {problem}")
 
     def splitter(self) -> Splitter:
         if self.size is not None:

@@ -7,17 +7,29 @@ worker finds it in ``FLEXJOB_MASTER``. The stored job is not changed; the replic
 as ``<job>-master-0``.
 
 The rule (``needs_job_master``): the job has no ``master`` replica spec, and it has
-``elasticPolicy.rdzvBackend: flexjob`` or a ``dataset`` or ``batch`` block. Jobs that declare
-their own ``master`` (DI, ElasticDL, user masters) keep it as is.
+``elasticPolicy.rdzvBackend: flexjob``, a ``dataset`` or ``batch`` block, or ``ps`` replicas
+(a parameter-server job: its PS replicas register with the master). A declared ``master``
+whose main container names no command (an ElasticDL ``Master`` without its own image's
+entrypoint) is flexjob's too (``flexjob_runs_master``). Jobs that declare a master with a
+command of their own (DI, user masters) keep it as is.
 
 Success of such a job is decided on its workers (every worker replica succeeded), as for a job
 without a master; the master is then removed by ``cleanPodPolicy`` (it is still running).
 
+Parameter servers likewise: ``ps`` replicas whose main container names no command run
+``flexjob ps`` (``ps_replica_spec``, applied by ``with_job_master``), with a port so each gets
+a service and finds its own address in ``FLEXJOB_REPLICA_ADDRESS``. Which command each role
+runs is its ``builtin_command`` in ``api.roles``.
+
 How the master runs comes from the driver (``JobMasterConfig``): locally
 ``sys.executable -m flexjob``, on Kubernetes the operator's own image (``FLEXJOB_IMAGE``).
 The master's typed ``MasterConfig`` (``core.master_config``) travels as JSON in
-``FLEXJOB_MASTER_CONFIG``; the master binds the port of its ``FLEXJOB_MASTER`` address. Pure:
-no I/O.
+``FLEXJOB_MASTER_CONFIG``; the master binds the port of its ``FLEXJOB_MASTER`` address. The
+job's token reaches the master and every replica in the environment, never on a command line:
+locally ``FLEXJOB_MASTER_TOKEN_FILE`` names the 0600 file
+``<token_root>/<ns>/<job>/master.token`` (the local operator writes it), on Kubernetes
+``FLEXJOB_MASTER_TOKEN`` comes from the Secret ``<job>-master-token`` (``secretKeyRef``; the
+operator creates it, owned by the job). Pure: no I/O.
 """
 
 from collections.abc import Mapping
@@ -30,9 +42,11 @@ from flexjob.api import (
     ReplicaSpec,
     ReplicaType,
     RestartPolicy,
+    names,
 )
-from flexjob.api.names import ENV_MASTER_CONFIG
-from flexjob.api.pod import PodSpec, PodTemplateSpec
+from flexjob.api.names import ENV_MASTER_CONFIG, ENV_MASTER_TOKEN, ENV_MASTER_TOKEN_FILE
+from flexjob.api.pod import ContainerPort, PodSpec, PodTemplateSpec
+from flexjob.api.roles import traits
 from flexjob.core.master_config import MasterConfig
 
 RDZV_BACKEND_FLEXJOB = "flexjob"
@@ -40,6 +54,9 @@ MASTER_CONTAINER = "master"
 #: The service account implicit masters run as on Kubernetes (``flexjob manifests install``
 #: creates it with ``operator.manifests.JOB_MASTER_RULES``).
 JOB_MASTER_SERVICE_ACCOUNT = "flexjob-job-master"
+#: The key of the token in a job's master-token Secret.
+SECRET_TOKEN_KEY = "token"
+TOKEN_FILE = "master.token"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +71,10 @@ class JobMasterConfig:
     folder per job incarnation, so a restarted master continues and a re-submitted job of the
     same name starts fresh); "" = no state kept across master restarts; ``service_account``:
     the pod's ``serviceAccountName`` (Kubernetes: the identity allowed to write ScalePlans;
-    "" = the namespace's default; the local platform ignores it).
+    "" = the namespace's default; the local platform ignores it); ``token_root``: where the
+    local operator keeps each job's token file (``master_token_file``; "" = none);
+    ``token_secret``: give every replica the token of the job's Secret
+    (``master_token_secret``, Kubernetes).
     """
 
     command: tuple[str, ...] = ("python", "-m", "flexjob")
@@ -64,6 +84,18 @@ class JobMasterConfig:
     env: Mapping[str, str] = field(default_factory=dict)
     state_root: str = ""
     service_account: str = ""
+    token_root: str = ""
+    token_secret: bool = False
+
+
+def master_token_file(root: str, namespace: str, job: str) -> str:
+    """The local token file of ``job``: ``<root>/<namespace>/<job>/master.token``."""
+    return "/".join((root, namespace, job, TOKEN_FILE))
+
+
+def master_token_secret(job: str) -> str:
+    """The name of the Secret holding ``job``'s master token (Kubernetes)."""
+    return f"{job}-master-token"
 
 
 def kubernetes_job_master(image: str) -> JobMasterConfig:
@@ -76,17 +108,41 @@ def kubernetes_job_master(image: str) -> JobMasterConfig:
         host="0.0.0.0",
         scale_plan_platform="kubernetes",
         service_account=JOB_MASTER_SERVICE_ACCOUNT,
+        token_secret=True,
     )
+
+
+def _has_own_command(spec: ReplicaSpec) -> bool:
+    containers = spec.template.spec.containers
+    return bool(containers and containers[0].command)
+
+
+def flexjob_runs_master(job: ElasticJob) -> bool:
+    """True when the job's master is flexjob's (added, or declared without a command); its
+    success is then decided on its workers."""
+    declared = job.spec.replica_specs.get(ReplicaType.MASTER)
+    if declared is not None:
+        return not _has_own_command(declared)
+    return needs_job_master(job)
 
 
 def needs_job_master(job: ElasticJob) -> bool:
     """True when the operator must add a flexjob job master to ``job`` (see module doc)."""
     spec = job.spec
-    if ReplicaType.MASTER in spec.replica_specs:
-        return False
+    declared = spec.replica_specs.get(ReplicaType.MASTER)
+    if declared is not None:
+        return not _has_own_command(declared)
     policy = spec.elastic_policy
     flexjob_rdzv = policy is not None and (policy.rdzv_backend or "") == RDZV_BACKEND_FLEXJOB
-    return flexjob_rdzv or spec.dataset is not None or spec.batch is not None
+    has_ps = ReplicaType.PS in spec.replica_specs
+    return flexjob_rdzv or spec.dataset is not None or spec.batch is not None or has_ps
+
+
+def master_job_dir(state_root: str, job: ElasticJob) -> str:
+    """Where the implicit master of this incarnation of ``job`` keeps its state and
+    timeline, under ``state_root`` (a new uid, a fresh folder)."""
+    incarnation = f"master-{job.metadata.uid or 'unknown'}"
+    return "/".join((state_root, job.namespace, job.name, incarnation))
 
 
 def master_replica_spec(job: ElasticJob, options: JobMasterConfig) -> ReplicaSpec:
@@ -95,15 +151,14 @@ def master_replica_spec(job: ElasticJob, options: JobMasterConfig) -> ReplicaSpe
     ``InvalidSpecError`` naming the field."""
     job_dir = None
     if options.state_root:
-        incarnation = f"master-{job.metadata.uid or 'unknown'}"
-        job_dir = "/".join((options.state_root, job.namespace, job.name, incarnation))
+        job_dir = master_job_dir(options.state_root, job)
     config = MasterConfig.from_job(
         job,
         host=options.host,
         job_dir=job_dir,
         scale_plan_platform=options.scale_plan_platform or None,
     )
-    args = ["master"]
+    args = [str(traits(ReplicaType.MASTER).builtin_command)]
     env = {**options.env, ENV_MASTER_CONFIG: config.to_json()}
     container = Container(
         name=MASTER_CONTAINER,
@@ -123,10 +178,60 @@ def master_replica_spec(job: ElasticJob, options: JobMasterConfig) -> ReplicaSpe
     )
 
 
+def ps_replica_spec(spec: ReplicaSpec, options: JobMasterConfig) -> ReplicaSpec:
+    """A ``ps`` replica spec whose main container runs ``flexjob ps`` on a port of its own."""
+    template = spec.template.model_copy(deep=True)
+    if not template.spec.containers:
+        template.spec.containers = [Container(name="ps")]
+    main = template.spec.containers[0]
+    main.command = list(options.command)
+    main.args = [str(traits(ReplicaType.PS).builtin_command), "--host", options.host]
+    if options.image and not main.image:
+        main.image = options.image
+    if not main.ports:
+        main.ports = [ContainerPort(container_port=names.DEFAULT_PS_PORT, name="ps")]
+    return spec.model_copy(update={"template": template})
+
+
 def with_job_master(job: ElasticJob, options: JobMasterConfig | None) -> ElasticJob:
-    """``job`` with its implicit master added when it needs one and ``options`` are given;
-    otherwise ``job`` itself."""
-    if options is None or not needs_job_master(job):
+    """``job`` with its implicit master added (or its command-less master filled in) and its
+    command-less ``ps`` replicas running ``flexjob ps``, when ``options`` are given; otherwise
+    ``job`` itself."""
+    if options is None:
         return job
-    specs = {ReplicaType.MASTER: master_replica_spec(job, options), **job.spec.replica_specs}
+    specs = dict(job.spec.replica_specs)
+    if needs_job_master(job):
+        specs.pop(ReplicaType.MASTER, None)
+        specs = {ReplicaType.MASTER: master_replica_spec(job, options), **specs}
+    ps = specs.get(ReplicaType.PS)
+    if ps is not None and not _has_own_command(ps):
+        specs[ReplicaType.PS] = ps_replica_spec(ps, options)
+    if flexjob_runs_master(job):
+        return _with_job_token(job, specs, options)
+    if specs == job.spec.replica_specs:
+        return job
     return job.model_copy(update={"spec": job.spec.model_copy(update={"replica_specs": specs})})
+
+
+def _with_job_token(
+    job: ElasticJob, specs: dict[ReplicaType, ReplicaSpec], options: JobMasterConfig
+) -> ElasticJob:
+    """``job`` with ``specs`` and the master's token reaching every replica: a 0600 file's
+    path locally, the job's Secret on Kubernetes."""
+    envs = dict(job.spec.envs)
+    if options.token_root:
+        envs[ENV_MASTER_TOKEN_FILE] = master_token_file(options.token_root, job.namespace, job.name)
+    if options.token_secret:
+        specs = {t: _with_secret_token(s, job.name) for t, s in specs.items()}
+    update = {"replica_specs": specs, "envs": envs}
+    return job.model_copy(update={"spec": job.spec.model_copy(update=update)})
+
+
+def _with_secret_token(spec: ReplicaSpec, job: str) -> ReplicaSpec:
+    """``spec`` whose containers read ``FLEXJOB_MASTER_TOKEN`` from the job's Secret."""
+    ref = {"secretKeyRef": {"name": master_token_secret(job), "key": SECRET_TOKEN_KEY}}
+    template = spec.template.model_copy(deep=True)
+    for container in template.spec.containers:
+        kept = [e for e in container.env if e.name != ENV_MASTER_TOKEN]
+        container.env = [*kept, EnvVar.model_validate({"name": ENV_MASTER_TOKEN, "valueFrom": ref})]
+    return spec.model_copy(update={"template": template})

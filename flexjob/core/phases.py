@@ -23,6 +23,7 @@ from flexjob.api import (
     RestartPolicy,
 )
 from flexjob.api.roles import controlling_type
+from flexjob.core.job_master import flexjob_runs_master
 from flexjob.core.replicas import Replica
 
 DEFAULT_BACKOFF_LIMIT = 3
@@ -76,11 +77,11 @@ def restarts_on_success(job: ElasticJob, rtype: ReplicaType) -> bool:
 def job_succeeded(
     job: ElasticJob, replicas: Sequence[Replica], counts: Mapping[ReplicaType, int]
 ) -> bool:
-    """The controlling replica (the master) succeeded; or, with none, every replica of the
-    training types succeeded (all the desired ones; every type counts when the job has no
-    training type). Roles: ``api.roles``."""
+    """The controlling replica (the master) succeeded; or, with none (or one flexjob runs:
+    ``core.job_master``), every replica of the training types succeeded (all the desired ones;
+    every type counts when the job has no training type). Roles: ``api.roles``."""
     master = controlling_type(job.spec.replica_specs)
-    if master is not None:
+    if master is not None and not flexjob_runs_master(job):
         return any(r.type is master and r.phase is ReplicaPhase.SUCCEEDED for r in replicas)
     workers = [t for t in counts if t in TRAINING_TYPES] or list(counts)
     if not workers or all(counts[t] == 0 for t in workers):

@@ -40,7 +40,7 @@ from flexjob.core.actions import (
     RecordEvent,
     UpdateScalePlan,
 )
-from flexjob.core.job_master import JobMasterConfig, with_job_master
+from flexjob.core.job_master import JobMasterConfig, flexjob_runs_master, with_job_master
 from flexjob.core.replica_plan import (
     desired_counts,
     fold_plan,
@@ -207,8 +207,9 @@ class _Round:
 
     # --- finishing ------------------------------------------------------------------------------
     def _success_message(self) -> str:
-        master = controlling_type(self.declared.spec.replica_specs)
-        if master is not None:
+        declared = self.declared
+        master = controlling_type(declared.spec.replica_specs)
+        if master is not None and not flexjob_runs_master(declared):
             return f"the {master.value} replica succeeded"
         return "every worker replica succeeded"
 

@@ -146,6 +146,14 @@ def replica_env(
     }
     if master_address is not None:
         env[names.ENV_MASTER] = master_address
+    if ReplicaType.PS in job.spec.replica_specs:
+        ps_spec = job.spec.replica_specs[ReplicaType.PS]
+        num_ps = (
+            desired_count(job, job.status, ReplicaType.PS)
+            if job.status is not None
+            else replica_bounds(ps_spec).replicas
+        )
+        env[names.ENV_NUM_PS] = str(num_ps)
     if own_address is not None and not ROLE_TRAITS[rtype].controls_job:
         env[names.ENV_REPLICA_ADDRESS] = own_address
     return env

@@ -2,11 +2,16 @@
 
 Queues: TODO → DOING (marked with the worker and the time) → DONE. A dead worker's DOING shards
 and stragglers (DOING longer than ``straggler_timeout``) go back to the front of TODO. A report
-is counted the first time a shard is reported, by anyone, whatever queue it sits in, and never
-again (a retried report by the worker whose report counted is acknowledged, not re-counted).
-Epochs are cut lazily: the next epoch's shards are queued once TODO runs dry.
-``checkpoint()`` / ``restore()`` write and read the progress as JSON; DOING shards come back
-as TODO. No I/O: the caller persists the JSON and injects the clock.
+is counted once, and only from a worker that may hold the shard: the worker it is DOING for,
+the worker it was last taken back from (a late straggler; its report counts even once the
+shard went to another worker), or — for shards in TODO at a ``restore()`` and epochs a
+restored manager had not opened, whose holders a checkpoint does not record — any worker. Reports
+of a shard another worker holds, of a shard never handed out, or of an epoch not opened yet
+are rejected, so a fake report cannot finish a job. A retried report by the worker whose
+report counted is acknowledged, not re-counted. Epochs are cut lazily: the next epoch's shards
+are queued once TODO runs dry. ``checkpoint()`` / ``restore()`` write and read the progress as
+JSON; DOING shards come back as TODO. No I/O: the caller persists the JSON and injects the
+clock.
 """
 
 import json
@@ -20,6 +25,7 @@ from typing import Any
 from flexjob.core.splitters import ShardSpec, Splitter
 
 CHECKPOINT_VERSION = 1
+ANY_WORKER = ""
 
 
 class ShardState(StrEnum):
@@ -32,7 +38,8 @@ class ShardState(StrEnum):
 
 class ReportResult(StrEnum):
     """What a report did: COUNTED the shard now; ALREADY_COUNTED it earlier for the same
-    worker (a retried report); REJECTED (done by another report, or an unknown shard)."""
+    worker (a retried report); REJECTED (done by another report, held by another worker, not
+    handed out, or an unknown shard)."""
 
     COUNTED = "counted"
     ALREADY_COUNTED = "already_counted"
@@ -108,6 +115,11 @@ class ShardManager:
         self._completed: set[int] = set()
         self._samples_done = 0
         self._recent: OrderedDict[int, str] = OrderedDict()
+        # Shards a former holder may still report (until done, even once handed out again):
+        # the worker they were taken back from, or ANY_WORKER for those in TODO since a
+        # restore (their holder is unknown).
+        self._claimable: dict[int, str] = {}
+        self._restored = False  # restored from a checkpoint: holders before it are unknown
 
     # ---- queries ----
     @property
@@ -167,17 +179,30 @@ class ShardManager:
         return Shard(shard_id, epoch, self._specs[epoch][pos])
 
     def report_done(self, shard_id: int, worker: str) -> ReportResult:
-        """Mark a shard DONE; see ``ReportResult``. A shard is counted at most once."""
+        """Mark a shard DONE; see ``ReportResult``. A shard is counted at most once, and only
+        from a worker that may hold it (module doc)."""
         if not 0 <= shard_id < self._epochs * self._per_epoch:
             return ReportResult.REJECTED
         epoch, pos = divmod(shard_id, self._per_epoch)
+        if epoch >= self._next_epoch and not self._restored:  # never handed out
+            return ReportResult.REJECTED
         while self._next_epoch <= epoch:  # handed out before a restart that lost its epoch
-            self._open_epoch(self._next_epoch)
+            opened = self._next_epoch
+            self._open_epoch(opened)
+            base = opened * self._per_epoch
+            self._claimable.update(dict.fromkeys(range(base, base + self._per_epoch), ANY_WORKER))
         if epoch in self._completed or pos in self._done[epoch]:
             if self._recent.get(shard_id) == worker:
                 return ReportResult.ALREADY_COUNTED
             return ReportResult.REJECTED
-        if self._doing.pop(shard_id, None) is None:
+        doing = self._doing.get(shard_id)
+        holds = doing is not None and doing.worker == worker
+        if not holds and self._claimable.get(shard_id) not in (worker, ANY_WORKER):
+            return ReportResult.REJECTED
+        self._claimable.pop(shard_id, None)
+        if doing is not None:
+            del self._doing[shard_id]
+        else:
             self._todo.remove(shard_id)  # a late report of a shard that went back to TODO
         done = self._done[epoch]
         done.add(pos)
@@ -242,6 +267,8 @@ class ShardManager:
         self._samples_done = int(data["samples_done"])
         for sid, worker in data["recent"]:
             self._remember(int(sid), str(worker))
+        self._claimable = dict.fromkeys(self._todo, ANY_WORKER)
+        self._restored = True
 
     # ---- internals ----
     def _locate(self, shard_id: int) -> tuple[int, int]:
@@ -259,7 +286,7 @@ class ShardManager:
 
     def _requeue(self, ids: list[int]) -> None:
         for sid in reversed(ids):
-            del self._doing[sid]
+            self._claimable[sid] = self._doing.pop(sid).worker
             self._todo.appendleft(sid)
 
     def _remember(self, shard_id: int, worker: str) -> None:

@@ -10,17 +10,25 @@ import logging
 import signal
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from flexjob.api import OptimizeMode
 from flexjob.core.master_config import MasterConfig
 from flexjob.master.logs import event
+from flexjob.master.observing import MasterCollector, RpcLatency
 from flexjob.master.service import MasterService
 from flexjob.master.state_file import write_atomic
+from flexjob.master.timeline import TimelineRecorder
+from flexjob.observe import metrics, metrics_http
 from flexjob.platform.stop_signals import STOP_SIGNALS
+from flexjob.rpc.auth import master_token
+from flexjob.rpc.brain_messages import JobStatus
 from flexjob.rpc.server import RunningServer, serve
 
 log = logging.getLogger(__name__)
+
+METRICS_ADDR_FILE = "metrics.addr"  # in the job dir: HOST:PORT of the master's /metrics
 
 
 @dataclass
@@ -34,6 +42,9 @@ class MasterHandle:
     optimizer: Any = (
         None  # master.optimizer_loop.OptimizerLoop when the job optimizes its resources
     )
+    timeline: TimelineRecorder | None = None
+    collector: MasterCollector | None = None
+    metrics_server: metrics_http.MetricsServer | None = None
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -51,9 +62,16 @@ class MasterHandle:
         if self._thread is not None:
             self._thread.join()
         if self.optimizer is not None:
-            self.optimizer.stop()
+            self.optimizer.stop(JobStatus.SUCCEEDED if self.service.job_finished else None)
         self.server.stop(grace=0.5)
+        if self.timeline is not None:
+            self.timeline.sample(self.service.view, force=True)
+            self.timeline.close()
         self.service.close()
+        if self.collector is not None:
+            metrics.unregister(self.collector)
+        if self.metrics_server is not None:
+            self.metrics_server.stop()
         self.store = None  # drops the TCPStore server
         event(log, "master_stopped", self.config.job_name)
 
@@ -78,6 +96,8 @@ class MasterHandle:
         while not self._stop.wait(interval):
             try:
                 self.service.check()
+                if self.timeline is not None:
+                    self.timeline.sample(self.service.view)
             except Exception:  # keep the master up; the next tick retries
                 log.exception("event=health_check_failed job=%s", self.config.job_name)
 
@@ -89,19 +109,36 @@ def _start_store(config: MasterConfig) -> tuple[Any, str]:
     return store, f"{config.public_host}:{store.port}"
 
 
-def start_master(config: MasterConfig, *, store_first: bool = True) -> MasterHandle:
-    """Start a master in this process and return once it serves.
+def start_master(
+    config: MasterConfig, token: str | None = None, *, store_first: bool = True
+) -> MasterHandle:
+    """Start a master in this process and return once it serves. ``token``: what clients must
+    present (default: the job's token from the environment, ``rpc.auth.master_token``; a
+    master that binds beyond loopback refuses to start without one).
 
     With ``store_first=False`` the RPC server starts (and ``master.addr`` is written) before
     the torch TCPStore, which starts on a thread: the slow torch import then overlaps the
     agents' own start-up, and no node gets a world until the store serves."""
+    token = token if token is not None else master_token()
     deferred = config.host_store and not store_first
     store, store_address = (
         _start_store(config) if config.host_store and not deferred else (None, "")
     )
+    timeline = TimelineRecorder(config.job_name, config.job_dir)
     service = MasterService(config, store_address=store_address)
-    server = serve(service, config.host, config.port, max_workers=config.rpc_workers)
-    handle = MasterHandle(config, service, server, store)
+    server = serve(
+        service,
+        config.host,
+        config.port,
+        config.rpc_workers,
+        token,
+        interceptors=[RpcLatency()],
+    )
+    handle = MasterHandle(config, service, server, store, timeline=timeline)
+    handle.collector = MasterCollector(service.view)
+    metrics.register(handle.collector)
+    addr_file = Path(config.job_dir) / METRICS_ADDR_FILE if config.job_dir else None
+    handle.metrics_server = metrics_http.serve_configured(addr_file=addr_file)
     handle._thread = threading.Thread(target=handle._health_loop, name="master-health", daemon=True)
     handle._thread.start()
     if deferred:

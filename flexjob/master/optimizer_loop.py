@@ -21,6 +21,7 @@ from flexjob.api.errors import FlexjobError
 from flexjob.core import planner
 from flexjob.core.master_config import MasterConfig
 from flexjob.core.planner.speed import SpeedAggregator
+from flexjob.master.logs import event
 from flexjob.master.optimizer import JobOptimizer, to_scale_plan
 from flexjob.master.state_file import write_atomic
 from flexjob.master.stats import NodeRecord
@@ -123,11 +124,20 @@ class OptimizerLoop:
         self._thread = threading.Thread(target=self._run, name="master-optimizer", daemon=True)
         self._thread.start()
 
-    def stop(self) -> None:
+    def stop(self, status: schemas.JobStatus | None = None) -> None:
+        """Stop ticking; send what was measured since the last tick (a job shorter than one
+        interval has no other samples) and, when ``status`` is known, how the job ended."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        self.optimizer.flush()
+        try:
+            self.feed()
+        except Exception:
+            log.exception("last stats of job %s not taken", self.job_name)
+        if status is None:
+            self.optimizer.flush()
+        else:
+            self.optimizer.finish(status)
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
@@ -204,9 +214,7 @@ class OptimizerLoop:
             {node: rec.replica_type for node, rec in nodes.items()},
         )
         self.sink(scale_plan)
-        log.info(
-            "job %s: wrote ScalePlan %s: %s", self.job_name, scale_plan.metadata.name, plan.reason
-        )
+        event(log, "scaled", self.job_name, plan=scale_plan.metadata.name, detail=plan.reason)
 
 
 def _log_sink(plan: ScalePlan) -> None:

@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from flexjob.api.errors import InvalidSpecError, NotFoundError
+from flexjob.api.limits import KV_INT_MAX, KV_INT_MIN, MAX_KV_KEY_BYTES, MAX_KV_VALUE_BYTES
 from flexjob.core.batch import BatchPlan, RankBatch
 from flexjob.core.dataset import Dataset
 from flexjob.core.master_config import MasterConfig
@@ -24,6 +25,7 @@ from flexjob.core.rendezvous import NodeStatus, Rendezvous
 from flexjob.core.shards import ReportResult, ShardManager
 from flexjob.master.health import HeartbeatTracker
 from flexjob.master.logs import event
+from flexjob.master.observing import MasterView, master_view
 from flexjob.master.snapshot import SnapshotWriter, restore_snapshot
 from flexjob.master.state_file import StateFile
 from flexjob.master.stats import NodeRecord, StatsBook
@@ -262,8 +264,14 @@ class MasterService:
             self._shards[dataset.name] = mgr
         event(log, "dataset_registered", self._job, dataset=dataset.name or "-", size=dataset.size)
 
+    def view(self) -> MasterView:
+        """The master's numbers in one consistent read (metrics, timeline)."""
+        with self._lock:
+            return master_view(self._job, self._shards, self._rdzv, self._stats, self._kv)
+
     # ---- key-value store ----
     def kv_set(self, key: str, value: bytes) -> None:
+        _check_kv(key, value)
         with self._lock:
             self._kv[key] = value
 
@@ -272,11 +280,17 @@ class MasterService:
             return self._kv.get(key)
 
     def kv_add(self, key: str, amount: int) -> int:
+        _check_kv(key, b"")
         with self._lock:
             try:
                 value = int(self._kv.get(key, b"0")) + amount
             except ValueError:
                 raise InvalidSpecError(f"key {key!r} does not hold an integer") from None
+            if not KV_INT_MIN <= value <= KV_INT_MAX:
+                raise InvalidSpecError(
+                    f"key {key!r}: adding {amount} gives {value}, outside the 64-bit range "
+                    f"{KV_INT_MIN}..{KV_INT_MAX}"
+                )
             self._kv[key] = str(value).encode()
             return value
 
@@ -431,4 +445,14 @@ class MasterService:
             round=self._rdzv.round,
             journal_entries=len(journal),
             shards_done=sum(x.shards_done for x in p),
+        )
+
+
+def _check_kv(key: str, value: bytes) -> None:
+    """Refuse a KV key or value above ``api.limits`` bounds (they live in the master's memory)."""
+    if len(key.encode()) > MAX_KV_KEY_BYTES:
+        raise InvalidSpecError(f"key: {len(key.encode())} bytes, at most {MAX_KV_KEY_BYTES}")
+    if len(value) > MAX_KV_VALUE_BYTES:
+        raise InvalidSpecError(
+            f"value of {key!r}: {len(value)} bytes, at most {MAX_KV_VALUE_BYTES}"
         )

@@ -19,6 +19,7 @@ from flexjob.api.crd import crds
 from flexjob.api.names import ENV_IMAGE, GROUP, PLURAL_JOB, PLURAL_SCALE_PLAN, VERSION
 from flexjob.core.job_master import JOB_MASTER_SERVICE_ACCOUNT
 from flexjob.operator.kubernetes.admission import MUTATE_JOB, VALIDATE_JOB, VALIDATE_PLAN
+from flexjob.operator.metrics_manifests import metrics_service, service_monitor, with_metrics
 
 Body = dict[str, Any]
 NAME = "flexjob-operator"
@@ -38,6 +39,8 @@ RULES: tuple[Rule, ...] = (
     # Replicas and their addresses: only the operator creates or deletes them.
     (("",), ("pods",), ("get", "list", "watch", "create", "delete")),
     (("",), ("services",), ("get", "list", "create", "delete")),
+    # Each implicit job master's token (created once per job, owned by it).
+    (("",), ("secrets",), ("create",)),
     # Job events (kubectl describe), and kopf's own events.
     (("",), ("events",), ("create", "list", "deletecollection")),
     # kopf's cluster scanning: which namespaces and custom resources exist.
@@ -64,6 +67,9 @@ class InstallConfig:
     cert_manager: bool = True
     #: Namespaces whose jobs' implicit masters get the ``flexjob-job-master`` service account.
     job_namespaces: tuple[str, ...] = ("default",)
+    #: A Secret (key ``token``) whose token Prometheus sends: the operator's /metrics is then
+    #: exposed and scraped (``metrics_manifests``); empty: it stays on loopback.
+    metrics_token_secret: str = ""
 
     @property
     def service_host(self) -> str:
@@ -270,6 +276,18 @@ def install_manifests(options: InstallConfig | None = None) -> list[Body]:
         *job_master_rbac(options),
         *(certificate(options) if options.cert_manager else []),
         webhook_service(options),
-        deployment(options),
+        *_deployment_and_metrics(options),
         *webhook_configurations(options),
+    ]
+
+
+def _deployment_and_metrics(options: InstallConfig) -> list[Body]:
+    secret = options.metrics_token_secret
+    if not secret:
+        return [deployment(options)]
+    labels = {"app.kubernetes.io/name": NAME}
+    return [
+        with_metrics(deployment(options), secret),
+        metrics_service(NAME, options.namespace, labels),
+        service_monitor(NAME, options.namespace, labels, secret),
     ]

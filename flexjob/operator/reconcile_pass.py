@@ -3,8 +3,10 @@ patch the status fields the operator owns (only those it changed).
 
 The one pass every driver runs: the kopf handlers' work queue (``kubernetes.runner``), the
 local loop (``local.loop``) and the benchmark. A job that is gone or being deleted is left
-alone (its finalizer handler releases it). Not a loop and not a scheduler: callers decide when
-to run a pass.
+alone (its finalizer handler releases it). Before the implicit master of a job is first created
+on a platform that keeps Secrets, the job's master-token Secret is made (``core.job_master``;
+the token is random, the Secret owned by the job). Not a loop and not a scheduler: callers
+decide when to run a pass.
 
 With ``parallel > 1`` runs of independent actions (creating or deleting replicas and recording
 events) go out ``parallel`` at a time; everything else stays a barrier in reconcile's order
@@ -17,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 
-from flexjob.api import ElasticJob, ScalePlan, ScalePlanPhase
+from flexjob.api import ElasticJob, ReplicaType, ScalePlan, ScalePlanPhase
 from flexjob.core.actions import (
     Action,
     CreateReplica,
@@ -26,11 +28,18 @@ from flexjob.core.actions import (
     ReconcileResult,
     RecordEvent,
 )
-from flexjob.core.job_master import JobMasterConfig
+from flexjob.core.job_master import (
+    SECRET_TOKEN_KEY,
+    JobMasterConfig,
+    master_token_secret,
+    needs_job_master,
+)
 from flexjob.core.reconcile import reconcile
 from flexjob.core.status_patch import StatusOwner, owner_patch
+from flexjob.operator import observing
 from flexjob.operator.apply import apply_actions
-from flexjob.platform.api import NotFoundError, Platform, Replica
+from flexjob.platform.api import NotFoundError, Platform, Replica, SecretStore
+from flexjob.rpc.auth import new_token
 
 logger = logging.getLogger(__name__)
 
@@ -109,8 +118,10 @@ def reconcile_job(
     if is_deleting(job):
         return None
     replicas = platform.list_replicas(namespace, name)
+    observing.replicas(namespace, name, replicas)
     services = platform.list_services(namespace, name)
     plan = pending_plan(platform, job)
+    _ensure_master_token(platform, job, replicas, job_master)
     result = reconcile(job, replicas, now, services=services, plan=plan, job_master=job_master)
     apply_in_batches(platform, result.actions, parallel)
     if any(isinstance(a, DeleteJob) for a in result.actions):
@@ -122,3 +133,16 @@ def reconcile_job(
         except NotFoundError:
             logger.info("job %s/%s disappeared while reconciling", namespace, name)
     return PassResult(job, replicas, result, deleted=False)
+
+
+def _ensure_master_token(
+    platform: Platform, job: ElasticJob, replicas: list[Replica], options: JobMasterConfig | None
+) -> None:
+    """Create the job's master-token Secret before its implicit master is first created."""
+    if options is None or not options.token_secret or not isinstance(platform, SecretStore):
+        return
+    if not needs_job_master(job) or any(r.type is ReplicaType.MASTER for r in replicas):
+        return
+    secret = master_token_secret(job.name)
+    if platform.ensure_secret(job.namespace, job.name, secret, {SECRET_TOKEN_KEY: new_token()}):
+        logger.info("job %s/%s: master token in Secret %s", job.namespace, job.name, secret)

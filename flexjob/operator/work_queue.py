@@ -12,6 +12,8 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
+from flexjob.operator import observing
+
 logger = logging.getLogger(__name__)
 
 JobKey = tuple[str, str]
@@ -42,6 +44,7 @@ class JobQueue:
         elif key not in self._pending:
             self._pending.add(key)
             self._queue.put_nowait(key)
+            observing.queue_depth(len(self._pending))
 
     @property
     def idle(self) -> bool:
@@ -56,15 +59,18 @@ class JobQueue:
         while True:
             key = await self._queue.get()
             self._pending.discard(key)
+            observing.queue_depth(len(self._pending))
             self._running.add(key)
             started = time.perf_counter()
             try:
                 await self._handle(key)
             except Exception:
+                observing.failed("reconcile")
                 logger.exception("reconciling %s/%s failed; retrying", *key)
                 asyncio.get_running_loop().call_later(self._retry_delay, self.put, key)
             finally:
                 self.durations.append(time.perf_counter() - started)
+                observing.reconciled(self.durations[-1], "kubernetes")
                 self._running.discard(key)
                 if key in self._again:
                     self._again.discard(key)

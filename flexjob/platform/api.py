@@ -44,7 +44,7 @@ and only those it changed (``core.status_patch.owner_patch`` diffs before/after)
   preemptible jobs, their ``replicas``.
 """
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -194,3 +194,13 @@ class Platform(JobStore, ReplicaRuntime, Protocol):
     name: str
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class SecretStore(Protocol):
+    """A platform that keeps Secrets for its jobs' pods (Kubernetes): the operator puts each
+    job master's token there, and pods read it through ``secretKeyRef``."""
+
+    def ensure_secret(
+        self, namespace: str, job: str, name: str, data: Mapping[str, str]
+    ) -> bool: ...

@@ -2,10 +2,12 @@
 
 Every method sends or returns a ``flexjob.rpc.brain_messages`` model (or an ``api.ResourcePlan``);
 failures raise ``api.errors`` errors (``UnavailableError`` when unreachable,
-``NotFoundError`` for a job the brain never saw). An ``httpx.Client``
-can be passed in (tests pass FastAPI's ``TestClient``). Not for retries policy: callers decide.
+``NotFoundError`` for a job the brain never saw). An ``httpx.Client`` can be passed in (tests
+pass FastAPI's ``TestClient``). Requests carry the brain's bearer token (``token``, default
+``$FLEXJOB_BRAIN_TOKEN``) when there is one. Not for retries policy: callers decide.
 """
 
+import os
 from types import TracebackType
 from typing import Any, Self
 from urllib.parse import quote
@@ -14,8 +16,10 @@ import httpx
 
 from flexjob.api import ResourcePlan
 from flexjob.api.errors import FlexjobError, NotFoundError, UnavailableError
+from flexjob.api.names import ENV_BRAIN_TOKEN
 from flexjob.core.planner import OptimizeStage
 from flexjob.rpc import brain_messages as schemas
+from flexjob.rpc.auth import AUTHORIZATION, bearer
 
 PREFIX = "/api/v1"
 
@@ -25,9 +29,18 @@ def _q(job: str) -> str:
 
 
 class BrainClient:
-    def __init__(self, url: str, timeout: float = 10.0, http: httpx.Client | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        timeout: float = 10.0,
+        http: httpx.Client | None = None,
+        token: str | None = None,
+    ) -> None:
         self.url = url.rstrip("/")
-        self._http = http or httpx.Client(base_url=self.url, timeout=timeout)
+        token = token if token is not None else os.environ.get(ENV_BRAIN_TOKEN, "")
+        headers = {AUTHORIZATION: bearer(token)} if token else {}
+        self._http = http or httpx.Client(base_url=self.url, timeout=timeout, headers=headers)
+        self._http.headers.update(headers)
 
     def close(self) -> None:
         self._http.close()

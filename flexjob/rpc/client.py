@@ -1,23 +1,24 @@
 """``MasterClient``: a synchronous, typed client of the job master for agents and trainers.
 
-Every method is one RPC returning an ``rpc.messages`` data class. Calls that cannot reach the master
+Every method is one RPC returning an ``rpc.messages`` data class. Every call carries the job's
+token (``rpc.auth.master_token``: ``FLEXJOB_MASTER_TOKEN`` or ``FLEXJOB_MASTER_TOKEN_FILE``)
+when one is set. Calls that cannot reach the master
 (connection refused, master restarting, deadline hit) are retried with exponential backoff
 until ``retry_deadline`` seconds have passed, so a master restart is survivable; then
 ``UnavailableError``. Errors the master answers are raised as ``api.errors`` errors.
 Not thread-safe across ``close()``; otherwise a client may be shared by threads.
 """
 
-import logging
 import time
 from collections.abc import Callable
 from typing import TypeVar
 
 import grpc
 
-from flexjob.api.errors import FlexjobError, InvalidSpecError, NotFoundError, UnavailableError
 from flexjob.core.batch import RankBatch
 from flexjob.core.dataset import Dataset
 from flexjob.rpc import convert
+from flexjob.rpc.auth import AUTHORIZATION, bearer, master_token
 from flexjob.rpc.convert import NodeLike
 from flexjob.rpc.gen import master_pb2 as pb
 from flexjob.rpc.gen import master_pb2_grpc as pb_grpc
@@ -30,11 +31,10 @@ from flexjob.rpc.messages import (
     Progress,
     ShardInfo,
 )
+from flexjob.rpc.retry import call_with_retry
 
-log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-_RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
 _CHANNEL_OPTIONS = [
     ("grpc.initial_reconnect_backoff_ms", 100),
     ("grpc.min_reconnect_backoff_ms", 100),
@@ -54,7 +54,8 @@ class MasterClient:
 
     ``timeout``: seconds per attempt; ``retry_deadline``: seconds to keep retrying an
     unreachable master; ``channel``: share one channel between many clients (e.g. simulated
-    agents), else each client opens its own."""
+    agents), else each client opens its own; ``token``: the master's bearer token (default:
+    from the environment, ``rpc.auth.master_token``)."""
 
     def __init__(
         self,
@@ -65,8 +66,11 @@ class MasterClient:
         retry_deadline: float = 60.0,
         max_backoff: float = 1.0,
         channel: grpc.Channel | None = None,
+        token: str | None = None,
     ) -> None:
         self.address = address
+        token = token if token is not None else master_token()
+        self._metadata = ((AUTHORIZATION, bearer(token)),) if token else None
         self._node = convert.node_to_pb(node)
         self._timeout = timeout
         self._retry_deadline = retry_deadline
@@ -185,25 +189,12 @@ class MasterClient:
 
     # ---- transport ----
     def _call(self, method: Callable[..., T], request: object) -> T:
-        deadline = time.monotonic() + self._retry_deadline
-        backoff = 0.05
-        while True:
-            try:
-                return method(request, timeout=self._timeout, wait_for_ready=False)
-            except grpc.RpcError as exc:
-                code = exc.code()
-                if code == grpc.StatusCode.INVALID_ARGUMENT:
-                    raise InvalidSpecError(exc.details()) from None
-                if code == grpc.StatusCode.NOT_FOUND:
-                    raise NotFoundError(exc.details()) from None
-                if code not in _RETRYABLE:
-                    raise FlexjobError(f"{code.name}: {exc.details()}") from None
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise UnavailableError(
-                        f"master {self.address} unreachable for {self._retry_deadline}s: "
-                        f"{code.name}: {exc.details()}"
-                    ) from None
-                log.debug("event=master_retry address=%s code=%s", self.address, code.name)
-                time.sleep(min(backoff, left))
-                backoff = min(backoff * 2, self._max_backoff)
+        return call_with_retry(
+            method,
+            request,
+            what=f"master {self.address}",
+            timeout=self._timeout,
+            retry_deadline=self._retry_deadline,
+            max_backoff=self._max_backoff,
+            metadata=self._metadata,
+        )

@@ -1,12 +1,14 @@
 """gRPC server glue: a servicer that turns each RPC into one ``MasterBackend`` call.
 
 One handler per message, each a few lines: convert in, call the backend, convert out. Errors
-of the ``rpc.messages`` hierarchy become gRPC status codes. Not where master logic lives
-(``flexjob.master.service`` is).
+of the ``api.errors`` hierarchy become gRPC status codes, anything else INTERNAL with a message.
+With a token (``rpc.auth``) every call must carry ``authorization: Bearer <token>`` metadata
+(UNAUTHENTICATED otherwise); without one the server listens on loopback only. Not where master
+logic lives (``flexjob.master.service`` is).
 """
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent import futures
 from dataclasses import dataclass
 from typing import TypeVar
@@ -14,7 +16,9 @@ from typing import TypeVar
 import grpc
 
 from flexjob.api.errors import InvalidSpecError, NotFoundError
+from flexjob.api.names import ENV_MASTER_TOKEN, ENV_MASTER_TOKEN_FILE
 from flexjob.rpc import convert
+from flexjob.rpc.auth import AUTHORIZATION, check_bind, token_matches
 from flexjob.rpc.gen import master_pb2 as pb
 from flexjob.rpc.gen import master_pb2_grpc as pb_grpc
 from flexjob.rpc.messages import MasterBackend
@@ -29,12 +33,17 @@ _CODES: dict[type[Exception], grpc.StatusCode] = {
 
 
 def _call(context: grpc.ServicerContext, fn: Callable[[], T]) -> T:
-    """Run one backend call; its ``api.errors`` errors become gRPC status codes."""
+    """Run one backend call; its ``api.errors`` errors become gRPC status codes, and anything
+    else INTERNAL with a message (never gRPC's bare UNKNOWN)."""
     try:
         return fn()
     except (InvalidSpecError, NotFoundError) as exc:
         code = next(c for kind, c in _CODES.items() if isinstance(exc, kind))
         context.abort(code, str(exc))
+        raise  # unreachable: abort raises
+    except Exception as exc:
+        log.exception("event=rpc_internal_error")
+        context.abort(grpc.StatusCode.INTERNAL, f"master error: {type(exc).__name__}: {exc}")
         raise  # unreachable: abort raises
 
 
@@ -112,8 +121,8 @@ class MasterServicer(pb_grpc.MasterServicer):
         return pb.KVGetResponse(found=value is not None, value=value or b"")
 
     def KVAdd(self, request: pb.KVAddRequest, context: grpc.ServicerContext) -> pb.KVAddResponse:
-        return pb.KVAddResponse(
-            value=_call(context, lambda: self._b.kv_add(request.key, request.amount))
+        return _call(
+            context, lambda: pb.KVAddResponse(value=self._b.kv_add(request.key, request.amount))
         )
 
     def RegisterDataset(
@@ -132,6 +141,28 @@ class MasterServicer(pb_grpc.MasterServicer):
         )
 
 
+class TokenInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
+    """Refuses every call whose metadata lacks ``authorization: Bearer <token>``."""
+
+    def __init__(self, token: str) -> None:
+        self._token = token
+
+        def refuse(request: object, context: grpc.ServicerContext) -> None:
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+
+        self._refusal = grpc.unary_unary_rpc_method_handler(refuse)
+
+    def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
+        details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler | None:
+        metadata = dict(details.invocation_metadata or ())
+        if token_matches(metadata.get(AUTHORIZATION), self._token):
+            return continuation(details)
+        return self._refusal
+
+
 @dataclass(frozen=True, slots=True)
 class RunningServer:
     server: grpc.Server
@@ -147,11 +178,20 @@ class RunningServer:
 
 
 def serve(
-    backend: MasterBackend, host: str = "127.0.0.1", port: int = 0, max_workers: int = 32
+    backend: MasterBackend,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    max_workers: int = 32,
+    token: str | None = None,
+    interceptors: Sequence[grpc.ServerInterceptor] = (),
 ) -> RunningServer:
-    """Start serving ``backend`` on ``host:port`` (0: a free port); returns at once."""
+    """Start serving ``backend`` on ``host:port`` (0: a free port); returns at once. With
+    ``token`` every call must present it; without one only a loopback ``host`` is allowed
+    (``InsecureBindError``)."""
+    check_bind(host, token, f"set {ENV_MASTER_TOKEN} or {ENV_MASTER_TOKEN_FILE}")
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="master-rpc"),
+        interceptors=[*([TokenInterceptor(token)] if token else []), *interceptors],
         options=[("grpc.so_reuseport", 0)],
     )
     pb_grpc.add_MasterServicer_to_server(MasterServicer(backend), server)  # type: ignore[no-untyped-call]
@@ -159,5 +199,5 @@ def serve(
     if bound == 0:
         raise OSError(f"cannot bind the master RPC server to {host}:{port}")
     server.start()
-    log.info("event=rpc_serving address=%s:%d", host, bound)
+    log.info("event=rpc_serving address=%s:%d token=%s", host, bound, "yes" if token else "no")
     return RunningServer(server, host, bound)

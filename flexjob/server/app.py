@@ -1,9 +1,9 @@
 """The HTTP server's FastAPI application: ``create_app(platform, token)``.
 
 For: wiring the two API versions, ``/healthz``, ``/metrics``, bearer-token auth and error
-mapping (every error is JSON in the envelope, with a message naming the field). OpenAPI is at
-``/openapi.json``, docs at ``/docs``. Not for: listening (``flexjob.cli.server_cmd``) or job
-logic (``jobs``).
+mapping (every error is JSON in the envelope, with a message naming the field) and the request
+body size limit (``guards``). OpenAPI is at ``/openapi.json``, docs at ``/docs``. Not for:
+listening (``flexjob.cli.server_cmd``) or job logic (``jobs``).
 """
 
 import logging
@@ -26,8 +26,9 @@ from flexjob.api.errors import (
 )
 from flexjob.platform.api import Platform
 from flexjob.server import v1alpha2, v2alpha1
-from flexjob.server.auth import OPEN_PATHS, token_matches
+from flexjob.server.auth import BearerAuth
 from flexjob.server.envelope import Envelope
+from flexjob.server.guards import BodySizeLimit, field_errors, summary
 from flexjob.server.jobs import JobService
 from flexjob.server.metrics import CONTENT_TYPE_LATEST, ServerMetrics
 
@@ -44,9 +45,10 @@ def _error(status: int, message: str, data: object = None) -> JSONResponse:
     return JSONResponse(body.model_dump(mode="json"), status_code=status)
 
 
-def _field(loc: tuple[object, ...]) -> str:
-    parts = [str(p) for p in loc if p not in ("body", "query", "path")]
-    return ".".join(parts) or "body"
+def _unauthorised(message: str) -> JSONResponse:
+    response = _error(401, message)
+    response.headers["WWW-Authenticate"] = "Bearer"
+    return response
 
 
 #: The HTTP status of each kind of error (``api.errors``); the first match wins.
@@ -72,13 +74,9 @@ def _install_error_handlers(app: FastAPI) -> None:
         return _error(status, str(exc))
 
     @app.exception_handler(RequestValidationError)
-    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = [
-            {"field": _field(tuple(e.get("loc", ()))), "message": str(e.get("msg", ""))}
-            for e in exc.errors()
-        ]
-        message = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
-        return _error(422, message or "invalid request", errors)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = field_errors(exc, await request.body())
+        return _error(422, summary(errors), errors)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -97,17 +95,15 @@ def create_app(platform: Platform, token: str | None = None) -> FastAPI:
     app.state.platform = platform
     app.state.metrics = metrics
     _install_error_handlers(app)
+    app.add_middleware(BodySizeLimit, refuse=lambda message: _error(413, message))
+    if token:
+        app.add_middleware(BearerAuth, token=token, refuse=_unauthorised)
 
     @app.middleware("http")
-    async def _auth_and_metrics(
+    async def _metrics(
         request: Request, call_next: Callable[[Request], Awaitable[Response]]
     ) -> Response:
         start = time.perf_counter()
-        authorised = token_matches(request.headers.get("authorization"), token or "")
-        if token and request.url.path not in OPEN_PATHS and not authorised:
-            response: Response = _error(401, "missing or wrong bearer token")
-            response.headers["WWW-Authenticate"] = "Bearer"
-            return response
         response = await call_next(request)
         route = request.scope.get("route")
         name = getattr(route, "path", "unmatched")

@@ -1,43 +1,46 @@
-"""Bearer-token authentication and the rule for where the server may listen.
+"""The HTTP services' bearer-token middleware (the server and the brain) and the paths that
+stay open without a token.
 
-For: refusing to serve beyond loopback without a token, and rejecting requests that lack it
-(401). ``/healthz`` stays open so probes work. Not for authorisation (every holder of the token
-may do everything).
+The rule for where a service may listen and the token check are ``flexjob.rpc.auth`` (shared
+with the job master's gRPC port); re-exported here for the HTTP services. Not for
+authorisation (every holder of the token may do everything).
 """
 
-import hmac
-import ipaddress
-
-from flexjob.api.errors import InvalidSpecError
+from flexjob.core.addresses import is_loopback
+from flexjob.rpc.auth import AUTHORIZATION, InsecureBindError, check_bind, token_matches
+from flexjob.server.guards import ASGIApp, Receive, Refusal, Scope, Send
 
 OPEN_PATHS = frozenset({"/healthz"})
+UNAUTHORISED = "missing or wrong bearer token"
 
 
-class InsecureBindError(InvalidSpecError):
-    """Listening beyond 127.0.0.1 without a token."""
+class BearerAuth:
+    """ASGI middleware: every request but ``open_paths`` must carry ``Authorization: Bearer
+    <token>``; others get ``refuse(UNAUTHORISED)`` (a 401 in the service's own format)."""
+
+    def __init__(
+        self, app: ASGIApp, token: str, refuse: Refusal, open_paths: frozenset[str] = OPEN_PATHS
+    ) -> None:
+        self.app = app
+        self.token = token
+        self.refuse = refuse
+        self.open_paths = open_paths
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope.get("path") not in self.open_paths:
+            header = dict(scope.get("headers") or []).get(AUTHORIZATION.encode(), b"")
+            if not token_matches(header.decode("latin-1"), self.token):
+                await self.refuse(UNAUTHORISED)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def check_bind(host: str, token: str | None) -> None:
-    """Raise ``InsecureBindError`` when ``host`` is reachable from elsewhere and no token is set."""
-    if not is_loopback(host) and not token:
-        raise InsecureBindError(
-            f"refusing to listen on {host} without a bearer token: pass --token or set "
-            "FLEXJOB_SERVER_TOKEN (or listen on 127.0.0.1)"
-        )
-
-
-def token_matches(header: str | None, token: str) -> bool:
-    """Whether an ``Authorization`` header carries ``Bearer <token>``."""
-    if not header:
-        return False
-    scheme, _, value = header.partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(value.strip(), token)
+__all__ = [
+    "OPEN_PATHS",
+    "UNAUTHORISED",
+    "BearerAuth",
+    "InsecureBindError",
+    "check_bind",
+    "is_loopback",
+    "token_matches",
+]

@@ -1,5 +1,6 @@
 """What user training code imports: elastic sampler over master shards, fixed global batch helper,
-checkpoints, world info, and the elastic loop that survives world changes in place.
+checkpoints, world info, the elastic loop that survives world changes in place, and the
+parameter-server client (``PsSet``, ``PsEmbedding``, ``PsSync``, ``replica_link``).
 
 Importing this package is light; the torch-based pieces load on first use.
 """
@@ -15,28 +16,42 @@ from flexjob.trainer.world import Generation, WorldInfo, world_info
 
 if TYPE_CHECKING:
     from flexjob.trainer.checkpoint import Checkpointer
+    from flexjob.trainer.data_sampler import ElasticDistributedSampler
     from flexjob.trainer.elastic import ElasticTrainer, Step
+    from flexjob.trainer.link import replica_link
+    from flexjob.trainer.ps_set import PsSet
+    from flexjob.trainer.ps_torch import PsEmbedding, PsSync
 
 __all__ = [
     "Batch",
     "Checkpointer",
+    "ElasticDistributedSampler",
     "ElasticSampler",
     "ElasticTrainer",
     "Generation",
     "NoShard",
+    "PsEmbedding",
+    "PsSet",
+    "PsSync",
     "RankBatch",
     "ShardSamples",
     "Step",
     "WorldInfo",
     "accumulation_steps",
     "fixed_batch_plan",
+    "replica_link",
     "world_info",
 ]
 
 _LAZY = {
     "Checkpointer": "flexjob.trainer.checkpoint",
+    "ElasticDistributedSampler": "flexjob.trainer.data_sampler",
     "ElasticTrainer": "flexjob.trainer.elastic",
     "Step": "flexjob.trainer.elastic",
+    "PsSet": "flexjob.trainer.ps_set",
+    "PsEmbedding": "flexjob.trainer.ps_torch",
+    "PsSync": "flexjob.trainer.ps_torch",
+    "replica_link": "flexjob.trainer.link",
 }
 
 

@@ -87,6 +87,7 @@ class ElasticTrainer:
         self._on_reform: list[Callable[[world.WorldInfo], None]] = []
         self._on_step: list[Callable[[Step], None]] = []
         self._published = 0.0
+        self._loss_published = 0.0
 
     # ---- lifecycle ----
     def __enter__(self) -> ElasticTrainer:
@@ -201,7 +202,7 @@ class ElasticTrainer:
         except Exception as exc:
             if not group.is_collective_error(exc):
                 raise
-            log.warning("collective failed in round %s: %s", self.round, str(exc)[:200])
+            log.info("collective failed in round %s: %s", self.round, str(exc)[:200])
             self._broken = True
 
     def fit(self, train_step: Callable[[Step], Any]) -> int:
@@ -210,6 +211,14 @@ class ElasticTrainer:
             with self.step():
                 train_step(s)
         return self.step_count
+
+    def report_loss(self, loss: float) -> None:
+        """Rank 0's loss for the job's timeline and ``flexjob describe`` (sent at most every
+        ``PUBLISH_EVERY_S``; other ranks' calls are ignored)."""
+        now = time.monotonic()
+        if dist.get_rank() == 0 and now - self._loss_published >= PUBLISH_EVERY_S:
+            self._loss_published = now
+            self._publish(names.KV_LOSS, repr(float(loss)))
 
     @property
     def round(self) -> int:
@@ -226,7 +235,7 @@ class ElasticTrainer:
         except Exception as exc:
             if not group.is_collective_error(exc):
                 raise
-            log.warning("control all-reduce failed in round %s: %s", self.round, exc)
+            log.info("control all-reduce failed in round %s: %s", self.round, exc)
             self._broken = True
             return None
         total, more_sum, wants_sum = (int(v) for v in ctl.tolist())

@@ -9,11 +9,15 @@ Not for the agent (it has its own client).
 
 from __future__ import annotations
 
+import os
+from dataclasses import replace
+
+from flexjob.api import names
 from flexjob.core.dataset import Dataset
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.messages import NodeRef
 from flexjob.trainer.sampler import NoShard, ShardSamples
-from flexjob.trainer.world import Generation, NodeIdentity
+from flexjob.trainer.world import Generation, NodeIdentity, node_identity
 
 
 class MasterLink:
@@ -69,3 +73,22 @@ class MasterLink:
         if self.proc is not self.node:
             self.proc.close()
         self.node.close()
+
+
+def replica_link() -> MasterLink:
+    """A link for a process that is its replica's only trainer, started without an agent
+    (e.g. an asynchronous parameter-server worker). Unless ``FLEXJOB_NODE_ID`` names it, its
+    node is the replica (``worker-1``), and it tells the master it (re)started, so the shards
+    an earlier process of the same replica held go back to TODO at once instead of after the
+    heartbeat timeout."""
+    ident = node_identity()
+    if os.environ.get(names.ENV_NODE_ID) or not os.environ.get(names.ENV_REPLICA_TYPE):
+        return MasterLink(ident)
+    ident = replace(ident, node_id=f"{ident.replica_type}-{ident.replica_index}")
+    link = MasterLink(ident)
+    link.node.report_failure(
+        "replica process started: shards of its earlier process go back to TODO",
+        exit_code=0,
+        restarting=True,
+    )
+    return link

@@ -5,8 +5,9 @@ from typing import Any
 
 import pytest
 
+from flexjob.api.load import job_from_dict
 from flexjob.api.problems import Problem
-from flexjob.api.validate import validate
+from flexjob.api.validate import platform_problems, validate
 from tests.api.specs import Edit, drop, edited, rename, set_
 
 W = "spec.replicaSpecs.worker"
@@ -76,7 +77,7 @@ BAD_JOBS: list[tuple[str, list[Edit], str, str]] = [
     ),
     ("replicas-above-max", [set_(f"{W}.replicas", 9)], f"{W}.replicas", "9 is above"),
     ("replicas-below-min", [set_(f"{W}.minReplicas", 3)], f"{W}.replicas", "2 is below"),
-    ("replicas-not-int", [set_(f"{W}.replicas", "two")], f"{W}.replicas", "valid integer"),
+    ("replicas-not-int", [set_(f"{W}.replicas", "two")], f"{W}.replicas", "not a whole number"),
     (
         "negative-backoff",
         [set_("spec.backoffLimit", -1)],
@@ -232,6 +233,54 @@ BAD_JOBS: list[tuple[str, list[Edit], str, str]] = [
         "[1] is not one of the types str, int, float",
     ),
     (
+        "replicas-zero-for-a-worker-only-job",
+        [set_(f"{W}.replicas", 0), set_(f"{W}.minReplicas", 0)],
+        f"{W}.replicas",
+        "0 leaves the job with no replica that trains: give at least 1",
+    ),
+    (
+        "replicas-boolean",
+        [set_(f"{W}.replicas", True)],
+        f"{W}.replicas",
+        "True is not a number: give a whole number",
+    ),
+    (
+        "replicas-a-billion",
+        [set_(f"{W}.replicas", 1_000_000_000)],
+        f"{W}.replicas",
+        "1000000000 is above the maximum 10000",
+    ),
+    (
+        "backoff-limit-boolean",
+        [set_("spec.backoffLimit", False)],
+        "spec.backoffLimit",
+        "False is not a number",
+    ),
+    (
+        "dataset-size-zero",
+        [set_("spec.dataset", {"size": 0})],
+        "spec.dataset.size",
+        "0 is below the minimum 1",
+    ),
+    (
+        "dataset-size-a-billion",
+        [set_("spec.dataset", {"size": 10**9})],
+        "spec.dataset.size",
+        "1000000000 is above the maximum 100000000",
+    ),
+    (
+        "dataset-epochs-zero",
+        [set_("spec.dataset", {"size": 10, "epochs": 0})],
+        "spec.dataset.epochs",
+        "0 is below the minimum 1",
+    ),
+    (
+        "batch-micro-size-boolean",
+        [set_("spec.batch", {"microBatchSize": True, "maxWorkers": 2})],
+        "spec.batch.microBatchSize",
+        "True is not a number",
+    ),
+    (
         "adaptive-batch-without-bound",
         [set_("spec.batch", {"adaptive": True, "globalBatchSize": 64})],
         "spec.batch.maxGlobalBatchSize",
@@ -328,3 +377,26 @@ def test_generate_name_stands_in_for_a_name() -> None:
 def test_bad_generate_name_is_reported() -> None:
     doc = edited(drop("metadata.name"), set_("metadata.generateName", "MNIST-"))
     assert [p.path for p in validate(doc)] == ["metadata.generateName"]
+
+
+def test_zero_workers_beside_a_master_is_still_no_trainer() -> None:
+    doc = edited(set_(f"{W}.replicas", 0), set_(f"{W}.minReplicas", 0))
+    doc["spec"]["replicaSpecs"]["master"] = doc["spec"]["replicaSpecs"]["worker"] | {"replicas": 1}
+    assert [p.path for p in validate(doc)] == [f"{W}.replicas"]
+
+
+def test_zero_workers_beside_a_chief_that_trains_is_valid() -> None:
+    doc = edited(set_(f"{W}.replicas", 0), set_(f"{W}.minReplicas", 0))
+    doc["spec"]["replicaSpecs"]["chief"] = doc["spec"]["replicaSpecs"]["worker"] | {"replicas": 1}
+    assert validate(doc) == []
+
+
+@pytest.mark.parametrize(("platform", "ok"), [("local", False), ("kubernetes", True)])
+def test_replica_bound_depends_on_the_platform(platform: str, ok: bool) -> None:
+    job = job_from_dict(edited(set_(f"{W}.replicas", 300), set_(f"{W}.maxReplicas", 300)))
+    problems = platform_problems(job, platform)
+    assert (problems == []) is ok
+    if not ok:
+        assert [str(p) for p in problems] == [
+            f"{W}.maxReplicas: 300 is above the maximum 256 on the local platform"
+        ]

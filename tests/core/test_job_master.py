@@ -172,3 +172,39 @@ def test_failed_implicit_master_is_restarted_within_backoff_limit() -> None:
     assert sim.phase is JobPhase.RESTARTING
     sim.settle()
     assert "demo-master-0" in sim.replicas
+
+
+def _token_env(sim: Sim) -> dict[str, list[dict[str, object]]]:
+    """Every created replica's env entries for the master token, by short name."""
+    out = {}
+    for actions in sim.history:
+        for action in actions:
+            if isinstance(action, CreateReplica):
+                env = action.request.template.to_wire()["spec"]["containers"][0]["env"]
+                out[action.request.short_name] = [
+                    e for e in env if str(e["name"]).startswith("FLEXJOB_MASTER_TOKEN")
+                ]
+    return out
+
+
+def test_on_kubernetes_every_replica_reads_the_token_from_the_jobs_secret() -> None:
+    sim = Sim(elastic_job(), job_master=kubernetes_job_master("flexjob:1"))
+    sim.settle()
+    ref = {"secretKeyRef": {"name": "demo-master-token", "key": "token"}}
+    expected = [{"name": names.ENV_MASTER_TOKEN, "valueFrom": ref}]
+    assert _token_env(sim) == {"master-0": expected, "worker-0": expected, "worker-1": expected}
+    assert not any("token" in arg for arg in master_request(sim).request.args)
+
+
+def test_locally_every_replica_gets_the_path_of_the_jobs_token_file() -> None:
+    sim = Sim(elastic_job(), job_master=JobMasterConfig(token_root="/home/me/.flexjob/jobs"))
+    sim.settle()
+    path = f"/home/me/.flexjob/jobs/{sim.job.namespace}/demo/master.token"
+    expected = [{"name": names.ENV_MASTER_TOKEN_FILE, "value": path}]
+    assert _token_env(sim) == {"master-0": expected, "worker-0": expected, "worker-1": expected}
+
+
+def test_a_job_without_an_implicit_master_gets_no_token() -> None:
+    sim = Sim(elastic_job(rdzv="c10d"), job_master=kubernetes_job_master("flexjob:1"))
+    sim.settle()
+    assert set(map(len, _token_env(sim).values())) == {0}

@@ -144,3 +144,28 @@ def test_report_of_a_shard_from_an_epoch_lost_in_a_restart_is_counted() -> None:
     assert late is not None and late.epoch == 1
     assert fresh.report_done(late.shard_id, "w") is ReportResult.COUNTED
     assert fresh.progress().shards_done == 1
+
+
+def test_report_of_a_shard_another_worker_holds_is_rejected() -> None:
+    mgr, _ = manager(size=6, shard=3)
+    held = mgr.get_shard("w0")
+    assert held is not None
+    assert mgr.report_done(held.shard_id, "intruder") is ReportResult.REJECTED
+    assert mgr.report_done(held.shard_id, "w0") is ReportResult.COUNTED
+
+
+def test_report_of_a_shard_never_handed_out_or_of_an_unopened_epoch_is_rejected() -> None:
+    mgr, _ = manager(size=6, shard=3, epochs=2)
+    assert mgr.get_shard("w0") is not None  # opens epoch 0: shard 1 waits in TODO
+    assert mgr.report_done(1, "w0") is ReportResult.REJECTED
+    assert mgr.report_done(2, "w0") is ReportResult.REJECTED  # epoch 1 not opened
+    assert mgr.progress().samples_done == 0 and mgr.opened_epochs == 1
+
+
+def test_shards_in_todo_at_a_restore_may_be_reported_by_their_unknown_holder() -> None:
+    mgr, _ = manager(size=6, shard=3)
+    held = mgr.get_shard("w0")
+    assert held is not None
+    fresh = ShardManager(RangeSplitter(6, 3))
+    fresh.restore(mgr.checkpoint())  # DOING is not saved: its holder is unknown now
+    assert fresh.report_done(held.shard_id, "w0") is ReportResult.COUNTED

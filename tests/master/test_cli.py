@@ -41,7 +41,7 @@ def test_master_command_reports_a_bad_job_field(tmp_path: Path) -> None:
     bad = tmp_path / "job.yaml"
     bad.write_text(JOB.replace("EPOCHS", "0"))
     out = run_cli("--job", str(bad))
-    assert out.returncode == 2 and "dataset.epochs must be >= 1" in out.stderr
+    assert out.returncode == 2 and "spec.dataset.epochs: 0 is below the minimum 1" in out.stderr
 
 
 def test_master_command_serves_a_job_file_and_writes_its_address(tmp_path: Path) -> None:

@@ -45,6 +45,7 @@ BUILTIN_KINDS: tuple[ResourceKind, ...] = (
     ResourceKind("", "v1", "services", "Service", status_subresource=True),
     ResourceKind("", "v1", "events", "Event"),
     ResourceKind("", "v1", "serviceaccounts", "ServiceAccount"),
+    ResourceKind("", "v1", "secrets", "Secret"),
     ResourceKind(
         "apiextensions.k8s.io",
         "v1",

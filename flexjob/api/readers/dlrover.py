@@ -18,7 +18,7 @@ from flexjob.api.enums import (
     ReplicaType,
     RestartPolicy,
 )
-from flexjob.api.job import ElasticJobSpec, NonNegative, ReplicaSpec
+from flexjob.api.job import ElasticJobSpec, NonNegative, ReplicaCount, ReplicaSpec
 from flexjob.api.meta import ObjectMeta
 from flexjob.api.pod import EnvVar, PodTemplateSpec, Quantity
 from flexjob.api.problems import Problem, SpecError
@@ -29,7 +29,7 @@ VERSIONS = (f"{GROUP}/v1alpha1",)
 
 
 class DlroverReplicaSpec(ApiModel):
-    replicas: NonNegative | None = None
+    replicas: ReplicaCount | None = None
     restart_policy: RestartPolicy | None = None
     template: PodTemplateSpec = Field(default_factory=PodTemplateSpec)
     priority: JobPriority | None = None

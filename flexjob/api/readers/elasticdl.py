@@ -12,7 +12,7 @@ from pydantic import Field
 
 from flexjob.api.base import ApiModel
 from flexjob.api.enums import ReplicaType, RestartPolicy
-from flexjob.api.job import ElasticJobSpec, NonNegative, ReplicaSpec
+from flexjob.api.job import ElasticJobSpec, ReplicaCount, ReplicaSpec
 from flexjob.api.meta import ObjectMeta
 from flexjob.api.pod import PodTemplateSpec
 from flexjob.api.problems import Problem, SpecError
@@ -30,7 +30,7 @@ ALIASES = {ReplicaType.MASTER: "Master", ReplicaType.PS: "PS", ReplicaType.WORKE
 
 
 class EdlReplicaSpec(ApiModel):
-    replicas: NonNegative | None = None
+    replicas: ReplicaCount | None = None
     restart_policy: RestartPolicy | None = None
     template: PodTemplateSpec = Field(default_factory=PodTemplateSpec)
 

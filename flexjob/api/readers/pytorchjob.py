@@ -14,7 +14,7 @@ from pydantic import Field
 
 from flexjob.api.base import ApiModel
 from flexjob.api.enums import CleanPodPolicy, ReplicaType, RestartPolicy
-from flexjob.api.job import ElasticJobSpec, ElasticPolicy, NonNegative, ReplicaSpec
+from flexjob.api.job import ElasticJobSpec, ElasticPolicy, NonNegative, ReplicaCount, ReplicaSpec
 from flexjob.api.meta import ObjectMeta
 from flexjob.api.pod import PodTemplateSpec
 from flexjob.api.problems import Problem, SpecError
@@ -35,14 +35,14 @@ TO_REPLICA = {
 
 
 class KubeflowReplicaSpec(ApiModel):
-    replicas: NonNegative | None = None
+    replicas: ReplicaCount | None = None
     restart_policy: RestartPolicy | None = None
     template: PodTemplateSpec = Field(default_factory=PodTemplateSpec)
 
 
 class KubeflowElasticPolicy(ElasticPolicy):
-    min_replicas: NonNegative | None = None
-    max_replicas: NonNegative | None = None
+    min_replicas: ReplicaCount | None = None
+    max_replicas: ReplicaCount | None = None
 
 
 class RunPolicy(ApiModel):

@@ -18,6 +18,7 @@ import kubernetes.client
 
 from flexjob.api.names import GROUP
 from flexjob.core.job_master import JobMasterConfig, kubernetes_job_master
+from flexjob.observe import metrics_http
 from flexjob.operator.kubernetes.admission import register_admission
 from flexjob.operator.kubernetes.handlers import register_handlers
 from flexjob.operator.reconcile_pass import reconcile_job
@@ -74,6 +75,9 @@ class OperatorConfig:
     #: The image implicit job masters run in (``core.job_master``; ``$FLEXJOB_IMAGE``, the
     #: operator's own); None: jobs get no implicit master.
     job_master_image: str | None = None
+    #: Where ``/metrics`` listens (HOST:PORT or "off"); None: ``$FLEXJOB_METRICS_ADDR``, else
+    #: 127.0.0.1 on a free port (``observe.metrics_http``).
+    metrics_addr: str | None = None
 
     def job_master(self) -> JobMasterConfig | None:
         return kubernetes_job_master(self.job_master_image) if self.job_master_image else None
@@ -168,6 +172,7 @@ async def run_operator(
     configure(settings, options)
     registry = build_registry(platform, queue, options)
     workers = asyncio.create_task(queue.run(), name="flexjob-reconcile-workers")
+    endpoint = metrics_http.serve_configured(options.metrics_addr)
     try:
         await kopf.operator(
             registry=registry,
@@ -179,6 +184,8 @@ async def run_operator(
             liveness_endpoint=options.liveness,
         )
     finally:
+        if endpoint is not None:
+            endpoint.stop()
         workers.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await workers

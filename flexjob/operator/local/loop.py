@@ -12,6 +12,7 @@ Not for Kubernetes (that is the kopf operator).
 import logging
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -20,6 +21,7 @@ from pathlib import Path
 from flexjob.api import ElasticJob
 from flexjob.api.names import ENV_HOME
 from flexjob.core.job_master import JobMasterConfig
+from flexjob.operator import observing
 from flexjob.operator.reconcile_pass import reconcile_job
 from flexjob.platform.api import Platform, Replica
 
@@ -40,6 +42,7 @@ def local_job_master(home: Path) -> JobMasterConfig:
         scale_plan_platform="local",
         env={ENV_HOME: str(home)},
         state_root=str(home / "jobs"),
+        token_root=str(home / "jobs"),
     )
 
 
@@ -94,7 +97,9 @@ class LocalJobLoop:
         stop = stop or threading.Event()
         last: ElasticJob | None = None
         while not stop.is_set():
+            started = time.perf_counter()
             result = self.step()
+            observing.reconciled(time.perf_counter() - started, "local")
             last = result.job
             if result.done:
                 return last

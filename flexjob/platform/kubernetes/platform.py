@@ -10,7 +10,7 @@ client and are thread-safe. It decides nothing; see ``flexjob.core.reconcile``.
 import contextlib
 import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -299,6 +299,28 @@ class KubernetesPlatform:
             )
             for item in ordered
         ]
+
+    # --- secrets -------------------------------------------------------------------------------
+    def ensure_secret(self, namespace: str, job: str, name: str, data: Mapping[str, str]) -> bool:
+        """Create the Secret ``name`` holding ``data``, owned by ``job`` (deleted with it);
+        False when it exists already (its data is kept: running pods hold it)."""
+        body: Body = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": name, "namespace": namespace, "labels": {LABEL_JOB_NAME: job}},
+            "type": "Opaque",
+            "stringData": dict(data),
+        }
+        owner = self._owner(namespace, job)
+        if owner is not None:
+            body["metadata"]["ownerReferences"] = [owner]
+        try:
+            self._call(
+                f"secret {namespace}/{name}", self._core.create_namespaced_secret, namespace, body
+            )
+        except AlreadyExistsError:
+            return False
+        return True
 
     # --- replicas and services -----------------------------------------------------------------
     def create_replica(self, request: ReplicaRequest) -> Replica:

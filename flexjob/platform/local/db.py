@@ -30,6 +30,9 @@ CREATE TABLE IF NOT EXISTS replicas (
 CREATE TABLE IF NOT EXISTS services (
     namespace TEXT NOT NULL, name TEXT NOT NULL, job TEXT NOT NULL, replica TEXT NOT NULL,
     address TEXT NOT NULL, PRIMARY KEY (namespace, name));
+CREATE TABLE IF NOT EXISTS operator_leases (
+    namespace TEXT NOT NULL, job TEXT NOT NULL, holder_pid INTEGER NOT NULL,
+    renewed REAL NOT NULL, PRIMARY KEY (namespace, job));
 CREATE INDEX IF NOT EXISTS events_by_job ON events (namespace, job);
 """
 

@@ -15,6 +15,7 @@ from flexjob.core.replicas import Replica, ReplicaRequest, Service, ServiceReque
 from flexjob.core.status_patch import StatusPatch
 from flexjob.platform.api import Event, WatchEvent
 from flexjob.platform.local.db import Database
+from flexjob.platform.local.leases import LeaseStore
 from flexjob.platform.local.paths import database_path, flexjob_home, job_dir
 from flexjob.platform.local.runtime import LocalRuntime
 from flexjob.platform.local.store import LocalJobStore
@@ -29,6 +30,7 @@ class LocalPlatform:
         self.db = Database(database_path(self.home))
         self.store = LocalJobStore(self.db)
         self.runtime = LocalRuntime(self.db, self.home)
+        self.leases = LeaseStore(self.db)
 
     # --- jobs ----------------------------------------------------------------------------------
     def create_job(self, job: ElasticJob) -> ElasticJob:

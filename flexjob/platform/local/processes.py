@@ -2,12 +2,16 @@
 
 A replica is its main container's ``command + args`` run as a child process in its own session
 (so that stopping it stops everything it started), with the replica's environment on top of
-ours and its output appended to its log file. Not here: bookkeeping (``runtime.py``).
+ours and its output appended to its log file. A small ``sh`` wrapper runs the command and
+writes its exit code to the replica's exit file, so the exit survives the process that started
+the replica (a restarted operator reads it instead of guessing). Not here: bookkeeping
+(``runtime.py``).
 """
 
 import contextlib
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -22,21 +26,51 @@ log = logging.getLogger(__name__)
 STOP_GRACE_SECONDS = 5.0
 
 
+#: Runs "$@", then writes its exit code (128 + N when killed by signal N) to the file named by
+#: $0. SIGTERM/SIGINT/HUP reach the whole process group; the shell only notes them (a trap, so
+#: the command keeps default handling) and still waits for the command and records its exit.
+EXIT_WRAPPER = 'trap : TERM INT HUP; "$@"; code=$?; echo "$code" > "$0"; exit "$code"'
+
+
+def _resolvable(command: str, env: Mapping[str, str], cwd: str | None) -> bool:
+    if "/" in command:
+        return os.access(Path(cwd or ".") / command, os.X_OK)
+    return shutil.which(command, path=env.get("PATH")) is not None
+
+
 def spawn(
-    argv: Sequence[str], env: Mapping[str, str], log_file: Path, cwd: str | None = None
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    log_file: Path,
+    exit_file: Path,
+    cwd: str | None = None,
 ) -> subprocess.Popen[bytes]:
-    """Start ``argv`` with ``env`` added to this process's environment; output to ``log_file``."""
+    """Start ``argv`` with ``env`` added to this process's environment; output to ``log_file``,
+    its exit code to ``exit_file`` (see ``read_exit``). OSError when it cannot be started."""
+    full_env = {**os.environ, **env}
+    if not argv or not _resolvable(argv[0], full_env, cwd):
+        raise OSError(f"{argv[0] if argv else '(empty)'}: command not found")
     log_file.parent.mkdir(parents=True, exist_ok=True)
+    exit_file.parent.mkdir(parents=True, exist_ok=True)
+    exit_file.unlink(missing_ok=True)
     with log_file.open("ab") as out:
         return subprocess.Popen(
-            list(argv),
-            env={**os.environ, **env},
+            ["/bin/sh", "-c", EXIT_WRAPPER, str(exit_file), *argv],
+            env=full_env,
             cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+
+
+def read_exit(exit_file: Path) -> int | None:
+    """The exit code a replica's wrapper recorded; None when it recorded none (it was killed)."""
+    try:
+        return int(exit_file.read_text().strip())
+    except (OSError, ValueError):
+        return None
 
 
 def exit_code(returncode: int) -> int:
@@ -47,6 +81,12 @@ def exit_code(returncode: int) -> int:
 def _signal_group(pid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
+
+
+def kill_leftovers(pid: int) -> None:
+    """Kill what a replica whose process ``pid`` exited left in its process group (as a pod's
+    processes end with its main container): no copy outlives its replica."""
+    _signal_group(pid, signal.SIGKILL)
 
 
 def stop_child(proc: subprocess.Popen[bytes], grace: float = STOP_GRACE_SECONDS) -> int:

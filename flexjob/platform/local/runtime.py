@@ -2,8 +2,12 @@
 
 The process that creates a replica owns it (it is that process's child): it records the pid,
 polls the exit code and writes it to the row, so any other process (``flexjob get``) sees the
-same phases. A replica whose owner died is judged by its pid alone. Services are free
-127.0.0.1 ports handed out by name. Not here: the job store (``store.py``).
+same phases. Every replica's exit code is also written to its exit file
+(``jobs/<ns>/<job>/exits/<uid>``) by the wrapper that runs it, so a replica whose owner died
+(a killed operator) is judged by its pid while it runs and by that file once it is gone: a
+replica that finished meanwhile reads Succeeded, not lost. ``adopt`` makes this process the
+owner of such replicas. Services are free 127.0.0.1 ports handed out by name. Not here: the
+job store (``store.py``).
 """
 
 import json
@@ -109,8 +113,12 @@ class LocalRuntime:
         self._lock = threading.RLock()
 
     # --- replicas ------------------------------------------------------------------------------
+    def exit_file(self, namespace: str, job: str, uid: str) -> Path:
+        return job_dir(self.home, namespace, job) / "exits" / uid
+
     def create_replica(self, req: ReplicaRequest) -> Replica:
         path = log_path(self.home, req.namespace, req.job, req.short_name)
+        uid = str(uuid.uuid4())
         address = self._service_address(req.namespace, req.service) if req.service else None
         with self.db.transaction() as conn:
             if conn.execute(
@@ -126,7 +134,7 @@ class LocalRuntime:
                     req.job,
                     req.type.value,
                     req.index,
-                    str(uuid.uuid4()),
+                    uid,
                     ReplicaPhase.PENDING.value,
                     os.getpid(),
                     address,
@@ -141,7 +149,8 @@ class LocalRuntime:
             if not argv:
                 raise OSError("the replica's container has no command or args to run")
             env = {**resource_env(req.resources), **req.env}
-            proc = processes.spawn(argv, env, path, req.working_dir)
+            exits = self.exit_file(req.namespace, req.job, uid)
+            proc = processes.spawn(argv, env, path, exits, req.working_dir)
         except OSError as exc:
             path.parent.mkdir(parents=True, exist_ok=True)
             with path.open("a") as out:
@@ -165,6 +174,14 @@ class LocalRuntime:
                 (phase.value, code, namespace, name),
             )
 
+    def pid(self, namespace: str, name: str) -> int | None:
+        """The process id of a replica (its wrapper's), None before it started."""
+        with self.db.reading() as conn:
+            row = conn.execute(
+                "SELECT pid FROM replicas WHERE namespace=? AND name=?", (namespace, name)
+            ).fetchone()
+        return None if row is None or row[0] is None else int(row[0])
+
     def _get(self, namespace: str, name: str) -> Replica:
         with self.db.reading() as conn:
             row = conn.execute(
@@ -175,27 +192,60 @@ class LocalRuntime:
         return _replica(row)
 
     def refresh(self) -> None:
-        """Record the exit of our children, and of replicas whose owner process is gone."""
+        """Record the exit of our children, and of other active replicas whose process is gone
+        and whose owner is gone or is us (adopted): from their exit file."""
         with self._lock:
             exited = [
                 (key, p.returncode) for key, p in self._children.items() if p.poll() is not None
             ]
-            for key, _ in exited:
-                del self._children[key]
+            exited_pids = [self._children.pop(key).pid for key, _ in exited]
+            mine = set(self._children)
         for (ns, name), returncode in exited:
             self._set_exit(ns, name, processes.exit_code(returncode))
+        for pid in exited_pids:
+            processes.kill_leftovers(pid)
         me = os.getpid()
         with self.db.reading() as conn:
-            orphans = conn.execute(
-                "SELECT namespace, name, pid, owner_pid, created FROM replicas "
-                "WHERE phase IN (?, ?) AND owner_pid != ?",
-                (*_ACTIVE, me),
+            others = conn.execute(
+                "SELECT namespace, name, job, uid, pid, owner_pid, created FROM replicas "
+                "WHERE phase IN (?, ?)",
+                _ACTIVE,
             ).fetchall()
-        for ns, name, pid, owner, created in orphans:
-            if processes.alive(owner) or (pid is not None and processes.alive(pid, created)):
+        for ns, name, job, uid, pid, owner, created in others:
+            if (ns, name) in mine or (owner != me and processes.alive(owner)):
                 continue
-            log.warning("replica %s/%s lost its owner process and is gone", ns, name)
-            self._set_exit(ns, name, None)
+            if pid is None and owner == me:  # being started by another thread of ours
+                continue
+            if pid is not None and processes.alive(pid, created):
+                continue
+            code = processes.read_exit(self.exit_file(ns, job, uid))
+            if code is None:
+                log.warning("replica %s/%s lost its owner process and is gone", ns, name)
+            self._set_exit(ns, name, code)
+
+    def adopt(self, namespace: str, job: str) -> list[str]:
+        """Become the owner of ``job``'s active replicas whose owner process is gone (a killed
+        operator); their exits are then read from their exit files. The names adopted."""
+        me = os.getpid()
+        with self.db.reading() as conn:
+            rows = conn.execute(
+                "SELECT name, pid, owner_pid FROM replicas WHERE namespace=? AND job=? "
+                "AND phase IN (?, ?) AND owner_pid != ?",
+                (namespace, job, *_ACTIVE, me),
+            ).fetchall()
+        orphans = [(name, pid) for name, pid, owner in rows if not processes.alive(owner)]
+        for name, pid in orphans:
+            if pid is None:  # its owner died before starting it: it never ran
+                self._set_exit(namespace, name, None)
+        with self.db.transaction() as conn:
+            for name, _ in orphans:
+                conn.execute(
+                    "UPDATE replicas SET owner_pid=? WHERE namespace=? AND name=? "
+                    "AND pid IS NOT NULL",
+                    (me, namespace, name),
+                )
+        self.refresh()
+        return [name for name, pid in orphans if pid is not None]
 
     def delete_replica(self, namespace: str, name: str) -> None:
         with self._lock:

@@ -106,6 +106,9 @@ class LocalJobStore:
             conn.execute("DELETE FROM jobs WHERE namespace=? AND name=?", (namespace, name))
             conn.execute("DELETE FROM scale_plans WHERE namespace=? AND job=?", (namespace, name))
             conn.execute("DELETE FROM events WHERE namespace=? AND job=?", (namespace, name))
+            conn.execute(
+                "DELETE FROM operator_leases WHERE namespace=? AND job=?", (namespace, name)
+            )
 
     # --- scale plans ---------------------------------------------------------------------------
     def create_scale_plan(self, plan: ScalePlan) -> ScalePlan:

@@ -1,0 +1,53 @@
+"""What an agent shows on its ``/metrics``: its workers' CPU and memory, the step, samples/s
+and seconds per step (from the trainer's status), and restarts (counted where they happen).
+
+The metrics are made when this module is imported, so every family is listed from the first
+scrape. Not for sending stats to the master (``agent.agent`` does, from the same
+``NodeStats``).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from flexjob.observe import metrics, metrics_http
+from flexjob.rpc.messages import NodeStats
+
+LABELS = ("job_name", "node")
+RESTARTS = metrics.counter("flexjob_agent_restarts", "Restarts of failed workers.", LABELS)
+CPU = metrics.gauge("flexjob_agent_cpu_percent", "Workers' CPU use, %.", LABELS)
+MEMORY = metrics.gauge("flexjob_agent_memory_bytes", "Workers' resident memory.", LABELS)
+STEP = metrics.gauge("flexjob_agent_step", "The trainer's last step.", LABELS)
+SPEED = metrics.gauge("flexjob_agent_samples_per_second", "This node's throughput.", LABELS)
+STEP_SECONDS = metrics.gauge("flexjob_agent_step_seconds", "Seconds per step, recently.", LABELS)
+
+
+def serve(run_dir: str, node_id: str) -> metrics_http.MetricsServer | None:
+    """The agent's endpoint (``$FLEXJOB_METRICS_ADDR``); its address goes to
+    ``<run-dir>/metrics-<node>.addr``."""
+    return metrics_http.serve_configured(addr_file=Path(run_dir) / f"metrics-{node_id}.addr")
+
+
+def restarted(job: str, node: str) -> None:
+    RESTARTS.labels(job, node).inc()
+
+
+class StepClock:
+    """Sets the node's gauges from a sample; seconds per step from the steps the trainer
+    reached between two samples."""
+
+    def __init__(self) -> None:
+        self._last: tuple[float, int] | None = None
+
+    def observe(self, job: str, node: str, sample: NodeStats) -> None:
+        CPU.labels(job, node).set(sample.cpu_percent)
+        MEMORY.labels(job, node).set(sample.memory_bytes)
+        STEP.labels(job, node).set(sample.step)
+        SPEED.labels(job, node).set(sample.samples_per_second)
+        now = time.monotonic()
+        if self._last is not None and sample.step > self._last[1]:
+            seconds = (now - self._last[0]) / (sample.step - self._last[1])
+            STEP_SECONDS.labels(job, node).set(seconds)
+        if self._last is None or sample.step != self._last[1]:
+            self._last = (now, sample.step)

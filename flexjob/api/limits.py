@@ -1,0 +1,50 @@
+"""Upper bounds on every count and size a user or a client can set: one owner for each bound.
+
+Specs are checked against them by the models (``api.job``) and ``platform_problems``; the
+master checks registered datasets and KV values against them, the HTTP services their request
+bodies. A bound exists so that a typo or a hostile client gets a clear error instead of a
+frozen master or a machine out of memory. Pure data and checks, no I/O.
+"""
+
+from collections.abc import Mapping
+
+#: Replicas of one type, by platform: one machine runs a few hundred processes at most.
+MAX_REPLICAS_BY_PLATFORM: Mapping[str, int] = {"local": 256, "kubernetes": 10_000}
+#: The bound the models enforce whatever the platform (the largest one).
+MAX_REPLICAS = max(MAX_REPLICAS_BY_PLATFORM.values())
+#: Training processes per node (``nProcPerNode``).
+MAX_PROCS_PER_NODE = 1024
+#: Samples of one dataset (a shuffled epoch is a permutation of this many indices).
+MAX_DATASET_SAMPLES = 100_000_000
+#: Shards of one dataset per epoch (each is a queue entry in the master).
+MAX_SHARDS_PER_EPOCH = 1_000_000
+#: Epochs of one dataset.
+MAX_EPOCHS = 100_000
+#: Samples of one global batch or micro-batch, and workers of a batch plan.
+MAX_BATCH = 10_000_000
+#: Restarts, retries and seconds (backoffLimit, restartCount, deadlines): about 30 years.
+MAX_COUNT = 1_000_000_000
+#: Bytes of one key and of one value in the master's KV store.
+MAX_KV_KEY_BYTES = 1024
+MAX_KV_VALUE_BYTES = 1024 * 1024
+#: ``KVAdd`` values are 64-bit signed integers on the wire.
+KV_INT_MIN, KV_INT_MAX = -(2**63), 2**63 - 1
+#: Bytes of one HTTP request body (server and brain): profilings and reports are small.
+MAX_HTTP_BODY_BYTES = 4 * 1024 * 1024
+
+
+def dataset_problem(size: int, shard_size: int, epochs: int) -> str | None:
+    """Why a dataset of ``size`` samples in shards of ``shard_size`` over ``epochs`` epochs is
+    refused (too large for the master to track), or None."""
+    if not 1 <= size <= MAX_DATASET_SAMPLES:
+        return f"size {size} is outside 1..{MAX_DATASET_SAMPLES} samples"
+    if shard_size < 1:
+        return f"shard size {shard_size} is below 1"
+    if -(-size // shard_size) > MAX_SHARDS_PER_EPOCH:
+        return (
+            f"{size} samples in shards of {shard_size} make more than {MAX_SHARDS_PER_EPOCH} "
+            "shards per epoch; use larger shards"
+        )
+    if not 1 <= epochs <= MAX_EPOCHS:
+        return f"epochs {epochs} is outside 1..{MAX_EPOCHS}"
+    return None

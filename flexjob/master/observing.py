@@ -1,0 +1,164 @@
+"""What the master shows of itself: a ``MasterView`` (one consistent read of its numbers), the
+Prometheus collector built on it, and the RPC latency interceptor.
+
+Scrape-time values (shards todo/doing/done, world size, rounds, samples/s) come from the view;
+event counts are made where the event happens (``observe.metrics``). Not for the timeline file
+(``master.timeline``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from flexjob.api import names
+from flexjob.core.rendezvous import Rendezvous
+from flexjob.core.shards import ShardManager
+from flexjob.master.stats import StatsBook
+from flexjob.observe import metrics
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetView:
+    name: str
+    todo: int
+    doing: int
+    done: int
+    total: int
+    samples_done: int
+
+
+@dataclass(frozen=True, slots=True)
+class MasterView:
+    job: str
+    round: int
+    world_size: int
+    nodes_waiting: int
+    samples_per_second: float
+    step: int
+    loss: float | None
+    datasets: tuple[DatasetView, ...]
+
+    @property
+    def shards_done(self) -> int:
+        return sum(d.done for d in self.datasets)
+
+    @property
+    def shards_total(self) -> int:
+        return sum(d.total for d in self.datasets)
+
+
+def _number(raw: bytes | None, kind: Callable[[str], Any]) -> Any:
+    with contextlib.suppress(ValueError, UnicodeDecodeError):
+        return kind(raw.decode()) if raw else None
+    return None
+
+
+def master_view(
+    job: str,
+    shards: Mapping[str, ShardManager],
+    rdzv: Rendezvous,
+    stats: StatsBook,
+    kv: Mapping[str, bytes],
+) -> MasterView:
+    """Read the master's parts (under the service's lock)."""
+    world = rdzv.world
+    datasets = []
+    for name, mgr in shards.items():
+        p = mgr.progress()
+        datasets.append(
+            DatasetView(name, p.todo, p.doing, p.shards_done, p.shards_total, p.samples_done)
+        )
+    return MasterView(
+        job,
+        rdzv.round,
+        len(world.members) if world else 0,
+        rdzv.num_nodes_waiting(),
+        stats.job_samples_per_second(),
+        _number(kv.get(names.KV_STEP), int) or 0,
+        _number(kv.get(names.KV_LOSS), float),
+        tuple(datasets),
+    )
+
+
+class MasterCollector(Collector):
+    """Gauges read at scrape time from ``view()`` (a ``MasterService.view``)."""
+
+    def __init__(self, view: Callable[[], MasterView]) -> None:
+        self._view = view
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        v = self._view()
+        job = [v.job]
+
+        def gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
+            g = GaugeMetricFamily(name, doc, labels=["job_name"])
+            g.add_metric(job, value)
+            return g
+
+        yield gauge("flexjob_master_world_size", "Nodes in the current world.", v.world_size)
+        yield gauge("flexjob_master_rendezvous_round", "The latest rendezvous round.", v.round)
+        yield gauge(
+            "flexjob_master_nodes_waiting", "Nodes waiting for the next round.", v.nodes_waiting
+        )
+        yield gauge(
+            "flexjob_master_samples_per_second",
+            "Training throughput: the sum of the live nodes' last reports.",
+            v.samples_per_second,
+        )
+        yield gauge("flexjob_master_step", "Rank 0's last published step.", v.step)
+        shards = GaugeMetricFamily(
+            "flexjob_master_shards",
+            "Data shards by state.",
+            labels=["job_name", "dataset", "state"],
+        )
+        samples = GaugeMetricFamily(
+            "flexjob_master_samples_done", "Samples in done shards.", labels=["job_name", "dataset"]
+        )
+        for d in v.datasets:
+            for state, n in (("todo", d.todo), ("doing", d.doing), ("done", d.done)):
+                shards.add_metric([v.job, d.name or "default", state], n)
+            samples.add_metric([v.job, d.name or "default"], d.samples_done)
+        yield shards
+        yield samples
+
+
+RPC_SECONDS = metrics.histogram(
+    "flexjob_master_rpc_seconds", "Seconds the master took per RPC.", ["method", "code"]
+)
+
+
+class RpcLatency(grpc.ServerInterceptor):  # type: ignore[misc]
+    """Times every unary RPC into ``flexjob_master_rpc_seconds{method, code}``."""
+
+    def intercept_service(self, continuation: Any, details: grpc.HandlerCallDetails) -> Any:
+        handler = continuation(details)
+        if handler is None or handler.unary_unary is None:
+            return handler
+        method = details.method.rsplit("/", 1)[-1]
+        inner = handler.unary_unary
+        hist = RPC_SECONDS
+
+        def timed(request: Any, context: grpc.ServicerContext) -> Any:
+            started = time.perf_counter()
+            code = "OK"
+            try:
+                return inner(request, context)
+            except Exception:
+                code = getattr(context.code(), "name", None) or "UNKNOWN"
+                raise
+            finally:
+                hist.labels(method=method, code=code).observe(time.perf_counter() - started)
+
+        return grpc.unary_unary_rpc_method_handler(
+            timed,
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )

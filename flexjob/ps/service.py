@@ -1,0 +1,108 @@
+"""``PsService``: one PS replica's partition behind locks, with request and process stats.
+
+Implements ``rpc.ps_api.PsBackend`` over a ``core.ps.store.PsStore``: one lock per embedding
+table and one for the dense parameters, so lookups and pushes of different tables run side by
+side. Counts requests for requests/s and samples the process's CPU and memory (psutil) for
+``stats``. Not for transport (``rpc.ps_server``) or process life (``ps.main``).
+"""
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+
+import numpy as np
+import psutil
+
+from flexjob.api.errors import InvalidSpecError
+from flexjob.core.ps.store import ModelSpec, PsStore
+from flexjob.rpc.ps_api import Floats, Ids, PsStats
+
+log = logging.getLogger(__name__)
+
+
+class PsService:
+    def __init__(
+        self, index: int = 0, num_ps: int = 1, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.index = index
+        self.num_ps = num_ps
+        self._store = PsStore()
+        self._model_lock = threading.Lock()
+        self._dense_lock = threading.Lock()
+        self._table_locks: dict[str, threading.Lock] = {}
+        self._requests = 0
+        self._clock = clock
+        self._window = (clock(), 0)  # (time, requests) at the last stats call
+        self._process = psutil.Process()
+        self._process.cpu_percent()  # the first call only starts the measurement
+
+    # ---- PsBackend ----
+    def configure(self, model: ModelSpec, num_ps: int) -> tuple[int, bool]:
+        self._count()
+        if num_ps != self.num_ps:
+            raise InvalidSpecError(
+                f"num_ps: the caller partitioned for {num_ps} PS, this PS set has {self.num_ps}"
+            )
+        with self._model_lock, self._dense_lock:
+            created = self._store.configure(model)
+            for name in self._store.tables:
+                self._table_locks.setdefault(name, threading.Lock())
+            if created:
+                log.info(
+                    "event=ps_configured index=%d tables=%s dense=%d optimizer=%s",
+                    self.index,
+                    sorted(self._store.tables),
+                    len(self._store.dense),
+                    model.optimizer.kind.value,
+                )
+            return self._store.version, created
+
+    def pull_dense(self, known_version: int) -> tuple[int, Mapping[str, Floats]]:
+        self._count()
+        with self._dense_lock:
+            version = self._store.version
+            if known_version == version:
+                return version, {}
+            return version, {k: v.copy() for k, v in self._store.dense.items()}
+
+    def push_dense(self, grads: Mapping[str, Floats], base_version: int) -> int:
+        self._count()
+        with self._dense_lock:
+            return self._store.push_dense(grads)
+
+    def lookup(self, table: str, ids: Ids) -> Floats:
+        self._count()
+        held = self._store.table(table)
+        with self._table_locks[table]:
+            return held.lookup(ids)
+
+    def push_rows(self, table: str, ids: Ids, grads: Floats) -> int:
+        self._count()
+        held = self._store.table(table)
+        with self._table_locks[table]:
+            return held.push(ids, np.asarray(grads, dtype=np.float32))
+
+    def stats(self) -> PsStats:
+        now, requests = self._clock(), self._requests
+        then, before = self._window
+        self._window = (now, requests)
+        rate = (requests - before) / (now - then) if now > then else 0.0
+        tables = {n: (t.num_rows, t.nbytes) for n, t in self._store.tables.items()}
+        dense_bytes = sum(v.nbytes for v in self._store.dense.values())
+        slots = 1 + len(self._store.optimizer.slot_names) if self._store.optimizer else 1
+        return PsStats(
+            rows=sum(r for r, _ in tables.values()),
+            bytes=sum(b for _, b in tables.values()) + dense_bytes * slots,
+            requests=requests,
+            requests_per_second=rate,
+            cpu_percent=self._process.cpu_percent(),
+            memory_bytes=self._process.memory_info().rss,
+            version=self._store.version,
+            index=self.index,
+            num_ps=self.num_ps,
+            tables=tables,
+        )
+
+    def _count(self) -> None:
+        self._requests += 1  # a lost increment under a race only blurs a rate

@@ -1,0 +1,107 @@
+"""``PsClient``: a typed client of one PS replica, numpy arrays in and out.
+
+Each method is one RPC; ``lookup_async`` / ``push_rows_async`` start the call and return a
+future, so a trainer can talk to every PS of its set at once. Unreachable PS are retried until
+``retry_deadline`` (``rpc.retry``); bad input comes back as ``InvalidSpecError`` /
+``NotFoundError`` naming the field. Thread-safe; one channel per client.
+"""
+
+from collections.abc import Callable, Mapping
+from typing import Generic, TypeVar
+
+import grpc
+import numpy as np
+import numpy.typing as npt
+
+from flexjob.api.errors import UnavailableError
+from flexjob.core.ps.store import ModelSpec
+from flexjob.rpc.gen import ps_pb2 as pb
+from flexjob.rpc.gen import ps_pb2_grpc as pb_grpc
+from flexjob.rpc.ps_api import PsStats
+from flexjob.rpc.ps_convert import configure_to_pb, stats_from_pb, tensor_from_pb, tensor_to_pb
+from flexjob.rpc.ps_server import GRPC_OPTIONS
+from flexjob.rpc.retry import answered_error, call_with_retry
+
+T = TypeVar("T")
+R = TypeVar("R")
+Floats = npt.NDArray[np.float32]
+
+
+class Pending(Generic[R]):
+    """A call in flight; ``result()`` waits for it and converts its answer."""
+
+    def __init__(self, future: grpc.Future, convert: Callable[[object], R]) -> None:
+        self._future = future
+        self._convert = convert
+
+    def result(self) -> R:
+        try:
+            return self._convert(self._future.result())
+        except grpc.RpcError as exc:
+            answered = answered_error(exc)
+            if answered is None:
+                raise UnavailableError(f"PS call failed: {exc.code().name}") from None
+            raise answered from None
+
+
+class PsClient:
+    def __init__(self, address: str, *, timeout: float = 30.0, retry_deadline: float = 60.0):
+        self.address = address
+        self._timeout = timeout
+        self._retry_deadline = retry_deadline
+        self._channel = grpc.insecure_channel(address, options=GRPC_OPTIONS)
+        self._stub = pb_grpc.ParameterServerStub(self._channel)  # type: ignore[no-untyped-call]
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def configure(self, model: ModelSpec, num_ps: int) -> tuple[int, bool]:
+        """Declare the model (this PS's share of it); (version, created by this call)."""
+        resp = self._call(self._stub.Configure, configure_to_pb(model, num_ps))
+        return int(resp.version), bool(resp.created)
+
+    def pull_dense(self, known_version: int = -1) -> tuple[int, dict[str, Floats]]:
+        resp = self._call(self._stub.PullDense, pb.PullDenseRequest(known_version=known_version))
+        params = {k: _floats(v, f"params[{k}]") for k, v in resp.params.items()}
+        return int(resp.version), params
+
+    def push_dense_async(self, grads: Mapping[str, Floats], base_version: int) -> Pending[int]:
+        req = pb.PushDenseRequest(
+            grads={k: tensor_to_pb(v) for k, v in grads.items()}, base_version=base_version
+        )
+        future = self._stub.PushDense.future(req, timeout=self._timeout)
+        return Pending(future, lambda r: int(r.version))  # type: ignore[attr-defined]
+
+    def lookup_async(self, table: str, ids: npt.NDArray[np.int64]) -> Pending[Floats]:
+        req = pb.LookupRequest(table=table, ids=tensor_to_pb(ids))
+        future = self._stub.Lookup.future(req, timeout=self._timeout)
+        return Pending(future, lambda r: _floats(r.rows, "rows"))  # type: ignore[attr-defined]
+
+    def lookup(self, table: str, ids: npt.NDArray[np.int64]) -> Floats:
+        return self.lookup_async(table, ids).result()
+
+    def push_rows_async(
+        self, table: str, ids: npt.NDArray[np.int64], grads: Floats
+    ) -> Pending[int]:
+        req = pb.PushRowsRequest(table=table, ids=tensor_to_pb(ids), grads=tensor_to_pb(grads))
+        future = self._stub.PushRows.future(req, timeout=self._timeout)
+        return Pending(future, lambda r: int(r.rows_updated))  # type: ignore[attr-defined]
+
+    def push_rows(self, table: str, ids: npt.NDArray[np.int64], grads: Floats) -> int:
+        return self.push_rows_async(table, ids, grads).result()
+
+    def stats(self) -> PsStats:
+        return stats_from_pb(self._call(self._stub.Stats, pb.StatsRequest()))
+
+    def _call(self, method: Callable[..., T], request: object) -> T:
+        return call_with_retry(
+            method,
+            request,
+            what=f"PS {self.address}",
+            timeout=self._timeout,
+            retry_deadline=self._retry_deadline,
+        )
+
+
+def _floats(msg: pb.Tensor, field: str) -> Floats:
+    return tensor_from_pb(msg, field, "float32")  # type: ignore[return-value]

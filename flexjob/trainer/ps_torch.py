@@ -1,0 +1,150 @@
+"""Torch on a parameter server: ``PsEmbedding`` (rows live on the PS set) and ``PsSync``
+(dense parameters trained on the PS, synchronised with the worker's copy).
+
+``PsEmbedding.forward`` looks up the batch's unique ids on the PS replicas that own them, all
+at once; backward sends each unique row's gradient (duplicates already summed) back to its PS
+as soon as autograd computes it. ``PsSync.step()`` after ``loss.backward()`` pushes the dense
+gradients (asynchronously by default: it waits only for the previous step's calls), waits for
+the row pushes, and pulls fresh dense values every ``pull_every`` steps — or at once when a PS
+is more than ``max_staleness`` updates ahead of this worker's copy (bounded staleness).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import torch
+
+from flexjob.core.ps.optim import OptimizerSpec
+from flexjob.core.ps.table import TableSpec
+from flexjob.rpc.ps_client import Pending
+from flexjob.trainer.ps_set import PsSet
+
+
+class PsEmbedding(torch.nn.Module):
+    """An embedding table whose rows live on the PS set (``dim`` floats per id)."""
+
+    def __init__(
+        self,
+        ps: PsSet,
+        name: str,
+        dim: int,
+        *,
+        num_rows: int = 0,
+        init_scale: float = 0.01,
+        seed: int = 0,
+    ) -> None:
+        super().__init__()
+        self.ps = ps
+        self.spec = TableSpec(name, dim, num_rows, init_scale, seed)
+        self.pending: list[Pending[int]] = []
+        self.rows_looked_up = 0
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        flat = ids.detach().reshape(-1).to(torch.int64).cpu().numpy()
+        rows, split = self.ps.lookup(self.spec.name, flat)
+        self.rows_looked_up += int(split.unique.size)
+        unique = torch.from_numpy(rows)
+        if torch.is_grad_enabled() and self.training:
+            unique.requires_grad_(True)
+
+            def send(grad: torch.Tensor) -> None:
+                g = np.ascontiguousarray(grad.detach().numpy(), dtype=np.float32)
+                self.pending.extend(self.ps.push_rows(self.spec.name, split, g))
+
+            unique.register_hook(send)  # type: ignore[no-untyped-call]
+        out = unique[torch.from_numpy(split.inverse)]
+        return out.reshape(*ids.shape, self.spec.dim)
+
+    def wait(self) -> int:
+        """Wait for the row pushes in flight; returns the rows they updated."""
+        done = sum(p.result() for p in self.pending)
+        self.pending.clear()
+        return done
+
+
+class PsSync:
+    """Trains ``model`` on the PS set: its ``PsEmbedding`` tables and its dense parameters."""
+
+    def __init__(
+        self,
+        ps: PsSet,
+        model: torch.nn.Module,
+        optimizer: OptimizerSpec,
+        *,
+        pull_every: int = 1,
+        max_staleness: int | None = None,
+        sync: bool = False,
+    ) -> None:
+        if pull_every < 1:
+            raise ValueError(f"pull_every must be >= 1, got {pull_every}")
+        if max_staleness is not None and max_staleness < 0:
+            raise ValueError(f"max_staleness must be >= 0 or None, got {max_staleness}")
+        self.ps = ps
+        self.model = model
+        self.optimizer = optimizer
+        self.pull_every = pull_every
+        self.max_staleness = max_staleness
+        self.sync = sync
+        self.steps = 0
+        self._dense = dict(model.named_parameters())
+        self._in_flight: list[tuple[int, Pending[int]]] = []
+        self._seen = [0] * ps.num_ps  # latest dense version each PS answered a push with
+
+    def embeddings(self) -> Iterator[PsEmbedding]:
+        return (m for m in self.model.modules() if isinstance(m, PsEmbedding))
+
+    def configure(self) -> bool:
+        """Declare the model on the PS set, then take the dense values the PS hold (the first
+        worker's initial values win). ``True`` when this worker declared it first."""
+        dense = {k: p.detach().numpy().astype(np.float32) for k, p in self._dense.items()}
+        created = self.ps.configure(self.optimizer, [e.spec for e in self.embeddings()], dense)
+        self.pull(everything=True)
+        return created
+
+    def pull(self, everything: bool = False) -> None:
+        """Copy the PS's dense values that changed since the last pull into the model."""
+        with torch.no_grad():
+            for name, value in self.ps.pull_dense(everything).items():
+                self._dense[name].copy_(torch.from_numpy(value.copy()))
+
+    def step(self) -> None:
+        """After ``loss.backward()``: push gradients, wait for last step's calls, pull when due,
+        and zero the dense gradients."""
+        grads = {
+            k: p.grad.detach().numpy().astype(np.float32, copy=True)
+            for k, p in self._dense.items()
+            if p.grad is not None
+        }
+        self._wait_dense()
+        self._in_flight = self.ps.push_dense(grads) if grads else []
+        if self.sync:
+            self._wait_dense()
+        for emb in self.embeddings():
+            emb.wait()
+        for p in self._dense.values():
+            p.grad = None
+        self.steps += 1
+        stale = self.max_staleness is not None and self.staleness > self.max_staleness
+        if self.steps % self.pull_every == 0 or stale:
+            self.pull()
+
+    def finish(self) -> None:
+        """Wait for every call in flight (at the end of training)."""
+        self._wait_dense()
+        for emb in self.embeddings():
+            emb.wait()
+
+    @property
+    def staleness(self) -> int:
+        """How many dense updates the most advanced PS is ahead of this worker's copy."""
+        pulled = self.ps.dense_versions
+        return max(
+            (seen - max(p, 0) for seen, p in zip(self._seen, pulled, strict=True)), default=0
+        )
+
+    def _wait_dense(self) -> None:
+        for ps, call in self._in_flight:
+            self._seen[ps] = max(self._seen[ps], call.result())
+        self._in_flight = []

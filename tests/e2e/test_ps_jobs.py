@@ -1,0 +1,116 @@
+"""Parameter-server jobs through ``flexjob submit``: the CTR example with 2 PS and 2 workers
+survives a SIGKILLed worker, finishes every shard exactly once and meets its AUC goal; the
+DLRover and ElasticDL PS formats run to Succeeded."""
+
+import os
+import re
+import signal
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+import yaml
+
+from flexjob.platform.local import LocalPlatform
+from tests.support.local_jobs import run_flexjob
+from tests.support.polling import wait_until
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
+REPO = Path(__file__).resolve().parents[2]
+SPECS = REPO / "examples" / "specs"
+AUC = re.compile(r"AUC model=([0-9.]+) ground-truth=([0-9.]+)")
+TRAIN_SIZE, EPOCHS, SHARD_SIZE = 200_000, 2, 8192
+
+
+@pytest.fixture
+def env(home: Path) -> dict[str, str]:
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    pythonpath = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, "FLEXJOB_HOME": str(home), "PATH": path, "PYTHONPATH": pythonpath}
+
+
+def flexjob(env: dict[str, str], *args: str, timeout: float = 30) -> str:
+    out = run_flexjob(env, *args, timeout=timeout, cwd=REPO)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return out.stdout
+
+
+def phase(home: Path, name: str) -> str:
+    job = LocalPlatform(home).get_job("default", name)
+    return job.status.phase.value if job.status else ""
+
+
+def ctr_spec(tmp_path: Path, shard_log: Path) -> Path:
+    wire = yaml.safe_load((SPECS / "ctr-ps.yaml").read_text())
+    main = wire["spec"]["replicaSpecs"]["worker"]["template"]["spec"]["containers"][0]
+    main["command"] = [
+        *main["command"],
+        *("--train-size", str(TRAIN_SIZE), "--epochs", str(EPOCHS)),
+        *("--shard-size", str(SHARD_SIZE), "--step-delay", "0.01"),
+        *("--shard-log", str(shard_log)),
+    ]
+    path = tmp_path / "ctr-ps.yaml"
+    path.write_text(yaml.safe_dump(wire))
+    return path
+
+
+def worker_process(shard_log: Path, index: int) -> psutil.Process | None:
+    for proc in psutil.process_iter(["cmdline"]):
+        try:
+            if str(shard_log) in " ".join(proc.info["cmdline"] or ()) and (
+                proc.environ().get("FLEXJOB_REPLICA_INDEX") == str(index)
+            ):
+                return proc
+        except psutil.Error:
+            continue
+    return None
+
+
+def test_ctr_job_survives_a_killed_worker_with_every_shard_done_once(
+    tmp_path: Path, env: dict[str, str], home: Path
+) -> None:
+    shard_log = tmp_path / "shards.log"
+    flexjob(env, "submit", "--detach", str(ctr_spec(tmp_path, shard_log)))
+    shards_total = EPOCHS * -(-TRAIN_SIZE // SHARD_SIZE)
+    wait_until(
+        lambda: shard_log.exists() and len(shard_log.read_text().splitlines()) >= 12,
+        timeout=120,
+        interval=0.2,
+        what="a quarter of the shards done",
+    )
+    victim = wait_until(lambda: worker_process(shard_log, 1), timeout=10, what="worker-1")
+    victim.send_signal(signal.SIGKILL)
+    wait_until(lambda: phase(home, "ctr-ps") in ("Succeeded", "Failed"), timeout=180, interval=0.5)
+    assert phase(home, "ctr-ps") == "Succeeded"
+
+    lines = [line.split() for line in shard_log.read_text().splitlines()]
+    shard_ids = sorted(int(line[0]) for line in lines)
+    assert shard_ids == list(range(shards_total))  # each shard accepted exactly once
+    samples = sorted(int(i) for line in lines for i in line[1:])
+    assert samples == sorted(list(range(TRAIN_SIZE)) * EPOCHS)  # every sample, every epoch
+
+    logs = flexjob(env, "logs", "ctr-ps", "-r", "worker-0") + flexjob(
+        env, "logs", "ctr-ps", "-r", "worker-1"
+    )
+    found = [(float(m), float(t)) for m, t in AUC.findall(logs)]
+    assert found, logs
+    for model_auc, truth_auc in found:
+        assert model_auc >= 0.97 * truth_auc, (model_auc, truth_auc)
+
+
+def test_dlrover_and_elasticdl_ps_formats_run_to_succeeded_with_a_flexjob_master(
+    env: dict[str, str], home: Path
+) -> None:
+    jobs = {"dlrover-ps-ctr.yaml": "dlrover-ps-ctr", "elasticdl-ps-ctr.yaml": "elasticdl-ps-ctr"}
+    for spec in jobs:  # both at once: each is a small job, and they must not disturb each other
+        flexjob(env, "submit", "--detach", str(SPECS / spec))
+    for name in jobs.values():
+        wait_until(
+            lambda n=name: phase(home, n) in ("Succeeded", "Failed"), timeout=180, interval=0.5
+        )
+        assert phase(home, name) == "Succeeded", flexjob(env, "logs", name, "-r", "worker-0")
+        assert "flexjob ps 0/2 serving" in flexjob(env, "logs", name, "-r", "ps-0")
+        assert "event=master_started" in flexjob(env, "logs", name, "-r", "master-0")
+        worker_log = flexjob(env, "logs", name, "-r", "worker-1")
+        assert AUC.search(worker_log), worker_log

@@ -1,0 +1,61 @@
+"""On Kubernetes the operator gives each job with an implicit master its own token: a Secret
+owned by the job, created once before the master, read by every pod through ``secretKeyRef``
+and never written into a pod's command line."""
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pytest
+from kubernetes.client import ApiClient, CoreV1Api
+
+from flexjob.api import ElasticPolicy
+from flexjob.core.job_master import kubernetes_job_master
+from flexjob.operator.reconcile_pass import reconcile_job
+from flexjob.platform.kubernetes import KubernetesPlatform
+from tests.support.k8s_fixtures import EmulatorThread, client_configuration
+from tests.support.local_jobs import local_job
+
+OPTIONS = kubernetes_job_master("flexjob:1")
+
+
+@pytest.fixture
+def cluster() -> Iterator[tuple[KubernetesPlatform, CoreV1Api]]:
+    with EmulatorThread() as emulator:
+        platform = KubernetesPlatform.from_config(server=emulator.base_url)
+        yield platform, CoreV1Api(ApiClient(client_configuration(emulator)))
+        platform.close()
+
+
+def _settle(platform: KubernetesPlatform) -> None:
+    for _ in range(4):
+        reconcile_job(platform, "default", "tok", datetime.now(UTC), job_master=OPTIONS)
+
+
+def test_the_job_secret_holds_the_token_every_pod_reads(
+    cluster: tuple[KubernetesPlatform, CoreV1Api],
+) -> None:
+    platform, core = cluster
+    job = local_job("tok", None, "pass", workers=2)
+    job.spec.elastic_policy = ElasticPolicy(rdzv_backend="flexjob")
+    created = platform.create_job(job)
+    _settle(platform)
+
+    secret = core.read_namespaced_secret("tok-master-token", "default")
+    token = secret.string_data["token"] if secret.string_data else secret.data["token"]
+    assert len(token) >= 32
+    (owner,) = secret.metadata.owner_references
+    assert (owner.kind, owner.name, owner.uid) == ("ElasticJob", "tok", created.metadata.uid)
+
+    pods = core.list_namespaced_pod("default").items
+    assert sorted(p.metadata.name for p in pods) == ["tok-master-0", "tok-worker-0", "tok-worker-1"]
+    for pod in pods:
+        (container,) = pod.spec.containers
+        (env,) = [e for e in container.env if e.name == "FLEXJOB_MASTER_TOKEN"]
+        assert env.value is None
+        ref = env.value_from.secret_key_ref
+        assert (ref.name, ref.key) == ("tok-master-token", "token")
+        assert token not in " ".join([*(container.command or []), *(container.args or [])])
+
+    _settle(platform)  # later passes keep the first token: running pods hold it
+    again = core.read_namespaced_secret("tok-master-token", "default")
+    assert (again.string_data or again.data)["token"] == token
