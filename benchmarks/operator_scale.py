@@ -23,6 +23,7 @@ import kmock
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.table import print_table
 from flexjob.api import ElasticJob, PodTemplateSpec, ReplicaType
 from flexjob.api.names import LABEL_JOB_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
 from flexjob.core.replicas import ReplicaRequest, replica_name
@@ -176,11 +177,7 @@ def main() -> None:
         ("reconcile pass p50", f"{result['p50'] * 1000:.1f} ms", "", ""),
         ("reconcile pass p99", f"{result['p99'] * 1000:.1f} ms", "", ""),
     ]
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    for n, row in enumerate(rows):
-        print(" | ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)))
-        if n == 0:
-            print("-+-".join("-" * w for w in widths))
+    print_table(rows)
     print(
         f"\n{args.workers} reconcile workers x {args.parallel} actions in flight; baseline: "
         f"{args.workers} threads creating the pods only (the operator also writes one Event per "

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
 import threading
 import time
 
 from flexjob.agent import failure, observing
 from flexjob.agent.config import AgentConfig, WorkerState
+from flexjob.agent.hang import collective_timeout_for, stalled_for
 from flexjob.agent.monitor import ResourceMonitor
+from flexjob.agent.oom import oom_kills
 from flexjob.agent.workers import Worker, status_path, wait_ready
 from flexjob.api import names
 from flexjob.api.errors import FlexjobError
@@ -33,6 +36,8 @@ STATS_INTERVAL_S = 1.0
 #: A failure repeats "in a row" only within this many seconds of the restart before it: the
 #: same error after a long healthy stretch is retried as usual.
 REPEAT_WINDOW_S = 120.0
+#: A heartbeat slower than this means the master was unreachable (the client retried).
+MASTER_SLOW_S = 2.0
 
 
 #: The exit code of an agent that stopped because another node's agent gave up on the job.
@@ -65,6 +70,8 @@ class ElasticAgent:
         self.client = client or MasterClient(config.master, self.node)
         self.workers: list[Worker] = []
         self.restarts = 0
+        #: OOM kills in this container's memory cgroup already accounted for.
+        self._oom_kills = oom_kills() or 0
         self.round = -1
         self._monitor = ResourceMonitor()
         self._step_clock = observing.StepClock()
@@ -75,6 +82,9 @@ class ElasticAgent:
         self._last_failure: tuple[int | None, str] | None = None
         self._restarted_at = 0.0
         self._reply: HeartbeatReply | None = None
+        self._checkpoint_dir: str | None = None
+        self._beat_since: float | None = None  # time.time() the heartbeat in flight began
+        self._master_back_at = 0.0  # time.time() a slow or failed heartbeat ended
         self._run_dir = config.run_dir or os.path.join(
             os.environ.get("TMPDIR", "/tmp"), f"flexjob-{config.job_name}"
         )
@@ -126,9 +136,23 @@ class ElasticAgent:
             }
         )
         env[ENV_AGENT_PID] = str(os.getpid())
+        if names.ENV_CHECKPOINT_DIR not in env:
+            env[names.ENV_CHECKPOINT_DIR] = self._default_checkpoint_dir()
+        collective = collective_timeout_for(c.hang_timeout)
+        if collective is not None and names.ENV_COLLECTIVE_TIMEOUT not in env:
+            env[names.ENV_COLLECTIVE_TIMEOUT] = str(collective)
         path = status_path(self._run_dir, c.node_id, local_rank)
         env[names.ENV_STATUS_FILE] = str(path)
         return Worker(local_rank, env, path, c.node_id, c.output)
+
+    def _default_checkpoint_dir(self) -> str:
+        """``<run dir>/checkpoints/<job incarnation>``: shared by this job's restarts, never
+        by another job that re-uses the directory or the name."""
+        if self._checkpoint_dir is None:
+            got = self.client.kv_get(names.KV_INCARNATION)
+            incarnation = got.decode() if got else "job"
+            self._checkpoint_dir = os.path.join(self._run_dir, "checkpoints", incarnation)
+        return self._checkpoint_dir
 
     def _join_and_start(self, workers: list[Worker]) -> None:
         """Wait for ``workers`` to be ready, rendezvous, and start them in the new world."""
@@ -195,12 +219,18 @@ class ElasticAgent:
     def _heartbeats(self) -> None:
         """Background thread: heartbeats never stop while the main loop waits for something."""
         while not self._stopping.wait(self.config.monitor_interval):
+            self._beat_since = started = time.time()
             try:
                 self._reply = self.client.heartbeat()
                 if failure.failed(self.client):
                     self._job_failed.set()
             except Exception as exc:
                 log.debug("heartbeat failed: %s", exc)
+                self._master_back_at = time.time()
+            finally:
+                self._beat_since = None
+            if time.time() - started > MASTER_SLOW_S:  # it retried: the master was away
+                self._master_back_at = time.time()
 
     def _check_job(self) -> None:
         """Raise ``JobFailedElsewhere`` once another node's agent gave up on the job."""
@@ -230,6 +260,7 @@ class ElasticAgent:
                 self._check_job()
             if all(s is WorkerState.SUCCEEDED for s in states):
                 return 0
+            self._kill_hung()
             failed = [w for w in self.workers if w.state is WorkerState.FAILED]
             if failed:
                 code = self._on_failure(failed)
@@ -237,6 +268,9 @@ class ElasticAgent:
                     return code
                 continue
             reply = self._reply
+            if reply is not None and reply.job_finished and self._never_joined():
+                log.info("node %s: the job's data is done before its workers joined", c.node_id)
+                return 0
             self._report_stats()
             if reply is None or self._in_place():
                 continue
@@ -244,6 +278,38 @@ class ElasticAgent:
             if changed and any(w.state is WorkerState.RUNNING for w in self.workers):
                 log.info("world changed (round %d): restarting workers", reply.round)
                 self._restart(self.workers)
+
+    def _never_joined(self) -> bool:
+        """True when every running worker uses the trainer helpers and waits for its first
+        world (a node restarted as the job ended: there is nothing left for it to train)."""
+        running = [w for w in self.workers if w.state is WorkerState.RUNNING]
+        statuses = [w.status() for w in running]
+        return bool(running) and all(s is not None and s.round < 0 for s in statuses)
+
+    def _kill_hung(self) -> None:
+        """SIGKILL a running worker whose progress stalled past the hang timeout; the next
+        poll sees it failed and it is restarted like any failed worker. Not while the master
+        is unreachable (trainers wait for it), nor until the timeout passed since it is back."""
+        now = time.time()
+        since = self._beat_since
+        if since is not None and now - since > MASTER_SLOW_S:
+            return  # the master is unreachable: trainers wait for it
+        for w in self.workers:
+            if w.state is not WorkerState.RUNNING:
+                continue
+            idle = stalled_for(w.status(), now, self.config.hang_timeout, self._master_back_at)
+            if idle is not None:
+                log.warning(
+                    "node %s: worker %d (pid %d) made no progress for %.0f s (--hang-timeout "
+                    "%g): killing it as hung",
+                    self.config.node_id,
+                    w.local_rank,
+                    w.pid,
+                    idle,
+                    self.config.hang_timeout,
+                )
+                w.kill()
+                w.poll()
 
     def _on_failure(self, failed: list[Worker]) -> int | None:
         c = self.config
@@ -255,10 +321,15 @@ class ElasticAgent:
         repeated = bool(tail) and signature == self._last_failure and recent
         self._last_failure = signature
         restarting = self.restarts < c.max_restarts and not repeated
+        kills = oom_kills()
+        oom_killed = kills is not None and kills > self._oom_kills
+        self._oom_kills = kills if kills is not None else self._oom_kills
         for w in failed:
             ident = self._identity(w.local_rank)
             reason = f"worker {w.local_rank} {failure.describe_exit(w.exit_code)}"
-            if w.output.tail():
+            if oom_killed and w.exit_code in (-signal.SIGKILL, 128 + signal.SIGKILL):
+                reason = f"worker {w.local_rank} was OOMKilled (exit code 137)"
+            elif w.output.tail():
                 reason += f": {w.output.tail()[-1]}"
             log.warning("node %s: %s (restarting=%s)", c.node_id, reason, restarting)
             if ident.process_id == c.node_id:
@@ -309,6 +380,8 @@ class ElasticAgent:
             return  # one just exited: the next round handles it; no sample of a gone process
         self._last_stats = now
         s = self._monitor.sample(self.workers)
+        if s.memory_bytes == 0:
+            return  # every worker exited since the last poll: nothing to measure
         self._step_clock.observe(self.config.job_name, self.config.node_id, s)
         self.client.report_stats(
             s.cpu_percent, s.memory_bytes, s.step, s.samples_per_second, s.world_size, s.timestamp

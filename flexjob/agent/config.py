@@ -44,6 +44,9 @@ class AgentConfig:
     rendezvous_timeout: float = 300.0
     address: str = "127.0.0.1"
     run_dir: str = ""
+    #: Seconds a worker using the trainer helpers may go without progress before it is
+    #: killed and restarted as hung; 0 turns hang detection off.
+    hang_timeout: float = 180.0
     env: dict[str, str] = field(default_factory=dict)
     output: OutputConfig = field(default_factory=OutputConfig)
 
@@ -57,6 +60,8 @@ class AgentConfig:
             raise ValueError(f"max_restarts must be >= 0, got {self.max_restarts}")
         if self.monitor_interval <= 0:
             raise ValueError(f"monitor_interval must be > 0, got {self.monitor_interval}")
+        if self.hang_timeout < 0:
+            raise ValueError(f"hang_timeout must be >= 0 (0 = off), got {self.hang_timeout}")
         if not self.node_id:
             raise ValueError("node_id must not be empty")
         if self.rendezvous_timeout <= 0:

@@ -3,7 +3,8 @@ progress line, stop signals, the root-cause summary and the job's exit code.
 
 Every child runs in its own session, so a stop signal (SIGTERM, SIGINT, SIGHUP) reaches only
 this process, which then stops the agents (which give their workers a grace period) and the
-master in order. When an agent gives up on the job, the others stop by themselves and the
+master in order. A master or agent that dies is started again within ``--max-restarts``
+(``agent.run_supervisor``). When an agent gives up on the job, the others stop by themselves and the
 earliest failure is printed (``agent.failure``). A temporary job dir is removed at the end.
 Not for Kubernetes.
 """
@@ -25,6 +26,7 @@ from pathlib import Path
 from flexjob.agent import failure
 from flexjob.agent.output import OutputConfig
 from flexjob.agent.progress import ProgressLine
+from flexjob.agent.run_supervisor import RunFailure, RunSupervisor
 from flexjob.api import names
 from flexjob.api.errors import FlexjobError
 from flexjob.core.master_config import MasterConfig
@@ -70,6 +72,7 @@ class RunConfig:
     job_dir: str | None = None
     last_call_timeout: float = 1.0
     heartbeat_timeout: float = 10.0
+    hang_timeout: float = 180.0
     progress: bool = True
     plot: str | None = None  # a PNG of the job's timeline, written when the run ends
     env: dict[str, str] = field(default_factory=dict)
@@ -79,6 +82,10 @@ class RunConfig:
     #: Seconds an agent waits for its world (torchrun's ``--rdzv-conf join_timeout``).
     join_timeout: float = 300.0
     num_ps: int = 0  # parameter-server replicas to start beside the master (`--ps N`)
+
+    def __post_init__(self) -> None:
+        if self.hang_timeout < 0:
+            raise ValueError(f"--hang-timeout must be >= 0 (0 = off), got {self.hang_timeout}")
 
     @property
     def nodes_to_start(self) -> int:
@@ -99,6 +106,7 @@ def agent_command(
         "--monitor-interval", str(opts.monitor_interval),
         "--run-dir", run_dir,
         "--rdzv-conf", f"join_timeout={opts.join_timeout}",
+        "--hang-timeout", str(opts.hang_timeout),
     ]  # fmt: skip
     if opts.output.log_dir:
         out = opts.output
@@ -156,7 +164,8 @@ def ps_env(master: str, num_ps: int, timeout: float = 120.0) -> dict[str, str]:
 
 
 def run_job(opts: RunConfig) -> int:
-    """Run the job to its end; returns its exit code (128 + N after stop signal N)."""
+    """Run the job to its end; returns its exit code (128 + N after stop signal N, 1 when
+    a process of the run died past its restarts)."""
     with raise_on_stop_signals():
         job_dir = opts.job_dir or tempfile.mkdtemp(prefix=f"flexjob-{opts.job_name}-")
         try:
@@ -164,21 +173,27 @@ def run_job(opts: RunConfig) -> int:
         except StopRequested as stop:
             log.warning("%s: stopping the job", stop)
             return stop.exit_code
+        except RunFailure as exc:
+            print(f"flexjob: job {opts.job_name} failed: {exc}", file=sys.stderr, flush=True)
+            return 1
         finally:
             if opts.job_dir is None:
                 shutil.rmtree(job_dir, ignore_errors=True)
 
 
 class _Run:
-    """One ``flexjob run``: its master (unless attached to one), parameter servers, agents,
-    progress line and timeline."""
+    """One ``flexjob run``: its master (unless attached to one), parameter servers, agents
+    (kept alive by a ``RunSupervisor``), progress line and timeline."""
 
     def __init__(self, opts: RunConfig, job_dir: str) -> None:
         self.opts = opts
         self.job_dir = job_dir
         self.master: MasterProcess | None = None
+        self.master_config: MasterConfig | None = None
+        #: Every agent process started, restarts included: those still running are stopped.
         self.agents: list[subprocess.Popen[bytes]] = []
         self.servers: list[subprocess.Popen[bytes]] = []
+        self.supervisor: RunSupervisor | None = None
         self.progress: ProgressLine | None = None
 
     def run(self) -> int:
@@ -187,6 +202,8 @@ class _Run:
         finally:
             if self.progress is not None:
                 self.progress.close()
+            if self.supervisor is not None:
+                self.master = self.supervisor.master  # the one it restarted, if it did
             _stop_all(self.agents, AGENT_STOP_GRACE_S)
             _stop_all(self.servers, AGENT_STOP_GRACE_S)
             if self.master is not None:
@@ -198,7 +215,7 @@ class _Run:
         opts = self.opts
         if opts.master is not None:
             return opts.master
-        config = MasterConfig(
+        self.master_config = MasterConfig(
             job_name=opts.job_name,
             job_dir=self.job_dir,
             min_nodes=opts.min_nodes,
@@ -206,7 +223,7 @@ class _Run:
             last_call_timeout=opts.last_call_timeout,
             heartbeat_timeout=opts.heartbeat_timeout,
         )
-        self.master = spawn_master(config)
+        self.master = spawn_master(self.master_config)
         address = self.master.address
         target = f"-m {opts.target}" if opts.module else opts.target
         print(
@@ -217,6 +234,28 @@ class _Run:
         )
         return address
 
+    def _start_agents(self, address: str, env: dict[str, str]) -> RunSupervisor:
+        opts = self.opts
+
+        def spawn_agent(index: int, node_id: str) -> subprocess.Popen[bytes]:
+            cmd = agent_command(address, node_id, index, opts, self.job_dir)
+            proc = subprocess.Popen(cmd, env=env, start_new_session=True)
+            self.agents.append(proc)
+            return proc
+
+        self.supervisor = RunSupervisor(
+            address=address,
+            master=self.master,
+            master_config=self.master_config,
+            spawn_agent=spawn_agent,
+            nodes=opts.nodes_to_start,
+            min_nodes=opts.min_nodes,
+            nproc_per_node=opts.nproc_per_node,
+            max_restarts=opts.max_restarts,
+            first_index=opts.node_rank,
+        )
+        return self.supervisor
+
     def _run(self) -> int:
         opts = self.opts
         Path(self.job_dir).mkdir(parents=True, exist_ok=True)
@@ -226,17 +265,14 @@ class _Run:
         if opts.num_ps:
             self.servers = start_ps(address, opts.num_ps, env)
             env.update(ps_env(address, opts.num_ps))
-        for i in range(opts.nodes_to_start):
-            index = opts.node_rank + i
-            cmd = agent_command(address, f"worker-{index}", index, opts, self.job_dir)
-            self.agents.append(subprocess.Popen(cmd, env=env, start_new_session=True))
-        self.progress = ProgressLine(address, enabled=opts.progress)
+        supervisor = self._start_agents(address, env)
+        self.progress = progress = ProgressLine(address, enabled=opts.progress)
         follower = timeline.Follower(Path(self.job_dir))
         with MasterClient(address, "flexjob-run", timeout=2.0, retry_deadline=2.0) as client:
             failed_at: float | None = None
             next_check = 0.0
-            while any(a.poll() is None for a in self.agents):
-                self.progress.update()
+            while supervisor.running:
+                progress.update()
                 for line in follower.new_lines():
                     print(f"flexjob: {line}", file=sys.stderr, flush=True)
                 now = time.monotonic()
@@ -246,17 +282,19 @@ class _Run:
                         failed_at = now if failure.failed(client) else None
                 if failed_at is not None and now - failed_at > AGENT_STOP_GRACE_S:
                     break  # the agents did not stop by themselves: ``run`` stops them
+                if failed_at is None:  # an agent that gave up is not restarted
+                    supervisor.check(progress.finished)
                 time.sleep(0.1)
             causes: list[failure.RootCause] = []
             with contextlib.suppress(FlexjobError):
                 causes = failure.root_causes(client)
-        codes = [a.poll() for a in self.agents]
+        codes = supervisor.codes()
         if causes:
-            self.progress.close()
+            progress.close()
             print(causes[0].summary(), file=sys.stderr, flush=True)
             return _exit_code(causes[0].exit_code) or 1
-        finished = self.progress.finished()
-        self.progress.close(final=True)
+        finished = progress.finished()
+        progress.close(final=True)
         if finished and 0 in codes:
             return 0
         return next((_exit_code(c) for c in codes if c != 0), 0)

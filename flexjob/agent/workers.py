@@ -110,6 +110,12 @@ class Worker:
     def status(self) -> TrainerStatus | None:
         return read_status(self.status_file)
 
+    def kill(self) -> None:
+        """SIGKILL (also ends a stopped process) and reap it."""
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.kill()
+        self.proc.wait()
+
     def stop(self, grace_s: float = 5.0) -> None:
         """SIGTERM, then SIGKILL after ``grace_s``."""
         if self.proc.poll() is None:

@@ -77,12 +77,20 @@ ENV_STORE_PREFIX = "FLEXJOB_STORE_PREFIX"
 ENV_NODE_RANK = "FLEXJOB_NODE_RANK"
 ENV_NUM_NODES = "FLEXJOB_NUM_NODES"
 ENV_STATUS_FILE = "FLEXJOB_STATUS_FILE"
+# Agent → training process: where the trainer helpers checkpoint unless told otherwise (in the
+# job directory, per job incarnation), and the seconds a collective may wait for a peer (below
+# the agent's hang timeout, so a healthy peer of a hung process leaves the collective first).
+ENV_CHECKPOINT_DIR = "FLEXJOB_CHECKPOINT_DIR"
+ENV_COLLECTIVE_TIMEOUT = "FLEXJOB_COLLECTIVE_TIMEOUT"
 
 # Keys in the job master's KV store.
 KV_STEP = "flexjob/progress/step"  # rank 0's step, for progress displays
 KV_LOSS = "flexjob/progress/loss"  # rank 0's last reported loss (ElasticTrainer.report_loss)
 KV_IN_PLACE = "flexjob/in-place"  # set once the trainer helpers run: workers join by themselves
 KV_PS_ADDRESS_PREFIX = "flexjob/ps/address/"  # + PS index: where that PS replica serves
+# Set once by the first master of a job directory; default checkpoints live under it, so a
+# re-used directory or job name never resumes another job's weights.
+KV_INCARNATION = "flexjob/incarnation"
 # The job's measured goodput profilings (JSON, the ``status.profilings`` format the Allocator
 # reads: step times per shape, local batch, gradient noise scale), from trainer.goodput.
 KV_PROFILINGS = "flexjob/profilings"

@@ -92,6 +92,7 @@ def master(
     except (ValueError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
+    from flexjob.master.state_file import StateLostError
     from flexjob.rpc.auth import InsecureBindError
 
     try:
@@ -100,6 +101,9 @@ def master(
     except InsecureBindError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
+    except StateLostError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(3) from None
     _exit_now(code)
 
 

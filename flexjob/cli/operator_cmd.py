@@ -66,6 +66,11 @@ def operator(
         help="Where /metrics listens: HOST:PORT or off [$FLEXJOB_METRICS_ADDR, else "
         "127.0.0.1:0]; beyond loopback it needs $FLEXJOB_METRICS_TOKEN.",
     ),
+    job_master_state_claim: str = typer.Option(
+        "",
+        help="PersistentVolumeClaim (in each job's namespace) that implicit job masters keep "
+        "their state on, so a relaunched master continues [none: it starts afresh].",
+    ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),
 ) -> None:
     """Run the flexjob operator: reconcile ElasticJobs and ScalePlans into pods and services.
@@ -113,6 +118,7 @@ def operator(
         liveness=liveness,
         job_master_image=os.environ.get(ENV_IMAGE) or None,
         metrics_addr=metrics_addr,
+        job_master_state_claim=job_master_state_claim,
     )
     platform = KubernetesPlatform.from_config(options.kubeconfig, context, server)
     try:

@@ -79,6 +79,11 @@ RUN_PATH = typer.Option(
     False, "--run-path", "--run_path", help="Run SCRIPT as a path (the default)."
 )
 MODULE = typer.Option(False, "-m", "--module", help="Run SCRIPT as a module.")
+HANG_TIMEOUT = typer.Option(
+    180.0,
+    "--hang-timeout",
+    help="Seconds a trainer may make no progress before it is restarted as hung (0: off).",
+)
 
 
 def run(
@@ -115,6 +120,7 @@ def run(
     tee: str = TEE,
     last_call_timeout: float = typer.Option(1.0, "--last-call-timeout"),
     heartbeat_timeout: float = typer.Option(10.0, "--heartbeat-timeout"),
+    hang_timeout: float = HANG_TIMEOUT,
     run_path: bool = RUN_PATH,
     module: bool = MODULE,
     ps: int = typer.Option(
@@ -165,6 +171,7 @@ def run(
             job_dir=job_dir,
             last_call_timeout=conf.last_call_timeout or last_call_timeout,
             heartbeat_timeout=heartbeat_timeout,
+            hang_timeout=hang_timeout,
             progress=not no_progress,
             node_rank=node_rank,
             output=OutputConfig(log_dir=log_dir, redirects=redirects, tee=tee),
@@ -207,6 +214,7 @@ def agent(
     log_dir: str = LOG_DIR,
     redirects: str = REDIRECTS,
     tee: str = TEE,
+    hang_timeout: float = HANG_TIMEOUT,
     run_path: bool = RUN_PATH,
     module: bool = MODULE,
     verbose: bool = typer.Option(False, "-v", "--verbose"),
@@ -239,6 +247,7 @@ def agent(
             address=address,
             run_dir=run_dir,
             output=OutputConfig(log_dir=log_dir, redirects=redirects, tee=tee),
+            hang_timeout=hang_timeout,
         )
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)

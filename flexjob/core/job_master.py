@@ -57,6 +57,10 @@ JOB_MASTER_SERVICE_ACCOUNT = "flexjob-job-master"
 #: The key of the token in a job's master-token Secret.
 SECRET_TOKEN_KEY = "token"
 TOKEN_FILE = "master.token"
+#: Where implicit masters on Kubernetes keep their state when given a volume for it.
+KUBERNETES_STATE_ROOT = "/var/lib/flexjob/masters"
+#: The name of that volume in the master pod.
+STATE_VOLUME = "flexjob-master-state"
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +78,10 @@ class JobMasterConfig:
     "" = the namespace's default; the local platform ignores it); ``token_root``: where the
     local operator keeps each job's token file (``master_token_file``; "" = none);
     ``token_secret``: give every replica the token of the job's Secret
-    (``master_token_secret``, Kubernetes).
+    (``master_token_secret``, Kubernetes); ``state_claim``: a
+    PersistentVolumeClaim (in the job's namespace) mounted at ``state_root`` in master pods,
+    so that a master pod that is killed and relaunched continues where it was (Kubernetes;
+    "" = no volume: a relaunched master starts from nothing).
     """
 
     command: tuple[str, ...] = ("python", "-m", "flexjob")
@@ -86,6 +93,7 @@ class JobMasterConfig:
     service_account: str = ""
     token_root: str = ""
     token_secret: bool = False
+    state_claim: str = ""
 
 
 def master_token_file(root: str, namespace: str, job: str) -> str:
@@ -98,10 +106,13 @@ def master_token_secret(job: str) -> str:
     return f"{job}-master-token"
 
 
-def kubernetes_job_master(image: str) -> JobMasterConfig:
+def kubernetes_job_master(
+    image: str, state_claim: str = "", state_root: str = KUBERNETES_STATE_ROOT
+) -> JobMasterConfig:
     """Implicit masters on Kubernetes: ``image`` (the operator's own, ``FLEXJOB_IMAGE``) runs
     ``python -m flexjob master`` bound to all addresses, writing ScalePlan objects as the
-    ``flexjob-job-master`` service account (``flexjob manifests install`` grants it)."""
+    ``flexjob-job-master`` service account (``flexjob manifests install`` grants it); with
+    ``state_claim``, its state lives on that claim's volume, mounted at ``state_root``."""
     return JobMasterConfig(
         command=("python", "-m", "flexjob"),
         image=image,
@@ -109,6 +120,8 @@ def kubernetes_job_master(image: str) -> JobMasterConfig:
         scale_plan_platform="kubernetes",
         service_account=JOB_MASTER_SERVICE_ACCOUNT,
         token_secret=True,
+        state_root=state_root if state_claim else "",
+        state_claim=state_claim,
     )
 
 
@@ -167,12 +180,20 @@ def master_replica_spec(job: ElasticJob, options: JobMasterConfig) -> ReplicaSpe
         args=args,
         env=[EnvVar(name=k, value=v) for k, v in env.items()],
     )
+    volumes: list[dict[str, object]] = []
+    if options.state_claim and options.state_root:
+        claim = {"claimName": options.state_claim}
+        volumes.append({"name": STATE_VOLUME, "persistentVolumeClaim": claim})
+        mount = {"name": STATE_VOLUME, "mountPath": options.state_root}
+        container = Container.model_validate({**container.to_wire(), "volumeMounts": [mount]})
     return ReplicaSpec(
         replicas=1,
         restart_policy=RestartPolicy.ON_FAILURE,
         template=PodTemplateSpec(
             spec=PodSpec(
-                containers=[container], service_account_name=options.service_account or None
+                containers=[container],
+                volumes=volumes,
+                service_account_name=options.service_account or None,
             )
         ),
     )

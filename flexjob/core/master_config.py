@@ -42,7 +42,7 @@ class MasterConfig:
     host_store: bool = True
     rpc_workers: int = 32
     fsync: bool = False
-    #: Shard reports journaled between two snapshots of the whole state.
+    #: Journal entries (shard hand-outs and reports, KV changes) between two snapshots.
     snapshot_every: int = 1000
     #: The host others use to reach this master and its store; default: ``host``, or this
     #: machine's name when ``host`` is a wildcard (0.0.0.0, ::).

@@ -119,7 +119,10 @@ class ShardManager:
         # the worker they were taken back from, or ANY_WORKER for those in TODO since a
         # restore (their holder is unknown).
         self._claimable: dict[int, str] = {}
-        self._restored = False  # restored from a checkpoint: holders before it are unknown
+        self._after_restore = False  # restored from a checkpoint: some holders are unknown
+        # DOING shards that came back from a saved state with their holder; that holder may
+        # not know it holds them (the answer that handed one out can die with the old master).
+        self._restored_doing: dict[int, str] = {}
 
     # ---- queries ----
     @property
@@ -167,7 +170,18 @@ class ShardManager:
     # ---- transitions ----
     def get_shard(self, worker: str) -> Shard | None:
         """The next TODO shard, now DOING for ``worker``; ``None`` when TODO is empty (check
-        ``finished``: if false, shards are still DOING elsewhere and may come back)."""
+        ``finished``: if false, shards are still DOING elsewhere and may come back).
+
+        A worker holds one shard at a time: one that asks while it holds a shard restored
+        from a saved state gets that shard again (the old master's answer was lost)."""
+        for sid, holder in list(self._restored_doing.items()):
+            doing = self._doing.get(sid)
+            if doing is None or doing.worker != holder:
+                del self._restored_doing[sid]  # reported or given back since
+            elif holder == worker:
+                del self._restored_doing[sid]
+                epoch, pos = divmod(sid, self._per_epoch)
+                return Shard(sid, epoch, self._specs[epoch][pos])
         self.expire_stragglers()
         if not self._todo and self._next_epoch < self._epochs:
             self._open_epoch(self._next_epoch)
@@ -184,7 +198,7 @@ class ShardManager:
         if not 0 <= shard_id < self._epochs * self._per_epoch:
             return ReportResult.REJECTED
         epoch, pos = divmod(shard_id, self._per_epoch)
-        if epoch >= self._next_epoch and not self._restored:  # never handed out
+        if epoch >= self._next_epoch and not self._after_restore:  # never handed out
             return ReportResult.REJECTED
         while self._next_epoch <= epoch:  # handed out before a restart that lost its epoch
             opened = self._next_epoch
@@ -212,6 +226,21 @@ class ShardManager:
             self._completed.add(epoch)
             del self._done[epoch], self._specs[epoch]
         return ReportResult.COUNTED
+
+    def hand_out(self, shard_id: int, worker: str) -> bool:
+        """Replay a hand-out (from a journal): the TODO shard ``shard_id`` is DOING for
+        ``worker``. False when the shard is not TODO (done, or DOING already)."""
+        if not 0 <= shard_id < self._epochs * self._per_epoch:
+            return False
+        epoch, pos = divmod(shard_id, self._per_epoch)
+        while self._next_epoch <= epoch:
+            self._open_epoch(self._next_epoch)
+        if epoch in self._completed or pos in self._done[epoch] or shard_id in self._doing:
+            return False
+        self._todo.remove(shard_id)
+        self._doing[shard_id] = _Doing(worker, self._clock())
+        self._restored_doing[shard_id] = worker
+        return True
 
     def recover(self, worker: str) -> list[int]:
         """Put ``worker``'s DOING shards back at the front of TODO (the worker died)."""
@@ -246,10 +275,13 @@ class ShardManager:
             "done": {str(e): done.runs() for e, done in self._done.items()},
             "samples_done": self._samples_done,
             "recent": [[sid, w] for sid, w in self._recent.items()],
+            "doing": [[sid, d.worker] for sid, d in self._doing.items()],
         }
 
     def restore(self, checkpoint: str | dict[str, Any]) -> None:
-        """Load progress from ``checkpoint()``; what was DOING is TODO again."""
+        """Load progress from ``checkpoint()``; what was DOING stays DOING for its worker
+        (its straggler clock starts again), so a worker that outlived a master restart
+        reports it and nobody else trains it."""
         data = json.loads(checkpoint) if isinstance(checkpoint, str) else checkpoint
         if data.get("version") != CHECKPOINT_VERSION:
             raise ValueError(f"checkpoint version must be {CHECKPOINT_VERSION}")
@@ -267,8 +299,12 @@ class ShardManager:
         self._samples_done = int(data["samples_done"])
         for sid, worker in data["recent"]:
             self._remember(int(sid), str(worker))
+        for sid, worker in data.get("doing", []):
+            self.hand_out(int(sid), str(worker))
+        # Shards DOING with a saved holder stay that holder's; for the rest in TODO the
+        # holder (if any) is unknown, so any worker's late report of one counts.
         self._claimable = dict.fromkeys(self._todo, ANY_WORKER)
-        self._restored = True
+        self._after_restore = True
 
     # ---- internals ----
     def _locate(self, shard_id: int) -> tuple[int, int]:

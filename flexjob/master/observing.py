@@ -12,7 +12,7 @@ import contextlib
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import grpc
 from prometheus_client.core import GaugeMetricFamily
@@ -61,12 +61,18 @@ def _number(raw: bytes | None, kind: Callable[[str], Any]) -> Any:
     return None
 
 
+class KVReader(Protocol):
+    """What the view reads of the master's KV store (``master.kv.KVStore``)."""
+
+    def get(self, key: str) -> bytes | None: ...
+
+
 def master_view(
     job: str,
     shards: Mapping[str, ShardManager],
     rdzv: Rendezvous,
     stats: StatsBook,
-    kv: Mapping[str, bytes],
+    kv: KVReader,
 ) -> MasterView:
     """Read the master's parts (under the service's lock)."""
     world = rdzv.world

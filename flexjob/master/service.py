@@ -17,17 +17,23 @@ from dataclasses import replace
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from flexjob.api.errors import InvalidSpecError, NotFoundError
-from flexjob.api.limits import KV_INT_MAX, KV_INT_MIN, MAX_KV_KEY_BYTES, MAX_KV_VALUE_BYTES
+from flexjob.api.limits import MAX_KV_KEY_BYTES, MAX_KV_VALUE_BYTES
 from flexjob.core.batch import BatchPlan, RankBatch
 from flexjob.core.dataset import Dataset
 from flexjob.core.master_config import MasterConfig
 from flexjob.core.rendezvous import NodeStatus, Rendezvous
 from flexjob.core.shards import ReportResult, ShardManager
 from flexjob.master.health import HeartbeatTracker
+from flexjob.master.kv import KVStore, is_kv_entry
 from flexjob.master.logs import event
 from flexjob.master.observing import MasterView, master_view
-from flexjob.master.snapshot import SnapshotWriter, restore_snapshot
-from flexjob.master.state_file import StateFile
+from flexjob.master.snapshot import (
+    SnapshotWriter,
+    dataset_from_json,
+    dataset_json,
+    restore_snapshot,
+)
+from flexjob.master.state_file import StateFile, StateLostError, check_not_lost, mark_started
 from flexjob.master.stats import NodeRecord, StatsBook
 from flexjob.rpc.messages import (
     HeartbeatReply,
@@ -85,10 +91,10 @@ class MasterService:
         self._stats = StatsBook()
         self._addresses: dict[str, str] = {}  # node → address given at join
         self._addresses_version = 0
-        self._kv: dict[str, bytes] = {}
+        self._kv = KVStore()
         self._stats_dirty = False
         self._clock = clock
-        self._restored_shards: dict[str, Any] = {}
+        self._registered: dict[str, Dataset] = {}  # datasets trainers registered
         path = config.state_path
         self._state = StateFile(path, fsync=config.fsync) if path else None
         self._changes = 0  # bumped by every change to save; guarded by _lock
@@ -97,6 +103,7 @@ class MasterService:
         self._journal_len = 0  # reports journaled since the last snapshot
         self._snapshots = SnapshotWriter()
         self._restore()
+        self._kv_journal(self._kv.ensure_incarnation())
         self._logged_round = self._rdzv.round
 
     # ---- rendezvous ----
@@ -158,6 +165,7 @@ class MasterService:
             if mgr.opened_epochs != opened:
                 event(log, "epoch_started", self._job, dataset=dataset or "-", epoch=shard.epoch)
                 self._persist()
+            self._append({"d": dataset, "s": shard.shard_id, "w": node.node_id, "g": 1})
             s = shard.spec
             return ShardInfo(
                 True, False, shard.shard_id, shard.epoch, s.start, s.end, s.indices, s.name
@@ -247,21 +255,14 @@ class MasterService:
 
     def register_dataset(self, node: NodeRef, dataset: Dataset) -> None:
         """Shard ``dataset`` from now on (what ``flexjob run`` scripts use: the script knows its
-        data, the command line does not); a name already known keeps its first registration."""
+        data, the command line does not); a name already known keeps its first registration.
+        Journaled before it returns: a restarted master knows it, with its progress."""
         with self._lock:
             self._seen(node.node_id)
             if dataset.name in self._shards:
                 return
-            mgr = ShardManager(
-                dataset.splitter(),
-                epochs=dataset.epochs,
-                straggler_timeout=self.config.straggler_timeout,
-                clock=self._clock,
-            )
-            saved = self._restored_shards.pop(dataset.name, None)
-            if saved is not None:
-                mgr.restore(saved)
-            self._shards[dataset.name] = mgr
+            self._append({"r": dataset_json(dataset)})
+            self._add_registered(dataset)
         event(log, "dataset_registered", self._job, dataset=dataset.name or "-", size=dataset.size)
 
     def view(self) -> MasterView:
@@ -269,11 +270,22 @@ class MasterService:
         with self._lock:
             return master_view(self._job, self._shards, self._rdzv, self._stats, self._kv)
 
-    # ---- key-value store ----
+    def _add_registered(self, dataset: Dataset) -> ShardManager:
+        mgr = ShardManager(
+            dataset.splitter(),
+            epochs=dataset.epochs,
+            straggler_timeout=self.config.straggler_timeout,
+            clock=self._clock,
+        )
+        self._registered[dataset.name] = dataset
+        self._shards[dataset.name] = mgr
+        return mgr
+
+    # ---- key-value store (journaled: it survives a master restart) ----
     def kv_set(self, key: str, value: bytes) -> None:
         _check_kv(key, value)
         with self._lock:
-            self._kv[key] = value
+            self._kv_journal(self._kv.set(key, value))
 
     def kv_get(self, key: str) -> bytes | None:
         with self._lock:
@@ -282,16 +294,8 @@ class MasterService:
     def kv_add(self, key: str, amount: int) -> int:
         _check_kv(key, b"")
         with self._lock:
-            try:
-                value = int(self._kv.get(key, b"0")) + amount
-            except ValueError:
-                raise InvalidSpecError(f"key {key!r} does not hold an integer") from None
-            if not KV_INT_MIN <= value <= KV_INT_MAX:
-                raise InvalidSpecError(
-                    f"key {key!r}: adding {amount} gives {value}, outside the 64-bit range "
-                    f"{KV_INT_MIN}..{KV_INT_MAX}"
-                )
-            self._kv[key] = str(value).encode()
+            value, entry = self._kv.add(key, amount)
+            self._kv_journal(entry)
             return value
 
     # ---- periodic work ----
@@ -379,9 +383,17 @@ class MasterService:
 
     def _journal(self, dataset: str, shard_id: int, node_id: str) -> None:
         """Save a counted report now (one appended line); snapshot every so often."""
+        self._append({"d": dataset, "s": shard_id, "w": node_id})
+
+    def _kv_journal(self, entry: dict[str, str] | None) -> None:
+        if entry is not None:
+            self._append(entry)
+
+    def _append(self, entry: dict[str, Any]) -> None:
+        """One journal line, written before the call that made the change returns."""
         if self._state is None:
             return
-        self._state.append({"d": dataset, "s": shard_id, "w": node_id})
+        self._state.append(entry)
         self._journal_len += 1
         if self._journal_len >= self.config.snapshot_every:
             self._persist()
@@ -417,24 +429,58 @@ class MasterService:
             self._stats,
             self._addresses,
             self._addresses_version,
+            self._kv,
+            self._registered,
         )
+
+    def _replay(self, entry: dict[str, Any]) -> None:
+        """Apply one journal entry: a KV change, a registration, a hand-out or a report."""
+        assert self._state is not None
+        if is_kv_entry(entry):
+            self._kv.replay(entry)
+            return
+        if "r" in entry:
+            dataset = dataset_from_json(entry["r"])
+            if dataset.name not in self._shards:
+                self._add_registered(dataset)
+            return
+        mgr = self._shards.get(str(entry["d"]))
+        if mgr is None:
+            raise StateLostError(
+                f"{self._state.journal_path}: shard entries for dataset {entry['d']!r}, which "
+                "neither the job nor a registration declares"
+            )
+        if entry.get("g"):
+            mgr.hand_out(int(entry["s"]), str(entry["w"]))
+        else:
+            mgr.report_done(int(entry["s"]), str(entry["w"]))
 
     def _restore(self) -> None:
         if self._state is None:
             return
         data, journal = self._state.load()
         if data is None and not journal:
+            check_not_lost(self._state.path)  # a job that ran here before must have its state
+            self._state.save_text(self._snapshot())
+            mark_started(self._state.path)
             return
         if data is not None:
-            members = restore_snapshot(data, self._shards, self._rdzv, self._stats, self._addresses)
+            for saved in data.get("datasets", {}).values():  # before their progress
+                self._add_registered(dataset_from_json(saved))
+            members = restore_snapshot(
+                data, self._shards, self._rdzv, self._stats, self._addresses, self._kv
+            )
             self._health.track(members)
-            for name, saved in data["shards"].items():
-                if name not in self._shards:  # a registered dataset, restored on first use
-                    self._restored_shards[name] = saved
+            lost = sorted(set(data["shards"]) - set(self._shards))
+            if lost:
+                raise StateLostError(
+                    f"{self._state.path}: progress of dataset(s) {lost} saved, but neither the "
+                    "job nor a registration declares them"
+                )
         for entry in journal:
-            mgr = self._shards.get(entry["d"])
-            if mgr is not None:
-                mgr.report_done(int(entry["s"]), str(entry["w"]))
+            self._replay(entry)
+        # Shard holders that never come back are declared dead after the heartbeat timeout.
+        self._health.track([w for m in self._shards.values() for w in m.doing().values()])
         self._state.save_text(self._snapshot())  # nothing serves yet: no concurrent reports
         self._state.drop_journals()
         p = [m.progress() for m in self._shards.values()]

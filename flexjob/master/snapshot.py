@@ -1,5 +1,6 @@
 """What a master snapshot holds and how it is read back: shard progress per dataset, the
-rendezvous round / members / join ages, and per-node stats, as one JSON object.
+datasets trainers registered, the rendezvous round / members / join ages, per-node stats,
+node addresses and the KV store, as one JSON object.
 
 ``SnapshotWriter`` re-serializes only the parts that changed since its last call (rendezvous
 and stats change rarely; shard progress changes all the time). Not for writing files
@@ -8,10 +9,13 @@ and stats change rarely; shard progress changes all the time). Not for writing f
 
 import json
 from collections.abc import Callable
+from dataclasses import asdict
 from typing import Any
 
+from flexjob.core.dataset import Dataset
 from flexjob.core.rendezvous import Rendezvous
 from flexjob.core.shards import ShardManager
+from flexjob.master.kv import KVStore
 from flexjob.master.stats import StatsBook
 
 STATE_VERSION = 1
@@ -29,6 +33,8 @@ class SnapshotWriter:
         stats: StatsBook,
         addresses: dict[str, str],
         addresses_version: int,
+        kv: KVStore,
+        registered: dict[str, Dataset],
     ) -> str:
         """The snapshot. ``addresses``: node → address given at join, re-serialized only when
         ``addresses_version`` changed."""
@@ -36,10 +42,14 @@ class SnapshotWriter:
         rdzv_json = self._cached("rendezvous", rdzv.version, rdzv.to_dict)
         stats_json = self._cached("stats", stats.version, stats.to_dict)
         addr_json = self._cached("addresses", addresses_version, lambda: addresses)
+        kv_json = self._cached("kv", kv.version, kv.to_dict)
+        ds_json = self._cached(
+            "datasets", len(registered), lambda: {n: dataset_json(d) for n, d in registered.items()}
+        )
         head = json.dumps({"version": STATE_VERSION, "job": job, "shards": progress})
         return (
             f'{head[:-1]}, "rendezvous": {rdzv_json}, "stats": {stats_json}, '
-            f'"addresses": {addr_json}}}'
+            f'"addresses": {addr_json}, "kv": {kv_json}, "datasets": {ds_json}}}'
         )
 
     def _cached(self, key: str, version: int, build: Callable[[], object]) -> str:
@@ -56,6 +66,7 @@ def restore_snapshot(
     rdzv: Rendezvous,
     stats: StatsBook,
     addresses: dict[str, str],
+    kv: KVStore,
 ) -> list[str]:
     """Load ``data`` into the given objects; returns the members of the restored world."""
     if data.get("version") != STATE_VERSION:
@@ -68,4 +79,14 @@ def restore_snapshot(
     rdzv.restore(int(r["round"]), members, dict(r["ages"]))
     stats.restore(data["stats"])
     addresses.update(data.get("addresses", {}))
+    kv.restore(data.get("kv", {}))
     return members
+
+
+def dataset_json(dataset: Dataset) -> dict[str, Any]:
+    """A registered dataset as saved in the snapshot and the journal."""
+    return asdict(dataset)
+
+
+def dataset_from_json(data: dict[str, Any]) -> Dataset:
+    return Dataset(**{**data, "files": tuple(data.get("files", ()))})

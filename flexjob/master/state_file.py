@@ -8,8 +8,10 @@ the new file's data first, ~1 ms), so the one change that happens at request rat
 shard report — is instead appended as one line to ``master_state.journal`` (one ``write``
 call: a killed process leaves whole lines; a torn last line is ignored) before the report is
 answered. Loading replays the journal over the snapshot; entries already in the snapshot replay
-harmlessly (reports are idempotent). Not for deciding what goes in the state
-(``master.service`` does that).
+harmlessly (reports are idempotent). A first master leaves a marker (``master.started``)
+beside its first snapshot: a later master that finds the marker but no snapshot, or a snapshot
+it cannot read, refuses to start (``StateLostError``) instead of starting the job over. Not for
+deciding what goes in the state (``master.service`` does that).
 """
 
 import json
@@ -17,6 +19,28 @@ import os
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from flexjob.api.errors import FlexjobError
+
+STARTED_MARKER = "master.started"
+
+
+class StateLostError(FlexjobError):
+    """The job ran in this directory before, but its saved progress is gone or unreadable."""
+
+
+def check_not_lost(state_path: Path) -> None:
+    """Before a master starts without a snapshot: fail if an earlier master left the marker."""
+    if (state_path.parent / STARTED_MARKER).exists():
+        raise StateLostError(
+            f"{state_path} is missing, but a master of this job ran in {state_path.parent} "
+            "before: its progress is lost; refusing to start the job over"
+        )
+
+
+def mark_started(state_path: Path) -> None:
+    """After the first snapshot is saved: tell later masters that one must exist."""
+    write_atomic(state_path.parent / STARTED_MARKER, "")
 
 
 class StateFile:
@@ -34,8 +58,10 @@ class StateFile:
             data = json.loads(self.path.read_text())
         except FileNotFoundError:
             data = None
+        except (OSError, ValueError) as exc:
+            raise StateLostError(f"{self.path} cannot be read ({exc}): progress lost") from None
         if data is not None and not isinstance(data, dict):
-            raise ValueError(f"{self.path}: expected a JSON object")
+            raise StateLostError(f"{self.path}: expected a JSON object")
         return data, _read_journal(self._old_journal) + _read_journal(self.journal_path)
 
     def save(self, data: dict[str, Any]) -> None:

@@ -34,6 +34,23 @@ from flexjob.trainer.status import StatusWriter
 log = logging.getLogger(__name__)
 
 PUBLISH_EVERY_S = 0.5
+#: Steps between two checkpoints of rank 0 (and one at the end).
+DEFAULT_CHECKPOINT_EVERY = 50
+
+
+def default_checkpoint_dir(given: str | os.PathLike[str] | None) -> str | None:
+    """``given``, else the job's directory the agent names (``$FLEXJOB_CHECKPOINT_DIR``)."""
+    if given:
+        return os.fspath(given)
+    return os.environ.get(names.ENV_CHECKPOINT_DIR) or None
+
+
+def collective_timeout(given: float | None, default: float) -> float:
+    """``given``, else ``$FLEXJOB_COLLECTIVE_TIMEOUT`` (set by the agent), else ``default``."""
+    if given is not None:
+        return given
+    env = os.environ.get(names.ENV_COLLECTIVE_TIMEOUT)
+    return float(env) if env else default
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,18 +79,22 @@ class ElasticTrainer:
         sampler: ElasticSampler,
         *,
         checkpoint_dir: str | os.PathLike[str] | None = None,
-        checkpoint_every: int = 0,
+        checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY,
+        checkpoint: bool = True,
         link: Any = None,
         timeout_s: float = 60.0,
+        collective_timeout_s: float | None = None,
         poll_waiting_s: float = 0.2,
     ) -> None:
         self.module = model
         self.optimizer = optimizer
         self.sampler = sampler
         self.ident = world.node_identity()
-        self.checkpointer = Checkpointer(checkpoint_dir) if checkpoint_dir else None
+        directory = default_checkpoint_dir(checkpoint_dir) if checkpoint else None
+        self.checkpointer = Checkpointer(directory) if directory else None
         self.checkpoint_every = checkpoint_every
         self.timeout_s = timeout_s
+        self.collective_timeout_s = collective_timeout(collective_timeout_s, timeout_s)
         self.step_count = 0
         self.reforms = 0
         self._link = link
@@ -121,7 +142,7 @@ class ElasticTrainer:
             # The agent's world may have moved on while this script was starting.
             gen = self.source.get_world(gen.round)
         if gen is None:
-            gen = next_generation(self.source, -1, self.timeout_s)
+            gen = next_generation(self.source, -1, self.timeout_s, on_wait=self._beat)
         self._form(gen)
 
     def close(self) -> None:
@@ -177,6 +198,7 @@ class ElasticTrainer:
             if total == 0:
                 if not more:
                     break
+                self._beat()
                 time.sleep(0.02)
                 continue
             indices = list(got.indices) if isinstance(got, Batch) else []
@@ -261,6 +283,17 @@ class ElasticTrainer:
         ):
             self._save()
 
+    def _beat(self) -> None:
+        """Alive but not stepping (waiting for a world or for data): tell the agent, whose
+        hang detection watches this file."""
+        self._status.write(
+            round=self.round,
+            step=self.step_count,
+            samples=self.sampler.samples_committed,
+            epoch=self.sampler.epoch,
+            world_size=self._gen.world_size(self.ident.local_world_size) if self._gen else 0,
+        )
+
     def _publish(self, key: str, value: str) -> None:
         publish = getattr(self.source, "publish", None)
         if publish is not None:
@@ -294,7 +327,7 @@ class ElasticTrainer:
         self._ddp = None
         group.destroy_group()
         after = self.round
-        gen = next_generation(self.source, after, self.timeout_s)
+        gen = next_generation(self.source, after, self.timeout_s, on_wait=self._beat)
         self._form(gen)
         self.reforms += 1
         log.info("re-formed round %d -> %d in %.3f s", after, gen.round, time.monotonic() - started)
@@ -307,7 +340,7 @@ class ElasticTrainer:
                 # Agents start later workers without a world (they join by themselves).
                 self._publish(names.KV_IN_PLACE, "1")
             try:
-                group.form_group(gen, rank, size, self._stores, self.timeout_s)
+                group.form_group(gen, rank, size, self._stores, self.collective_timeout_s)
                 self.step_count, _ = sync_state(self.module, self.optimizer, self.step_count)
                 self._ddp = DistributedDataParallel(self.module)
                 break
@@ -316,7 +349,7 @@ class ElasticTrainer:
                     raise
                 log.warning("forming round %d failed (%s); joining the next", gen.round, exc)
                 group.destroy_group()
-                gen = next_generation(self.source, gen.round, self.timeout_s)
+                gen = next_generation(self.source, gen.round, self.timeout_s, on_wait=self._beat)
         self._gen = gen
         self._broken = False
         env = world.world_env(gen, self.ident)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Protocol
 
 from flexjob.trainer.world import Generation
@@ -36,9 +37,14 @@ class WorldSource(Protocol):
 
 
 def next_generation(
-    source: WorldSource, after_round: int, timeout_s: float, poll_s: float = 0.02
+    source: WorldSource,
+    after_round: int,
+    timeout_s: float,
+    poll_s: float = 0.02,
+    on_wait: Callable[[], None] | None = None,
 ) -> Generation:
-    """Join and wait for a generation newer than ``after_round`` that includes this node."""
+    """Join and wait for a generation newer than ``after_round`` that includes this node;
+    ``on_wait`` is called at every poll (the trainer tells its agent it is alive, waiting)."""
     deadline = time.monotonic() + timeout_s
     wanted = max(source.join(), after_round + 1)
     delay = poll_s
@@ -46,6 +52,8 @@ def next_generation(
         gen = source.get_world(wanted)
         if gen is not None and gen.round >= wanted:
             return gen
+        if on_wait is not None:
+            on_wait()
         time.sleep(delay)
         delay = min(delay * 1.5, 0.2)
     raise RendezvousTimeout(f"no world including this node after round {after_round}")

@@ -1,5 +1,3 @@
-from dataclasses import replace
-
 import pytest
 
 from flexjob.core.shards import ReportResult, ShardManager, ShardState
@@ -105,7 +103,7 @@ def test_no_shard_while_others_are_in_progress_and_finished_at_the_end() -> None
     assert mgr.get_shard("w1") is None and mgr.finished and mgr.progress().finished
 
 
-def test_checkpoint_restore_keeps_done_and_returns_doing_to_todo() -> None:
+def test_checkpoint_restore_keeps_done_and_doing_with_its_worker() -> None:
     mgr, clock = manager(size=10, shard=2, epochs=2)
     done = mgr.get_shard("w0")
     doing = mgr.get_shard("w1")
@@ -114,10 +112,55 @@ def test_checkpoint_restore_keeps_done_and_returns_doing_to_todo() -> None:
     restored = ShardManager(RangeSplitter(10, 2), epochs=2, clock=clock)
     restored.restore(mgr.checkpoint())
     assert restored.state_of(done.shard_id) is ShardState.DONE
-    assert restored.state_of(doing.shard_id) is ShardState.TODO
-    before = mgr.progress()
-    assert restored.progress() == replace(before, todo=before.todo + 1, doing=0)
-    assert restored.progress().samples_done == 2 and restored.progress().doing == 0
+    assert restored.doing() == {doing.shard_id: "w1"}
+    assert restored.progress() == mgr.progress()
+    assert restored.report_done(doing.shard_id, "w1") is ReportResult.COUNTED
+
+
+def test_a_restored_shard_of_a_dead_worker_goes_back_to_todo() -> None:
+    mgr, clock = manager(size=10, shard=2)
+    doing = mgr.get_shard("w1")
+    assert doing is not None
+    restored = ShardManager(RangeSplitter(10, 2), clock=clock)
+    restored.restore(mgr.checkpoint())
+    assert restored.recover("w1") == [doing.shard_id]
+    again = restored.get_shard("w2")
+    assert again is not None and again.shard_id == doing.shard_id
+
+
+def test_a_worker_asking_again_after_a_restart_gets_its_restored_shard_back() -> None:
+    mgr, clock = manager(size=10, shard=2)
+    lost_answer = mgr.get_shard("w1")  # handed out and saved; the answer died with the master
+    assert lost_answer is not None
+    restored = ShardManager(RangeSplitter(10, 2), clock=clock)
+    restored.restore(mgr.checkpoint())
+    again = restored.get_shard("w1")
+    assert again is not None and again.shard_id == lost_answer.shard_id
+    after = restored.get_shard("w1")
+    assert after is not None and after.shard_id != lost_answer.shard_id
+
+
+def test_a_restored_shard_given_to_another_worker_is_not_handed_back_to_its_old_holder() -> None:
+    mgr, clock = manager(size=4, shard=2)
+    held = mgr.get_shard("w1")
+    assert held is not None
+    restored = ShardManager(RangeSplitter(4, 2), clock=clock)
+    restored.restore(mgr.checkpoint())
+    restored.recover("w1")
+    moved = restored.get_shard("w2")
+    assert moved is not None and moved.shard_id == held.shard_id
+    other = restored.get_shard("w1")
+    assert other is not None and other.shard_id != held.shard_id
+
+
+def test_a_replayed_hand_out_makes_a_todo_shard_doing_once() -> None:
+    mgr, _ = manager(size=10, shard=2, epochs=2)
+    assert mgr.hand_out(7, "w3")  # epoch 1: opened for the replay
+    assert mgr.doing() == {7: "w3"}
+    assert not mgr.hand_out(7, "w4")
+    assert mgr.report_done(7, "w3") is ReportResult.COUNTED
+    assert not mgr.hand_out(7, "w4")
+    assert not mgr.hand_out(99, "w4")
 
 
 def test_restore_rejects_a_checkpoint_of_another_dataset() -> None:

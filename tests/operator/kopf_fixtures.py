@@ -52,6 +52,18 @@ class OperatorHarness:
     async def core(self, method: str, *args: Any, **kwargs: Any) -> Any:
         return await in_thread(getattr(CoreV1Api(self.client), method), *args, **kwargs)
 
+    async def serve_webhooks_for(self, namespace: str, service: str) -> None:
+        """Make ``service``'s Endpoints this operator's webhook server (it runs outside the
+        emulated cluster), so that the API's admission calls reach it."""
+        port = int(self.webhook_url.rsplit(":", 1)[1])
+        endpoints = {
+            "apiVersion": "v1",
+            "kind": "Endpoints",
+            "metadata": {"name": service, "namespace": namespace},
+            "subsets": [{"addresses": [{"ip": "127.0.0.1"}], "ports": [{"port": port}]}],
+        }
+        await self.core("create_namespaced_endpoints", namespace, endpoints)
+
 
 def fast_options(server: str, webhook_port: int, **overrides: Any) -> OperatorConfig:
     """Settings tuned for tests: short watches, no event posting, standalone, no resync."""
@@ -75,7 +87,9 @@ async def running_operator(
     client = kubernetes.client.ApiClient(client_configuration(emulator))
     port = free_port()
     options = fast_options(emulator.base_url, port, **overrides)
-    queue = make_queue(platform, options.workers, clock=_now)
+    queue = make_queue(
+        platform, options.workers, _now, options.parallel, job_master=options.job_master()
+    )
     ready = asyncio.Event()
     task = asyncio.create_task(run_operator(platform, options, queue=queue, ready=ready))
     try:

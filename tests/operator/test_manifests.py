@@ -7,8 +7,7 @@ from flexjob.cli.main import app
 from flexjob.core.job_master import JOB_MASTER_SERVICE_ACCOUNT
 from flexjob.operator.kubernetes.admission import MUTATE_JOB, VALIDATE_JOB, VALIDATE_PLAN
 from flexjob.operator.manifests import NAME, InstallConfig, install_manifests
-from tests.support.k8s_fixtures import EmulatorThread
-from tests.support.k8s_store import ResourceKind
+from tests.support.k8s_fixtures import CERT_MANAGER, EmulatorThread
 
 
 def by_kind(kind: str, options: InstallConfig | None = None) -> list[dict[str, object]]:
@@ -98,41 +97,9 @@ def test_install_prints_crds_first() -> None:
     }
 
 
-EXTRA_KINDS = (
-    ResourceKind(
-        "rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", namespaced=False
-    ),
-    ResourceKind(
-        "rbac.authorization.k8s.io",
-        "v1",
-        "clusterrolebindings",
-        "ClusterRoleBinding",
-        namespaced=False,
-    ),
-    ResourceKind("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding"),
-    ResourceKind("apps", "v1", "deployments", "Deployment", status_subresource=True),
-    ResourceKind("cert-manager.io", "v1", "issuers", "Issuer"),
-    ResourceKind("cert-manager.io", "v1", "certificates", "Certificate"),
-    ResourceKind(
-        "admissionregistration.k8s.io",
-        "v1",
-        "validatingwebhookconfigurations",
-        "ValidatingWebhookConfiguration",
-        namespaced=False,
-    ),
-    ResourceKind(
-        "admissionregistration.k8s.io",
-        "v1",
-        "mutatingwebhookconfigurations",
-        "MutatingWebhookConfiguration",
-        namespaced=False,
-    ),
-)
-
-
 def test_install_apply_creates_then_replaces_every_object() -> None:
     with EmulatorThread() as emulator:
-        for kind in EXTRA_KINDS:
+        for kind in CERT_MANAGER:
             emulator.declare(kind)
         args = ["manifests", "install", "--apply", "--server", emulator.base_url]
         first = CliRunner().invoke(app, args)

@@ -11,14 +11,15 @@ merge/JSON patch, PUT, the status subresource, delete with finalizers, delete-co
 ownerReference garbage collection.
 
 Requests for declared resources always go to the store: kmock's DSL reactions (``kmock[...] <<``)
-apply only to other paths. It does not call admission webhooks (tests POST AdmissionReviews to
-the webhook server themselves). Not for production and not a conformance server: see
-``k8s_store`` for what it leaves out.
+apply only to other paths. Creates and updates go through the registered admission webhooks
+first (``k8s_admission``). Not for production and not a conformance server: see ``k8s_store``
+for what it leaves out.
 """
 
 import asyncio
 import bisect
 import contextlib
+import copy
 import json
 import time
 from collections.abc import AsyncIterator
@@ -29,6 +30,8 @@ import attrs
 import kmock
 from kmock._internal import rendering
 
+from tests.support import k8s_discovery
+from tests.support.k8s_admission import ENDPOINTS, MUTATING, VALIDATING, admit
 from tests.support.k8s_store import (
     Body,
     ObjectStore,
@@ -46,6 +49,7 @@ BUILTIN_KINDS: tuple[ResourceKind, ...] = (
     ResourceKind("", "v1", "events", "Event"),
     ResourceKind("", "v1", "serviceaccounts", "ServiceAccount"),
     ResourceKind("", "v1", "secrets", "Secret"),
+    ResourceKind("", "v1", "nodes", "Node", namespaced=False, status_subresource=True),
     ResourceKind(
         "apiextensions.k8s.io",
         "v1",
@@ -53,6 +57,23 @@ BUILTIN_KINDS: tuple[ResourceKind, ...] = (
         "CustomResourceDefinition",
         namespaced=False,
         status_subresource=True,
+    ),
+    MUTATING,
+    VALIDATING,
+    ENDPOINTS,
+    ResourceKind("", "v1", "configmaps", "ConfigMap"),
+    ResourceKind("apps", "v1", "deployments", "Deployment", status_subresource=True),
+    ResourceKind("rbac.authorization.k8s.io", "v1", "roles", "Role"),
+    ResourceKind("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding"),
+    ResourceKind(
+        "rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", namespaced=False
+    ),
+    ResourceKind(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "clusterrolebindings",
+        "ClusterRoleBinding",
+        namespaced=False,
     ),
 )
 _VERBS = {"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
@@ -72,6 +93,14 @@ def _parse_path(path: str) -> tuple[str, str, str | None, str, str | None, str] 
         namespace, rest = rest[1], rest[2:]
     plural, name = rest[0], rest[1] if len(rest) > 1 else None
     return group, version, namespace, plural, name, "/".join(rest[2:])
+
+
+def _grace_period(request: rendering.Request) -> float | None:
+    """``gracePeriodSeconds`` of a delete: the query parameter or the DeleteOptions body."""
+    value = request.params.get("gracePeriodSeconds")
+    if value is None and isinstance(request.data, dict):
+        value = request.data.get("gracePeriodSeconds")
+    return None if value is None else float(value)
 
 
 def _status_body(error: StoreError) -> Body:
@@ -138,6 +167,13 @@ class K8sEmulator(kmock.KubernetesScaffold):
     async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
         # kmock's own request parser fails on cluster-scoped paths such as /api/v1/namespaces,
         # so requests for declared resources are parsed here and never reach it.
+        if raw_request.method == "GET" and raw_request.path == "/openapi/v2":
+            # For kubectl before 1.27 (Debian's 1.20): an empty protobuf Document, no schemas.
+            return aiohttp.web.Response(body=b"", content_type=k8s_discovery.OPENAPI_V2_PROTOBUF)
+        if raw_request.method == "GET":
+            document = k8s_discovery.discovery(raw_request.path, self._kinds.values(), self._crds())
+            if document is not None:
+                return aiohttp.web.json_response(document)
         if self._resolve(raw_request.path) is None:
             return await super().__call__(raw_request)
         body = await raw_request.read()
@@ -165,18 +201,97 @@ class K8sEmulator(kmock.KubernetesScaffold):
         try:
             if request.method == "GET" and request.params.get("watch") in ("true", "1"):
                 return await self._watch(request, kind, namespace)
-            status, body = self._serve(request, kind, namespace, name, subresource)
+            status, body = await self._admit_and_serve(request, kind, namespace, name, subresource)
         except StoreError as error:
             return aiohttp.web.json_response(_status_body(error), status=error.status)
+        if kind.plural == "customresourcedefinitions":
+            self._serve_crds()
         await self.notify()
         if isinstance(body, str):
             return aiohttp.web.Response(text=body, status=status)
         return aiohttp.web.json_response(body, status=status)
 
+    def _crds(self) -> dict[str, Body]:
+        crds = self._kinds["apiextensions.k8s.io", "v1", "customresourcedefinitions"]
+        return {body["metadata"]["name"]: body for body in self.store.select(crds, None)}
+
+    def _serve_crds(self) -> None:
+        """Serve the resources the stored CRDs define (as the API server does once they exist)."""
+        for crd in self._crds().values():
+            spec = crd.get("spec") or {}
+            for version in spec.get("versions") or []:
+                kind = ResourceKind(
+                    spec["group"],
+                    version["name"],
+                    spec["names"]["plural"],
+                    spec["names"]["kind"],
+                    namespaced=spec.get("scope") == "Namespaced",
+                    status_subresource="status" in (version.get("subresources") or {}),
+                )
+                if (kind.group, kind.version, kind.plural) not in self._kinds:
+                    self.declare(kind)
+
+    async def changed(self, since: int, timeout: float) -> int:
+        """Wait until the store moved past revision ``since`` (or ``timeout``); the revision."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout), self._changed:
+                await self._changed.wait_for(lambda: self.store.revision != since)
+        return self.store.revision
+
     async def notify(self) -> None:
         """Wake the watches after the store was changed directly (not over HTTP)."""
         async with self._changed:
             self._changed.notify_all()
+
+    async def _admit_and_serve(
+        self,
+        request: rendering.Request,
+        kind: ResourceKind,
+        namespace: str | None,
+        name: str | None,
+        subresource: str,
+    ) -> tuple[int, Body | str]:
+        """Serve the request after admission; a patch whose object changed while the webhooks
+        looked at it is patched and admitted again (a patch carries no resourceVersion)."""
+        for attempt in range(5):
+            admitted = await self._admit(request, kind, namespace, name, subresource)
+            try:
+                return self._serve(request, kind, namespace, name, subresource, admitted)
+            except StoreError as error:
+                retry = error.status == 409 and admitted is not None and request.method == "PATCH"
+                if not retry or attempt == 4:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def _admit(
+        self,
+        request: rendering.Request,
+        kind: ResourceKind,
+        namespace: str | None,
+        name: str | None,
+        subresource: str,
+    ) -> Body | None:
+        """A create or update as the admission webhooks let it through (``k8s_admission``)."""
+        method = request.method
+        if (
+            subresource
+            or method not in ("POST", "PUT", "PATCH")
+            or (name is None) != (method == "POST")
+        ):
+            return None
+        if method == "POST":
+            obj = copy.deepcopy(request.data or {})
+            meta = obj.setdefault("metadata", {})
+            if kind.namespaced:
+                meta.setdefault("namespace", namespace or "default")
+            return await admit(self.store, kind, "CREATE", namespace, obj, None)
+        assert name is not None
+        old = self.store.get(kind, namespace, name)
+        content_type = request.headers.get("Content-Type", "application/json")
+        new = (
+            request.data if method == "PUT" else self.store.patched(old, request.data, content_type)
+        )
+        return await admit(self.store, kind, "UPDATE", namespace, new or {}, old)
 
     def _serve(
         self,
@@ -185,9 +300,26 @@ class K8sEmulator(kmock.KubernetesScaffold):
         namespace: str | None,
         name: str | None,
         subresource: str,
+        admitted: Body | None = None,
     ) -> tuple[int, Body | str]:
         store, method, params = self.store, request.method, request.params
         content_type = request.headers.get("Content-Type", "application/json")
+        if admitted is not None and name is None:
+            return 201, store.create(kind, namespace, admitted)
+        if admitted is not None and name is not None:
+            return 200, store.replace(kind, namespace, name, admitted, subresource)
+        table = k8s_discovery.wants_table(request.headers.get("Accept", ""))
+        if method == "GET" and table and subresource != "log":
+            items = (
+                store.select(
+                    kind, namespace, params.get("labelSelector"), params.get("fieldSelector")
+                )
+                if name is None
+                else [store.get(kind, namespace, name)]
+            )
+            crd = self._crds().get(f"{kind.plural}.{kind.group}")
+            include = params.get("includeObject", "Metadata")
+            return 200, k8s_discovery.table(items, crd, str(store.revision), include)
         if name is None and method == "GET":
             items = store.select(
                 kind, namespace, params.get("labelSelector"), params.get("fieldSelector")
@@ -212,7 +344,7 @@ class K8sEmulator(kmock.KubernetesScaffold):
         if name is not None and method == "PATCH":
             return 200, store.patch(kind, namespace, name, request.data, content_type, subresource)
         if name is not None and method == "DELETE":
-            return 200, store.delete(kind, namespace, name)
+            return 200, store.delete(kind, namespace, name, _grace_period(request))
         raise StoreError(405, "MethodNotAllowed", f"{method} is not supported here")
 
     def _list_body(self, kind: ResourceKind, items: list[Body]) -> Body:
@@ -264,6 +396,18 @@ class K8sEmulator(kmock.KubernetesScaffold):
                     yield event
             async with self._changed:
                 await self._changed.wait_for(lambda seen=position: len(log) > seen)
+
+
+def kubeconfig(server: str) -> Body:
+    """A kubeconfig for ``server`` without credentials (the emulator checks none)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "emulator", "cluster": {"server": server}}],
+        "users": [{"name": "tester", "user": {}}],
+        "contexts": [{"name": "emulator", "context": {"cluster": "emulator", "user": "tester"}}],
+        "current-context": "emulator",
+    }
 
 
 async def wait_for(predicate: Any, timeout: float = 10.0, interval: float = 0.02) -> Any:

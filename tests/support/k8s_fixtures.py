@@ -6,6 +6,8 @@ call the client through ``asyncio.to_thread`` (see ``in_thread``).
 """
 
 import asyncio
+import os
+import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -17,16 +19,33 @@ import pytest
 import pytest_asyncio
 import yaml
 
-from tests.support.k8s_emulator import K8sEmulator
+from flexjob.api.crd import job_crd, scale_plan_crd
+from tests.support.k8s_emulator import K8sEmulator, kubeconfig
+from tests.support.k8s_kubelet import ProcessKubelet
 from tests.support.k8s_store import ResourceKind
 
 T = TypeVar("T")
 
-ELASTICJOBS = ResourceKind(
-    "flexjob.dev", "v1alpha1", "elasticjobs", "ElasticJob", status_subresource=True
-)
-SCALEPLANS = ResourceKind(
-    "flexjob.dev", "v1alpha1", "scaleplans", "ScalePlan", status_subresource=True
+
+def _declared(crd: dict[str, Any]) -> ResourceKind:
+    """The resource a flexjob CRD defines, as served once the CRD is installed."""
+    spec, names = crd["spec"], crd["spec"]["names"]
+    return ResourceKind(
+        spec["group"],
+        spec["versions"][0]["name"],
+        names["plural"],
+        names["kind"],
+        status_subresource=True,
+        short_names=tuple(names.get("shortNames") or ()),
+    )
+
+
+ELASTICJOBS = _declared(job_crd())
+SCALEPLANS = _declared(scale_plan_crd())
+#: cert-manager's kinds (the operator's webhook certificate), as if cert-manager were installed.
+CERT_MANAGER = (
+    ResourceKind("cert-manager.io", "v1", "issuers", "Issuer"),
+    ResourceKind("cert-manager.io", "v1", "certificates", "Certificate"),
 )
 
 
@@ -37,6 +56,34 @@ async def k8s_emulator() -> AsyncIterator[K8sEmulator]:
         emulator.declare(ELASTICJOBS)
         emulator.declare(SCALEPLANS)
         yield emulator
+
+
+#: The checkout, which plays the ``flexjob:latest`` image for the process kubelet.
+REPO = Path(__file__).resolve().parents[2]
+
+
+def image_env() -> dict[str, str]:
+    """The environment of the ``flexjob:latest`` image, here: this interpreter's ``python``
+    first on PATH, the checkout importable, one thread per process (the machine is shared)."""
+    return {
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONPATH": str(REPO),
+        "HOME": os.environ.get("HOME", "/tmp"),
+        "LANG": "C.UTF-8",
+        "OMP_NUM_THREADS": "1",
+    }
+
+
+@pytest_asyncio.fixture()
+async def kubelet(
+    k8s_emulator: K8sEmulator, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[ProcessKubelet]:
+    """Three process-backed nodes on the emulator (pods run as processes of this checkout)."""
+    log_dir = tmp_path_factory.mktemp("kubelet")
+    async with ProcessKubelet(
+        k8s_emulator, image_env=image_env(), workdir=REPO, log_dir=log_dir
+    ) as running:
+        yield running
 
 
 def client_configuration(emulator: K8sEmulator) -> kubernetes.client.Configuration:
@@ -52,15 +99,7 @@ def k8s_client(k8s_emulator: K8sEmulator) -> kubernetes.client.ApiClient:
 def use_kubeconfig(path: Path, server: str, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Write a kubeconfig for ``server`` (no credentials) at ``path`` and make it the one
     the Kubernetes client loads by default (``$KUBECONFIG``, not in-cluster)."""
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "emulator", "cluster": {"server": server}}],
-        "users": [{"name": "tester", "user": {}}],
-        "contexts": [{"name": "emulator", "context": {"cluster": "emulator", "user": "tester"}}],
-        "current-context": "emulator",
-    }
-    path.write_text(yaml.safe_dump(config))
+    path.write_text(yaml.safe_dump(kubeconfig(server)))
     monkeypatch.setenv("KUBECONFIG", str(path))
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     return path

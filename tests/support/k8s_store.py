@@ -13,6 +13,7 @@ import datetime
 import random
 import string
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import jsonpatch  # type: ignore[import-untyped]
@@ -40,6 +41,8 @@ class ResourceKind:
     kind: str
     namespaced: bool = True
     status_subresource: bool = False
+    #: Short names discovery announces (``kubectl get ej``); a stored CRD's names win.
+    short_names: tuple[str, ...] = ()
 
     @property
     def api_version(self) -> str:
@@ -141,6 +144,9 @@ def field_selector_matches(selector: str | None, body: Body) -> bool:
 
 
 ObjectKey = tuple[ResourceKind, str | None, str]
+#: Decides whether a delete of this object waits for someone (a kubelet) to finish it:
+#: the grace period in seconds it gets by default, or None to remove it at once.
+GracePolicy = Callable[[ResourceKind, Body], float | None]
 
 
 def _owner_uids(body: Body) -> set[str]:
@@ -158,6 +164,8 @@ class ObjectStore:
         self.logs: dict[tuple[str, str], str] = {}
         self.events: list[WatchEvent] = []
         self.revision = 0
+        #: Set by a kubelet: pods bound to its nodes terminate gracefully (see ``delete``).
+        self.grace_policy: GracePolicy | None = None
 
     # -- reading ---------------------------------------------------------------------------
     def get(self, kind: ResourceKind, namespace: str | None, name: str) -> Body:
@@ -244,6 +252,11 @@ class ObjectStore:
         subresource: str,
     ) -> Body:
         old = self.get(kind, namespace, name)
+        return self._commit(kind, old, self.patched(old, patch, content_type), subresource)
+
+    @staticmethod
+    def patched(old: Body, patch: Any, content_type: str) -> Body:
+        """``old`` with a merge or JSON ``patch`` applied (nothing stored)."""
         if "json-patch" in content_type:
             if not isinstance(patch, list):
                 raise StoreError(400, "BadRequest", "a JSON patch must be a list of operations")
@@ -257,7 +270,7 @@ class ObjectStore:
             new = merge_patch(old, patch)
         else:
             raise StoreError(400, "BadRequest", "a merge patch must be a JSON object")
-        return self._commit(kind, old, new, subresource)
+        return new  # type: ignore[no-any-return]
 
     def _commit(self, kind: ResourceKind, old: Body, new: Body, subresource: str) -> Body:
         """Keep what the endpoint may not change, bump versions, emit the event, maybe delete."""
@@ -283,17 +296,30 @@ class ObjectStore:
         self._bump(new)
         self._put(kind, new)
         self._record(kind, "MODIFIED", new)
-        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+        graceful = "deletionGracePeriodSeconds" in meta  # its kubelet removes it when done
+        if meta.get("deletionTimestamp") and not meta.get("finalizers") and not graceful:
             self._remove(kind, new)
         return new
 
-    def delete(self, kind: ResourceKind, namespace: str | None, name: str) -> Body:
+    def delete(
+        self, kind: ResourceKind, namespace: str | None, name: str, grace: float | None = None
+    ) -> Body:
+        """Remove the object, or mark it terminating: while it has finalizers, or while the
+        ``grace_policy`` gives it a grace period (``grace``, when given, overrides it; 0
+        removes a terminating object whose finalizers are done, as ``kubectl --force`` does)."""
         body = self.get(kind, namespace, name)
-        if body["metadata"].get("deletionTimestamp"):
+        meta = body["metadata"]
+        if meta.get("deletionTimestamp"):
+            if grace == 0 and not meta.get("finalizers"):
+                self._remove(kind, body)
             return body
-        if body["metadata"].get("finalizers"):
+        policy = self.grace_policy(kind, body) if self.grace_policy else None
+        period = None if policy is None or grace == 0 else (grace if grace is not None else policy)
+        if meta.get("finalizers") or period is not None:
             new = copy.deepcopy(body)
             new["metadata"]["deletionTimestamp"] = _now()
+            if period is not None:
+                new["metadata"]["deletionGracePeriodSeconds"] = int(period)
             self._bump(new)
             self._put(kind, new)
             self._record(kind, "MODIFIED", new)

@@ -20,7 +20,13 @@ GLOO_ERROR = "[gloo/transport/tcp/pair.cc:553] Connection closed by peer [127.0.
 
 @pytest.fixture
 def master(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeMaster]:
-    for key in (names.ENV_ROUND, names.ENV_STORE_ADDRESS, names.ENV_STATUS_FILE):
+    for key in (
+        names.ENV_ROUND,
+        names.ENV_STORE_ADDRESS,
+        names.ENV_STATUS_FILE,
+        names.ENV_CHECKPOINT_DIR,
+        names.ENV_COLLECTIVE_TIMEOUT,
+    ):
         monkeypatch.delenv(key, raising=False)
     store = TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
     yield FakeMaster(shards(4, 8), store_address=f"127.0.0.1:{store.port}")
@@ -95,6 +101,32 @@ def test_rank_zero_checkpoints_and_a_new_trainer_resumes_the_step(
     with _trainer(master, tmp_path) as again:
         assert again.step_count == 8
         assert torch.equal(again.module.weight, t.module.weight)
+
+
+def test_without_a_checkpoint_dir_the_trainer_checkpoints_to_the_job_directory(
+    master: FakeMaster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(names.ENV_CHECKPOINT_DIR, str(tmp_path / "job-ckpt"))
+    with _trainer(master) as t:
+        t.fit(lambda s: _train_step(t, s.indices))
+    assert (tmp_path / "job-ckpt" / "checkpoint.pt").is_file()
+    master.shards = []
+    with _trainer(master) as again:  # a restarted trainer resumes, not from random weights
+        assert again.step_count == 8
+        assert torch.equal(again.module.weight, t.module.weight)
+
+
+def test_checkpoint_false_turns_the_default_checkpoints_off(
+    master: FakeMaster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(names.ENV_CHECKPOINT_DIR, str(tmp_path / "job-ckpt"))
+    model = torch.nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with ElasticTrainer(
+        model, opt, ElasticSampler(batch_size=4), link=master, checkpoint=False
+    ) as t:
+        t.fit(lambda s: _train_step(t, s.indices))
+    assert not (tmp_path / "job-ckpt").exists()
 
 
 def test_goodput_reporter_publishes_measured_step_times_to_the_master(master: FakeMaster) -> None:

@@ -17,7 +17,11 @@ import kopf
 import kubernetes.client
 
 from flexjob.api.names import GROUP
-from flexjob.core.job_master import JobMasterConfig, kubernetes_job_master
+from flexjob.core.job_master import (
+    KUBERNETES_STATE_ROOT,
+    JobMasterConfig,
+    kubernetes_job_master,
+)
 from flexjob.observe import metrics_http
 from flexjob.operator.kubernetes.admission import register_admission
 from flexjob.operator.kubernetes.handlers import register_handlers
@@ -78,9 +82,17 @@ class OperatorConfig:
     #: Where ``/metrics`` listens (HOST:PORT or "off"); None: ``$FLEXJOB_METRICS_ADDR``, else
     #: 127.0.0.1 on a free port (``observe.metrics_http``).
     metrics_addr: str | None = None
+    #: A PersistentVolumeClaim implicit masters keep their state on (``core.job_master``),
+    #: mounted at ``job_master_state_root``; "": none (a relaunched master starts afresh).
+    job_master_state_claim: str = ""
+    job_master_state_root: str = KUBERNETES_STATE_ROOT
 
     def job_master(self) -> JobMasterConfig | None:
-        return kubernetes_job_master(self.job_master_image) if self.job_master_image else None
+        if not self.job_master_image:
+            return None
+        return kubernetes_job_master(
+            self.job_master_image, self.job_master_state_claim, self.job_master_state_root
+        )
 
 
 def configure(settings: kopf.OperatorSettings, options: OperatorConfig) -> None:

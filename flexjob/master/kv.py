@@ -1,0 +1,68 @@
+"""The master's small key-value store, durable across master restarts.
+
+Agents publish each round's torch master here, rank 0 publishes its step, the master itself
+keeps the job's incarnation id.
+Every change is one journal entry (``{"k": key, "v": base64}``) appended before the call that
+made it returns; a snapshot holds the whole store. Not for deciding what is stored (callers
+do) nor for writing files (``master.state``).
+"""
+
+import base64
+import uuid
+from typing import Any
+
+from flexjob.api import names
+from flexjob.api.errors import InvalidSpecError
+from flexjob.api.limits import KV_INT_MAX, KV_INT_MIN
+
+
+class KVStore:
+    def __init__(self) -> None:
+        self._data: dict[str, bytes] = {}
+        self.version = 0  # bumped by every change (snapshots re-serialize only when it moved)
+
+    def get(self, key: str) -> bytes | None:
+        return self._data.get(key)
+
+    def set(self, key: str, value: bytes) -> dict[str, str]:
+        """Store ``value``; returns the journal entry that replays this change."""
+        self._data[key] = value
+        self.version += 1
+        return {"k": key, "v": base64.b64encode(value).decode()}
+
+    def add(self, key: str, amount: int) -> tuple[int, dict[str, str]]:
+        """Add ``amount`` to the integer at ``key`` (0 when absent); the new value and the
+        journal entry."""
+        try:
+            value = int(self._data.get(key, b"0")) + amount
+        except ValueError:
+            raise InvalidSpecError(f"key {key!r} does not hold an integer") from None
+        if not KV_INT_MIN <= value <= KV_INT_MAX:
+            raise InvalidSpecError(
+                f"key {key!r}: adding {amount} gives {value}, outside the 64-bit range "
+                f"{KV_INT_MIN}..{KV_INT_MAX}"
+            )
+        return value, self.set(key, str(value).encode())
+
+    def ensure_incarnation(self) -> dict[str, str] | None:
+        """Give the job an incarnation id if it has none; the journal entry when one was made."""
+        if names.KV_INCARNATION in self._data:
+            return None
+        return self.set(names.KV_INCARNATION, uuid.uuid4().hex.encode())
+
+    def to_dict(self) -> dict[str, str]:
+        return {k: base64.b64encode(v).decode() for k, v in self._data.items()}
+
+    def restore(self, saved: dict[str, Any]) -> None:
+        self._data = {str(k): base64.b64decode(v) for k, v in saved.items()}
+        self.version += 1
+
+    def replay(self, entry: dict[str, Any]) -> None:
+        """Apply one journal entry made by ``set``."""
+        self._data[str(entry["k"])] = base64.b64decode(entry["v"])
+        self.version += 1
+
+
+def is_kv_entry(entry: dict[str, Any]) -> bool:
+    """True for a journal entry written by the KV store (the others are shard reports)."""
+    return "k" in entry

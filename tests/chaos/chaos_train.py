@@ -1,0 +1,64 @@
+"""The chaos suite's training script: the digits example, logging every sample it trains.
+
+After each step's backward pass (the gradient all-reduce is done: this rank's samples are in
+the update every rank applies) it appends ``epoch idx,idx,...`` to
+``$CHAOS_LOG_DIR/<pid>.samples`` in one ``write``, before the step is committed. A rank killed
+after the all-reduce but before its shard was reported has logged its samples, so a second
+training of them is counted as a duplicate. Rank 0 prints the test accuracy at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+from digits_ddp import load_data, make_model
+
+from flexjob.trainer import ElasticSampler, ElasticTrainer, world_info
+
+BATCH = 32
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--step-delay", type=float, default=0.02, help="Seconds of data loading.")
+    a = p.parse_args()
+    log_dir = Path(os.environ["CHAOS_LOG_DIR"])
+    log_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(log_dir / f"{os.getpid()}.samples", os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+
+    torch.manual_seed(0)
+    x_tr, y_tr, x_te, y_te = load_data(0)
+    model = make_model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    sampler = ElasticSampler(batch_size=BATCH, size=len(x_tr), shard_size=BATCH, epochs=a.epochs)
+    trainer = ElasticTrainer(model, optimizer, sampler, checkpoint_every=10)
+    with trainer:
+        for step in trainer.steps():
+            with trainer.step():
+                time.sleep(a.step_delay)  # "loading" the batch: before the forward pass
+                idx = torch.tensor(step.indices, dtype=torch.int64)
+                out = trainer.model(x_tr[idx])
+                loss = F.cross_entropy(out, y_tr[idx], reduction="sum") * step.loss_scale
+                loss.backward()
+                if step.indices:
+                    line = f"{step.epoch} {','.join(map(str, step.indices))}\n"
+                    os.write(fd, line.encode())
+                optimizer.step()
+        info = world_info()
+    if info.rank == 0:
+        with torch.no_grad():
+            acc = (model(x_te).argmax(1) == y_te).float().mean().item()
+        print(f"digits: accuracy={acc:.4f} steps={trainer.step_count}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,133 @@
+"""An emulated cluster for whole-job tests on the Kubernetes path: the API emulator, the
+process kubelet on three nodes, and the kopf operator (implicit masters in ``flexjob:latest``,
+which the kubelet runs from this checkout). Everything runs on the test's event loop.
+"""
+
+import contextlib
+import dataclasses
+import json
+import os
+import subprocess
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import kmock
+import yaml
+from kubernetes.client import CoreV1Api, CustomObjectsApi
+
+from flexjob.api.names import LABEL_JOB_NAME
+from tests.operator.kopf_fixtures import OperatorHarness, running_operator
+from tests.support.k8s_emulator import K8sEmulator, wait_for
+from tests.support.k8s_fixtures import ELASTICJOBS, REPO, SCALEPLANS, image_env, in_thread
+from tests.support.k8s_kubelet import ProcessKubelet
+from tests.support.local_jobs import run_flexjob
+
+IMAGE = "flexjob:latest"
+SPEC = REPO / "examples" / "specs" / "digits-elastic.yaml"
+
+
+@dataclasses.dataclass
+class Cluster:
+    emulator: K8sEmulator
+    kubelet: ProcessKubelet
+    operator: OperatorHarness
+    state_root: Path
+
+    def master_state(self, job: str) -> dict[str, Any]:
+        """The job master's last snapshot (``master_state.json`` on the state volume)."""
+        [path] = self.state_root.glob(f"default/{job}/master-*/master_state.json")
+        state: dict[str, Any] = json.loads(path.read_text())
+        return state
+
+    @property
+    def core(self) -> CoreV1Api:
+        return CoreV1Api(self.operator.client)
+
+    async def apply_job(self, body: dict[str, Any]) -> None:
+        api = CustomObjectsApi(self.operator.client)
+        ns = body["metadata"].get("namespace", "default")
+        await in_thread(
+            api.create_namespaced_custom_object, "flexjob.dev", "v1alpha1", ns, "elasticjobs", body
+        )
+
+    def job(self, name: str, namespace: str = "default") -> dict[str, Any]:
+        return self.emulator.store.get(ELASTICJOBS, namespace, name)
+
+    def phase(self, name: str) -> str:
+        try:
+            return str((self.job(name).get("status") or {}).get("phase") or "")
+        except Exception:
+            return ""
+
+    async def wait_phase(self, name: str, phases: tuple[str, ...], timeout: float) -> str:
+        phase: str = await wait_for(
+            lambda: self.phase(name) in phases and self.phase(name), timeout, 0.2
+        )
+        return phase
+
+    def pods(self, job: str) -> list[dict[str, Any]]:
+        pods = self.emulator.store.select(
+            self.emulator.kind("", "v1", "pods"), "default", f"{LABEL_JOB_NAME}={job}"
+        )
+        return list(pods)
+
+    async def wait_log(self, pod: str, text: str, timeout: float) -> None:
+        """Until ``text`` appears in the pod's output."""
+        await wait_for(lambda: text in self.log(pod), timeout, 0.2)
+
+    def kill(self, pod: str) -> None:
+        """SIGKILL every process of the pod's container (it crashes, the kubelet reports it)."""
+        self.kubelet.containers["default", pod].kill_all()
+
+    def log(self, pod: str) -> str:
+        """The pod's output, every incarnation (the kubelet's log files), oldest first."""
+        files = sorted(self.kubelet.log_dir.glob(f"default_{pod}_*.log"), key=os.path.getmtime)
+        return "".join(f.read_text(errors="replace") for f in files)
+
+
+def digits_job(epochs: int = 3, step_delay: float = 0.0, workers: int = 2) -> dict[str, Any]:
+    body: dict[str, Any] = yaml.safe_load(SPEC.read_text())
+    worker = body["spec"]["replicaSpecs"]["worker"]
+    worker["replicas"] = workers
+    main = worker["template"]["spec"]["containers"][0]
+    main["args"] = ["examples/digits_ddp.py", "--epochs", str(epochs)]
+    if step_delay:
+        main["args"] += ["--step-delay", str(step_delay)]
+    return body
+
+
+#: The claim implicit masters keep their state on (``flexjob operator --job-master-state-claim``).
+STATE_CLAIM = "flexjob-masters"
+
+
+@contextlib.asynccontextmanager
+async def cluster(root: Path, **operator_options: Any) -> AsyncIterator[Cluster]:
+    """The cluster; the kubelet's logs under ``root/kubelet``, masters' state under
+    ``root/masters`` (the state claim's volume)."""
+    log_dir, state_root = root / "kubelet", root / "masters"
+    async with K8sEmulator() as emulator, kmock.Server(emulator):
+        emulator.declare(ELASTICJOBS)
+        emulator.declare(SCALEPLANS)
+        kubelet = ProcessKubelet(emulator, image_env=image_env(), workdir=REPO, log_dir=log_dir)
+        async with (
+            kubelet,
+            running_operator(
+                emulator,
+                job_master_image=IMAGE,
+                job_master_state_claim=STATE_CLAIM,
+                job_master_state_root=str(state_root),
+                **operator_options,
+            ) as operator,
+        ):
+            yield Cluster(emulator, kubelet, operator, state_root)
+
+
+def flexjob_cli(
+    kubeconfig: Path, *args: str, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """``flexjob ARGS`` as a user runs it against the cluster (its kubeconfig, the kubernetes
+    platform)."""
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig), "FLEXJOB_PLATFORM": "kubernetes"}
+    env.pop("KUBERNETES_SERVICE_HOST", None)
+    return run_flexjob(env, *args, timeout=timeout, cwd=REPO)

@@ -1,0 +1,104 @@
+"""Whole jobs on the Kubernetes path: kopf operator, emulated API, pods run by the process
+kubelet, real gloo between pods on their own loopback addresses."""
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.k8s_cluster import Cluster, cluster, digits_job, flexjob_cli
+from tests.support.k8s_fixtures import in_thread
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
+NAME = "digits-elastic"
+EPOCHS = 3
+SAMPLES = 1437  # the digits training split
+ACCURACY = re.compile(r"digits: accuracy=([0-9.]+) steps=\d+ world_size=(\d+)")
+
+
+async def test_digits_job_trains_to_success_through_the_operator(tmp_path: Path) -> None:
+    async with cluster(tmp_path) as c:
+        await c.apply_job(digits_job(epochs=EPOCHS))
+        phase = await c.wait_phase(NAME, ("Succeeded", "Failed"), 120)
+        logs = {p: c.log(p) for p in (f"{NAME}-master-0", f"{NAME}-worker-0", f"{NAME}-worker-1")}
+        assert phase == "Succeeded", logs
+        [(accuracy, world)] = [m for p in logs.values() for m in ACCURACY.findall(p)]
+        assert float(accuracy) >= 0.9 and world == "2"
+        assert_every_sample_once(c.master_state(NAME), EPOCHS)
+
+
+def assert_every_sample_once(state: dict[str, Any], epochs: int) -> None:
+    """The master's books: every epoch completed, every sample of each done once
+    (``job done: N/N samples``), no shard counted twice."""
+    (dataset,) = state["shards"].values()
+    assert sorted(dataset["completed"]) == list(range(epochs))
+    assert dataset["samples_done"] == epochs * SAMPLES
+
+
+LONG = pytest.mark.skipif(
+    not os.environ.get("FLEXJOB_K8S_E2E_LONG"),
+    reason="long Kubernetes-path fault tests: set FLEXJOB_K8S_E2E_LONG=1",
+)
+SLOW_EPOCHS = 6
+MASTER, WORKER_0, WORKER_1 = (f"{NAME}-master-0", f"{NAME}-worker-0", f"{NAME}-worker-1")
+
+
+async def finish(c: Cluster, epochs: int = SLOW_EPOCHS) -> str:
+    """Wait for the end; the job must succeed with every sample done once."""
+    phase = await c.wait_phase(NAME, ("Succeeded", "Failed"), 150)
+    logs = "\n".join(f"--- {p}\n{c.log(p)[-3000:]}" for p in (MASTER, WORKER_0, WORKER_1))
+    assert phase == "Succeeded", logs
+    assert_every_sample_once(c.master_state(NAME), epochs)
+    assert "shard_report_rejected" not in c.log(MASTER)
+    return c.log(MASTER)
+
+
+@LONG
+@pytest.mark.timeout(240)
+async def test_flexjob_scale_grows_a_running_job_to_three_workers(tmp_path: Path) -> None:
+    async with cluster(tmp_path) as c:
+        await c.apply_job(digits_job(epochs=SLOW_EPOCHS, step_delay=0.1))
+        await c.wait_log(MASTER, "world_size=2", 90)
+        out = await in_thread(flexjob_cli, c.kubelet.kubeconfig, "scale", NAME, "--worker", "3")
+        assert out.returncode == 0, out.stdout + out.stderr
+        await c.wait_log(MASTER, "world_size=3", 90)
+        await finish(c)
+
+
+@LONG
+@pytest.mark.timeout(240)
+async def test_a_killed_worker_pod_is_relaunched_and_nothing_is_lost(tmp_path: Path) -> None:
+    async with cluster(tmp_path) as c:
+        await c.apply_job(digits_job(epochs=SLOW_EPOCHS, step_delay=0.1))
+        await c.wait_log(MASTER, "epoch=2", 120)
+        c.kill(WORKER_1)
+        master_log = await finish(c)
+        assert "shards_recovered" in master_log
+
+
+@LONG
+@pytest.mark.timeout(240)
+async def test_a_killed_master_pod_is_relaunched_and_continues_from_its_state(
+    tmp_path: Path,
+) -> None:
+    async with cluster(tmp_path) as c:
+        await c.apply_job(digits_job(epochs=SLOW_EPOCHS, step_delay=0.1))
+        await c.wait_log(MASTER, "epoch=2", 120)
+        c.kill(MASTER)
+        master_log = await finish(c)
+        assert master_log.count("event=master_started") == 2, master_log
+
+
+@LONG
+@pytest.mark.timeout(240)
+async def test_a_lost_node_is_left_and_its_pods_run_elsewhere(tmp_path: Path) -> None:
+    async with cluster(tmp_path) as c:
+        await c.apply_job(digits_job(epochs=SLOW_EPOCHS, step_delay=0.1))
+        await c.wait_log(MASTER, "epoch=2", 120)
+        [pod] = [p for p in c.pods(NAME) if p["metadata"]["name"] == WORKER_1]
+        lost = pod["spec"]["nodeName"]
+        await c.kubelet.lose_node(lost)
+        await finish(c)
+        assert all(p["spec"].get("nodeName") != lost for p in c.pods(NAME))

@@ -1,0 +1,80 @@
+"""What trainers rely on survives a master restart: registered datasets with their progress,
+the KV store, the job's incarnation; a job whose saved progress is gone refuses to start."""
+
+from pathlib import Path
+
+import pytest
+
+from flexjob.api import names
+from flexjob.core.dataset import Dataset
+from flexjob.core.master_config import MasterConfig
+from flexjob.master.service import MasterService
+from flexjob.master.state_file import StateLostError
+from flexjob.rpc.messages import NodeRef
+
+W = NodeRef("w")
+DIGITS = Dataset(name="digits", size=40, shard_size=10, epochs=2, shuffle=True, seed=3)
+
+
+def service(tmp_path: Path, **kw: object) -> MasterService:
+    config = MasterConfig(job_name="durable", job_dir=str(tmp_path), host_store=False)
+    return MasterService(config.with_overrides(**kw))
+
+
+def report(svc: MasterService, dataset: str, n: int) -> list[int]:
+    done = []
+    for _ in range(n):
+        shard = svc.get_shard(W, dataset)
+        assert svc.report_shard(W, dataset, shard.shard_id)
+        done.append(shard.shard_id)
+    return done
+
+
+@pytest.mark.parametrize("snapshot_every", [1, 1000], ids=["snapshots", "journal-only"])
+def test_a_dataset_registered_by_trainers_keeps_its_progress_across_a_restart(
+    tmp_path: Path, snapshot_every: int
+) -> None:
+    first = service(tmp_path, snapshot_every=snapshot_every)
+    first.register_dataset(W, DIGITS)
+    report(first, "digits", 3)
+    held = first.get_shard(W, "digits")  # handed out, not reported when the master dies
+    second = service(tmp_path, snapshot_every=snapshot_every)  # no close(): a SIGKILL
+    progress = second.get_progress(W, "digits")
+    assert (progress.shards_done, progress.shards_total) == (3, 8)
+    assert second.get_shard(W, "digits").shard_id == held.shard_id  # its answer may be lost
+    assert second.report_shard(W, "digits", held.shard_id)
+    assert second.get_progress(W, "digits").shards_done == 4
+
+
+def test_kv_values_and_the_incarnation_survive_a_restart(tmp_path: Path) -> None:
+    first = service(tmp_path)
+    first.kv_set("user/key", b"\x00\xffbytes")
+    assert first.kv_add("user/count", 5) == 5
+    incarnation = first.kv_get(names.KV_INCARNATION)
+    second = service(tmp_path)
+    assert second.kv_get("user/key") == b"\x00\xffbytes"
+    assert second.kv_add("user/count", 1) == 6
+    assert incarnation and second.kv_get(names.KV_INCARNATION) == incarnation
+
+
+def test_each_job_directory_gets_its_own_incarnation(tmp_path: Path) -> None:
+    a = service(tmp_path / "a").kv_get(names.KV_INCARNATION)
+    b = service(tmp_path / "b").kv_get(names.KV_INCARNATION)
+    assert a and b and a != b
+
+
+def test_a_master_whose_saved_state_was_deleted_refuses_to_start_over(tmp_path: Path) -> None:
+    first = service(tmp_path)
+    first.register_dataset(W, Dataset(size=40, shard_size=10))
+    report(first, "", 2)
+    first.close()
+    (tmp_path / "master_state.json").unlink()
+    with pytest.raises(StateLostError, match="progress is lost"):
+        service(tmp_path)
+
+
+def test_an_unreadable_state_file_is_an_error_not_a_fresh_start(tmp_path: Path) -> None:
+    service(tmp_path).close()
+    (tmp_path / "master_state.json").write_text('{"version": 1, "sha')
+    with pytest.raises(StateLostError, match="cannot be read"):
+        service(tmp_path)
