@@ -15,9 +15,8 @@ import signal
 import socket
 import threading
 import time
-from types import FrameType
 
-from flexjob.agent import observing
+from flexjob.agent import failure, observing
 from flexjob.agent.config import AgentConfig, WorkerState
 from flexjob.agent.hang import collective_timeout_for, stalled_for
 from flexjob.agent.monitor import ResourceMonitor
@@ -26,6 +25,7 @@ from flexjob.agent.workers import Worker, status_path, wait_ready
 from flexjob.api import names
 from flexjob.api.errors import FlexjobError
 from flexjob.api.names import ENV_AGENT_PID
+from flexjob.platform.stop_signals import StopRequested, raise_on_stop_signals
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.messages import HeartbeatReply, NodeRef, NodeWorld
 from flexjob.trainer.world import Generation, NodeIdentity, world_env
@@ -33,12 +33,23 @@ from flexjob.trainer.world import Generation, NodeIdentity, world_env
 log = logging.getLogger(__name__)
 
 STATS_INTERVAL_S = 1.0
+#: A failure repeats "in a row" only within this many seconds of the restart before it: the
+#: same error after a long healthy stretch is retried as usual.
+REPEAT_WINDOW_S = 120.0
 #: A heartbeat slower than this means the master was unreachable (the client retried).
 MASTER_SLOW_S = 2.0
 
 
+#: The exit code of an agent that stopped because another node's agent gave up on the job.
+EXIT_JOB_FAILED_ELSEWHERE = 1
+
+
 class AgentError(FlexjobError, RuntimeError):
     """The agent could not get its workers into a world."""
+
+
+class JobFailedElsewhere(AgentError):
+    """Another node's agent gave up on the job (its root cause is in the master's KV)."""
 
 
 def torch_master_key(store_prefix: str) -> str:
@@ -50,10 +61,6 @@ def _free_port(host: str) -> int:
     with socket.socket() as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
-
-
-def _terminate(signum: int, frame: FrameType | None) -> None:
-    raise SystemExit(128 + signum)
 
 
 class ElasticAgent:
@@ -71,6 +78,9 @@ class ElasticAgent:
         self._last_stats = 0.0
         self._stopping = threading.Event()
         self._job_in_place = False
+        self._job_failed = threading.Event()
+        self._last_failure: tuple[int | None, str] | None = None
+        self._restarted_at = 0.0
         self._reply: HeartbeatReply | None = None
         self._checkpoint_dir: str | None = None
         self._beat_since: float | None = None  # time.time() the heartbeat in flight began
@@ -81,21 +91,28 @@ class ElasticAgent:
 
     # ---- entry point ----
     def run(self) -> int:
-        """Run until the workers finish; returns the node's exit code."""
-        signal.signal(signal.SIGTERM, _terminate)
+        """Run until the workers finish; returns the node's exit code (128 + N after stop
+        signal N: its workers get SIGTERM and a grace period first)."""
         beat = threading.Thread(target=self._heartbeats, name="flexjob-heartbeat", daemon=True)
-        beat.start()
-        endpoint = observing.serve(self._run_dir, self.config.node_id)
-        try:
-            return self._supervise()
-        finally:
-            if endpoint is not None:
-                endpoint.stop()
-            self._stopping.set()
-            beat.join(timeout=5.0)
-            for w in self.workers:
-                w.stop()
-            self.client.close()
+        with raise_on_stop_signals():
+            beat.start()
+            endpoint = observing.serve(self._run_dir, self.config.node_id)
+            try:
+                return self._supervise()
+            except StopRequested as stop:
+                log.warning("node %s: %s, stopping its workers", self.config.node_id, stop)
+                return stop.exit_code
+            except JobFailedElsewhere:
+                log.warning("node %s: another node gave up on the job", self.config.node_id)
+                return EXIT_JOB_FAILED_ELSEWHERE
+            finally:
+                if endpoint is not None:
+                    endpoint.stop()
+                self._stopping.set()
+                for w in self.workers:
+                    w.stop()
+                beat.join(timeout=5.0)
+                self.client.close()
 
     # ---- worker life ----
     def _identity(self, local_rank: int) -> NodeIdentity:
@@ -126,7 +143,7 @@ class ElasticAgent:
             env[names.ENV_COLLECTIVE_TIMEOUT] = str(collective)
         path = status_path(self._run_dir, c.node_id, local_rank)
         env[names.ENV_STATUS_FILE] = str(path)
-        return Worker(local_rank, env, path)
+        return Worker(local_rank, env, path, c.node_id, c.output)
 
     def _default_checkpoint_dir(self) -> str:
         """``<run dir>/checkpoints/<job incarnation>``: shared by this job's restarts, never
@@ -161,6 +178,7 @@ class ElasticAgent:
         for w in workers:
             env = world_env(gen, self._identity(w.local_rank))
             env[names.ENV_MASTER_ADDR], _, env[names.ENV_MASTER_PORT] = torch_master.rpartition(":")
+            w.rank = gen.rank(w.local_rank, c.nproc_per_node)
             w.start(env, c.target, list(c.args), c.module)
         self.round = world.round
         log.info("node %s started %d worker(s) in round %d", c.node_id, len(workers), world.round)
@@ -168,6 +186,7 @@ class ElasticAgent:
     def _wait_world(self) -> NodeWorld:
         deadline = time.monotonic() + self.config.rendezvous_timeout
         while time.monotonic() < deadline:
+            self._check_job()
             world = self.client.get_world()
             if world.complete and world.rank >= 0:
                 return world
@@ -184,6 +203,7 @@ class ElasticAgent:
             return value
         deadline = time.monotonic() + self.config.rendezvous_timeout
         while time.monotonic() < deadline:
+            self._check_job()
             got = self.client.kv_get(key)
             if got is not None:
                 return got.decode()
@@ -202,6 +222,8 @@ class ElasticAgent:
             self._beat_since = started = time.time()
             try:
                 self._reply = self.client.heartbeat()
+                if failure.failed(self.client):
+                    self._job_failed.set()
             except Exception as exc:
                 log.debug("heartbeat failed: %s", exc)
                 self._master_back_at = time.time()
@@ -209,6 +231,11 @@ class ElasticAgent:
                 self._beat_since = None
             if time.time() - started > MASTER_SLOW_S:  # it retried: the master was away
                 self._master_back_at = time.time()
+
+    def _check_job(self) -> None:
+        """Raise ``JobFailedElsewhere`` once another node's agent gave up on the job."""
+        if self._job_failed.is_set():
+            raise JobFailedElsewhere("another node gave up on the job")
 
     def _in_place(self) -> bool:
         """True when the running workers re-form worlds themselves (trainer helpers)."""
@@ -229,6 +256,8 @@ class ElasticAgent:
         while True:
             time.sleep(c.monitor_interval)
             states = [w.poll() for w in self.workers]
+            if not any(s is WorkerState.FAILED for s in states):
+                self._check_job()
             if all(s is WorkerState.SUCCEEDED for s in states):
                 return 0
             self._kill_hung()
@@ -285,15 +314,23 @@ class ElasticAgent:
     def _on_failure(self, failed: list[Worker]) -> int | None:
         c = self.config
         code = next((w.exit_code for w in failed if w.exit_code), 1) or 1
-        restarting = self.restarts < c.max_restarts
+        first = min(failed, key=lambda w: w.output.ended_at or time.time())
+        tail = first.output.tail()
+        signature = (first.exit_code, tail[-1] if tail else "")
+        recent = time.monotonic() - self._restarted_at < REPEAT_WINDOW_S
+        repeated = bool(tail) and signature == self._last_failure and recent
+        self._last_failure = signature
+        restarting = self.restarts < c.max_restarts and not repeated
         kills = oom_kills()
         oom_killed = kills is not None and kills > self._oom_kills
         self._oom_kills = kills if kills is not None else self._oom_kills
         for w in failed:
             ident = self._identity(w.local_rank)
-            reason = f"worker {w.local_rank} exited with {w.exit_code}"
+            reason = f"worker {w.local_rank} {failure.describe_exit(w.exit_code)}"
             if oom_killed and w.exit_code in (-signal.SIGKILL, 128 + signal.SIGKILL):
                 reason = f"worker {w.local_rank} was OOMKilled (exit code 137)"
+            elif w.output.tail():
+                reason += f": {w.output.tail()[-1]}"
             log.warning("node %s: %s (restarting=%s)", c.node_id, reason, restarting)
             if ident.process_id == c.node_id:
                 self.client.report_failure(reason, code, restarting)
@@ -301,8 +338,26 @@ class ElasticAgent:
                 with MasterClient(c.master, NodeRef(ident.process_id)) as proc_client:
                     proc_client.report_failure(reason, code, restarting)
         if not restarting:
+            why = (
+                "the same failure twice in a row"
+                if repeated
+                else f"restarts used up ({self.restarts}/{c.max_restarts})"
+            )
+            failure.publish(
+                self.client,
+                failure.RootCause(
+                    node=c.node_id,
+                    local_rank=first.local_rank,
+                    rank=first.known_rank(),
+                    exit_code=first.exit_code,
+                    exited_at=first.output.ended_at or time.time(),
+                    why=why,
+                    tail=tuple(tail),
+                ),
+            )
             return code
         self.restarts += 1
+        self._restarted_at = time.monotonic()
         observing.restarted(c.job_name, c.node_id)
         in_place = self._in_place()
         self._restart(failed if in_place else self.workers)
@@ -321,6 +376,8 @@ class ElasticAgent:
         now = time.monotonic()
         if now - self._last_stats < STATS_INTERVAL_S:
             return
+        if any(not w.state.finished and w.proc.poll() is not None for w in self.workers):
+            return  # one just exited: the next round handles it; no sample of a gone process
         self._last_stats = now
         s = self._monitor.sample(self.workers)
         if s.memory_bytes == 0:

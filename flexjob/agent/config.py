@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from flexjob.agent.output import OutputConfig
+
 
 class WorkerState(StrEnum):
     """STARTING (bootstrap importing) → READY (waiting for its world) → RUNNING →
@@ -46,6 +48,7 @@ class AgentConfig:
     #: killed and restarted as hung; 0 turns hang detection off.
     hang_timeout: float = 180.0
     env: dict[str, str] = field(default_factory=dict)
+    output: OutputConfig = field(default_factory=OutputConfig)
 
     def __post_init__(self) -> None:
         host, _, port = self.master.rpartition(":")
@@ -61,3 +64,5 @@ class AgentConfig:
             raise ValueError(f"hang_timeout must be >= 0 (0 = off), got {self.hang_timeout}")
         if not self.node_id:
             raise ValueError("node_id must not be empty")
+        if self.rendezvous_timeout <= 0:
+            raise ValueError(f"rendezvous_timeout must be > 0, got {self.rendezvous_timeout}")

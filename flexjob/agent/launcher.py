@@ -1,8 +1,12 @@
 """``flexjob run`` on one machine: a master child process, N agent child processes, a
-progress line, Ctrl-C handling and the job's exit code.
+progress line, stop signals, the root-cause summary and the job's exit code.
 
-Every child runs in its own session, so Ctrl-C reaches only this process, which then stops
-the agents (which stop their workers) and the master in order. Not for Kubernetes.
+Every child runs in its own session, so a stop signal (SIGTERM, SIGINT, SIGHUP) reaches only
+this process, which then stops the agents (which give their workers a grace period) and the
+master in order. A master or agent that dies is started again within ``--max-restarts``
+(``agent.run_supervisor``). When an agent gives up on the job, the others stop by themselves and the
+earliest failure is printed (``agent.failure``). A temporary job dir is removed at the end.
+Not for Kubernetes.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,11 +23,24 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from flexjob.agent import failure
+from flexjob.agent.output import OutputConfig
 from flexjob.agent.progress import ProgressLine
+from flexjob.agent.run_supervisor import RunFailure, RunSupervisor
 from flexjob.api import names
+from flexjob.api.errors import FlexjobError
+from flexjob.core.master_config import MasterConfig
+from flexjob.master.launch import MasterProcess, spawn_master
 from flexjob.observe import timeline
+from flexjob.platform.stop_signals import StopRequested, raise_on_stop_signals
+from flexjob.rpc.client import MasterClient
 
 log = logging.getLogger(__name__)
+
+#: Seconds an agent gets to stop its workers (which get their own grace) before SIGKILL.
+AGENT_STOP_GRACE_S = 10.0
+#: Seconds between two looks at the master for an agent that gave up on the job.
+FAILURE_POLL_S = 0.5
 
 
 def parse_nnodes(text: str) -> tuple[int, int]:
@@ -58,6 +76,11 @@ class RunConfig:
     progress: bool = True
     plot: str | None = None  # a PNG of the job's timeline, written when the run ends
     env: dict[str, str] = field(default_factory=dict)
+    #: Index of the first node started here (``--node-rank``): node ids ``worker-N`` from it.
+    node_rank: int = 0
+    output: OutputConfig = field(default_factory=OutputConfig)
+    #: Seconds an agent waits for its world (torchrun's ``--rdzv-conf join_timeout``).
+    join_timeout: float = 300.0
     num_ps: int = 0  # parameter-server replicas to start beside the master (`--ps N`)
 
     def __post_init__(self) -> None:
@@ -82,11 +105,38 @@ def agent_command(
         "--max-restarts", str(opts.max_restarts),
         "--monitor-interval", str(opts.monitor_interval),
         "--run-dir", run_dir,
+        "--rdzv-conf", f"join_timeout={opts.join_timeout}",
         "--hang-timeout", str(opts.hang_timeout),
     ]  # fmt: skip
+    if opts.output.log_dir:
+        out = opts.output
+        cmd += ["--log-dir", out.log_dir, "--redirects", out.redirects, "--tee", out.tee]
     if opts.module:
         cmd.append("-m")
     return [*cmd, opts.target, *opts.args]
+
+
+def _stop_all(procs: list[subprocess.Popen[bytes]], grace_s: float) -> None:
+    """SIGTERM to all at once, then SIGKILL to those still there after ``grace_s``."""
+    for proc in procs:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    for proc in procs:
+        try:
+            proc.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            proc.wait()
+
+
+def _exit_code(code: int | None) -> int:
+    """A shell's view of a process's end: 128 + N when signal N killed it."""
+    if code is None:
+        return 1
+    return 128 - code if code < 0 else code
 
 
 def ps_command(master: str, index: int, num_ps: int) -> list[str]:
@@ -106,7 +156,6 @@ def start_ps(master: str, num_ps: int, env: dict[str, str]) -> list[subprocess.P
 
 def ps_env(master: str, num_ps: int, timeout: float = 120.0) -> dict[str, str]:
     """The environment that tells trainers where the PS set serves (once all registered)."""
-    from flexjob.rpc.client import MasterClient
     from flexjob.rpc.ps_registry import resolve_ps
 
     with MasterClient(master, "launcher") as client:
@@ -114,99 +163,141 @@ def ps_env(master: str, num_ps: int, timeout: float = 120.0) -> dict[str, str]:
     return {names.ENV_NUM_PS: str(num_ps), names.ENV_PS_ADDRESSES: ",".join(addresses)}
 
 
-def _stop(proc: subprocess.Popen[bytes], grace_s: float) -> None:
-    if proc.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(grace_s)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        proc.wait()
-
-
 def run_job(opts: RunConfig) -> int:
-    """Run the job to its end; returns its exit code (130 after Ctrl-C)."""
-    from flexjob.agent.run_supervisor import RunFailure, RunSupervisor
-    from flexjob.core.master_config import MasterConfig
-    from flexjob.master.launch import MasterProcess, spawn_master
+    """Run the job to its end; returns its exit code (128 + N after stop signal N, 1 when
+    a process of the run died past its restarts)."""
+    with raise_on_stop_signals():
+        job_dir = opts.job_dir or tempfile.mkdtemp(prefix=f"flexjob-{opts.job_name}-")
+        try:
+            return _Run(opts, job_dir).run()
+        except StopRequested as stop:
+            log.warning("%s: stopping the job", stop)
+            return stop.exit_code
+        except RunFailure as exc:
+            print(f"flexjob: job {opts.job_name} failed: {exc}", file=sys.stderr, flush=True)
+            return 1
+        finally:
+            if opts.job_dir is None:
+                shutil.rmtree(job_dir, ignore_errors=True)
 
-    job_dir = opts.job_dir or tempfile.mkdtemp(prefix=f"flexjob-{opts.job_name}-")
-    Path(job_dir).mkdir(parents=True, exist_ok=True)
-    supervisor: RunSupervisor | None = None
-    servers: list[subprocess.Popen[bytes]] = []
-    progress: ProgressLine | None = None
-    config: MasterConfig | None = None
-    master_proc: MasterProcess | None = None
-    try:
-        if opts.master is None:
-            config = MasterConfig(
-                job_name=opts.job_name,
-                job_dir=job_dir,
-                min_nodes=opts.min_nodes,
-                max_nodes=opts.max_nodes,
-                last_call_timeout=opts.last_call_timeout,
-                heartbeat_timeout=opts.heartbeat_timeout,
-            )
-            master_proc = spawn_master(config)
-            address = master_proc.address
-        else:
-            address = opts.master
-        log.info("job %s: master at %s, job dir %s", opts.job_name, address, job_dir)
-        env = {**os.environ, **opts.env}
-        if opts.num_ps:
-            servers = start_ps(address, opts.num_ps, env)
-            env.update(ps_env(address, opts.num_ps))
+
+class _Run:
+    """One ``flexjob run``: its master (unless attached to one), parameter servers, agents
+    (kept alive by a ``RunSupervisor``), progress line and timeline."""
+
+    def __init__(self, opts: RunConfig, job_dir: str) -> None:
+        self.opts = opts
+        self.job_dir = job_dir
+        self.master: MasterProcess | None = None
+        self.master_config: MasterConfig | None = None
+        #: Every agent process started, restarts included: those still running are stopped.
+        self.agents: list[subprocess.Popen[bytes]] = []
+        self.servers: list[subprocess.Popen[bytes]] = []
+        self.supervisor: RunSupervisor | None = None
+        self.progress: ProgressLine | None = None
+
+    def run(self) -> int:
+        try:
+            return self._run()
+        finally:
+            if self.progress is not None:
+                self.progress.close()
+            if self.supervisor is not None:
+                self.master = self.supervisor.master  # the one it restarted, if it did
+            _stop_all(self.agents, AGENT_STOP_GRACE_S)
+            _stop_all(self.servers, AGENT_STOP_GRACE_S)
+            if self.master is not None:
+                self.master.stop()
+            if self.opts.plot:
+                _plot(Path(self.job_dir), Path(self.opts.plot), self.opts.job_name)
+
+    def _start_master(self) -> str:
+        opts = self.opts
+        if opts.master is not None:
+            return opts.master
+        self.master_config = MasterConfig(
+            job_name=opts.job_name,
+            job_dir=self.job_dir,
+            min_nodes=opts.min_nodes,
+            max_nodes=opts.max_nodes,
+            last_call_timeout=opts.last_call_timeout,
+            heartbeat_timeout=opts.heartbeat_timeout,
+        )
+        self.master = spawn_master(self.master_config)
+        address = self.master.address
+        target = f"-m {opts.target}" if opts.module else opts.target
+        print(
+            f"flexjob: master {address} (job {opts.job_name}); another node joins with: "
+            f"flexjob agent --master {address} {target}",
+            file=sys.stderr,
+            flush=True,
+        )
+        return address
+
+    def _start_agents(self, address: str, env: dict[str, str]) -> RunSupervisor:
+        opts = self.opts
 
         def spawn_agent(index: int, node_id: str) -> subprocess.Popen[bytes]:
-            cmd = agent_command(address, node_id, index, opts, job_dir)
-            return subprocess.Popen(cmd, env=env, start_new_session=True)
+            cmd = agent_command(address, node_id, index, opts, self.job_dir)
+            proc = subprocess.Popen(cmd, env=env, start_new_session=True)
+            self.agents.append(proc)
+            return proc
 
-        supervisor = RunSupervisor(
+        self.supervisor = RunSupervisor(
             address=address,
-            master=master_proc,
-            master_config=config,
+            master=self.master,
+            master_config=self.master_config,
             spawn_agent=spawn_agent,
             nodes=opts.nodes_to_start,
             min_nodes=opts.min_nodes,
             nproc_per_node=opts.nproc_per_node,
             max_restarts=opts.max_restarts,
+            first_index=opts.node_rank,
         )
-        progress = ProgressLine(address, enabled=opts.progress)
-        follower = timeline.Follower(Path(job_dir))
-        while supervisor.running:
-            progress.update()
-            supervisor.check(progress.finished)
-            for line in follower.new_lines():
-                print(f"flexjob: {line}", file=sys.stderr, flush=True)
-            time.sleep(0.2)
+        return self.supervisor
+
+    def _run(self) -> int:
+        opts = self.opts
+        Path(self.job_dir).mkdir(parents=True, exist_ok=True)
+        address = self._start_master()
+        log.info("job %s: master at %s, job dir %s", opts.job_name, address, self.job_dir)
+        env = {**os.environ, **opts.env}
+        if opts.num_ps:
+            self.servers = start_ps(address, opts.num_ps, env)
+            env.update(ps_env(address, opts.num_ps))
+        supervisor = self._start_agents(address, env)
+        self.progress = progress = ProgressLine(address, enabled=opts.progress)
+        follower = timeline.Follower(Path(self.job_dir))
+        with MasterClient(address, "flexjob-run", timeout=2.0, retry_deadline=2.0) as client:
+            failed_at: float | None = None
+            next_check = 0.0
+            while supervisor.running:
+                progress.update()
+                for line in follower.new_lines():
+                    print(f"flexjob: {line}", file=sys.stderr, flush=True)
+                now = time.monotonic()
+                if failed_at is None and now >= next_check:
+                    next_check = now + FAILURE_POLL_S
+                    with contextlib.suppress(FlexjobError):
+                        failed_at = now if failure.failed(client) else None
+                if failed_at is not None and now - failed_at > AGENT_STOP_GRACE_S:
+                    break  # the agents did not stop by themselves: ``run`` stops them
+                if failed_at is None:  # an agent that gave up is not restarted
+                    supervisor.check(progress.finished)
+                time.sleep(0.1)
+            causes: list[failure.RootCause] = []
+            with contextlib.suppress(FlexjobError):
+                causes = failure.root_causes(client)
         codes = supervisor.codes()
+        if causes:
+            progress.close()
+            print(causes[0].summary(), file=sys.stderr, flush=True)
+            return _exit_code(causes[0].exit_code) or 1
         finished = progress.finished()
         progress.close(final=True)
         if finished and 0 in codes:
             return 0
-        return next((c for c in codes if c != 0), 0)
-    except RunFailure as exc:
-        log.error("job %s failed: %s", opts.job_name, exc)
-        return 1
-    except KeyboardInterrupt:
-        log.warning("interrupted: stopping the job")
-        return 130
-    finally:
-        if progress is not None:
-            progress.close()
-        if supervisor is not None:
-            for slot in supervisor.agents:
-                _stop(slot.proc, 10.0)
-            master_proc = supervisor.master
-        for server in servers:
-            _stop(server, 10.0)
-        if master_proc is not None:
-            master_proc.stop()
-        if opts.plot:
-            _plot(Path(job_dir), Path(opts.plot), opts.job_name)
+        return next((_exit_code(c) for c in codes if c != 0), 0)
 
 
 def _plot(job_dir: Path, path: Path, title: str) -> None:

@@ -72,6 +72,7 @@ class RunSupervisor:
         min_nodes: int,
         nproc_per_node: int,
         max_restarts: int,
+        first_index: int = 0,
     ) -> None:
         self.address = address
         self.master = master
@@ -81,8 +82,8 @@ class RunSupervisor:
         self._nproc = nproc_per_node
         self._max_restarts = max_restarts
         self.master_restarts = 0
-        ids = [f"worker-{i}" for i in range(nodes)]
-        self.agents = [AgentSlot(i, node, spawn_agent(i, node)) for i, node in enumerate(ids)]
+        indexes = range(first_index, first_index + nodes)  # ``--node-rank``: the first here
+        self.agents = [AgentSlot(i, f"worker-{i}", spawn_agent(i, f"worker-{i}")) for i in indexes]
 
     @property
     def running(self) -> bool:

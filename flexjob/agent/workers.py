@@ -20,27 +20,63 @@ from pathlib import Path
 
 from flexjob.agent.bootstrap import READY_SUFFIX
 from flexjob.agent.config import WorkerState
+from flexjob.agent.output import OutputConfig, WorkerOutput
+from flexjob.api import names
 from flexjob.trainer.status import TrainerStatus, read_status
 
 log = logging.getLogger(__name__)
 
 
 class Worker:
-    """One training process of this node."""
+    """One training process of this node; its output goes through ``WorkerOutput``."""
 
-    def __init__(self, local_rank: int, env: dict[str, str], status_file: Path) -> None:
+    def __init__(
+        self,
+        local_rank: int,
+        env: dict[str, str],
+        status_file: Path,
+        node_id: str = "",
+        output: OutputConfig | None = None,
+    ) -> None:
         self.local_rank = local_rank
         self.status_file = status_file
         self.state = WorkerState.STARTING
         self.exit_code: int | None = None
+        #: Global rank in the world the agent handed it (None: it forms its worlds itself).
+        self.rank: int | None = None
+        self._node_id = node_id or env.get(names.ENV_NODE_ID, "node")
+        self._status_seen = (0.0, -1)
         self._ready_file = Path(str(status_file) + READY_SUFFIX)
         for stale in (status_file, self._ready_file):
             stale.unlink(missing_ok=True)
+        self.output = WorkerOutput(output or OutputConfig(), self._node_id, local_rank, self.label)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "flexjob.agent.bootstrap"],
             env=env,
             stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
+        self.output.start(self.proc.stdout, self.proc.stderr)
+
+    def known_rank(self) -> int | None:
+        """Its global rank: the one the agent gave it, else the last its trainer published
+        (read at most once a second), else None."""
+        if self.rank is not None:
+            return self.rank
+        checked, known = self._status_seen
+        if time.monotonic() - checked > 1.0:
+            status = self.status()
+            known = status.rank if status is not None else -1
+            self._status_seen = (time.monotonic(), known)
+        return known if known >= 0 else None
+
+    def label(self) -> str:
+        """``[worker-0/rank1]`` (torchrun marks lines ``[rank1]``); the local rank until the
+        process knows its global one."""
+        rank = self.known_rank()
+        where = f"rank{rank}" if rank is not None else f"local{self.local_rank}"
+        return f"[{self._node_id}/{where}]"
 
     @property
     def pid(self) -> int:
@@ -52,6 +88,7 @@ class Worker:
             return self.state
         code = self.proc.poll()
         if code is not None:
+            self.output.join()
             self.exit_code = code
             self.state = WorkerState.SUCCEEDED if code == 0 else WorkerState.FAILED
         elif self.state is WorkerState.STARTING and self._ready_file.exists():
@@ -93,6 +130,9 @@ class Worker:
         if not self.state.finished:
             self.exit_code = self.proc.returncode
             self.state = WorkerState.STOPPED
+        self.output.join()
+        for leftover in (self.status_file, self._ready_file):
+            leftover.unlink(missing_ok=True)
 
 
 def wait_ready(workers: list[Worker], timeout_s: float, poll_s: float = 0.02) -> bool:

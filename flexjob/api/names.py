@@ -121,6 +121,10 @@ KV_INCARNATION = "flexjob/incarnation"
 # The job's measured goodput profilings (JSON, the ``status.profilings`` format the Allocator
 # reads: step times per shape, local batch, gradient noise scale), from trainer.goodput.
 KV_PROFILINGS = "flexjob/profilings"
+# Root causes of a failed job (agent.failure): a counter, and each one (JSON) at the prefix + n
+# (n from 1).
+KV_FAILURES = "flexjob/failures"
+KV_FAILURE_PREFIX = "flexjob/failure/"
 
 # Prometheus metrics of a flexjob process (master, agent, operator, brain): where its /metrics
 # endpoint listens ("HOST:PORT"; port 0 picks a free one; "off" serves none; default

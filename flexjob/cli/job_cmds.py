@@ -29,6 +29,7 @@ from flexjob.api.problems import SpecError
 from flexjob.api.validate import platform_problems
 from flexjob.cli import job_views
 from flexjob.cli.timeline_cmds import job_timeline_dir
+from flexjob.core.scale_bounds import bound_problem, finished_problem
 from flexjob.observe import timeline
 from flexjob.platform.api import AlreadyExistsError, NotFoundError, Platform, Replica
 from flexjob.platform.registry import PLATFORMS, open_platform
@@ -78,7 +79,12 @@ def submit(
     namespace: str | None = typer.Option(None, "--namespace", "-n", help="Override the spec's."),
     platform_name: str | None = PLATFORM,
 ) -> None:
-    """Submit a job and follow it with a live table until it finishes (exit 0 if Succeeded)."""
+    """Submit a job and follow it with a live table until it finishes (exit 0 if Succeeded).
+
+    Locally the job's operator runs in this process, so Ctrl-C (or SIGTERM, SIGHUP) stops the
+    job: its replicas get SIGTERM and a grace period, and it ends Failed. Use --detach to
+    leave it running. On Kubernetes the operator runs in the cluster: Ctrl-C stops only the
+    watch."""
     job = _load(file)
     if namespace:
         job.metadata.namespace = namespace
@@ -106,7 +112,11 @@ def submit(
         def show(job: ElasticJob, replicas: list[Replica]) -> None:
             live.update(job_views.replicas_table(job, replicas))
 
-        final = driver.run(ns, name, observer=show)
+        try:
+            final = driver.run(ns, name, observer=show)
+        except KeyboardInterrupt:  # a driver that only watches (the operator runs elsewhere)
+            _err.print(f"stopped watching; job {ns}/{name} keeps running")
+            raise typer.Exit(130) from None
     phase = final.status.phase if final is not None and final.status else None
     if not _out.is_terminal:
         _out.line()
@@ -239,12 +249,20 @@ def scale(
     namespace: str = NAMESPACE,
     platform_name: str | None = PLATFORM,
 ) -> None:
-    """Write a ScalePlan for a running job; its operator carries it out."""
+    """Write a ScalePlan for a running job; its operator carries it out.
+
+    Refused (exit 1) for a finished job and for a count outside the type's
+    minReplicas/maxReplicas."""
     counts = _parse_counts(worker, ps, replicas)
     if not counts and not remove:
         raise _fail("nothing to do: give --worker N, --ps N, --replicas TYPE=N or --remove", 2)
     platform = _platform(platform_name)
-    _job(platform, namespace, name)
+    job = _job(platform, namespace, name)
+    problems = [finished_problem(job)]
+    problems += [bound_problem(job, rtype, n) for rtype, n in counts.items()]
+    found = [p for p in problems if p is not None]
+    if found:
+        raise _fail("; ".join(found))
     plan = ScalePlan(
         metadata=ObjectMeta(
             name=f"{name}-scale-{time.time_ns() // 1_000_000}", namespace=namespace
@@ -265,7 +283,8 @@ def delete(
     namespace: str = NAMESPACE,
     platform_name: str | None = PLATFORM,
 ) -> None:
-    """Delete a job; its replicas are stopped."""
+    """Delete a job: its replicas are stopped and (locally) its logs and state removed, so a
+    job submitted again under the same name starts clean."""
     platform = _platform(platform_name)
     _job(platform, namespace, name)
     platform.delete_job(namespace, name)

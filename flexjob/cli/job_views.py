@@ -60,7 +60,8 @@ def jobs_table(jobs: Sequence[ElasticJob], notes: Mapping[str, str] | None = Non
         status = job.status
         assert status is not None
         wanted = desired_counts(job, status)
-        running = sum(s.active for s in status.replica_statuses.values())
+        # Only the types the job asks for: an implicit job master is not one of its replicas.
+        running = sum(s.active for t, s in status.replica_statuses.items() if t in wanted)
         table.add_row(
             job.namespace,
             job.name,
@@ -103,6 +104,18 @@ def events_table(events: Sequence[Event]) -> Table:
     return table
 
 
+def failures(replicas: Sequence[Replica]) -> list[RenderableType]:
+    """The root cause of failed replicas: name, exit code and the last lines of its output."""
+    parts: list[RenderableType] = []
+    for r in replicas:
+        if r.phase is not ReplicaPhase.FAILED:
+            continue
+        code = "unknown" if r.exit_code is None else str(r.exit_code)
+        parts.append(Text(f"{r.short_name}: exit code {code}", style="red"))
+        parts += [Text(f"  {line}") for line in r.message.splitlines()]
+    return [Text("Failures", style="bold"), *parts, Text("")] if parts else []
+
+
 def describe(
     job: ElasticJob, replicas: Sequence[Replica], events: Sequence[Event], note: str | None = None
 ) -> Group:
@@ -116,6 +129,7 @@ def describe(
         Text(dump_yaml(status)),
         replicas_table(job, replicas, note),
         Text(""),
+        *failures(replicas),
         events_table(events),
     ]
     return Group(*parts)

@@ -96,14 +96,29 @@ def master(
     from flexjob.rpc.auth import InsecureBindError
 
     try:
-        code = run_master(cfg)
+        # serve at once; the store starts meanwhile
+        code = run_master(cfg, store_first=False)
     except InsecureBindError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     except StateLostError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(3) from None
-    raise typer.Exit(code)
+    _exit_now(code)
+
+
+def _exit_now(code: int) -> None:
+    """Exit without tearing down the interpreter: the master saved its state and closed its
+    server, and unloading torch's modules alone takes seconds that ``flexjob run`` waits
+    for. Exit handlers still run and output is flushed."""
+    import atexit
+    import os
+    import sys
+
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _own_address(address: str) -> tuple[str | None, int | None]:

@@ -2,12 +2,16 @@
 
 ``run`` starts a master (unless ``--master`` names one) and ``--start-nodes`` agents on this
 machine (default: the MIN of ``--nnodes``); ``agent`` joins one more node to a running job.
-Heavy imports happen inside the commands. Not for cluster submission (``flexjob submit``).
+torchrun's flags are taken with both spellings (``cli.torchrun_flags``); an unknown option is
+an error, never the script. Heavy imports happen inside the commands. Not for cluster
+submission (``flexjob submit``).
 """
 
 from __future__ import annotations
 
 import typer
+
+from flexjob.cli import torchrun_flags
 
 _PASSTHROUGH = {
     "allow_extra_args": True,
@@ -15,10 +19,15 @@ _PASSTHROUGH = {
     "allow_interspersed_args": False,  # everything after SCRIPT belongs to the script
 }
 
+STOPPING = (
+    "SIGTERM, SIGINT (Ctrl-C) and SIGHUP stop every process of the job: trainers get SIGTERM "
+    "and 5 s to save a checkpoint before SIGKILL; the exit code is then 128 + the signal."
+)
+
 
 def register(app: typer.Typer) -> None:
-    app.command("run", context_settings=_PASSTHROUGH)(run)
-    app.command("agent", context_settings=_PASSTHROUGH)(agent)
+    app.command("run", context_settings=_PASSTHROUGH, epilog=STOPPING)(run)
+    app.command("agent", context_settings=_PASSTHROUGH, epilog=STOPPING)(agent)
 
 
 def _logging(verbose: bool) -> None:
@@ -30,29 +39,90 @@ def _logging(verbose: bool) -> None:
     )
 
 
+def _check_option(script: str) -> None:
+    """Exit 2 when an option was taken as the script."""
+    problem = torchrun_flags.option_problem(script)
+    if problem is not None:
+        typer.echo(f"error: {problem}", err=True)
+        raise typer.Exit(2)
+
+
+def _check_target(script: str, module: bool) -> None:
+    """Exit 127 for a script that is not there (after the options were checked)."""
+    from flexjob.agent.target import EXIT_NOT_FOUND, target_problem
+
+    problem = target_problem(script, module)
+    if problem is not None:
+        typer.echo(f"error: {problem}", err=True)
+        raise typer.Exit(EXIT_NOT_FOUND)
+
+
+SCRIPT = typer.Argument(..., help="Training script (or module with -m).")
+SCRIPT_ARGS = typer.Argument(None, help="Arguments for the script.")
+NPROC = typer.Option("1", "--nproc-per-node", "--nproc_per_node", help="N, cpu, gpu or auto.")
+MAX_RESTARTS = typer.Option(3, "--max-restarts", "--max_restarts")
+MONITOR = typer.Option(0.5, "--monitor-interval", "--monitor_interval")
+RDZV_BACKEND = typer.Option(
+    "flexjob", "--rdzv-backend", "--rdzv_backend", help="flexjob (c10d means the same)."
+)
+RDZV_CONF = typer.Option(
+    "", "--rdzv-conf", "--rdzv_conf", help="join_timeout=S,last_call_timeout=S."
+)
+LOG_DIR = typer.Option(
+    "", "--log-dir", "--log_dir", help="Per-rank stdout/stderr files: DIR/NODE/LOCAL_RANK/."
+)
+REDIRECTS = typer.Option(
+    "0", "-r", "--redirects", help="Streams sent only to --log-dir: 0-3 or RANK:0-3,..."
+)
+TEE = typer.Option("0", "-t", "--tee", help="Streams also copied to --log-dir: 0-3 or RANK:0-3,...")
+RUN_PATH = typer.Option(
+    False, "--run-path", "--run_path", help="Run SCRIPT as a path (the default)."
+)
+MODULE = typer.Option(False, "-m", "--module", help="Run SCRIPT as a module.")
+HANG_TIMEOUT = typer.Option(
+    180.0,
+    "--hang-timeout",
+    help="Seconds a trainer may make no progress before it is restarted as hung (0: off).",
+)
+
+
 def run(
-    script: str = typer.Argument(..., help="Training script (or module with -m)."),
-    script_args: list[str] = typer.Argument(None, help="Arguments for the script."),
+    script: str = SCRIPT,
+    script_args: list[str] = SCRIPT_ARGS,
     nnodes: str = typer.Option("1", "--nnodes", help="Nodes: N or MIN:MAX."),
-    nproc_per_node: int = typer.Option(1, "--nproc-per-node", "--nproc_per_node"),
+    nproc_per_node: str = NPROC,
+    standalone: bool = typer.Option(
+        False, "--standalone", help="One node with its own master (what run does by default)."
+    ),
     start_nodes: int | None = typer.Option(
         None, "--start-nodes", help="Agents to start here [MIN of --nnodes]."
     ),
-    max_restarts: int = typer.Option(3, "--max-restarts", "--max_restarts"),
-    monitor_interval: float = typer.Option(0.5, "--monitor-interval", "--monitor_interval"),
-    rdzv_id: str = typer.Option("job", "--rdzv-id", "--rdzv_id", help="Job name."),
-    master: str | None = typer.Option(
-        None, "--master", "--rdzv-endpoint", help="HOST:PORT of a running master."
+    node_rank: int = typer.Option(
+        0, "--node-rank", "--node_rank", help="First node id here (ranks: by join order)."
     ),
-    job_dir: str | None = typer.Option(None, "--job-dir", help="Master state and logs."),
+    max_restarts: int = MAX_RESTARTS,
+    monitor_interval: float = MONITOR,
+    rdzv_id: str = typer.Option("job", "--rdzv-id", "--rdzv_id", help="Job name."),
+    rdzv_backend: str = RDZV_BACKEND,
+    rdzv_conf: str = RDZV_CONF,
+    master: str | None = typer.Option(
+        None,
+        "--master",
+        "--rdzv-endpoint",
+        "--rdzv_endpoint",
+        help="HOST:PORT of a running flexjob master.",
+    ),
+    job_dir: str | None = typer.Option(
+        None, "--job-dir", help="Master state and logs, kept [a temporary dir, removed]."
+    ),
+    log_dir: str = LOG_DIR,
+    redirects: str = REDIRECTS,
+    tee: str = TEE,
     last_call_timeout: float = typer.Option(1.0, "--last-call-timeout"),
     heartbeat_timeout: float = typer.Option(10.0, "--heartbeat-timeout"),
-    hang_timeout: float = typer.Option(
-        180.0,
-        "--hang-timeout",
-        help="Seconds a trainer may make no progress before it is restarted as hung (0: off).",
-    ),
-    module: bool = typer.Option(False, "-m", "--module", help="Run SCRIPT as a module."),
+    hang_timeout: float = HANG_TIMEOUT,
+    run_path: bool = RUN_PATH,
+    module: bool = MODULE,
     ps: int = typer.Option(
         0,
         "--ps",
@@ -66,91 +136,121 @@ def run(
     ),
     verbose: bool = typer.Option(False, "-v", "--verbose"),
 ) -> None:
-    """Run a training script on elastic nodes of this machine (torchrun-compatible flags)."""
-    from flexjob.agent.launcher import RunConfig, parse_nnodes, run_job
+    """Run a training script on elastic nodes of this machine (torchrun's flags).
+
+    Prints the master's address (for `flexjob agent --master`) when it starts, marks every
+    output line with its node and rank ([worker-0/rank1]: ...), and stops the whole job
+    within seconds of a node giving up, with a root-cause summary."""
+    from flexjob.agent.launcher import RunConfig, parse_nnodes
+    from flexjob.agent.output import OutputConfig
 
     _logging(verbose)
+    _check_option(script)
     try:
         lo, hi = parse_nnodes(nnodes)
+        if standalone and (master is not None or hi > 1):
+            raise ValueError("--standalone is one node with its own master: no --rdzv-endpoint")
         if start_nodes is not None and not lo <= start_nodes <= hi:
             raise ValueError(f"--start-nodes must be within --nnodes {lo}:{hi}, got {start_nodes}")
+        if node_rank < 0:
+            raise ValueError(f"--node-rank must be >= 0, got {node_rank}")
+        torchrun_flags.check_backend(rdzv_backend)
+        conf = torchrun_flags.parse_rdzv_conf(rdzv_conf)
         opts = RunConfig(
             target=script,
             args=tuple(script_args or ()),
-            module=module,
+            module=module and not run_path,
             min_nodes=lo,
             max_nodes=hi,
             start_nodes=start_nodes,
-            nproc_per_node=nproc_per_node,
+            nproc_per_node=torchrun_flags.parse_nproc(nproc_per_node),
             max_restarts=max_restarts,
             monitor_interval=monitor_interval,
             job_name=rdzv_id,
             master=master,
             job_dir=job_dir,
-            last_call_timeout=last_call_timeout,
+            last_call_timeout=conf.last_call_timeout or last_call_timeout,
             heartbeat_timeout=heartbeat_timeout,
             hang_timeout=hang_timeout,
             progress=not no_progress,
+            node_rank=node_rank,
+            output=OutputConfig(log_dir=log_dir, redirects=redirects, tee=tee),
+            join_timeout=conf.join_timeout,
             plot=plot,
             num_ps=ps,
         )
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
+    _check_target(script, module)
+    from flexjob.agent.launcher import run_job
+
     raise typer.Exit(run_job(opts))
 
 
 def agent(
-    script: str = typer.Argument(..., help="Training script (or module with -m)."),
-    script_args: list[str] = typer.Argument(None, help="Arguments for the script."),
+    script: str = SCRIPT,
+    script_args: list[str] = SCRIPT_ARGS,
     master: str = typer.Option(
         ...,
         "--master",
         "--rdzv-endpoint",
+        "--rdzv_endpoint",
         envvar="FLEXJOB_MASTER",
         help="HOST:PORT of the master [$FLEXJOB_MASTER].",
     ),
     node_id: str | None = typer.Option(None, "--node-id", help="Stable node id [HOST-PID]."),
     replica_index: int = typer.Option(0, "--replica-index", envvar="FLEXJOB_REPLICA_INDEX"),
-    job_name: str = typer.Option("job", "--job-name", "--rdzv-id", envvar="FLEXJOB_JOB_NAME"),
-    nproc_per_node: int = typer.Option(1, "--nproc-per-node", "--nproc_per_node"),
-    max_restarts: int = typer.Option(3, "--max-restarts", "--max_restarts"),
-    monitor_interval: float = typer.Option(0.5, "--monitor-interval", "--monitor_interval"),
+    job_name: str = typer.Option(
+        "job", "--job-name", "--rdzv-id", "--rdzv_id", envvar="FLEXJOB_JOB_NAME"
+    ),
+    nproc_per_node: str = NPROC,
+    max_restarts: int = MAX_RESTARTS,
+    monitor_interval: float = MONITOR,
+    rdzv_backend: str = RDZV_BACKEND,
+    rdzv_conf: str = RDZV_CONF,
     run_dir: str = typer.Option("", "--run-dir", help="Where worker status files go."),
     address: str = typer.Option("127.0.0.1", "--address", help="This node's reachable host."),
-    hang_timeout: float = typer.Option(
-        180.0,
-        "--hang-timeout",
-        help="Seconds a trainer may make no progress before it is restarted as hung (0: off).",
-    ),
-    module: bool = typer.Option(False, "-m", "--module", help="Run SCRIPT as a module."),
+    log_dir: str = LOG_DIR,
+    redirects: str = REDIRECTS,
+    tee: str = TEE,
+    hang_timeout: float = HANG_TIMEOUT,
+    run_path: bool = RUN_PATH,
+    module: bool = MODULE,
     verbose: bool = typer.Option(False, "-v", "--verbose"),
 ) -> None:
-    """Run one node of a job whose master is already running."""
+    """Run one node of a job whose master is already running (exit 127 at once when the
+    script is not there)."""
     import os
     import socket
 
+    _logging(verbose)
+    _check_option(script)
     from flexjob.agent.agent import ElasticAgent
     from flexjob.agent.config import AgentConfig
+    from flexjob.agent.output import OutputConfig
 
-    _logging(verbose)
     try:
+        torchrun_flags.check_backend(rdzv_backend)
         config = AgentConfig(
             master=master,
             target=script,
             args=tuple(script_args or ()),
-            module=module,
+            module=module and not run_path,
             node_id=node_id or f"{socket.gethostname()}-{os.getpid()}",
             replica_index=replica_index,
             job_name=job_name,
-            nproc_per_node=nproc_per_node,
+            nproc_per_node=torchrun_flags.parse_nproc(nproc_per_node),
             max_restarts=max_restarts,
             monitor_interval=monitor_interval,
+            rendezvous_timeout=torchrun_flags.parse_rdzv_conf(rdzv_conf).join_timeout,
             address=address,
             run_dir=run_dir,
+            output=OutputConfig(log_dir=log_dir, redirects=redirects, tee=tee),
             hang_timeout=hang_timeout,
         )
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
+    _check_target(script, module)
     raise typer.Exit(ElasticAgent(config).run())

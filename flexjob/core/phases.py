@@ -28,6 +28,11 @@ from flexjob.core.replicas import Replica
 
 DEFAULT_BACKOFF_LIMIT = 3
 DEFAULT_RESTART_POLICY = RestartPolicy.ON_FAILURE
+#: Exit codes of a command that cannot run at all (126: not executable, 127: not found — the
+#: shell's codes; ``flexjob agent`` exits 127 for a missing script, the local platform records
+#: 127 for a command it cannot start). Restarting cannot fix them: never retried, whatever the
+#: restart policy, unless an ExitCode policy's ``restartExitCodes`` lists them.
+NOT_RUNNABLE_EXIT_CODES = (126, 127)
 
 
 def restart_policy(job: ElasticJob, rtype: ReplicaType) -> RestartPolicy:
@@ -51,17 +56,18 @@ def is_retryable(job: ElasticJob, replica: Replica) -> bool:
 
     ExitCode retries the codes in ``restartExitCodes``; without that list, codes above 128
     (killed by a signal) and unknown codes are retried and 1-127 are permanent (Kubeflow's rule).
+    ``NOT_RUNNABLE_EXIT_CODES`` are never retried unless ``restartExitCodes`` lists them.
     """
     policy = restart_policy(job, replica.type)
     if policy is RestartPolicy.NEVER:
         return False
-    if policy is not RestartPolicy.EXIT_CODE:
-        return True
     code = replica.exit_code
-    codes = job.spec.replica_specs[replica.type].restart_exit_codes
-    if codes is not None:
-        return code in codes
-    return code is None or code < 0 or code > 128
+    if policy is RestartPolicy.EXIT_CODE:
+        codes = job.spec.replica_specs[replica.type].restart_exit_codes
+        if codes is not None:
+            return code in codes
+        return code is None or code < 0 or code > 128
+    return code not in NOT_RUNNABLE_EXIT_CODES
 
 
 def restarts_on_success(job: ElasticJob, rtype: ReplicaType) -> bool:

@@ -89,6 +89,14 @@ def reconcile(
     return _Round(effective, replicas, services, now, declared=job, server_url=server_url).run(plan)
 
 
+def _failure(replica: Replica) -> str:
+    """``replica NAME failed with exit code N``, and the last line of why when known."""
+    code = "unknown" if replica.exit_code is None else str(replica.exit_code)
+    text = f"replica {replica.name} failed with exit code {code}"
+    last = replica.message.strip().rsplit("\n", 1)[-1].strip()
+    return f"{text}: {last}" if last else text
+
+
 class _Round:
     """One reconcile pass; accumulates actions and mutates a private copy of the status."""
 
@@ -320,25 +328,27 @@ class _Round:
             if key in self.status.restarted_replicas:
                 self._delete(r, "replaced after failure")
                 continue
+            failed = _failure(r)
             if not phases.is_retryable(self.job, r):
                 policy = phases.restart_policy(self.job, r.type).value
-                message = f"replica {r.name} failed with exit code {code} (restartPolicy {policy})"
-                self._finish(JobPhase.FAILED, "ReplicaFailed", message)
+                why = (
+                    "the command cannot run; not retried"
+                    if r.exit_code in phases.NOT_RUNNABLE_EXIT_CODES
+                    else f"restartPolicy {policy}"
+                )
+                self._finish(JobPhase.FAILED, "ReplicaFailed", f"{failed} ({why})")
                 return True
             counted = phases.counts_against_backoff(r.type)
             if counted and self.status.restart_count >= limit:
                 message = (
-                    f"replica {r.name} failed with exit code {code}; "
-                    f"backoffLimit {limit} reached after {self.status.restart_count} restarts"
+                    f"{failed}; backoffLimit {limit} reached after "
+                    f"{self.status.restart_count} restarts"
                 )
                 self._finish(JobPhase.FAILED, "BackoffLimitExceeded", message)
                 return True
             self.status.restart_count += 1 if counted else 0
             self.status.restarted_replicas.append(key)
-            self.restarted = (
-                f"replica {r.name} failed with exit code {code}; restart "
-                f"{self.status.restart_count} of {limit}"
-            )
+            self.restarted = f"{failed}; restart {self.status.restart_count} of {limit}"
             self._event("ReplicaFailed", self.restarted, EventType.WARNING)
             self._delete(r, "replaced after failure")
         return False
@@ -407,8 +417,10 @@ class _Round:
             and all(r.phase in (ReplicaPhase.RUNNING, ReplicaPhase.SUCCEEDED) for r in live)
             and all(sum(1 for r in live if r.type is t) >= n for t, n in counts.items())
         )
-        if self.restarted:
-            self._set_phase(JobPhase.RESTARTING, "ReplicaFailed", self.restarted)
+        if self.restarted:  # its ReplicaFailed event is already recorded: no second one
+            phases.set_phase(
+                self.status, JobPhase.RESTARTING, self.now, "ReplicaFailed", self.restarted
+            )
         elif ready and (live or prev is not JobPhase.PENDING):
             self._set_phase(JobPhase.RUNNING, "AllReplicasReady")
         elif prev in (JobPhase.PENDING, JobPhase.UNKNOWN):

@@ -96,7 +96,9 @@ class Replica:
     """One observed replica (a pod or a process) of a job.
 
     ``uid`` differs between two incarnations of the same name; ``deleting`` is True while a
-    delete is in progress (the name is still taken). ``exit_code`` is set once it finished.
+    delete is in progress (the name is still taken). ``exit_code`` is set once it finished;
+    ``message`` then holds why, when the platform knows: the last lines of a failed replica's
+    output (locally) or its container's termination message (Kubernetes).
     """
 
     namespace: str
@@ -112,6 +114,7 @@ class Replica:
     created: datetime | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
     deleting: bool = False
+    message: str = ""
 
     @property
     def short_name(self) -> str:

@@ -1,5 +1,5 @@
 """Starting and running a job master: ``start_master`` (in this process, returns a handle) and
-``run_master`` (blocks until SIGTERM/SIGINT or a stop event; what ``flexjob master`` runs).
+``run_master`` (blocks until SIGTERM/SIGINT/SIGHUP or a stop event; what ``flexjob master`` runs).
 
 Starts, in order: the torch ``TCPStore`` (when ``config.host_store``), the ``MasterService``
 (restoring ``<job-dir>/master_state.json`` if present), the gRPC server, the health loop; then
@@ -21,6 +21,7 @@ from flexjob.master.service import MasterService
 from flexjob.master.state_file import write_atomic
 from flexjob.master.timeline import TimelineRecorder
 from flexjob.observe import metrics, metrics_http
+from flexjob.platform.stop_signals import STOP_SIGNALS
 from flexjob.rpc.auth import master_token
 from flexjob.rpc.brain_messages import JobStatus
 from flexjob.rpc.server import RunningServer, serve
@@ -80,6 +81,16 @@ class MasterHandle:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    def _start_store(self) -> None:
+        """Thread: start the TCPStore, then let the service hand out worlds."""
+        try:
+            self.store, address = _start_store(self.config)
+        except Exception:
+            log.exception("event=store_failed job=%s", self.config.job_name)
+            return
+        self.service.set_store_address(address)
+        event(log, "store_started", self.config.job_name, store=address)
+
     def _health_loop(self) -> None:
         interval = self.config.health_interval
         while not self._stop.wait(interval):
@@ -98,12 +109,21 @@ def _start_store(config: MasterConfig) -> tuple[Any, str]:
     return store, f"{config.public_host}:{store.port}"
 
 
-def start_master(config: MasterConfig, token: str | None = None) -> MasterHandle:
+def start_master(
+    config: MasterConfig, token: str | None = None, *, store_first: bool = True
+) -> MasterHandle:
     """Start a master in this process and return once it serves. ``token``: what clients must
     present (default: the job's token from the environment, ``rpc.auth.master_token``; a
-    master that binds beyond loopback refuses to start without one)."""
+    master that binds beyond loopback refuses to start without one).
+
+    With ``store_first=False`` the RPC server starts (and ``master.addr`` is written) before
+    the torch TCPStore, which starts on a thread: the slow torch import then overlaps the
+    agents' own start-up, and no node gets a world until the store serves."""
     token = token if token is not None else master_token()
-    store, store_address = _start_store(config) if config.host_store else (None, "")
+    deferred = config.host_store and not store_first
+    store, store_address = (
+        _start_store(config) if config.host_store and not deferred else (None, "")
+    )
     timeline = TimelineRecorder(config.job_name, config.job_dir)
     service = MasterService(config, store_address=store_address)
     server = serve(
@@ -121,6 +141,8 @@ def start_master(config: MasterConfig, token: str | None = None) -> MasterHandle
     handle.metrics_server = metrics_http.serve_configured(addr_file=addr_file)
     handle._thread = threading.Thread(target=handle._health_loop, name="master-health", daemon=True)
     handle._thread.start()
+    if deferred:
+        threading.Thread(target=handle._start_store, name="master-store", daemon=True).start()
     if config.optimize_mode is not OptimizeMode.MANUAL or config.brain_url:
         from flexjob.master.optimizer_loop import OptimizerLoop
 
@@ -133,7 +155,7 @@ def start_master(config: MasterConfig, token: str | None = None) -> MasterHandle
         "master_started",
         config.job_name,
         address=handle.address,
-        store=store_address or "-",
+        store=store_address or ("starting" if deferred else "-"),
         min_nodes=config.min_nodes,
         max_nodes=config.max_nodes,
         job_dir=config.job_dir or "-",
@@ -141,13 +163,16 @@ def start_master(config: MasterConfig, token: str | None = None) -> MasterHandle
     return handle
 
 
-def run_master(config: MasterConfig, stop: threading.Event | None = None) -> int:
-    """Run a master until ``stop`` is set or the process gets SIGTERM / SIGINT; returns 0."""
+def run_master(
+    config: MasterConfig, stop: threading.Event | None = None, *, store_first: bool = True
+) -> int:
+    """Run a master until ``stop`` is set or the process gets a stop signal (SIGTERM, SIGINT,
+    SIGHUP); returns 0."""
     stop = stop or threading.Event()
     if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        for sig in STOP_SIGNALS:
             signal.signal(sig, lambda *_: stop.set())
-    handle = start_master(config)
+    handle = start_master(config, store_first=store_first)
     try:
         stop.wait()
     finally:

@@ -130,7 +130,8 @@ class MasterService:
                 event(log, "node_joined", self._job, node=node.node_id, implicit=True)
             view = self._rdzv.view(node.node_id)
             self._after_rendezvous()
-            if view.world is None:
+            if view.world is None or (self.config.host_store and not self._store_address):
+                # No world yet, or its store is still starting: the node asks again.
                 return NodeWorld(False, view.round, -1, 0, "", "", ())
             w = view.world
             return NodeWorld(
@@ -326,6 +327,12 @@ class MasterService:
             known = ", ".join(repr(n) for n in self._shards) or "none"
             raise NotFoundError(f"unknown dataset {name!r}; this job has: {known}")
         return mgr
+
+    def set_store_address(self, address: str) -> None:
+        """The store this master hosts serves at ``address`` (it starts after the RPC server:
+        worlds are handed out once it is set)."""
+        with self._lock:
+            self._store_address = address
 
     def _store_for(self, members: tuple[str, ...]) -> str:
         if self.config.host_store:

@@ -12,10 +12,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from flexjob.api import ElasticJob, ElasticJobStatus, ReplicaType
-from flexjob.api.bounds import scale_limits
 from flexjob.api.errors import ConflictError, InvalidSpecError, NotFoundError
 from flexjob.api.roles import scalable_types, scaling_target
 from flexjob.core.replica_plan import desired_count
+from flexjob.core.scale_bounds import bound_problem, finished_problem
 from flexjob.core.status_patch import StatusOwner, StatusPatch, owner_patch
 from flexjob.platform.api import Platform, Replica
 
@@ -131,18 +131,16 @@ def require_scalable(job: ElasticJob, *, preemptible: bool) -> None:
             f"job {job.namespace}/{job.name} is not preemptible (spec.preemptible is false): "
             "its replica count is fixed; only preemptible jobs can be scaled through this API"
         )
-    phase = job.status.phase if job.status else None
-    if phase is not None and phase.finished:
-        raise ConflictError(f"job {job.namespace}/{job.name} has finished ({phase.value})")
+    problem = finished_problem(job)
+    if problem is not None:
+        raise ConflictError(problem)
 
 
 def bounded_count(job: ElasticJob, rtype: ReplicaType, wanted: int) -> int:
     """``wanted`` if it is within the type's ``minReplicas``/``maxReplicas``; else 409."""
-    why = scale_limits(job.spec.replica_specs[rtype], wanted)
-    if why is not None:
-        raise ConflictError(
-            f"job {job.namespace}/{job.name}: {rtype.value} replicas would be {wanted}, {why}"
-        )
+    problem = bound_problem(job, rtype, wanted)
+    if problem is not None:
+        raise ConflictError(problem)
     return wanted
 
 

@@ -25,6 +25,7 @@ class TrainerStatus:
     epoch: int
     world_size: int
     time: float
+    rank: int = -1  # the process's global rank in its current world (-1: none yet)
 
 
 def read_status(path: str | os.PathLike[str]) -> TrainerStatus | None:
@@ -60,7 +61,10 @@ class StatusWriter:
         if not force and now - self._last < self.interval_s:
             return
         self._last = now
-        status = TrainerStatus(os.getpid(), True, round, step, samples, epoch, world_size, now)
+        rank = int(os.environ.get(names.ENV_RANK, "-1"))  # the trainer sets it on each re-form
+        status = TrainerStatus(
+            os.getpid(), True, round, step, samples, epoch, world_size, now, rank
+        )
         tmp = f"{self.path}.{os.getpid()}.tmp"
         try:
             Path(tmp).write_text(json.dumps(asdict(status)))

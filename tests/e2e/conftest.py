@@ -1,5 +1,6 @@
 """Fixtures shared by the whole-job tests."""
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,3 +17,9 @@ def home(tmp_path: Path) -> Iterator[Path]:
     platform = LocalPlatform(path)
     for job in platform.list_jobs(None):
         platform.delete_job(job.namespace, job.name)
+
+
+@pytest.fixture
+def env(home: Path) -> dict[str, str]:
+    """The environment of ``flexjob`` commands run in a test: its own home, wide tables."""
+    return {**os.environ, "FLEXJOB_HOME": str(home), "COLUMNS": "200"}

@@ -1,7 +1,6 @@
 """Whole jobs on the local platform through the ``flexjob`` command, as a user runs them."""
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -9,9 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from flexjob.api import CleanPodPolicy, ElasticJob
+from flexjob.api import CleanPodPolicy, ReplicaType
 from flexjob.platform.local import LocalPlatform
 from tests.support.local_jobs import (
     fail_first_then_succeed,
@@ -19,21 +17,11 @@ from tests.support.local_jobs import (
     wait_for_file_then_exit,
 )
 from tests.support.local_jobs import run_flexjob as flexjob
+from tests.support.local_jobs import write_spec as write
 from tests.support.polling import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 SLEEP = "import time; time.sleep(60)"
-
-
-@pytest.fixture
-def env(home: Path) -> dict[str, str]:
-    return {**os.environ, "FLEXJOB_HOME": str(home), "COLUMNS": "200"}
-
-
-def write(tmp_path: Path, job: ElasticJob) -> str:
-    path = tmp_path / f"{job.name}.yaml"
-    path.write_text(yaml.safe_dump(job.to_wire()))
-    return str(path)
 
 
 def job_json(env: dict[str, str], name: str) -> dict[str, Any]:
@@ -105,6 +93,7 @@ def test_scale_adds_a_worker_to_a_running_job(
     job = local_job(
         "grow", master=wait_for_file_then_exit(stop), worker=wait_for_file_then_exit(stop)
     )
+    job.spec.replica_specs[ReplicaType.WORKER].max_replicas = 3
     assert flexjob(env, "submit", "--detach", write(tmp_path, job)).returncode == 0
     wait_until(lambda: phase_of(env, "grow") == "Running", timeout=20, what="Running")
     out = flexjob(env, "scale", "grow", "--worker", "3")
@@ -178,9 +167,11 @@ def test_invalid_spec_is_rejected_naming_the_field(tmp_path: Path, env: dict[str
     assert "cleanPodPolicy" in out.stderr
 
 
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_interrupted_submit_stops_the_replicas_and_fails_the_job(
-    tmp_path: Path, env: dict[str, str], home: Path
+    tmp_path: Path, env: dict[str, str], home: Path, sig: signal.Signals
 ) -> None:
+    """Ctrl-C (SIGINT), SIGTERM or SIGHUP on a foreground submit stops the job it owns."""
     job = local_job("stopped", master=None, worker=SLEEP)
     submit = subprocess.Popen(
         [sys.executable, "-m", "flexjob", "submit", write(tmp_path, job)],
@@ -190,7 +181,7 @@ def test_interrupted_submit_stops_the_replicas_and_fails_the_job(
     )
     try:
         wait_until(lambda: phase_of(env, "stopped") == "Running", timeout=20, what="Running")
-        submit.send_signal(signal.SIGTERM)
+        submit.send_signal(sig)
         assert submit.wait(timeout=20) == 1
     finally:
         submit.kill()

@@ -4,6 +4,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import yaml
+
 from flexjob.api import (
     CleanPodPolicy,
     Container,
@@ -64,6 +66,13 @@ def local_job(
         metadata=ObjectMeta(name=name, namespace=namespace),
         spec=ElasticJobSpec(replica_specs=specs, backoff_limit=backoff, clean_pod_policy=clean),
     )
+
+
+def write_spec(directory: Path, job: ElasticJob) -> str:
+    """Write ``job`` as ``<directory>/<name>.yaml`` (what a user submits); its path."""
+    path = directory / f"{job.name}.yaml"
+    path.write_text(yaml.safe_dump(job.to_wire()))
+    return str(path)
 
 
 def run_flexjob(

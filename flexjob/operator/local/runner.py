@@ -5,20 +5,20 @@ writes the job's master token file (0600, once: ``core.job_master``),
 adopts the replicas a previous operator left running (a killed operator: their exits are read
 from their exit files, so a replica that finished meanwhile is not run again), drives
 ``LocalJobLoop`` until the job is done, renewing the lease every round, and, when interrupted
-(Ctrl-C or SIGTERM), stops the job's replicas and marks it Failed. ``start_detached`` starts
-``python -m flexjob operator --platform local NAME`` in its own session with output in the
-job's directory, for ``flexjob submit --detach`` and ``flexjob operator --detach``.
+(a stop signal: Ctrl-C, SIGTERM or SIGHUP), stops the job's replicas (each gets SIGTERM and a
+grace period) and marks it Failed: a foreground ``flexjob submit`` owns its job.
+``start_detached`` starts ``python -m flexjob operator --platform local NAME`` in its own
+session with output in the job's directory, for ``flexjob submit --detach`` and
+``flexjob operator --detach``.
 """
 
 import logging
 import os
-import signal
 import subprocess
 import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from types import FrameType
 
 from flexjob.api import ElasticJob, JobPhase
 from flexjob.api.names import ENV_HOME, ENV_SERVER_URL
@@ -30,15 +30,12 @@ from flexjob.platform.api import NotFoundError, Replica
 from flexjob.platform.local import LocalPlatform
 from flexjob.platform.local.leases import RENEW_SECONDS, holder_alive
 from flexjob.platform.local.paths import job_dir
+from flexjob.platform.stop_signals import raise_on_stop_signals
 from flexjob.rpc.auth import new_token, write_token_file
 
 log = logging.getLogger(__name__)
 
 INTERRUPTED_MESSAGE = "the local operator was interrupted; replicas were stopped"
-
-
-def _sigterm(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
 
 
 def run_job(
@@ -55,7 +52,6 @@ def run_job(
     token_file = Path(master_token_file(options.token_root, namespace, name))
     if not token_file.exists():  # kept across operator restarts: running replicas hold it
         write_token_file(token_file, new_token())
-    previous = signal.signal(signal.SIGTERM, _sigterm)
     renewed = time.monotonic()
 
     def each_round(job: ElasticJob, replicas: list[Replica]) -> None:
@@ -75,18 +71,18 @@ def run_job(
         job_master=options,
         server_url=os.environ.get(ENV_SERVER_URL),
     )
-    try:
-        for adopted in platform.runtime.adopt(namespace, name):
-            log.info(
-                "adopted replica %s/%s left running by a previous operator", namespace, adopted
-            )
-        return loop.run()
-    except KeyboardInterrupt:
-        platform.close()
-        return _mark_interrupted(platform, namespace, name)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        platform.leases.release(namespace, name)
+    with raise_on_stop_signals():
+        try:
+            for adopted in platform.runtime.adopt(namespace, name):
+                log.info(
+                    "adopted replica %s/%s left running by a previous operator", namespace, adopted
+                )
+            return loop.run()
+        except KeyboardInterrupt:  # StopRequested too
+            platform.close()
+            return _mark_interrupted(platform, namespace, name)
+        finally:
+            platform.leases.release(namespace, name)
 
 
 def _mark_interrupted(platform: LocalPlatform, namespace: str, name: str) -> ElasticJob | None:

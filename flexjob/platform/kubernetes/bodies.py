@@ -107,6 +107,14 @@ def _exit_code(status: Mapping[str, Any]) -> int | None:
     return None
 
 
+def _termination_message(status: Mapping[str, Any]) -> str:
+    for container in status.get("containerStatuses") or []:
+        terminated = (container.get("state") or {}).get("terminated")
+        if terminated and terminated.get("message"):
+            return str(terminated["message"]).strip()
+    return ""
+
+
 def replica_from_pod(pod: Mapping[str, Any]) -> Replica:
     meta, status = pod.get("metadata") or {}, pod.get("status") or {}
     labels = dict(meta.get("labels") or {})
@@ -129,6 +137,7 @@ def replica_from_pod(pod: Mapping[str, Any]) -> Replica:
         created=parse_time(meta.get("creationTimestamp")),
         labels=labels,
         deleting=bool(meta.get("deletionTimestamp")),
+        message=_termination_message(status),
     )
 
 

@@ -5,6 +5,7 @@ file under ``$FLEXJOB_HOME``. Deciding what to run is ``core.reconcile``'s job, 
 ``flexjob.operator.local.loop``'s.
 """
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from flexjob.core.status_patch import StatusPatch
 from flexjob.platform.api import Event, WatchEvent
 from flexjob.platform.local.db import Database
 from flexjob.platform.local.leases import LeaseStore
-from flexjob.platform.local.paths import database_path, flexjob_home
+from flexjob.platform.local.paths import database_path, flexjob_home, job_dir
 from flexjob.platform.local.runtime import LocalRuntime
 from flexjob.platform.local.store import LocalJobStore
 from flexjob.platform.watching import poll_watch
@@ -45,12 +46,14 @@ class LocalPlatform:
         return self.store.patch_job_status(namespace, name, patch)
 
     def delete_job(self, namespace: str, name: str) -> None:
-        """Remove the job and stop its replicas, whichever process started them."""
+        """Remove the job and stop its replicas, whichever process started them; then its
+        directory (logs, master state), so a job submitted again under the name starts clean."""
         self.store.delete_job(namespace, name)
         for replica in self.runtime.list_replicas(namespace, name):
             self.runtime.delete_replica(namespace, replica.name)
         for service in self.runtime.list_services(namespace, name):
             self.runtime.delete_service(namespace, service.name)
+        shutil.rmtree(job_dir(self.home, namespace, name), ignore_errors=True)
 
     def watch_jobs(
         self, namespace: str | None = None, timeout: float = 10.0

@@ -22,8 +22,8 @@ import psutil
 
 log = logging.getLogger(__name__)
 
-#: Seconds a replica gets between SIGTERM and SIGKILL.
-STOP_GRACE_SECONDS = 3.0
+#: Seconds a replica gets between SIGTERM and SIGKILL (trainers save a checkpoint).
+STOP_GRACE_SECONDS = 5.0
 
 
 #: Runs "$@", then writes its exit code (128 + N when killed by signal N) to the file named by
@@ -102,6 +102,17 @@ def stop_child(proc: subprocess.Popen[bytes], grace: float = STOP_GRACE_SECONDS)
         _signal_group(proc.pid, signal.SIGKILL)  # leftovers in its group
     assert proc.returncode is not None
     return exit_code(proc.returncode)
+
+
+def stop_children(
+    procs: Sequence[subprocess.Popen[bytes]], grace: float = STOP_GRACE_SECONDS
+) -> list[int]:
+    """Stop children we started (and their process groups) at once; their exit codes."""
+    for proc in procs:
+        if proc.poll() is None:
+            _signal_group(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    return [stop_child(p, max(0.0, deadline - time.monotonic())) for p in procs]
 
 
 def alive(pid: int, created: float | None = None) -> bool:

@@ -31,6 +31,8 @@ from flexjob.core.replicas import Replica, ReplicaRequest, Service, ServiceReque
 from flexjob.platform.api import AlreadyExistsError, NotFoundError
 from flexjob.platform.local import processes
 from flexjob.platform.local.db import Database
+from flexjob.platform.local.interpreter import own_interpreter
+from flexjob.platform.local.log_tail import log_tail
 from flexjob.platform.local.paths import job_dir, log_path
 
 log = logging.getLogger(__name__)
@@ -83,7 +85,8 @@ def resource_env(resources: Mapping[str, str]) -> dict[str, str]:
 
 def _replica(row: tuple[Any, ...]) -> Replica:
     ns, name, job, rtype, idx, uid, phase, code, _pid, _owner, address, node, created = row[:13]
-    labels, _log, deleting = row[13:]
+    labels, log_file, deleting = row[13:]
+    failed = phase == ReplicaPhase.FAILED.value
     return Replica(
         namespace=ns,
         job=job,
@@ -98,6 +101,7 @@ def _replica(row: tuple[Any, ...]) -> Replica:
         created=datetime.fromtimestamp(created, UTC),
         labels=json.loads(labels),
         deleting=bool(deleting),
+        message=log_tail(log_file) if failed and log_file else "",
     )
 
 
@@ -140,7 +144,7 @@ class LocalRuntime:
                     str(path),
                 ),
             )
-        argv = [*req.command, *req.args]
+        argv = own_interpreter([*req.command, *req.args])
         try:
             if not argv:
                 raise OSError("the replica's container has no command or args to run")
@@ -273,13 +277,13 @@ class LocalRuntime:
         return [_replica(row) for row in rows]
 
     def stop_children(self) -> None:
-        """Stop every replica this process started (on shutdown); rows keep their exit."""
+        """Stop every replica this process started (on shutdown), all at once with one grace
+        period; rows keep their exit."""
         with self._lock:
-            children = list(self._children.items())
-        for (ns, name), proc in children:
-            code = processes.stop_child(proc)
-            with self._lock:
-                self._children.pop((ns, name), None)
+            children = dict(self._children)
+            self._children.clear()
+        codes = processes.stop_children(list(children.values()))
+        for (ns, name), code in zip(children, codes, strict=True):
             self._set_exit(ns, name, code)
 
     # --- services ------------------------------------------------------------------------------
