@@ -84,4 +84,11 @@ def ps(
         raise typer.BadParameter(
             f"--index {config.index} must be in [0, --num-ps {config.num_ps})", param_hint="--index"
         )
-    raise typer.Exit(run_ps(config))
+    from flexjob.rpc.auth import InsecureBindError
+
+    try:
+        code = run_ps(config)
+    except InsecureBindError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    raise typer.Exit(code)

@@ -17,6 +17,7 @@ from flexjob.api.errors import FlexjobError
 from flexjob.ps.checkpoint_io import latest_set
 from flexjob.ps.checkpointer import PsCheckpointer
 from flexjob.ps.service import PsService
+from flexjob.rpc.auth import master_token
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.messages import NodeRef
 from flexjob.rpc.ps_registry import publish_ps, report_restore
@@ -60,7 +61,7 @@ def run_ps(config: PsConfig, stop: threading.Event | None = None) -> int:
             restored = True
         checkpointer = PsCheckpointer(service, directory, config.checkpoint_interval)
         checkpointer.start()
-    server = serve_ps(service, config.host, config.port)
+    server = serve_ps(service, config.host, config.port, token=master_token())
     address = config.advertise or server.address
     print(f"flexjob ps {config.index}/{config.num_ps} serving on {address}", flush=True)
     master = (

@@ -16,6 +16,7 @@ import numpy.typing as npt
 
 from flexjob.api.errors import UnavailableError
 from flexjob.core.ps.store import ModelSpec
+from flexjob.rpc.auth import AUTHORIZATION, bearer, master_token
 from flexjob.rpc.gen import ps_pb2 as pb
 from flexjob.rpc.gen import ps_pb2_grpc as pb_grpc
 from flexjob.rpc.ps_api import PsStats
@@ -58,8 +59,19 @@ class Pending(Generic[R]):
 
 
 class PsClient:
-    def __init__(self, address: str, *, timeout: float = 30.0, retry_deadline: float = 60.0):
+    def __init__(
+        self,
+        address: str,
+        *,
+        timeout: float = 30.0,
+        retry_deadline: float = 60.0,
+        token: str | None = None,
+    ):
+        """``token``: the job's master token, which PS replicas require too (default: from
+        the environment, ``rpc.auth.master_token``)."""
         self.address = address
+        token = token if token is not None else master_token()
+        self._metadata = ((AUTHORIZATION, bearer(token)),) if token else None
         self._timeout = timeout
         self._retry_deadline = retry_deadline
         self._channel = grpc.insecure_channel(address, options=GRPC_OPTIONS)
@@ -104,7 +116,7 @@ class PsClient:
         return stats_from_pb(self._call(self._stub.Stats, pb.StatsRequest()))
 
     def _async(self, method: Any, request: object, convert: Callable[[Any], R]) -> Pending[R]:
-        future = method.future(request, timeout=self._timeout)
+        future = method.future(request, timeout=self._timeout, metadata=self._metadata)
         return Pending(future, convert, lambda: self._call(method, request))
 
     def _call(self, method: Callable[..., T], request: object) -> T:
@@ -114,6 +126,7 @@ class PsClient:
             what=f"PS {self.address}",
             timeout=self._timeout,
             retry_deadline=self._retry_deadline,
+            metadata=self._metadata,
         )
 
 

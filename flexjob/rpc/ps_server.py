@@ -15,11 +15,13 @@ import grpc
 import numpy as np
 
 from flexjob.api.errors import InvalidSpecError, NotFoundError
+from flexjob.api.names import ENV_MASTER_TOKEN, ENV_MASTER_TOKEN_FILE
+from flexjob.rpc.auth import check_bind
 from flexjob.rpc.gen import ps_pb2 as pb
 from flexjob.rpc.gen import ps_pb2_grpc as pb_grpc
 from flexjob.rpc.ps_api import PsBackend
 from flexjob.rpc.ps_convert import configure_from_pb, stats_to_pb, tensor_from_pb, tensor_to_pb
-from flexjob.rpc.server import RunningServer
+from flexjob.rpc.server import RunningServer, TokenInterceptor
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -102,11 +104,19 @@ class PsServicer(pb_grpc.ParameterServerServicer):
 
 
 def serve_ps(
-    backend: PsBackend, host: str = "127.0.0.1", port: int = 0, max_workers: int = 16
+    backend: PsBackend,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    max_workers: int = 16,
+    token: str | None = None,
 ) -> RunningServer:
-    """Start serving ``backend`` on ``host:port`` (0: a free port); returns at once."""
+    """Start serving ``backend`` on ``host:port`` (0: a free port); returns at once. With
+    ``token`` (the job's master token) every call must present it; without one only a
+    loopback ``host`` is allowed (``rpc.auth.InsecureBindError``), as for the job master."""
+    check_bind(host, token, f"set {ENV_MASTER_TOKEN} or {ENV_MASTER_TOKEN_FILE}")
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="ps-rpc"),
+        interceptors=[TokenInterceptor(token)] if token else None,
         options=[("grpc.so_reuseport", 0), *GRPC_OPTIONS],
     )
     pb_grpc.add_ParameterServerServicer_to_server(PsServicer(backend), server)  # type: ignore[no-untyped-call]
