@@ -22,7 +22,9 @@ def test_lost_node_is_one_line_agents_serve_metrics_and_the_plot_marks_it(
     tmp_path: Path,
 ) -> None:
     png = tmp_path / "life.png"
+    # --max-restarts 0: the killed node stays gone (the run supervisor would bring it back).
     flags = ("--nnodes", "1:2", "--start-nodes", "2", "--heartbeat-timeout", "3")
+    flags += ("--max-restarts", "0")
     with running(tmp_path, *flags, "--plot", str(png), script_args=ARGS) as job:
         job.wait_progress(0.2, world_size=2)
         url = metrics_url(job.job_dir / "metrics-worker-0.addr")
@@ -43,4 +45,7 @@ def test_lost_node_is_one_line_agents_serve_metrics_and_the_plot_marks_it(
     assert "gloo" not in out, out  # the flexjob line, not the collective's raw error
     assert png_size(png) == (plot.DPI * 10, plot.DPI * 6)
     marked = plot.marked_changes(timeline.read(job.job_dir))
-    assert [(c.kind, c.node) for c in marked] == [("lost", "worker-1")]
+    # The supervisor reports the dead agent's processes (failed) before its heartbeat would
+    # expire (lost): either way the plot marks worker-1, and only it.
+    assert marked, "the plot marks no event"
+    assert {(c.kind, c.node) for c in marked} <= {("failed", "worker-1"), ("lost", "worker-1")}
