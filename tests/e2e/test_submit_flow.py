@@ -71,7 +71,7 @@ def slow_spec(tmp_path: Path) -> Path:
     """The example spec with slower steps, so there is time to scale it while it trains."""
     wire = yaml.safe_load(SPEC.read_text())
     main = wire["spec"]["replicaSpecs"]["worker"]["template"]["spec"]["containers"][0]
-    main["args"] = [*main["args"], "--step-delay", "0.25"]
+    main["args"] = [*main["args"], "--step-delay", "0.4"]
     path = tmp_path / "digits-slow.yaml"
     path.write_text(yaml.safe_dump(wire))
     return path
@@ -82,6 +82,7 @@ def phase(home: Path) -> str:
     return job.status.phase.value if job.status else ""
 
 
+@pytest.mark.timeout(240)
 def test_scaling_a_running_job_to_three_workers_grows_the_world(
     tmp_path: Path, env: dict[str, str], home: Path
 ) -> None:
@@ -98,11 +99,11 @@ def test_scaling_a_running_job_to_three_workers_grows_the_world(
     assert out.returncode == 0, out.stdout + out.stderr
     wait_until(
         lambda: "world_size=3" in master_log.read_text(),
-        timeout=40,
+        timeout=90,  # a third process importing torch on a loaded 2-core machine
         interval=0.5,
         what="the third worker in the world",
     )
-    wait_until(lambda: phase(home) in ("Succeeded", "Failed"), timeout=60, interval=0.5)
+    wait_until(lambda: phase(home) in ("Succeeded", "Failed"), timeout=90, interval=0.5)
     assert phase(home) == "Succeeded"
     [(accuracy, world_size)] = results(env, workers=3)
     assert world_size == 3
