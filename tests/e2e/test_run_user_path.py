@@ -105,7 +105,9 @@ def test_one_crashing_rank_ends_the_run_within_seconds_with_its_root_cause(
     assert ended - last_crash < 15, f"{ended - last_crash:.1f}s after the crash:\n{output}"
     summary = output[output.index("flexjob: job failed") :]
     assert "rank 1 (local rank 0): exit code 1" in summary
-    assert "the same failure twice in a row" in summary
+    # Either give-up rule may fire first: ranks are handed out by join order, so the crashing
+    # rank can move between nodes and a node's failures need not repeat back to back.
+    assert "the same failure twice in a row" in summary or "restarts used up" in summary
     assert "RuntimeError: boom from rank 1" in summary
     assert "no rendezvous" not in output
 
