@@ -4,7 +4,7 @@ Agents publish each round's torch master here, rank 0 publishes its step, the ma
 keeps the job's incarnation id.
 Every change is one journal entry (``{"k": key, "v": base64}``) appended before the call that
 made it returns; a snapshot holds the whole store. Not for deciding what is stored (callers
-do) nor for writing files (``master.state``).
+do) nor for writing files (``master.persistence``).
 """
 
 import base64
@@ -13,7 +13,7 @@ from typing import Any
 
 from flexjob.api import names
 from flexjob.api.errors import InvalidSpecError
-from flexjob.api.limits import KV_INT_MAX, KV_INT_MIN
+from flexjob.api.limits import KV_INT_MAX, KV_INT_MIN, MAX_KV_KEY_BYTES, MAX_KV_VALUE_BYTES
 
 
 class KVStore:
@@ -61,6 +61,16 @@ class KVStore:
         """Apply one journal entry made by ``set``."""
         self._data[str(entry["k"])] = base64.b64decode(entry["v"])
         self.version += 1
+
+
+def check_kv(key: str, value: bytes) -> None:
+    """Refuse a KV key or value above ``api.limits`` bounds (they live in the master's memory)."""
+    if len(key.encode()) > MAX_KV_KEY_BYTES:
+        raise InvalidSpecError(f"key: {len(key.encode())} bytes, at most {MAX_KV_KEY_BYTES}")
+    if len(value) > MAX_KV_VALUE_BYTES:
+        raise InvalidSpecError(
+            f"value of {key!r}: {len(value)} bytes, at most {MAX_KV_VALUE_BYTES}"
+        )
 
 
 def is_kv_entry(entry: dict[str, Any]) -> bool:

@@ -1,12 +1,11 @@
 """``MasterService``: the job master's state and one method per RPC (the ``MasterBackend``).
 
-Wires the core pieces together — ``Rendezvous``, one ``ShardManager`` per dataset,
-``BatchPlan`` — with heartbeats, stats, a small KV store and the state file. One lock
-guards the state; every change that must survive a master restart (an accepted shard report,
-a new epoch, a completed round, a dead node) is written to the state file before the call that
-made it returns. Writes are group-committed: concurrent calls share one write, and parts that
-did not change (rendezvous, stats) are not serialized again. Not for transport (``rpc.server``)
-or process life (``master.main``).
+Wires the core pieces together — ``Rendezvous``, the datasets' shards (``master.datasets``),
+``BatchPlan`` — with heartbeats, stats and a small KV store. One lock guards the state; every
+change that must survive a master restart (an accepted shard report, a new epoch, a completed
+round, a dead node) is saved before the call that made it returns (``master.persistence``:
+journal lines, group-committed snapshots, the restore at start). Not for transport
+(``rpc.server``) or process life (``master.main``).
 """
 
 import logging
@@ -17,23 +16,19 @@ from dataclasses import replace
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from flexjob.api.errors import InvalidSpecError, NotFoundError
-from flexjob.api.limits import MAX_KV_KEY_BYTES, MAX_KV_VALUE_BYTES
 from flexjob.core.batch import BatchPlan, RankBatch
 from flexjob.core.dataset import Dataset
 from flexjob.core.master_config import MasterConfig
 from flexjob.core.rendezvous import NodeStatus, Rendezvous
 from flexjob.core.shards import ReportResult, ShardManager
+from flexjob.master.datasets import DatasetBook
 from flexjob.master.health import HeartbeatTracker
-from flexjob.master.kv import KVStore, is_kv_entry
+from flexjob.master.kv import KVStore, check_kv
 from flexjob.master.logs import event
 from flexjob.master.observing import MasterView, master_view
-from flexjob.master.snapshot import (
-    SnapshotWriter,
-    dataset_from_json,
-    dataset_json,
-    restore_snapshot,
-)
-from flexjob.master.state_file import StateFile, StateLostError, check_not_lost, mark_started
+from flexjob.master.persistence import Persistence
+from flexjob.master.snapshot import SnapshotWriter, dataset_json
+from flexjob.master.state_file import StateFile
 from flexjob.master.stats import NodeRecord, StatsBook
 from flexjob.rpc.messages import (
     HeartbeatReply,
@@ -57,7 +52,7 @@ def _saves(
 
     def wrapper(self: "MasterService", /, *args: P.args, **kwargs: P.kwargs) -> R:
         result = method(self, *args, **kwargs)
-        self._flush()
+        self._persistence.flush()
         return result
 
     wrapper.__doc__ = method.__doc__
@@ -77,15 +72,7 @@ class MasterService:
         self._store_address = store_address
         self._lock = threading.RLock()
         self._rdzv = Rendezvous(config.rendezvous(), prefix=config.job_name, clock=clock)
-        self._shards = {
-            d.name: ShardManager(
-                d.splitter(),
-                epochs=d.epochs,
-                straggler_timeout=config.straggler_timeout,
-                clock=clock,
-            )
-            for d in config.datasets
-        }
+        self._datasets = DatasetBook(config, clock)
         self._batch: BatchPlan | None = config.batch
         self._health = HeartbeatTracker(config.heartbeat_timeout, clock)
         self._stats = StatsBook()
@@ -93,17 +80,24 @@ class MasterService:
         self._addresses_version = 0
         self._kv = KVStore()
         self._stats_dirty = False
-        self._clock = clock
-        self._registered: dict[str, Dataset] = {}  # datasets trainers registered
         path = config.state_path
-        self._state = StateFile(path, fsync=config.fsync) if path else None
-        self._changes = 0  # bumped by every change to save; guarded by _lock
-        self._saved = 0  # changes covered by the state file; guarded by _write_lock
-        self._write_lock = threading.Lock()
-        self._journal_len = 0  # reports journaled since the last snapshot
         self._snapshots = SnapshotWriter()
-        self._restore()
-        self._kv_journal(self._kv.ensure_incarnation())
+        self._persistence = Persistence(
+            StateFile(path, fsync=config.fsync) if path else None,
+            snapshot_every=config.snapshot_every,
+            lock=self._lock,
+            snapshot=self._snapshot,
+        )
+        self._persistence.restore(
+            self._job,
+            self._datasets,
+            self._rdzv,
+            self._stats,
+            self._addresses,
+            self._kv,
+            self._health,
+        )
+        self._append(self._kv.ensure_incarnation())
         self._logged_round = self._rdzv.round
 
     # ---- rendezvous ----
@@ -259,49 +253,40 @@ class MasterService:
         Journaled before it returns: a restarted master knows it, with its progress."""
         with self._lock:
             self._seen(node.node_id)
-            if dataset.name in self._shards:
+            if self._datasets.knows(dataset.name):
                 return
             self._append({"r": dataset_json(dataset)})
-            self._add_registered(dataset)
+            self._datasets.add_registered(dataset)
         event(log, "dataset_registered", self._job, dataset=dataset.name or "-", size=dataset.size)
 
     def view(self) -> MasterView:
         """The master's numbers in one consistent read (metrics, timeline)."""
         with self._lock:
-            return master_view(self._job, self._shards, self._rdzv, self._stats, self._kv)
-
-    def _add_registered(self, dataset: Dataset) -> ShardManager:
-        mgr = ShardManager(
-            dataset.splitter(),
-            epochs=dataset.epochs,
-            straggler_timeout=self.config.straggler_timeout,
-            clock=self._clock,
-        )
-        self._registered[dataset.name] = dataset
-        self._shards[dataset.name] = mgr
-        return mgr
+            return master_view(
+                self._job, self._datasets.managers, self._rdzv, self._stats, self._kv
+            )
 
     # ---- key-value store (journaled: it survives a master restart) ----
     def kv_set(self, key: str, value: bytes) -> None:
-        _check_kv(key, value)
+        check_kv(key, value)
         with self._lock:
-            self._kv_journal(self._kv.set(key, value))
+            self._append(self._kv.set(key, value))
 
     def kv_get(self, key: str) -> bytes | None:
         with self._lock:
             return self._kv.get(key)
 
     def kv_add(self, key: str, amount: int) -> int:
-        _check_kv(key, b"")
+        check_kv(key, b"")
         with self._lock:
             value, entry = self._kv.add(key, amount)
-            self._kv_journal(entry)
+            self._append(entry)
             return value
 
     # ---- periodic work ----
     @property
     def job_finished(self) -> bool:
-        return bool(self._shards) and all(m.finished for m in self._shards.values())
+        return self._datasets.finished
 
     @_saves
     def check(self) -> None:
@@ -309,7 +294,7 @@ class MasterService:
         with self._lock:
             for node_id in self._health.expired():
                 self._node_dead(node_id, "heartbeat timeout")
-            for name, mgr in self._shards.items():
+            for name, mgr in self._datasets.managers.items():
                 for sid in mgr.expire_stragglers():
                     event(log, "shard_timed_out", self._job, dataset=name or "-", shard=sid)
             self._rdzv.tick()
@@ -322,11 +307,7 @@ class MasterService:
         self._health.beat(node_id)
 
     def _dataset(self, name: str) -> ShardManager:
-        mgr = self._shards.get(name)
-        if mgr is None:
-            known = ", ".join(repr(n) for n in self._shards) or "none"
-            raise NotFoundError(f"unknown dataset {name!r}; this job has: {known}")
-        return mgr
+        return self._datasets.get(name)
 
     def set_store_address(self, address: str) -> None:
         """The store this master hosts serves at ``address`` (it starts after the RPC server:
@@ -356,7 +337,7 @@ class MasterService:
             self._persist()
 
     def _recover_shards(self, node_id: str) -> None:
-        for name, mgr in self._shards.items():
+        for name, mgr in self._datasets.managers.items():
             ids = mgr.recover(node_id)
             if ids:
                 event(
@@ -379,126 +360,30 @@ class MasterService:
 
     def _persist(self) -> None:
         """Note a change to snapshot; the ``@_saves`` method that made it writes it."""
-        self._changes += 1
+        self._persistence.note_change()
 
     def _journal(self, dataset: str, shard_id: int, node_id: str) -> None:
         """Save a counted report now (one appended line); snapshot every so often."""
         self._append({"d": dataset, "s": shard_id, "w": node_id})
 
-    def _kv_journal(self, entry: dict[str, str] | None) -> None:
-        if entry is not None:
-            self._append(entry)
-
-    def _append(self, entry: dict[str, Any]) -> None:
+    def _append(self, entry: dict[str, Any] | None) -> None:
         """One journal line, written before the call that made the change returns."""
-        if self._state is None:
-            return
-        self._state.append(entry)
-        self._journal_len += 1
-        if self._journal_len >= self.config.snapshot_every:
-            self._persist()
+        self._persistence.append(entry)
 
     def close(self) -> None:
         """Write what is not saved yet and release the journal."""
-        self._persist()
-        self._flush()
-        if self._state is not None:
-            self._state.close()
-
-    def _flush(self) -> None:
-        target = self._changes
-        if self._state is None or self._saved >= target:
-            return
-        with self._write_lock:
-            if self._saved >= target:
-                return  # a write that started after our change covered it
-            with self._lock:
-                changes, text = self._changes, self._snapshot()
-                self._stats_dirty = False
-                self._state.rotate_journal()  # reports from now on go to a fresh journal
-                self._journal_len = 0
-            self._state.save_text(text)
-            self._state.drop_old_journal()
-            self._saved = changes
+        self._persistence.close()
 
     def _snapshot(self) -> str:
+        """The whole state as one snapshot (called holding the lock)."""
+        self._stats_dirty = False
         return self._snapshots.text(
             self._job,
-            self._shards,
+            self._datasets.managers,
             self._rdzv,
             self._stats,
             self._addresses,
             self._addresses_version,
             self._kv,
-            self._registered,
-        )
-
-    def _replay(self, entry: dict[str, Any]) -> None:
-        """Apply one journal entry: a KV change, a registration, a hand-out or a report."""
-        assert self._state is not None
-        if is_kv_entry(entry):
-            self._kv.replay(entry)
-            return
-        if "r" in entry:
-            dataset = dataset_from_json(entry["r"])
-            if dataset.name not in self._shards:
-                self._add_registered(dataset)
-            return
-        mgr = self._shards.get(str(entry["d"]))
-        if mgr is None:
-            raise StateLostError(
-                f"{self._state.journal_path}: shard entries for dataset {entry['d']!r}, which "
-                "neither the job nor a registration declares"
-            )
-        if entry.get("g"):
-            mgr.hand_out(int(entry["s"]), str(entry["w"]))
-        else:
-            mgr.report_done(int(entry["s"]), str(entry["w"]))
-
-    def _restore(self) -> None:
-        if self._state is None:
-            return
-        data, journal = self._state.load()
-        if data is None and not journal:
-            check_not_lost(self._state.path)  # a job that ran here before must have its state
-            self._state.save_text(self._snapshot())
-            mark_started(self._state.path)
-            return
-        if data is not None:
-            for saved in data.get("datasets", {}).values():  # before their progress
-                self._add_registered(dataset_from_json(saved))
-            members = restore_snapshot(
-                data, self._shards, self._rdzv, self._stats, self._addresses, self._kv
-            )
-            self._health.track(members)
-            lost = sorted(set(data["shards"]) - set(self._shards))
-            if lost:
-                raise StateLostError(
-                    f"{self._state.path}: progress of dataset(s) {lost} saved, but neither the "
-                    "job nor a registration declares them"
-                )
-        for entry in journal:
-            self._replay(entry)
-        # Shard holders that never come back are declared dead after the heartbeat timeout.
-        self._health.track([w for m in self._shards.values() for w in m.doing().values()])
-        self._state.save_text(self._snapshot())  # nothing serves yet: no concurrent reports
-        self._state.drop_journals()
-        p = [m.progress() for m in self._shards.values()]
-        event(
-            log,
-            "state_restored",
-            self._job,
-            round=self._rdzv.round,
-            journal_entries=len(journal),
-            shards_done=sum(x.shards_done for x in p),
-        )
-
-
-def _check_kv(key: str, value: bytes) -> None:
-    """Refuse a KV key or value above ``api.limits`` bounds (they live in the master's memory)."""
-    if len(key.encode()) > MAX_KV_KEY_BYTES:
-        raise InvalidSpecError(f"key: {len(key.encode())} bytes, at most {MAX_KV_KEY_BYTES}")
-    if len(value) > MAX_KV_VALUE_BYTES:
-        raise InvalidSpecError(
-            f"value of {key!r}: {len(value)} bytes, at most {MAX_KV_VALUE_BYTES}"
+            self._datasets.registered,
         )

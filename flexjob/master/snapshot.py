@@ -4,7 +4,7 @@ node addresses and the KV store, as one JSON object.
 
 ``SnapshotWriter`` re-serializes only the parts that changed since its last call (rendezvous
 and stats change rarely; shard progress changes all the time). Not for writing files
-(``master.state_file``) or deciding when to snapshot (``master.service``).
+(``master.state_file``) or deciding when to snapshot (``master.persistence``).
 """
 
 import json

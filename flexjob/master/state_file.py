@@ -11,7 +11,7 @@ answered. Loading replays the journal over the snapshot; entries already in the 
 harmlessly (reports are idempotent). A first master leaves a marker (``master.started``)
 beside its first snapshot: a later master that finds the marker but no snapshot, or a snapshot
 it cannot read, refuses to start (``StateLostError``) instead of starting the job over. Not for
-deciding what goes in the state (``master.service`` does that).
+deciding what goes in the state or when (``master.persistence``).
 """
 
 import json

@@ -1,0 +1,54 @@
+"""The datasets a master shards: those the job spec declares and those trainers registered
+while it runs, one ``ShardManager`` each.
+
+Owns the lookup by name (an unknown name is a ``NotFoundError`` listing the known ones) and the
+rule that a name keeps its first registration. Not for saving registrations (the master journals
+them, ``master.persistence`` replays them) nor for handing out shards (``core.shards``).
+"""
+
+from collections.abc import Callable
+
+from flexjob.api.errors import NotFoundError
+from flexjob.core.dataset import Dataset
+from flexjob.core.master_config import MasterConfig
+from flexjob.core.shards import ShardManager
+
+
+class DatasetBook:
+    def __init__(self, config: MasterConfig, clock: Callable[[], float]) -> None:
+        self._straggler_timeout = config.straggler_timeout
+        self._clock = clock
+        self.managers: dict[str, ShardManager] = {}  # every dataset, by name
+        self.registered: dict[str, Dataset] = {}  # the ones trainers registered
+        for d in config.datasets:
+            self.managers[d.name] = self._manager(d)
+
+    def get(self, name: str) -> ShardManager:
+        mgr = self.managers.get(name)
+        if mgr is None:
+            known = ", ".join(repr(n) for n in self.managers) or "none"
+            raise NotFoundError(f"unknown dataset {name!r}; this job has: {known}")
+        return mgr
+
+    def knows(self, name: str) -> bool:
+        return name in self.managers
+
+    def add_registered(self, dataset: Dataset) -> ShardManager:
+        """Shard ``dataset`` from now on (the caller checked its name is new)."""
+        mgr = self._manager(dataset)
+        self.registered[dataset.name] = dataset
+        self.managers[dataset.name] = mgr
+        return mgr
+
+    @property
+    def finished(self) -> bool:
+        """Every dataset done (and there is at least one)."""
+        return bool(self.managers) and all(m.finished for m in self.managers.values())
+
+    def _manager(self, dataset: Dataset) -> ShardManager:
+        return ShardManager(
+            dataset.splitter(),
+            epochs=dataset.epochs,
+            straggler_timeout=self._straggler_timeout,
+            clock=self._clock,
+        )

@@ -1,0 +1,154 @@
+"""When and how the master's state reaches disk: journal lines at once, snapshots group-committed,
+and the restore (snapshot, then journal replay) when a master starts.
+
+A change that must survive a restart is either one journal line appended before the call that
+made it returns (``append``), or a note that the next snapshot is due (``note_change``), written
+by ``flush`` after the call's lock is released: concurrent calls share one write. The journal
+starts afresh with every snapshot, and a snapshot is due every ``snapshot_every`` lines. Not for
+the file format (``master.state_file``) or what a snapshot holds (``master.snapshot``).
+"""
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from flexjob.core.rendezvous import Rendezvous
+from flexjob.master.datasets import DatasetBook
+from flexjob.master.health import HeartbeatTracker
+from flexjob.master.kv import KVStore, is_kv_entry
+from flexjob.master.logs import event
+from flexjob.master.snapshot import dataset_from_json, restore_snapshot
+from flexjob.master.state_file import StateFile, StateLostError, check_not_lost, mark_started
+from flexjob.master.stats import StatsBook
+
+log = logging.getLogger(__name__)
+
+
+class Persistence:
+    """Saves through ``state`` (none: the master keeps nothing). ``snapshot`` renders the whole
+    state; it is called holding ``lock``, the lock that guards that state."""
+
+    def __init__(
+        self,
+        state: StateFile | None,
+        *,
+        snapshot_every: int,
+        lock: threading.RLock,
+        snapshot: Callable[[], str],
+    ) -> None:
+        self.state = state
+        self._snapshot_every = snapshot_every
+        self._lock = lock
+        self._snapshot = snapshot
+        self._changes = 0  # bumped by every change to save; guarded by lock
+        self._saved = 0  # changes covered by the state file; guarded by _write_lock
+        self._write_lock = threading.Lock()
+        self._journal_len = 0  # entries journaled since the last snapshot
+
+    def note_change(self) -> None:
+        """Note a change to snapshot; ``flush`` (after the lock is released) writes it."""
+        self._changes += 1
+
+    def append(self, entry: dict[str, Any] | None) -> None:
+        """One journal line (none for ``None``), written before the call that made the change
+        returns; a snapshot is due every ``snapshot_every`` lines."""
+        if self.state is None or entry is None:
+            return
+        self.state.append(entry)
+        self._journal_len += 1
+        if self._journal_len >= self._snapshot_every:
+            self.note_change()
+
+    def flush(self) -> None:
+        """Write a snapshot if a change is not covered yet (call it without holding the lock)."""
+        target = self._changes
+        if self.state is None or self._saved >= target:
+            return
+        with self._write_lock:
+            if self._saved >= target:
+                return  # a write that started after our change covered it
+            with self._lock:
+                changes, text = self._changes, self._snapshot()
+                self.state.rotate_journal()  # entries from now on go to a fresh journal
+                self._journal_len = 0
+            self.state.save_text(text)
+            self.state.drop_old_journal()
+            self._saved = changes
+
+    def close(self) -> None:
+        """Write what is not saved yet and release the journal."""
+        self.note_change()
+        self.flush()
+        if self.state is not None:
+            self.state.close()
+
+    def restore(
+        self,
+        job: str,
+        datasets: DatasetBook,
+        rdzv: Rendezvous,
+        stats: StatsBook,
+        addresses: dict[str, str],
+        kv: KVStore,
+        health: HeartbeatTracker,
+    ) -> None:
+        """Load the saved snapshot and replay the journal over it into the given parts, then
+        save one snapshot of the result; a first master saves an empty one and leaves the
+        marker. Call before anything is served."""
+        if self.state is None:
+            return
+        data, journal = self.state.load()
+        if data is None and not journal:
+            check_not_lost(self.state.path)  # a job that ran here before must have its state
+            self.state.save_text(self._snapshot())
+            mark_started(self.state.path)
+            return
+        if data is not None:
+            for saved in data.get("datasets", {}).values():  # before their progress
+                datasets.add_registered(dataset_from_json(saved))
+            members = restore_snapshot(data, datasets.managers, rdzv, stats, addresses, kv)
+            health.track(members)
+            lost = sorted(set(data["shards"]) - set(datasets.managers))
+            if lost:
+                raise StateLostError(
+                    f"{self.state.path}: progress of dataset(s) {lost} saved, but neither the "
+                    "job nor a registration declares them"
+                )
+        for entry in journal:
+            self._replay(entry, datasets, kv)
+        # Shard holders that never come back are declared dead after the heartbeat timeout.
+        health.track([w for m in datasets.managers.values() for w in m.doing().values()])
+        self.state.save_text(self._snapshot())  # nothing serves yet: no concurrent reports
+        self.state.drop_journals()
+        p = [m.progress() for m in datasets.managers.values()]
+        event(
+            log,
+            "state_restored",
+            job,
+            round=rdzv.round,
+            journal_entries=len(journal),
+            shards_done=sum(x.shards_done for x in p),
+        )
+
+    def _replay(self, entry: dict[str, Any], datasets: DatasetBook, kv: KVStore) -> None:
+        """Apply one journal entry: a KV change, a registration, a hand-out or a report."""
+        assert self.state is not None
+        if is_kv_entry(entry):
+            kv.replay(entry)
+            return
+        if "r" in entry:
+            dataset = dataset_from_json(entry["r"])
+            if not datasets.knows(dataset.name):
+                datasets.add_registered(dataset)
+            return
+        mgr = datasets.managers.get(str(entry["d"]))
+        if mgr is None:
+            raise StateLostError(
+                f"{self.state.journal_path}: shard entries for dataset {entry['d']!r}, which "
+                "neither the job nor a registration declares"
+            )
+        if entry.get("g"):
+            mgr.hand_out(int(entry["s"]), str(entry["w"]))
+        else:
+            mgr.report_done(int(entry["s"]), str(entry["w"]))
