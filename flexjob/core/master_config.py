@@ -28,6 +28,8 @@ from flexjob.core.rendezvous import RendezvousConfig
 @dataclass(frozen=True, slots=True)
 class MasterConfig:
     job_name: str = "job"
+    #: The job's namespace on its platform (where ``scale_plan_platform`` writes).
+    namespace: str = "default"
     host: str = "127.0.0.1"
     port: int = 0
     job_dir: str | None = None
@@ -108,6 +110,7 @@ class MasterConfig:
             lo, hi = bounds.min, bounds.max
         base = cls(
             job_name=job.name or "job",
+            namespace=job.namespace or "default",
             min_nodes=lo,
             max_nodes=hi,
             datasets=(dataset_from_spec(spec.dataset),) if spec.dataset is not None else (),

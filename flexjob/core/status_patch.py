@@ -2,10 +2,11 @@
 and how a platform applies one.
 
 Several writers change the status of the same job at the same time: the operator (phase,
-conditions, counts, restarts), the server (a user's scale request, profilings) and the
-Allocator (node placement). None of them may replace the whole status, or the last writer would
-silently undo the others. Instead each sends a *status patch*: an RFC 7386 JSON merge patch on
-the camelCase wire form of ``ElasticJobStatus``, holding only the fields it owns and changed:
+conditions, counts, restarts), the server (a user's scale request, profilings), the
+Allocator (node placement) and the job master (the profilings its trainers measured). None
+of them may replace the whole status, or the last writer would silently undo the others.
+Instead each sends a *status patch*: an RFC 7386 JSON merge patch on the camelCase wire form
+of ``ElasticJobStatus``, holding only the fields it owns and changed:
 
 * a field that is absent from the patch is left as it is;
 * an object field (``replicas``, ``allocation``, ``replicaStatuses``, ``profilings``,
@@ -46,6 +47,7 @@ class StatusOwner(StrEnum):
     OPERATOR = "operator"
     SERVER = "server"
     ALLOCATOR = "allocator"
+    MASTER = "master"
 
 
 #: The fields each writer may change. ``replicas`` is shared: the server sets it on a user's
@@ -71,6 +73,7 @@ OWNED_FIELDS: Mapping[StatusOwner, frozenset[str]] = {
     ),
     StatusOwner.SERVER: frozenset({"replicas", "profilings"}),
     StatusOwner.ALLOCATOR: frozenset({"allocation", "replicas"}),
+    StatusOwner.MASTER: frozenset({"profilings"}),
 }
 
 

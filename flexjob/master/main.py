@@ -17,6 +17,7 @@ from flexjob.api import OptimizeMode
 from flexjob.core.master_config import MasterConfig
 from flexjob.master.logs import event
 from flexjob.master.observing import MasterCollector, RpcLatency
+from flexjob.master.profilings_sync import ProfilingsSync, status_writer
 from flexjob.master.service import MasterService
 from flexjob.master.state_file import write_atomic
 from flexjob.master.timeline import TimelineRecorder
@@ -43,6 +44,7 @@ class MasterHandle:
         None  # master.optimizer_loop.OptimizerLoop when the job optimizes its resources
     )
     timeline: TimelineRecorder | None = None
+    profilings: ProfilingsSync | None = None
     collector: MasterCollector | None = None
     metrics_server: metrics_http.MetricsServer | None = None
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -64,6 +66,7 @@ class MasterHandle:
         if self.optimizer is not None:
             self.optimizer.stop(JobStatus.SUCCEEDED if self.service.job_finished else None)
         self.server.stop(grace=0.5)
+        self._sync_profilings(force=True)
         if self.timeline is not None:
             self.timeline.sample(self.service.view, force=True)
             self.timeline.close()
@@ -100,6 +103,15 @@ class MasterHandle:
                     self.timeline.sample(self.service.view)
             except Exception:  # keep the master up; the next tick retries
                 log.exception("event=health_check_failed job=%s", self.config.job_name)
+            self._sync_profilings()
+
+    def _sync_profilings(self, force: bool = False) -> None:
+        if self.profilings is None:
+            return
+        try:
+            self.profilings.tick(force=force)
+        except Exception:  # the platform may be briefly unreachable; the next tick retries
+            log.exception("event=profilings_not_copied job=%s", self.config.job_name)
 
 
 def _start_store(config: MasterConfig) -> tuple[Any, str]:
@@ -135,6 +147,8 @@ def start_master(
         interceptors=[RpcLatency()],
     )
     handle = MasterHandle(config, service, server, store, timeline=timeline)
+    if (write := status_writer(config)) is not None:
+        handle.profilings = ProfilingsSync(service.kv_get, write)
     handle.collector = MasterCollector(service.view)
     metrics.register(handle.collector)
     addr_file = Path(config.job_dir) / METRICS_ADDR_FILE if config.job_dir else None

@@ -41,7 +41,8 @@ and only those it changed (``core.status_patch.owner_patch`` diffs before/after)
 * server (``server.jobs``, ``server.v2alpha1``): the ``replicas`` keys of a scale request and
   ``profilings`` (merged);
 * Allocator (``scheduler.allocator``): ``allocation`` of the types it places and, for
-  preemptible jobs, their ``replicas``.
+  preemptible jobs, their ``replicas``;
+* job master (``master.profilings_sync``): ``profilings`` its trainers measured (merged).
 """
 
 from collections.abc import Iterator, Mapping

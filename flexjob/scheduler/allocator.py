@@ -6,6 +6,10 @@ from its profilings), run ``core.policies.schedule_round`` (new jobs placed with
 every ``period`` seconds preemptible jobs re-planned with ``optimize``), and write what changed.
 ``status.allocation[type]`` lists one node per replica, index-aligned with the replica index;
 the operator places replica ``i`` on that node (Kubernetes: node selector; local: a label).
+Each job's attained service (what ``core.policies.service`` orders by) is integrated here between
+steps: the replicas of its current allocation times the seconds since the last step, in
+GPU-seconds (a replica that needs no GPU counts as one), kept in memory — an Allocator that
+restarts starts everyone at 0, which only reorders jobs, never over-commits.
 Non-preemptible jobs keep their replica count and, once placed, their nodes. A job whose
 ``status.replicas`` was changed by hand (the server) no longer matches its allocation and is
 placed afresh: requested-size policies honour the new count; ``goodput`` takes it as the job's
@@ -25,7 +29,7 @@ from flexjob.api import ElasticJob
 from flexjob.api.roles import scaling_target
 from flexjob.core.policies import JobInfo, NodeInfo, Policy, PolicyError, schedule_round
 from flexjob.platform.api import NotFoundError, Platform
-from flexjob.scheduler.jobview import job_info, job_key
+from flexjob.scheduler.jobview import job_info, job_key, replica_resources
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +78,10 @@ class Allocator:
         self.namespace = namespace
         self.clock = clock
         self.restarts: dict[str, int] = {}
+        #: Job key -> attained service in GPU-seconds (see the module docstring).
+        self.attained: dict[str, float] = {}
         self._last_optimize: datetime | None = None
+        self._last_step: datetime | None = None
 
     def _current(self, jobs: Sequence[ElasticJob]) -> dict[str, list[str]]:
         previous: dict[str, list[str]] = {}
@@ -95,14 +102,16 @@ class Allocator:
             for j in self.platform.list_jobs(self.namespace)
             if not (j.status and j.status.phase.finished) and not j.spec.suspend
         ]
+        previous = self._current(jobs)
+        self._attain(jobs, previous, now)
         infos: list[JobInfo] = []
         by_key: dict[str, ElasticJob] = {}
         for job in jobs:
-            info = job_info(job, now, self.restarts.get(job_key(job), 0))
+            key = job_key(job)
+            info = job_info(job, now, self.restarts.get(key, 0), self.attained.get(key, 0.0))
             if info is not None:
                 infos.append(info)
                 by_key[info.id] = job
-        previous = self._current(jobs)
         for info in infos:  # a job resized by hand (server, CLI) is a new request: place afresh
             placed = previous.get(info.id)
             if placed and len(placed) != info.replicas:
@@ -133,6 +142,23 @@ class Allocator:
             if self._write(by_key[info.id], info, new):
                 changed[info.id] = new
         return changed
+
+    def _attain(
+        self, jobs: Sequence[ElasticJob], previous: dict[str, list[str]], now: datetime
+    ) -> None:
+        """Add the service each placed job had since the last step; forget finished jobs."""
+        seconds = (now - self._last_step).total_seconds() if self._last_step else 0.0
+        self._last_step = now
+        live = {job_key(job): job for job in jobs}
+        self.attained = {k: v for k, v in self.attained.items() if k in live}
+        for key, placed in previous.items():
+            job = live[key]
+            rtype = scaling_target(job.spec.replica_specs)
+            assert rtype is not None
+            per_replica = max(replica_resources(job, rtype).gpu, 1)
+            self.attained[key] = self.attained.get(key, 0.0) + len(placed) * per_replica * max(
+                seconds, 0.0
+            )
 
     def _write(self, job: ElasticJob, info: JobInfo, nodes: list[str]) -> bool:
         rtype = scaling_target(job.spec.replica_specs)

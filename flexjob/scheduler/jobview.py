@@ -50,8 +50,11 @@ def created_at(job: ElasticJob) -> datetime | None:
         return None
 
 
-def job_info(job: ElasticJob, now: datetime, restarts: int = 0) -> JobInfo | None:
-    """The policy's view of ``job``, or None when it has nothing to place."""
+def job_info(
+    job: ElasticJob, now: datetime, restarts: int = 0, attained: float = 0.0
+) -> JobInfo | None:
+    """The policy's view of ``job``, or None when it has nothing to place; ``restarts`` and
+    ``attained`` (service so far) are what the driver tracked for it."""
     rtype = scaling_target(job.spec.replica_specs)
     if rtype is None:
         return None
@@ -70,6 +73,7 @@ def job_info(job: ElasticJob, now: datetime, restarts: int = 0) -> JobInfo | Non
         resources=replica_resources(job, rtype),
         age=max((now - born).total_seconds(), 0.0) if born else 0.0,
         restarts=restarts,
+        attained=attained,
         priority=PRIORITY_RANK[job.spec.priority or JobPriority.NORMAL],
         speedup=goodput_model(profilings).speedup,
     )

@@ -1,10 +1,11 @@
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from flexjob.api import ElasticJob, JobPhase, JobPriority, ObjectMeta, ReplicaSpec, ReplicaType
-from flexjob.core.policies import GoodputPolicy, NodeInfo, Resources, StaticPolicy
+from flexjob.core.policies import GoodputPolicy, JobInfo, NodeInfo, Resources, StaticPolicy
 from flexjob.operator.local.loop import LocalJobLoop
 from flexjob.platform.local import LocalPlatform
 from flexjob.scheduler.allocator import Allocator, StaticNodes
@@ -138,3 +139,41 @@ def test_a_high_priority_job_is_placed_before_an_older_normal_one() -> None:
     Allocator(platform, StaticPolicy(), _nodes(count=2, gpus=4), clock=clock).step()
     assert len(_allocation(platform, "urgent")) == 8
     assert _allocation(platform, "older") == []
+
+
+def test_attained_service_grows_with_the_replicas_a_job_holds() -> None:
+    platform, clock = MemoryPlatform(), Clock()
+    platform.create_job(_job("small", 1, preemptible=False))
+    platform.create_job(_job("big", 4, preemptible=False))
+    allocator = Allocator(platform, StaticPolicy(), _nodes(), period=60, clock=clock)
+    allocator.step()
+    assert allocator.attained == {}  # nothing held yet
+    clock.now += timedelta(seconds=100)
+    allocator.step()
+    assert allocator.attained == {"default/small": 100.0, "default/big": 400.0}
+    platform.patch_job_status("default", "big", {"phase": JobPhase.SUCCEEDED})
+    clock.now += timedelta(seconds=10)
+    allocator.step()
+    assert allocator.attained == {"default/small": 110.0}  # finished jobs are forgotten
+
+
+def test_the_policy_sees_each_jobs_attained_service() -> None:
+    seen: dict[str, float] = {}
+
+    class Recording(StaticPolicy):
+        def optimize(
+            self,
+            jobs: Sequence[JobInfo],
+            nodes: Sequence[NodeInfo],
+            previous: Mapping[str, Sequence[str]],
+        ) -> dict[str, list[str]]:
+            seen.update({job.id: job.attained for job in jobs})
+            return super().optimize(jobs, nodes, previous)
+
+    platform, clock = MemoryPlatform(), Clock()
+    platform.create_job(_job("a", 2, preemptible=True))
+    allocator = Allocator(platform, Recording(), _nodes(), period=60, clock=clock)
+    allocator.step()
+    clock.now += timedelta(seconds=61)
+    allocator.step()
+    assert seen["default/a"] == 122.0  # 2 replicas x 61 s

@@ -1,0 +1,83 @@
+"""Copies the goodput profilings a job's trainers publish into the job's ``status.profilings``.
+
+The trainer helpers (``trainer.goodput``) measure step times per shape and the gradient noise
+scale and publish them, as one JSON document, under ``names.KV_PROFILINGS`` in the master's KV
+store. The Allocator reads ``status.profilings`` (``scheduler.profilings``). This module is the
+bridge: on each tick, when the document changed since the last copy, the master merges it into
+the job's status (the field ``core.status_patch.StatusOwner.MASTER`` owns). Only a master that has a
+platform to write to (``MasterConfig.scale_plan_platform``, as the operator's implicit masters
+do) copies anything; ``flexjob run`` has no job object. Not for measuring (trainer) or fitting
+(``core.policies.goodput_model``).
+"""
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from flexjob.api import names
+from flexjob.core.master_config import MasterConfig
+
+log = logging.getLogger(__name__)
+
+#: Seconds between two copies at most once per document change (the Allocator re-plans
+#: every minute; fresher is not useful).
+DEFAULT_EVERY_S = 5.0
+
+ReadKV = Callable[[str], bytes | None]
+WriteProfilings = Callable[[dict[str, Any]], None]
+
+
+class ProfilingsSync:
+    """Copies ``KV_PROFILINGS`` into ``status.profilings`` when it changed (see module doc)."""
+
+    def __init__(
+        self,
+        read: ReadKV,
+        write: WriteProfilings,
+        every_s: float = DEFAULT_EVERY_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.read = read
+        self.write = write
+        self.every_s = every_s
+        self.clock = clock
+        self._copied: bytes | None = None
+        self._last = -float("inf")
+
+    def tick(self, *, force: bool = False) -> bool:
+        """Copy the document if it changed and ``every_s`` passed (or ``force``); whether it
+        wrote. A document that is not a JSON object is logged and skipped, never written."""
+        now = self.clock()
+        if not force and now - self._last < self.every_s:
+            return False
+        self._last = now
+        raw = self.read(names.KV_PROFILINGS)
+        if raw is None or raw == self._copied:
+            return False
+        try:
+            doc = json.loads(raw)
+        except ValueError:
+            doc = None
+        if not isinstance(doc, dict):
+            log.warning("profilings in the KV store are not a JSON object; not copied")
+            self._copied = raw
+            return False
+        self.write(doc)
+        self._copied = raw
+        return True
+
+
+def status_writer(config: MasterConfig) -> WriteProfilings | None:
+    """Writes ``status.profilings`` of the master's job on its platform; None without one."""
+    if not config.scale_plan_platform:
+        return None
+    from flexjob.platform.registry import open_platform
+
+    platform = open_platform(config.scale_plan_platform)
+
+    def write(doc: dict[str, Any]) -> None:
+        platform.patch_job_status(config.namespace, config.job_name, {"profilings": doc})
+
+    return write
