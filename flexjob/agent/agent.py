@@ -20,7 +20,7 @@ from flexjob.agent import failure, observing
 from flexjob.agent.config import AgentConfig, WorkerState
 from flexjob.agent.hang import collective_timeout_for, stalled_for
 from flexjob.agent.monitor import ResourceMonitor
-from flexjob.agent.oom import oom_kills
+from flexjob.agent.oom import memory_limited, oom_kills
 from flexjob.agent.workers import Worker, status_path, wait_ready
 from flexjob.api import names
 from flexjob.api.errors import FlexjobError
@@ -40,6 +40,9 @@ REPEAT_WINDOW_S = 120.0
 MASTER_SLOW_S = 2.0
 
 
+#: The exit code of a node whose worker the kernel's OOM killer ended (128 + SIGKILL, as a
+#: container killed for its memory limit exits).
+OOM_EXIT_CODE = 128 + signal.SIGKILL
 #: The exit code of an agent that stopped because another node's agent gave up on the job.
 EXIT_JOB_FAILED_ELSEWHERE = 1
 
@@ -320,10 +323,15 @@ class ElasticAgent:
         recent = time.monotonic() - self._restarted_at < REPEAT_WINDOW_S
         repeated = bool(tail) and signature == self._last_failure and recent
         self._last_failure = signature
-        restarting = self.restarts < c.max_restarts and not repeated
         kills = oom_kills()
         oom_killed = kills is not None and kills > self._oom_kills
         self._oom_kills = kills if kills is not None else self._oom_kills
+        # Under the replica's memory limit a restart here would be killed again: end the node
+        # as OOMKilled so that the operator relaunches the replica with more memory.
+        over_limit = oom_killed and memory_limited()
+        restarting = self.restarts < c.max_restarts and not repeated and not over_limit
+        if over_limit:
+            code = OOM_EXIT_CODE
         for w in failed:
             ident = self._identity(w.local_rank)
             reason = f"worker {w.local_rank} {failure.describe_exit(w.exit_code)}"
@@ -339,7 +347,9 @@ class ElasticAgent:
                     proc_client.report_failure(reason, code, restarting)
         if not restarting:
             why = (
-                "the same failure twice in a row"
+                "OOMKilled over the replica's memory limit (relaunched with more by the operator)"
+                if over_limit
+                else "the same failure twice in a row"
                 if repeated
                 else f"restarts used up ({self.restarts}/{c.max_restarts})"
             )

@@ -6,10 +6,31 @@ one message per bad field. ``WorkerState`` is the explicit state machine of one 
 
 from __future__ import annotations
 
+import os
+import socket
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from flexjob.agent.output import OutputConfig
+from flexjob.api import names
+
+
+def default_node_id(env: Mapping[str, str] | None = None) -> str:
+    """A node's id when none is given: the replica's own name (``worker-1``) when an operator
+    started it (``FLEXJOB_REPLICA_TYPE`` / ``FLEXJOB_REPLICA_INDEX`` set), so that the master's
+    stats and plans name the replica; else ``HOST-PID`` (a node started by hand)."""
+    env = os.environ if env is None else env
+    rtype = env.get(names.ENV_REPLICA_TYPE)
+    if rtype:
+        return f"{rtype}-{env.get(names.ENV_REPLICA_INDEX) or '0'}"
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+def default_replica_type(env: Mapping[str, str] | None = None) -> str:
+    """The replica type an operator gave this node (``FLEXJOB_REPLICA_TYPE``), else worker."""
+    env = os.environ if env is None else env
+    return env.get(names.ENV_REPLICA_TYPE) or "worker"
 
 
 class WorkerState(StrEnum):

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import datetime
 import logging
-import os
 import socket
 import time
 from collections.abc import Callable
@@ -27,6 +26,7 @@ from torch.distributed.elastic.rendezvous import (
 )
 from torch.distributed.elastic.rendezvous.api import RendezvousTimeoutError
 
+from flexjob.agent.config import default_node_id
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.messages import NodeRef
 
@@ -56,7 +56,7 @@ class FlexjobRendezvousHandler(RendezvousHandler):
             )
         host = endpoint.rsplit(":", 1)[0]
         self._addr = _local_addr(params, host)
-        node_id = str(params.config.get("node_id") or f"{socket.gethostname()}-{os.getpid()}")
+        node_id = str(params.config.get("node_id") or default_node_id())
         self._client = MasterClient(endpoint, NodeRef(node_id))
         self._timeout = float(params.get_as_int("join_timeout", 600) or 600)
         self._stores: dict[str, TCPStore] = {}

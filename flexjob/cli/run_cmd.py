@@ -199,7 +199,9 @@ def agent(
         envvar="FLEXJOB_MASTER",
         help="HOST:PORT of the master [$FLEXJOB_MASTER].",
     ),
-    node_id: str | None = typer.Option(None, "--node-id", help="Stable node id [HOST-PID]."),
+    node_id: str | None = typer.Option(
+        None, "--node-id", help="Stable node id [the replica's name, else HOST-PID]."
+    ),
     replica_index: int = typer.Option(0, "--replica-index", envvar="FLEXJOB_REPLICA_INDEX"),
     job_name: str = typer.Option(
         "job", "--job-name", "--rdzv-id", "--rdzv_id", envvar="FLEXJOB_JOB_NAME"
@@ -221,13 +223,10 @@ def agent(
 ) -> None:
     """Run one node of a job whose master is already running (exit 127 at once when the
     script is not there)."""
-    import os
-    import socket
-
     _logging(verbose)
     _check_option(script)
     from flexjob.agent.agent import ElasticAgent
-    from flexjob.agent.config import AgentConfig
+    from flexjob.agent.config import AgentConfig, default_node_id, default_replica_type
     from flexjob.agent.output import OutputConfig
 
     try:
@@ -237,7 +236,8 @@ def agent(
             target=script,
             args=tuple(script_args or ()),
             module=module and not run_path,
-            node_id=node_id or f"{socket.gethostname()}-{os.getpid()}",
+            node_id=node_id or default_node_id(),
+            replica_type=default_replica_type(),
             replica_index=replica_index,
             job_name=job_name,
             nproc_per_node=torchrun_flags.parse_nproc(nproc_per_node),

@@ -52,10 +52,12 @@ from flexjob.core.replica_plan import (
 from flexjob.core.replica_resources import (
     UnknownReplicaError,
     fold_resources,
+    oom_memory,
+    record_oom_relaunch,
     replica_resources,
     resolve_migrations,
 )
-from flexjob.core.replicas import Replica, Service, service_name
+from flexjob.core.replicas import OOM_KILLED, Replica, Service, service_name
 
 SUSPENDED_MESSAGE = "job is suspended"
 _WARNING_PHASES = (JobPhase.FAILED, JobPhase.RESTARTING)
@@ -93,6 +95,8 @@ def _failure(replica: Replica) -> str:
     """``replica NAME failed with exit code N``, and the last line of why when known."""
     code = "unknown" if replica.exit_code is None else str(replica.exit_code)
     text = f"replica {replica.name} failed with exit code {code}"
+    if replica.reason == OOM_KILLED:
+        text += f" ({OOM_KILLED})"
     last = replica.message.strip().rsplit("\n", 1)[-1].strip()
     return f"{text}: {last}" if last else text
 
@@ -349,6 +353,10 @@ class _Round:
             self.status.restart_count += 1 if counted else 0
             self.status.restarted_replicas.append(key)
             self.restarted = f"{failed}; restart {self.status.restart_count} of {limit}"
+            grown = oom_memory(self.job, self.status, r)
+            if grown is not None:
+                record_oom_relaunch(self.status, r, grown)
+                self.restarted += f" (OOMKilled: relaunched with {grown} MiB)"
             self._event("ReplicaFailed", self.restarted, EventType.WARNING)
             self._delete(r, "replaced after failure")
         return False

@@ -16,6 +16,12 @@ Two status fields hold them, both written by the operator only:
   resources on top of its type's. A later plan that *changes* the type's resources clears the
   type's per-replica entries (the newer decision wins); one restating them keeps them.
 
+A replica the platform reports ``OOMKilled`` (over its memory limit) is relaunched by the
+operator with more memory (``oom_memory``: the planner's one rule, ``core.planner.oom``, bounded
+by ``max_growth`` times the memory its spec declares), recorded in ``migratedReplicas`` like a
+plan's relaunch. A ``migratePods`` entry asking for resources the replica already has (a
+master's plan for the same OOM) relaunches nothing.
+
 Rendering sets the main container's requests *and* limits: ``cpu`` in cores (``"1.5"``),
 ``memory`` as ``"<MiB>Mi"``, ``gpu`` as ``nvidia.com/gpu``; other open fields of a
 ``ResourceSpec`` pass through by their own name. Keys a plan never set stay as the template has
@@ -36,8 +42,10 @@ from flexjob.api import (
     ScalePlan,
 )
 from flexjob.api.errors import InvalidSpecError
+from flexjob.api.quantity import memory_mib
 from flexjob.api.roles import ROLE_TRAITS
-from flexjob.core.replicas import Replica, short_replica_name
+from flexjob.core.planner.oom import OomConfig, plan_oom_memory
+from flexjob.core.replicas import OOM_KILLED, Replica, short_replica_name
 
 GPU_RESOURCE = "nvidia.com/gpu"
 
@@ -158,6 +166,11 @@ def resolve_migrations(
             and not r.deleting
             and r.phase is not ReplicaPhase.SUCCEEDED
         ]
+        had = (job.status or ElasticJobStatus()).migrated_replicas.get(
+            short_replica_name(rtype, index)
+        )
+        if had is not None and merge_resources(had, ref.resource) == had:
+            live = []  # it already runs with these resources: nothing to relaunch
         out.append(Migration(rtype, index, ref.resource, live[0] if live else None))
     if unknown:
         raise UnknownReplicaError(", ".join(unknown))
@@ -183,3 +196,43 @@ def fold_resources(
         migrated[m.short_name] = merge_resources(migrated.get(m.short_name), m.resource)
     status.replica_resources = by_type
     status.migrated_replicas = migrated
+
+
+def _declared_memory_mib(job: ElasticJob, rtype: ReplicaType) -> int | None:
+    """The memory limit the spec declares for ``rtype``'s main container (MiB), if any."""
+    spec = job.spec.replica_specs.get(rtype)
+    if spec is None or not spec.template.spec.containers:
+        return None
+    value = spec.template.spec.containers[0].resources.limits.get("memory")
+    try:
+        return None if value is None else memory_mib(value)
+    except ValueError:
+        return None
+
+
+def oom_memory(
+    job: ElasticJob, status: ElasticJobStatus, replica: Replica, config: OomConfig | None = None
+) -> int | None:
+    """The memory (MiB) to relaunch ``replica`` with, when the platform reports it
+    ``OOMKilled``: its limit x ``config.factor``, at most ``config.max_growth`` x the limit its
+    spec declares. None when it was not OOMKilled, ran without a limit (more memory means
+    nothing then), or already has the bound."""
+    if replica.reason != OOM_KILLED:
+        return None
+    config = config or OomConfig()
+    declared = _declared_memory_mib(job, replica.type)
+    planned = replica_resources(status, replica.type, replica.index)
+    current = planned.memory if planned is not None and planned.memory else declared
+    if current is None:
+        return None
+    new = plan_oom_memory(float(current), float(declared or current) * config.max_growth, config)
+    return None if new is None else int(new)
+
+
+def record_oom_relaunch(status: ElasticJobStatus, replica: Replica, memory_mib: int) -> None:
+    """Give ``replica``'s next incarnation ``memory_mib`` MiB (in place)."""
+    name = short_replica_name(replica.type, replica.index)
+    status.migrated_replicas = {
+        **status.migrated_replicas,
+        name: merge_resources(status.migrated_replicas.get(name), ResourceSpec(memory=memory_mib)),
+    }

@@ -12,6 +12,10 @@ from datetime import datetime
 
 from flexjob.api import PodTemplateSpec, ReplicaPhase, ReplicaType
 
+#: ``Replica.reason`` of a replica whose process the kernel's OOM killer ended over its memory
+#: limit (the word Kubernetes uses in a container's termination state).
+OOM_KILLED = "OOMKilled"
+
 
 def replica_name(job: str, replica_type: ReplicaType, index: int) -> str:
     """The name of replica ``index`` of ``replica_type`` in ``job``: ``<job>-<type>-<index>``."""
@@ -98,7 +102,8 @@ class Replica:
     ``uid`` differs between two incarnations of the same name; ``deleting`` is True while a
     delete is in progress (the name is still taken). ``exit_code`` is set once it finished;
     ``message`` then holds why, when the platform knows: the last lines of a failed replica's
-    output (locally) or its container's termination message (Kubernetes).
+    output (locally) or its container's termination message (Kubernetes); ``reason`` the one
+    word for it when the platform has one (``OOM_KILLED``; Kubernetes' ``Error``, ...).
     """
 
     namespace: str
@@ -115,6 +120,7 @@ class Replica:
     labels: Mapping[str, str] = field(default_factory=dict)
     deleting: bool = False
     message: str = ""
+    reason: str = ""
 
     @property
     def short_name(self) -> str:

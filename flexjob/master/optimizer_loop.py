@@ -9,7 +9,6 @@ the algorithms (``core.planner``) or the modes (``master.optimizer``).
 """
 
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -30,8 +29,6 @@ from flexjob.rpc.brain_client import BrainClient
 
 log = logging.getLogger(__name__)
 PlanSink = Callable[[ScalePlan], None]
-#: Failure reasons that mean "ran out of memory" (e.g. Kubernetes' OOMKilled, exit code 137).
-OOM_PATTERN = re.compile(r"\boom|out of memory|outofmemory|exit code 137", re.IGNORECASE)
 MIB = 2**20
 
 
@@ -186,7 +183,7 @@ class OptimizerLoop:
                 )
                 if rec.alive:
                     self._speed.observe(node_id, st.world_size, st.samples_per_second, st.step, now)
-            if rec.failures > failures and OOM_PATTERN.search(rec.last_failure):
+            if rec.failures > failures and planner.mentions_oom(rec.last_failure):
                 self.optimizer.observe_event(
                     planner.NodeEvent(
                         node_id,

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from flexjob.agent import oom
+from flexjob.agent.config import default_node_id, default_replica_type
 
 
 @pytest.mark.parametrize(
@@ -44,3 +45,11 @@ def test_oom_kills_reads_this_process_s_own_memory_cgroup(tmp_path: Path, versio
 
 def test_without_a_memory_cgroup_nothing_is_known(tmp_path: Path) -> None:
     assert oom.oom_kills(tmp_path) is None
+
+
+def test_an_agent_started_by_an_operator_is_named_for_its_replica() -> None:
+    env = {"FLEXJOB_REPLICA_TYPE": "ps", "FLEXJOB_REPLICA_INDEX": "2"}
+    assert default_node_id(env) == "ps-2"
+    assert default_replica_type(env) == "ps"
+    assert default_node_id({}).rsplit("-", 1)[1].isdigit()  # by hand: HOST-PID
+    assert default_replica_type({}) == "worker"

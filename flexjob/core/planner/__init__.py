@@ -6,7 +6,7 @@ memory. Each algorithm sits in its own module; ``optimize`` picks and runs them 
 
 from flexjob.core.planner.hot_ps import HotPsConfig, plan_hot_ps
 from flexjob.core.planner.initial import InitialPlanConfig, plan_initial
-from flexjob.core.planner.oom import OomConfig, plan_oom_memory
+from flexjob.core.planner.oom import OomConfig, mentions_oom, plan_oom_memory
 from flexjob.core.planner.optimize import (
     ALGORITHMS,
     Decision,
@@ -58,6 +58,7 @@ __all__ = [
     "apply_plans",
     "detect_events",
     "execute",
+    "mentions_oom",
     "merge",
     "optimize",
     "plan_hot_ps",

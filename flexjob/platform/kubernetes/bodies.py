@@ -99,20 +99,18 @@ def pod_body(request: ReplicaRequest, owner: Body | None) -> Body:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 
 
+def _terminated(status: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The first container's ``state.terminated`` (empty while none has ended)."""
+    for container in status.get("containerStatuses") or []:
+        terminated = (container.get("state") or {}).get("terminated")
+        if terminated:
+            return dict(terminated)
+    return {}
+
+
 def _exit_code(status: Mapping[str, Any]) -> int | None:
-    for container in status.get("containerStatuses") or []:
-        terminated = (container.get("state") or {}).get("terminated")
-        if terminated and terminated.get("exitCode") is not None:
-            return int(terminated["exitCode"])
-    return None
-
-
-def _termination_message(status: Mapping[str, Any]) -> str:
-    for container in status.get("containerStatuses") or []:
-        terminated = (container.get("state") or {}).get("terminated")
-        if terminated and terminated.get("message"):
-            return str(terminated["message"]).strip()
-    return ""
+    code = _terminated(status).get("exitCode")
+    return None if code is None else int(code)
 
 
 def replica_from_pod(pod: Mapping[str, Any]) -> Replica:
@@ -137,7 +135,8 @@ def replica_from_pod(pod: Mapping[str, Any]) -> Replica:
         created=parse_time(meta.get("creationTimestamp")),
         labels=labels,
         deleting=bool(meta.get("deletionTimestamp")),
-        message=_termination_message(status),
+        message=str(_terminated(status).get("message") or "").strip(),
+        reason=str(_terminated(status).get("reason") or ""),
     )
 
 

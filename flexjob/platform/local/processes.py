@@ -4,21 +4,29 @@ A replica is its main container's ``command + args`` run as a child process in i
 (so that stopping it stops everything it started), with the replica's environment on top of
 ours and its output appended to its log file. A small ``sh`` wrapper runs the command and
 writes its exit code to the replica's exit file, so the exit survives the process that started
-the replica (a restarted operator reads it instead of guessing). Not here: bookkeeping
-(``runtime.py``).
+the replica (a restarted operator reads it instead of guessing). A replica with a memory limit
+runs in its own memory cgroup (``platform.cgroups``: the wrapper moves itself there before the
+command starts, so everything the replica starts is counted), and the wrapper adds
+``OOMKilled`` to the exit file when the kernel's OOM killer ended a process there; where no
+cgroup can be made, the limit is the ``RLIMIT_AS`` of every process of the replica instead
+(virtual memory, per process: a coarser bound). Not here: bookkeeping (``runtime.py``).
 """
 
 import contextlib
 import logging
 import os
+import resource
 import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import psutil
+
+from flexjob.core.replicas import OOM_KILLED
+from flexjob.platform.cgroups import MemoryCgroup
 
 log = logging.getLogger(__name__)
 
@@ -26,10 +34,20 @@ log = logging.getLogger(__name__)
 STOP_GRACE_SECONDS = 5.0
 
 
-#: Runs "$@", then writes its exit code (128 + N when killed by signal N) to the file named by
-#: $0. SIGTERM/SIGINT/HUP reach the whole process group; the shell only notes them (a trap, so
-#: the command keeps default handling) and still waits for the command and records its exit.
-EXIT_WRAPPER = 'trap : TERM INT HUP; "$@"; code=$?; echo "$code" > "$0"; exit "$code"'
+#: Runs "$@" (after moving itself into the cgroup whose ``cgroup.procs`` is $1, when given),
+#: then writes its exit code (128 + N when killed by signal N) to the file named by $0, followed
+#: by " OOMKilled" when the counter file $2 (``memory.oom_control`` / ``memory.events``) counts
+#: an OOM kill. SIGTERM/SIGINT/HUP reach the whole process group; the shell only notes them (a
+#: trap, so the command keeps default handling) and still waits for the command and records
+#: its exit.
+EXIT_WRAPPER = (
+    "trap : TERM INT HUP; g=$1; e=$2; shift 2; "
+    'if [ -n "$g" ]; then echo $$ > "$g" || exit 125; fi; '
+    '"$@"; code=$?; r=; '
+    'if [ -n "$e" ]; then while read -r k v; do '
+    f'[ "$k" = oom_kill ] && [ "$v" != 0 ] && r=" {OOM_KILLED}"; done < "$e"; fi; '
+    'echo "$code$r" > "$0"; exit "$code"'
+)
 
 
 def _resolvable(command: str, env: Mapping[str, str], cwd: str | None) -> bool:
@@ -44,9 +62,12 @@ def spawn(
     log_file: Path,
     exit_file: Path,
     cwd: str | None = None,
+    cgroup: MemoryCgroup | None = None,
+    rlimit_bytes: int | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start ``argv`` with ``env`` added to this process's environment; output to ``log_file``,
-    its exit code to ``exit_file`` (see ``read_exit``). OSError when it cannot be started."""
+    its exit code to ``exit_file`` (see ``read_exit``), inside ``cgroup`` or under an
+    ``RLIMIT_AS`` of ``rlimit_bytes`` when given. OSError when it cannot be started."""
     full_env = {**os.environ, **env}
     if not argv or not _resolvable(argv[0], full_env, cwd):
         raise OSError(f"{argv[0] if argv else '(empty)'}: command not found")
@@ -54,9 +75,11 @@ def spawn(
     exit_file.parent.mkdir(parents=True, exist_ok=True)
     exit_file.unlink(missing_ok=True)
     with log_file.open("ab") as out:
+        procs, events = (str(cgroup.procs_file), str(cgroup.oom_file)) if cgroup else ("", "")
         return subprocess.Popen(
-            ["/bin/sh", "-c", EXIT_WRAPPER, str(exit_file), *argv],
+            ["/bin/sh", "-c", EXIT_WRAPPER, str(exit_file), procs, events, *argv],
             env=full_env,
+            preexec_fn=None if rlimit_bytes is None else _limit_address_space(rlimit_bytes),
             cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=out,
@@ -65,12 +88,35 @@ def spawn(
         )
 
 
+def exit_file_of(proc: subprocess.Popen[bytes]) -> Path:
+    """The exit file of a replica ``spawn`` started (its wrapper's ``$0``)."""
+    args = proc.args
+    assert isinstance(args, list)
+    return Path(args[3])
+
+
+def _limit_address_space(limit: int) -> Callable[[], None]:
+    def apply() -> None:  # in the child, before exec: inherited by all it starts
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    return apply
+
+
 def read_exit(exit_file: Path) -> int | None:
     """The exit code a replica's wrapper recorded; None when it recorded none (it was killed)."""
     try:
-        return int(exit_file.read_text().strip())
-    except (OSError, ValueError):
+        return int(exit_file.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
         return None
+
+
+def read_reason(exit_file: Path) -> str:
+    """Why the replica ended, as its wrapper recorded it (``OOMKilled``), else ``""``."""
+    try:
+        words = exit_file.read_text().split()
+    except OSError:
+        return ""
+    return words[1] if len(words) > 1 else ""
 
 
 def exit_code(returncode: int) -> int:

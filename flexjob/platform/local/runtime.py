@@ -29,7 +29,7 @@ from flexjob.api.quantity import cpu_cores, memory_mib, parse_quantity
 from flexjob.core.replica_resources import GPU_RESOURCE
 from flexjob.core.replicas import Replica, ReplicaRequest, Service, ServiceRequest
 from flexjob.platform.api import AlreadyExistsError, NotFoundError
-from flexjob.platform.local import processes
+from flexjob.platform.local import memory_limits, processes
 from flexjob.platform.local.db import Database
 from flexjob.platform.local.interpreter import own_interpreter
 from flexjob.platform.local.log_tail import log_tail
@@ -83,10 +83,13 @@ def resource_env(resources: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
-def _replica(row: tuple[Any, ...]) -> Replica:
+def _replica(row: tuple[Any, ...], home: Path) -> Replica:
     ns, name, job, rtype, idx, uid, phase, code, _pid, _owner, address, node, created = row[:13]
     labels, log_file, deleting = row[13:]
     failed = phase == ReplicaPhase.FAILED.value
+    message = log_tail(log_file) if failed and log_file else ""
+    finished = phase in (ReplicaPhase.FAILED.value, ReplicaPhase.SUCCEEDED.value)
+    exits = job_dir(home, ns, job) / "exits" / uid
     return Replica(
         namespace=ns,
         job=job,
@@ -101,7 +104,8 @@ def _replica(row: tuple[Any, ...]) -> Replica:
         created=datetime.fromtimestamp(created, UTC),
         labels=json.loads(labels),
         deleting=bool(deleting),
-        message=log_tail(log_file) if failed and log_file else "",
+        message=message,
+        reason=memory_limits.exit_reason(exits, failed, message) if finished else "",
     )
 
 
@@ -150,8 +154,14 @@ class LocalRuntime:
                 raise OSError("the replica's container has no command or args to run")
             env = {**resource_env(req.resources), **req.env}
             exits = self.exit_file(req.namespace, req.job, uid)
-            proc = processes.spawn(argv, env, path, exits, req.working_dir)
+            limit = memory_limits.enforce(
+                memory_limits.memory_limit_bytes(req.template), exits, uid
+            )
+            proc = processes.spawn(
+                argv, env, path, exits, req.working_dir, limit.cgroup, limit.rlimit_bytes
+            )
         except OSError as exc:
+            memory_limits.release(self.exit_file(req.namespace, req.job, uid))
             path.parent.mkdir(parents=True, exist_ok=True)
             with path.open("a") as out:
                 out.write(f"flexjob: cannot start {argv!r}: {exc}\n")
@@ -189,7 +199,7 @@ class LocalRuntime:
             ).fetchone()
         if row is None:
             raise NotFoundError(f"replica {namespace}/{name} not found")
-        return _replica(row)
+        return _replica(row, self.home)
 
     def refresh(self) -> None:
         """Record the exit of our children, and of other active replicas whose process is gone
@@ -198,12 +208,13 @@ class LocalRuntime:
             exited = [
                 (key, p.returncode) for key, p in self._children.items() if p.poll() is not None
             ]
-            exited_pids = [self._children.pop(key).pid for key, _ in exited]
+            exited_procs = [self._children.pop(key) for key, _ in exited]
             mine = set(self._children)
         for (ns, name), returncode in exited:
             self._set_exit(ns, name, processes.exit_code(returncode))
-        for pid in exited_pids:
-            processes.kill_leftovers(pid)
+        for proc in exited_procs:
+            processes.kill_leftovers(proc.pid)
+            memory_limits.release(processes.exit_file_of(proc))
         me = os.getpid()
         with self.db.reading() as conn:
             others = conn.execute(
@@ -222,6 +233,7 @@ class LocalRuntime:
             if code is None:
                 log.warning("replica %s/%s lost its owner process and is gone", ns, name)
             self._set_exit(ns, name, code)
+            memory_limits.release(self.exit_file(ns, job, uid))
 
     def adopt(self, namespace: str, job: str) -> list[str]:
         """Become the owner of ``job``'s active replicas whose owner process is gone (a killed
@@ -252,7 +264,7 @@ class LocalRuntime:
             proc = self._children.pop((namespace, name), None)
         with self.db.transaction() as conn:
             row = conn.execute(
-                "SELECT pid, phase, created FROM replicas WHERE namespace=? AND name=?",
+                "SELECT pid, phase, created, job, uid FROM replicas WHERE namespace=? AND name=?",
                 (namespace, name),
             ).fetchone()
             conn.execute(
@@ -262,6 +274,8 @@ class LocalRuntime:
             processes.stop_child(proc)
         elif row is not None and row[0] is not None and row[1] in _ACTIVE:
             processes.stop_pid(row[0], row[2])
+        if row is not None:
+            memory_limits.release(self.exit_file(namespace, row[3], row[4]))
         with self.db.transaction() as conn:
             conn.execute("DELETE FROM replicas WHERE namespace=? AND name=?", (namespace, name))
 
@@ -274,7 +288,7 @@ class LocalRuntime:
             query, args = query + " AND job=?", [*args, job]
         with self.db.reading() as conn:
             rows = conn.execute(query + " ORDER BY created, name", args).fetchall()
-        return [_replica(row) for row in rows]
+        return [_replica(row, self.home) for row in rows]
 
     def stop_children(self) -> None:
         """Stop every replica this process started (on shutdown), all at once with one grace
@@ -285,6 +299,8 @@ class LocalRuntime:
         codes = processes.stop_children(list(children.values()))
         for (ns, name), code in zip(children, codes, strict=True):
             self._set_exit(ns, name, code)
+        for proc in children.values():
+            memory_limits.release(processes.exit_file_of(proc))
 
     # --- services ------------------------------------------------------------------------------
     def _service_address(self, namespace: str, name: str) -> str | None:
