@@ -345,11 +345,13 @@ class ElasticAgent:
             else:
                 with MasterClient(c.master, NodeRef(ident.process_id)) as proc_client:
                     proc_client.report_failure(reason, code, restarting)
+        if over_limit:
+            # Not a give-up: the operator relaunches this replica with more memory, and the
+            # other nodes wait for it in the next round (no root cause for them to stop on).
+            return code
         if not restarting:
             why = (
-                "OOMKilled over the replica's memory limit (relaunched with more by the operator)"
-                if over_limit
-                else "the same failure twice in a row"
+                "the same failure twice in a row"
                 if repeated
                 else f"restarts used up ({self.restarts}/{c.max_restarts})"
             )
