@@ -70,6 +70,8 @@ ENV_MASTER_TOKEN = "FLEXJOB_MASTER_TOKEN"
 ENV_MASTER_TOKEN_FILE = "FLEXJOB_MASTER_TOKEN_FILE"
 # The brain's bearer token (``flexjob brain --token``; clients send it).
 ENV_BRAIN_TOKEN = "FLEXJOB_BRAIN_TOKEN"
+# The brain's database URL (``flexjob brain --db``; on a cluster from a Secret).
+ENV_BRAIN_DB = "FLEXJOB_BRAIN_DB"
 
 DEFAULT_NAMESPACE = "default"
 DEFAULT_MASTER_PORT = 50001
