@@ -18,8 +18,6 @@ from flexjob.core.replica_plan import desired_count
 from flexjob.scheduler.profilings import goodput_model
 
 GPU_RESOURCE = "nvidia.com/gpu"
-#: ``spec.priority`` as ``JobInfo.priority`` (higher is placed first).
-PRIORITY_RANK = {JobPriority.LOW: -1, JobPriority.NORMAL: 0, JobPriority.HIGH: 1}
 
 
 def job_key(job: ElasticJob) -> str:
@@ -98,6 +96,6 @@ def task_info(
         age=max((now - born).total_seconds(), 0.0) if born else 0.0,
         restarts=restarts,
         attained=attained,
-        priority=PRIORITY_RANK[job.spec.priority or JobPriority.NORMAL],
+        priority=JobPriority.rank_of(job.spec.priority),
         speedup=goodput_model(profilings).speedup,
     )
