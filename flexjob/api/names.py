@@ -70,6 +70,8 @@ ENV_MASTER_TOKEN = "FLEXJOB_MASTER_TOKEN"
 ENV_MASTER_TOKEN_FILE = "FLEXJOB_MASTER_TOKEN_FILE"
 # The brain's bearer token (``flexjob brain --token``; clients send it).
 ENV_BRAIN_TOKEN = "FLEXJOB_BRAIN_TOKEN"
+# The brain's database URL (``flexjob brain --db``; on a cluster from a Secret).
+ENV_BRAIN_DB = "FLEXJOB_BRAIN_DB"
 
 DEFAULT_NAMESPACE = "default"
 DEFAULT_MASTER_PORT = 50001
@@ -130,6 +132,9 @@ KV_PROFILINGS = "flexjob/profilings"
 # (n from 1).
 KV_FAILURES = "flexjob/failures"
 KV_FAILURE_PREFIX = "flexjob/failure/"
+# + node id: how many times an agent of that node started in this job (a restarted pod or agent
+# keeps its node id; from the second start on, the shards its previous workers held go back).
+KV_AGENT_STARTS_PREFIX = "flexjob/agent-starts/"
 
 # Prometheus metrics of a flexjob process (master, agent, operator, brain): where its /metrics
 # endpoint listens ("HOST:PORT"; port 0 picks a free one; "off" serves none; default

@@ -9,6 +9,7 @@ writes the bound address to ``<job-dir>/master.addr``. Not for the master's logi
 
 import logging
 import signal
+import socket
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -121,10 +122,19 @@ class MasterHandle:
 
 
 def _start_store(config: MasterConfig) -> tuple[Any, str]:
+    """The job's torch TCPStore, listening on the master's address only: torch's own
+    listener takes every interface whatever host it is given, and the store has no token, so
+    it gets a socket already bound to ``config.host`` (torch owns and closes it)."""
     from torch.distributed import TCPStore  # type: ignore[attr-defined]  # ~2 s import
 
-    store = TCPStore(config.host, 0, is_master=True, wait_for_workers=False)
-    return store, f"{config.public_host}:{store.port}"
+    family, kind, proto, _, addr = socket.getaddrinfo(config.host, 0, type=socket.SOCK_STREAM)[0]
+    with socket.socket(family, kind, proto) as listener:
+        listener.bind(addr)
+        listener.listen(socket.SOMAXCONN)
+        port = int(listener.getsockname()[1])
+        fd = listener.detach()
+    store = TCPStore(config.host, port, is_master=True, wait_for_workers=False, master_listen_fd=fd)
+    return store, f"{config.public_host}:{port}"
 
 
 def start_master(
