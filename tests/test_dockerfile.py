@@ -57,14 +57,26 @@ def pip_installs(commands: tuple[dockerfile.Command, ...]) -> list[list[str]]:
     return installs
 
 
-def test_the_image_installs_pinned_torch_then_the_project_and_nothing_else(
+def test_the_image_installs_pinned_torch_then_the_project_with_its_extras_only(
     commands: tuple[dockerfile.Command, ...],
 ) -> None:
     defaults = args(commands)
     [torch_pin] = [d for d in PYPROJECT["project"]["dependencies"] if d.startswith("torch")]
     installs = [[expand(w, defaults) for w in words] for words in pip_installs(commands)]
-    assert installs == [[torch_pin], ["."]]
+    extras = defaults["EXTRAS"].split(",")
+    assert installs == [[torch_pin], [f".[{','.join(extras)}]"]]
     assert defaults["TORCH_VARIANT"] == "cpu"
+
+
+def test_the_image_has_the_extras_every_deployed_component_imports(
+    commands: tuple[dockerfile.Command, ...],
+) -> None:
+    """The operator and allocator need ``kubernetes``, the server ``server``, the brain
+    ``brain``; each is an extra pyproject declares."""
+    extras = args(commands)["EXTRAS"].split(",")
+    declared = PYPROJECT["project"]["optional-dependencies"]
+    assert all(extra in declared for extra in extras), extras
+    assert {"kubernetes", "server", "brain"} <= set(extras)
 
 
 def test_the_gpu_variant_is_a_build_argument_of_the_torch_index(

@@ -21,6 +21,7 @@ EXTRA_MODULES = {
     "alembic": "alembic",
     "psycopg": "psycopg",
     "scikit-learn": "sklearn",
+    "gymnasium": "gymnasium",
 }
 BLOCKER = """
 import sys

@@ -43,10 +43,28 @@ class DistributionStrategy(StrEnum):
     CUSTOM = "Custom"
 
 
+# ``spec.priority``; ``rank`` is its number wherever an order is needed (the Allocator's
+# ``JobInfo.priority``, the operator's work queue): higher goes first. (No docstring: it would
+# become the CRD schema's description.)
 class JobPriority(StrEnum):
     LOW = "low"
     NORMAL = "normal"
     HIGH = "high"
+
+    @property
+    def rank(self) -> int:
+        return _PRIORITY_RANK[self]
+
+    @staticmethod
+    def rank_of(priority: "JobPriority | str | None") -> int:
+        """The rank of a stored priority (None or unknown text: normal's)."""
+        try:
+            return JobPriority(priority or JobPriority.NORMAL).rank
+        except ValueError:
+            return JobPriority.NORMAL.rank
+
+
+_PRIORITY_RANK = {JobPriority.LOW: -1, JobPriority.NORMAL: 0, JobPriority.HIGH: 1}
 
 
 class OptimizeMode(StrEnum):

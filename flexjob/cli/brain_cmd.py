@@ -2,7 +2,7 @@
 
 import typer
 
-from flexjob.api.names import ENV_BRAIN_TOKEN
+from flexjob.api.names import ENV_BRAIN_DB, ENV_BRAIN_TOKEN
 
 
 def register(app: typer.Typer) -> None:
@@ -13,8 +13,11 @@ def brain(
     db: str = typer.Option(
         "",
         "--db",
+        envvar=ENV_BRAIN_DB,
+        show_envvar=False,
         help="Database URL: sqlite:///path or postgresql+psycopg://user:pw@host/db. "
-        "Default: an SQLite file in $FLEXJOB_HOME (~/.flexjob).",
+        f"Default: ${ENV_BRAIN_DB}, else an SQLite file in $FLEXJOB_HOME (~/.flexjob). Prefer "
+        "the environment variable for a URL with a password (a command line is visible).",
     ),
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
     port: int = typer.Option(50100, help="Port to listen on (0: any free port)."),

@@ -4,14 +4,20 @@ Many events about one job (its pods, its ScalePlans, its status) collapse into o
 entry, so the operator does one pass per burst instead of one per event. Records how long each
 pass took (``durations``) for the benchmark and for logs. Not a rate limiter or a retry policy:
 a failed pass is logged and re-queued once after ``retry_delay``.
+
+Jobs waiting in the queue come out highest ``spec.priority`` first (``JobPriority.rank``), then
+in arrival order, so a burst of new jobs is created in priority order. An event that does not
+carry the job's priority (a pod's, a ScalePlan's) keeps the rank last given for that job.
 """
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable
 
+from flexjob.api import JobPriority
 from flexjob.operator import observing
 
 logger = logging.getLogger(__name__)
@@ -20,7 +26,7 @@ JobKey = tuple[str, str]
 
 
 class JobQueue:
-    """``put((namespace, name))`` from handlers; ``run()`` drains it until cancelled."""
+    """``put((namespace, name), rank)`` from handlers; ``run()`` drains it until cancelled."""
 
     def __init__(
         self,
@@ -31,20 +37,30 @@ class JobQueue:
         self._handle = handle
         self._workers = workers
         self._retry_delay = retry_delay
-        self._queue: asyncio.Queue[JobKey] = asyncio.Queue()
+        self._queue: asyncio.PriorityQueue[tuple[int, int, JobKey]] = asyncio.PriorityQueue()
+        self._order = itertools.count()
+        self._ranks: dict[JobKey, int] = {}
         self._pending: set[JobKey] = set()
         self._running: set[JobKey] = set()
         self._again: set[JobKey] = set()
         #: Seconds each pass took, in completion order.
         self.durations: list[float] = []
 
-    def put(self, key: JobKey) -> None:
+    def put(self, key: JobKey, rank: int | None = None) -> None:
+        """Queue ``key``; ``rank``: its job's ``JobPriority.rank`` when the event carries it."""
+        if rank is not None:
+            self._ranks[key] = rank
         if key in self._running:
             self._again.add(key)  # picked up again once the running pass ends
         elif key not in self._pending:
             self._pending.add(key)
-            self._queue.put_nowait(key)
+            order = -self._ranks.get(key, JobPriority.NORMAL.rank)
+            self._queue.put_nowait((order, next(self._order), key))
             observing.queue_depth(len(self._pending))
+
+    def forget(self, key: JobKey) -> None:
+        """The job is gone: drop its remembered rank."""
+        self._ranks.pop(key, None)
 
     @property
     def idle(self) -> bool:
@@ -57,7 +73,7 @@ class JobQueue:
 
     async def _work(self) -> None:
         while True:
-            key = await self._queue.get()
+            _, _, key = await self._queue.get()
             self._pending.discard(key)
             observing.queue_depth(len(self._pending))
             self._running.add(key)

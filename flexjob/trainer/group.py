@@ -69,11 +69,25 @@ def destroy_group() -> None:
         log.debug("destroying a broken process group: %s", exc)
 
 
+def _reset_group_names() -> None:
+    """Name the next default group as a fresh process would (``"0"``).
+
+    torch names the default group after a counter that ``init_process_group`` bumps before it
+    connects and only ``destroy_process_group`` resets: after a failed init (a peer that never
+    came, e.g. one stopped with SIGSTOP) this process would look up its peers under
+    ``pg//1/...`` while every other rank of the next world uses ``pg//0/...``, and forming it
+    would time out. Every rank must use the same name, so it is reset before each init."""
+    c10d = dist.distributed_c10d
+    if not dist.is_initialized():
+        c10d._world.group_count = 0
+
+
 def form_group(
     gen: Generation, rank: int, world_size: int, stores: StoreCache, timeout_s: float
 ) -> None:
     """Create the default process group of ``gen`` (blocks until all its ranks arrive)."""
     destroy_group()
+    _reset_group_names()
     prefix = gen.store_prefix or f"flexjob/round-{gen.round}"
     store = PrefixStore(prefix.rstrip("/") + "/pg/", stores.get(gen.store_address))
     dist.init_process_group(

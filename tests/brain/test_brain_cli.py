@@ -48,3 +48,26 @@ def test_brain_defaults_to_sqlite_in_flexjob_home(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def test_brain_takes_its_database_url_from_flexjob_brain_db(tmp_path: Path) -> None:
+    """On a cluster the URL (with its password) comes from a Secret as $FLEXJOB_BRAIN_DB."""
+    db = tmp_path / "from-env.sqlite"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flexjob", "brain", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={
+            **os.environ,
+            "FLEXJOB_HOME": str(tmp_path / "home"),
+            "FLEXJOB_BRAIN_DB": f"sqlite:///{db}",
+        },
+    )
+    try:
+        assert proc.stdout is not None
+        assert f"sqlite:///{db}" in proc.stdout.readline()
+        assert db.exists() and not (tmp_path / "home" / "brain.sqlite").exists()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)

@@ -97,6 +97,28 @@ def digits_job(epochs: int = 3, step_delay: float = 0.0, workers: int = 2) -> di
     return body
 
 
+#: The chaos suite's digits script: it logs every sample it trains (``check_samples``).
+CHAOS_SCRIPT = "tests/chaos/chaos_train.py"
+
+
+def sample_logging_job(
+    log_dir: Path,
+    epochs: int,
+    step_delay: float = 0.02,
+    workers: int = 2,
+    script: str = CHAOS_SCRIPT,
+    env: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """The digits job running ``script`` (the chaos suite's trainer, or a wrapper of it) so
+    that every sample each rank trains is logged under ``log_dir``."""
+    body = digits_job(workers=workers)
+    main = body["spec"]["replicaSpecs"]["worker"]["template"]["spec"]["containers"][0]
+    main["args"] = [script, "--epochs", str(epochs), "--step-delay", str(step_delay)]
+    values = {"CHAOS_LOG_DIR": str(log_dir), **(env or {})}
+    main["env"] = [{"name": k, "value": v} for k, v in values.items()]
+    return body
+
+
 #: The claim implicit masters keep their state on (``flexjob operator --job-master-state-claim``).
 STATE_CLAIM = "flexjob-masters"
 

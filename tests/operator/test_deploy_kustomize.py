@@ -1,4 +1,5 @@
-"""deploy/kustomize: the install a cluster user applies (operator, server, allocator), kept
+"""deploy/kustomize: the install a cluster user applies (operator, server, allocator, brain on
+PostgreSQL), kept
 equal to what ``flexjob manifests install`` generates, rendered by ``kubectl kustomize`` and
 applied to the emulated cluster with ``kubectl apply -k``."""
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from flexjob.api.names import ENV_BRAIN_DB, ENV_BRAIN_TOKEN
 from flexjob.operator.manifests import install_manifests
 from tests.support.k8s_emulator import K8sEmulator
 from tests.support.k8s_fixtures import CERT_MANAGER, REPO, in_thread, use_kubeconfig
@@ -28,7 +30,7 @@ def test_operator_yaml_is_what_flexjob_manifests_install_generates() -> None:
 def test_server_and_allocator_run_the_operator_image_as_non_root() -> None:
     [operator] = [d for d in install_manifests() if d["kind"] == "Deployment"]
     image = operator["spec"]["template"]["spec"]["containers"][0]["image"]  # type: ignore[index]
-    for name in ("server.yaml", "allocator.yaml"):
+    for name in ("server.yaml", "allocator.yaml", "brain.yaml"):
         [deployment] = [d for d in documents(BASE / name) if d["kind"] == "Deployment"]
         spec = deployment["spec"]["template"]["spec"]  # type: ignore[index]
         [container] = spec["containers"]
@@ -43,6 +45,23 @@ def test_the_server_listening_beyond_loopback_requires_its_token() -> None:
     assert "0.0.0.0" in container["args"]
     [token] = [e for e in container["env"] if e["name"] == "FLEXJOB_SERVER_TOKEN"]
     assert token["valueFrom"]["secretKeyRef"]["name"] == "flexjob-server-token"
+
+
+def test_the_brain_takes_its_token_and_database_url_from_secrets() -> None:
+    """Beyond loopback the brain requires its token; the database URL (with PostgreSQL's
+    password) is $FLEXJOB_BRAIN_DB from the secret whose password PostgreSQL is set up with."""
+    [brain] = [d for d in documents(BASE / "brain.yaml") if d["kind"] == "Deployment"]
+    [container] = brain["spec"]["template"]["spec"]["containers"]  # type: ignore[index]
+    assert "0.0.0.0" in container["args"] and "--db" not in container["args"]
+    env = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in container["env"]}
+    assert env[ENV_BRAIN_TOKEN] == {"name": "flexjob-brain-token", "key": "token"}
+    assert env[ENV_BRAIN_DB] == {"name": "flexjob-brain-db", "key": "url"}
+    [postgres] = [d for d in documents(BASE / "postgres.yaml") if d["kind"] == "StatefulSet"]
+    [db] = postgres["spec"]["template"]["spec"]["containers"]  # type: ignore[index]
+    [password] = [e for e in db["env"] if e["name"] == "POSTGRES_PASSWORD"]
+    assert password["valueFrom"]["secretKeyRef"] == {"name": "flexjob-brain-db", "key": "password"}
+    [service] = [d for d in documents(BASE / "postgres.yaml") if d["kind"] == "Service"]
+    assert service["spec"]["selector"] == postgres["spec"]["selector"]["matchLabels"]  # type: ignore[index]
 
 
 def kubectl(*args: str) -> subprocess.CompletedProcess[str]:
@@ -66,6 +85,9 @@ async def test_kubectl_apply_k_installs_everything_on_the_cluster(
     deployments = k8s_emulator.store.select(k8s_emulator.kind("apps", "v1", "deployments"), None)
     assert sorted(d["metadata"]["name"] for d in deployments) == [
         "flexjob-allocator",
+        "flexjob-brain",
         "flexjob-operator",
         "flexjob-server",
     ]
+    statefulsets = k8s_emulator.store.select(k8s_emulator.kind("apps", "v1", "statefulsets"), None)
+    assert [s["metadata"]["name"] for s in statefulsets] == ["flexjob-postgres"]

@@ -2,6 +2,7 @@
 
 import asyncio
 
+from flexjob.api import JobPriority
 from flexjob.operator.work_queue import JobKey, JobQueue
 
 
@@ -65,3 +66,47 @@ async def test_a_failed_pass_is_retried() -> None:
         await asyncio.sleep(0.01)
     task.cancel()
     assert calls == 2
+
+
+async def test_waiting_jobs_are_reconciled_highest_priority_first() -> None:
+    seen: list[JobKey] = []
+
+    async def handle(key: JobKey) -> None:
+        seen.append(key)
+
+    queue = JobQueue(handle, workers=1)
+    queue.put(("ns", "low"), JobPriority.LOW.rank)
+    queue.put(("ns", "normal-1"), JobPriority.NORMAL.rank)
+    queue.put(("ns", "high"), JobPriority.HIGH.rank)
+    queue.put(("ns", "normal-2"))  # a pod event: no priority, normal
+    task = await run_queue(queue)
+    await queue.wait_idle(5)
+    task.cancel()
+    assert [name for _, name in seen] == ["high", "normal-1", "normal-2", "low"]
+
+
+async def test_an_event_without_a_priority_keeps_the_jobs_rank() -> None:
+    seen: list[JobKey] = []
+
+    async def handle(key: JobKey) -> None:
+        seen.append(key)
+
+    queue = JobQueue(handle, workers=1)
+    queue.put(("ns", "a"), JobPriority.NORMAL.rank)
+    queue.put(("ns", "b"), JobPriority.HIGH.rank)
+    task = await run_queue(queue)
+    await queue.wait_idle(5)
+    task.cancel()
+    seen.clear()
+    queue.put(("ns", "a"))  # e.g. a pod of a: still normal
+    queue.put(("ns", "b"))  # a pod of b: still high
+    task = await run_queue(queue)
+    await queue.wait_idle(5)
+    task.cancel()
+    assert [name for _, name in seen] == ["b", "a"]
+
+
+def test_priority_ranks_order_low_normal_high() -> None:
+    assert JobPriority.LOW.rank < JobPriority.NORMAL.rank < JobPriority.HIGH.rank
+    assert JobPriority.rank_of(None) == JobPriority.NORMAL.rank
+    assert JobPriority.rank_of("high") == JobPriority.HIGH.rank

@@ -31,6 +31,7 @@ BUILTIN_SHORT_NAMES = {
     "pods": ["po"],
     "serviceaccounts": ["sa"],
     "services": ["svc"],
+    "statefulsets": ["sts"],
 }
 OPENAPI_V2_PROTOBUF = "application/octet-stream"
 _VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]

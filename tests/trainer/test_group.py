@@ -1,8 +1,15 @@
 from __future__ import annotations
 
-import torch.distributed as dist
+import multiprocessing as mp
+import time
+from multiprocessing.queues import Queue
 
-from flexjob.trainer.group import is_collective_error
+import torch
+import torch.distributed as dist
+from torch.distributed import TCPStore  # type: ignore[attr-defined]
+
+from flexjob.trainer.group import StoreCache, destroy_group, form_group, is_collective_error
+from flexjob.trainer.world import Generation
 
 
 def test_gloo_peer_errors_are_collective_errors() -> None:
@@ -14,3 +21,49 @@ def test_gloo_peer_errors_are_collective_errors() -> None:
 def test_user_errors_are_not_collective_errors() -> None:
     assert not is_collective_error(ValueError("shapes do not match"))
     assert not is_collective_error(RuntimeError("mat1 and mat2 shapes cannot be multiplied"))
+
+
+def _form_twice(address: str, rank: int, fail_first: bool, out: Queue[str]) -> None:
+    """In a fresh process: optionally fail to form a 2-rank world alone, then form one with the
+    peer and all-reduce; puts "ok <sum>" or the error on ``out``."""
+    stores = StoreCache(30.0)
+    try:
+        if fail_first:
+            lonely = Generation(1, rank, 2, address, "job/round-1/")
+            try:
+                form_group(lonely, rank, 2, stores, 2.0)
+            except Exception as exc:
+                if not is_collective_error(exc):
+                    raise
+        gen = Generation(2, rank, 2, address, "job/round-2/")
+        form_group(gen, rank, 2, stores, 20.0)
+        t = torch.ones(1)
+        dist.all_reduce(t)
+        out.put(f"ok {int(t.item())}")
+        destroy_group()
+    except Exception as exc:
+        out.put(f"{type(exc).__name__}: {exc}"[:300])
+
+
+def test_a_rank_whose_world_failed_to_form_joins_the_next_world() -> None:
+    """A rank that timed out forming a world (its peer was stopped) and then forms the next
+    one with a fresh peer uses the same store keys as that peer (torch's group name is reset)."""
+    store = TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
+    address = f"127.0.0.1:{store.port}"
+    ctx = mp.get_context("spawn")
+    out: Queue[str] = ctx.Queue()
+    procs = [
+        ctx.Process(target=_form_twice, args=(address, 0, True, out)),
+        ctx.Process(target=_form_twice, args=(address, 1, False, out)),
+    ]
+    procs[0].start()
+    time.sleep(0.1)
+    procs[1].start()
+    try:
+        results = [out.get(timeout=90) for _ in procs]
+    finally:
+        for p in procs:
+            p.join(10)
+            if p.is_alive():
+                p.kill()
+    assert results == ["ok 2", "ok 2"], results

@@ -13,6 +13,7 @@ from typing import Any
 
 import kopf
 
+from flexjob.api import JobPriority
 from flexjob.api.names import GROUP, LABEL_JOB_NAME, PLURAL_JOB, PLURAL_SCALE_PLAN, VERSION
 from flexjob.operator.work_queue import JobQueue
 from flexjob.platform.api import Platform
@@ -42,8 +43,11 @@ def register_handlers(
 
     @kopf.on.event(GROUP, VERSION, PLURAL_JOB, registry=registry)
     def job_event(type: str | None, body: kopf.Body, **_: Any) -> None:
-        if type != "DELETED" and not body.metadata.get("deletionTimestamp"):
-            queue.put((body.metadata.namespace or "", body.metadata.name or ""))
+        key = (body.metadata.namespace or "", body.metadata.name or "")
+        if type == "DELETED":
+            queue.forget(key)
+        elif not body.metadata.get("deletionTimestamp"):
+            queue.put(key, JobPriority.rank_of(body.spec.get("priority")))
 
     @kopf.on.event(GROUP, VERSION, PLURAL_SCALE_PLAN, registry=registry)
     def scale_plan_event(body: kopf.Body, **_: Any) -> None:
