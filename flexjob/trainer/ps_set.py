@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from flexjob.api import names
 from flexjob.core.ps.optim import OptimizerSpec
-from flexjob.core.ps.partition import RowSplit, assign_dense, split_ids
+from flexjob.core.ps.partition import RowSplit, assign_dense, row_owners, split_ids
 from flexjob.core.ps.store import ModelSpec
 from flexjob.core.ps.table import TableSpec
 from flexjob.rpc.client import MasterClient
@@ -84,15 +84,25 @@ class PsSet:
         return created
 
     # ---- embedding rows ----
-    def lookup(self, table: str, ids: npt.NDArray[np.int64]) -> tuple[Floats, RowSplit]:
+    def lookup(
+        self,
+        table: str,
+        ids: npt.NDArray[np.int64],
+        push: tuple[npt.NDArray[np.int64], Floats] | None = None,
+    ) -> tuple[Floats, RowSplit]:
         """Rows of the *unique* ids of ``ids`` (``split.unique`` order) from every PS at once,
-        and the split (``rows[split.inverse]`` gives one row per input id)."""
+        and the split (``rows[split.inverse]`` gives one row per input id). ``push``: row
+        gradients (ids, one row each; duplicates summed) of an earlier step, sent in the same
+        call to each PS, which applies them before its lookup: one round trip per PS."""
         split = split_ids(ids, self.num_ps)
-        pending = [
-            (ps, self.clients[ps].lookup_async(table, split.ids[ps]))
-            for ps in range(self.num_ps)
-            if split.ids[ps].size
-        ]
+        if push is None:
+            pending = [
+                (ps, self.clients[ps].lookup_async(table, split.ids[ps]))
+                for ps in range(self.num_ps)
+                if split.ids[ps].size
+            ]
+        else:
+            pending = self._push_lookup(table, split, *push)
         rows: Floats | None = None
         for ps, call in pending:
             got = call.result()
@@ -102,6 +112,21 @@ class PsSet:
         if rows is None:
             rows = np.empty((0, 0), dtype=np.float32)
         return rows, split
+
+    def _push_lookup(
+        self, table: str, split: RowSplit, push_ids: npt.NDArray[np.int64], grads: Floats
+    ) -> list[tuple[int, Pending[Floats]]]:
+        owners = row_owners(push_ids, self.num_ps)
+        pending = []
+        for ps in range(self.num_ps):
+            mine = owners == ps
+            if not (split.ids[ps].size or mine.any()):
+                continue
+            call = self.clients[ps].push_lookup_async(
+                table, split.ids[ps], push_ids[mine], grads[mine]
+            )
+            pending.append((ps, call.then(lambda answer: answer[1])))
+        return pending
 
     def push_rows(self, table: str, split: RowSplit, grads: Floats) -> list[Pending[int]]:
         """Send the gradients of ``split.unique`` rows to their PS; the calls in flight."""
