@@ -254,6 +254,7 @@ class ElasticAgent:
     # ---- supervision ----
     def _supervise(self) -> int:
         c = self.config
+        self._announce_start()
         self.workers = [self._spawn(i) for i in range(c.nproc_per_node)]
         self._join_and_start(self.workers)
         while True:
@@ -340,16 +341,14 @@ class ElasticAgent:
             elif w.output.tail():
                 reason += f": {w.output.tail()[-1]}"
             log.warning("node %s: %s (restarting=%s)", c.node_id, reason, restarting)
-            if ident.process_id == c.node_id:
-                self.client.report_failure(reason, code, restarting)
-            else:
-                with MasterClient(c.master, NodeRef(ident.process_id)) as proc_client:
-                    proc_client.report_failure(reason, code, restarting)
+            self._report_failure(ident.process_id, reason, code, restarting)
+        if over_limit:
+            # Not a give-up: the operator relaunches this replica with more memory, and the
+            # other nodes wait for it in the next round (no root cause for them to stop on).
+            return code
         if not restarting:
             why = (
-                "OOMKilled over the replica's memory limit (relaunched with more by the operator)"
-                if over_limit
-                else "the same failure twice in a row"
+                "the same failure twice in a row"
                 if repeated
                 else f"restarts used up ({self.restarts}/{c.max_restarts})"
             )
@@ -372,6 +371,29 @@ class ElasticAgent:
         in_place = self._in_place()
         self._restart(failed if in_place else self.workers)
         return None
+
+    def _report_failure(self, process_id: str, reason: str, code: int, restarting: bool) -> None:
+        """Tell the master that the worker ``process_id`` of this node failed (its shards go
+        back to the queue when ``restarting``)."""
+        if process_id == self.config.node_id:
+            self.client.report_failure(reason, code, restarting)
+            return
+        with MasterClient(self.config.master, NodeRef(process_id)) as proc_client:
+            proc_client.report_failure(reason, code, restarting)
+
+    def _announce_start(self) -> None:
+        """A restarted agent (a relaunched pod or process) keeps its node id, and the master
+        would wait forever for the shards its previous workers held (its heartbeats never
+        stop, so the node never expires): from the second start of a node id on, report the
+        previous workers as failed, which returns their shards to the queue."""
+        c = self.config
+        starts = self.client.kv_add(names.KV_AGENT_STARTS_PREFIX + c.node_id, 1)
+        if starts <= 1:
+            return
+        reason = f"the node's agent restarted (start {starts}): its previous workers are gone"
+        log.warning("node %s: %s", c.node_id, reason)
+        for local_rank in range(c.nproc_per_node):
+            self._report_failure(self._identity(local_rank).process_id, reason, -1, True)
 
     def _restart(self, which: list[Worker]) -> None:
         for w in which:

@@ -71,6 +71,12 @@ def operator(
         help="PersistentVolumeClaim (in each job's namespace) that implicit job masters keep "
         "their state on, so a relaunched master continues [none: it starts afresh].",
     ),
+    brain_token_secret: str = typer.Option(
+        "",
+        help="Secret (key 'token', in each job's namespace) holding the brain's bearer token: "
+        "implicit job masters of jobs with spec.brainService read it as $FLEXJOB_BRAIN_TOKEN "
+        "(never on a command line) [none].",
+    ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),
 ) -> None:
     """Run the flexjob operator: reconcile ElasticJobs and ScalePlans into pods and services.
@@ -119,6 +125,7 @@ def operator(
         job_master_image=os.environ.get(ENV_IMAGE) or None,
         metrics_addr=metrics_addr,
         job_master_state_claim=job_master_state_claim,
+        job_master_brain_token_secret=brain_token_secret,
     )
     platform = KubernetesPlatform.from_config(options.kubeconfig, context, server)
     try:

@@ -21,6 +21,7 @@ from flexjob.rpc.gen import ps_pb2 as pb
 from flexjob.rpc.gen import ps_pb2_grpc as pb_grpc
 from flexjob.rpc.ps_api import PsStats
 from flexjob.rpc.ps_convert import configure_to_pb, stats_from_pb, tensor_from_pb, tensor_to_pb
+from flexjob.rpc.ps_gate import SET_VERSION_HEADER
 from flexjob.rpc.ps_server import GRPC_OPTIONS
 from flexjob.rpc.retry import answered_error, call_with_retry
 
@@ -66,12 +67,18 @@ class PsClient:
         timeout: float = 30.0,
         retry_deadline: float = 60.0,
         token: str | None = None,
+        set_version: int | None = None,
     ):
         """``token``: the job's master token, which PS replicas require too (default: from
-        the environment, ``rpc.auth.master_token``)."""
+        the environment, ``rpc.auth.master_token``). ``set_version``: the PS-set version the
+        caller resolved (sent with each call, ``rpc.ps_gate``; a PS of a newer set refuses
+        the call with ``PsSetChangedError``)."""
         self.address = address
         token = token if token is not None else master_token()
-        self._metadata = ((AUTHORIZATION, bearer(token)),) if token else None
+        headers = [(AUTHORIZATION, bearer(token))] if token else []
+        if set_version is not None:
+            headers.append((SET_VERSION_HEADER, str(set_version)))
+        self._metadata = tuple(headers) or None
         self._timeout = timeout
         self._retry_deadline = retry_deadline
         self._channel = grpc.insecure_channel(address, options=GRPC_OPTIONS)

@@ -7,7 +7,7 @@ serving. Not where PS logic lives (``flexjob.ps.service`` is).
 """
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent import futures
 from typing import TypeVar
 
@@ -109,17 +109,24 @@ def serve_ps(
     port: int = 0,
     max_workers: int = 16,
     token: str | None = None,
+    interceptors: Sequence[grpc.ServerInterceptor] = (),
+    register: Callable[[grpc.Server], None] | None = None,
 ) -> RunningServer:
     """Start serving ``backend`` on ``host:port`` (0: a free port); returns at once. With
     ``token`` (the job's master token) every call must present it; without one only a
-    loopback ``host`` is allowed (``rpc.auth.InsecureBindError``), as for the job master."""
+    loopback ``host`` is allowed (``rpc.auth.InsecureBindError``), as for the job master.
+    ``interceptors`` run after the token check (``rpc.ps_gate``); ``register`` adds more
+    services on the same port (``rpc.ps_control.add_control``)."""
     check_bind(host, token, f"set {ENV_MASTER_TOKEN} or {ENV_MASTER_TOKEN_FILE}")
+    chain = [TokenInterceptor(token)] if token else []
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="ps-rpc"),
-        interceptors=[TokenInterceptor(token)] if token else None,
+        interceptors=[*chain, *interceptors] or None,
         options=[("grpc.so_reuseport", 0), *GRPC_OPTIONS],
     )
     pb_grpc.add_ParameterServerServicer_to_server(PsServicer(backend), server)  # type: ignore[no-untyped-call]
+    if register is not None:
+        register(server)
     bound = server.add_insecure_port(f"{host}:{port}")
     if bound == 0:
         raise OSError(f"cannot bind the PS server to {host}:{port}")

@@ -1,14 +1,17 @@
 """The live ``Allocator``: runs a policy over the jobs in a platform's job store and writes
 ``status.allocation`` (and, for preemptible jobs, ``status.replicas``).
 
-Each ``step``: list unfinished jobs, build each one's ``JobInfo`` (``jobview``; speedup fitted
-from its profilings), run ``core.policies.schedule_round`` (new jobs placed with ``allocate``;
-every ``period`` seconds preemptible jobs re-planned with ``optimize``), and write what changed.
+Each ``step``: list unfinished jobs, build a ``JobInfo`` for each type of each job it places
+(``jobview``: every scalable type — a DIJob v2's learner, collector and evaluator alike —
+keyed ``namespace/name/type``; speedup fitted from its profilings), run
+``core.policies.schedule_round`` (new jobs placed with ``allocate``; every ``period`` seconds
+preemptible jobs re-planned with ``optimize``), and write what changed.
 ``status.allocation[type]`` lists one node per replica, index-aligned with the replica index;
 the operator places replica ``i`` on that node (Kubernetes: node selector; local: a label).
-Each job's attained service (what ``core.policies.service`` orders by) is integrated here between
-steps: the replicas of its current allocation times the seconds since the last step, in
-GPU-seconds (a replica that needs no GPU counts as one), kept in memory — an Allocator that
+Each job's attained service (what ``core.policies.service`` orders by, so it decides which job's
+tasks win a conflict for nodes) is integrated here between steps: the replicas of all its
+types' current allocations times the seconds since the last step, in GPU-seconds (a replica
+that needs no GPU counts as one), shared by all its tasks, kept in memory — an Allocator that
 restarts starts everyone at 0, which only reorders jobs, never over-commits.
 Non-preemptible jobs keep their replica count and, once placed, their nodes. A job whose
 ``status.replicas`` was changed by hand (the server) no longer matches its allocation and is
@@ -25,11 +28,16 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from flexjob.api import ElasticJob
-from flexjob.api.roles import scaling_target
+from flexjob.api import ElasticJob, ReplicaType
 from flexjob.core.policies import JobInfo, NodeInfo, Policy, PolicyError, schedule_round
 from flexjob.platform.api import NotFoundError, Platform
-from flexjob.scheduler.jobview import job_info, job_key, replica_resources
+from flexjob.scheduler.jobview import (
+    job_infos,
+    job_key,
+    placed_types,
+    replica_resources,
+    task_key,
+)
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +85,7 @@ class Allocator:
         self.period = period
         self.namespace = namespace
         self.clock = clock
+        #: Task key -> how many times its allocation moved.
         self.restarts: dict[str, int] = {}
         #: Job key -> attained service in GPU-seconds (see the module docstring).
         self.attained: dict[str, float] = {}
@@ -86,12 +95,12 @@ class Allocator:
     def _current(self, jobs: Sequence[ElasticJob]) -> dict[str, list[str]]:
         previous: dict[str, list[str]] = {}
         for job in jobs:
-            rtype = scaling_target(job.spec.replica_specs)
-            if rtype is None or job.status is None:
+            if job.status is None:
                 continue
-            placed = list(job.status.allocation.get(rtype, []))
-            if placed and all(placed):
-                previous[job_key(job)] = placed
+            for rtype in placed_types(job):
+                placed = list(job.status.allocation.get(rtype, []))
+                if placed and all(placed):
+                    previous[task_key(job, rtype)] = placed
         return previous
 
     def step(self) -> dict[str, list[str]]:
@@ -105,13 +114,13 @@ class Allocator:
         previous = self._current(jobs)
         self._attain(jobs, previous, now)
         infos: list[JobInfo] = []
-        by_key: dict[str, ElasticJob] = {}
+        by_key: dict[str, tuple[ElasticJob, ReplicaType]] = {}
         for job in jobs:
-            key = job_key(job)
-            info = job_info(job, now, self.restarts.get(key, 0), self.attained.get(key, 0.0))
-            if info is not None:
+            for rtype, info in job_infos(
+                job, now, self.restarts, self.attained.get(job_key(job), 0.0)
+            ):
                 infos.append(info)
-                by_key[info.id] = job
+                by_key[info.id] = (job, rtype)
         for info in infos:  # a job resized by hand (server, CLI) is a new request: place afresh
             placed = previous.get(info.id)
             if placed and len(placed) != info.replicas:
@@ -139,7 +148,7 @@ class Allocator:
                 continue
             if old and new:
                 self.restarts[info.id] = self.restarts.get(info.id, 0) + 1
-            if self._write(by_key[info.id], info, new):
+            if self._write(*by_key[info.id], info, new):
                 changed[info.id] = new
         return changed
 
@@ -149,20 +158,18 @@ class Allocator:
         """Add the service each placed job had since the last step; forget finished jobs."""
         seconds = (now - self._last_step).total_seconds() if self._last_step else 0.0
         self._last_step = now
-        live = {job_key(job): job for job in jobs}
+        live = {job_key(job) for job in jobs}
         self.attained = {k: v for k, v in self.attained.items() if k in live}
-        for key, placed in previous.items():
-            job = live[key]
-            rtype = scaling_target(job.spec.replica_specs)
-            assert rtype is not None
-            per_replica = max(replica_resources(job, rtype).gpu, 1)
-            self.attained[key] = self.attained.get(key, 0.0) + len(placed) * per_replica * max(
-                seconds, 0.0
-            )
+        for job in jobs:
+            for rtype in placed_types(job):
+                placed = previous.get(task_key(job, rtype))
+                if not placed:
+                    continue
+                per_replica = max(replica_resources(job, rtype).gpu, 1)
+                served = len(placed) * per_replica * max(seconds, 0.0)
+                self.attained[job_key(job)] = self.attained.get(job_key(job), 0.0) + served
 
-    def _write(self, job: ElasticJob, info: JobInfo, nodes: list[str]) -> bool:
-        rtype = scaling_target(job.spec.replica_specs)
-        assert rtype is not None
+    def _write(self, job: ElasticJob, rtype: ReplicaType, info: JobInfo, nodes: list[str]) -> bool:
         try:
             patch: dict[str, Any] = {"allocation": {rtype.value: nodes}}
             if info.preemptible and nodes:
@@ -170,7 +177,7 @@ class Allocator:
             self.platform.patch_job_status(job.namespace, job.name, patch)
         except NotFoundError:
             return False
-        log.info("allocated %s %s to %s", job_key(job), rtype.value, nodes or "nothing")
+        log.info("allocated %s to %s", info.id, nodes or "nothing")
         return True
 
     def run(self, stop: threading.Event, interval: float = 5.0) -> None:

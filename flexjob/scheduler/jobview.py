@@ -1,15 +1,18 @@
-"""How the Allocator sees an ``ElasticJob``: its elastic replica type, bounds and resources.
+"""How the Allocator sees an ``ElasticJob``: one task per replica type it places, each with its
+bounds and resources.
 
-For: building ``core.policies.JobInfo`` from a stored job (``job_info``). The policy sizes one
-replica type per job (``api.roles.scaling_target``); masters and other helpers are not
-placed. Not for writing status.
+For: building ``core.policies.JobInfo`` from a stored job (``job_infos``). Every scalable
+replica type of a job is a task of its own (``placed_types``: the scaling target first, then
+the others — a DIJob v2's learner, collector and evaluator all get nodes), keyed by
+``namespace/name/type`` (``task_key``); masters and coordinators are not placed. Not for
+writing status.
 """
 
 from datetime import datetime
 
 from flexjob.api import ElasticJob, ElasticJobStatus, JobPriority, ReplicaType, replica_bounds
 from flexjob.api.quantity import cpu_cores, memory_mib
-from flexjob.api.roles import scaling_target
+from flexjob.api.roles import scalable_types, scaling_target
 from flexjob.core.policies import JobInfo, Resources
 from flexjob.core.replica_plan import desired_count
 from flexjob.scheduler.profilings import goodput_model
@@ -19,6 +22,20 @@ GPU_RESOURCE = "nvidia.com/gpu"
 
 def job_key(job: ElasticJob) -> str:
     return f"{job.namespace}/{job.name}"
+
+
+def task_key(job: ElasticJob, rtype: ReplicaType) -> str:
+    """The policy's id of one placed type of ``job``: ``namespace/name/type``."""
+    return f"{job_key(job)}/{rtype.value}"
+
+
+def placed_types(job: ElasticJob) -> list[ReplicaType]:
+    """The replica types of ``job`` the Allocator places: the scaling target first, then every
+    other scalable type in spec order."""
+    target = scaling_target(job.spec.replica_specs)
+    if target is None:
+        return []
+    return [target, *(t for t in scalable_types(job.spec.replica_specs) if t is not target)]
 
 
 def replica_resources(job: ElasticJob, rtype: ReplicaType) -> Resources:
@@ -48,14 +65,21 @@ def created_at(job: ElasticJob) -> datetime | None:
         return None
 
 
-def job_info(
-    job: ElasticJob, now: datetime, restarts: int = 0, attained: float = 0.0
-) -> JobInfo | None:
-    """The policy's view of ``job``, or None when it has nothing to place; ``restarts`` and
-    ``attained`` (service so far) are what the driver tracked for it."""
-    rtype = scaling_target(job.spec.replica_specs)
-    if rtype is None:
-        return None
+def job_infos(
+    job: ElasticJob, now: datetime, restarts: dict[str, int], attained: float = 0.0
+) -> list[tuple[ReplicaType, JobInfo]]:
+    """The policy's view of each placed type of ``job`` (none when it has nothing to place);
+    ``restarts`` (by task key) and ``attained`` (the whole job's service so far, shared by its
+    tasks) are what the driver tracked."""
+    return [
+        (rtype, task_info(job, rtype, now, restarts.get(task_key(job, rtype), 0), attained))
+        for rtype in placed_types(job)
+    ]
+
+
+def task_info(
+    job: ElasticJob, rtype: ReplicaType, now: datetime, restarts: int, attained: float
+) -> JobInfo:
     bounds = replica_bounds(job.spec.replica_specs[rtype])
     replicas = max(desired_count(job, job.status or ElasticJobStatus(), rtype), 0)
     preemptible = bool(job.spec.preemptible)
@@ -63,7 +87,7 @@ def job_info(
     born = created_at(job)
     profilings = job.status.profilings if job.status else {}
     return JobInfo(
-        id=job_key(job),
+        id=task_key(job, rtype),
         replicas=min(max(replicas, lo), hi) if preemptible else replicas,
         min_replicas=lo,
         max_replicas=hi,

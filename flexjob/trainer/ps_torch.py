@@ -18,8 +18,7 @@ import torch
 
 from flexjob.core.ps.optim import OptimizerSpec
 from flexjob.core.ps.table import TableSpec
-from flexjob.rpc.ps_client import Pending
-from flexjob.trainer.ps_set import PsSet
+from flexjob.trainer.ps_set import PsSet, Sent
 
 
 class PsEmbedding(torch.nn.Module):
@@ -38,7 +37,7 @@ class PsEmbedding(torch.nn.Module):
         super().__init__()
         self.ps = ps
         self.spec = TableSpec(name, dim, num_rows, init_scale, seed)
-        self.pending: list[Pending[int]] = []
+        self.pending: list[Sent[int]] = []
         self.rows_looked_up = 0
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
@@ -89,7 +88,7 @@ class PsSync:
         self.sync = sync
         self.steps = 0
         self._dense = dict(model.named_parameters())
-        self._in_flight: list[tuple[int, Pending[int]]] = []
+        self._in_flight: list[tuple[int, Sent[int]]] = []
         self._seen = [0] * ps.num_ps  # latest dense version each PS answered a push with
 
     def embeddings(self) -> Iterator[PsEmbedding]:
@@ -140,11 +139,17 @@ class PsSync:
     def staleness(self) -> int:
         """How many dense updates the most advanced PS is ahead of this worker's copy."""
         pulled = self.ps.dense_versions
+        if len(self._seen) != len(pulled):  # the PS set changed size since the last push
+            return 0
         return max(
             (seen - max(p, 0) for seen, p in zip(self._seen, pulled, strict=True)), default=0
         )
 
     def _wait_dense(self) -> None:
         for ps, call in self._in_flight:
-            self._seen[ps] = max(self._seen[ps], call.result())
+            version = call.result()
+            if len(self._seen) != self.ps.num_ps:  # the PS set changed size: versions anew
+                self._seen = [0] * self.ps.num_ps
+            if ps < len(self._seen):
+                self._seen[ps] = max(self._seen[ps], version)
         self._in_flight = []

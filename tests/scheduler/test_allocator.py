@@ -176,4 +176,4 @@ def test_the_policy_sees_each_jobs_attained_service() -> None:
     allocator.step()
     clock.now += timedelta(seconds=61)
     allocator.step()
-    assert seen["default/a"] == 122.0  # 2 replicas x 61 s
+    assert seen["default/a/worker"] == 122.0  # 2 replicas x 61 s

@@ -28,7 +28,7 @@ def test_allocator_once_places_a_local_job_on_the_given_nodes(tmp_path: Path) ->
         platform.close()
     out = _flexjob(home, "--policy", "pack", "--node", "n0:cpu=4", "--once")
     assert out.returncode == 0, out.stderr
-    assert "default/a: n0, n0" in out.stdout
+    assert "default/a/worker: n0, n0" in out.stdout
     platform = LocalPlatform(home)
     try:
         status = platform.get_job("default", "a").status

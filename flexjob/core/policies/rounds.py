@@ -2,7 +2,8 @@
 
 For: combining a policy's answers with the guarantees the Allocator makes — non-preemptible
 jobs get exactly their replica count once and are never moved; new jobs are placed with
-``allocate`` (oldest first); every period, preemptible jobs are re-planned with ``optimize``
+``allocate`` (highest priority, then oldest first; among equals, more GPUs per replica first);
+every period, preemptible jobs are re-planned with ``optimize``
 on what the non-preemptible ones leave; a policy answer that breaks the contract is rejected
 (``PolicyError``). Not for: reading or writing jobs (the live Allocator and the simulator do).
 """
@@ -48,7 +49,8 @@ def schedule_round(
         else:
             log.info("previous allocation of %s no longer fits its nodes; re-placing it", job.id)
     new = [j for j in jobs if j.id not in result and (not optimize or not j.preemptible)]
-    for job in sorted(new, key=lambda j: (-j.priority, -j.age, j.id)):
+    # Highest priority, then oldest; among equals (the tasks of one job) the scarcest first.
+    for job in sorted(new, key=lambda j: (-j.priority, -j.age, -j.resources.gpu, j.id)):
         allocation = list(policy.allocate(job, _nodes_of(free)))
         _check_one(job, free, allocation)
         free.take(allocation, job.resources)

@@ -1,7 +1,8 @@
 """One embedding table's rows on one PS: created lazily, updated per row by the optimizer.
 
-Rows live in a growing slab (``capacity x dim`` float32, doubled when full) with an
-``id → slot`` dict, so memory grows with the rows actually touched, never with ``num_rows``.
+Rows live in a growing slab (``capacity x dim`` float32, doubled when full) found through a
+``RowIndex`` (id → slot, vectorised over a batch), so memory grows with the rows actually
+touched, never with ``num_rows``.
 A new row starts at ``initializer.initial_rows`` for its id. ``push`` sums the gradients of
 duplicate ids in one batch, then applies the optimizer once per distinct row.
 ``export`` / ``load`` move rows (values, optimizer slots, step counts) between partitions —
@@ -18,6 +19,7 @@ from flexjob.api.errors import InvalidSpecError
 from flexjob.core.ps.initializer import FloatArray, initial_rows, table_seed
 from flexjob.core.ps.optim import OptimizerSpec, StepArray, apply
 from flexjob.core.ps.partition import IdArray
+from flexjob.core.ps.row_index import RowIndex
 
 _MIN_CAPACITY = 1024
 
@@ -62,7 +64,7 @@ class EmbeddingTable:
         self.spec = spec
         self.optimizer = optimizer
         self._seed = table_seed(spec.seed, spec.name)
-        self._index: dict[int, int] = {}
+        self._index = RowIndex()
         self._ids = np.empty(0, dtype=np.int64)  # slot → id, so export copies slabs only
         self._rows = np.empty((0, spec.dim), dtype=np.float32)
         self._slots = {n: np.empty((0, spec.dim), dtype=np.float32) for n in optimizer.slot_names}
@@ -149,12 +151,11 @@ class EmbeddingTable:
         """Take ``rows`` (from another partition's ``export``) as they are. Into an empty
         table (a PS restoring) the slabs are filled directly, with no initial values made."""
         ids = self._checked(rows.ids)
-        if not self._index and ids.size:
-            index = dict(zip(ids.tolist(), range(ids.size), strict=True))
-            if len(index) != ids.size:
+        if not len(self._index) and ids.size:
+            if np.unique(ids).size != ids.size:
                 raise InvalidSpecError(f"ids: duplicate ids in rows loaded into {self.spec.name!r}")
             self._grow(ids.size)
-            self._index = index
+            self._index.add(ids)
             n = ids.size
             self._ids[:n] = ids
             self._rows[:n] = rows.rows
@@ -183,25 +184,19 @@ class EmbeddingTable:
         return arr
 
     def _slots_of(self, ids: IdArray) -> npt.NDArray[np.intp]:
-        index = self._index
-        wanted = ids.tolist()
-        try:  # the common case: every row exists (map + __getitem__ is the fastest dict path)
-            return np.array(list(map(index.__getitem__, wanted)), dtype=np.intp)
-        except KeyError:
-            pass
-        new_ids = np.unique(np.array([i for i in wanted if i not in index], dtype=np.int64))
-        start = len(index)
-        end = start + new_ids.size
-        self._grow(end)
-        index.update(zip(new_ids.tolist(), range(start, end), strict=True))
-        self._ids[start:end] = new_ids
-        self._rows[start:end] = initial_rows(
-            new_ids, self.spec.dim, self._seed, self.spec.init_scale
-        )
-        for name, values in self._slots.items():
-            values[start:end] = self.optimizer.initial_slot(name)
-        self._steps[start:end] = 0
-        return np.array(list(map(index.__getitem__, wanted)), dtype=np.intp)
+        start = len(self._index)
+        where, new_ids = self._index.slots_of(ids)
+        if new_ids.size:
+            end = start + new_ids.size
+            self._grow(end)
+            self._ids[start:end] = new_ids
+            self._rows[start:end] = initial_rows(
+                new_ids, self.spec.dim, self._seed, self.spec.init_scale
+            )
+            for name, values in self._slots.items():
+                values[start:end] = self.optimizer.initial_slot(name)
+            self._steps[start:end] = 0
+        return where
 
     def _grow(self, needed: int) -> None:
         capacity = self._rows.shape[0]

@@ -87,12 +87,18 @@ class OperatorConfig:
     #: mounted at ``job_master_state_root``; "": none (a relaunched master starts afresh).
     job_master_state_claim: str = ""
     job_master_state_root: str = KUBERNETES_STATE_ROOT
+    #: A Secret (key ``token``, in each job's namespace) implicit masters read the brain's
+    #: token from (``core.job_master``); "": none.
+    job_master_brain_token_secret: str = ""
 
     def job_master(self) -> JobMasterConfig | None:
         if not self.job_master_image:
             return None
         return kubernetes_job_master(
-            self.job_master_image, self.job_master_state_claim, self.job_master_state_root
+            self.job_master_image,
+            self.job_master_state_claim,
+            self.job_master_state_root,
+            self.job_master_brain_token_secret,
         )
 
 
