@@ -108,6 +108,9 @@ ENV_STATUS_FILE = "FLEXJOB_STATUS_FILE"
 # the agent's hang timeout, so a healthy peer of a hung process leaves the collective first).
 ENV_CHECKPOINT_DIR = "FLEXJOB_CHECKPOINT_DIR"
 ENV_COLLECTIVE_TIMEOUT = "FLEXJOB_COLLECTIVE_TIMEOUT"
+# Shards a training process leases from the master per call (default 1; more: fewer calls, a
+# longer tail at the end of an epoch).
+ENV_SHARD_LEASE = "FLEXJOB_SHARD_LEASE"
 
 # Keys in the job master's KV store.
 KV_STEP = "flexjob/progress/step"  # rank 0's step, for progress displays

@@ -48,13 +48,17 @@ RULES: tuple[Rule, ...] = (
     (("apiextensions.k8s.io",), ("customresourcedefinitions",), ("list", "watch")),
 )
 
-#: Every call an implicit job master makes with ``--scale-plan-platform kubernetes``
-#: (``KubernetesPlatform.create_scale_plan``): its job for the owner reference, the plan, and
-#: the plan's initial status.
+#: Every call an implicit job master makes with ``--scale-plan-platform kubernetes``: its job
+#: (owner references) and its ``status.profilings`` (``master.profilings_sync``), its ScalePlans
+#: and their initial status (``KubernetesPlatform.create_scale_plan``), its pods, listed and
+#: watched (``master.node_watcher``), and the Warning events it records on its job.
 JOB_MASTER_RULES: tuple[Rule, ...] = (
     ((GROUP,), (PLURAL_JOB,), ("get",)),
+    ((GROUP,), (f"{PLURAL_JOB}/status",), ("patch",)),
     ((GROUP,), (PLURAL_SCALE_PLAN,), ("create",)),
     ((GROUP,), (f"{PLURAL_SCALE_PLAN}/status",), ("patch",)),
+    (("",), ("pods",), ("list", "watch")),
+    (("",), ("events",), ("create",)),
 )
 
 

@@ -185,10 +185,17 @@ def _env(log_dir: Path, home: Path) -> dict[str, str]:
     }
 
 
-def _launch(mode: str, workdir: Path, cmd: list[str], nodes: int, epochs: int) -> ChaosJob:
+def _launch(
+    mode: str,
+    workdir: Path,
+    cmd: list[str],
+    nodes: int,
+    epochs: int,
+    extra_env: dict[str, str] | None = None,
+) -> ChaosJob:
     workdir.mkdir(parents=True, exist_ok=True)
     log_dir, out = workdir / "samples", workdir / f"{mode}.out"
-    env = _env(log_dir, workdir / "home")
+    env = {**_env(log_dir, workdir / "home"), **(extra_env or {})}
     with out.open("wb") as f:
         proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
     return ChaosJob(mode, proc, workdir, log_dir, out, nodes, epochs, env)
@@ -202,15 +209,17 @@ def start_run(
     step_delay: float = 0.02,
     hang_timeout: float = 12.0,
     max_restarts: int = 3,
+    env: dict[str, str] | None = None,
 ) -> ChaosJob:
-    """``flexjob run --nnodes NODES`` of the chaos script."""
+    """``flexjob run --nnodes NODES`` of the chaos script (``env``: extra variables, the
+    script's knobs)."""
     cmd = [
         sys.executable, "-m", "flexjob", "run", "--job-dir", str(workdir / "job"),
         "--no-progress", "--nnodes", str(nodes), "--heartbeat-timeout", "5",
         "--hang-timeout", str(hang_timeout), "--max-restarts", str(max_restarts),
         SCRIPT, "--epochs", str(epochs), "--step-delay", str(step_delay),
     ]  # fmt: skip
-    return _launch("run", workdir, cmd, nodes, epochs)
+    return _launch("run", workdir, cmd, nodes, epochs, env)
 
 
 def start_submit(

@@ -65,3 +65,19 @@ def test_submit_survives_a_killed_master_and_a_killed_trainer(
     code = job.wait(240)
     assert_nothing_lost(job, code)
     assert "Succeeded" in job.output()
+
+
+def test_a_rank_killed_after_its_all_reduce_before_its_report_is_not_trained_again(
+    tmp_path: Path, cleanup: list[ChaosJob]
+) -> None:
+    """worker-1's trainer dies right after step 5's all-reduce: its samples are in the update
+    the survivor applied, its shard unreported. The survivor reports the shard for it
+    (``trainer.peer_shards``), so nobody trains those samples again."""
+    job = start_run(tmp_path, epochs=1, env={"CHAOS_DIE_AFTER_STEP": "5"})
+    cleanup.append(job)
+    code = job.wait(240)
+    context = job.output()[-4000:]
+    assert (tmp_path / "samples" / "died-after-step").exists(), context
+    assert code == 0, context
+    check = check_samples(job.log_dir, job.epochs)
+    assert (check.lost, check.duplicated) == (0, 0), f"{check}; {context}"

@@ -33,8 +33,11 @@ def test_job_master_role_grants_only_what_the_master_calls() -> None:
     (role,) = named("ClusterRole", JOB_MASTER_SERVICE_ACCOUNT)
     assert role["rules"] == [
         {"apiGroups": ["flexjob.dev"], "resources": ["elasticjobs"], "verbs": ["get"]},
+        {"apiGroups": ["flexjob.dev"], "resources": ["elasticjobs/status"], "verbs": ["patch"]},
         {"apiGroups": ["flexjob.dev"], "resources": ["scaleplans"], "verbs": ["create"]},
         {"apiGroups": ["flexjob.dev"], "resources": ["scaleplans/status"], "verbs": ["patch"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]},
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
     ]
 
 
