@@ -58,6 +58,11 @@ class Pending(Generic[R]):
             log.warning("event=ps_call_retry code=%s", exc.code().name)
         return self._convert(self._retry())
 
+    def then(self, fn: Callable[[R], T]) -> "Pending[T]":
+        """The same call, answering ``fn`` of this one's answer."""
+        convert = self._convert
+        return Pending(self._future, lambda raw: fn(convert(raw)), self._retry)
+
 
 class PsClient:
     def __init__(
@@ -118,6 +123,23 @@ class PsClient:
 
     def push_rows(self, table: str, ids: npt.NDArray[np.int64], grads: Floats) -> int:
         return self.push_rows_async(table, ids, grads).result()
+
+    def push_lookup_async(
+        self,
+        table: str,
+        lookup_ids: npt.NDArray[np.int64],
+        push_ids: npt.NDArray[np.int64] | None = None,
+        grads: Floats | None = None,
+    ) -> Pending[tuple[int, Floats]]:
+        """Push ``grads`` of rows ``push_ids`` (if any), then look up ``lookup_ids``, in one
+        call; answers (rows updated, rows looked up)."""
+        parts = {"lookup_ids": tensor_to_pb(lookup_ids)}
+        if push_ids is not None and grads is not None:
+            parts.update(push_ids=tensor_to_pb(push_ids), grads=tensor_to_pb(grads))
+        req = pb.PushLookupRequest(table=table, **parts)
+        return self._async(
+            self._stub.PushLookup, req, lambda r: (int(r.rows_updated), _floats(r.rows, "rows"))
+        )
 
     def stats(self) -> PsStats:
         return stats_from_pb(self._call(self._stub.Stats, pb.StatsRequest()))

@@ -25,7 +25,7 @@ import numpy.typing as npt
 from flexjob.api import names
 from flexjob.api.errors import PsSetChangedError
 from flexjob.core.ps.optim import OptimizerSpec
-from flexjob.core.ps.partition import RowSplit, assign_dense, split_ids
+from flexjob.core.ps.partition import RowSplit, assign_dense, row_owners, split_ids
 from flexjob.core.ps.set_change import PsSetInfo
 from flexjob.core.ps.store import ModelSpec
 from flexjob.core.ps.table import TableSpec
@@ -36,6 +36,7 @@ from flexjob.rpc.ps_registry import read_set, resolve_ps
 
 log = logging.getLogger(__name__)
 Floats = npt.NDArray[np.float32]
+Push = tuple[npt.NDArray[np.int64], Floats]
 R = TypeVar("R")
 #: How long a call may keep being refused for a PS-set change before it fails.
 CHANGE_DEADLINE_S = 180.0
@@ -197,27 +198,68 @@ class PsSet:
         return self._again(declare)
 
     # ---- embedding rows ----
-    def lookup(self, table: str, ids: npt.NDArray[np.int64]) -> tuple[Floats, RowSplit]:
+    def lookup(
+        self,
+        table: str,
+        ids: npt.NDArray[np.int64],
+        push: tuple[npt.NDArray[np.int64], Floats] | None = None,
+    ) -> tuple[Floats, RowSplit]:
         """Rows of the *unique* ids of ``ids`` (``split.unique`` order) from every PS at once,
-        and the split (``rows[split.inverse]`` gives one row per input id)."""
-        return self._again(lambda: self._lookup(table, ids))
+        and the split (``rows[split.inverse]`` gives one row per input id). ``push``: row
+        gradients (ids, one row each; duplicates summed) of an earlier step, sent in the same
+        call to each PS, which applies them before its lookup: one round trip per PS (a part
+        a PS refuses for a PS-set change goes to its new owners)."""
+        if push is None:
+            return self._again(lambda: self._lookup(table, ids, None))
+        return self._lookup(table, ids, push)
 
-    def _lookup(self, table: str, ids: npt.NDArray[np.int64]) -> tuple[Floats, RowSplit]:
+    def _lookup(
+        self,
+        table: str,
+        ids: npt.NDArray[np.int64],
+        push: tuple[npt.NDArray[np.int64], Floats] | None,
+    ) -> tuple[Floats, RowSplit]:
         split = split_ids(ids, self.num_ps)
-        pending = [
-            (ps, self.clients[ps].lookup_async(table, split.ids[ps]))
-            for ps in range(self.num_ps)
-            if split.ids[ps].size
-        ]
+        pending: Sequence[tuple[int, Pending[Floats] | Sent[Floats]]]
+        if push is None:
+            pending = [
+                (ps, self.clients[ps].lookup_async(table, split.ids[ps]))
+                for ps in range(self.num_ps)
+                if split.ids[ps].size
+            ]
+        else:
+            pending = self._push_lookup(table, split, *push)
         rows: Floats | None = None
         for ps, call in pending:
             got = call.result()
+            if not split.positions[ps].size:
+                continue  # a part that only pushed
             if rows is None:
                 rows = np.empty((split.unique.size, got.shape[1]), dtype=np.float32)
             rows[split.positions[ps]] = got
         if rows is None:
             rows = np.empty((0, 0), dtype=np.float32)
         return rows, split
+
+    def _push_lookup(
+        self, table: str, split: RowSplit, push_ids: npt.NDArray[np.int64], grads: Floats
+    ) -> list[tuple[int, Sent[Floats]]]:
+        owners = row_owners(push_ids, self.num_ps)
+        sent = []
+        for ps in range(self.num_ps):
+            mine = owners == ps
+            if not (split.ids[ps].size or mine.any()):
+                continue
+            wanted, pushed = split.ids[ps], (push_ids[mine], grads[mine])
+
+            def resend(wanted: npt.NDArray[np.int64] = wanted, pushed: Push = pushed) -> Floats:
+                # Refused: the PS applied nothing. ``wanted`` is sorted and unique, so the
+                # new set's answer comes in its order.
+                return self.lookup(table, wanted, push=pushed)[0]
+
+            call = self.clients[ps].push_lookup_async(table, wanted, *pushed)
+            sent.append((ps, Sent(self, self.version, call.then(lambda a: a[1]), resend)))
+        return sent
 
     def push_rows(self, table: str, split: RowSplit, grads: Floats) -> list[Sent[int]]:
         """Send the gradients of ``split.unique`` rows to their PS; the calls in flight (a
