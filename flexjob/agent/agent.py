@@ -342,11 +342,13 @@ class ElasticAgent:
                 reason += f": {w.output.tail()[-1]}"
             log.warning("node %s: %s (restarting=%s)", c.node_id, reason, restarting)
             self._report_failure(ident.process_id, reason, code, restarting)
+        if over_limit:
+            # Not a give-up: the operator relaunches this replica with more memory, and the
+            # other nodes wait for it in the next round (no root cause for them to stop on).
+            return code
         if not restarting:
             why = (
-                "OOMKilled over the replica's memory limit (relaunched with more by the operator)"
-                if over_limit
-                else "the same failure twice in a row"
+                "the same failure twice in a row"
                 if repeated
                 else f"restarts used up ({self.restarts}/{c.max_restarts})"
             )

@@ -222,6 +222,7 @@ class _Run:
             max_nodes=opts.max_nodes,
             last_call_timeout=opts.last_call_timeout,
             heartbeat_timeout=opts.heartbeat_timeout,
+            num_ps=opts.num_ps,
         )
         self.master = spawn_master(self.master_config)
         address = self.master.address

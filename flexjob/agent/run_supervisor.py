@@ -110,16 +110,22 @@ class RunSupervisor:
         if m is None or m.process.poll() is None or not self.running:
             return
         what = f"job master (pid {m.process.pid}) {death(m.process.returncode)}"
-        if self.master_restarts >= self._max_restarts:
-            raise RunFailure(f"{what}; --max-restarts {self._max_restarts} spent")
         assert self._master_config is not None
-        self.master_restarts += 1
-        log.warning("%s: restarting it (%d of %d)", what, self.master_restarts, self._max_restarts)
         port = int(self.address.rsplit(":", 1)[1])
-        try:
-            self.master = spawn_master(self._master_config.with_overrides(port=port))
-        except (RuntimeError, TimeoutError) as exc:
-            raise RunFailure(f"{what}; it could not be restarted: {exc}") from None
+        while True:  # a master that dies while it restarts (killed again) is restarted again
+            if self.master_restarts >= self._max_restarts:
+                raise RunFailure(f"{what}; --max-restarts {self._max_restarts} spent")
+            self.master_restarts += 1
+            log.warning(
+                "%s: restarting it (%d of %d)", what, self.master_restarts, self._max_restarts
+            )
+            try:
+                self.master = spawn_master(self._master_config.with_overrides(port=port))
+                return
+            except RuntimeError as exc:  # it exited before it served
+                what = f"job master died while restarting ({exc})"
+            except TimeoutError as exc:
+                raise RunFailure(f"{what}; it could not be restarted: {exc}") from None
 
     def _agent_died(self, slot: AgentSlot, code: int) -> None:
         what = f"agent {slot.node_id} (pid {slot.proc.pid}) {death(code)}"

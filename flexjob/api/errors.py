@@ -6,6 +6,7 @@ forbids the request: 409; ``AlreadyExistsError`` when a create finds the name ta
 ``InvalidSpecError`` (a spec or request names a wrong value, the message names the field:
 400, gRPC INVALID_ARGUMENT; also a ``ValueError``) and ``UnavailableError`` (a platform, the
 master or the brain could not be reached or failed; trying again later may work: 503).
+``PsSetChangedError`` (a ``ConflictError``): a PS refused a call while its PS set changes.
 Not for: errors that never leave one module (``RendezvousTimeout``, ``CollectiveError``).
 """
 
@@ -32,3 +33,12 @@ class InvalidSpecError(FlexjobError, ValueError):
 
 class UnavailableError(FlexjobError):
     """A platform, the master or the brain could not be reached or failed; may pass later."""
+
+
+class PsSetChangedError(ConflictError):
+    """A PS refused a data call because its PS set is changing or changed (gRPC
+    FAILED_PRECONDITION, message starting with ``PS_SET_CHANGED``): the caller re-resolves
+    the set from the job master and sends the call again (``trainer.ps_set``)."""
+
+
+PS_SET_CHANGED = "ps set changed"

@@ -29,6 +29,8 @@ MAX_KV_KEY_BYTES = 1024
 MAX_KV_VALUE_BYTES = 1024 * 1024
 #: ``KVAdd`` values are 64-bit signed integers on the wire.
 KV_INT_MIN, KV_INT_MAX = -(2**63), 2**63 - 1
+#: Shards one ``LeaseShards`` call may lease, and reports it may carry.
+MAX_SHARD_LEASE = 1024
 #: Bytes of one HTTP request body (server and brain): profilings and reports are small.
 MAX_HTTP_BODY_BYTES = 4 * 1024 * 1024
 

@@ -108,6 +108,9 @@ ENV_STATUS_FILE = "FLEXJOB_STATUS_FILE"
 # the agent's hang timeout, so a healthy peer of a hung process leaves the collective first).
 ENV_CHECKPOINT_DIR = "FLEXJOB_CHECKPOINT_DIR"
 ENV_COLLECTIVE_TIMEOUT = "FLEXJOB_COLLECTIVE_TIMEOUT"
+# Shards a training process leases from the master per call (default 1; more: fewer calls, a
+# longer tail at the end of an epoch).
+ENV_SHARD_LEASE = "FLEXJOB_SHARD_LEASE"
 
 # Keys in the job master's KV store.
 KV_STEP = "flexjob/progress/step"  # rank 0's step, for progress displays
@@ -117,6 +120,11 @@ KV_PS_ADDRESS_PREFIX = "flexjob/ps/address/"  # + PS index: where that PS replic
 KV_PS_CHECKPOINT_REQUEST = "flexjob/ps/checkpoint-request"  # a new value: every PS checkpoints
 KV_PS_VERSION_PREFIX = "flexjob/ps/version/"  # + PS index: its dense version, every few seconds
 KV_PS_LOST_UPDATES = "flexjob/ps/lost-dense-updates"  # dense updates lost to PS restores, summed
+# The PS set trainers use (JSON ``core.ps.set_change.PsSetInfo``: version, addresses), written by
+# the master's PS-set driver; and each PS replica's membership (JSON ``PsMember``: address,
+# state), + PS index, written by that replica every few seconds.
+KV_PS_SET = "flexjob/ps/set"
+KV_PS_MEMBER_PREFIX = "flexjob/ps/member/"
 # Set once by the first master of a job directory; default checkpoints live under it, so a
 # re-used directory or job name never resumes another job's weights.
 KV_INCARNATION = "flexjob/incarnation"

@@ -71,13 +71,20 @@ def operator(
         help="PersistentVolumeClaim (in each job's namespace) that implicit job masters keep "
         "their state on, so a relaunched master continues [none: it starts afresh].",
     ),
+    brain_token_secret: str = typer.Option(
+        "",
+        help="Secret (key 'token', in each job's namespace) holding the brain's bearer token: "
+        "implicit job masters of jobs with spec.brainService read it as $FLEXJOB_BRAIN_TOKEN "
+        "(never on a command line) [none].",
+    ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),
 ) -> None:
     """Run the flexjob operator: reconcile ElasticJobs and ScalePlans into pods and services.
 
     With --platform local it runs the operator of local jobs (what `flexjob submit` runs),
     e.g. to restart it after it was killed: it adopts the replicas still running, never runs
-    a replica that finished again, and refuses a job whose operator still runs."""
+    a replica that finished again, and refuses a job whose operator still runs. In the
+    foreground it exits 0 only when the job Succeeded."""
     if platform_name == "local":
         _local_operator(jobs or [], namespace, detach)
         return
@@ -119,6 +126,7 @@ def operator(
         job_master_image=os.environ.get(ENV_IMAGE) or None,
         metrics_addr=metrics_addr,
         job_master_state_claim=job_master_state_claim,
+        job_master_brain_token_secret=brain_token_secret,
     )
     platform = KubernetesPlatform.from_config(options.kubeconfig, context, server)
     try:
@@ -130,6 +138,7 @@ def operator(
 
 
 def _local_operator(jobs: list[str], namespaces: list[str], detach: bool) -> None:
+    from flexjob.api import JobPhase
     from flexjob.api.names import DEFAULT_NAMESPACE
     from flexjob.operator.local import runner as local_runner
     from flexjob.platform.local import LocalPlatform
@@ -162,6 +171,8 @@ def _local_operator(jobs: list[str], namespaces: list[str], detach: bool) -> Non
         raise typer.Exit(1) from None
     phase = final.status.phase.value if final is not None and final.status else "deleted"
     logging.getLogger(__name__).info("job %s/%s %s", namespace, jobs[0], phase)
+    if phase != JobPhase.SUCCEEDED.value:  # like `flexjob submit`: 0 only for a Succeeded job
+        raise typer.Exit(1)
 
 
 def install(

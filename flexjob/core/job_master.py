@@ -45,7 +45,12 @@ from flexjob.api import (
     RestartPolicy,
     names,
 )
-from flexjob.api.names import ENV_MASTER_CONFIG, ENV_MASTER_TOKEN, ENV_MASTER_TOKEN_FILE
+from flexjob.api.names import (
+    ENV_BRAIN_TOKEN,
+    ENV_MASTER_CONFIG,
+    ENV_MASTER_TOKEN,
+    ENV_MASTER_TOKEN_FILE,
+)
 from flexjob.api.pod import ContainerPort, PodSpec, PodTemplateSpec
 from flexjob.api.roles import traits
 from flexjob.core.master_config import MasterConfig
@@ -82,7 +87,10 @@ class JobMasterConfig:
     (``master_token_secret``, Kubernetes); ``state_claim``: a
     PersistentVolumeClaim (in the job's namespace) mounted at ``state_root`` in master pods,
     so that a master pod that is killed and relaunched continues where it was (Kubernetes;
-    "" = no volume: a relaunched master starts from nothing).
+    "" = no volume: a relaunched master starts from nothing); ``brain_token_secret``: a
+    Secret (key ``token``, in the job's namespace) whose token the master sends to the brain
+    (``FLEXJOB_BRAIN_TOKEN`` read through ``secretKeyRef``, never a command line; Kubernetes;
+    "" = none).
     """
 
     command: tuple[str, ...] = ("python", "-m", "flexjob")
@@ -95,6 +103,7 @@ class JobMasterConfig:
     token_root: str = ""
     token_secret: bool = False
     state_claim: str = ""
+    brain_token_secret: str = ""
 
 
 def master_token_file(root: str, namespace: str, job: str) -> str:
@@ -108,12 +117,16 @@ def master_token_secret(job: str) -> str:
 
 
 def kubernetes_job_master(
-    image: str, state_claim: str = "", state_root: str = KUBERNETES_STATE_ROOT
+    image: str,
+    state_claim: str = "",
+    state_root: str = KUBERNETES_STATE_ROOT,
+    brain_token_secret: str = "",
 ) -> JobMasterConfig:
     """Implicit masters on Kubernetes: ``image`` (the operator's own, ``FLEXJOB_IMAGE``) runs
     ``python -m flexjob master`` bound to all addresses, writing ScalePlan objects as the
     ``flexjob-job-master`` service account (``flexjob manifests install`` grants it); with
-    ``state_claim``, its state lives on that claim's volume, mounted at ``state_root``."""
+    ``state_claim``, its state lives on that claim's volume, mounted at ``state_root``; with
+    ``brain_token_secret``, it reads the brain's token from that Secret."""
     return JobMasterConfig(
         command=("python", "-m", "flexjob"),
         image=image,
@@ -123,6 +136,7 @@ def kubernetes_job_master(
         token_secret=True,
         state_root=state_root if state_claim else "",
         state_claim=state_claim,
+        brain_token_secret=brain_token_secret,
     )
 
 
@@ -188,6 +202,9 @@ def master_replica_spec(job: ElasticJob, options: JobMasterConfig) -> ReplicaSpe
         args=args,
         env=[EnvVar(name=k, value=v) for k, v in env.items()],
     )
+    if options.brain_token_secret:
+        ref = {"secretKeyRef": {"name": options.brain_token_secret, "key": SECRET_TOKEN_KEY}}
+        container.env.append(EnvVar.model_validate({"name": ENV_BRAIN_TOKEN, "valueFrom": ref}))
     volumes: list[dict[str, object]] = []
     if options.state_claim and options.state_root:
         claim = {"claimName": options.state_claim}

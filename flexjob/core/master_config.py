@@ -58,15 +58,32 @@ class MasterConfig:
     #: Where accepted plans go as ScalePlans: "" = JSON files in ``<job-dir>/scaleplans``;
     #: "local" / "kubernetes" = that platform's store, for its operator to carry out.
     scale_plan_platform: str = ""
+    #: Seconds a replica of the job may stay Pending before the master's node watcher
+    #: reports it (``core.node_watch``; a Warning event on the job); None: never.
+    replica_pending_timeout: float | None = 300.0
+    #: Parameter-server jobs: the size of the first PS set (0: the PS replicas that register),
+    #: and seconds between the checkpoints the master asks of every PS (0: only each PS's own
+    #: ``--checkpoint-interval``) (``master.ps_sets``).
+    num_ps: int = 0
+    ps_checkpoint_interval: float = 0.0
 
     def __post_init__(self) -> None:
         self.rendezvous()
         if self.heartbeat_timeout <= 0:
             raise ValueError(f"heartbeat_timeout must be > 0, got {self.heartbeat_timeout}")
+        if self.replica_pending_timeout is not None and self.replica_pending_timeout <= 0:
+            raise ValueError(
+                f"replica_pending_timeout must be > 0 or None, got {self.replica_pending_timeout}"
+            )
         if self.snapshot_every < 1:
             raise ValueError(f"snapshot_every must be >= 1, got {self.snapshot_every}")
         if not 0 <= self.port <= 65535:
             raise ValueError(f"port must be in [0, 65535], got {self.port}")
+        if self.num_ps < 0 or self.ps_checkpoint_interval < 0:
+            raise ValueError(
+                f"num_ps and ps_checkpoint_interval must be >= 0, got {self.num_ps} and "
+                f"{self.ps_checkpoint_interval}"
+            )
         names = [d.name for d in self.datasets]
         if len(set(names)) != len(names):
             raise ValueError(f"datasets: names must be unique, got {names}")
@@ -108,6 +125,7 @@ class MasterConfig:
         if (trainer := main_training_type(spec.replica_specs)) is not None:
             bounds = replica_bounds(spec.replica_specs[trainer])
             lo, hi = bounds.min, bounds.max
+        ps = spec.replica_specs.get(ReplicaType.PS)
         base = cls(
             job_name=job.name or "job",
             namespace=job.namespace or "default",
@@ -118,6 +136,7 @@ class MasterConfig:
             optimize_mode=spec.optimize_mode or OptimizeMode.SINGLE_JOB,
             brain_url=spec.brain_service or "",
             optimizer_job=planned_job(job),
+            num_ps=replica_bounds(ps).replicas if ps is not None else 0,
         )
         return base.with_overrides(**overrides)
 

@@ -248,6 +248,13 @@ class ShardManager:
         self._requeue(ids)
         return ids
 
+    def give_back(self, shard_ids: Iterable[int], worker: str) -> list[int]:
+        """Put the shards of ``shard_ids`` that are DOING for ``worker`` back at the front of
+        TODO (it leased them and will not train them); the ids put back."""
+        ids = [s for s in shard_ids if (d := self._doing.get(s)) is not None and d.worker == worker]
+        self._requeue(ids)
+        return ids
+
     def expire_stragglers(self) -> list[int]:
         """Put shards DOING for longer than the straggler timeout back at the front of TODO."""
         if self._timeout is None or not self._doing:

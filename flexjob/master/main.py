@@ -2,12 +2,15 @@
 ``run_master`` (blocks until SIGTERM/SIGINT/SIGHUP or a stop event; what ``flexjob master`` runs).
 
 Starts, in order: the torch ``TCPStore`` (when ``config.host_store``), the ``MasterService``
-(restoring ``<job-dir>/master_state.json`` if present), the gRPC server, the health loop; then
-writes the bound address to ``<job-dir>/master.addr``. Not for the master's logic.
+(restoring ``<job-dir>/master_state.json`` if present), the gRPC server, the health loop, the
+PS-set driver (``master.ps_sets``; idle unless PS replicas register), the node watcher
+(``master.node_watcher``, when the job has a platform); then writes the bound address to
+``<job-dir>/master.addr``. Not for the master's logic.
 """
 
 import logging
 import signal
+import socket
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,8 +19,10 @@ from typing import Any
 from flexjob.api import OptimizeMode
 from flexjob.core.master_config import MasterConfig
 from flexjob.master.logs import event
+from flexjob.master.node_watcher import NodeWatcher
 from flexjob.master.observing import MasterCollector, RpcLatency
 from flexjob.master.profilings_sync import ProfilingsSync, status_writer
+from flexjob.master.ps_sets import PsSetDriver
 from flexjob.master.service import MasterService
 from flexjob.master.state_file import write_atomic
 from flexjob.master.timeline import TimelineRecorder
@@ -25,6 +30,7 @@ from flexjob.observe import metrics, metrics_http
 from flexjob.platform.stop_signals import STOP_SIGNALS
 from flexjob.rpc.auth import master_token
 from flexjob.rpc.brain_messages import JobStatus
+from flexjob.rpc.messages import NodeRef
 from flexjob.rpc.server import RunningServer, serve
 
 log = logging.getLogger(__name__)
@@ -45,8 +51,10 @@ class MasterHandle:
     )
     timeline: TimelineRecorder | None = None
     profilings: ProfilingsSync | None = None
+    node_watcher: NodeWatcher | None = None
     collector: MasterCollector | None = None
     metrics_server: metrics_http.MetricsServer | None = None
+    ps_sets: PsSetDriver | None = None
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -63,8 +71,12 @@ class MasterHandle:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+        if self.node_watcher is not None:
+            self.node_watcher.stop()
         if self.optimizer is not None:
             self.optimizer.stop(JobStatus.SUCCEEDED if self.service.job_finished else None)
+        if self.ps_sets is not None:
+            self.ps_sets.stop()
         self.server.stop(grace=0.5)
         self._sync_profilings(force=True)
         if self.timeline is not None:
@@ -115,10 +127,19 @@ class MasterHandle:
 
 
 def _start_store(config: MasterConfig) -> tuple[Any, str]:
+    """The job's torch TCPStore, listening on the master's address only: torch's own
+    listener takes every interface whatever host it is given, and the store has no token, so
+    it gets a socket already bound to ``config.host`` (torch owns and closes it)."""
     from torch.distributed import TCPStore  # type: ignore[attr-defined]  # ~2 s import
 
-    store = TCPStore(config.host, 0, is_master=True, wait_for_workers=False)
-    return store, f"{config.public_host}:{store.port}"
+    family, kind, proto, _, addr = socket.getaddrinfo(config.host, 0, type=socket.SOCK_STREAM)[0]
+    with socket.socket(family, kind, proto) as listener:
+        listener.bind(addr)
+        listener.listen(socket.SOMAXCONN)
+        port = int(listener.getsockname()[1])
+        fd = listener.detach()
+    store = TCPStore(config.host, port, is_master=True, wait_for_workers=False, master_listen_fd=fd)
+    return store, f"{config.public_host}:{port}"
 
 
 def start_master(
@@ -149,12 +170,21 @@ def start_master(
     handle = MasterHandle(config, service, server, store, timeline=timeline)
     if (write := status_writer(config)) is not None:
         handle.profilings = ProfilingsSync(service.kv_get, write)
+    handle.node_watcher = node_watcher(config, service)
     handle.collector = MasterCollector(service.view)
     metrics.register(handle.collector)
     addr_file = Path(config.job_dir) / METRICS_ADDR_FILE if config.job_dir else None
     handle.metrics_server = metrics_http.serve_configured(addr_file=addr_file)
     handle._thread = threading.Thread(target=handle._health_loop, name="master-health", daemon=True)
     handle._thread.start()
+    handle.ps_sets = PsSetDriver(
+        service,
+        initial_num_ps=config.num_ps,
+        checkpoint_interval=config.ps_checkpoint_interval,
+        token=token,
+        on_failure=lambda m: service.report_failure(NodeRef("ps-set", "ps"), m, 1, False),
+    )
+    handle.ps_sets.start()
     if deferred:
         threading.Thread(target=handle._start_store, name="master-store", daemon=True).start()
     if config.optimize_mode is not OptimizeMode.MANUAL or config.brain_url:
@@ -175,6 +205,21 @@ def start_master(
         job_dir=config.job_dir or "-",
     )
     return handle
+
+
+def node_watcher(config: MasterConfig, service: MasterService) -> NodeWatcher | None:
+    """A running watch on the job's replicas (``master.node_watcher``) when the master has a
+    platform (``config.scale_plan_platform``); None for ``flexjob run``'s masters."""
+    if not config.scale_plan_platform:
+        return None
+    from flexjob.platform.registry import open_platform
+
+    platform = open_platform(config.scale_plan_platform)
+    watcher = NodeWatcher(
+        platform, config.namespace, config.job_name, service, config.replica_pending_timeout
+    )
+    watcher.start()
+    return watcher
 
 
 def run_master(

@@ -1,11 +1,14 @@
-"""When and how the master's state reaches disk: journal lines at once, snapshots group-committed,
-and the restore (snapshot, then journal replay) when a master starts.
+"""When and how the master's state reaches disk: journal lines and snapshots, both
+group-committed, and the restore (snapshot, then journal replay) when a master starts.
 
-A change that must survive a restart is either one journal line appended before the call that
-made it returns (``append``), or a note that the next snapshot is due (``note_change``), written
-by ``flush`` after the call's lock is released: concurrent calls share one write. The journal
-starts afresh with every snapshot, and a snapshot is due every ``snapshot_every`` lines. Not for
-the file format (``master.state_file``) or what a snapshot holds (``master.snapshot``).
+A change that must survive a restart is either one journal line (``append``) or a note that the
+next snapshot is due (``note_change``). Both are written by ``flush``, which the call that made
+the change runs after releasing the lock and before it answers: concurrent calls share one
+write (every line queued so far in one ``write``, one ``fsync`` when asked for), so nothing is
+answered before it is on disk and the disk sees a few large writes instead of one per report.
+The journal starts afresh with every snapshot, and a snapshot is due every ``snapshot_every``
+lines. Not for the file format (``master.state_file``) or what a snapshot holds
+(``master.snapshot``).
 """
 
 import logging
@@ -19,7 +22,13 @@ from flexjob.master.health import HeartbeatTracker
 from flexjob.master.kv import KVStore, is_kv_entry
 from flexjob.master.logs import event
 from flexjob.master.snapshot import dataset_from_json, restore_snapshot
-from flexjob.master.state_file import StateFile, StateLostError, check_not_lost, mark_started
+from flexjob.master.state_file import (
+    StateFile,
+    StateLostError,
+    check_not_lost,
+    journal_line,
+    mark_started,
+)
 from flexjob.master.stats import StatsBook
 
 log = logging.getLogger(__name__)
@@ -45,30 +54,46 @@ class Persistence:
         self._saved = 0  # changes covered by the state file; guarded by _write_lock
         self._write_lock = threading.Lock()
         self._journal_len = 0  # entries journaled since the last snapshot
+        self._queued: list[str] = []  # journal lines not written yet; guarded by lock
+        self._appended = 0  # journal lines queued so far; guarded by lock
+        self._written = 0  # of those, written to the journal; guarded by _write_lock
 
     def note_change(self) -> None:
         """Note a change to snapshot; ``flush`` (after the lock is released) writes it."""
         self._changes += 1
 
     def append(self, entry: dict[str, Any] | None) -> None:
-        """One journal line (none for ``None``), written before the call that made the change
-        returns; a snapshot is due every ``snapshot_every`` lines."""
+        """Queue one journal line (none for ``None``; call holding the lock); ``flush`` writes
+        it before the call that made the change answers. A snapshot is due every
+        ``snapshot_every`` lines."""
         if self.state is None or entry is None:
             return
-        self.state.append(entry)
+        self._queued.append(journal_line(entry))
+        self._appended += 1
         self._journal_len += 1
         if self._journal_len >= self._snapshot_every:
             self.note_change()
 
     def flush(self) -> None:
-        """Write a snapshot if a change is not covered yet (call it without holding the lock)."""
-        target = self._changes
-        if self.state is None or self._saved >= target:
+        """Write the journal lines queued so far, then a snapshot if a change is not covered
+        yet (call it without holding the lock). A caller whose lines a concurrent flush wrote
+        returns without writing."""
+        lines, changes = self._appended, self._changes
+        if self.state is None or (self._written >= lines and self._saved >= changes):
             return
         with self._write_lock:
-            if self._saved >= target:
-                return  # a write that started after our change covered it
+            if self._written < lines:  # else a write that started after our change covered it
+                with self._lock:
+                    queued, self._queued = self._queued, []
+                    appended = self._appended
+                self.state.append_lines(queued)
+                self._written = appended
+            if self._saved >= changes:
+                return
             with self._lock:
+                self.state.append_lines(self._queued)  # queued since: into the old journal
+                self._queued = []
+                self._written = self._appended
                 changes, text = self._changes, self._snapshot()
                 self.state.rotate_journal()  # entries from now on go to a fresh journal
                 self._journal_len = 0

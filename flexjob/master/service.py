@@ -11,11 +11,12 @@ journal lines, group-committed snapshots, the restore at start). Not for transpo
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from flexjob.api.errors import InvalidSpecError, NotFoundError
+from flexjob.api.limits import MAX_SHARD_LEASE
 from flexjob.core.batch import BatchPlan, RankBatch
 from flexjob.core.dataset import Dataset
 from flexjob.core.master_config import MasterConfig
@@ -38,6 +39,7 @@ from flexjob.rpc.messages import (
     NodeWorld,
     Progress,
     ShardInfo,
+    ShardLease,
 )
 
 log = logging.getLogger(__name__)
@@ -98,6 +100,7 @@ class MasterService:
             self._health,
         )
         self._append(self._kv.ensure_incarnation())
+        self._persistence.flush()
         self._logged_round = self._rdzv.round
 
     # ---- rendezvous ----
@@ -152,32 +155,42 @@ class MasterService:
         with self._lock:
             self._seen(node.node_id)
             mgr = self._dataset(dataset)
-            opened = mgr.opened_epochs
-            shard = mgr.get_shard(node.node_id)
-            if shard is None:
-                return ShardInfo(has_shard=False, end_of_data=mgr.finished)
-            if mgr.opened_epochs != opened:
-                event(log, "epoch_started", self._job, dataset=dataset or "-", epoch=shard.epoch)
-                self._persist()
-            self._append({"d": dataset, "s": shard.shard_id, "w": node.node_id, "g": 1})
-            s = shard.spec
-            return ShardInfo(
-                True, False, shard.shard_id, shard.epoch, s.start, s.end, s.indices, s.name
-            )
+            shard = self._hand_out(mgr, dataset, node.node_id)
+            return shard or ShardInfo(has_shard=False, end_of_data=mgr.finished)
 
     @_saves
     def report_shard(self, node: NodeRef, dataset: str, shard_id: int) -> bool:
         with self._lock:
             self._seen(node.node_id)
+            return self._report(self._dataset(dataset), dataset, shard_id, node.node_id)
+
+    @_saves
+    def lease_shards(
+        self,
+        node: NodeRef,
+        dataset: str,
+        count: int,
+        done: Sequence[int],
+        release: Sequence[int] = (),
+    ) -> ShardLease:
+        """Report ``done`` in order, put ``release`` back in TODO, then hand out up to
+        ``count`` shards: what ``report_shard`` and ``get_shard`` do, in one call under one
+        lock, saved by one write."""
+        if not 0 <= count <= MAX_SHARD_LEASE:
+            raise InvalidSpecError(f"count must be in 0..{MAX_SHARD_LEASE}, got {count}")
+        for field, ids in (("done", done), ("release", release)):
+            if len(ids) > MAX_SHARD_LEASE:
+                raise InvalidSpecError(f"{field} may list at most {MAX_SHARD_LEASE} shards")
+        with self._lock:
+            self._seen(node.node_id)
             mgr = self._dataset(dataset)
-            result = mgr.report_done(shard_id, node.node_id)
-            if result is ReportResult.COUNTED:
-                self._journal(dataset, shard_id, node.node_id)
-                if mgr.finished:
-                    event(log, "dataset_finished", self._job, dataset=dataset or "-")
-            elif result is ReportResult.REJECTED:
-                event(log, "shard_report_rejected", self._job, node=node.node_id, shard=shard_id)
-            return result.accepted
+            accepted = tuple(self._report(mgr, dataset, sid, node.node_id) for sid in done)
+            if mgr.give_back(release, node.node_id):
+                self._persist()  # rare (a trainer closing): a snapshot, not a journal kind
+            shards: list[ShardInfo] = []
+            while len(shards) < count and (got := self._hand_out(mgr, dataset, node.node_id)):
+                shards.append(got)
+            return ShardLease(tuple(shards), accepted, mgr.finished)
 
     def get_progress(self, node: NodeRef, dataset: str) -> Progress:
         with self._lock:
@@ -239,6 +252,24 @@ class MasterService:
             else:
                 self._node_dead(node.node_id, "reported failure")
 
+    @_saves
+    def replica_gone(self, node: NodeRef, reason: str) -> None:
+        """The platform says the replica behind ``node`` is gone (failed, evicted, deleted):
+        its shards and those of its processes (``<node>.<local rank>``) go back at once, it
+        leaves the world, and ``reason`` becomes its last failure (``master.node_watcher``)."""
+        with self._lock:
+            self._stats.failure(node, reason)
+            event(log, "replica_gone", self._job, node=node.node_id, reason=reason)
+            processes = {
+                w
+                for mgr in self._datasets.managers.values()
+                for w in mgr.doing().values()
+                if w.startswith(node.node_id + ".")
+            }
+            for process in sorted(processes):
+                self._recover_shards(process)
+            self._node_dead(node.node_id, "replica gone")
+
     def get_batch_plan(self, node: NodeRef, rank: int, world_size: int) -> RankBatch:
         if self._batch is None:
             raise NotFoundError("this job has no batch plan (spec.batch is not set)")
@@ -247,6 +278,7 @@ class MasterService:
         except ValueError as exc:
             raise InvalidSpecError(str(exc)) from None
 
+    @_saves
     def register_dataset(self, node: NodeRef, dataset: Dataset) -> None:
         """Shard ``dataset`` from now on (what ``flexjob run`` scripts use: the script knows its
         data, the command line does not); a name already known keeps its first registration.
@@ -267,6 +299,7 @@ class MasterService:
             )
 
     # ---- key-value store (journaled: it survives a master restart) ----
+    @_saves
     def kv_set(self, key: str, value: bytes) -> None:
         check_kv(key, value)
         with self._lock:
@@ -276,6 +309,7 @@ class MasterService:
         with self._lock:
             return self._kv.get(key)
 
+    @_saves
     def kv_add(self, key: str, amount: int) -> int:
         check_kv(key, b"")
         with self._lock:
@@ -336,6 +370,33 @@ class MasterService:
             )
             self._persist()
 
+    def _hand_out(self, mgr: ShardManager, dataset: str, worker: str) -> ShardInfo | None:
+        """The next shard of ``dataset``, now DOING for ``worker`` and journaled; None when
+        none is free now."""
+        opened = mgr.opened_epochs
+        shard = mgr.get_shard(worker)
+        if shard is None:
+            return None
+        if mgr.opened_epochs != opened:
+            event(log, "epoch_started", self._job, dataset=dataset or "-", epoch=shard.epoch)
+            self._persist()
+        self._append({"d": dataset, "s": shard.shard_id, "w": worker, "g": 1})
+        s = shard.spec
+        return ShardInfo(
+            True, False, shard.shard_id, shard.epoch, s.start, s.end, s.indices, s.name
+        )
+
+    def _report(self, mgr: ShardManager, dataset: str, shard_id: int, worker: str) -> bool:
+        """Count ``worker``'s report of ``shard_id`` (journaled); whether it is accepted."""
+        result = mgr.report_done(shard_id, worker)
+        if result is ReportResult.COUNTED:
+            self._journal(dataset, shard_id, worker)
+            if mgr.finished:
+                event(log, "dataset_finished", self._job, dataset=dataset or "-")
+        elif result is ReportResult.REJECTED:
+            event(log, "shard_report_rejected", self._job, node=worker, shard=shard_id)
+        return result.accepted
+
     def _recover_shards(self, node_id: str) -> None:
         for name, mgr in self._datasets.managers.items():
             ids = mgr.recover(node_id)
@@ -367,7 +428,7 @@ class MasterService:
         self._append({"d": dataset, "s": shard_id, "w": node_id})
 
     def _append(self, entry: dict[str, Any] | None) -> None:
-        """One journal line, written before the call that made the change returns."""
+        """One journal line, written (by ``@_saves``) before the call that made it returns."""
         self._persistence.append(entry)
 
     def close(self) -> None:

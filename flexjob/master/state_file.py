@@ -73,9 +73,18 @@ class StateFile:
 
     def append(self, entry: dict[str, Any]) -> None:
         """Add one entry to the journal (one line, one ``write``)."""
+        self.append_lines([journal_line(entry)])
+
+    def append_lines(self, lines: list[str]) -> None:
+        """Add ``journal_line`` texts to the journal in one ``write`` (a kill leaves a prefix
+        of whole lines and at most one torn line), then ``fsync`` once if asked."""
+        if not lines:
+            return
         if self._fd is None:
             self._fd = os.open(self.journal_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        os.write(self._fd, (json.dumps(entry, separators=(",", ":")) + "\n").encode())
+        data = "".join(lines).encode()
+        while data:  # a regular file takes it in one go; a short write is finished here
+            data = data[os.write(self._fd, data) :]
         if self._fsync:
             os.fsync(self._fd)
 
@@ -105,6 +114,11 @@ class StateFile:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def journal_line(entry: dict[str, Any]) -> str:
+    """One journal entry as the line ``append_lines`` writes."""
+    return json.dumps(entry, separators=(",", ":")) + "\n"
 
 
 def _read_journal(path: Path) -> list[dict[str, Any]]:

@@ -3,7 +3,8 @@ directory, written atomically (temp file, fsync, rename), read back as ``PsSnaps
 
 The file is a plain numpy ``.npz`` (no pickle): ``meta`` (JSON: index, num_ps, version,
 optimizer, table specs) and one array per row / slot / step / dense field, so any PS set, of
-any size, reads any other's files. ``latest_set`` picks the newest complete set in a directory.
+any size, reads any other's files. ``latest_set`` picks the complete set in a directory whose
+oldest file is the newest; ``read_set`` reads the set of one size.
 """
 
 import json
@@ -105,5 +106,13 @@ def latest_set(directory: Path) -> list[PsSnapshot]:
     complete = [(n, files) for n, files in sets.items() if sorted(files) == list(range(n))]
     if not complete:
         return []
-    _, files = max(complete, key=lambda c: max(p.stat().st_mtime_ns for p in c[1].values()))
+    # The set written most recently in full: the newest oldest file (a set of one size whose
+    # files come from two different times, e.g. after a change back and forth, loses).
+    _, files = max(complete, key=lambda c: min(p.stat().st_mtime_ns for p in c[1].values()))
     return [read_snapshot(files[i]) for i in sorted(files)]
+
+
+def read_set(directory: Path, num_ps: int) -> list[PsSnapshot]:
+    """The snapshots ``ps-<i>-of-<num_ps>.npz`` for every ``i``; ``FileNotFoundError``
+    naming the first missing file."""
+    return [read_snapshot(directory / file_name(i, num_ps)) for i in range(num_ps)]

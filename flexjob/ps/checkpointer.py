@@ -9,13 +9,17 @@ and writing times. Not for the file format (``ps.checkpoint_io``).
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
+from flexjob.core.ps.set_change import RowTotals, snapshot_totals
 from flexjob.ps.checkpoint_io import write_snapshot
 from flexjob.ps.service import PsService
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +29,7 @@ class CheckpointDone:
     rows: int
     blocked_s: float
     write_s: float
+    totals: RowTotals
 
 
 class PsCheckpointer:
@@ -52,6 +57,12 @@ class PsCheckpointer:
         if self._thread.is_alive():
             self._thread.join()
 
+    def exclusive(self, fn: Callable[[], T]) -> T:
+        """``fn()`` with no checkpoint running meanwhile (a PS-set change reloads the
+        partition under it)."""
+        with self._write_lock:
+            return fn()
+
     def checkpoint_now(self) -> CheckpointDone | None:
         """Copy and write the partition now; ``None`` when the PS has no model yet."""
         if not self._service.configured:
@@ -61,7 +72,9 @@ class PsCheckpointer:
             start = time.perf_counter()
             path = write_snapshot(self._directory, snap)
             written = time.perf_counter() - start
-        done = CheckpointDone(path, snap.version, snap.num_rows, blocked, written)
+        done = CheckpointDone(
+            path, snap.version, snap.num_rows, blocked, written, snapshot_totals(snap)
+        )
         self.last = done
         log.info(
             "event=ps_checkpoint index=%d version=%d rows=%d blocked_ms=%.1f write_ms=%.1f path=%s",

@@ -1,5 +1,7 @@
 """``flexjob ps`` process life: serve one PS partition over gRPC, register with the master,
-stop on SIGTERM / SIGINT.
+stop on SIGTERM / SIGINT (refusing new calls, writing a last checkpoint, publishing that it
+left: ``ps.set_member``). A PS whose index lies beyond the PS set the master published starts
+as a standby, serving nothing until the master's PS-set change takes it in.
 
 The address it publishes is ``--advertise`` or the replica's own service address
 (``FLEXJOB_REPLICA_ADDRESS``, set by the operator), else ``host:port`` as bound.
@@ -17,10 +19,13 @@ from flexjob.api.errors import FlexjobError
 from flexjob.ps.checkpoint_io import latest_set
 from flexjob.ps.checkpointer import PsCheckpointer
 from flexjob.ps.service import PsService
+from flexjob.ps.set_member import SetMember
 from flexjob.rpc.auth import master_token
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.messages import NodeRef
-from flexjob.rpc.ps_registry import publish_ps, report_restore
+from flexjob.rpc.ps_control import add_control
+from flexjob.rpc.ps_gate import GateInterceptor, PsGate
+from flexjob.rpc.ps_registry import publish_member, publish_ps, read_set, report_restore
 from flexjob.rpc.ps_server import serve_ps
 
 log = logging.getLogger(__name__)
@@ -50,25 +55,36 @@ def run_ps(config: PsConfig, stop: threading.Event | None = None) -> int:
 
         signal.signal(signal.SIGTERM, _stop)
         signal.signal(signal.SIGINT, _stop)
-    service = PsService(config.index, config.num_ps)
-    checkpointer = None
-    restored = False
-    if config.checkpoint_dir:
-        directory = Path(config.checkpoint_dir)
-        earlier = latest_set(directory)
-        if earlier:  # restored before serving: no call sees an empty partition
-            service.restore(earlier)
-            restored = True
-        checkpointer = PsCheckpointer(service, directory, config.checkpoint_interval)
-        checkpointer.start()
-    server = serve_ps(service, config.host, config.port, token=master_token())
-    address = config.advertise or server.address
-    print(f"flexjob ps {config.index}/{config.num_ps} serving on {address}", flush=True)
     master = (
         MasterClient(config.master, NodeRef(f"ps-{config.index}", "ps", config.index))
         if config.master
         else None
     )
+    place = _place(config, master)
+    service = PsService(config.index, place.num_ps)
+    directory = Path(config.checkpoint_dir) if config.checkpoint_dir else None
+    checkpointer = None
+    restored = False
+    if directory is not None:
+        earlier = latest_set(directory) if place.serving else []
+        if earlier:  # restored before serving: no call sees an empty partition
+            service.restore(earlier)
+            restored = True
+        checkpointer = PsCheckpointer(service, directory, config.checkpoint_interval)
+        checkpointer.start()
+    gate = PsGate(place.serving, place.min_version, "this PS waits to join the PS set")
+    member = SetMember(service, gate, checkpointer, directory, place.serving)
+    server = serve_ps(
+        service,
+        config.host,
+        config.port,
+        token=master_token(),
+        interceptors=[GateInterceptor(gate)],
+        register=lambda s: add_control(s, member),
+    )
+    address = config.advertise or server.address
+    role = f"{config.index}/{place.num_ps}" if place.serving else f"{config.index} (standby)"
+    print(f"flexjob ps {role} serving on {address}", flush=True)
     asked = b""
     try:
         if master is not None and restored:
@@ -81,6 +97,7 @@ def run_ps(config: PsConfig, stop: threading.Event | None = None) -> int:
             if master is not None:
                 try:
                     publish_ps(master, config.index, address, service.version)
+                    publish_member(master, config.index, member.member(address))
                     request = master.kv_get(names.KV_PS_CHECKPOINT_REQUEST) or b""
                     if request != asked and checkpointer is not None:
                         checkpointer.request()
@@ -89,9 +106,37 @@ def run_ps(config: PsConfig, stop: threading.Event | None = None) -> int:
                     log.warning("event=ps_register_failed master=%s error=%s", config.master, exc)
             stop.wait(REGISTER_INTERVAL_S)
     finally:
+        member.leave()  # refuse calls, last checkpoint; then say so before going away
+        if master is not None:
+            try:
+                publish_member(master, config.index, member.member(address))
+            except FlexjobError as exc:
+                log.warning("event=ps_leave_unpublished master=%s error=%s", config.master, exc)
         server.stop(grace=1.0)
-        if checkpointer is not None:
-            checkpointer.stop()
         if master is not None:
             master.close()
     return 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Place:
+    num_ps: int
+    serving: bool
+    min_version: int
+
+
+def _place(config: PsConfig, master: MasterClient | None) -> _Place:
+    """Where this PS starts: in the set the master published (restoring its share), as a
+    standby waiting for a change to take it in (its index is beyond that set), or, before
+    any set is published, in the first set of ``config.num_ps``."""
+    current = None
+    if master is not None:
+        try:
+            current = read_set(master.kv_get)
+        except FlexjobError as exc:
+            log.warning("event=ps_set_unknown master=%s error=%s", config.master, exc)
+    if current is None:
+        return _Place(config.num_ps, True, 0)
+    if config.index < current.num_ps:
+        return _Place(current.num_ps, True, current.version)
+    return _Place(config.index + 1, False, current.version)

@@ -88,6 +88,14 @@ class PsService:
         with self._table_locks[table]:
             return held.push(ids, np.asarray(grads, dtype=np.float32))
 
+    def push_lookup(
+        self, table: str, push_ids: Ids, grads: Floats, lookup_ids: Ids
+    ) -> tuple[int, Floats]:
+        self._count()
+        held = self._store.table(table)
+        with self._table_locks[table]:
+            return held.push_lookup(push_ids, np.asarray(grads, dtype=np.float32), lookup_ids)
+
     def stats(self) -> PsStats:
         now, requests = self._clock(), self._requests
         then, before = self._window
@@ -164,6 +172,16 @@ class PsService:
             self._store.version,
         )
         return loaded
+
+    def reload(self, index: int, num_ps: int, snapshots: Sequence[PsSnapshot]) -> int:
+        """Drop the partition and take, as PS ``index`` of ``num_ps``, this share of a whole
+        earlier set's ``snapshots`` (a PS-set change; its data calls are held off meanwhile);
+        no snapshots: the set had no model yet, this PS starts empty."""
+        with self._model_lock, self._dense_lock:
+            self._store = PsStore()
+            self._table_locks = {}
+            self.index, self.num_ps = index, num_ps
+        return self.restore(snapshots) if snapshots else 0
 
     def _count(self) -> None:
         self._requests += 1  # a lost increment under a race only blurs a rate

@@ -10,7 +10,7 @@ Not thread-safe across ``close()``; otherwise a client may be shared by threads.
 """
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 import grpc
@@ -30,6 +30,7 @@ from flexjob.rpc.messages import (
     NodeWorld,
     Progress,
     ShardInfo,
+    ShardLease,
 )
 from flexjob.rpc.retry import call_with_retry
 
@@ -131,6 +132,20 @@ class MasterClient:
         """``True``: the master counted this shard as done by this node."""
         req = pb.ReportShardRequest(node=self._node, dataset=dataset, shard_id=shard_id)
         return bool(self._call(self._stub.ReportShard, req).accepted)
+
+    def lease_shards(
+        self,
+        count: int,
+        done: Sequence[int] = (),
+        dataset: str = DEFAULT_DATASET,
+        release: Sequence[int] = (),
+    ) -> ShardLease:
+        """Report the shards ``done`` (in order), give back the leased shards ``release``, then
+        lease up to ``count`` more, in one call."""
+        req = pb.LeaseShardsRequest(
+            node=self._node, dataset=dataset, count=count, done=done, release=release
+        )
+        return convert.lease_from_pb(self._call(self._stub.LeaseShards, req))
 
     def get_progress(self, dataset: str = DEFAULT_DATASET) -> Progress:
         req = pb.ProgressRequest(node=self._node, dataset=dataset)

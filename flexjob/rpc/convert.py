@@ -17,6 +17,7 @@ from flexjob.rpc.messages import (
     NodeWorld,
     Progress,
     ShardInfo,
+    ShardLease,
 )
 
 
@@ -120,6 +121,20 @@ def shard_from_pb(msg: pb.Shard) -> ShardInfo:
         end=msg.end,
         indices=tuple(msg.indices),
         name=msg.name,
+    )
+
+
+def lease_to_pb(lease: ShardLease) -> pb.LeaseShardsResponse:
+    return pb.LeaseShardsResponse(
+        shards=[shard_to_pb(s) for s in lease.shards],
+        accepted=list(lease.accepted),
+        end_of_data=lease.end_of_data,
+    )
+
+
+def lease_from_pb(msg: pb.LeaseShardsResponse) -> ShardLease:
+    return ShardLease(
+        tuple(shard_from_pb(s) for s in msg.shards), tuple(msg.accepted), msg.end_of_data
     )
 
 

@@ -25,8 +25,12 @@ Shards: ``get_shard()`` → ``has_shard`` false with ``end_of_data`` false means
 ask again" (others still hold shards that may come back); ``end_of_data`` means done.
 ``report_shard(id)`` → ``True`` when the master counts it as done by this node (a retry of a
 report that was counted also answers ``True``); ``False`` when another report counted it.
+``lease_shards(count, done, release)`` does both in one call: it reports ``done`` in order,
+puts the leased shards in ``release`` back (never trained), then hands out up to ``count``
+shards at once (fewer when none are free now), each DOING for the caller.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -99,6 +103,16 @@ class ShardInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class ShardLease:
+    """What ``lease_shards`` answers: the shards now DOING for the caller (each ``has_shard``),
+    ``accepted[i]`` for the report of ``done[i]``, and whether every epoch is done."""
+
+    shards: tuple[ShardInfo, ...]
+    accepted: tuple[bool, ...]
+    end_of_data: bool
+
+
+@dataclass(frozen=True, slots=True)
 class NodeStats:
     cpu_percent: float = 0.0
     memory_bytes: int = 0
@@ -140,6 +154,15 @@ class MasterBackend(Protocol):
     def get_shard(self, node: NodeRef, dataset: str) -> ShardInfo: ...
 
     def report_shard(self, node: NodeRef, dataset: str, shard_id: int) -> bool: ...
+
+    def lease_shards(
+        self,
+        node: NodeRef,
+        dataset: str,
+        count: int,
+        done: Sequence[int],
+        release: Sequence[int] = (),
+    ) -> ShardLease: ...
 
     def register_dataset(self, node: NodeRef, dataset: Dataset) -> None: ...
 

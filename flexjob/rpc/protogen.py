@@ -1,5 +1,6 @@
 """Regenerates the committed protobuf / gRPC code in ``flexjob/rpc/gen`` from the ``.proto`` files
-(``master.proto``: the job master; ``ps.proto``: a parameter-server replica).
+(``master.proto``: the job master; ``ps.proto``: a parameter-server replica;
+``ps_control.proto``: the master's control of a PS replica while its PS set changes).
 
 Run ``make proto`` (or ``python -m flexjob.rpc.protogen``). Needs ``grpcio-tools`` (a test
 dependency), so nothing at run time imports this module. Not for hand edits of generated code.
@@ -10,7 +11,7 @@ import sys
 from pathlib import Path
 
 PROTO_DIR = Path(__file__).resolve().parent
-PROTO_FILES = ("master.proto", "ps.proto")
+PROTO_FILES = ("master.proto", "ps.proto", "ps_control.proto")
 GEN_DIR = PROTO_DIR / "gen"
 _ABSOLUTE_IMPORT = re.compile(r"^import (\w+)_pb2 as (\w+)$", re.MULTILINE)
 

@@ -21,6 +21,7 @@ from flexjob.rpc.gen import ps_pb2 as pb
 from flexjob.rpc.gen import ps_pb2_grpc as pb_grpc
 from flexjob.rpc.ps_api import PsStats
 from flexjob.rpc.ps_convert import configure_to_pb, stats_from_pb, tensor_from_pb, tensor_to_pb
+from flexjob.rpc.ps_gate import SET_VERSION_HEADER
 from flexjob.rpc.ps_server import GRPC_OPTIONS
 from flexjob.rpc.retry import answered_error, call_with_retry
 
@@ -57,6 +58,11 @@ class Pending(Generic[R]):
             log.warning("event=ps_call_retry code=%s", exc.code().name)
         return self._convert(self._retry())
 
+    def then(self, fn: Callable[[R], T]) -> "Pending[T]":
+        """The same call, answering ``fn`` of this one's answer."""
+        convert = self._convert
+        return Pending(self._future, lambda raw: fn(convert(raw)), self._retry)
+
 
 class PsClient:
     def __init__(
@@ -66,12 +72,18 @@ class PsClient:
         timeout: float = 30.0,
         retry_deadline: float = 60.0,
         token: str | None = None,
+        set_version: int | None = None,
     ):
         """``token``: the job's master token, which PS replicas require too (default: from
-        the environment, ``rpc.auth.master_token``)."""
+        the environment, ``rpc.auth.master_token``). ``set_version``: the PS-set version the
+        caller resolved (sent with each call, ``rpc.ps_gate``; a PS of a newer set refuses
+        the call with ``PsSetChangedError``)."""
         self.address = address
         token = token if token is not None else master_token()
-        self._metadata = ((AUTHORIZATION, bearer(token)),) if token else None
+        headers = [(AUTHORIZATION, bearer(token))] if token else []
+        if set_version is not None:
+            headers.append((SET_VERSION_HEADER, str(set_version)))
+        self._metadata = tuple(headers) or None
         self._timeout = timeout
         self._retry_deadline = retry_deadline
         self._channel = grpc.insecure_channel(address, options=GRPC_OPTIONS)
@@ -111,6 +123,23 @@ class PsClient:
 
     def push_rows(self, table: str, ids: npt.NDArray[np.int64], grads: Floats) -> int:
         return self.push_rows_async(table, ids, grads).result()
+
+    def push_lookup_async(
+        self,
+        table: str,
+        lookup_ids: npt.NDArray[np.int64],
+        push_ids: npt.NDArray[np.int64] | None = None,
+        grads: Floats | None = None,
+    ) -> Pending[tuple[int, Floats]]:
+        """Push ``grads`` of rows ``push_ids`` (if any), then look up ``lookup_ids``, in one
+        call; answers (rows updated, rows looked up)."""
+        parts = {"lookup_ids": tensor_to_pb(lookup_ids)}
+        if push_ids is not None and grads is not None:
+            parts.update(push_ids=tensor_to_pb(push_ids), grads=tensor_to_pb(grads))
+        req = pb.PushLookupRequest(table=table, **parts)
+        return self._async(
+            self._stub.PushLookup, req, lambda r: (int(r.rows_updated), _floats(r.rows, "rows"))
+        )
 
     def stats(self) -> PsStats:
         return stats_from_pb(self._call(self._stub.Stats, pb.StatsRequest()))

@@ -5,18 +5,51 @@ the master's KV store (again every few seconds, so a restarted master learns it 
 trainers and agents read the whole set. Beside it each PS publishes its dense version, so
 a relaunched PS that restored an older checkpoint can count the dense updates lost
 (``report_restore``: summed under ``KV_PS_LOST_UPDATES`` and a failure in the master's stats
-of node ``ps-<index>``). Not for PS-set versions (issue 15, not built yet).
+of node ``ps-<index>``). Each PS also publishes its membership (``publish_member``) and the
+master's PS-set driver publishes the set trainers use (``KV_PS_SET``); ``read_members`` and
+``read_set`` read them through any KV getter (a ``MasterClient``'s or the master's own).
 """
 
 import time
+from collections.abc import Callable
 
 from flexjob.api import names
+from flexjob.core.ps.set_change import PsMember, PsSetInfo
 from flexjob.rpc.client import MasterClient
+
+KvGet = Callable[[str], bytes | None]
+#: ``read_members`` stops after this many PS indexes in a row with no member.
+MEMBER_SCAN_GAP = 4
 
 
 def publish_ps(master: MasterClient, index: int, address: str, version: int) -> None:
     master.kv_set(f"{names.KV_PS_ADDRESS_PREFIX}{index}", address.encode())
     master.kv_set(f"{names.KV_PS_VERSION_PREFIX}{index}", str(version).encode())
+
+
+def publish_member(master: MasterClient, index: int, member: PsMember) -> None:
+    master.kv_set(f"{names.KV_PS_MEMBER_PREFIX}{index}", member.to_json())
+
+
+def read_members(get: KvGet) -> dict[int, PsMember]:
+    """Every PS member published, by index (scanning up from 0 until a gap)."""
+    found: dict[int, PsMember] = {}
+    index, gap = 0, 0
+    while gap < MEMBER_SCAN_GAP:
+        raw = get(f"{names.KV_PS_MEMBER_PREFIX}{index}")
+        if raw:
+            found[index] = PsMember.from_json(raw)
+            gap = 0
+        else:
+            gap += 1
+        index += 1
+    return found
+
+
+def read_set(get: KvGet) -> PsSetInfo | None:
+    """The PS set the master published last; ``None`` before the first."""
+    raw = get(names.KV_PS_SET)
+    return PsSetInfo.from_json(raw) if raw else None
 
 
 def report_restore(master: MasterClient, index: int, restored_version: int) -> int:

@@ -7,7 +7,7 @@ serving. Not where PS logic lives (``flexjob.ps.service`` is).
 """
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent import futures
 from typing import TypeVar
 
@@ -45,10 +45,10 @@ def _call(context: grpc.ServicerContext, fn: Callable[[], T]) -> T:
         raise
 
 
-def _ids(msg: pb.Tensor) -> np.ndarray:
-    ids = tensor_from_pb(msg, "ids", "int64")
+def _ids(msg: pb.Tensor, field: str = "ids") -> np.ndarray:
+    ids = tensor_from_pb(msg, field, "int64")
     if ids.ndim != 1:
-        raise InvalidSpecError(f"ids.shape: must be 1-d, got {list(ids.shape)}")
+        raise InvalidSpecError(f"{field}.shape: must be 1-d, got {list(ids.shape)}")
     return ids
 
 
@@ -99,6 +99,22 @@ class PsServicer(pb_grpc.ParameterServerServicer):
 
         return pb.PushRowsResponse(rows_updated=_call(context, run))
 
+    def PushLookup(
+        self, request: pb.PushLookupRequest, context: grpc.ServicerContext
+    ) -> pb.PushLookupResponse:
+        def run() -> tuple[int, np.ndarray]:
+            lookup_ids = _ids(request.lookup_ids, "lookup_ids")
+            if request.HasField("push_ids"):
+                push_ids = _ids(request.push_ids, "push_ids")
+                grads = tensor_from_pb(request.grads, "grads", "float32")
+            else:  # nothing to push: a plain lookup
+                push_ids = lookup_ids[:0]
+                grads = np.empty((0, 0), dtype=np.float32)
+            return self._b.push_lookup(request.table, push_ids, grads, lookup_ids)  # type: ignore[arg-type]
+
+        updated, rows = _call(context, run)
+        return pb.PushLookupResponse(rows_updated=updated, rows=tensor_to_pb(rows))
+
     def Stats(self, request: pb.StatsRequest, context: grpc.ServicerContext) -> pb.StatsResponse:
         return stats_to_pb(_call(context, self._b.stats))
 
@@ -109,17 +125,24 @@ def serve_ps(
     port: int = 0,
     max_workers: int = 16,
     token: str | None = None,
+    interceptors: Sequence[grpc.ServerInterceptor] = (),
+    register: Callable[[grpc.Server], None] | None = None,
 ) -> RunningServer:
     """Start serving ``backend`` on ``host:port`` (0: a free port); returns at once. With
     ``token`` (the job's master token) every call must present it; without one only a
-    loopback ``host`` is allowed (``rpc.auth.InsecureBindError``), as for the job master."""
+    loopback ``host`` is allowed (``rpc.auth.InsecureBindError``), as for the job master.
+    ``interceptors`` run after the token check (``rpc.ps_gate``); ``register`` adds more
+    services on the same port (``rpc.ps_control.add_control``)."""
     check_bind(host, token, f"set {ENV_MASTER_TOKEN} or {ENV_MASTER_TOKEN_FILE}")
+    chain = [TokenInterceptor(token)] if token else []
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="ps-rpc"),
-        interceptors=[TokenInterceptor(token)] if token else None,
+        interceptors=[*chain, *interceptors] or None,
         options=[("grpc.so_reuseport", 0), *GRPC_OPTIONS],
     )
     pb_grpc.add_ParameterServerServicer_to_server(PsServicer(backend), server)  # type: ignore[no-untyped-call]
+    if register is not None:
+        register(server)
     bound = server.add_insecure_port(f"{host}:{port}")
     if bound == 0:
         raise OSError(f"cannot bind the PS server to {host}:{port}")

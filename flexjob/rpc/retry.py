@@ -1,6 +1,7 @@
 """One gRPC call with the clients' retry rule: an unreachable server (UNAVAILABLE, deadline
 hit) is retried with exponential backoff until a deadline; answered errors become the
-``api.errors`` kinds at once (INVALID_ARGUMENT, NOT_FOUND, anything else). Shared by the
+``api.errors`` kinds at once (INVALID_ARGUMENT, NOT_FOUND, a PS's "ps set changed"
+FAILED_PRECONDITION, anything else). Shared by the
 master client and the PS client."""
 
 import logging
@@ -10,7 +11,14 @@ from typing import TypeVar
 
 import grpc
 
-from flexjob.api.errors import FlexjobError, InvalidSpecError, NotFoundError, UnavailableError
+from flexjob.api.errors import (
+    PS_SET_CHANGED,
+    FlexjobError,
+    InvalidSpecError,
+    NotFoundError,
+    PsSetChangedError,
+    UnavailableError,
+)
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -26,6 +34,10 @@ def answered_error(exc: grpc.RpcError) -> FlexjobError | None:
         return InvalidSpecError(exc.details())
     if code == grpc.StatusCode.NOT_FOUND:
         return NotFoundError(exc.details())
+    if code == grpc.StatusCode.FAILED_PRECONDITION and (exc.details() or "").startswith(
+        PS_SET_CHANGED
+    ):
+        return PsSetChangedError(exc.details())
     if code not in _RETRYABLE:
         return FlexjobError(f"{code.name}: {exc.details()}")
     return None

@@ -81,6 +81,18 @@ class MasterServicer(pb_grpc.MasterServicer):
         ok = _call(context, lambda: self._b.report_shard(node, request.dataset, request.shard_id))
         return pb.ReportShardResponse(accepted=ok)
 
+    def LeaseShards(
+        self, request: pb.LeaseShardsRequest, context: grpc.ServicerContext
+    ) -> pb.LeaseShardsResponse:
+        node = convert.node_from_pb(request.node)
+        lease = _call(
+            context,
+            lambda: self._b.lease_shards(
+                node, request.dataset, request.count, request.done, request.release
+            ),
+        )
+        return convert.lease_to_pb(lease)
+
     def ReportStats(self, request: pb.StatsRequest, context: grpc.ServicerContext) -> pb.Empty:
         node = convert.node_from_pb(request.node)
         _call(context, lambda: self._b.report_stats(node, convert.stats_from_pb(request)))

@@ -2,21 +2,25 @@
 
 Rendezvous calls go out as the node (all processes of a node share one seat in the world);
 shard calls go out as the process (``<node>.<local_rank>`` beyond local rank 0), so the shards
-of a process that dies can be handed out again without touching its siblings'. Datasets that
-the job spec did not declare are registered with the master's ``RegisterDataset`` call.
+of a process that dies can be handed out again without touching its siblings'. Shards are
+leased through a ``trainer.lease.ShardLeaser``. Datasets that the job spec did not declare are
+registered with the master's ``RegisterDataset`` call.
 Not for the agent (it has its own client).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import replace
 
 from flexjob.api import names
+from flexjob.api.errors import UnavailableError
 from flexjob.core.batch import RankBatch
 from flexjob.core.dataset import Dataset
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.messages import NodeRef
+from flexjob.trainer.lease import ShardLeaser, lease_size
 from flexjob.trainer.sampler import NoShard, ShardSamples
 from flexjob.trainer.world import Generation, NodeIdentity, node_identity
 
@@ -35,6 +39,7 @@ class MasterLink:
         self.proc = (
             self.node if ident.process_id == ident.node_id else MasterClient(ident.master, proc)
         )
+        self.shards = ShardLeaser(self.proc, lease_size())
 
     @classmethod
     def from_identity(cls, ident: NodeIdentity) -> MasterLink:
@@ -58,14 +63,18 @@ class MasterLink:
         self.node.register_dataset(dataset)
 
     def get_shard(self, dataset: str) -> ShardSamples | NoShard:
-        s = self.proc.get_shard(dataset)
-        if not s.has_shard:
-            return NoShard.END if s.end_of_data else NoShard.WAIT
-        indices = s.indices if s.indices else range(s.start, s.end)
-        return ShardSamples(s.shard_id, s.epoch, indices)
+        return self.shards.get_shard(dataset)
 
     def report_shard(self, dataset: str, shard_id: int) -> bool:
-        return self.proc.report_shard(shard_id, dataset)
+        return self.shards.report_shard(dataset, shard_id)
+
+    def report_shard_as(self, process_id: str, dataset: str, shard_id: int) -> bool:
+        """Report ``shard_id`` done as the process ``process_id``: a peer that finished it in
+        a step that completed, then died before its own report (``trainer.peer_shards``)."""
+        assert self.ident.master is not None
+        node = NodeRef(process_id, self.ident.replica_type)
+        with MasterClient(self.ident.master, node, timeout=5.0, retry_deadline=10.0) as client:
+            return client.report_shard(shard_id, dataset)
 
     # ---- fixed global batch ----
     def get_batch_plan(self, rank: int, world_size: int) -> RankBatch:
@@ -76,6 +85,8 @@ class MasterLink:
         self.node.kv_set(key, value.encode())
 
     def close(self) -> None:
+        with contextlib.suppress(UnavailableError):  # a gone master takes them back itself
+            self.shards.close()
         if self.proc is not self.node:
             self.proc.close()
         self.node.close()

@@ -1,12 +1,16 @@
 """``flexjob run``'s supervision of its own processes: real child processes killed with real
 signals, a real master process restarted on its port."""
 
+import contextlib
 import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from flexjob.agent.run_supervisor import RunFailure, RunSupervisor
@@ -54,6 +58,22 @@ def supervisor(address: str, spawner: Spawner, **kw: int) -> RunSupervisor:
     opts = {"nodes": 2, "min_nodes": 2, "nproc_per_node": 1, "max_restarts": 1, **kw}
     return RunSupervisor(
         address=address, master=None, master_config=None, spawn_agent=spawner, **opts
+    )
+
+
+def master_supervisor(
+    master: MasterProcess, config: MasterConfig, spawner: Spawner, max_restarts: int
+) -> RunSupervisor:
+    """A supervisor of one stand-in agent and the real master process ``master``."""
+    return RunSupervisor(
+        address=master.address,
+        master=master,
+        master_config=config,
+        spawn_agent=spawner,
+        nodes=1,
+        min_nodes=1,
+        nproc_per_node=1,
+        max_restarts=max_restarts,
     )
 
 
@@ -118,16 +138,7 @@ def test_a_killed_master_is_restarted_on_its_port_until_restarts_run_out(
     config = MasterConfig(job_dir=str(tmp_path / "job"), host_store=False)
     masters: list[MasterProcess] = [spawn_master(config)]
     try:
-        sup = RunSupervisor(
-            address=masters[0].address,
-            master=masters[0],
-            master_config=config,
-            spawn_agent=spawner,
-            nodes=1,
-            min_nodes=1,
-            nproc_per_node=1,
-            max_restarts=1,
-        )
+        sup = master_supervisor(masters[0], config, spawner, max_restarts=1)
         masters[0].kill()
         sup.check(lambda: False)
         assert sup.master is not None and sup.master is not masters[0]
@@ -140,3 +151,41 @@ def test_a_killed_master_is_restarted_on_its_port_until_restarts_run_out(
     finally:
         for m in masters:
             m.stop()
+
+
+def _kill_the_next_master(known: set[int], killed: list[int], stop: threading.Event) -> None:
+    """Thread: SIGKILL the first new ``flexjob master`` child as soon as it appears (while
+    the supervisor restarts it, long before it serves)."""
+    while not stop.is_set() and not killed:
+        for p in psutil.Process().children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                if p.pid not in known and "master" in p.cmdline():
+                    p.kill()
+                    killed.append(p.pid)
+                    return
+        time.sleep(0.005)
+
+
+def test_a_master_killed_while_it_restarts_is_restarted_again(
+    tmp_path: Path, spawner: Spawner
+) -> None:
+    config = MasterConfig(job_dir=str(tmp_path / "job"), host_store=False)
+    first = spawn_master(config)
+    sup = master_supervisor(first, config, spawner, max_restarts=3)
+    killed: list[int] = []
+    stop = threading.Event()
+    killer = threading.Thread(
+        target=_kill_the_next_master, args=({first.process.pid}, killed, stop), daemon=True
+    )
+    try:
+        first.kill()
+        killer.start()
+        sup.check(lambda: False)
+        assert killed, "the restarted master was not killed while starting"
+        assert sup.master is not None and sup.master.process.poll() is None
+        assert sup.master.address == first.address and sup.master_restarts == 2
+    finally:
+        stop.set()
+        killer.join(5)
+        if sup.master is not None:
+            sup.master.stop()

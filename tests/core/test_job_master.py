@@ -232,3 +232,21 @@ def test_kubernetes_master_without_a_state_claim_has_no_volume_and_no_state() ->
     sim.settle()
     assert shipped_config(sim).job_dir is None
     assert not master_request(sim).request.template.to_wire()["spec"].get("volumes")
+
+
+def test_kubernetes_master_reads_the_brain_token_from_the_named_secret() -> None:
+    options = kubernetes_job_master("flexjob:1", brain_token_secret="flexjob-brain-token")
+    sim = Sim(elastic_job(), job_master=options)
+    sim.settle()
+    request = master_request(sim).request
+    env = request.template.to_wire()["spec"]["containers"][0]["env"]
+    ref = {"secretKeyRef": {"name": "flexjob-brain-token", "key": "token"}}
+    assert {"name": names.ENV_BRAIN_TOKEN, "valueFrom": ref} in env
+    assert not any("token" in arg for arg in request.args)
+
+
+def test_without_a_brain_token_secret_the_master_gets_no_brain_token() -> None:
+    sim = Sim(elastic_job(), job_master=kubernetes_job_master("flexjob:1"))
+    sim.settle()
+    env = master_request(sim).request.template.to_wire()["spec"]["containers"][0]["env"]
+    assert not any(e["name"] == names.ENV_BRAIN_TOKEN for e in env)

@@ -212,3 +212,14 @@ def test_shards_in_todo_at_a_restore_may_be_reported_by_their_unknown_holder() -
     fresh = ShardManager(RangeSplitter(6, 3))
     fresh.restore(mgr.checkpoint())  # DOING is not saved: its holder is unknown now
     assert fresh.report_done(held.shard_id, "w0") is ReportResult.COUNTED
+
+
+def test_given_back_shards_return_to_the_front_of_todo_only_from_their_holder() -> None:
+    m, _ = manager(size=40, shard=10)
+    a, b = m.get_shard("a"), m.get_shard("a")
+    assert a is not None and b is not None
+    assert m.give_back([a.shard_id, b.shard_id], "intruder") == []  # not its shards
+    assert m.give_back([b.shard_id, a.shard_id, 99], "a") == [b.shard_id, a.shard_id]
+    assert m.state_of(a.shard_id) is ShardState.TODO
+    again = m.get_shard("b")
+    assert again is not None and again.shard_id in (a.shard_id, b.shard_id)

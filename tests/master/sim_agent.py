@@ -1,5 +1,6 @@
 """A simulated agent for master tests: joins, re-joins when asked, trains on shards by sleeping
-and reports them, over the real RPC. ``kill()`` stops it dead (no more calls, no reports)."""
+and reports them, over the real RPC (``lease`` > 0: through the trainer's ``ShardLeaser``, that
+many shards per lease). ``kill()`` stops it dead (no more calls, no reports)."""
 
 import threading
 import time
@@ -7,6 +8,8 @@ from dataclasses import dataclass, field
 
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.messages import NodeRef, NodeWorld, ShardInfo
+from flexjob.trainer.lease import ShardLeaser
+from flexjob.trainer.sampler import NoShard
 
 
 @dataclass
@@ -14,6 +17,7 @@ class SimAgent:
     address: str
     node_id: str
     step_time: float = 0.01
+    lease: int = 0
     counted: list[ShardInfo] = field(default_factory=list)
     received: list[int] = field(default_factory=list)
     worlds: list[NodeWorld] = field(default_factory=list)
@@ -39,11 +43,12 @@ class SimAgent:
     def _run(self) -> None:
         try:
             with MasterClient(self.address, NodeRef(self.node_id), retry_deadline=30) as client:
+                leaser = ShardLeaser(client, self.lease) if self.lease else None
                 self._rendezvous(client)
                 while not self._stop.is_set():
                     if client.heartbeat().num_nodes_waiting > 0:
                         self._rendezvous(client)
-                    shard = client.get_shard()
+                    shard = self._next(client, leaser)
                     if shard.end_of_data:
                         self.finished = True
                         return
@@ -53,10 +58,23 @@ class SimAgent:
                     self.received.append(shard.shard_id)
                     if self._stop.wait(self.step_time):
                         return  # killed while training: the shard is never reported
-                    if client.report_shard(shard.shard_id):
+                    if (
+                        leaser.report_shard("", shard.shard_id)
+                        if leaser
+                        else client.report_shard(shard.shard_id)
+                    ):
                         self.counted.append(shard)
         except BaseException as exc:  # surfaced by the test
             self.error = exc
+
+    @staticmethod
+    def _next(client: MasterClient, leaser: ShardLeaser | None) -> ShardInfo:
+        if leaser is None:
+            return client.get_shard()
+        got = leaser.get_shard("")
+        if isinstance(got, NoShard):
+            return ShardInfo(has_shard=False, end_of_data=got is NoShard.END)
+        return ShardInfo(True, False, got.shard_id, got.epoch, indices=tuple(got.indices))
 
     def _rendezvous(self, client: MasterClient) -> None:
         client.join(f"127.0.0.1:{29500}")

@@ -14,13 +14,19 @@ from tests.master.sim_agent import SimAgent
 pytestmark = pytest.mark.e2e
 
 
-@pytest.mark.parametrize("snapshot_every", [7, 1000], ids=["snapshots", "journal-only"])
+@pytest.mark.parametrize(
+    ("snapshot_every", "lease"),
+    [(7, 0), (1000, 0), (7, 4)],
+    ids=["snapshots", "journal-only", "snapshots-lease-4"],
+)
 def test_killed_master_restarts_and_agents_finish_every_sample_exactly_once(
-    process_config: MasterConfig, snapshot_every: int
+    process_config: MasterConfig, snapshot_every: int, lease: int
 ) -> None:
     config = process_config.with_overrides(snapshot_every=snapshot_every)
     masters = [spawn_master(config)]
-    agents = [SimAgent(masters[0].address, f"worker-{i}", step_time=0.005) for i in range(4)]
+    agents = [
+        SimAgent(masters[0].address, f"worker-{i}", step_time=0.005, lease=lease) for i in range(4)
+    ]
     total_shards = 2 * 400 // 5
     try:
         for a in agents:

@@ -3,6 +3,8 @@
 from datetime import timedelta
 from pathlib import Path
 
+import psutil
+
 from flexjob.core.master_config import MasterConfig
 from flexjob.master.main import start_master
 from flexjob.rpc.client import MasterClient
@@ -25,3 +27,18 @@ def test_world_points_to_the_master_hosted_tcp_store_with_a_round_prefix(tmp_pat
         assert dist.PrefixStore(first.store_prefix, store).get("rank0") == b"old"
         assert first.store_address == second.store_address
         assert first.store_prefix != second.store_prefix
+
+
+def test_the_store_listens_on_the_masters_address_only(tmp_path: Path) -> None:
+    """torch's TCPStore listens on every interface by default: the master's store must not
+    (it has no token), so a master bound to 127.0.0.1 exposes its store to no one else."""
+    config = MasterConfig(job_name="st", job_dir=str(tmp_path), min_nodes=1, max_nodes=1)
+    with start_master(config) as master, MasterClient(master.address, "w0") as client:
+        client.join()
+        world = client.wait_world(10)
+        listening = [
+            c.laddr
+            for c in psutil.Process().net_connections("inet")
+            if c.status == psutil.CONN_LISTEN and c.laddr.port == world.store_port
+        ]
+        assert [a.ip for a in listening] == ["127.0.0.1"], listening

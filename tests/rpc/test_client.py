@@ -107,3 +107,28 @@ def test_client_survives_a_master_restart_on_the_same_port(master: MasterHandle)
         timer.join()
         for handle in restarted:
             handle.stop()
+
+
+def test_lease_reports_then_leases_in_one_call(master: MasterHandle) -> None:
+    a, b = clients(master)
+    first = a.lease_shards(2)
+    assert [s.sample_indices() for s in first.shards] == [(0, 1, 2, 3, 4), (5, 6, 7, 8, 9)]
+    done = [s.shard_id for s in first.shards]
+    second = a.lease_shards(5, [*done, done[0]])  # the repeated report is acknowledged again
+    assert second.accepted == (True, True, True) and len(second.shards) == 2
+    assert not b.lease_shards(0, [second.shards[0].shard_id]).accepted[0]  # a's shard
+    last = a.lease_shards(1, [s.shard_id for s in second.shards])
+    assert last.shards == () and last.end_of_data
+
+
+@pytest.mark.parametrize(
+    ("count", "done", "message"),
+    [(-1, 0, "count must be in 0..1024"), (1025, 0, "count must be in 0..1024"),
+     (1, 1025, "done may list at most 1024 shards")],
+)  # fmt: skip
+def test_lease_bounds_are_invalid_arguments_naming_the_field(
+    master: MasterHandle, count: int, done: int, message: str
+) -> None:
+    (a,) = clients(master, 1)
+    with pytest.raises(InvalidSpecError, match=message):
+        a.lease_shards(count, list(range(done)))

@@ -25,6 +25,7 @@ from flexjob.core.job_master import (
 )
 from flexjob.observe import metrics_http
 from flexjob.operator.kubernetes.admission import register_admission
+from flexjob.operator.kubernetes.foreign import register_foreign
 from flexjob.operator.kubernetes.handlers import register_handlers
 from flexjob.operator.reconcile_pass import reconcile_job
 from flexjob.operator.work_queue import JobKey, JobQueue
@@ -87,12 +88,18 @@ class OperatorConfig:
     #: mounted at ``job_master_state_root``; "": none (a relaunched master starts afresh).
     job_master_state_claim: str = ""
     job_master_state_root: str = KUBERNETES_STATE_ROOT
+    #: A Secret (key ``token``, in each job's namespace) implicit masters read the brain's
+    #: token from (``core.job_master``); "": none.
+    job_master_brain_token_secret: str = ""
 
     def job_master(self) -> JobMasterConfig | None:
         if not self.job_master_image:
             return None
         return kubernetes_job_master(
-            self.job_master_image, self.job_master_state_claim, self.job_master_state_root
+            self.job_master_image,
+            self.job_master_state_claim,
+            self.job_master_state_root,
+            self.job_master_brain_token_secret,
         )
 
 
@@ -121,6 +128,10 @@ def build_registry(
 ) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
     register_handlers(registry, platform, queue, options.resync_interval)
+    client = kubernetes.client.ApiClient(
+        load_configuration(options.kubeconfig, options.context, options.server)
+    )
+    register_foreign(registry, client)
     if options.webhooks is not None:
         register_admission(registry)
 

@@ -136,6 +136,30 @@ class ReportShardResponse(_message.Message):
     accepted: bool
     def __init__(self, accepted: _Optional[bool] = ...) -> None: ...
 
+class LeaseShardsRequest(_message.Message):
+    __slots__ = ("node", "dataset", "count", "done", "release")
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    DATASET_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    RELEASE_FIELD_NUMBER: _ClassVar[int]
+    node: NodeRef
+    dataset: str
+    count: int
+    done: _containers.RepeatedScalarFieldContainer[int]
+    release: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, node: _Optional[_Union[NodeRef, _Mapping]] = ..., dataset: _Optional[str] = ..., count: _Optional[int] = ..., done: _Optional[_Iterable[int]] = ..., release: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class LeaseShardsResponse(_message.Message):
+    __slots__ = ("shards", "accepted", "end_of_data")
+    SHARDS_FIELD_NUMBER: _ClassVar[int]
+    ACCEPTED_FIELD_NUMBER: _ClassVar[int]
+    END_OF_DATA_FIELD_NUMBER: _ClassVar[int]
+    shards: _containers.RepeatedCompositeFieldContainer[Shard]
+    accepted: _containers.RepeatedScalarFieldContainer[bool]
+    end_of_data: bool
+    def __init__(self, shards: _Optional[_Iterable[_Union[Shard, _Mapping]]] = ..., accepted: _Optional[_Iterable[bool]] = ..., end_of_data: _Optional[bool] = ...) -> None: ...
+
 class StatsRequest(_message.Message):
     __slots__ = ("node", "cpu_percent", "memory_bytes", "step", "samples_per_second", "world_size", "timestamp")
     NODE_FIELD_NUMBER: _ClassVar[int]

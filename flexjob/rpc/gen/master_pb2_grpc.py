@@ -104,6 +104,11 @@ class MasterStub:
                 request_serializer=master__pb2.RegisterDatasetRequest.SerializeToString,
                 response_deserializer=master__pb2.Empty.FromString,
                 _registered_method=True)
+        self.LeaseShards = channel.unary_unary(
+                '/flexjob.rpc.v1.Master/LeaseShards',
+                request_serializer=master__pb2.LeaseShardsRequest.SerializeToString,
+                response_deserializer=master__pb2.LeaseShardsResponse.FromString,
+                _registered_method=True)
 
 
 class MasterServicer:
@@ -193,6 +198,12 @@ class MasterServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def LeaseShards(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MasterServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -265,6 +276,11 @@ def add_MasterServicer_to_server(servicer, server):
                     servicer.RegisterDataset,
                     request_deserializer=master__pb2.RegisterDatasetRequest.FromString,
                     response_serializer=master__pb2.Empty.SerializeToString,
+            ),
+            'LeaseShards': grpc.unary_unary_rpc_method_handler(
+                    servicer.LeaseShards,
+                    request_deserializer=master__pb2.LeaseShardsRequest.FromString,
+                    response_serializer=master__pb2.LeaseShardsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -645,6 +661,33 @@ class Master:
             '/flexjob.rpc.v1.Master/RegisterDataset',
             master__pb2.RegisterDatasetRequest.SerializeToString,
             master__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def LeaseShards(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flexjob.rpc.v1.Master/LeaseShards',
+            master__pb2.LeaseShardsRequest.SerializeToString,
+            master__pb2.LeaseShardsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,235 @@
+"""``PsSetDriver``: the job master's side of PS elasticity (issue 15).
+
+On its own thread, every ``poll`` seconds, it reads the PS members from the master's KV
+store and the PS set it published (``KV_PS_SET``); publishes the first set once every PS of
+it serves; and runs whatever change ``core.ps.set_change.plan_change`` asks for, step by step
+through each PS's control service (pause → checkpoint → load → verify → publish → resume),
+falling back as ``recovery`` says when a step fails. It also asks every PS of the set to
+checkpoint every ``checkpoint_interval`` seconds. Each change logs ``event=ps_set_changed``
+with the row totals before and after; a change whose totals differ is undone and counted as
+a failure, never published. Not for the rules (``core.ps.set_change``).
+"""
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent import futures
+from typing import Protocol, TypeVar
+
+from flexjob.api import names
+from flexjob.api.errors import FlexjobError
+from flexjob.core.ps.set_change import (
+    ChangeStep,
+    PsSetInfo,
+    Recovery,
+    RowTotals,
+    SetChange,
+    initial_set,
+    plan_change,
+    recovery,
+    verify_rows,
+    wanted_size,
+)
+from flexjob.rpc.ps_control import PsControlClient
+from flexjob.rpc.ps_registry import read_members, read_set
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class KvStore(Protocol):
+    def kv_get(self, key: str) -> bytes | None: ...
+
+    def kv_set(self, key: str, value: bytes) -> None: ...
+
+    @property
+    def job_finished(self) -> bool: ...
+
+
+class ChangeFailed(Exception):
+    def __init__(self, step: ChangeStep, cause: BaseException) -> None:
+        super().__init__(f"{step.value}: {cause}")
+        self.step = step
+
+
+class PsSetDriver:
+    def __init__(
+        self,
+        kv: KvStore,
+        *,
+        initial_num_ps: int = 0,
+        checkpoint_interval: float = 0.0,
+        poll: float = 0.25,
+        token: str | None = None,
+        on_failure: Callable[[str], None] | None = None,
+    ) -> None:
+        """``initial_num_ps``: the size of the first set (0: the members that serve);
+        ``checkpoint_interval``: seconds between checkpoints the master asks for (0: none);
+        ``on_failure``: told of each failed change (the master's stats)."""
+        self._kv = kv
+        self._initial = initial_num_ps
+        self._interval = checkpoint_interval
+        self._poll = poll
+        self._token = token
+        self._on_failure = on_failure or (lambda message: None)
+        self._stop = threading.Event()
+        self._pool = futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="ps-set")
+        self._next_checkpoint = time.monotonic() + checkpoint_interval
+        self._thread = threading.Thread(target=self._loop, name="ps-sets", daemon=True)
+        self.changes = 0
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=30)
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._poll):
+            try:
+                self.tick()
+            except Exception:  # keep driving; the next tick looks again
+                log.exception("event=ps_set_tick_failed")
+
+    def tick(self) -> None:
+        """One look at the members: publish, change or checkpoint the set as due."""
+        if self._kv.job_finished:
+            return
+        members = read_members(self._kv.kv_get)
+        if not members:
+            return
+        current = read_set(self._kv.kv_get)
+        if current is None:
+            first = initial_set(members, self._initial or wanted_size(members))
+            if first is not None:
+                self._kv.kv_set(names.KV_PS_SET, first.to_json())
+                log.info("event=ps_set_published version=1 num_ps=%d", first.num_ps)
+            return
+        change = plan_change(current, members)
+        if change is not None:
+            self.run(change)
+        elif self._interval > 0 and time.monotonic() >= self._next_checkpoint:
+            self._next_checkpoint = time.monotonic() + self._interval
+            self._each(current.addresses, lambda c: c.checkpoint(), wait=False)
+
+    # ---- one change ----
+    def run(self, change: SetChange) -> bool:
+        """Carry ``change`` out; ``True`` when the new set was published."""
+        began = time.monotonic()
+        old, new = change.old, change.new
+        log.info(
+            "event=ps_set_change_started from_version=%d to_version=%d from=%d to=%d",
+            old.version,
+            new.version,
+            old.num_ps,
+            new.num_ps,
+        )
+        if not change.moves_data:
+            self._publish(new)
+            self._log_done(change, None, None, began)
+            return True
+        before: list[RowTotals] = []
+        step = ChangeStep.PAUSE
+        try:
+            paused = [old.addresses[i] for i in change.pause]
+            self._each(paused, lambda c: c.pause())
+            step = ChangeStep.CHECKPOINT
+            written = self._each(paused, lambda c: c.checkpoint())
+            departed = self._departed_totals(change)
+            before = [d.totals for d in written] + departed
+            has_model = any(d.path for d in written) or bool(departed)
+            step = ChangeStep.LOAD
+            after = self._load(new, old.num_ps if has_model else 0)
+            step = ChangeStep.VERIFY
+            problem = verify_rows(before, after)
+            if problem is not None:
+                raise FlexjobError(f"rows lost or doubled in the change: {problem}")
+        except Exception as exc:
+            self._recover(change, ChangeFailed(step, exc))
+            return False
+        self._publish(new)
+        self._each(new.addresses, lambda c: c.resume(new.version))
+        self._log_done(change, before, after, began)
+        return True
+
+    def _load(self, new: PsSetInfo, from_num_ps: int) -> list[RowTotals]:
+        def load(i: int) -> RowTotals:
+            with PsControlClient(new.addresses[i], token=self._token) as c:
+                return c.load(i, new.num_ps, from_num_ps, new.version)
+
+        return list(self._pool.map(load, range(new.num_ps)))
+
+    def _departed_totals(self, change: SetChange) -> list[RowTotals]:
+        members = read_members(self._kv.kv_get)
+        return [
+            t
+            for i in change.departed
+            if (t := members[i].totals if i in members else None) is not None
+        ]
+
+    def _recover(self, change: SetChange, failed: ChangeFailed) -> None:
+        old = change.old
+        how = recovery(change, failed.step)
+        message = (
+            f"PS set change {old.num_ps} -> {change.new.num_ps} failed at {failed}; {how.value}"
+        )
+        log.error("event=ps_set_change_failed %s", message)
+        self._on_failure(message)
+        try:
+            if how is Recovery.RELOAD_OLD:
+                paused = [old.addresses[i] for i in change.pause]
+                for pos, address in enumerate(paused):
+                    with PsControlClient(address, token=self._token) as c:
+                        c.load(change.pause[pos], old.num_ps, old.num_ps, old.version)
+            if how is not Recovery.RETRY:
+                self._each(
+                    [old.addresses[i] for i in change.pause], lambda c: c.resume(old.version)
+                )
+        except Exception:
+            log.exception("event=ps_set_recovery_failed")
+        time.sleep(1.0)  # the next tick tries again; do not spin on a failing change
+
+    def _publish(self, new: PsSetInfo) -> None:
+        self._kv.kv_set(names.KV_PS_SET, new.to_json())
+        self.changes += 1
+
+    def _log_done(
+        self,
+        change: SetChange,
+        before: Sequence[RowTotals] | None,
+        after: Sequence[RowTotals] | None,
+        began: float,
+    ) -> None:
+        b = RowTotals.total(before) if before is not None else None
+        a = RowTotals.total(after) if after is not None else None
+        log.info(
+            "event=ps_set_changed version=%d from=%d to=%d rows_before=%s rows_after=%s "
+            "value_sum_before=%r value_sum_after=%r seconds=%.2f",
+            change.new.version,
+            change.old.num_ps,
+            change.new.num_ps,
+            b.rows if b else "-",
+            a.rows if a else "-",
+            b.value_sum if b else None,
+            a.value_sum if a else None,
+            time.monotonic() - began,
+        )
+
+    def _each(
+        self,
+        addresses: Sequence[str],
+        call: Callable[[PsControlClient], T],
+        wait: bool = True,
+    ) -> list[T]:
+        """``call`` on every PS at ``addresses`` at once; their answers in order."""
+
+        def one(address: str) -> T:
+            with PsControlClient(address, token=self._token) as c:
+                return call(c)
+
+        pending = [self._pool.submit(one, a) for a in addresses]
+        return [p.result() for p in pending] if wait else []
