@@ -25,6 +25,7 @@ from flexjob.core.job_master import (
 )
 from flexjob.observe import metrics_http
 from flexjob.operator.kubernetes.admission import register_admission
+from flexjob.operator.kubernetes.foreign import register_foreign
 from flexjob.operator.kubernetes.handlers import register_handlers
 from flexjob.operator.reconcile_pass import reconcile_job
 from flexjob.operator.work_queue import JobKey, JobQueue
@@ -127,6 +128,10 @@ def build_registry(
 ) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
     register_handlers(registry, platform, queue, options.resync_interval)
+    client = kubernetes.client.ApiClient(
+        load_configuration(options.kubeconfig, options.context, options.server)
+    )
+    register_foreign(registry, client)
     if options.webhooks is not None:
         register_admission(registry)
 
