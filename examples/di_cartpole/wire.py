@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import threading
 import time
 import urllib.error
@@ -76,6 +77,20 @@ def wait_serving(address: str, path: str = "/ping", timeout: float = 120) -> Non
 
 def port(variable: str) -> int:
     return int(os.environ[variable])
+
+
+def run_role(
+    port_variable: str, routes: dict[str, Handler], on_stop: Callable[[], None] = lambda: None
+) -> None:
+    """Serve ``routes`` (and ``/ping``) on the role's port until SIGTERM, then exit 0."""
+    serve(port(port_variable), {**routes, "/ping": lambda _: {}})
+    name = os.environ.get("KUBERNETES_POD_NAME", port_variable)
+    print(f"{name}: serving on {port(port_variable)}", flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    stop.wait()
+    on_stop()
+    os._exit(0)  # the serving threads end with the process
 
 
 class DiServer:

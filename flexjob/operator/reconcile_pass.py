@@ -39,6 +39,7 @@ from flexjob.core.status_patch import StatusOwner, owner_patch
 from flexjob.operator import observing
 from flexjob.operator.apply import apply_actions
 from flexjob.platform.api import NotFoundError, Platform, Replica, SecretStore
+from flexjob.platform.cluster import with_cluster_objects
 from flexjob.rpc.auth import new_token
 
 logger = logging.getLogger(__name__)
@@ -119,6 +120,7 @@ def reconcile_job(
         return None
     if is_deleting(job):
         return None
+    job = with_cluster_objects(platform, job)  # a DI job's aggregator from the cluster's config
     replicas = platform.list_replicas(namespace, name)
     observing.replicas(namespace, name, replicas)
     services = platform.list_services(namespace, name)

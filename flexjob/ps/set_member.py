@@ -42,7 +42,7 @@ class SetMember:
         self._left_totals: RowTotals | None = None
 
     def member(self, address: str) -> PsMember:
-        return PsMember(address, self.state, self._left_totals)
+        return PsMember(address, self.state, self._left_totals, self._service.num_ps)
 
     # ---- PsControlBackend ----
     def pause(self) -> int:

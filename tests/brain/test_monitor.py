@@ -1,4 +1,5 @@
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -12,7 +13,9 @@ import psutil
 import pytest
 
 from flexjob.brain.monitor import KubernetesSource, LocalSource, run_monitor
+from flexjob.platform.local import LocalPlatform
 from flexjob.rpc.brain_client import BrainClient
+from tests.platform.contract import contract_job
 
 NODES = {
     "kind": "NodeList",
@@ -102,6 +105,10 @@ def test_monitor_command_reports_this_machine_to_the_brain(
     tmp_path: Path,
 ) -> None:
     _, url = brain_process
+    home = tmp_path / "home"
+    platform = LocalPlatform(home)
+    platform.create_job(contract_job("cj"))
+    platform.close()
     out = subprocess.run(
         [
             sys.executable,
@@ -118,8 +125,11 @@ def test_monitor_command_reports_this_machine_to_the_brain(
         capture_output=True,
         text=True,
         timeout=60,
+        env={**os.environ, "FLEXJOB_HOME": str(home)},
     )
     assert out.returncode == 0, out.stderr
     assert "2 reports sent" in out.stdout
     [node] = BrainClient(url).cluster_nodes()
     assert node.name == socket.gethostname() and node.platform == "local"
+    [job] = BrainClient(url).cluster_jobs()
+    assert (job.name, job.phase, job.platform) == ("default/cj", "Pending", "local")
