@@ -236,10 +236,10 @@ class PsSet:
         split = split_ids(ids, self.num_ps)
         pending: Sequence[tuple[int, Pending[Floats] | Sent[Floats]]]
         if push is None:
+            parts = [ps for ps in range(self.num_ps) if split.ids[ps].size]
             pending = [
-                (ps, self.clients[ps].lookup_async(table, split.ids[ps]))
-                for ps in range(self.num_ps)
-                if split.ids[ps].size
+                (ps, self.clients[ps].lookup_async(table, split.ids[ps], now=ps == parts[-1]))
+                for ps in parts
             ]
         else:
             pending = self._push_lookup(table, split, *push)
@@ -259,19 +259,19 @@ class PsSet:
         self, table: str, split: RowSplit, push_ids: npt.NDArray[np.int64], grads: Floats
     ) -> list[tuple[int, Sent[Floats]]]:
         owners = row_owners(push_ids, self.num_ps)
+        mine = [owners == ps for ps in range(self.num_ps)]
+        parts = [ps for ps in range(self.num_ps) if split.ids[ps].size or mine[ps].any()]
         sent = []
-        for ps in range(self.num_ps):
-            mine = owners == ps
-            if not (split.ids[ps].size or mine.any()):
-                continue
-            wanted, pushed = split.ids[ps], (push_ids[mine], grads[mine])
+        for ps in parts:
+            wanted, pushed = split.ids[ps], (push_ids[mine[ps]], grads[mine[ps]])
 
             def resend(wanted: npt.NDArray[np.int64] = wanted, pushed: Push = pushed) -> Floats:
                 # Refused: the PS applied nothing. ``wanted`` is sorted and unique, so the
                 # new set's answer comes in its order.
                 return self.lookup(table, wanted, push=pushed)[0]
 
-            call = self.clients[ps].push_lookup_async(table, wanted, *pushed)
+            last = ps == parts[-1]  # the others are in flight: wait for this one here
+            call = self.clients[ps].push_lookup_async(table, wanted, *pushed, now=last)
             sent.append((ps, Sent(self, self.version, call.then(lambda a: a[1]), resend)))
         return sent
 

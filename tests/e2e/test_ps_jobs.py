@@ -110,7 +110,6 @@ def ctr_job_meets_its_goals(
     shard_log = tmp_path / "shards.log"
     spec = ctr_spec(tmp_path, shard_log, ps_checkpoint_s=1, step_delay=step_delay, max_ps=max_ps)
     flexjob(env, "submit", "--detach", str(spec))
-    shards_total = EPOCHS * -(-TRAIN_SIZE // SHARD_SIZE)
     wait_until(
         lambda: shard_log.exists() and len(shard_log.read_text().splitlines()) >= after_shards,
         timeout=120,
@@ -120,16 +119,21 @@ def ctr_job_meets_its_goals(
     kill(shard_log)
     wait_until(lambda: phase(home, "ctr-ps") in ("Succeeded", "Failed"), timeout=180, interval=0.5)
     assert phase(home, "ctr-ps") == "Succeeded"
+    logs = flexjob(env, "logs", "ctr-ps", "-r", "worker-0") + flexjob(
+        env, "logs", "ctr-ps", "-r", "worker-1"
+    )
+    assert_every_shard_once_and_auc_met(shard_log, logs)
 
+
+def assert_every_shard_once_and_auc_met(shard_log: Path, logs: str) -> None:
+    """Each shard of every epoch accepted exactly once (the shard log), every sample of every
+    epoch in them, and each worker's held-out AUC within 3% of the ground truth's."""
+    shards_total = EPOCHS * -(-TRAIN_SIZE // SHARD_SIZE)
     lines = [line.split() for line in shard_log.read_text().splitlines()]
     shard_ids = sorted(int(line[0]) for line in lines)
     assert shard_ids == list(range(shards_total))  # each shard accepted exactly once
     samples = sorted(int(i) for line in lines for i in line[1:])
     assert samples == sorted(list(range(TRAIN_SIZE)) * EPOCHS)  # every sample, every epoch
-
-    logs = flexjob(env, "logs", "ctr-ps", "-r", "worker-0") + flexjob(
-        env, "logs", "ctr-ps", "-r", "worker-1"
-    )
     found = [(float(m), float(t)) for m, t in AUC.findall(logs)]
     assert found, logs
     for model_auc, truth_auc in found:
