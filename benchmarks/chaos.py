@@ -3,14 +3,15 @@
 Runs the chaos training script (``tests/chaos/chaos_train.py``, digits, 2 nodes, 3 epochs)
 first once without faults (the baseline: its accuracy), then job after job under
 ``flexjob run`` and ``flexjob submit`` alternately, each with ``--per-job`` faults drawn at
-random (SIGKILL of a trainer, an agent or the master; SIGSTOP of a trainer) and injected at
-random points of its progress, until ``--faults`` faults were injected. Per job it checks the
-exit code, every (epoch, index) trained exactly once, the accuracy against the baseline, and
-orphaned processes. Killing the local operator (``flexjob submit`` itself) is not among the
-faults: restarting it safely is issue 12 item 5.
+random (SIGKILL of a trainer, an agent or the master; SIGSTOP of a trainer; under ``submit``
+also SIGKILL of the local operator, which is then restarted with ``flexjob operator
+--platform local``) and injected at random points of its progress, each once the job recovered
+from the one before, until ``--faults`` faults were injected. ``--parallel N`` runs N jobs at
+a time. Per job it checks the exit code, every (epoch, index) trained exactly once, the
+accuracy against the baseline, and orphaned processes.
 
     PYTHONPATH=. python benchmarks/chaos.py --faults 100        # ~1 h on a quiet 2-core box
-    PYTHONPATH=. python benchmarks/chaos.py --faults 30 --seed 7
+    PYTHONPATH=. python benchmarks/chaos.py --faults 30 --seed 7 --parallel 2
 """
 
 from __future__ import annotations
@@ -19,14 +20,17 @@ import argparse
 import random
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.chaos.harness import (
+    MODE_FAULTS,
     ChaosJob,
     Fault,
+    SampleCheck,
     check_samples,
     run_faults,
     start_run,
@@ -34,7 +38,6 @@ from tests.chaos.harness import (
     wait_no_orphans,
 )
 
-FAULTS = list(Fault)
 #: "acc ok": jobs whose final accuracy is at least 99% of the fault-free run's.
 
 
@@ -50,6 +53,7 @@ class Tally:
     accurate: int = 0  # jobs whose accuracy is within 1% of the baseline's
     seconds: float = 0.0
     failures: list[str] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
 
 def one_job(
@@ -59,42 +63,93 @@ def one_job(
     rng: random.Random,
     tally: Tally,
     baseline_accuracy: float | None = None,
-) -> None:
+) -> int:
+    """Run one job under ``faults``; returns how many were injected."""
     started = time.monotonic()
     job: ChaosJob = start_run(workdir) if mode == "run" else start_submit(workdir)
     code: int | None = None
     try:
         try:
             run_faults(job, faults, rng)
-            code = job.wait(300)
-        except AssertionError as exc:
-            tally.failures.append(f"{mode} {workdir.name}: {str(exc).splitlines()[0]}")
+            code = job.wait(600)
+        except Exception as exc:  # a job that hung or lost a process: counted, not fatal
+            with tally.lock:
+                tally.failures.append(f"{mode} {workdir.name}: {str(exc).splitlines()[0]}")
         check = check_samples(job.log_dir, job.epochs)
         left = wait_no_orphans(job.log_dir)
         accuracy = job.accuracy()
-        tally.jobs += 1
-        tally.finished += code == 0
-        tally.faults.update(f.split()[0] for f in job.faults)
-        tally.lost += check.lost
-        tally.duplicated += check.duplicated
-        tally.orphans += len(left)
-        tally.worst_accuracy = min(tally.worst_accuracy, accuracy or 0.0)
-        base = accuracy if baseline_accuracy is None else baseline_accuracy
-        tally.accurate += accuracy is not None and base is not None and accuracy >= 0.99 * base
-        if code != 0 or check.lost or check.duplicated or left:
-            tally.failures.append(
-                f"{mode} {workdir.name}: rc={code} lost={check.lost} "
-                f"duplicated={check.duplicated} orphans={len(left)} faults={job.faults}"
-            )
-        print(
-            f"  {mode:6} {workdir.name}: rc={code} {check} acc={accuracy} "
-            f"orphans={len(left)} faults={job.faults}",
-            file=sys.stderr,
-            flush=True,
-        )
+        with tally.lock:
+            _record(tally, mode, workdir, job, code, check, len(left), accuracy, baseline_accuracy)
+        return len(job.faults)
     finally:
         job.stop()
-        tally.seconds += time.monotonic() - started
+        with tally.lock:
+            tally.seconds += time.monotonic() - started
+
+
+def _record(
+    tally: Tally,
+    mode: str,
+    workdir: Path,
+    job: ChaosJob,
+    code: int | None,
+    check: SampleCheck,
+    orphans: int,
+    accuracy: float | None,
+    baseline_accuracy: float | None,
+) -> None:
+    tally.jobs += 1
+    tally.finished += code == 0
+    tally.faults.update(f.split()[0] for f in job.faults)
+    tally.lost += check.lost
+    tally.duplicated += check.duplicated
+    tally.orphans += orphans
+    tally.worst_accuracy = min(tally.worst_accuracy, accuracy or 0.0)
+    base = accuracy if baseline_accuracy is None else baseline_accuracy
+    tally.accurate += accuracy is not None and base is not None and accuracy >= 0.99 * base
+    if code != 0 or check.lost or check.duplicated or orphans:
+        tally.failures.append(
+            f"{mode} {workdir.name}: rc={code} lost={check.lost} "
+            f"duplicated={check.duplicated} orphans={orphans} faults={job.faults}"
+        )
+    print(
+        f"  {mode:6} {workdir.name}: rc={code} {check} acc={accuracy} "
+        f"orphans={orphans} faults={job.faults}",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+class Plan:
+    """Hands out the next job (its mode, faults and seed) while faults are left to inject;
+    what each job injected comes back with ``done``. Shared by the ``--parallel`` threads."""
+
+    def __init__(self, faults: int, per_job: int, modes: list[str], rng: random.Random) -> None:
+        self.injected = 0
+        self._total = faults
+        self._per_job = per_job
+        self._modes = modes
+        self._rng = rng
+        self._planned = 0  # faults of the jobs running now
+        self._n = 0
+        self._lock = threading.Lock()
+
+    def next(self) -> tuple[int, str, list[Fault], random.Random] | None:
+        with self._lock:
+            left = self._total - self.injected - self._planned
+            if left <= 0:
+                return None
+            mode = self._modes[self._n % len(self._modes)]
+            k = min(self._per_job, left)
+            faults = [self._rng.choice(MODE_FAULTS[mode]) for _ in range(k)]
+            self._planned += k
+            self._n += 1
+            return self._n - 1, mode, faults, random.Random(self._rng.randrange(1 << 30))
+
+    def done(self, planned: int, injected: int) -> None:
+        with self._lock:
+            self._planned -= planned
+            self.injected += max(1, injected)  # a job that took none still counts: no endless loop
 
 
 def main() -> int:
@@ -103,6 +158,7 @@ def main() -> int:
     p.add_argument("--per-job", type=int, default=4, help="Faults per job.")
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--modes", default="run,submit", help="Comma-separated: run, submit.")
+    p.add_argument("--parallel", type=int, default=1, help="Jobs running at the same time.")
     a = p.parse_args()
     seed = a.seed if a.seed is not None else random.randrange(1 << 30)
     rng = random.Random(seed)
@@ -114,15 +170,24 @@ def main() -> int:
     one_job("run", root / "baseline", [], rng, baseline)
     base_acc = baseline.worst_accuracy
     tallies = {m: Tally() for m in modes}
-    injected, n = 0, 0
-    while injected < a.faults:
-        mode = modes[n % len(modes)]
-        k = min(a.per_job, a.faults - injected)
-        faults = [rng.choice(FAULTS) for _ in range(k)]
-        before = sum(tallies[mode].faults.values())
-        one_job(mode, root / f"{mode}-{n:03d}", faults, rng, tallies[mode], base_acc)
-        injected += max(1, sum(tallies[mode].faults.values()) - before)
-        n += 1
+    plan = Plan(a.faults, a.per_job, modes, rng)
+
+    def worker() -> None:
+        while (job := plan.next()) is not None:
+            n, mode, faults, job_rng = job
+            injected = 0
+            try:
+                workdir = root / f"{mode}-{n:03d}"
+                injected = one_job(mode, workdir, faults, job_rng, tallies[mode], base_acc)
+            finally:
+                plan.done(len(faults), injected)
+
+    threads = [threading.Thread(target=worker, name=f"chaos-{i}") for i in range(a.parallel)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    injected = plan.injected
 
     print(f"\nchaos: {injected} faults, seed {seed}; baseline = the fault-free run")
     head = (

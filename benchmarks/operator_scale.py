@@ -181,7 +181,7 @@ def main() -> None:
     print(
         f"\n{args.workers} reconcile workers x {args.parallel} actions in flight; baseline: "
         f"{args.workers} threads creating the pods only (the operator also writes one Event per "
-        "replica and the job status, and kopf handles every pod event)."
+        "replica type per pass and the job status, and kopf handles every pod event)."
     )
 
 

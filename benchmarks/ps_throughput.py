@@ -2,10 +2,14 @@
 and 4 ``flexjob ps`` replicas on loopback, and CTR training samples/s with 1 and 2 workers.
 
 Rows: each step looks up a batch of 4,096 Zipf-distributed ids (duplicates included, as a
-real batch has) of a 16-dim table on the PS set, then pushes one gradient row per id (the PS
-sums duplicates and applies SGD). Client processes (``--clients`` per PS) drive the PS
-processes; rows/s counts the batch's ids, unique rows/s the distinct ones. Baseline: the same
-lookup + update in process on one worker with ``torch.nn.EmbeddingBag`` (sparse gradients, SGD).
+real batch has) of a 16-dim table on the PS set and pushes one gradient row per unique id (the
+PS applies SGD). As ``PsEmbedding(defer_push=True)`` does, a step's gradients travel with the
+next step's lookup: one ``PushLookup`` call per PS and step (the "2 calls" row: a ``Lookup``
+then a ``PushRows``, as without ``defer_push``). Client processes (``--clients`` per PS) drive
+the PS processes; rows/s counts the batch's ids, unique rows/s the distinct ones; "per PS
+CPU-s" divides rows by the CPU seconds the PS processes used in the window, a measure of PS
+efficiency that does not depend on how many cores the machine has. Baseline: the same lookup +
+update in process on one worker with ``torch.nn.EmbeddingBag`` (sparse gradients, SGD).
 CTR: ``examples/ctr`` DeepFM trained through 2 PS by 1 and 2 workers (``flexjob run --ps 2``),
 against the same model with an in-process ``torch.nn.EmbeddingBag`` on one worker. Then a
 profile of one PS round trip: where the time of a step goes.
@@ -23,21 +27,27 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import psutil
 import torch
 
 from flexjob.core.ps.optim import OptimizerSpec
 from flexjob.core.ps.partition import split_ids
 from flexjob.core.ps.store import ModelSpec, PsStore
 from flexjob.core.ps.table import TableSpec
+from flexjob.rpc.gen import ps_pb2 as pb
+from flexjob.rpc.ps_convert import tensor_from_pb, tensor_to_pb
 from flexjob.trainer.ps_set import PsSet
 
 BATCH, DIM, VOCAB, ZIPF = 4096, 16, 10_000_000, 1.2
 ROOT = Path(__file__).resolve().parents[1]
 TABLE = TableSpec("bench", DIM, num_rows=VOCAB, init_scale=0.01)
 OPT = OptimizerSpec(lr=0.01)
+GRADS = np.full((BATCH, DIM), 1e-3, dtype=np.float32)
+Push = tuple[np.ndarray, np.ndarray]
 
 
 def batches(seed: int, count: int = 64) -> list[np.ndarray]:
@@ -63,55 +73,80 @@ def start_ps(num: int) -> tuple[list[subprocess.Popen[str]], list[str]]:
     return procs, addresses
 
 
+def _step(ps: PsSet, ids: np.ndarray, push: Push | None, calls: int) -> Push:
+    """One training step's PS traffic for batch ``ids``; the gradients it leaves to push."""
+    if calls == 1:
+        _, split = ps.lookup("bench", ids, push=push)
+    else:
+        _, split = ps.lookup("bench", ids)
+        for call in ps.push_rows("bench", split, GRADS[: split.unique.size]):
+            call.result()
+    return split.unique, GRADS[: split.unique.size]
+
+
 def _client(
     addresses: list[str],
     seconds: float,
     seed: int,
+    calls: int,
     start: "threading.Barrier",
-    out: "mp.Queue[tuple[int, int]]",
+    out: "mp.Queue[tuple[int, int, float]]",
 ) -> None:
     ps = PsSet(addresses)
     ps.configure(OPT, [TABLE], {})
     work = batches(seed)
-    grads = np.full((BATCH, DIM), 1e-3, dtype=np.float32)
+    push: Push | None = None
     ids_done = unique_done = 0
     for ids in work[:4]:  # warm up: create the hot rows
-        _, split = ps.lookup("bench", ids)
-        for call in ps.push_rows("bench", split, grads[: split.unique.size]):
-            call.result()
+        push = _step(ps, ids, push, calls)
     start.wait()  # every client measures the same window
+    cpu = time.process_time()
     deadline = time.perf_counter() + seconds
     i = 0
     while time.perf_counter() < deadline:
         ids = work[i % len(work)]
-        _, split = ps.lookup("bench", ids)
-        for call in ps.push_rows("bench", split, grads[: split.unique.size]):
-            call.result()
+        push = _step(ps, ids, push, calls)
         ids_done += ids.size
-        unique_done += split.unique.size
+        unique_done += push[0].size
         i += 1
-    out.put((ids_done, unique_done))
+    out.put((ids_done, unique_done, time.process_time() - cpu))
     ps.close()
 
 
-def ps_rows_per_second(num_ps: int, clients: int, seconds: float) -> tuple[float, float]:
+@dataclass(frozen=True)
+class PsRun:
+    ids_per_s: float
+    unique_per_s: float
+    ps_cpu_s: float  # CPU seconds of every PS process in the window
+    client_cpu_s: float
+
+    def per_ps_cpu_s(self, seconds: float) -> float:
+        return self.ids_per_s * seconds / self.ps_cpu_s if self.ps_cpu_s else 0.0
+
+
+def ps_rows_per_second(num_ps: int, clients: int, seconds: float, calls: int = 1) -> PsRun:
     procs, addresses = start_ps(num_ps)
     ctx = mp.get_context("spawn")
-    out: mp.Queue[tuple[int, int]] = ctx.Queue()
-    start = ctx.Barrier(clients)
+    out: mp.Queue[tuple[int, int, float]] = ctx.Queue()
+    start = ctx.Barrier(clients + 1)  # and this process, to read the PS's CPU at the start
+    watched = [psutil.Process(p.pid) for p in procs]
     try:
         workers = [
-            ctx.Process(target=_client, args=(addresses, seconds, seed, start, out))
+            ctx.Process(target=_client, args=(addresses, seconds, seed, calls, start, out))
             for seed in range(clients)
         ]
         for w in workers:
             w.start()
+        start.wait(timeout=120)
+        cpu0 = sum(sum(p.cpu_times()[:2]) for p in watched)
         results = [out.get(timeout=seconds + 120) for _ in workers]
+        cpu1 = sum(sum(p.cpu_times()[:2]) for p in watched)
         for w in workers:
             w.join()
         ids = sum(r[0] for r in results)
         unique = sum(r[1] for r in results)
-        return ids / seconds, unique / seconds
+        client_cpu = sum(r[2] for r in results)
+        return PsRun(ids / seconds, unique / seconds, cpu1 - cpu0, client_cpu)
     finally:
         for p in procs:
             p.terminate()
@@ -141,59 +176,104 @@ def embedding_bag_rows_per_second(seconds: float) -> tuple[float, float]:
     return ids_done / seconds, unique_done / seconds
 
 
-def _best_ms(step: Callable[[int], object], rounds: int = 40, repeats: int = 7) -> float:
-    """Milliseconds per call of ``step(i)``: the best of ``repeats`` runs (robust to load)."""
+def _best_ms(
+    step: Callable[[int], object],
+    clock: Callable[[], float] = time.process_time,
+    rounds: int = 40,
+    repeats: int = 7,
+) -> float:
+    """Milliseconds of ``clock`` per call of ``step(i)``, the best of ``repeats`` runs. The
+    default clock is this process's CPU time: on a loaded machine, waiting for a core does
+    not count."""
     best = float("inf")
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0 = clock()
         for i in range(rounds):
             step(i)
-        best = min(best, (time.perf_counter() - t0) / rounds * 1e3)
+        best = min(best, (clock() - t0) / rounds * 1e3)
     return best
 
 
-def profile_step() -> list[tuple[str, float]]:
-    """Milliseconds per 4,096-id step, split: the client's dedup + split, the PS's own work
-    (lookup + update of the rows, no network), and the whole step through 1 PS over gRPC."""
+def profile_step() -> list[tuple[str, float, float | None]]:
+    """Per 4,096-id step through 1 PS (one ``PushLookup`` call): (part, CPU ms, wall ms). The
+    parts: the client's dedup + split, the PS's own work (push + lookup of the rows, in
+    process), the messages (protobuf encode + decode of request and answer, both sides), and
+    the fixed cost of one gRPC call (an empty ``PushLookup``); the rest is what a loaded call
+    adds (the payload through gRPC, thread hand-offs). Calls through the PS count the CPU of
+    this process and of the PS process (psutil: 10 ms ticks, so 400 calls per run)."""
     work = batches(1)
-    grads = np.full((BATCH, DIM), 1e-3, dtype=np.float32)
+    splits = [split_ids(ids, 1) for ids in work]
     store = PsStore()
     store.configure(ModelSpec(OPT, (TABLE,), {}))
     table = store.table("bench")
-    uniques = [np.unique(ids) for ids in work]
-    for u in uniques:
-        table.lookup(u)
+    for sp in splits:
+        table.lookup(sp.unique)
 
     def in_process(i: int) -> None:
-        u = uniques[i % len(uniques)]
-        table.lookup(u)
-        table.push(u, grads[: u.size])
+        prev, sp = splits[(i - 1) % len(splits)], splits[i % len(splits)]
+        table.push_lookup(prev.unique, GRADS[: prev.unique.size], sp.unique)
 
+    def messages(i: int) -> None:
+        prev, sp = splits[(i - 1) % len(splits)], splits[i % len(splits)]
+        req = pb.PushLookupRequest(
+            table="bench",
+            lookup_ids=tensor_to_pb(sp.unique),
+            push_ids=tensor_to_pb(prev.unique),
+            grads=tensor_to_pb(GRADS[: prev.unique.size]),
+        )
+        got = pb.PushLookupRequest.FromString(req.SerializeToString())
+        for field, dtype in (("lookup_ids", "int64"), ("push_ids", "int64"), ("grads", "float32")):
+            tensor_from_pb(getattr(got, field), field, dtype)
+        rows = np.zeros((sp.unique.size, DIM), dtype=np.float32)
+        answer = pb.PushLookupResponse(rows_updated=prev.unique.size, rows=tensor_to_pb(rows))
+        tensor_from_pb(pb.PushLookupResponse.FromString(answer.SerializeToString()).rows, "rows")
+
+    def timed(step: Callable[[int], object]) -> tuple[float, float]:
+        return _best_ms(step), _best_ms(step, time.perf_counter)
+
+    t_split = timed(lambda i: split_ids(work[i % len(work)], 1))
+    t_store = timed(in_process)
+    t_messages = timed(messages)
     procs, addresses = start_ps(1)
+    server = psutil.Process(procs[0].pid)
+
+    def both_cpus() -> float:
+        return time.process_time() + sum(server.cpu_times()[:2])
+
     try:
         ps = PsSet(addresses)
         ps.configure(OPT, [TABLE], {})
+        pushes: list[Push | None] = [None]
+        calls = [1]
 
         def through_ps(i: int) -> None:
-            _, split = ps.lookup("bench", work[i % len(work)])
-            for call in ps.push_rows("bench", split, grads[: split.unique.size]):
-                call.result()
+            pushes[0] = _step(ps, work[i % len(work)], pushes[0], calls[0])
 
+        def remote(step: Callable[[int], object]) -> tuple[float, float]:
+            cpu = _best_ms(step, both_cpus, rounds=400, repeats=3)
+            return cpu, _best_ms(step, time.perf_counter)
+
+        nothing = np.empty(0, dtype=np.int64)
         for i in range(len(work)):
             through_ps(i)
-        t_split = _best_ms(lambda i: split_ids(work[i % len(work)], 1))
-        t_store = _best_ms(in_process)
-        t_rpc = _best_ms(through_ps)
+        t_call = remote(lambda i: ps.clients[0].push_lookup_async("bench", nothing).result())
+        t_step = remote(through_ps)
+        calls[0] = 2
+        t_two = remote(through_ps)
         ps.close()
     finally:
         for p in procs:
             p.terminate()
             p.wait()
+    rest = t_step[0] - sum(p[0] for p in (t_split, t_store, t_messages, t_call))
     return [
-        ("client dedup + split by PS", t_split),
-        ("PS work: lookup + update rows (in process)", t_store),
-        ("gRPC + protobuf + threads (the rest)", t_rpc - t_split - t_store),
-        ("whole step through 1 PS", t_rpc),
+        ("client dedup + split by PS", *t_split),
+        ("PS work: push + lookup rows (in process)", *t_store),
+        ("protobuf encode + decode, both sides", *t_messages),
+        ("one empty gRPC call (fixed cost)", *t_call),
+        ("the rest (payload through gRPC, threads)", rest, None),
+        ("whole step through 1 PS, 1 call", *t_step),
+        ("whole step through 1 PS, 2 calls", *t_two),
     ]
 
 
@@ -268,18 +348,40 @@ def main() -> None:
 
     row("workload", "flexjob PS", "baseline: in-process EmbeddingBag, 1 worker", "ratio")
     base_ids, base_unique = embedding_bag_rows_per_second(args.seconds)
-    one_ps = 0.0
+    base = f"{base_ids:,.0f} ({base_unique:,.0f} uniq)"
+    runs: dict[str, PsRun] = {}
     for n in args.ps:
-        ids, unique = ps_rows_per_second(n, args.clients * n, args.seconds)
-        one_ps = ids if n == 1 else one_ps
+        got = ps_rows_per_second(n, args.clients * n, args.seconds)
+        runs[f"{n} PS"] = got
+        one = runs.get("1 PS")
         added = (
-            f", +{(ids - one_ps) / one_ps / (n - 1):.2f}x 1 PS/added" if n > 1 and one_ps else ""
+            f", +{(got.ids_per_s - one.ids_per_s) / one.ids_per_s / (n - 1):.2f}x 1 PS/added"
+            if n > 1 and one
+            else ""
         )
         row(
             f"rows/s lookup+update, {n} PS, {args.clients * n} clients{added}",
-            f"{ids:,.0f} ({unique:,.0f} uniq)",
-            f"{base_ids:,.0f} ({base_unique:,.0f} uniq)",
-            f"{ids / base_ids:.2f}",
+            f"{got.ids_per_s:,.0f} ({got.unique_per_s:,.0f} uniq)",
+            base,
+            f"{got.ids_per_s / base_ids:.2f}",
+        )
+    if 1 in args.ps:
+        got = ps_rows_per_second(1, args.clients, args.seconds, calls=2)
+        runs["1 PS, 2 calls"] = got
+        row(
+            f"rows/s lookup+update, 1 PS, {args.clients} clients, 2 calls",
+            f"{got.ids_per_s:,.0f} ({got.unique_per_s:,.0f} uniq)",
+            base,
+            f"{got.ids_per_s / base_ids:.2f}",
+        )
+    print("\nCPU in the measured window (rows: the batch's ids):")
+    for what, got in runs.items():
+        print(
+            f"  {what:<15} PS {got.ps_cpu_s / args.seconds:4.2f} cores, "
+            f"clients {got.client_cpu_s / args.seconds:4.2f} cores; "
+            f"{got.per_ps_cpu_s(args.seconds):,.0f} rows per PS CPU-s, "
+            f"{got.ids_per_s * args.seconds / (got.ps_cpu_s + got.client_cpu_s):,.0f} "
+            "rows per CPU-s of PS + clients"
         )
     if not args.skip_ctr:
         local = ctr_local_samples_per_second(args.ctr_train_size)
@@ -291,9 +393,13 @@ def main() -> None:
                 f"{local:,.0f}",
                 f"{rate / local:.2f}",
             )
-    print("\nwhere one 4,096-id step's time goes (1 PS, 1 client):")
-    for what, ms in profile_step():
-        print(f"  {what:<45} {ms:7.2f} ms")
+    print(
+        "\nwhere one 4,096-id step's time goes (1 PS, 1 client; best of several runs; CPU: "
+        "client + PS processes, wall: includes waiting for a core on a loaded machine):"
+    )
+    print(f"  {'part':<45} {'CPU ms':>8} {'wall ms':>8}")
+    for what, cpu, wall in profile_step():
+        print(f"  {what:<45} {cpu:8.3f} {'' if wall is None else f'{wall:8.3f}':>8}")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from flexjob.api.foreign_kinds import foreign_crds
 from flexjob.api.job import ElasticJob
 from flexjob.api.names import (
     GROUP,
@@ -173,5 +174,6 @@ def scale_plan_crd() -> dict[str, Any]:
 
 
 def crds() -> list[dict[str, Any]]:
-    """Every CRD flexjob installs, in install order."""
-    return [job_crd(), scale_plan_crd()]
+    """Every CRD flexjob installs, in install order: its own, then the foreign job kinds the
+    operator serves (``api.foreign_kinds``)."""
+    return [job_crd(), scale_plan_crd(), *foreign_crds()]

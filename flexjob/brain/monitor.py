@@ -1,9 +1,12 @@
-"""The cluster monitor: samples machines' capacity and usage and reports them to the brain.
+"""The cluster monitor: samples machines' capacity and usage, and the jobs' status, and reports
+them to the brain.
 
-Two sources: ``LocalSource`` (this machine, via psutil) and ``KubernetesSource`` (every node's
-allocatable CPU and memory, and the requests of the pods running on it, via the kubernetes
-client). ``run_monitor`` reports a source to a ``BrainClient`` every ``interval`` seconds.
-Not for per-job stats (masters report those) nor for scheduling decisions.
+Two node sources: ``LocalSource`` (this machine, via psutil) and ``KubernetesSource`` (every
+node's allocatable CPU and memory, and the requests of the pods running on it, via the
+kubernetes client). Jobs come from the platform's job store (``JobSource``: each job's phase and
+active replicas per type). ``run_monitor`` reports them to a ``BrainClient`` every ``interval``
+seconds; the brain cuts plans to the free capacity (``brain.capacity``). Not for per-job stats
+(masters report those) nor for scheduling decisions.
 """
 
 import logging
@@ -15,10 +18,11 @@ from typing import Any, Protocol
 
 import psutil
 
+from flexjob.api import ElasticJob, ElasticJobStatus
 from flexjob.api.errors import FlexjobError
 from flexjob.api.quantity import parse_quantity
 from flexjob.rpc.brain_client import BrainClient
-from flexjob.rpc.brain_messages import ClusterNodeReport, ClusterReport
+from flexjob.rpc.brain_messages import ClusterJobReport, ClusterNodeReport, ClusterReport
 
 log = logging.getLogger(__name__)
 MIB = 2**20
@@ -105,9 +109,49 @@ class KubernetesSource:
         return out
 
 
-def report_once(source: NodeSampler, brain: BrainClient) -> list[ClusterNodeReport]:
+class JobLister(Protocol):
+    """The part of a platform's job store the monitor reads (``platform.api.JobStore``)."""
+
+    def list_jobs(self, namespace: str | None = None) -> list[ElasticJob]: ...
+
+
+class JobSource:
+    """Every job of a platform: its phase and active replicas per type."""
+
+    def __init__(
+        self, store: JobLister, platform: str, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.store = store
+        self.platform = platform
+        self.clock = clock
+
+    def sample(self) -> list[ClusterJobReport]:
+        now = self.clock()
+        out = []
+        for job in self.store.list_jobs():
+            status = job.status or ElasticJobStatus()
+            replicas = {
+                rtype.value: counts.active
+                for rtype, counts in status.replica_statuses.items()
+                if counts.active
+            }
+            out.append(
+                ClusterJobReport(
+                    name=f"{job.namespace}/{job.name}",
+                    platform=self.platform,
+                    timestamp=now,
+                    phase=status.phase.value,
+                    replicas=replicas,
+                )
+            )
+        return out
+
+
+def report_once(
+    source: NodeSampler, brain: BrainClient, jobs: JobSource | None = None
+) -> list[ClusterNodeReport]:
     nodes = source.sample()
-    brain.report_cluster(ClusterReport(nodes=nodes))
+    brain.report_cluster(ClusterReport(nodes=nodes, jobs=jobs.sample() if jobs else []))
     return nodes
 
 
@@ -117,8 +161,10 @@ def run_monitor(
     interval: float = 10.0,
     stop: threading.Event | None = None,
     iterations: int | None = None,
+    jobs: JobSource | None = None,
 ) -> int:
-    """Report every ``interval`` s until ``stop`` is set or ``iterations`` reports were sent.
+    """Report every ``interval`` s until ``stop`` is set or ``iterations`` reports were sent
+    (with the jobs of ``jobs`` when given).
 
     A brain that cannot be reached is logged and retried at the next interval. Returns the
     number of reports the brain accepted.
@@ -127,7 +173,7 @@ def run_monitor(
     sent = tries = 0
     while not stop.is_set():
         try:
-            nodes = report_once(source, brain)
+            nodes = report_once(source, brain, jobs)
             sent += 1
             log.debug("reported %d nodes", len(nodes))
         except FlexjobError as exc:

@@ -2,7 +2,9 @@
 
 ``OptimizeProcessor.optimize(job, stage)`` asks the job's administrator for events, picks the
 algorithm for each (``core.planner.ALGORITHMS``), has the executor run it on the stored stats
-(plus finished jobs, for initial plans), merges the answers and records the events and the plan.
+(plus finished jobs, for initial plans), merges the answers, cuts a plan that grows the job to
+the cluster's free capacity, shared fairly with other jobs growing at the same time
+(``brain.capacity``), and records the events and the plan.
 Not for detection (``administrator``) or the wire (``service``).
 """
 
@@ -10,6 +12,7 @@ import logging
 from collections.abc import Sequence
 
 from flexjob.brain.administrator import Administrators
+from flexjob.brain.capacity import CapacityRounds
 from flexjob.brain.store import BrainStore
 from flexjob.core import planner
 from flexjob.observe import metrics
@@ -43,9 +46,15 @@ class AlgorithmExecutor:
 
 
 class OptimizeProcessor:
-    def __init__(self, store: BrainStore, config: planner.PlannerConfig | None = None) -> None:
+    def __init__(
+        self,
+        store: BrainStore,
+        config: planner.PlannerConfig | None = None,
+        capacity: CapacityRounds | None = None,
+    ) -> None:
         self.store = store
         self.config = config or planner.PlannerConfig()
+        self.capacity = capacity or CapacityRounds(store.cluster_nodes)
         self.administrators = Administrators(store, self.config)
         self.executor = AlgorithmExecutor(self.config)
 
@@ -70,6 +79,8 @@ class OptimizeProcessor:
             )
             decisions = [self.executor.run(e, stats, history) for e in events]
             plan = planner.merge(job, [d.plan for d in decisions if not d.plan.empty])
+            if not plan.empty:
+                plan = self.capacity.fit(job, stats, plan)
             plan_id, records = self.store.add_plan(
                 job, stage, None if plan.empty else plan, decisions, until
             )

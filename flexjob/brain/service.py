@@ -7,6 +7,7 @@ Routes, all JSON (camelCase):
   GET  /api/v1/jobs                   -> list of job names
   POST /api/v1/cluster/nodes          ClusterReport -> 204
   GET  /api/v1/cluster/nodes          -> list of ClusterNodeReport
+  GET  /api/v1/cluster/jobs           -> list of ClusterJobReport (the monitor's job status)
   GET  /healthz
   GET  /metrics                       Prometheus text format
 ``serve`` runs it with uvicorn on a socket it binds itself, so port 0 works; beyond loopback
@@ -106,6 +107,10 @@ def create_app(
     @app.get(f"{PREFIX}/cluster/nodes", response_model=list[schemas.ClusterNodeReport])
     def cluster_nodes() -> list[schemas.ClusterNodeReport]:
         return store.cluster_nodes()
+
+    @app.get(f"{PREFIX}/cluster/jobs", response_model=list[schemas.ClusterJobReport])
+    def cluster_jobs() -> list[schemas.ClusterJobReport]:
+        return store.cluster_jobs()
 
     return app
 

@@ -52,6 +52,8 @@ class BrainStore:
                         timestamp=ns.timestamp,
                         cpu_percent=ns.cpu_percent,
                         memory_mb=ns.memory_mb,
+                        requests_per_second=ns.requests_per_second,
+                        partition_bytes=ns.partition_bytes,
                     )
                 )
             for ev in report.node_events:
@@ -167,6 +169,13 @@ class BrainStore:
                         pods=n.pods,
                     )
                 )
+            for j in report.jobs:
+                row = s.scalar(select(m.ClusterJobRow).where(m.ClusterJobRow.name == j.name))
+                if row is None:
+                    row = m.ClusterJobRow(name=j.name)
+                    s.add(row)
+                row.platform, row.phase, row.replicas = j.platform, j.phase, dict(j.replicas)
+                row.updated_at = j.timestamp
 
     # ---- reads ----
     def _job(self, s: Session, name: str) -> m.JobRow:
@@ -288,6 +297,21 @@ class BrainStore:
                 )
         return out
 
+    def cluster_jobs(self) -> list[schemas.ClusterJobReport]:
+        """Each job's status as the cluster monitor last reported it, by name."""
+        with self._session() as s:
+            rows = s.scalars(select(m.ClusterJobRow).order_by(m.ClusterJobRow.name))
+            return [
+                schemas.ClusterJobReport(
+                    name=r.name,
+                    platform=r.platform,
+                    timestamp=r.updated_at,
+                    phase=r.phase,
+                    replicas=dict(r.replicas),
+                )
+                for r in rows
+            ]
+
     def cluster_nodes(self) -> list[schemas.ClusterNodeReport]:
         """Each machine's capacity with its newest usage sample."""
         with self._session() as s:
@@ -346,6 +370,8 @@ def _node_sample(r: m.NodeSampleRow, node: m.JobNodeRow) -> schemas.NodeSampleMe
         memory_mb=r.memory_mb,
         cpu_limit=node.cpu_limit,
         memory_limit_mb=node.memory_limit_mb,
+        requests_per_second=r.requests_per_second or 0.0,
+        partition_bytes=r.partition_bytes or 0,
     )
 
 

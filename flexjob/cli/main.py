@@ -25,6 +25,7 @@ app = typer.Typer(
 
 COMMAND_MODULES: tuple[str, ...] = (
     "spec_cmds",
+    "cluster_cmds",
     "manifests_app",
     "job_cmds",
     "operator_cmd",

@@ -37,6 +37,11 @@ def master(
     advertise_host: str | None = typer.Option(
         None, "--advertise-host", help="Host name clients use to reach this master."
     ),
+    replica_pending_timeout: float | None = typer.Option(
+        None,
+        "--replica-pending-timeout",
+        help="Seconds a replica may stay Pending before the node watcher reports it [300].",
+    ),
     no_store: bool = typer.Option(
         False, "--no-store", help="Do not host the torch TCPStore (rank 0's agent does)."
     ),
@@ -85,6 +90,7 @@ def master(
             heartbeat_timeout=heartbeat_timeout,
             last_call_timeout=last_call_timeout,
             straggler_timeout=straggler_timeout,
+            replica_pending_timeout=replica_pending_timeout,
             host_store=False if no_store else None,
             advertise_host=advertise_host or own_host,
             scale_plan_platform=scale_plan_platform,

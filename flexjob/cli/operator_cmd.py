@@ -83,7 +83,8 @@ def operator(
 
     With --platform local it runs the operator of local jobs (what `flexjob submit` runs),
     e.g. to restart it after it was killed: it adopts the replicas still running, never runs
-    a replica that finished again, and refuses a job whose operator still runs."""
+    a replica that finished again, and refuses a job whose operator still runs. In the
+    foreground it exits 0 only when the job Succeeded."""
     if platform_name == "local":
         _local_operator(jobs or [], namespace, detach)
         return
@@ -137,6 +138,7 @@ def operator(
 
 
 def _local_operator(jobs: list[str], namespaces: list[str], detach: bool) -> None:
+    from flexjob.api import JobPhase
     from flexjob.api.names import DEFAULT_NAMESPACE
     from flexjob.operator.local import runner as local_runner
     from flexjob.platform.local import LocalPlatform
@@ -169,6 +171,8 @@ def _local_operator(jobs: list[str], namespaces: list[str], detach: bool) -> Non
         raise typer.Exit(1) from None
     phase = final.status.phase.value if final is not None and final.status else "deleted"
     logging.getLogger(__name__).info("job %s/%s %s", namespace, jobs[0], phase)
+    if phase != JobPhase.SUCCEEDED.value:  # like `flexjob submit`: 0 only for a Succeeded job
+        raise typer.Exit(1)
 
 
 def install(

@@ -60,6 +60,9 @@ class MasterConfig:
     #: Where accepted plans go as ScalePlans: "" = JSON files in ``<job-dir>/scaleplans``;
     #: "local" / "kubernetes" = that platform's store, for its operator to carry out.
     scale_plan_platform: str = ""
+    #: Seconds a replica of the job may stay Pending before the master's node watcher
+    #: reports it (``core.node_watch``; a Warning event on the job); None: never.
+    replica_pending_timeout: float | None = 300.0
     #: Parameter-server jobs: the size of the first PS set (0: the PS replicas that register),
     #: and seconds between the checkpoints the master asks of every PS (0: only each PS's own
     #: ``--checkpoint-interval``) (``master.ps_sets``).
@@ -70,6 +73,10 @@ class MasterConfig:
         self.rendezvous()
         if self.heartbeat_timeout <= 0:
             raise ValueError(f"heartbeat_timeout must be > 0, got {self.heartbeat_timeout}")
+        if self.replica_pending_timeout is not None and self.replica_pending_timeout <= 0:
+            raise ValueError(
+                f"replica_pending_timeout must be > 0 or None, got {self.replica_pending_timeout}"
+            )
         if self.snapshot_every < 1:
             raise ValueError(f"snapshot_every must be >= 1, got {self.snapshot_every}")
         if not 0 <= self.port <= 65535:

@@ -383,6 +383,7 @@ class _Round:
         needs_master = controlling_type(self.job.spec.replica_specs) is not None
         port = service_port(self.job, rtype)
         free = (i for i in count() if i not in occupied)
+        created: list[str] = []
         for index, _ in zip(free, range(missing), strict=False):
             own_address: str | None = None
             if port is not None:
@@ -407,8 +408,10 @@ class _Round:
                 server_url=self.server_url,
             )
             self.actions.append(CreateReplica(request))
-            self._event("SuccessfulCreate", f"created replica {request.name}")
+            created.append(request.name)
             self.changed = True
+        if created:  # one Event per replica type and pass, not one per pod
+            self._event("SuccessfulCreate", created_message(rtype, created))
 
     def _update_phase(self, counts: dict[ReplicaType, int]) -> None:
         prev = self.status.phase
@@ -449,3 +452,15 @@ class _Round:
             self._set_phase(JobPhase.UNKNOWN, "CoordinatorUnknown")
         elif driver or any(isinstance(a, CreateReplica) for a in self.actions):
             self._set_phase(JobPhase.STARTING, "CoordinatorCreated")
+
+
+#: How many replica names a SuccessfulCreate Event lists before it abbreviates.
+_NAMES_LISTED = 8
+
+
+def created_message(rtype: ReplicaType, names: list[str]) -> str:
+    """The one SuccessfulCreate message for the replicas of ``rtype`` one pass created."""
+    if len(names) == 1:
+        return f"created replica {names[0]}"
+    listed = names if len(names) <= _NAMES_LISTED else [*names[:3], "...", names[-1]]
+    return f"created {len(names)} {rtype.value} replicas: {', '.join(listed)}"

@@ -3,8 +3,9 @@
 
 Starts, in order: the torch ``TCPStore`` (when ``config.host_store``), the ``MasterService``
 (restoring ``<job-dir>/master_state.json`` if present), the gRPC server, the health loop, the
-PS-set driver (``master.ps_sets``; idle unless PS replicas register); then
-writes the bound address to ``<job-dir>/master.addr``. Not for the master's logic.
+PS-set driver (``master.ps_sets``; idle unless PS replicas register), the node watcher
+(``master.node_watcher``, when the job has a platform); then writes the bound address to
+``<job-dir>/master.addr``. Not for the master's logic.
 """
 
 import logging
@@ -18,6 +19,7 @@ from typing import Any
 from flexjob.api import OptimizeMode
 from flexjob.core.master_config import MasterConfig
 from flexjob.master.logs import event
+from flexjob.master.node_watcher import NodeWatcher
 from flexjob.master.observing import MasterCollector, RpcLatency
 from flexjob.master.profilings_sync import ProfilingsSync, status_writer
 from flexjob.master.ps_sets import PsSetDriver
@@ -49,6 +51,7 @@ class MasterHandle:
     )
     timeline: TimelineRecorder | None = None
     profilings: ProfilingsSync | None = None
+    node_watcher: NodeWatcher | None = None
     collector: MasterCollector | None = None
     metrics_server: metrics_http.MetricsServer | None = None
     ps_sets: PsSetDriver | None = None
@@ -68,6 +71,8 @@ class MasterHandle:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+        if self.node_watcher is not None:
+            self.node_watcher.stop()
         if self.optimizer is not None:
             self.optimizer.stop(JobStatus.SUCCEEDED if self.service.job_finished else None)
         if self.ps_sets is not None:
@@ -178,6 +183,7 @@ def start_master(
     handle = MasterHandle(config, service, server, store, timeline=timeline)
     if (write := status_writer(config)) is not None:
         handle.profilings = ProfilingsSync(service.kv_get, write)
+    handle.node_watcher = node_watcher(config, service)
     handle.collector = MasterCollector(service.view)
     metrics.register(handle.collector)
     addr_file = Path(config.job_dir) / METRICS_ADDR_FILE if config.job_dir else None
@@ -217,6 +223,21 @@ def start_master(
         job_dir=config.job_dir or "-",
     )
     return handle
+
+
+def node_watcher(config: MasterConfig, service: MasterService) -> NodeWatcher | None:
+    """A running watch on the job's replicas (``master.node_watcher``) when the master has a
+    platform (``config.scale_plan_platform``); None for ``flexjob run``'s masters."""
+    if not config.scale_plan_platform:
+        return None
+    from flexjob.platform.registry import open_platform
+
+    platform = open_platform(config.scale_plan_platform)
+    watcher = NodeWatcher(
+        platform, config.namespace, config.job_name, service, config.replica_pending_timeout
+    )
+    watcher.start()
+    return watcher
 
 
 def run_master(

@@ -29,13 +29,14 @@ from flexjob.core.ps.set_change import (
     plan_change,
     recovery,
     verify_rows,
-    wanted_size,
 )
 from flexjob.rpc.ps_control import PsControlClient
 from flexjob.rpc.ps_registry import read_members, read_set
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+#: The longest wait between two tries of a PS-set change that keeps failing.
+RETRY_MAX_S = 60.0
 
 
 class KvStore(Protocol):
@@ -64,7 +65,7 @@ class PsSetDriver:
         token: str | None = None,
         on_failure: Callable[[str], None] | None = None,
     ) -> None:
-        """``initial_num_ps``: the size of the first set (0: the members that serve);
+        """``initial_num_ps``: the size of the first set (0: the size its members started in);
         ``checkpoint_interval``: seconds between checkpoints the master asks for (0: none);
         ``on_failure``: told of each failed change (the master's stats)."""
         self._kv = kv
@@ -76,6 +77,8 @@ class PsSetDriver:
         self._stop = threading.Event()
         self._pool = futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="ps-set")
         self._next_checkpoint = time.monotonic() + checkpoint_interval
+        self._failures = 0
+        self._next_try = 0.0
         self._thread = threading.Thread(target=self._loop, name="ps-sets", daemon=True)
         self.changes = 0
 
@@ -104,14 +107,19 @@ class PsSetDriver:
             return
         current = read_set(self._kv.kv_get)
         if current is None:
-            first = initial_set(members, self._initial or wanted_size(members))
+            first = initial_set(members, self._initial)
             if first is not None:
                 self._kv.kv_set(names.KV_PS_SET, first.to_json())
                 log.info("event=ps_set_published version=1 num_ps=%d", first.num_ps)
             return
         change = plan_change(current, members)
-        if change is not None:
-            self.run(change)
+        if change is not None and time.monotonic() >= self._next_try:
+            if self.run(change):
+                self._failures = 0
+            else:  # back off: 1, 2, 4 .. 60 s between tries of a change that fails
+                self._failures += 1
+                delay = min(RETRY_MAX_S, 2.0 ** (self._failures - 1))
+                self._next_try = time.monotonic() + delay
         elif self._interval > 0 and time.monotonic() >= self._next_checkpoint:
             self._next_checkpoint = time.monotonic() + self._interval
             self._each(current.addresses, lambda c: c.checkpoint(), wait=False)
@@ -191,7 +199,6 @@ class PsSetDriver:
                 )
         except Exception:
             log.exception("event=ps_set_recovery_failed")
-        time.sleep(1.0)  # the next tick tries again; do not spin on a failing change
 
     def _publish(self, new: PsSetInfo) -> None:
         self._kv.kv_set(names.KV_PS_SET, new.to_json())

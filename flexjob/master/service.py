@@ -252,6 +252,24 @@ class MasterService:
             else:
                 self._node_dead(node.node_id, "reported failure")
 
+    @_saves
+    def replica_gone(self, node: NodeRef, reason: str) -> None:
+        """The platform says the replica behind ``node`` is gone (failed, evicted, deleted):
+        its shards and those of its processes (``<node>.<local rank>``) go back at once, it
+        leaves the world, and ``reason`` becomes its last failure (``master.node_watcher``)."""
+        with self._lock:
+            self._stats.failure(node, reason)
+            event(log, "replica_gone", self._job, node=node.node_id, reason=reason)
+            processes = {
+                w
+                for mgr in self._datasets.managers.values()
+                for w in mgr.doing().values()
+                if w.startswith(node.node_id + ".")
+            }
+            for process in sorted(processes):
+                self._recover_shards(process)
+            self._node_dead(node.node_id, "replica gone")
+
     def get_batch_plan(self, node: NodeRef, rank: int, world_size: int) -> RankBatch:
         if self._batch is None:
             raise NotFoundError("this job has no batch plan (spec.batch is not set)")

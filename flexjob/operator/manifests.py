@@ -16,9 +16,15 @@ import dataclasses
 from typing import Any
 
 from flexjob.api.crd import crds
+from flexjob.api.foreign_kinds import AGGREGATOR_CONFIG, FOREIGN_KINDS, ForeignKind
 from flexjob.api.names import ENV_IMAGE, GROUP, PLURAL_JOB, PLURAL_SCALE_PLAN, VERSION
 from flexjob.core.job_master import JOB_MASTER_SERVICE_ACCOUNT
-from flexjob.operator.kubernetes.admission import MUTATE_JOB, VALIDATE_JOB, VALIDATE_PLAN
+from flexjob.operator.kubernetes.admission import (
+    MUTATE_JOB,
+    VALIDATE_JOB,
+    VALIDATE_PLAN,
+    validate_foreign,
+)
 from flexjob.operator.metrics_manifests import metrics_service, service_monitor, with_metrics
 
 Body = dict[str, Any]
@@ -32,8 +38,9 @@ RBAC_API = "rbac.authorization.k8s.io"
 Rule = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
 #: (apiGroups, resources, verbs): every call the operator, kopf and the platform make.
 RULES: tuple[Rule, ...] = (
-    # Jobs: watched by kopf, patched for the finalizer and annotations, deleted after their TTL.
-    ((GROUP,), (PLURAL_JOB,), ("get", "list", "watch", "patch", "delete")),
+    # Jobs: watched by kopf, patched for the finalizer and annotations, deleted after their TTL;
+    # created for the foreign job kinds' objects.
+    ((GROUP,), (PLURAL_JOB,), ("get", "list", "watch", "create", "patch", "delete")),
     ((GROUP,), (PLURAL_SCALE_PLAN,), ("get", "list", "watch", "patch", "delete")),
     ((GROUP,), (f"{PLURAL_JOB}/status", f"{PLURAL_SCALE_PLAN}/status"), ("get", "patch")),
     # Replicas and their addresses: only the operator creates or deletes them.
@@ -46,15 +53,24 @@ RULES: tuple[Rule, ...] = (
     # kopf's cluster scanning: which namespaces and custom resources exist.
     (("",), ("namespaces",), ("list", "watch")),
     (("apiextensions.k8s.io",), ("customresourcedefinitions",), ("list", "watch")),
+    # The foreign job kinds (api.foreign_kinds): watched, their status written back; the
+    # cluster's AggregatorConfigs read for DIJob v1.
+    *(((k.group,), (k.plural,), ("get", "list", "watch")) for k in FOREIGN_KINDS if k.job),
+    *(((k.group,), (f"{k.plural}/status",), ("get", "patch")) for k in FOREIGN_KINDS if k.job),
+    ((AGGREGATOR_CONFIG.group,), (AGGREGATOR_CONFIG.plural,), ("list",)),
 )
 
-#: Every call an implicit job master makes with ``--scale-plan-platform kubernetes``
-#: (``KubernetesPlatform.create_scale_plan``): its job for the owner reference, the plan, and
-#: the plan's initial status.
+#: Every call an implicit job master makes with ``--scale-plan-platform kubernetes``: its job
+#: (owner references) and its ``status.profilings`` (``master.profilings_sync``), its ScalePlans
+#: and their initial status (``KubernetesPlatform.create_scale_plan``), its pods, listed and
+#: watched (``master.node_watcher``), and the Warning events it records on its job.
 JOB_MASTER_RULES: tuple[Rule, ...] = (
     ((GROUP,), (PLURAL_JOB,), ("get",)),
+    ((GROUP,), (f"{PLURAL_JOB}/status",), ("patch",)),
     ((GROUP,), (PLURAL_SCALE_PLAN,), ("create",)),
     ((GROUP,), (f"{PLURAL_SCALE_PLAN}/status",), ("patch",)),
+    (("",), ("pods",), ("list", "watch")),
+    (("",), ("events",), ("create",)),
 )
 
 
@@ -195,10 +211,12 @@ def webhook_service(options: InstallConfig) -> Body:
     }
 
 
-def _webhook(options: InstallConfig, path: str, plural: str, mutating: bool) -> Body:
+def _webhook(
+    options: InstallConfig, path: str, plural: str, mutating: bool, kind: ForeignKind | None = None
+) -> Body:
     rule = {
-        "apiGroups": [GROUP],
-        "apiVersions": [VERSION],
+        "apiGroups": [kind.group if kind else GROUP],
+        "apiVersions": list(kind.versions) if kind else [VERSION],
         "operations": ["CREATE", "UPDATE"],
         "resources": [plural],
         "scope": "Namespaced",
@@ -260,6 +278,11 @@ def webhook_configurations(options: InstallConfig) -> list[Body]:
             "webhooks": [
                 _webhook(options, VALIDATE_JOB, PLURAL_JOB, mutating=False),
                 _webhook(options, VALIDATE_PLAN, PLURAL_SCALE_PLAN, mutating=False),
+                *(
+                    _webhook(options, validate_foreign(k), k.plural, mutating=False, kind=k)
+                    for k in FOREIGN_KINDS
+                    if k.job
+                ),
             ],
         },
     ]

@@ -88,6 +88,14 @@ class PsService:
         with self._table_locks[table]:
             return held.push(ids, np.asarray(grads, dtype=np.float32))
 
+    def push_lookup(
+        self, table: str, push_ids: Ids, grads: Floats, lookup_ids: Ids
+    ) -> tuple[int, Floats]:
+        self._count()
+        held = self._store.table(table)
+        with self._table_locks[table]:
+            return held.push_lookup(push_ids, np.asarray(grads, dtype=np.float32), lookup_ids)
+
     def stats(self) -> PsStats:
         now, requests = self._clock(), self._requests
         then, before = self._window

@@ -95,3 +95,7 @@ class BrainClient:
     def cluster_nodes(self) -> list[schemas.ClusterNodeReport]:
         data = self._call("GET", f"{PREFIX}/cluster/nodes")
         return [schemas.ClusterNodeReport.model_validate(n) for n in data]
+
+    def cluster_jobs(self) -> list[schemas.ClusterJobReport]:
+        data = self._call("GET", f"{PREFIX}/cluster/jobs")
+        return [schemas.ClusterJobReport.model_validate(j) for j in data]

@@ -82,6 +82,8 @@ class NodeSampleMessage(ApiModel):
     memory_mb: float = Field(ge=0)
     cpu_limit: float | None = Field(None, gt=0)
     memory_limit_mb: float | None = Field(None, gt=0)
+    requests_per_second: float = Field(0.0, ge=0)
+    partition_bytes: int = Field(0, ge=0)
 
     def to_core(self) -> planner.NodeSample:
         return planner.NodeSample(**dict(self))
@@ -172,5 +174,18 @@ class ClusterNodeReport(ApiModel):
     pods: int = Field(0, ge=0)
 
 
+class ClusterJobReport(ApiModel):
+    """One job as the cluster monitor sees it on its platform: phase and active replicas."""
+
+    name: str = Field(min_length=1)  # namespace/name
+    platform: str = "local"
+    timestamp: float
+    phase: str = Field(min_length=1)
+    #: Active (pending or running) replicas per replica type.
+    replicas: dict[str, int] = Field(default_factory=dict)
+
+
 class ClusterReport(ApiModel):
     nodes: list[ClusterNodeReport]
+    #: The jobs on the platform (empty when the monitor runs with ``--no-jobs``).
+    jobs: list[ClusterJobReport] = Field(default_factory=list)

@@ -50,4 +50,10 @@ class PsBackend(Protocol):
 
     def push_rows(self, table: str, ids: Ids, grads: Floats) -> int: ...
 
+    def push_lookup(
+        self, table: str, push_ids: Ids, grads: Floats, lookup_ids: Ids
+    ) -> tuple[int, Floats]:
+        """``push_rows`` then ``lookup`` in one call: (rows updated, rows looked up)."""
+        ...
+
     def stats(self) -> PsStats: ...

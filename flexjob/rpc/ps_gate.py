@@ -1,9 +1,9 @@
 """The gate in front of a PS replica's data calls, for PS-set changes (issue 15).
 
 ``PsGate`` says whether the PS takes data calls (Configure, PullDense, PushDense, Lookup,
-PushRows; Stats always passes) and from clients of which PS-set version on, and counts the
-calls in flight. ``close`` refuses new calls and waits for those in flight: the version
-barrier of a PS-set change, after which the partition no longer changes. A refused call
+PushRows, PushLookup; Stats always passes) and from clients of which PS-set version on, and
+counts the calls in flight. ``close`` refuses new calls and waits for those in flight: the
+version barrier of a PS-set change, after which the partition no longer changes. A refused call
 answers FAILED_PRECONDITION "ps set changed: ..." (``PsSetChangedError`` at the client),
 before it touches the partition, so the client may send it again to the new set.
 

@@ -45,10 +45,10 @@ def _call(context: grpc.ServicerContext, fn: Callable[[], T]) -> T:
         raise
 
 
-def _ids(msg: pb.Tensor) -> np.ndarray:
-    ids = tensor_from_pb(msg, "ids", "int64")
+def _ids(msg: pb.Tensor, field: str = "ids") -> np.ndarray:
+    ids = tensor_from_pb(msg, field, "int64")
     if ids.ndim != 1:
-        raise InvalidSpecError(f"ids.shape: must be 1-d, got {list(ids.shape)}")
+        raise InvalidSpecError(f"{field}.shape: must be 1-d, got {list(ids.shape)}")
     return ids
 
 
@@ -98,6 +98,22 @@ class PsServicer(pb_grpc.ParameterServerServicer):
             return self._b.push_rows(request.table, ids, grads)  # type: ignore[arg-type]
 
         return pb.PushRowsResponse(rows_updated=_call(context, run))
+
+    def PushLookup(
+        self, request: pb.PushLookupRequest, context: grpc.ServicerContext
+    ) -> pb.PushLookupResponse:
+        def run() -> tuple[int, np.ndarray]:
+            lookup_ids = _ids(request.lookup_ids, "lookup_ids")
+            if request.HasField("push_ids"):
+                push_ids = _ids(request.push_ids, "push_ids")
+                grads = tensor_from_pb(request.grads, "grads", "float32")
+            else:  # nothing to push: a plain lookup
+                push_ids = lookup_ids[:0]
+                grads = np.empty((0, 0), dtype=np.float32)
+            return self._b.push_lookup(request.table, push_ids, grads, lookup_ids)  # type: ignore[arg-type]
+
+        updated, rows = _call(context, run)
+        return pb.PushLookupResponse(rows_updated=updated, rows=tensor_to_pb(rows))
 
     def Stats(self, request: pb.StatsRequest, context: grpc.ServicerContext) -> pb.StatsResponse:
         return stats_to_pb(_call(context, self._b.stats))

@@ -28,6 +28,7 @@ from flexjob.core.batch import RankBatch
 from flexjob.trainer import group, world
 from flexjob.trainer.batch import MicroSteps, fetch_plan, micro_batches_of
 from flexjob.trainer.checkpoint import Checkpointer
+from flexjob.trainer.peer_shards import PeerShards
 from flexjob.trainer.rank_sync import sync_state
 from flexjob.trainer.rendezvous import WaitingWatcher, WorldSource, next_generation
 from flexjob.trainer.sampler import Batch, ElasticSampler, NoShard, ShardSource
@@ -107,9 +108,12 @@ class ElasticTrainer:
         self._gen: world.Generation | None = None
         self._ddp: torch.nn.Module | None = None
         self._broken = False
+        #: Nodes wait to join: re-form once the step whose batches are cut has run.
+        self._join_after_step = False
         self._stores = group.StoreCache(timeout_s)
         self._watcher: WaitingWatcher | None = None
         self._status = StatusWriter()
+        self._peers = PeerShards()
         self._on_reform: list[Callable[[world.WorldInfo], None]] = []
         self._on_step: list[Callable[[Step], None]] = []
         self._published = 0.0
@@ -192,7 +196,8 @@ class ElasticTrainer:
     def steps(self) -> Iterator[Step]:
         """Yield steps until every epoch is done; wrap each step's body in ``trainer.step()``."""
         while True:
-            if self._broken:
+            if self._broken or self._join_after_step:
+                self._join_after_step = False
                 self._reform()
                 continue
             count = micro_batches_of(self.batch_plan)
@@ -201,9 +206,13 @@ class ElasticTrainer:
             if ctl is None:
                 continue
             total, more, reform = ctl
-            if reform:
+            if reform and total == 0:
                 self._reform()
                 continue
+            # Nodes waiting to join re-form the world after this step: the batches already
+            # cut run as planned, so the new world starts from the next global batch in order
+            # (re-forming now would split them over the new plan and reorder the samples).
+            self._join_after_step = reform
             if total == 0:
                 if not more:
                     break
@@ -221,6 +230,7 @@ class ElasticTrainer:
             yield step
             if self._broken:
                 continue  # the same batches are retried in the next world
+            self._peers.step_done()
             for batch in batches:
                 self.sampler.commit(batch)
             self.step_count += 1
@@ -271,7 +281,9 @@ class ElasticTrainer:
         n = sum(len(b.indices) for b in got) if isinstance(got, list) else 0
         more = 0 if got is NoShard.END or got == [] else 1  # [] : no micro-batch planned
         wants = 1 if self._watcher is not None and self._watcher.waiting > 0 else 0
-        ctl = torch.tensor([n, more, wants], dtype=torch.int64)
+        batches = got if isinstance(got, list) else []
+        slots = self._peers.encode(batches, dist.get_world_size())
+        ctl = torch.tensor([n, more, wants, *slots], dtype=torch.int64)
         try:
             dist.all_reduce(ctl)
         except Exception as exc:
@@ -280,7 +292,9 @@ class ElasticTrainer:
             log.info("control all-reduce failed in round %s: %s", self.round, exc)
             self._broken = True
             return None
-        total, more_sum, wants_sum = (int(v) for v in ctl.tolist())
+        values = [int(v) for v in ctl.tolist()]
+        total, more_sum, wants_sum = values[:3]
+        self._peers.control_done(values[3:])
         return total, more_sum > 0, wants_sum > 0
 
     def _after_step(self) -> None:
@@ -344,6 +358,7 @@ class ElasticTrainer:
     def _reform(self) -> None:
         """Leave the current world and form the next one, in this process."""
         started = time.monotonic()
+        self._report_peer_shards()
         self._ddp = None
         group.destroy_group()
         after = self.round
@@ -351,6 +366,16 @@ class ElasticTrainer:
         self._form(gen)
         self.reforms += 1
         log.info("re-formed round %d -> %d in %.3f s", after, gen.round, time.monotonic() - started)
+
+    def _report_peer_shards(self) -> None:
+        """The world broke: report the shards peers finished in the last step that completed
+        here, for them (``trainer.peer_shards``: a rank that died before its report)."""
+        report_as = getattr(self.source, "report_shard_as", None)
+        if report_as is None:
+            self._peers.report(lambda _process, _shard: False)
+            return
+        dataset = self.sampler.dataset
+        self._peers.report(lambda process, shard: bool(report_as(process, dataset, shard)))
 
     def _form(self, gen: world.Generation) -> None:
         while True:
@@ -362,6 +387,8 @@ class ElasticTrainer:
             try:
                 group.form_group(gen, rank, size, self._stores, self.collective_timeout_s)
                 self.step_count, _ = sync_state(self.module, self.optimizer, self.step_count)
+                process_ids: list[Any] = [None] * size
+                dist.all_gather_object(process_ids, self.ident.process_id)
                 self._ddp = DistributedDataParallel(self.module)
                 self.batch_plan = fetch_plan(self.source, rank, size, self.sampler.batch_size)
                 break
@@ -373,6 +400,7 @@ class ElasticTrainer:
                 gen = next_generation(self.source, gen.round, self.timeout_s, on_wait=self._beat)
         self._gen = gen
         self._broken = False
+        self._peers.formed([str(p) for p in process_ids], rank)
         env = world.world_env(gen, self.ident)
         os.environ.update(env)
         info = world.world_info_of(gen, self.ident)

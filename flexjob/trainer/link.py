@@ -68,6 +68,14 @@ class MasterLink:
     def report_shard(self, dataset: str, shard_id: int) -> bool:
         return self.shards.report_shard(dataset, shard_id)
 
+    def report_shard_as(self, process_id: str, dataset: str, shard_id: int) -> bool:
+        """Report ``shard_id`` done as the process ``process_id``: a peer that finished it in
+        a step that completed, then died before its own report (``trainer.peer_shards``)."""
+        assert self.ident.master is not None
+        node = NodeRef(process_id, self.ident.replica_type)
+        with MasterClient(self.ident.master, node, timeout=5.0, retry_deadline=10.0) as client:
+            return client.report_shard(shard_id, dataset)
+
     # ---- fixed global batch ----
     def get_batch_plan(self, rank: int, world_size: int) -> RankBatch:
         """This rank's share of ``spec.batch``; ``NotFoundError`` when the job has none."""

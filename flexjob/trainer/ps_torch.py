@@ -3,10 +3,13 @@
 
 ``PsEmbedding.forward`` looks up the batch's unique ids on the PS replicas that own them, all
 at once; backward sends each unique row's gradient (duplicates already summed) back to its PS
-as soon as autograd computes it. ``PsSync.step()`` after ``loss.backward()`` pushes the dense
-gradients (asynchronously by default: it waits only for the previous step's calls), waits for
-the row pushes, and pulls fresh dense values every ``pull_every`` steps — or at once when a PS
-is more than ``max_staleness`` updates ahead of this worker's copy (bounded staleness).
+as soon as autograd computes it — or, with ``defer_push``, keeps it for the next forward, whose
+lookup carries it (``PsSet.lookup(push=...)``: the PS applies it first, so this worker sees the
+same rows either way, with one round trip per PS and step instead of two).
+``PsSync.step()`` after ``loss.backward()`` pushes the dense gradients (asynchronously by
+default: it waits only for the previous step's calls), waits for the row pushes, and pulls
+fresh dense values every ``pull_every`` steps — or at once when a PS is more than
+``max_staleness`` updates ahead of this worker's copy (bounded staleness).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import numpy as np
+import numpy.typing as npt
 import torch
 
 from flexjob.core.ps.optim import OptimizerSpec
@@ -33,16 +37,21 @@ class PsEmbedding(torch.nn.Module):
         num_rows: int = 0,
         init_scale: float = 0.01,
         seed: int = 0,
+        defer_push: bool = False,
     ) -> None:
+        """``defer_push``: send row gradients with the next lookup instead of at once
+        (``flush``, or ``PsSync.step(final=True)``, sends them before that)."""
         super().__init__()
         self.ps = ps
         self.spec = TableSpec(name, dim, num_rows, init_scale, seed)
+        self.defer_push = defer_push
         self.pending: list[Sent[int]] = []
+        self.deferred: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]] = []
         self.rows_looked_up = 0
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         flat = ids.detach().reshape(-1).to(torch.int64).cpu().numpy()
-        rows, split = self.ps.lookup(self.spec.name, flat)
+        rows, split = self.ps.lookup(self.spec.name, flat, push=self._take_deferred())
         self.rows_looked_up += int(split.unique.size)
         unique = torch.from_numpy(rows)
         if torch.is_grad_enabled() and self.training:
@@ -50,7 +59,10 @@ class PsEmbedding(torch.nn.Module):
 
             def send(grad: torch.Tensor) -> None:
                 g = np.ascontiguousarray(grad.detach().numpy(), dtype=np.float32)
-                self.pending.extend(self.ps.push_rows(self.spec.name, split, g))
+                if self.defer_push:
+                    self.deferred.append((split.unique, g))
+                else:
+                    self.pending.extend(self.ps.push_rows(self.spec.name, split, g))
 
             unique.register_hook(send)  # type: ignore[no-untyped-call]
         out = unique[torch.from_numpy(split.inverse)]
@@ -61,6 +73,21 @@ class PsEmbedding(torch.nn.Module):
         done = sum(p.result() for p in self.pending)
         self.pending.clear()
         return done
+
+    def flush(self) -> None:
+        """Send the deferred row gradients now and wait for every push."""
+        push = self._take_deferred()
+        if push is not None:
+            self.ps.lookup(self.spec.name, push[0][:0], push=push)
+        self.wait()
+
+    def _take_deferred(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]] | None:
+        if not self.deferred:
+            return None
+        parts, self.deferred = self.deferred, []
+        if len(parts) == 1:
+            return parts[0]
+        return np.concatenate([i for i, _ in parts]), np.concatenate([g for _, g in parts])
 
 
 class PsSync:
@@ -108,9 +135,11 @@ class PsSync:
             for name, value in self.ps.pull_dense(everything).items():
                 self._dense[name].copy_(torch.from_numpy(value.copy()))
 
-    def step(self) -> None:
+    def step(self, final: bool = False) -> None:
         """After ``loss.backward()``: push gradients, wait for last step's calls, pull when due,
-        and zero the dense gradients."""
+        and zero the dense gradients. ``final``: this step's gradients must have reached the PS
+        when it returns (e.g. before its data shard is reported done): deferred row gradients
+        are sent and every push waited for."""
         grads = {
             k: p.grad.detach().numpy().astype(np.float32, copy=True)
             for k, p in self._dense.items()
@@ -118,10 +147,13 @@ class PsSync:
         }
         self._wait_dense()
         self._in_flight = self.ps.push_dense(grads) if grads else []
-        if self.sync:
+        if self.sync or final:
             self._wait_dense()
         for emb in self.embeddings():
-            emb.wait()
+            if final:
+                emb.flush()
+            else:
+                emb.wait()
         for p in self._dense.values():
             p.grad = None
         self.steps += 1
@@ -130,10 +162,11 @@ class PsSync:
             self.pull()
 
     def finish(self) -> None:
-        """Wait for every call in flight (at the end of training)."""
+        """Send deferred row gradients and wait for every call in flight (at the end of
+        training)."""
         self._wait_dense()
         for emb in self.embeddings():
-            emb.wait()
+            emb.flush()
 
     @property
     def staleness(self) -> int:

@@ -61,6 +61,22 @@ def supervisor(address: str, spawner: Spawner, **kw: int) -> RunSupervisor:
     )
 
 
+def master_supervisor(
+    master: MasterProcess, config: MasterConfig, spawner: Spawner, max_restarts: int
+) -> RunSupervisor:
+    """A supervisor of one stand-in agent and the real master process ``master``."""
+    return RunSupervisor(
+        address=master.address,
+        master=master,
+        master_config=config,
+        spawn_agent=spawner,
+        nodes=1,
+        min_nodes=1,
+        nproc_per_node=1,
+        max_restarts=max_restarts,
+    )
+
+
 def kill(proc: subprocess.Popen[bytes], sig: signal.Signals = signal.SIGKILL) -> None:
     proc.send_signal(sig)
     wait_until(lambda: proc.poll() is not None, 10, what="the process to die")
@@ -122,16 +138,7 @@ def test_a_killed_master_is_restarted_on_its_port_until_restarts_run_out(
     config = MasterConfig(job_dir=str(tmp_path / "job"), host_store=False)
     masters: list[MasterProcess] = [spawn_master(config)]
     try:
-        sup = RunSupervisor(
-            address=masters[0].address,
-            master=masters[0],
-            master_config=config,
-            spawn_agent=spawner,
-            nodes=1,
-            min_nodes=1,
-            nproc_per_node=1,
-            max_restarts=1,
-        )
+        sup = master_supervisor(masters[0], config, spawner, max_restarts=1)
         masters[0].kill()
         sup.check(lambda: False)
         assert sup.master is not None and sup.master is not masters[0]
@@ -164,16 +171,7 @@ def test_a_master_killed_while_it_restarts_is_restarted_again(
 ) -> None:
     config = MasterConfig(job_dir=str(tmp_path / "job"), host_store=False)
     first = spawn_master(config)
-    sup = RunSupervisor(
-        address=first.address,
-        master=first,
-        master_config=config,
-        spawn_agent=spawner,
-        nodes=1,
-        min_nodes=1,
-        nproc_per_node=1,
-        max_restarts=3,
-    )
+    sup = master_supervisor(first, config, spawner, max_restarts=3)
     killed: list[int] = []
     stop = threading.Event()
     killer = threading.Thread(

@@ -22,6 +22,7 @@ TABLES = {
     "optimize_events",
     "cluster_nodes",
     "cluster_samples",
+    "cluster_jobs",
     "alembic_version",
 }
 

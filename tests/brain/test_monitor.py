@@ -1,4 +1,5 @@
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -12,7 +13,9 @@ import psutil
 import pytest
 
 from flexjob.brain.monitor import KubernetesSource, LocalSource, run_monitor
+from flexjob.platform.local import LocalPlatform
 from flexjob.rpc.brain_client import BrainClient
+from tests.platform.contract import contract_job
 
 NODES = {
     "kind": "NodeList",
@@ -102,24 +105,25 @@ def test_monitor_command_reports_this_machine_to_the_brain(
     tmp_path: Path,
 ) -> None:
     _, url = brain_process
+    home = tmp_path / "home"
+    platform = LocalPlatform(home)
+    platform.create_job(contract_job("cj"))
+    platform.close()
+    cmd = [sys.executable, "-m", "flexjob", "monitor", "--brain", url, "--interval", "0.1"]
+    env = {**os.environ, "FLEXJOB_HOME": str(home)}
     out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "flexjob",
-            "monitor",
-            "--brain",
-            url,
-            "--count",
-            "2",
-            "--interval",
-            "0.1",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
+        [*cmd, "--count", "2"], capture_output=True, text=True, timeout=60, env=env
     )
     assert out.returncode == 0, out.stderr
     assert "2 reports sent" in out.stdout
     [node] = BrainClient(url).cluster_nodes()
     assert node.name == socket.gethostname() and node.platform == "local"
+    [job] = BrainClient(url).cluster_jobs()
+    assert (job.name, job.phase, job.platform) == ("default/cj", "Pending", "local")
+    platform = LocalPlatform(home)
+    platform.create_job(contract_job("later"))
+    platform.close()
+    nodes_only = [*cmd, "--count", "1", "--no-jobs"]
+    out = subprocess.run(nodes_only, capture_output=True, text=True, timeout=60, env=env)
+    assert out.returncode == 0, out.stderr
+    assert [j.name for j in BrainClient(url).cluster_jobs()] == ["default/cj"]

@@ -5,12 +5,18 @@ the update every rank applies) it appends ``epoch idx,idx,...`` to
 ``$CHAOS_LOG_DIR/<pid>.samples`` in one ``write``, before the step is committed. A rank killed
 after the all-reduce but before its shard was reported has logged its samples, so a second
 training of them is counted as a duplicate. Rank 0 prints the test accuracy at the end.
+
+Knobs (environment): ``CHAOS_DIE_AFTER_STEP=N``: node ``worker-1``'s trainer SIGKILLs itself
+right after logging step N (its all-reduce done, its shard not reported yet), once per log
+directory; ``CHAOS_FINAL_EPOCH_LR``: the learning rate of the last epoch (a lower one makes the
+final accuracy depend less on the order faults left the last samples in).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -24,6 +30,20 @@ from digits_ddp import load_data, make_model
 from flexjob.trainer import ElasticSampler, ElasticTrainer, world_info
 
 BATCH = 32
+DIE_AFTER_STEP = "CHAOS_DIE_AFTER_STEP"
+FINAL_EPOCH_LR = "CHAOS_FINAL_EPOCH_LR"
+
+
+def die_now(log_dir: Path, step: int) -> bool:
+    """``CHAOS_DIE_AFTER_STEP`` asks this process to die after ``step`` (once per log dir)."""
+    wanted = os.environ.get(DIE_AFTER_STEP)
+    if wanted is None or int(wanted) != step or os.environ.get("FLEXJOB_NODE_ID") != "worker-1":
+        return False
+    try:
+        (log_dir / "died-after-step").open("x").close()
+    except FileExistsError:
+        return False
+    return True
 
 
 def main() -> None:
@@ -41,8 +61,12 @@ def main() -> None:
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     sampler = ElasticSampler(batch_size=BATCH, size=len(x_tr), shard_size=BATCH, epochs=a.epochs)
     trainer = ElasticTrainer(model, optimizer, sampler, checkpoint_every=10)
+    final_lr = os.environ.get(FINAL_EPOCH_LR)
     with trainer:
         for step in trainer.steps():
+            if final_lr and step.epoch == a.epochs - 1:
+                for group in optimizer.param_groups:
+                    group["lr"] = float(final_lr)
             with trainer.step():
                 time.sleep(a.step_delay)  # "loading" the batch: before the forward pass
                 idx = torch.tensor(step.indices, dtype=torch.int64)
@@ -52,6 +76,8 @@ def main() -> None:
                 if step.indices:
                     line = f"{step.epoch} {','.join(map(str, step.indices))}\n"
                     os.write(fd, line.encode())
+                    if die_now(log_dir, step.number):
+                        os.kill(os.getpid(), signal.SIGKILL)  # after the all-reduce, unreported
                 optimizer.step()
         info = world_info()
     if info.rank == 0:

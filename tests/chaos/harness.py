@@ -5,7 +5,10 @@ Shared by the short suite (``tests/chaos``) and the long form (``benchmarks/chao
 ``check_samples`` is the exactly-once checker: each (epoch, index) of the dataset must appear
 exactly once in the training script's logs (``chaos_train.py`` logs a step's samples right after
 its all-reduce, so a step repeated after a rank died past that point is a duplicate).
-``orphans`` finds processes of a job still alive after it ended.
+``orphans`` finds processes of a job still alive after it ended. Killing the operator
+(``flexjob submit`` runs the job's local operator) restarts it with
+``flexjob operator --platform local NAME``, which adopts the replicas still running; from then
+on that process is the job's.
 """
 
 from __future__ import annotations
@@ -39,6 +42,14 @@ class Fault(enum.StrEnum):
     KILL_AGENT = "kill-agent"
     KILL_MASTER = "kill-master"
     STOP_TRAINER = "stop-trainer"  # SIGSTOP: a hung trainer
+    KILL_OPERATOR = "kill-operator"  # SIGKILL of `flexjob submit` (the local operator), restarted
+
+
+#: The faults each mode can take (``flexjob run`` has no operator).
+MODE_FAULTS = {
+    "run": [f for f in Fault if f is not Fault.KILL_OPERATOR],
+    "submit": list(Fault),
+}
 
 
 #: The command line marking each kind of process of a job.
@@ -53,6 +64,7 @@ FAULT_ROLE = {
     Fault.KILL_AGENT: "agent",
     Fault.KILL_MASTER: "master",
     Fault.STOP_TRAINER: "trainer",
+    Fault.KILL_OPERATOR: "operator",
 }
 
 
@@ -97,17 +109,28 @@ class ChaosJob:
     epochs: int
     env: dict[str, str]
     faults: list[str] = field(default_factory=list)
+    name: str = "chaos"  # the job's name (``flexjob submit``)
 
     @property
     def expected(self) -> int:
         return self.epochs * TRAIN_SIZE
 
     def family(self) -> list[psutil.Process]:
+        """The job's processes but ``proc``: its children, and those it left behind when it
+        was killed (replicas a restarted operator adopted are not its children)."""
+        found: dict[int, psutil.Process] = {}
         with contextlib.suppress(psutil.Error):
-            return list(psutil.Process(self.proc.pid).children(recursive=True))
-        return []
+            found = {p.pid: p for p in psutil.Process(self.proc.pid).children(recursive=True)}
+        for p in orphans(self.log_dir):
+            if p.pid != self.proc.pid:
+                found.setdefault(p.pid, p)
+        return list(found.values())
 
     def role(self, name: str) -> list[psutil.Process]:
+        if name == "operator":
+            with contextlib.suppress(psutil.Error):
+                return [psutil.Process(self.proc.pid)] if self.proc.poll() is None else []
+            return []
         marker = ROLE_MARKERS[name]
         found = []
         for p in self.family():
@@ -122,7 +145,9 @@ class ChaosJob:
         return sum(read_samples(self.log_dir).values())
 
     def healthy(self) -> bool:
-        """Every node's trainer runs (none stopped) and the master is up."""
+        """Every node's trainer runs (none stopped), the master is up, so is the operator."""
+        if self.proc.poll() is not None:
+            return False
         trainers = self.role("trainer")
         with contextlib.suppress(psutil.Error):
             if any(t.status() == psutil.STATUS_STOPPED for t in trainers):
@@ -139,8 +164,20 @@ class ChaosJob:
         with contextlib.suppress(psutil.Error):
             victim.send_signal(sig)
         what = f"{fault} pid {victim.pid} at {self.trained()}/{self.expected} samples"
+        if fault is Fault.KILL_OPERATOR:
+            self.proc.wait(30)
+            self.restart_operator()
         self.faults.append(what)
         return what
+
+    def restart_operator(self) -> None:
+        """Run the job's local operator again (``flexjob operator --platform local NAME``),
+        its output appended to the job's; from now on it is the job's process."""
+        cmd = [sys.executable, "-m", "flexjob", "operator", "--platform", "local", self.name]
+        with self.out.open("ab") as f:
+            self.proc = subprocess.Popen(
+                cmd, stdout=f, stderr=subprocess.STDOUT, env=self.env, cwd=ROOT
+            )
 
     def wait(self, timeout: float) -> int:
         try:
@@ -185,10 +222,17 @@ def _env(log_dir: Path, home: Path) -> dict[str, str]:
     }
 
 
-def _launch(mode: str, workdir: Path, cmd: list[str], nodes: int, epochs: int) -> ChaosJob:
+def _launch(
+    mode: str,
+    workdir: Path,
+    cmd: list[str],
+    nodes: int,
+    epochs: int,
+    extra_env: dict[str, str] | None = None,
+) -> ChaosJob:
     workdir.mkdir(parents=True, exist_ok=True)
     log_dir, out = workdir / "samples", workdir / f"{mode}.out"
-    env = _env(log_dir, workdir / "home")
+    env = {**_env(log_dir, workdir / "home"), **(extra_env or {})}
     with out.open("wb") as f:
         proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
     return ChaosJob(mode, proc, workdir, log_dir, out, nodes, epochs, env)
@@ -202,15 +246,17 @@ def start_run(
     step_delay: float = 0.02,
     hang_timeout: float = 12.0,
     max_restarts: int = 3,
+    env: dict[str, str] | None = None,
 ) -> ChaosJob:
-    """``flexjob run --nnodes NODES`` of the chaos script."""
+    """``flexjob run --nnodes NODES`` of the chaos script (``env``: extra variables, the
+    script's knobs)."""
     cmd = [
         sys.executable, "-m", "flexjob", "run", "--job-dir", str(workdir / "job"),
         "--no-progress", "--nnodes", str(nodes), "--heartbeat-timeout", "5",
         "--hang-timeout", str(hang_timeout), "--max-restarts", str(max_restarts),
         SCRIPT, "--epochs", str(epochs), "--step-delay", str(step_delay),
     ]  # fmt: skip
-    return _launch("run", workdir, cmd, nodes, epochs)
+    return _launch("run", workdir, cmd, nodes, epochs, env)
 
 
 def start_submit(
@@ -284,7 +330,8 @@ def run_faults(
     for fault, point in zip(faults, points, strict=True):
         at = int(point * job.expected)
         wait_until(lambda a=at: job.trained() >= a, timeout, 0.2, f"{at} samples trained")  # type: ignore[misc]
-        wait_until(job.healthy, timeout, 0.2, "a healthy job")
+        ended_or_healthy = lambda: job.proc.poll() is not None or job.healthy()  # noqa: E731
+        wait_until(ended_or_healthy, timeout, 0.2, "a healthy job")
         if job.proc.poll() is not None or job.trained() >= 0.95 * job.expected:
             return  # the job ended (or nearly) before this fault's turn
         job.inject(fault, rng)

@@ -160,3 +160,14 @@ def test_no_replica_is_created_until_the_master_service_is_observed() -> None:
     first = reconcile(job, [], T0)
     again = reconcile(job.model_copy(update={"status": first.status}), [], T0)
     assert [type(a) for a in again.actions] == [CreateService]
+
+
+def test_one_successful_create_event_per_replica_type_and_pass() -> None:
+    sim = Sim(make_job(workers=12))
+    sim.step()  # the master's service
+    created = [a.message for a in sim.step() if isinstance(a, RecordEvent)]
+    assert [m for m in created if m.startswith("created")] == [
+        "created replica demo-master-0",
+        "created 12 worker replicas: demo-worker-0, demo-worker-1, demo-worker-2, ..., "
+        "demo-worker-11",
+    ]

@@ -5,6 +5,7 @@ still runs, does not run the one that finished meanwhile again, and the job ends
 every worker having run its script exactly once.
 """
 
+import contextlib
 import os
 import re
 import signal
@@ -98,3 +99,21 @@ def test_operator_killed_and_restarted_adopts_replicas_and_reruns_none(
     assert _phase(home, "restart") is JobPhase.SUCCEEDED
     assert "default/restart-worker-1" in log.read_text()
     assert sorted(runs.read_text().split()) == ["0", "1"]  # no worker ran its script twice
+
+
+def test_the_restarted_operator_exits_1_when_the_job_failed(home: Path, tmp_path: Path) -> None:
+    """``flexjob operator --platform local NAME`` exits like ``flexjob submit``: 0 only for a
+    job that Succeeded (a script waiting on it must not take a Failed job for done)."""
+    job = local_job("fails", None, "raise SystemExit(3)", workers=1, backoff=0)
+    spec = tmp_path / "job.yaml"
+    spec.write_text(dump_yaml(job.to_wire()))
+    env = {**os.environ, "FLEXJOB_HOME": str(home)}
+    submitted = run_flexjob(env, "submit", "--detach", str(spec))
+    assert submitted.returncode == 0, submitted.stderr
+    first = int(re.findall(r"local operator pid (\d+)", submitted.stdout)[0])
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(first, signal.SIGKILL)
+    wait_until(lambda: not psutil.pid_exists(first), 10, what="the operator to die")
+    second = run_flexjob(env, "operator", "--platform", "local", "fails", timeout=90)
+    assert second.returncode == 1, second.stdout + second.stderr
+    assert _phase(home, "fails") is JobPhase.FAILED

@@ -14,13 +14,19 @@ from typing import Any
 
 import kubernetes.client
 import pytest_asyncio
-from kubernetes.client import CoreV1Api, CustomObjectsApi
+from kubernetes.client import AdmissionregistrationV1Api, CoreV1Api, CustomObjectsApi
 
 from flexjob.operator.kubernetes.runner import (
     OperatorConfig,
     WebhookConfig,
     make_queue,
     run_operator,
+)
+from flexjob.operator.manifests import (
+    NAME,
+    InstallConfig,
+    webhook_configurations,
+    webhook_service,
 )
 from flexjob.operator.work_queue import JobQueue
 from flexjob.platform.kubernetes import KubernetesPlatform
@@ -109,3 +115,17 @@ def _now() -> datetime:
 async def operator(k8s_emulator: K8sEmulator) -> AsyncIterator[OperatorHarness]:
     async with running_operator(k8s_emulator) as harness:
         yield harness
+
+
+async def install_webhooks(operator: OperatorHarness) -> OperatorHarness:
+    """The generated webhook service and configurations, the service's endpoints being the
+    operator's webhook server (it runs outside the emulated cluster)."""
+    options = InstallConfig(cert_manager=False)
+    client, ns = operator.client, options.namespace
+    await in_thread(CoreV1Api(client).create_namespaced_service, ns, webhook_service(options))
+    await operator.serve_webhooks_for(ns, NAME)
+    mutating, validating = webhook_configurations(options)
+    admission = AdmissionregistrationV1Api(client)
+    await in_thread(admission.create_mutating_webhook_configuration, mutating)
+    await in_thread(admission.create_validating_webhook_configuration, validating)
+    return operator

@@ -5,36 +5,18 @@ import json
 from typing import Any
 
 import pytest
-from kubernetes.client import AdmissionregistrationV1Api, CoreV1Api, CustomObjectsApi
+from kubernetes.client import CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
 
-from flexjob.operator.manifests import (
-    NAME,
-    InstallConfig,
-    webhook_configurations,
-    webhook_service,
-)
-from tests.operator.kopf_fixtures import OperatorHarness
+from tests.operator.kopf_fixtures import OperatorHarness, install_webhooks
 from tests.operator.test_admission_webhooks import sparse_job
 from tests.support.k8s_emulator import wait_for
 from tests.support.k8s_fixtures import in_thread
 
-OPTIONS = InstallConfig(cert_manager=False)
-
 
 @pytest.fixture
 async def webhooks(operator: OperatorHarness) -> OperatorHarness:
-    """The generated webhook service and configurations, the service's endpoints being the
-    operator's webhook server (it runs outside the emulated cluster)."""
-    client, ns = operator.client, OPTIONS.namespace
-    core = CoreV1Api(client)
-    await in_thread(core.create_namespaced_service, ns, webhook_service(OPTIONS))
-    await operator.serve_webhooks_for(ns, NAME)
-    mutating, validating = webhook_configurations(OPTIONS)
-    admission = AdmissionregistrationV1Api(client)
-    await in_thread(admission.create_mutating_webhook_configuration, mutating)
-    await in_thread(admission.create_validating_webhook_configuration, validating)
-    return operator
+    return await install_webhooks(operator)
 
 
 async def _create(op: OperatorHarness, plural: str, body: dict[str, Any]) -> dict[str, Any]:

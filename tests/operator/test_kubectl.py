@@ -92,7 +92,10 @@ async def test_install_apply_get_describe_delete(installed: OperatorHarness) -> 
     assert described.returncode == 0, described.stderr
     assert "Kind:         ElasticJob" in described.stdout
     assert re.search(r"Rdzv Backend:\s+flexjob", described.stdout), described.stdout
-    assert "created replica digits-elastic-worker-1" in described.stdout  # the job's Events
+    # the job's Events: one SuccessfulCreate for both workers
+    assert "created 2 worker replicas: digits-elastic-worker-0, digits-elastic-worker-1" in (
+        described.stdout
+    )
     deleted = await kubectl("delete", "ej", "digits-elastic", "--timeout=30s")
     assert deleted.stdout.strip() == 'elasticjob.flexjob.dev "digits-elastic" deleted', (
         deleted.stderr

@@ -3,9 +3,15 @@
 import yaml
 from typer.testing import CliRunner
 
+from flexjob.api.foreign_kinds import FOREIGN_KINDS
 from flexjob.cli.main import app
 from flexjob.core.job_master import JOB_MASTER_SERVICE_ACCOUNT
-from flexjob.operator.kubernetes.admission import MUTATE_JOB, VALIDATE_JOB, VALIDATE_PLAN
+from flexjob.operator.kubernetes.admission import (
+    MUTATE_JOB,
+    VALIDATE_JOB,
+    VALIDATE_PLAN,
+    validate_foreign,
+)
 from flexjob.operator.manifests import NAME, InstallConfig, install_manifests
 from tests.support.k8s_fixtures import CERT_MANAGER, EmulatorThread
 
@@ -33,8 +39,11 @@ def test_job_master_role_grants_only_what_the_master_calls() -> None:
     (role,) = named("ClusterRole", JOB_MASTER_SERVICE_ACCOUNT)
     assert role["rules"] == [
         {"apiGroups": ["flexjob.dev"], "resources": ["elasticjobs"], "verbs": ["get"]},
+        {"apiGroups": ["flexjob.dev"], "resources": ["elasticjobs/status"], "verbs": ["patch"]},
         {"apiGroups": ["flexjob.dev"], "resources": ["scaleplans"], "verbs": ["create"]},
         {"apiGroups": ["flexjob.dev"], "resources": ["scaleplans/status"], "verbs": ["patch"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]},
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
     ]
 
 
@@ -80,7 +89,9 @@ def test_webhook_configurations_call_the_operators_webhook_paths() -> None:
         + by_kind("MutatingWebhookConfiguration")
         for hook in config["webhooks"]  # type: ignore[attr-defined]
     }
-    assert paths == {f"/{VALIDATE_JOB}", f"/{VALIDATE_PLAN}", f"/{MUTATE_JOB}"}
+    foreign = {f"/{validate_foreign(k)}" for k in FOREIGN_KINDS if k.job}
+    assert foreign == {"/validate-dijob", "/validate-elasticaijob"}
+    assert paths == {f"/{VALIDATE_JOB}", f"/{VALIDATE_PLAN}", f"/{MUTATE_JOB}", *foreign}
 
 
 def test_without_cert_manager_no_certificate_is_requested() -> None:

@@ -33,6 +33,22 @@ def test_lookup_creates_rows_and_pushes_sum_duplicate_ids(client: PsClient) -> N
     assert stats.requests == 4 and stats.memory_bytes > 0
 
 
+def test_push_lookup_applies_the_push_before_the_lookup_in_one_call(client: PsClient) -> None:
+    client.configure(MODEL, 1)
+    client.lookup("user", ids(3, 4))  # rows start at zero
+    grads = np.ones((3, 4), dtype=np.float32)
+    updated, rows = client.push_lookup_async("user", ids(4, 3, 9), ids(3, 3, 4), grads).result()
+    assert updated == 2
+    np.testing.assert_allclose(rows, [[-0.5] * 4, [-1.0] * 4, [0.0] * 4])
+    assert client.push_lookup_async("user", ids(9)).result()[0] == 0  # nothing to push
+    # A bad part fails the whole call by its field, and the push part changes nothing.
+    with pytest.raises(InvalidSpecError, match=r"ids: id 1000 out of range \[0, 1000\)"):
+        client.push_lookup_async("user", ids(1000), ids(3), grads[:1]).result()
+    with pytest.raises(InvalidSpecError, match=r"grads: shape \[2, 4\] does not match"):
+        client.push_lookup_async("user", ids(3), ids(3), grads[:2]).result()
+    np.testing.assert_allclose(client.lookup("user", ids(3)), [[-1.0] * 4])
+
+
 def test_unbounded_table_serves_huge_ids_without_materialising(client: PsClient) -> None:
     client.configure(MODEL, 1)
     rows = client.lookup("item", ids(10**12, 7))

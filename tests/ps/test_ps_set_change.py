@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from flexjob.api import names
+from flexjob.api import ReplicaType, names
 from flexjob.api.errors import PsSetChangedError
 from flexjob.core.master_config import MasterConfig
 from flexjob.core.ps.set_change import MemberState
@@ -85,9 +85,12 @@ def every_row(ps: PsSet) -> np.ndarray:
     return rows[split.inverse]
 
 
+@pytest.mark.parametrize("combined", [False, True], ids=["push-rows", "push-with-next-lookup"])
 def test_the_set_grows_and_shrinks_while_a_trainer_pushes_and_no_row_or_push_is_lost(
-    master: MasterHandle, replicas: Replicas
+    master: MasterHandle, replicas: Replicas, combined: bool
 ) -> None:
+    """``combined``: each step's gradients travel with the next step's lookup (PushLookup,
+    as ``PsEmbedding(defer_push=True)`` sends them); a refused part is re-sent by itself."""
     replicas.start(0, 2)
     replicas.start(1, 2)
     wait_until(lambda: set_version(master) == 1, timeout=30, what="the first PS set")
@@ -101,10 +104,19 @@ def test_the_set_grows_and_shrinks_while_a_trainer_pushes_and_no_row_or_push_is_
 
     def push_until(done: threading.Event) -> None:
         nonlocal pushes
+        kept: tuple[np.ndarray, np.ndarray] | None = None
         while not done.is_set():  # SGD lr 0.5, init 0: each push takes 0.5 off every row
+            if combined:
+                _, split = ps.lookup("user", IDS, push=kept)
+                pushes += kept is not None
+                kept = (split.unique, one[: split.unique.size])
+                continue
             _, split = ps.lookup("user", IDS)
             for call in ps.push_rows("user", split, one[: split.unique.size]):
                 call.result()
+            pushes += 1
+        if kept is not None:  # the last step's gradients, with an empty lookup
+            ps.lookup("user", IDS[:0], push=kept)
             pushes += 1
 
     def change_to(target: int, change: Callable[[], None]) -> None:
@@ -154,3 +166,30 @@ def test_a_paused_ps_refuses_data_calls_and_an_older_client_is_sent_to_re_resolv
     finally:
         client.close()
         newer.close()
+
+
+def test_each_ps_reports_its_load_to_the_masters_stats(
+    master: MasterHandle, replicas: Replicas
+) -> None:
+    replicas.start(0, 2)
+    replicas.start(1, 2)
+    wait_until(lambda: set_version(master) == 1, timeout=30, what="the first PS set")
+    ps = PsSet.from_master(master.address)
+    ps.configure(MODEL.optimizer, MODEL.tables, MODEL.dense)
+    for _ in range(20):
+        ps.lookup("user", IDS)
+
+    def loaded() -> bool:
+        ps.lookup("user", IDS)  # calls in every report's window
+        nodes, _ = master.service.stats_snapshot()
+        return all(
+            f"ps-{i}" in nodes
+            and nodes[f"ps-{i}"].replica_type is ReplicaType.PS
+            and nodes[f"ps-{i}"].latest.partition_bytes > 0
+            and nodes[f"ps-{i}"].latest.memory_bytes > 0
+            and nodes[f"ps-{i}"].latest.requests_per_second > 0
+            for i in range(2)
+        )
+
+    wait_until(loaded, timeout=30, interval=0.2, what="PS load in the master's stats")
+    ps.close()

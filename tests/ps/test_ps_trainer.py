@@ -47,8 +47,12 @@ def _batches(steps: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
     return out
 
 
-def test_training_through_the_ps_matches_local_torch(ps_set: PsSet) -> None:
-    remote = Tiny(PsEmbedding(ps_set, "ids", DIM, num_rows=VOCAB, init_scale=0.1, seed=5))
+@pytest.mark.parametrize("defer_push", [False, True], ids=["push-in-backward", "deferred"])
+def test_training_through_the_ps_matches_local_torch(ps_set: PsSet, defer_push: bool) -> None:
+    emb = PsEmbedding(
+        ps_set, "ids", DIM, num_rows=VOCAB, init_scale=0.1, seed=5, defer_push=defer_push
+    )
+    remote = Tiny(emb)
     sync = PsSync(ps_set, remote, OptimizerSpec(OptimizerKind.SGD, lr=0.1), sync=True)
     assert sync.configure() is True
 
@@ -67,7 +71,9 @@ def test_training_through_the_ps_matches_local_torch(ps_set: PsSet) -> None:
         loss_local.backward()
         opt.step()
         assert loss_remote.item() == pytest.approx(loss_local.item(), abs=1e-5)
+    assert bool(emb.deferred) is defer_push  # the last step's row gradients wait to be sent
     sync.finish()
+    assert not emb.deferred
     every = torch.arange(VOCAB)
     with torch.no_grad():
         np.testing.assert_allclose(

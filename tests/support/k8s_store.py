@@ -10,6 +10,7 @@ validation, no strategic-merge list semantics (strategic merge is applied as a J
 import copy
 import dataclasses
 import datetime
+import functools
 import random
 import string
 import uuid
@@ -97,29 +98,38 @@ def _split_requirements(selector: str) -> list[str]:
     return [part.strip() for part in parts if part.strip()]
 
 
+Predicate = Callable[[dict[str, str]], bool]
+
+
+def _requirement(requirement: str) -> Predicate:
+    words = requirement.split()
+    if len(words) >= 3 and words[1] in ("in", "notin"):
+        values = _parse_set(requirement.split(words[1], 1)[1])
+        key, wanted = words[0], words[1] == "in"
+        return lambda labels: (labels.get(key) in values) == wanted
+    if "!=" in requirement:
+        key, value = (s.strip() for s in requirement.split("!=", 1))
+        return lambda labels: labels.get(key) != value
+    if "=" in requirement:
+        key, value = (s.strip() for s in requirement.replace("==", "=").split("=", 1))
+        return lambda labels: labels.get(key) == value
+    if requirement.startswith("!"):
+        absent = requirement[1:].strip()
+        return lambda labels: absent not in labels
+    return lambda labels: requirement in labels
+
+
+@functools.lru_cache(maxsize=1024)
+def compile_label_selector(selector: str | None) -> Predicate:
+    """The selector parsed once (lists and watches apply it to every object or event):
+    equality (``=``, ``==``, ``!=``), set (``in``, ``notin``) and existence (``k``, ``!k``)."""
+    checks = tuple(_requirement(r) for r in _split_requirements(selector or ""))
+    return lambda labels: all(check(labels) for check in checks)
+
+
 def label_selector_matches(selector: str | None, labels: dict[str, str]) -> bool:
-    """Equality (``=``, ``==``, ``!=``), set (``in``, ``notin``) and existence (``k``, ``!k``)."""
-    for requirement in _split_requirements(selector or ""):
-        words = requirement.split()
-        if len(words) >= 3 and words[1] in ("in", "notin"):
-            values = _parse_set(requirement.split(words[1], 1)[1])
-            present = labels.get(words[0]) in values
-            if present != (words[1] == "in"):
-                return False
-        elif "!=" in requirement:
-            key, value = (s.strip() for s in requirement.split("!=", 1))
-            if labels.get(key) == value:
-                return False
-        elif "=" in requirement:
-            key, value = (s.strip() for s in requirement.replace("==", "=").split("=", 1))
-            if labels.get(key) != value:
-                return False
-        elif requirement.startswith("!"):
-            if requirement[1:].strip() in labels:
-                return False
-        elif requirement not in labels:
-            return False
-    return True
+    """Whether ``labels`` match the selector (see ``compile_label_selector``)."""
+    return compile_label_selector(selector)(labels)
 
 
 def _field_value(body: Body, path: str) -> str:
@@ -182,13 +192,16 @@ class ObjectStore:
         fields: str | None = None,
     ) -> list[Body]:
         objects = self.objects.get(kind, {})
-        return [
-            objects[ns, name]
-            for ns, name in sorted(objects, key=lambda key: (key[0] or "", key[1]))
-            if (namespace is None or ns == namespace)
-            and label_selector_matches(labels, objects[ns, name]["metadata"].get("labels") or {})
-            and field_selector_matches(fields, objects[ns, name])
+        matches = compile_label_selector(labels)
+        found = [
+            (key, body)
+            for key, body in objects.items()
+            if (namespace is None or key[0] == namespace)
+            and matches(body["metadata"].get("labels") or {})
+            and (not fields or field_selector_matches(fields, body))
         ]
+        found.sort(key=lambda item: (item[0][0] or "", item[0][1]))
+        return [body for _, body in found]
 
     # -- writing ---------------------------------------------------------------------------
     def _record(self, kind: ResourceKind, type_: str, body: Body) -> None:

@@ -60,6 +60,8 @@ class NodeSampleRow(Base):
     timestamp: Mapped[float] = mapped_column(Float)
     cpu_percent: Mapped[float] = mapped_column(Float)
     memory_mb: Mapped[float] = mapped_column(Float)
+    requests_per_second: Mapped[float | None] = mapped_column(Float, nullable=True)
+    partition_bytes: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
 
 class SpeedSampleRow(Base):
@@ -142,3 +144,16 @@ class ClusterSampleRow(Base):
     cpu_used: Mapped[float] = mapped_column(Float)
     memory_used_mb: Mapped[float] = mapped_column(Float)
     pods: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class ClusterJobRow(Base):
+    """A job of the cluster as the cluster monitor last saw it (``ClusterReport.jobs``)."""
+
+    __tablename__ = "cluster_jobs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(NAME), unique=True)
+    platform: Mapped[str] = mapped_column(String(32))
+    phase: Mapped[str] = mapped_column(String(32))
+    replicas: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    updated_at: Mapped[float] = mapped_column(Float)

@@ -112,6 +112,15 @@ class EmbeddingTable:
             self._slots[name][where] = values
         return int(unique.size)
 
+    def push_lookup(
+        self, push_ids: IdArray, grads: FloatArray, lookup_ids: IdArray
+    ) -> tuple[int, FloatArray]:
+        """``push`` then ``lookup`` (one training step's round trip); both parts are checked
+        before either runs, so bad input changes nothing."""
+        self._checked(lookup_ids)
+        updated = self.push(push_ids, grads) if push_ids.size else 0
+        return updated, self.lookup(lookup_ids)
+
     def export(self) -> RowsExport:
         """Every row created so far, in slot order: contiguous copies of the slabs' filled
         part, so a checkpoint's in-memory copy costs one memcpy per array."""

@@ -3,6 +3,9 @@
 The validating webhook rejects a spec with one line per bad field (``path: message``); the
 mutating webhook fills the defaults of ``api.defaults.apply_defaults``. kopf serves both on its
 ``WebhookServer`` (paths ``/validate-elasticjob``, ``/validate-scaleplan``, ``/mutate-elasticjob``).
+The foreign job kinds (``api.foreign_kinds``: DIJob, ElasticAIJob) are validated the same way,
+through their readers, at ``/validate-<kind>`` (their defaults are filled on the ElasticJob the
+operator runs for them).
 """
 
 from typing import Any
@@ -10,6 +13,7 @@ from typing import Any
 import kopf
 
 from flexjob.api.defaults import apply_defaults
+from flexjob.api.foreign_kinds import FOREIGN_KINDS, ForeignKind, as_read
 from flexjob.api.job import ElasticJob
 from flexjob.api.names import GROUP, PLURAL_JOB, PLURAL_SCALE_PLAN, VERSION
 from flexjob.api.validate import validate
@@ -17,6 +21,11 @@ from flexjob.api.validate import validate
 VALIDATE_JOB = "validate-elasticjob"
 VALIDATE_PLAN = "validate-scaleplan"
 MUTATE_JOB = "mutate-elasticjob"
+
+
+def validate_foreign(kind: ForeignKind) -> str:
+    """The webhook path (kopf handler id) that validates a foreign job kind."""
+    return f"validate-{kind.kind.lower()}"
 
 
 def _check(body: kopf.Body) -> None:
@@ -37,6 +46,10 @@ def register_admission(registry: kopf.OperatorRegistry) -> None:
     def validate_plan(body: kopf.Body, **_: Any) -> None:
         _check(body)
 
+    for kind in FOREIGN_KINDS:
+        for version in kind.versions if kind.job else ():
+            _register_foreign(registry, kind, version)
+
     @kopf.on.mutate(GROUP, VERSION, PLURAL_JOB, id=MUTATE_JOB, registry=registry)
     def default_job(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
         raw = {key: value for key, value in body.items() if key != "status"}
@@ -45,3 +58,13 @@ def register_admission(registry: kopf.OperatorRegistry) -> None:
         except ValueError:
             return  # invalid: the validating webhook rejects it with the field messages
         patch["spec"] = apply_defaults(job).to_wire()["spec"]
+
+
+def _register_foreign(registry: kopf.OperatorRegistry, kind: ForeignKind, version: str) -> None:
+    @kopf.on.validate(
+        kind.group, version, kind.plural, id=validate_foreign(kind), registry=registry
+    )
+    def validate_source(body: kopf.Body, **_: Any) -> None:
+        problems = validate(as_read(dict(body)))
+        if problems:
+            raise kopf.AdmissionError("; ".join(str(p) for p in problems), code=422)

@@ -17,7 +17,7 @@ from typing import Any
 import kopf
 import kubernetes.client
 
-from flexjob.api.names import ENV_SERVER_URL, GROUP
+from flexjob.api.names import ENV_SERVER_TOKEN, ENV_SERVER_URL, GROUP
 from flexjob.core.job_master import (
     KUBERNETES_STATE_ROOT,
     JobMasterConfig,
@@ -25,6 +25,7 @@ from flexjob.core.job_master import (
 )
 from flexjob.observe import metrics_http
 from flexjob.operator.kubernetes.admission import register_admission
+from flexjob.operator.kubernetes.foreign import register_foreign
 from flexjob.operator.kubernetes.handlers import register_handlers
 from flexjob.operator.reconcile_pass import reconcile_job
 from flexjob.operator.work_queue import JobKey, JobQueue
@@ -127,6 +128,10 @@ def build_registry(
 ) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
     register_handlers(registry, platform, queue, options.resync_interval)
+    client = kubernetes.client.ApiClient(
+        load_configuration(options.kubeconfig, options.context, options.server)
+    )
+    register_foreign(registry, client)
     if options.webhooks is not None:
         register_admission(registry)
 
@@ -168,10 +173,19 @@ def make_queue(
     at a time) in threads."""
 
     server_url = os.environ.get(ENV_SERVER_URL)
+    server_token = os.environ.get(ENV_SERVER_TOKEN)
 
     async def handle(key: JobKey) -> object:
         return await asyncio.to_thread(
-            reconcile_job, platform, key[0], key[1], clock(), parallel, job_master, server_url
+            reconcile_job,
+            platform,
+            key[0],
+            key[1],
+            clock(),
+            parallel,
+            job_master,
+            server_url,
+            server_token,
         )
 
     return JobQueue(handle, workers=workers)

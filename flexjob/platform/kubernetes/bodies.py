@@ -94,9 +94,24 @@ def pod_body(request: ReplicaRequest, owner: Body | None) -> Body:
     if owner is not None:
         meta["ownerReferences"] = [owner]
     spec.setdefault("restartPolicy", "Never")
+    spec["containers"] = [_quantities_as_strings(c) for c in spec.get("containers") or []]
     if request.node:
         spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), HOSTNAME_LABEL: request.node}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def _quantities_as_strings(container: Mapping[str, Any]) -> Body:
+    """The container with its resource quantities as strings (``cpu: 6`` → ``"6"``), as the
+    API's ``Quantity`` is written and the client validates."""
+    resources = container.get("resources") or {}
+    if not resources:
+        return dict(container)
+    quantities = {
+        key: {name: str(value) for name, value in (resources.get(key) or {}).items()}
+        for key in ("requests", "limits")
+        if key in resources
+    }
+    return {**container, "resources": {**resources, **quantities}}
 
 
 def _terminated(status: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -147,6 +147,26 @@ class PushRowsResponse(_message.Message):
     rows_updated: int
     def __init__(self, rows_updated: _Optional[int] = ...) -> None: ...
 
+class PushLookupRequest(_message.Message):
+    __slots__ = ("table", "push_ids", "grads", "lookup_ids")
+    TABLE_FIELD_NUMBER: _ClassVar[int]
+    PUSH_IDS_FIELD_NUMBER: _ClassVar[int]
+    GRADS_FIELD_NUMBER: _ClassVar[int]
+    LOOKUP_IDS_FIELD_NUMBER: _ClassVar[int]
+    table: str
+    push_ids: Tensor
+    grads: Tensor
+    lookup_ids: Tensor
+    def __init__(self, table: _Optional[str] = ..., push_ids: _Optional[_Union[Tensor, _Mapping]] = ..., grads: _Optional[_Union[Tensor, _Mapping]] = ..., lookup_ids: _Optional[_Union[Tensor, _Mapping]] = ...) -> None: ...
+
+class PushLookupResponse(_message.Message):
+    __slots__ = ("rows_updated", "rows")
+    ROWS_UPDATED_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    rows_updated: int
+    rows: Tensor
+    def __init__(self, rows_updated: _Optional[int] = ..., rows: _Optional[_Union[Tensor, _Mapping]] = ...) -> None: ...
+
 class StatsRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...

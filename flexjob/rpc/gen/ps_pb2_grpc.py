@@ -59,6 +59,11 @@ class ParameterServerStub:
                 request_serializer=ps__pb2.PushRowsRequest.SerializeToString,
                 response_deserializer=ps__pb2.PushRowsResponse.FromString,
                 _registered_method=True)
+        self.PushLookup = channel.unary_unary(
+                '/flexjob.rpc.ps.v1.ParameterServer/PushLookup',
+                request_serializer=ps__pb2.PushLookupRequest.SerializeToString,
+                response_deserializer=ps__pb2.PushLookupResponse.FromString,
+                _registered_method=True)
         self.Stats = channel.unary_unary(
                 '/flexjob.rpc.ps.v1.ParameterServer/Stats',
                 request_serializer=ps__pb2.StatsRequest.SerializeToString,
@@ -99,6 +104,12 @@ class ParameterServerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def PushLookup(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Stats(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -132,6 +143,11 @@ def add_ParameterServerServicer_to_server(servicer, server):
                     servicer.PushRows,
                     request_deserializer=ps__pb2.PushRowsRequest.FromString,
                     response_serializer=ps__pb2.PushRowsResponse.SerializeToString,
+            ),
+            'PushLookup': grpc.unary_unary_rpc_method_handler(
+                    servicer.PushLookup,
+                    request_deserializer=ps__pb2.PushLookupRequest.FromString,
+                    response_serializer=ps__pb2.PushLookupResponse.SerializeToString,
             ),
             'Stats': grpc.unary_unary_rpc_method_handler(
                     servicer.Stats,
@@ -274,6 +290,33 @@ class ParameterServer:
             '/flexjob.rpc.ps.v1.ParameterServer/PushRows',
             ps__pb2.PushRowsRequest.SerializeToString,
             ps__pb2.PushRowsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PushLookup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flexjob.rpc.ps.v1.ParameterServer/PushLookup',
+            ps__pb2.PushLookupRequest.SerializeToString,
+            ps__pb2.PushLookupResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,115 @@
+"""The job master's watch on its job's replicas through the ``Platform`` (local or Kubernetes).
+
+Feeds every change the platform reports (``watch_replicas``; re-listed after each watch
+window) to the pure rule ``core.node_watch.observe`` and acts on what it returns: a replica
+that is gone has its shards handed back and leaves the world at once
+(``MasterService.replica_gone``, which also records the exit reason as the node's last failure,
+where the OOM rule of the optimizer finds it); a replica pending longer than
+``MasterConfig.replica_pending_timeout`` is logged and recorded as a Warning event on the job.
+Runs only in masters that have a platform (``MasterConfig.scale_plan_platform``: the operator's
+implicit masters). Not for deciding anything (the rule does) or relaunching (the operator does).
+"""
+
+import logging
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Protocol
+
+from flexjob.core.actions import EventType
+from flexjob.core.node_watch import NodeWatchEvent, NodeWatchKind, NodeWatchState, observe
+from flexjob.master.logs import event
+from flexjob.platform.api import Platform, Replica, WatchEventType
+from flexjob.rpc.messages import NodeRef
+
+log = logging.getLogger(__name__)
+
+#: Job event reason of a replica pending too long.
+PENDING_TOO_LONG_REASON = "ReplicaPendingTooLong"
+#: Seconds one watch call lasts before the watcher re-lists (and checks pending ages).
+WATCH_WINDOW_S = 2.0
+
+
+class GoneSink(Protocol):
+    """What the watcher tells about a gone replica (``MasterService``)."""
+
+    def replica_gone(self, node: NodeRef, reason: str) -> None: ...
+
+
+class NodeWatcher:
+    """Watches ``namespace``/``job``'s replicas on ``platform``; ``start()`` runs it on a
+    thread until ``stop()``; ``sync(replicas)`` runs one step of the rule (tests)."""
+
+    def __init__(
+        self,
+        platform: Platform,
+        namespace: str,
+        job: str,
+        master: GoneSink,
+        pending_timeout: float | None,
+        *,
+        window_s: float = WATCH_WINDOW_S,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.platform = platform
+        self.namespace = namespace
+        self.job = job
+        self.master = master
+        self.pending_timeout = pending_timeout
+        self.window_s = window_s
+        self.clock = clock
+        self._state = NodeWatchState()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        #: Every event acted on, oldest first (for tests and logs).
+        self.events: list[NodeWatchEvent] = []
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="master-node-watch", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(self.window_s + 5)
+
+    def sync(self, replicas: list[Replica]) -> list[NodeWatchEvent]:
+        """Apply the rule to the job's replicas as listed now and act on its events."""
+        self._state, found = observe(self._state, replicas, self.clock(), self.pending_timeout)
+        for ev in found:
+            self._act(ev)
+        return found
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._watch_once()
+            except Exception:  # the platform may be briefly unreachable; try again
+                log.exception("event=node_watch_failed job=%s", self.job)
+                self._stop.wait(1.0)
+
+    def _watch_once(self) -> None:
+        seen = {r.name: r for r in self.platform.list_replicas(self.namespace, self.job)}
+        self.sync(list(seen.values()))
+        for change in self.platform.watch_replicas(self.namespace, self.job, self.window_s):
+            if change.type is WatchEventType.DELETED:
+                seen.pop(change.object.name, None)
+            else:
+                seen[change.object.name] = change.object
+            self.sync(list(seen.values()))
+            if self._stop.is_set():
+                return
+
+    def _act(self, ev: NodeWatchEvent) -> None:
+        self.events.append(ev)
+        if ev.kind is NodeWatchKind.GONE:
+            node = NodeRef(ev.node_id, ev.replica_type.value, ev.replica_index)
+            self.master.replica_gone(node, ev.reason)
+            return
+        event(log, "replica_pending_too_long", self.job, replica=ev.replica, reason=ev.reason)
+        try:
+            self.platform.record_event(
+                self.namespace, self.job, PENDING_TOO_LONG_REASON, ev.reason, EventType.WARNING
+            )
+        except Exception:
+            log.exception("event=event_not_recorded job=%s", self.job)

@@ -1,0 +1,220 @@
+"""kopf handlers for other projects' job kinds (``api.foreign_kinds``): DIJob and ElasticAIJob.
+
+Each such object runs as the ElasticJob of the same name that the operator creates for it:
+converted by the readers of ``api.readers`` (a v1 DIJob with the cluster's AggregatorConfig),
+owned by it (deleting the source deletes the job and, through the job's finalizer, its pods),
+annotated with its source (``SOURCE_ANNOTATION``) and the hash of the converted spec, which a
+change of the source's spec replaces. The ElasticJob is what ``core.reconcile``, the server and
+``flexjob`` commands work on; its status is written back to the source in the source's own
+shape (``foreign_kinds.source_status``). A name already taken by another ElasticJob is
+reported as a Warning event on the source and left alone.
+"""
+
+import asyncio
+import hashlib
+import json
+import logging
+from typing import Any, cast
+
+import kopf
+from kubernetes.client import ApiClient, CoreV1Api, CustomObjectsApi
+from kubernetes.client.exceptions import ApiException
+
+from flexjob.api.foreign_kinds import (
+    AGGREGATOR_CONFIG,
+    FOREIGN_KINDS,
+    SOURCE_ANNOTATION,
+    SOURCE_SPEC_ANNOTATION,
+    ForeignKind,
+    as_read,
+    source_reader,
+    source_status,
+)
+from flexjob.api.job import ElasticJobStatus
+from flexjob.api.load import to_native
+from flexjob.api.names import GROUP, PLURAL_JOB, VERSION
+from flexjob.api.problems import SpecError
+from flexjob.api.readers import dijob
+
+logger = logging.getLogger(__name__)
+Body = dict[str, Any]
+
+
+def _digest(spec: Body) -> str:
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
+
+
+class Sources:
+    """The API calls behind the handlers (run in threads: the client is synchronous)."""
+
+    def __init__(self, client: ApiClient) -> None:
+        self.custom = CustomObjectsApi(client)
+        self.core = CoreV1Api(client)
+        #: The last status written to each source, by (plural, namespace, name).
+        self.written: dict[tuple[str, str, str], Body] = {}
+
+    def _aggregator_configs(self) -> list[Body]:
+        found: list[Body] = []
+        for version in AGGREGATOR_CONFIG.versions:
+            try:
+                listing = cast(
+                    Body,
+                    self.custom.list_cluster_custom_object(
+                        AGGREGATOR_CONFIG.group, version, AGGREGATOR_CONFIG.plural
+                    ),
+                )
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+                continue
+            found += [item for item in listing.get("items") or [] if item not in found]
+        return found
+
+    def job_for(self, kind: ForeignKind, body: Body) -> Body:
+        """The ElasticJob that runs ``body`` (raises ``SpecError`` naming the source's fields)."""
+        source = as_read(body)
+        v1 = source_reader(body) is dijob.READERS[1]
+        native = to_native(source, self._aggregator_configs() if v1 else None)
+        meta = body["metadata"]
+        owner = {
+            "apiVersion": body["apiVersion"],
+            "kind": kind.kind,
+            "name": meta["name"],
+            "uid": meta["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+        annotations = {
+            SOURCE_ANNOTATION: kind.crd_name,
+            SOURCE_SPEC_ANNOTATION: _digest(native["spec"]),
+        }
+        native["metadata"] = {
+            "name": meta["name"],
+            "namespace": meta["namespace"],
+            "labels": dict(meta.get("labels") or {}),
+            "annotations": annotations,
+            "ownerReferences": [owner],
+        }
+        return native
+
+    def sync_job(self, kind: ForeignKind, body: Body) -> str:
+        """Create or update the source's ElasticJob; what was done, for the log."""
+        meta = body["metadata"]
+        namespace, name = meta["namespace"], meta["name"]
+        try:
+            job = self.job_for(kind, body)
+        except SpecError as exc:
+            self._warn(kind, body, "InvalidSpec", "; ".join(str(p) for p in exc.problems))
+            return "invalid"
+        try:
+            self.custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL_JOB, job)
+            return "created"
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+        existing = cast(
+            Body,
+            self.custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL_JOB, name),
+        )
+        theirs = existing["metadata"].get("annotations") or {}
+        if theirs.get(SOURCE_ANNOTATION) != kind.crd_name:
+            message = f"ElasticJob {namespace}/{name} exists and is not this {kind.kind}'s"
+            self._warn(kind, body, "NameTaken", message)
+            return "name taken"
+        wanted = job["metadata"]["annotations"]
+        if theirs.get(SOURCE_SPEC_ANNOTATION) == wanted[SOURCE_SPEC_ANNOTATION]:
+            return "unchanged"
+        patch = [
+            {"op": "replace", "path": "/spec", "value": job["spec"]},
+            {"op": "replace", "path": "/metadata/annotations", "value": {**theirs, **wanted}},
+        ]
+        self.custom.patch_namespaced_custom_object(
+            GROUP, VERSION, namespace, PLURAL_JOB, name, patch
+        )
+        return "updated"
+
+    def write_status(self, job: Body) -> bool:
+        """Write the ElasticJob's status to its source in the source's shape; False when
+        the source is gone or already shows it."""
+        meta = job["metadata"]
+        owners = [o for o in meta.get("ownerReferences") or [] if o.get("controller")]
+        plural = (meta.get("annotations") or {}).get(SOURCE_ANNOTATION, "").split(".")[0]
+        kind = next((k for k in FOREIGN_KINDS if k.plural == plural and k.job), None)
+        if kind is None or not owners or not job.get("status"):
+            return False
+        group, _, version = owners[0]["apiVersion"].rpartition("/")
+        namespace, name = meta["namespace"], owners[0]["name"]
+        try:
+            source = cast(
+                Body,
+                self.custom.get_namespaced_custom_object(
+                    group, version, namespace, kind.plural, name
+                ),
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
+        status = source_status(source, ElasticJobStatus.model_validate(job["status"]))
+        key = (kind.plural, namespace, name)
+        if self.written.get(key) == status or source.get("status") == status:
+            self.written[key] = status
+            return False
+        self.custom.patch_namespaced_custom_object_status(
+            group, version, namespace, kind.plural, name, {"status": status}
+        )
+        self.written[key] = status
+        return True
+
+    def _warn(self, kind: ForeignKind, body: Body, reason: str, message: str) -> None:
+        meta = body["metadata"]
+        logger.warning("%s %s/%s: %s", kind.kind, meta["namespace"], meta["name"], message)
+        event = {
+            "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
+            "involvedObject": {
+                "apiVersion": body["apiVersion"],
+                "kind": kind.kind,
+                "name": meta["name"],
+                "namespace": meta["namespace"],
+                "uid": meta["uid"],
+            },
+            "reason": reason,
+            "message": message,
+            "type": "Warning",
+            "source": {"component": "flexjob-operator"},
+        }
+        try:
+            self.core.create_namespaced_event(meta["namespace"], event)  # type: ignore[arg-type]
+        except ApiException as exc:  # the warning is logged either way
+            logger.debug("event for %s not recorded: %s", meta["name"], exc)
+
+
+def register_foreign(registry: kopf.OperatorRegistry, client: ApiClient) -> Sources:
+    """Register the handlers of every foreign job kind (each served version) on ``registry``."""
+    sources = Sources(client)
+    for kind in FOREIGN_KINDS:
+        if not kind.job:
+            continue
+        for version in kind.versions:
+            _register_source(registry, sources, kind, version)
+
+    @kopf.on.event(GROUP, VERSION, PLURAL_JOB, registry=registry, id="foreign-status")
+    async def job_status(body: kopf.Body, **_: Any) -> None:
+        annotations = body.metadata.annotations or {}
+        if SOURCE_ANNOTATION in annotations and body.get("status"):
+            await asyncio.to_thread(sources.write_status, dict(body))
+
+    return sources
+
+
+def _register_source(
+    registry: kopf.OperatorRegistry, sources: Sources, kind: ForeignKind, version: str
+) -> None:
+    @kopf.on.event(kind.group, version, kind.plural, registry=registry, id=f"source-{version}")
+    async def source_event(type: str | None, body: kopf.Body, **_: Any) -> None:
+        if type == "DELETED" or body.metadata.get("deletionTimestamp"):
+            return  # its ElasticJob is owned by it: the garbage collector deletes it
+        done = await asyncio.to_thread(sources.sync_job, kind, dict(body))
+        if done != "unchanged":
+            meta = body.metadata
+            logger.info("%s %s/%s: job %s", kind.kind, meta.namespace, meta.name, done)

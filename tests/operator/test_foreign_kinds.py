@@ -1,0 +1,215 @@
+"""Foreign job kinds on Kubernetes (DIJob v1/v2, AggregatorConfig, ElasticAIJob): their CRDs
+are in ``flexjob manifests``, the kopf operator runs each object as an ElasticJob converted by
+the readers, writes the status back in the kind's own shape, and the admission webhooks check
+them with the readers' messages. Against the emulator; the test plays kubelet."""
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import kmock
+import pytest
+import pytest_asyncio
+import yaml
+from kubernetes.client import CustomObjectsApi
+from kubernetes.client.exceptions import ApiException
+from typer.testing import CliRunner
+
+from flexjob.api.foreign_kinds import (
+    AGGREGATOR_CONFIG,
+    DIJOB,
+    ELASTIC_AI_JOB,
+    FOREIGN_KINDS,
+    SOURCE_ANNOTATION,
+    ForeignKind,
+    foreign_crd,
+)
+from flexjob.api.names import LABEL_JOB_NAME
+from flexjob.cli.main import app
+from tests.operator.kopf_fixtures import OperatorHarness, install_webhooks, running_operator
+from tests.operator.test_kopf_e2e import set_pod_phase
+from tests.support.k8s_emulator import K8sEmulator, wait_for
+from tests.support.k8s_fixtures import ELASTICJOBS, REPO, SCALEPLANS, in_thread
+from tests.support.k8s_store import ResourceKind
+
+SPECS = REPO / "examples" / "specs"
+DEADLINE = 20.0
+
+
+def documents(path: Path) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+def test_flexjob_manifests_includes_the_foreign_kinds_crds() -> None:
+    out = CliRunner().invoke(app, ["manifests", "crds"])
+    names = [d["metadata"]["name"] for d in yaml.safe_load_all(out.stdout)]
+    assert {k.crd_name for k in FOREIGN_KINDS} <= set(names)
+    dijob = foreign_crd(DIJOB)
+    assert [v["name"] for v in dijob["spec"]["versions"]] == ["v1alpha1", "v1alpha2", "v2alpha1"]
+    assert [v["storage"] for v in dijob["spec"]["versions"]] == [False, False, True]
+    assert foreign_crd(AGGREGATOR_CONFIG)["spec"]["scope"] == "Cluster"
+
+
+@pytest_asyncio.fixture()
+async def cluster() -> AsyncIterator[OperatorHarness]:
+    """The emulator with flexjob's and the foreign kinds' CRDs, the operator and its webhooks."""
+    async with K8sEmulator() as emulator, kmock.Server(emulator):
+        emulator.declare(ELASTICJOBS)
+        emulator.declare(SCALEPLANS)
+        for kind in FOREIGN_KINDS:
+            for version in kind.versions:
+                emulator.declare(
+                    ResourceKind(
+                        kind.group,
+                        version,
+                        kind.plural,
+                        kind.kind,
+                        namespaced=kind.namespaced,
+                        status_subresource=True,
+                    )
+                )
+        async with running_operator(emulator) as operator:
+            yield await install_webhooks(operator)
+
+
+async def create(op: OperatorHarness, kind: ForeignKind, body: dict[str, Any]) -> None:
+    api = CustomObjectsApi(op.client)
+    group, version = body["apiVersion"].split("/")
+    if kind.namespaced:
+        call = api.create_namespaced_custom_object
+        namespace = body["metadata"].get("namespace", "default")
+        args: tuple[Any, ...] = (group, version, namespace, kind.plural, body)
+    else:
+        call, args = api.create_cluster_custom_object, (group, version, kind.plural, body)
+
+    async def created() -> bool:
+        try:
+            await in_thread(call, *args)
+        except ApiException as exc:
+            if exc.status == 500 and "failed calling webhook" in str(exc.body):
+                return False  # the webhook server is still starting
+            raise
+        return True
+
+    await wait_for(created, DEADLINE, 0.1)
+
+
+def source(op: OperatorHarness, kind: ForeignKind, version: str, name: str) -> dict[str, Any]:
+    store = op.emulator.store
+    return store.get(op.emulator.kind(kind.group, version, kind.plural), "default", name)
+
+
+def elastic_job(op: OperatorHarness, name: str) -> dict[str, Any] | None:
+    found = op.emulator.store.select(ELASTICJOBS, "default", fields=f"metadata.name={name}")
+    return found[0] if found else None
+
+
+def pods(op: OperatorHarness, job: str) -> list[str]:
+    kind = op.emulator.kind("", "v1", "pods")
+    return sorted(
+        p["metadata"]["name"]
+        for p in op.emulator.store.select(kind, "default", f"{LABEL_JOB_NAME}={job}")
+    )
+
+
+async def test_a_dijob_v2_runs_as_an_elasticjob_and_shows_its_status_in_v2_shape(
+    cluster: OperatorHarness,
+) -> None:
+    [body] = documents(SPECS / "dijob-v2.yaml")
+    name = body["metadata"]["name"]
+    await create(cluster, DIJOB, body)
+    job = await wait_for(lambda: elastic_job(cluster, name), DEADLINE, 0.1)
+    dijob = source(cluster, DIJOB, "v2alpha1", name)
+    assert job["metadata"]["annotations"][SOURCE_ANNOTATION] == DIJOB.crd_name
+    [owner] = job["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["uid"]) == ("DIJob", dijob["metadata"]["uid"])
+    tasks = {t["type"]: t["replicas"] for t in body["spec"]["tasks"]}
+    replica_specs = job["spec"]["replicaSpecs"]
+    assert {t: s["replicas"] for t, s in replica_specs.items()} == tasks
+    wanted = sum(tasks.values())
+    names = await wait_for(lambda: len(pods(cluster, name)) == wanted and pods(cluster, name), 20)
+    for pod in names:
+        await set_pod_phase(cluster, pod, "Running")
+
+    def shown() -> dict[str, Any] | None:
+        status = source(cluster, DIJOB, "v2alpha1", name).get("status") or {}
+        return status if status.get("phase") == "Running" else None
+
+    status = await wait_for(shown, DEADLINE, 0.1)
+    assert (status["replicas"], status["readyReplicas"], status["restarts"]) == (wanted, wanted, 0)
+    assert "replicaStatuses" not in status  # the v2 shape, not the ElasticJob's
+
+
+async def test_a_dijob_v1_starts_its_coordinator_with_the_cluster_aggregator_config(
+    cluster: OperatorHarness,
+) -> None:
+    job_doc, aggregator = documents(SPECS / "dijob-v1.yaml")
+    aggregator["metadata"].pop("namespace")  # cluster-scoped here
+    await create(cluster, AGGREGATOR_CONFIG, aggregator)
+    await create(cluster, DIJOB, job_doc)
+    name = job_doc["metadata"]["name"]
+    job = await wait_for(lambda: elastic_job(cluster, name), DEADLINE, 0.1)
+    assert job["spec"]["aggregatorConfig"]["metadata"]["name"] == aggregator["metadata"]["name"]
+    assert job["spec"]["replicaSpecs"]["aggregator"]["replicas"] == 0
+    coordinator = f"{name}-coordinator-0"
+    await wait_for(lambda: pods(cluster, name) == [coordinator], DEADLINE, 0.1)
+
+    def phase() -> str:
+        status = source(cluster, DIJOB, "v1alpha1", name).get("status") or {}
+        return str(status.get("phase") or "")
+
+    assert await wait_for(lambda: phase() == "Created" and phase(), DEADLINE, 0.1)
+    await set_pod_phase(cluster, coordinator, "Running")
+    await wait_for(lambda: phase() == "Running", DEADLINE, 0.1)
+    await set_pod_phase(cluster, coordinator, "Succeeded", exit_code=0)
+    await wait_for(lambda: phase() == "Succeeded", DEADLINE, 0.1)
+    status = source(cluster, DIJOB, "v1alpha1", name)["status"]
+    assert status["replicaStatus"]["coordinator"]["succeeded"] == 1
+
+
+async def test_an_elasticaijob_shows_replica_statuses_by_its_own_role_names(
+    cluster: OperatorHarness,
+) -> None:
+    [body] = documents(SPECS / "elasticaijob.yaml")
+    name = body["metadata"]["name"]
+    await create(cluster, ELASTIC_AI_JOB, body)
+    await wait_for(lambda: elastic_job(cluster, name), DEADLINE, 0.1)
+    version = body["apiVersion"].split("/")[1]
+
+    def statuses() -> dict[str, Any] | None:
+        status = source(cluster, ELASTIC_AI_JOB, version, name).get("status") or {}
+        return status.get("replicaStatuses") or None
+
+    shown = await wait_for(statuses, DEADLINE, 0.1)
+    assert set(shown) <= {"Master", "PS", "Worker"} and shown
+    assert source(cluster, ELASTIC_AI_JOB, version, name)["status"]["phase"] == "Pending"
+
+
+async def test_a_bad_dijob_is_refused_naming_its_own_field(cluster: OperatorHarness) -> None:
+    [body] = documents(SPECS / "dijob-v2.yaml")
+    body["spec"]["tasks"][0]["type"] = "teacher"
+    with pytest.raises(ApiException) as refused:
+        await create(cluster, DIJOB, body)
+    assert refused.value.status == 422
+    message = json.loads(refused.value.body)["message"]
+    assert "validate-dijob.flexjob.dev" in message
+    assert "spec.tasks[0].type" in message, message
+    assert elastic_job(cluster, body["metadata"]["name"]) is None
+
+
+async def test_deleting_the_dijob_deletes_its_job_and_pods(cluster: OperatorHarness) -> None:
+    [body] = documents(SPECS / "dijob-v2.yaml")
+    name = body["metadata"]["name"]
+    await create(cluster, DIJOB, body)
+    await wait_for(lambda: pods(cluster, name), DEADLINE, 0.1)
+    api = CustomObjectsApi(cluster.client)
+    await in_thread(
+        api.delete_namespaced_custom_object,
+        DIJOB.group,
+        "v2alpha1",
+        "default",
+        DIJOB.plural,
+        name,
+    )
+    await wait_for(lambda: elastic_job(cluster, name) is None and not pods(cluster, name), 20)
