@@ -16,4 +16,3 @@ def test_a_free_port_can_be_bound_and_is_below_the_ephemeral_range() -> None:
     range_file = Path("/proc/sys/net/ipv4/ip_local_port_range")
     if range_file.exists():  # clients' ports come from that range: none can be this one
         assert port < int(range_file.read_text().split()[0])
-
