@@ -240,6 +240,7 @@ def ps_process(
 
 
 PROTOCOL = re.compile(r"event=ps_set_changed version=2 .* seconds=([0-9.]+)")
+STEPS = re.compile(r"event=ps_set_change_steps version=2 (.*)")
 
 
 def wait_for_member(master: str, index: int, timeout: float = 300) -> float:
@@ -309,8 +310,10 @@ def bench_scale(rows: int, dim: int, directory: Path) -> None:
             if p.poll() is None:
                 p.kill()
         master.stop()
-    changed = PROTOCOL.search((directory / "master" / "master.log").read_text())
+    master_log = (directory / "master" / "master.log").read_text()
+    changed = PROTOCOL.search(master_log)
     protocol = float(changed.group(1)) if changed else float("nan")
+    steps_line = STEPS.search(master_log)
     print(f"\n(3) scale 2 -> 3 PS while training, {rows:,} rows x {dim} (SGD), {steps} steps")
     print(f"{'what':<44}{'seconds':>10}{'vs ours':>9}")
     print(f"{'third PS launched -> first step on 3 PS':<44}{resumed:>10.2f}")
@@ -320,6 +323,7 @@ def bench_scale(rows: int, dim: int, directory: Path) -> None:
     print(f"{'  (of which the restarted trainer process)':<44}{float(out.stdout):>10.2f}")
     print(f"{'  (of which the protocol, master log)':<44}{protocol:>10.2f}")
     print(f"{'  (of which the third PS process start)':<44}{joined - asked:>10.2f}")
+    print(f"  protocol steps: {steps_line.group(1) if steps_line else '?'}")
     print(f"rows with a push lost / repeated: {lost} / {repeated} (of {rows:,})")
 
 

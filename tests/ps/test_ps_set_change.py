@@ -35,13 +35,13 @@ class Replicas:
         self.stops: dict[int, threading.Event] = {}
         self.threads: dict[int, threading.Thread] = {}
 
-    def start(self, index: int, num_ps: int) -> None:
+    def start(self, index: int, num_ps: int, checkpoints: bool = True) -> None:
         config = PsConfig(
             index=index,
             num_ps=num_ps,
             master=self.master,
-            checkpoint_dir=str(self.directory),
-            checkpoint_interval=30.0,
+            checkpoint_dir=str(self.directory) if checkpoints else "",
+            checkpoint_interval=3600.0,
         )
         stop = threading.Event()
         thread = threading.Thread(target=run_ps, args=(config, stop), daemon=True)
