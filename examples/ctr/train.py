@@ -110,7 +110,7 @@ def main() -> int:
         logits = model(torch.from_numpy(train.ids[idx]))
         loss = loss_fn(logits, torch.from_numpy(train.labels[idx]))
         loss.backward()
-        sync.step()
+        sync.step(final=batch.last)  # a shard's gradients are on the PS before it is done
         sampler.commit(batch)
         samples += idx.size
         if args.step_delay:

@@ -5,13 +5,12 @@ of the episodes that ended. Serves ``/collect`` on ``COLLECTOR_PORT`` until it i
 from __future__ import annotations
 
 import os
-import signal
 import threading
 
 import gymnasium as gym
 import torch
 from policy import ActorCritic, from_wire, gae
-from wire import Json, port, serve
+from wire import Json, run_role
 
 
 class Collector:
@@ -58,12 +57,7 @@ class Collector:
 def main() -> None:
     torch.set_num_threads(1)
     name = os.environ.get("KUBERNETES_POD_NAME", "collector")
-    collector = Collector(seed=sum(map(ord, name)))
-    serve(port("COLLECTOR_PORT"), {"/collect": collector.collect, "/ping": lambda _: {}})
-    print(f"{name}: serving on {port('COLLECTOR_PORT')}", flush=True)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    stop.wait()
+    run_role("COLLECTOR_PORT", {"/collect": Collector(seed=sum(map(ord, name))).collect})
 
 
 if __name__ == "__main__":

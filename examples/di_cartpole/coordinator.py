@@ -170,7 +170,8 @@ def main() -> None:
         mean = statistics.fmean(returns) if returns else 0.0
         print(
             f"t={now:.1f}s update={shared.version} avg_return={mean:.1f} "
-            f"episodes={len(returns)} collectors={len(shared.collectors)}",
+            f"episodes={len(returns)} collectors={len(shared.collectors)} "
+            f"learner_processes={answer.get('learners', 1)}",
             flush=True,
         )
     shared.stop.set()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import threading
 import time
 import urllib.error
@@ -18,7 +19,7 @@ import urllib.request
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 Json = dict[str, Any]
 Handler = Callable[[Json], Json]
@@ -78,12 +79,27 @@ def port(variable: str) -> int:
     return int(os.environ[variable])
 
 
+def run_role(
+    port_variable: str, routes: dict[str, Handler], on_stop: Callable[[], None] = lambda: None
+) -> None:
+    """Serve ``routes`` (and ``/ping``) on the role's port until SIGTERM, then exit 0."""
+    serve(port(port_variable), {**routes, "/ping": lambda _: {}})
+    name = os.environ.get("KUBERNETES_POD_NAME", port_variable)
+    print(f"{name}: serving on {port(port_variable)}", flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    stop.wait()
+    on_stop()
+    os._exit(0)  # the serving threads end with the process
+
+
 class DiServer:
     """The flexjob server as DI-engine's ``OperatorServer`` talks to it, from the environment
     the operator gives every DI role (``KUBERNETES_SERVER_URL`` and friends)."""
 
     def __init__(self, worker_type: str = "coordinator") -> None:
-        self.url = os.environ["KUBERNETES_SERVER_URL"].rstrip("/")
+        server = urlsplit(os.environ["KUBERNETES_SERVER_URL"])  # DI keeps host and port only
+        self.url = f"{server.scheme}://{server.netloc}"
         self.version = os.environ.get("KUBERNETES_SERVER_API_VERSION", "v1alpha1")
         self.namespace = os.environ["KUBERNETES_POD_NAMESPACE"]
         self.name = os.environ["KUBERNETES_POD_NAME"]

@@ -52,6 +52,8 @@ class BrainStore:
                         timestamp=ns.timestamp,
                         cpu_percent=ns.cpu_percent,
                         memory_mb=ns.memory_mb,
+                        requests_per_second=ns.requests_per_second,
+                        partition_bytes=ns.partition_bytes,
                     )
                 )
             for ev in report.node_events:
@@ -368,6 +370,8 @@ def _node_sample(r: m.NodeSampleRow, node: m.JobNodeRow) -> schemas.NodeSampleMe
         memory_mb=r.memory_mb,
         cpu_limit=node.cpu_limit,
         memory_limit_mb=node.memory_limit_mb,
+        requests_per_second=r.requests_per_second or 0.0,
+        partition_bytes=r.partition_bytes or 0,
     )
 
 

@@ -179,6 +179,8 @@ class OptimizerLoop:
                         st.memory_bytes / MIB,
                         cpu_limit=cpu,
                         memory_limit_mb=memory,
+                        requests_per_second=st.requests_per_second,
+                        partition_bytes=st.partition_bytes,
                     )
                 )
                 if rec.alive:

@@ -29,13 +29,14 @@ from flexjob.core.ps.set_change import (
     plan_change,
     recovery,
     verify_rows,
-    wanted_size,
 )
 from flexjob.rpc.ps_control import PsControlClient
 from flexjob.rpc.ps_registry import read_members, read_set
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+#: The longest wait between two tries of a PS-set change that keeps failing.
+RETRY_MAX_S = 60.0
 
 
 class KvStore(Protocol):
@@ -64,7 +65,7 @@ class PsSetDriver:
         token: str | None = None,
         on_failure: Callable[[str], None] | None = None,
     ) -> None:
-        """``initial_num_ps``: the size of the first set (0: the members that serve);
+        """``initial_num_ps``: the size of the first set (0: the size its members started in);
         ``checkpoint_interval``: seconds between checkpoints the master asks for (0: none);
         ``on_failure``: told of each failed change (the master's stats)."""
         self._kv = kv
@@ -76,6 +77,8 @@ class PsSetDriver:
         self._stop = threading.Event()
         self._pool = futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="ps-set")
         self._next_checkpoint = time.monotonic() + checkpoint_interval
+        self._failures = 0
+        self._next_try = 0.0
         self._thread = threading.Thread(target=self._loop, name="ps-sets", daemon=True)
         self.changes = 0
 
@@ -104,14 +107,19 @@ class PsSetDriver:
             return
         current = read_set(self._kv.kv_get)
         if current is None:
-            first = initial_set(members, self._initial or wanted_size(members))
+            first = initial_set(members, self._initial)
             if first is not None:
                 self._kv.kv_set(names.KV_PS_SET, first.to_json())
                 log.info("event=ps_set_published version=1 num_ps=%d", first.num_ps)
             return
         change = plan_change(current, members)
-        if change is not None:
-            self.run(change)
+        if change is not None and time.monotonic() >= self._next_try:
+            if self.run(change):
+                self._failures = 0
+            else:  # back off: 1, 2, 4 .. 60 s between tries of a change that fails
+                self._failures += 1
+                delay = min(RETRY_MAX_S, 2.0 ** (self._failures - 1))
+                self._next_try = time.monotonic() + delay
         elif self._interval > 0 and time.monotonic() >= self._next_checkpoint:
             self._next_checkpoint = time.monotonic() + self._interval
             self._each(current.addresses, lambda c: c.checkpoint(), wait=False)
@@ -134,17 +142,26 @@ class PsSetDriver:
             return True
         before: list[RowTotals] = []
         step = ChangeStep.PAUSE
+        took: dict[ChangeStep, float] = {}
+        mark = time.monotonic()
+
+        def done(next_step: ChangeStep) -> ChangeStep:
+            nonlocal mark
+            now = time.monotonic()
+            took[step], mark = now - mark, now
+            return next_step
+
         try:
             paused = [old.addresses[i] for i in change.pause]
             self._each(paused, lambda c: c.pause())
-            step = ChangeStep.CHECKPOINT
+            step = done(ChangeStep.CHECKPOINT)
             written = self._each(paused, lambda c: c.checkpoint())
             departed = self._departed_totals(change)
             before = [d.totals for d in written] + departed
             has_model = any(d.path for d in written) or bool(departed)
-            step = ChangeStep.LOAD
+            step = done(ChangeStep.LOAD)
             after = self._load(new, old.num_ps if has_model else 0)
-            step = ChangeStep.VERIFY
+            step = done(ChangeStep.VERIFY)
             problem = verify_rows(before, after)
             if problem is not None:
                 raise FlexjobError(f"rows lost or doubled in the change: {problem}")
@@ -154,6 +171,11 @@ class PsSetDriver:
         self._publish(new)
         self._each(new.addresses, lambda c: c.resume(new.version))
         self._log_done(change, before, after, began)
+        log.info(
+            "event=ps_set_change_steps version=%d %s",
+            new.version,
+            " ".join(f"{s.value}_s={t:.2f}" for s, t in took.items()),
+        )
         return True
 
     def _load(self, new: PsSetInfo, from_num_ps: int) -> list[RowTotals]:
@@ -191,7 +213,6 @@ class PsSetDriver:
                 )
         except Exception:
             log.exception("event=ps_set_recovery_failed")
-        time.sleep(1.0)  # the next tick tries again; do not spin on a failing change
 
     def _publish(self, new: PsSetInfo) -> None:
         self._kv.kv_set(names.KV_PS_SET, new.to_json())

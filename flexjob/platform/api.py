@@ -49,7 +49,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Generic, Protocol, TypeVar, runtime_checkable
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from flexjob.api import ElasticJob, ScalePlan, ScalePlanStatus
 from flexjob.api.errors import AlreadyExistsError, NotFoundError, UnavailableError
@@ -59,6 +59,7 @@ from flexjob.core.status_patch import InvalidStatusPatchError, StatusPatch
 
 __all__ = [
     "AlreadyExistsError",
+    "ClusterObjectStore",
     "Event",
     "EventType",
     "InvalidStatusPatchError",
@@ -195,6 +196,20 @@ class Platform(JobStore, ReplicaRuntime, Protocol):
     name: str
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class ClusterObjectStore(Protocol):
+    """A platform that keeps cluster-scoped objects beside its jobs: DI's ``AggregatorConfig``
+    (``flexjob apply`` on the local platform). Objects are plain wire documents (``kind``,
+    ``metadata.name``, ...), one per kind and name; ``apply`` replaces one of the same name
+    and returns whether it was new."""
+
+    def apply_cluster_object(self, body: Mapping[str, Any]) -> bool: ...
+
+    def list_cluster_objects(self, kind: str) -> list[dict[str, Any]]: ...
+
+    def delete_cluster_object(self, kind: str, name: str) -> None: ...
 
 
 @runtime_checkable

@@ -1,7 +1,9 @@
 """``flexjob ps`` process life: serve one PS partition over gRPC, register with the master,
 stop on SIGTERM / SIGINT (refusing new calls, writing a last checkpoint, publishing that it
-left: ``ps.set_member``). A PS whose index lies beyond the PS set the master published starts
-as a standby, serving nothing until the master's PS-set change takes it in.
+left: ``ps.set_member``). Every few seconds it publishes its address and membership and
+reports its CPU, memory, requests/s and partition bytes to the master's stats. A PS whose
+index lies beyond the PS set the master published starts as a standby, serving nothing until
+the master's PS-set change takes it in.
 
 The address it publishes is ``--advertise`` or the replica's own service address
 (``FLEXJOB_REPLICA_ADDRESS``, set by the operator), else ``host:port`` as bound.
@@ -10,6 +12,7 @@ The address it publishes is ``--advertise`` or the replica's own service address
 import logging
 import signal
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -31,6 +34,7 @@ from flexjob.rpc.ps_server import serve_ps
 log = logging.getLogger(__name__)
 
 REGISTER_INTERVAL_S = 2.0
+LEAVE_WAIT_S = 3.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +102,13 @@ def run_ps(config: PsConfig, stop: threading.Event | None = None) -> int:
                 try:
                     publish_ps(master, config.index, address, service.version)
                     publish_member(master, config.index, member.member(address))
+                    load = service.stats()  # the master's stats → optimizer / Brain
+                    master.report_stats(
+                        cpu_percent=load.cpu_percent,
+                        memory_bytes=load.memory_bytes,
+                        requests_per_second=load.requests_per_second,
+                        partition_bytes=load.bytes,
+                    )
                     request = master.kv_get(names.KV_PS_CHECKPOINT_REQUEST) or b""
                     if request != asked and checkpointer is not None:
                         checkpointer.request()
@@ -110,12 +121,25 @@ def run_ps(config: PsConfig, stop: threading.Event | None = None) -> int:
         if master is not None:
             try:
                 publish_member(master, config.index, member.member(address))
+                _wait_for_a_set_without(master, address)
             except FlexjobError as exc:
                 log.warning("event=ps_leave_unpublished master=%s error=%s", config.master, exc)
         server.stop(grace=1.0)
         if master is not None:
             master.close()
     return 0
+
+
+def _wait_for_a_set_without(master: MasterClient, address: str) -> None:
+    """Keep refusing calls (clients then re-resolve, rather than retry an address that went
+    away) until the master published a set without ``address``, for ``LEAVE_WAIT_S`` at most
+    (the platform's stop grace is longer)."""
+    deadline = time.monotonic() + LEAVE_WAIT_S
+    while time.monotonic() < deadline:
+        current = read_set(master.kv_get)
+        if current is None or address not in current.addresses:
+            return
+        time.sleep(0.1)
 
 
 @dataclass(frozen=True, slots=True)

@@ -82,6 +82,8 @@ class NodeSampleMessage(ApiModel):
     memory_mb: float = Field(ge=0)
     cpu_limit: float | None = Field(None, gt=0)
     memory_limit_mb: float | None = Field(None, gt=0)
+    requests_per_second: float = Field(0.0, ge=0)
+    partition_bytes: int = Field(0, ge=0)
 
     def to_core(self) -> planner.NodeSample:
         return planner.NodeSample(**dict(self))

@@ -160,6 +160,8 @@ class MasterClient:
         samples_per_second: float = 0.0,
         world_size: int = 0,
         timestamp: float | None = None,
+        requests_per_second: float = 0.0,
+        partition_bytes: int = 0,
     ) -> None:
         stats = NodeStats(
             cpu_percent,
@@ -168,6 +170,8 @@ class MasterClient:
             samples_per_second,
             world_size,
             time.time() if timestamp is None else timestamp,
+            requests_per_second,
+            partition_bytes,
         )
         self._call(self._stub.ReportStats, convert.stats_to_pb(self._node, stats))
 

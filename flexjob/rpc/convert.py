@@ -147,6 +147,8 @@ def stats_to_pb(node: pb.NodeRef, stats: NodeStats) -> pb.StatsRequest:
         samples_per_second=stats.samples_per_second,
         world_size=stats.world_size,
         timestamp=stats.timestamp,
+        requests_per_second=stats.requests_per_second,
+        partition_bytes=stats.partition_bytes,
     )
 
 
@@ -158,6 +160,8 @@ def stats_from_pb(msg: pb.StatsRequest) -> NodeStats:
         samples_per_second=msg.samples_per_second,
         world_size=msg.world_size,
         timestamp=msg.timestamp,
+        requests_per_second=msg.requests_per_second,
+        partition_bytes=msg.partition_bytes,
     )
 
 

@@ -120,6 +120,8 @@ class NodeStats:
     samples_per_second: float = 0.0
     world_size: int = 0
     timestamp: float = 0.0
+    requests_per_second: float = 0.0  # a PS replica's data calls per second
+    partition_bytes: int = 0  # the bytes a PS replica's partition holds
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,6 +31,24 @@ R = TypeVar("R")
 Floats = npt.NDArray[np.float32]
 
 
+class Answered:
+    """A call made in the calling thread (a blocking gRPC call costs the client less CPU than
+    a future): its answer or its error, given back by ``result()`` as a future would."""
+
+    def __init__(self, call: Callable[[], object]) -> None:
+        self._answer: object = None
+        self._error: grpc.RpcError | None = None
+        try:
+            self._answer = call()
+        except grpc.RpcError as exc:
+            self._error = exc
+
+    def result(self) -> object:
+        if self._error is not None:
+            raise self._error
+        return self._answer
+
+
 class Pending(Generic[R]):
     """A call in flight; ``result()`` waits for it and converts its answer. When the PS was
     unreachable (it died, or is being relaunched), ``result()`` sends the call again with the
@@ -38,7 +56,7 @@ class Pending(Generic[R]):
 
     def __init__(
         self,
-        future: grpc.Future,
+        future: grpc.Future | Answered,
         convert: Callable[[object], R],
         retry: Callable[[], object] | None = None,
     ) -> None:
@@ -108,9 +126,11 @@ class PsClient:
         )
         return self._async(self._stub.PushDense, req, lambda r: int(r.version))
 
-    def lookup_async(self, table: str, ids: npt.NDArray[np.int64]) -> Pending[Floats]:
+    def lookup_async(
+        self, table: str, ids: npt.NDArray[np.int64], *, now: bool = False
+    ) -> Pending[Floats]:
         req = pb.LookupRequest(table=table, ids=tensor_to_pb(ids))
-        return self._async(self._stub.Lookup, req, lambda r: _floats(r.rows, "rows"))
+        return self._async(self._stub.Lookup, req, lambda r: _floats(r.rows, "rows"), now=now)
 
     def lookup(self, table: str, ids: npt.NDArray[np.int64]) -> Floats:
         return self.lookup_async(table, ids).result()
@@ -130,22 +150,34 @@ class PsClient:
         lookup_ids: npt.NDArray[np.int64],
         push_ids: npt.NDArray[np.int64] | None = None,
         grads: Floats | None = None,
+        *,
+        now: bool = False,
     ) -> Pending[tuple[int, Floats]]:
         """Push ``grads`` of rows ``push_ids`` (if any), then look up ``lookup_ids``, in one
-        call; answers (rows updated, rows looked up)."""
+        call; answers (rows updated, rows looked up). ``now``: make the call before returning
+        (in this thread: the last of a batch of parallel calls, or the only one)."""
         parts = {"lookup_ids": tensor_to_pb(lookup_ids)}
         if push_ids is not None and grads is not None:
             parts.update(push_ids=tensor_to_pb(push_ids), grads=tensor_to_pb(grads))
         req = pb.PushLookupRequest(table=table, **parts)
         return self._async(
-            self._stub.PushLookup, req, lambda r: (int(r.rows_updated), _floats(r.rows, "rows"))
+            self._stub.PushLookup,
+            req,
+            lambda r: (int(r.rows_updated), _floats(r.rows, "rows")),
+            now=now,
         )
 
     def stats(self) -> PsStats:
         return stats_from_pb(self._call(self._stub.Stats, pb.StatsRequest()))
 
-    def _async(self, method: Any, request: object, convert: Callable[[Any], R]) -> Pending[R]:
-        future = method.future(request, timeout=self._timeout, metadata=self._metadata)
+    def _async(
+        self, method: Any, request: object, convert: Callable[[Any], R], *, now: bool = False
+    ) -> Pending[R]:
+        options = {"timeout": self._timeout, "metadata": self._metadata}
+        if now:
+            future: grpc.Future | Answered = Answered(lambda: method(request, **options))
+        else:
+            future = method.future(request, **options)
         return Pending(future, convert, lambda: self._call(method, request))
 
     def _call(self, method: Callable[..., T], request: object) -> T:

@@ -15,9 +15,8 @@ from flexjob.api.quantity import cpu_cores, memory_mib
 from flexjob.api.roles import scalable_types, scaling_target
 from flexjob.core.policies import JobInfo, Resources
 from flexjob.core.replica_plan import desired_count
+from flexjob.core.replica_resources import GPU_RESOURCE
 from flexjob.scheduler.profilings import goodput_model
-
-GPU_RESOURCE = "nvidia.com/gpu"
 
 
 def job_key(job: ElasticJob) -> str:

@@ -14,9 +14,9 @@ from flexjob.api.errors import InvalidSpecError
 from flexjob.api.names import LABEL_JOB_NAME
 from flexjob.api.quantity import cpu_cores, memory_mib
 from flexjob.core.policies import NodeInfo, Resources
+from flexjob.core.replica_resources import GPU_RESOURCE
 from flexjob.scheduler.allocator import StaticNodes
 
-GPU_RESOURCE = "nvidia.com/gpu"
 _GRID = re.compile(r"^(\d+)x(\d+)$")
 
 

@@ -18,6 +18,7 @@ from flexjob.core.replica_plan import desired_count
 from flexjob.core.scale_bounds import bound_problem, finished_problem
 from flexjob.core.status_patch import StatusOwner, StatusPatch, owner_patch
 from flexjob.platform.api import Platform, Replica
+from flexjob.platform.cluster import with_cluster_objects
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,10 +63,15 @@ class JobService:
         self._lock = threading.Lock()
 
     def get(self, namespace: str, name: str) -> ElasticJob:
+        """The job as the operator sees it (a DI job with the cluster's aggregator)."""
         try:
-            return self.platform.get_job(namespace, name)
+            return with_cluster_objects(self.platform, self.platform.get_job(namespace, name))
         except NotFoundError:
             raise NotFoundError(f"job {namespace}/{name} not found") from None
+
+    def jobs(self, namespace: str | None) -> list[ElasticJob]:
+        """Every job of ``namespace`` (all for None), each as ``get`` returns it."""
+        return [with_cluster_objects(self.platform, j) for j in self.platform.list_jobs(namespace)]
 
     def get_by_id(self, job_id: JobId) -> ElasticJob:
         job = self.get(job_id.namespace, job_id.name)

@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from flexjob.api import names
-from flexjob.api.errors import PsSetChangedError
+from flexjob.api.errors import FlexjobError, PsSetChangedError, UnavailableError
 from flexjob.core.ps.optim import OptimizerSpec
 from flexjob.core.ps.partition import RowSplit, assign_dense, row_owners, split_ids
 from flexjob.core.ps.set_change import PsSetInfo
@@ -92,6 +92,10 @@ class Sent(Generic[R]):
         except PsSetChangedError as exc:
             self._owner.changed(self._version, exc)
             return self._resend()
+        except UnavailableError as exc:  # its PS went away for good: was the set changed?
+            if not self._owner.changed(self._version, exc):
+                raise
+            return self._resend()
 
 
 class PsSet:
@@ -111,6 +115,7 @@ class PsSet:
         self._timeout = timeout
         self._master = master
         self._model: tuple[OptimizerSpec, tuple[TableSpec, ...], dict[str, int]] | None = None
+        self._retired: list[PsClient] = []
         self._use(tuple(addresses), version)
 
     def _use(self, addresses: tuple[str, ...], version: int | None) -> None:
@@ -128,41 +133,50 @@ class PsSet:
     def from_env(cls, timeout: float = 120.0) -> PsSet:
         master = os.environ.get(names.ENV_MASTER, "")
         if master:
-            current = ps_set_from_master(master, timeout)
-            return cls(current.addresses, version=current.version, master=master)
+            return cls.from_master(master, timeout)
         return cls(ps_addresses_from_env(timeout))
+
+    @classmethod
+    def from_master(cls, master: str, timeout: float = 120.0) -> PsSet:
+        """The PS set the job master at ``master`` publishes (waiting for the first)."""
+        current = ps_set_from_master(master, timeout)
+        return cls(current.addresses, version=current.version, master=master)
 
     @property
     def num_ps(self) -> int:
         return len(self.clients)
 
     def close(self) -> None:
-        for client in self.clients:
+        for client in (*self.clients, *self._retired):
             client.close()
 
     # ---- PS-set changes ----
-    def changed(self, sent_on: int | None, exc: PsSetChangedError) -> None:
-        """A PS refused a call sent on set ``sent_on``: switch to the newer set the master
-        published, or (none yet: the change is under way) wait a moment."""
+    def changed(self, sent_on: int | None, exc: FlexjobError) -> bool:
+        """A PS refused (or could not take) a call sent on set ``sent_on``: switch to the
+        newer set the master published, or (none yet: the change is under way) wait a
+        moment. ``True`` when this set is newer than ``sent_on`` now."""
         if sent_on != self.version:
-            return  # another call already switched this set
-        if self._master:
-            try:
-                newer = ps_set_from_master(
-                    self._master, timeout=CHANGE_BACKOFF_S * 4, newer_than=self.version or 0
-                )
-            except TimeoutError:
-                return
-            log.info(
-                "event=ps_set_resolved version=%d num_ps=%d refused=%r",
-                newer.version,
-                newer.num_ps,
-                str(exc),
-            )
-            self.close()
-            self._use(newer.addresses, newer.version)
-        else:
+            return True  # another call already switched this set
+        if not self._master:
             time.sleep(CHANGE_BACKOFF_S)
+            return False
+        try:
+            newer = ps_set_from_master(
+                self._master, timeout=CHANGE_BACKOFF_S * 4, newer_than=self.version or 0
+            )
+        except TimeoutError:
+            return False
+        log.info(
+            "event=ps_set_resolved version=%d num_ps=%d refused=%r",
+            newer.version,
+            newer.num_ps,
+            str(exc),
+        )
+        for old in self._retired:  # two sets ago: nothing waits on them any more
+            old.close()
+        self._retired = list(self.clients)  # calls may still be in flight on these
+        self._use(newer.addresses, newer.version)
+        return True
 
     def _again(self, fn: Callable[[], R]) -> R:
         """``fn()`` until no PS refuses it for a PS-set change (within ``CHANGE_DEADLINE_S``)."""
@@ -222,10 +236,10 @@ class PsSet:
         split = split_ids(ids, self.num_ps)
         pending: Sequence[tuple[int, Pending[Floats] | Sent[Floats]]]
         if push is None:
+            parts = [ps for ps in range(self.num_ps) if split.ids[ps].size]
             pending = [
-                (ps, self.clients[ps].lookup_async(table, split.ids[ps]))
-                for ps in range(self.num_ps)
-                if split.ids[ps].size
+                (ps, self.clients[ps].lookup_async(table, split.ids[ps], now=ps == parts[-1]))
+                for ps in parts
             ]
         else:
             pending = self._push_lookup(table, split, *push)
@@ -245,19 +259,19 @@ class PsSet:
         self, table: str, split: RowSplit, push_ids: npt.NDArray[np.int64], grads: Floats
     ) -> list[tuple[int, Sent[Floats]]]:
         owners = row_owners(push_ids, self.num_ps)
+        mine = [owners == ps for ps in range(self.num_ps)]
+        parts = [ps for ps in range(self.num_ps) if split.ids[ps].size or mine[ps].any()]
         sent = []
-        for ps in range(self.num_ps):
-            mine = owners == ps
-            if not (split.ids[ps].size or mine.any()):
-                continue
-            wanted, pushed = split.ids[ps], (push_ids[mine], grads[mine])
+        for ps in parts:
+            wanted, pushed = split.ids[ps], (push_ids[mine[ps]], grads[mine[ps]])
 
             def resend(wanted: npt.NDArray[np.int64] = wanted, pushed: Push = pushed) -> Floats:
                 # Refused: the PS applied nothing. ``wanted`` is sorted and unique, so the
                 # new set's answer comes in its order.
                 return self.lookup(table, wanted, push=pushed)[0]
 
-            call = self.clients[ps].push_lookup_async(table, wanted, *pushed)
+            last = ps == parts[-1]  # the others are in flight: wait for this one here
+            call = self.clients[ps].push_lookup_async(table, wanted, *pushed, now=last)
             sent.append((ps, Sent(self, self.version, call.then(lambda a: a[1]), resend)))
         return sent
 

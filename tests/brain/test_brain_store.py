@@ -3,6 +3,7 @@ import pytest
 from flexjob.api import ReplicaResourceSpec, ReplicaType, ResourcePlan, ResourceSpec
 from flexjob.api.errors import NotFoundError
 from flexjob.brain.store import BrainStore, job_stats
+from flexjob.core import planner
 from flexjob.core.planner import OptimizeStage, ReplicaResources, apply_plans
 from flexjob.rpc import brain_messages as schemas
 from tests.brain import recorded, reports
@@ -22,6 +23,27 @@ def test_node_samples_keep_their_node_and_limits(store: BrainStore) -> None:
     ns = reports.node_samples(OOM["node_samples"])
     store.persist("job-a", schemas.MetricsReport(job=reports.job_info(), node_samples=ns))
     assert store.metrics("job-a").node_samples == ns
+
+
+def test_a_ps_load_reaches_the_brains_unbalanced_ps_algorithm(store: BrainStore) -> None:
+    ns = [
+        schemas.NodeSampleMessage(
+            node=f"ps-{i}",
+            replica_type=ReplicaType.PS,
+            timestamp=100.0 + t,
+            cpu_percent=50.0,
+            memory_mb=100.0,
+            requests_per_second=900.0 if i == 0 else 100.0,
+            partition_bytes=4096 * (i + 1),
+        )
+        for t in range(3)
+        for i in range(3)
+    ]
+    store.persist("job-a", schemas.MetricsReport(job=reports.job_info(), node_samples=ns))
+    assert store.metrics("job-a").node_samples == ns  # requests/s and bytes kept
+    stats = job_stats(store.metrics("job-a"))
+    events = planner.detect_events(stats, OptimizeStage.RUNNING)
+    assert [(e.kind, e.node) for e in events] == [(planner.EventKind.UNBALANCED_PS, "ps-0")]
 
 
 def test_node_events_are_stored(store: BrainStore) -> None:

@@ -42,6 +42,8 @@ def test_set_and_member_round_trip_json_and_bad_state_is_named() -> None:
     assert PsSetInfo.from_json(SET2.to_json()) == SET2
     m = PsMember("h:1", MemberState.STANDBY)
     assert PsMember.from_json(m.to_json()) == m
+    left = PsMember("h:1", MemberState.LEFT, RowTotals(3, 2**63, -1.5), num_ps=3)
+    assert PsMember.from_json(left.to_json()) == left
     with pytest.raises(InvalidSpecError, match="state: 'gone' is not one of serving, standby"):
         PsMember.from_json(b'{"address": "h:1", "state": "gone"}')
 
@@ -50,6 +52,10 @@ def test_initial_set_waits_for_every_ps_to_serve() -> None:
     assert initial_set(members(S), 2) is None
     assert initial_set(members(S, W), 2) is None
     assert initial_set(members(S, S), 2) == PsSetInfo(1, ("h:1000", "h:1001"))
+    sized = {i: PsMember(f"h:{i}", S, num_ps=2) for i in range(2)}
+    assert initial_set({0: sized[0]}) is None  # ps-0 started in a set of 2: wait for ps-1
+    assert initial_set(sized) == PsSetInfo(1, ("h:0", "h:1"))
+    assert initial_set({0: sized[0], 1: PsMember("h:1", S, num_ps=3)}) is None  # disagree
 
 
 def test_nothing_to_do_while_the_set_matches_or_a_killed_ps_is_away() -> None:

@@ -40,11 +40,13 @@ JOB = "di-cartpole"
 REACHED = re.compile(r"reached average return ([\d.]+) over 100 episodes in ([\d.]+) s")
 
 
-def spec(tmp_path: Path, name: str, extra_args: list[str]) -> Path:
+def spec(tmp_path: Path, name: str, target: float = TARGET) -> Path:
     """The example's spec with the test's target and a deadline."""
     raw = yaml.safe_load((EXAMPLE / name).read_text())
     coordinator = raw["spec"]["coordinator"]["template"]["spec"]["containers"][0]
-    args = ["--target", str(TARGET), "--max-seconds", "240", *extra_args]
+    given = coordinator["command"][2:]
+    extra_args = given[given.index("--learner-gpus") :] if "--learner-gpus" in given else []
+    args = ["--target", str(target), "--max-seconds", "240", *extra_args]
     coordinator["command"] = ["python", "examples/di_cartpole/coordinator.py", *args]
     path = tmp_path / name
     path.write_text(yaml.safe_dump(raw))
@@ -80,15 +82,15 @@ def replicas(platform: LocalPlatform) -> dict[str, Any]:
     return {r.name: r for r in platform.list_replicas("default", JOB)}
 
 
-def coordinator_log(home: Path) -> str:
-    return (home / "jobs" / "default" / JOB / "logs" / "coordinator-0.log").read_text()
+def replica_log(home: Path, replica: str, job: str = JOB) -> str:
+    return (home / "jobs" / "default" / job / "logs" / f"{replica}.log").read_text()
 
 
 def test_di_cartpole_reaches_its_target_scaled_by_its_coordinator(
     tmp_path: Path, home: Path
 ) -> None:
     platform = LocalPlatform(home)
-    with flexjob_server(home) as url, submitted(home, url, spec(tmp_path, "dijob.yaml", [])) as job:
+    with flexjob_server(home) as url, submitted(home, url, spec(tmp_path, "dijob.yaml")) as job:
         first = wait_until(lambda: replicas(platform), timeout=60, what="a first replica")
         assert list(first) == [f"{JOB}-coordinator-0"]  # the coordinator first, alone
 
@@ -130,7 +132,7 @@ def test_di_cartpole_reaches_its_target_scaled_by_its_coordinator(
         assert job.returncode == 0, job.stdout.read() if job.stdout else ""
     final = platform.get_job("default", JOB).status
     assert final is not None and final.phase is JobPhase.SUCCEEDED
-    log = coordinator_log(home)
+    log = replica_log(home, "coordinator-0")
     reached = REACHED.search(log)
     assert reached, log[-2000:]
     assert float(reached.group(1)) >= TARGET
@@ -139,3 +141,34 @@ def test_di_cartpole_reaches_its_target_scaled_by_its_coordinator(
     counts = [int(step.split(":")[1]) for step in trace.group(1).split()]
     assert counts[0] == 1 and before >= 1
     print(f"di_cartpole: {reached.group(0)}; collectors over time: {trace.group(1)}")
+
+
+def test_di_cartpole_with_a_logic_learner_behind_the_clusters_aggregator(
+    tmp_path: Path, home: Path
+) -> None:
+    """Two learner processes (the learner's ``nvidia.com/gpu: 2``) behind an aggregator built
+    from the AggregatorConfig applied with ``flexjob apply``; the aggregator finds them through
+    the server (``GET ?aggregator=``). Short form: target 40; long: 195."""
+    env = {**os.environ, "FLEXJOB_HOME": str(home)}
+    config = str(EXAMPLE / "aggregator-config.yaml")
+    applied = subprocess.run(
+        [sys.executable, "-m", "flexjob", "apply", config], env=env, capture_output=True, text=True
+    )
+    assert applied.returncode == 0, applied.stderr
+    job_name = "di-cartpole-logic"
+    target = 195 if LONG else 40
+    platform = LocalPlatform(home)
+    path = spec(tmp_path, "dijob-logic-learner.yaml", target)
+    with flexjob_server(home) as url, submitted(home, url, path) as job:
+        job.wait(timeout=300)
+        assert job.returncode == 0, job.stdout.read() if job.stdout else ""
+    final = platform.get_job("default", job_name).status
+    assert final is not None and final.phase is JobPhase.SUCCEEDED
+    learner = replica_log(home, "learner-0", job_name)
+    assert len(re.findall(r"learner-0: serving on \d+", learner)) == 2, learner  # 2 processes
+    assert "aggregator-0: serving on" in replica_log(home, "aggregator-0", job_name)
+    log = replica_log(home, "coordinator-0", job_name)
+    assert "learner_processes=2" in log, log[-2000:]
+    reached = REACHED.search(log)
+    assert reached and float(reached.group(1)) >= target, log[-2000:]
+    print(f"di_cartpole logic learner: {reached.group(0)}")

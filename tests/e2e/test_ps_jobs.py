@@ -44,8 +44,15 @@ def phase(home: Path, name: str) -> str:
     return job.status.phase.value if job.status else ""
 
 
-def ctr_spec(tmp_path: Path, shard_log: Path, ps_checkpoint_s: int = 0) -> Path:
+def ctr_spec(
+    tmp_path: Path,
+    shard_log: Path,
+    ps_checkpoint_s: int = 0,
+    step_delay: float = 0.01,
+    max_ps: int = 2,
+) -> Path:
     wire = yaml.safe_load((SPECS / "ctr-ps.yaml").read_text())
+    wire["spec"]["replicaSpecs"]["ps"]["maxReplicas"] = max_ps
     if ps_checkpoint_s:
         ps = wire["spec"]["replicaSpecs"]["ps"]["template"]["spec"]["containers"][0]
         ps["env"] = [{"name": names.ENV_PS_CHECKPOINT_INTERVAL, "value": str(ps_checkpoint_s)}]
@@ -53,7 +60,7 @@ def ctr_spec(tmp_path: Path, shard_log: Path, ps_checkpoint_s: int = 0) -> Path:
     main["command"] = [
         *main["command"],
         *("--train-size", str(TRAIN_SIZE), "--epochs", str(EPOCHS)),
-        *("--shard-size", str(SHARD_SIZE), "--step-delay", "0.01"),
+        *("--shard-size", str(SHARD_SIZE), "--step-delay", str(step_delay)),
         *("--shard-log", str(shard_log)),
     ]
     path = tmp_path / "ctr-ps.yaml"
@@ -89,32 +96,44 @@ def ps_process(home: Path, index: int) -> psutil.Process | None:
 
 
 def ctr_job_meets_its_goals(
-    tmp_path: Path, env: dict[str, str], home: Path, kill: Callable[[Path], None]
+    tmp_path: Path,
+    env: dict[str, str],
+    home: Path,
+    kill: Callable[[Path], None],
+    step_delay: float = 0.01,
+    max_ps: int = 2,
+    after_shards: int = 12,
 ) -> None:
-    """Run the CTR job, call ``kill`` once a quarter of the shards are done, then check the
-    job succeeded with every sample of every epoch trained once and the AUC goal met."""
+    """Run the CTR job, call ``kill`` once ``after_shards`` shards (a quarter) are done, then
+    check the job succeeded with every sample of every epoch trained once and the AUC goal
+    met."""
     shard_log = tmp_path / "shards.log"
-    flexjob(env, "submit", "--detach", str(ctr_spec(tmp_path, shard_log, ps_checkpoint_s=1)))
-    shards_total = EPOCHS * -(-TRAIN_SIZE // SHARD_SIZE)
+    spec = ctr_spec(tmp_path, shard_log, ps_checkpoint_s=1, step_delay=step_delay, max_ps=max_ps)
+    flexjob(env, "submit", "--detach", str(spec))
     wait_until(
-        lambda: shard_log.exists() and len(shard_log.read_text().splitlines()) >= 12,
+        lambda: shard_log.exists() and len(shard_log.read_text().splitlines()) >= after_shards,
         timeout=120,
         interval=0.2,
-        what="a quarter of the shards done",
+        what=f"{after_shards} shards done",
     )
     kill(shard_log)
     wait_until(lambda: phase(home, "ctr-ps") in ("Succeeded", "Failed"), timeout=180, interval=0.5)
     assert phase(home, "ctr-ps") == "Succeeded"
+    logs = flexjob(env, "logs", "ctr-ps", "-r", "worker-0") + flexjob(
+        env, "logs", "ctr-ps", "-r", "worker-1"
+    )
+    assert_every_shard_once_and_auc_met(shard_log, logs)
 
+
+def assert_every_shard_once_and_auc_met(shard_log: Path, logs: str) -> None:
+    """Each shard of every epoch accepted exactly once (the shard log), every sample of every
+    epoch in them, and each worker's held-out AUC within 3% of the ground truth's."""
+    shards_total = EPOCHS * -(-TRAIN_SIZE // SHARD_SIZE)
     lines = [line.split() for line in shard_log.read_text().splitlines()]
     shard_ids = sorted(int(line[0]) for line in lines)
     assert shard_ids == list(range(shards_total))  # each shard accepted exactly once
     samples = sorted(int(i) for line in lines for i in line[1:])
     assert samples == sorted(list(range(TRAIN_SIZE)) * EPOCHS)  # every sample, every epoch
-
-    logs = flexjob(env, "logs", "ctr-ps", "-r", "worker-0") + flexjob(
-        env, "logs", "ctr-ps", "-r", "worker-1"
-    )
     found = [(float(m), float(t)) for m, t in AUC.findall(logs)]
     assert found, logs
     for model_auc, truth_auc in found:
@@ -147,6 +166,40 @@ def test_ctr_job_survives_a_killed_ps_restored_from_its_checkpoint(
     assert "event=ps_restored index=1 num_ps=2" in flexjob(env, "logs", "ctr-ps", "-r", "ps-1")
     master_log = flexjob(env, "logs", "ctr-ps", "-r", "master-0")
     assert "ps 1 relaunched and restored its checkpoint" in master_log  # counted in its stats
+
+
+SET_CHANGED = re.compile(
+    r"event=ps_set_changed version=(\d+) from=(\d+) to=(\d+) rows_before=(\d+) "
+    r"rows_after=(\d+) value_sum_before=(\S+) value_sum_after=(\S+)"
+)
+
+
+def test_ctr_job_goes_from_2_to_3_to_2_ps_with_every_row_moved_once(
+    tmp_path: Path, env: dict[str, str], home: Path
+) -> None:
+    def changes(running: bool = True) -> list[tuple[str, ...]]:
+        if running:
+            ended = phase(home, "ctr-ps") in ("Succeeded", "Failed")
+            assert not ended, "the job ended before the PS changes"
+        log = "".join(LocalPlatform(home).read_logs("default", "ctr-ps-master-0"))
+        return SET_CHANGED.findall(log)
+
+    def scale_2_3_2(shard_log: Path) -> None:
+        flexjob(env, "scale", "ctr-ps", "--ps", "3")
+        wait_until(lambda: len(changes()) >= 1, timeout=60, interval=0.5, what="2 -> 3 PS")
+        flexjob(env, "scale", "ctr-ps", "--ps", "2")
+        wait_until(lambda: len(changes()) >= 2, timeout=60, interval=0.5, what="3 -> 2 PS")
+
+    ctr_job_meets_its_goals(
+        tmp_path, env, home, scale_2_3_2, step_delay=0.02, max_ps=3, after_shards=4
+    )
+    done = changes(running=False)
+    assert [(int(v), int(a), int(b)) for v, a, b, *_ in done] == [(2, 2, 3), (3, 3, 2)]
+    for _, _, _, rows_before, rows_after, sum_before, sum_after in done:
+        assert int(rows_before) == int(rows_after) > 0  # every row came over exactly once
+        assert float(sum_after) == pytest.approx(float(sum_before), rel=1e-9)
+    ps2_log = flexjob(env, "logs", "ctr-ps", "-r", "ps-2")
+    assert "event=ps_set_loaded index=2 num_ps=3 from_num_ps=2" in ps2_log
 
 
 def test_dlrover_and_elasticdl_ps_formats_run_to_succeeded_with_a_flexjob_master(

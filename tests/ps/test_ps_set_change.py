@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from flexjob.api import names
+from flexjob.api import ReplicaType, names
 from flexjob.api.errors import PsSetChangedError
 from flexjob.core.master_config import MasterConfig
 from flexjob.core.ps.set_change import MemberState
@@ -35,13 +35,13 @@ class Replicas:
         self.stops: dict[int, threading.Event] = {}
         self.threads: dict[int, threading.Thread] = {}
 
-    def start(self, index: int, num_ps: int) -> None:
+    def start(self, index: int, num_ps: int, checkpoints: bool = True) -> None:
         config = PsConfig(
             index=index,
             num_ps=num_ps,
             master=self.master,
-            checkpoint_dir=str(self.directory),
-            checkpoint_interval=30.0,
+            checkpoint_dir=str(self.directory) if checkpoints else "",
+            checkpoint_interval=3600.0,
         )
         stop = threading.Event()
         thread = threading.Thread(target=run_ps, args=(config, stop), daemon=True)
@@ -166,3 +166,30 @@ def test_a_paused_ps_refuses_data_calls_and_an_older_client_is_sent_to_re_resolv
     finally:
         client.close()
         newer.close()
+
+
+def test_each_ps_reports_its_load_to_the_masters_stats(
+    master: MasterHandle, replicas: Replicas
+) -> None:
+    replicas.start(0, 2)
+    replicas.start(1, 2)
+    wait_until(lambda: set_version(master) == 1, timeout=30, what="the first PS set")
+    ps = PsSet.from_master(master.address)
+    ps.configure(MODEL.optimizer, MODEL.tables, MODEL.dense)
+    for _ in range(20):
+        ps.lookup("user", IDS)
+
+    def loaded() -> bool:
+        ps.lookup("user", IDS)  # calls in every report's window
+        nodes, _ = master.service.stats_snapshot()
+        return all(
+            f"ps-{i}" in nodes
+            and nodes[f"ps-{i}"].replica_type is ReplicaType.PS
+            and nodes[f"ps-{i}"].latest.partition_bytes > 0
+            and nodes[f"ps-{i}"].latest.memory_bytes > 0
+            and nodes[f"ps-{i}"].latest.requests_per_second > 0
+            for i in range(2)
+        )
+
+    wait_until(loaded, timeout=30, interval=0.2, what="PS load in the master's stats")
+    ps.close()

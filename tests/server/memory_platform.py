@@ -1,8 +1,9 @@
 """An in-memory job store + replica table implementing the parts of ``Platform`` the server and
 the Allocator use. For fast API tests (schemathesis); the local platform covers the real path."""
 
+import copy
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -19,7 +20,20 @@ class MemoryPlatform:
         self.replicas: dict[tuple[str, str], Replica] = {}
         self.services: dict[tuple[str, str], Service] = {}
         self.deleted: list[str] = []
+        self.cluster: dict[tuple[str, str], dict[str, Any]] = {}
         self._lock = threading.Lock()
+
+    def apply_cluster_object(self, body: Mapping[str, Any]) -> bool:
+        key = (str(body["kind"]), str(body["metadata"]["name"]))
+        new = key not in self.cluster
+        self.cluster[key] = copy.deepcopy(dict(body))
+        return new
+
+    def list_cluster_objects(self, kind: str) -> list[dict[str, Any]]:
+        return [copy.deepcopy(v) for (k, _), v in sorted(self.cluster.items()) if k == kind]
+
+    def delete_cluster_object(self, kind: str, name: str) -> None:
+        self.cluster.pop((kind, name), None)
 
     def create_job(self, job: ElasticJob) -> ElasticJob:
         stored = job.model_copy(deep=True)

@@ -4,10 +4,11 @@ or none) and v1 (coordinator, collector, learner, plus the cluster's ``Aggregato
 Every field the formats carry lands in the ``ElasticJob``: a v2 task becomes the replica spec of
 its type (``none`` → ``worker``) and keeps its name; a v1 ``AggregatorConfig`` found beside the
 job is kept whole in ``spec.aggregatorConfig`` and its template becomes the ``aggregator``
-replica spec. A v1 role's template is a recipe, not a count: collectors, learners and
-aggregators start at 0 replicas and the coordinator asks the server for them (up to
-``api.bounds.DI_MAX_REPLICAS`` of each). A task of a preemptible v2 job keeps its replicas at
-start and may be scaled between 1 and ``DI_MAX_REPLICAS``.
+replica spec (without one, the cluster's is used: ``core.logic_learners``). A v1 role's
+template is a recipe, not a count: collectors, learners and aggregators start at 0 replicas
+and the coordinator asks the server for them (up to ``api.bounds.DI_MAX_REPLICAS`` of each). A
+task of a preemptible v2 job keeps its replicas at start and may be scaled between 1 and
+``DI_MAX_REPLICAS``.
 """
 
 from enum import StrEnum
@@ -147,6 +148,11 @@ class AggregatorConfig(ApiModel):
     spec: AggregatorConfigSpec
 
 
+def aggregator_config(raw: dict[str, Any]) -> AggregatorConfig:
+    """A DI ``AggregatorConfig`` document, checked (``SpecError`` naming the bad fields)."""
+    return parse(AggregatorConfig, raw, base=KIND_AGGREGATOR_CONFIG)
+
+
 def convert_v1(raw: dict[str, Any], companions: list[dict[str, Any]]) -> Converted:
     job = parse(DIJobV1, raw)
     roles = {
@@ -155,7 +161,7 @@ def convert_v1(raw: dict[str, Any], companions: list[dict[str, Any]]) -> Convert
         ReplicaType.LEARNER: job.spec.learner,
     }
     aggregators = [c for c in companions if c.get("kind") == KIND_AGGREGATOR_CONFIG]
-    aggregator_config = None
+    kept_config = None
     specs = {
         t: ReplicaSpec(replicas=1, template=r.template)
         if t is ReplicaType.COORDINATOR
@@ -164,11 +170,11 @@ def convert_v1(raw: dict[str, Any], companions: list[dict[str, Any]]) -> Convert
         if r
     }
     if aggregators:
-        config = parse(AggregatorConfig, aggregators[0], base=KIND_AGGREGATOR_CONFIG)
-        aggregator_config = config.model_dump(
+        config = aggregator_config(aggregators[0])
+        kept_config = config.model_dump(
             mode="json", by_alias=True, exclude_none=True, include={"metadata", "spec"}
         )
-        aggregator_config["metadata"] = config.metadata.to_wire()
+        kept_config["metadata"] = config.metadata.to_wire()
         specs[ReplicaType.AGGREGATOR] = on_request_spec(config.spec.aggregator)
     spec = ElasticJobSpec(
         replica_specs=specs,
@@ -176,7 +182,7 @@ def convert_v1(raw: dict[str, Any], companions: list[dict[str, Any]]) -> Convert
         priority_class_name=job.spec.priority_class_name,
         clean_pod_policy=job.spec.clean_pod_policy,
         volumes=job.spec.volumes,
-        aggregator_config=aggregator_config,
+        aggregator_config=kept_config,
     )
     paths = {f"spec.replicaSpecs.{t}": f"spec.{t}" for t in roles}
     paths["spec.aggregatorConfig"] = KIND_AGGREGATOR_CONFIG

@@ -60,6 +60,8 @@ class NodeSampleRow(Base):
     timestamp: Mapped[float] = mapped_column(Float)
     cpu_percent: Mapped[float] = mapped_column(Float)
     memory_mb: Mapped[float] = mapped_column(Float)
+    requests_per_second: Mapped[float | None] = mapped_column(Float, nullable=True)
+    partition_bytes: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
 
 class SpeedSampleRow(Base):

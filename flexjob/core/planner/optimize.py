@@ -21,6 +21,11 @@ from flexjob.core.planner.stats import (
     ReplicaResources,
 )
 from flexjob.core.planner.throughput import ThroughputConfig, plan_worker_count
+from flexjob.core.planner.unbalanced_ps import (
+    UnbalancedPsConfig,
+    find_imbalance,
+    plan_rebalance,
+)
 
 
 class OptimizeStage(StrEnum):
@@ -34,6 +39,7 @@ class EventKind(StrEnum):
     JOB_START = "job-start"
     LOW_THROUGHPUT = "low-throughput"
     HOT_PS = "hot-ps"
+    UNBALANCED_PS = "unbalanced-ps"
     OOM = "oom"
 
 
@@ -48,6 +54,7 @@ class OptimizeEvent:
 class PlannerConfig:
     throughput: ThroughputConfig = field(default_factory=ThroughputConfig)
     hot_ps: HotPsConfig = field(default_factory=HotPsConfig)
+    unbalanced_ps: UnbalancedPsConfig = field(default_factory=UnbalancedPsConfig)
     oom: OomConfig = field(default_factory=OomConfig)
     initial: InitialPlanConfig = field(default_factory=InitialPlanConfig)
 
@@ -109,6 +116,15 @@ def detect_events(
         OptimizeEvent(EventKind.HOT_PS, n, f"{n} CPU above {config.hot_ps.threshold:.0%}")
         for n in hot_ps_nodes(fresh, config.hot_ps)
     ]
+    if (imbalance := find_imbalance(fresh, config.unbalanced_ps)) is not None:
+        events.append(
+            OptimizeEvent(
+                EventKind.UNBALANCED_PS,
+                imbalance.node,
+                f"{imbalance.node} serves {imbalance.load:.4g} {imbalance.measure}, above "
+                f"{config.unbalanced_ps.ratio}x the PS mean {imbalance.mean:.4g}",
+            )
+        )
     if stats.workers() and plan_worker_count(
         stats.speed_samples, stats.workers(), stats.limits, config.throughput
     ):
@@ -177,6 +193,21 @@ def _hot_ps(
     return plan
 
 
+def _unbalanced_ps(
+    event: OptimizeEvent, stats: JobStats, history: Sequence[FinishedJob], config: PlannerConfig
+) -> ResourcePlan:
+    ps = stats.current.get(ReplicaType.PS, ReplicaResources(0))
+    plan = ResourcePlan(job=stats.profile.name)
+    count = plan_rebalance(ps.replicas, stats.limits)
+    if count is None:
+        return plan
+    plan.replica_resources = {
+        ReplicaType.PS: to_spec(ReplicaResources(count, ps.cpu, ps.memory_mb))
+    }
+    plan.reason = f"unbalanced PS ({event.detail}): re-partition over ps {ps.replicas} -> {count}"
+    return plan
+
+
 def _oom(
     event: OptimizeEvent, stats: JobStats, history: Sequence[FinishedJob], config: PlannerConfig
 ) -> ResourcePlan:
@@ -197,6 +228,7 @@ ALGORITHMS: Mapping[EventKind, tuple[str, Algorithm]] = {
     EventKind.JOB_START: ("initial-from-similar-jobs", _initial),
     EventKind.LOW_THROUGHPUT: ("worker-throughput-curve", _workers),
     EventKind.HOT_PS: ("hot-ps", _hot_ps),
+    EventKind.UNBALANCED_PS: ("unbalanced-ps-rehash", _unbalanced_ps),
     EventKind.OOM: ("oom-memory", _oom),
 }
 

@@ -31,6 +31,9 @@ class NodeSample:
     #: CPU cores and memory the replica was given; ``None`` when unknown.
     cpu_limit: float | None = None
     memory_limit_mb: float | None = None
+    #: A PS replica's load: data calls per second and the bytes its partition holds.
+    requests_per_second: float = 0.0
+    partition_bytes: int = 0
 
     @property
     def cpu_utilization(self) -> float:

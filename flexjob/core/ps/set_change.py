@@ -82,15 +82,19 @@ class PsSetInfo:
 
 @dataclass(frozen=True, slots=True)
 class PsMember:
-    """What one PS replica publishes about itself; a PS that left gives the totals of the
-    last checkpoint it wrote (``None``: it held no model)."""
+    """What one PS replica publishes about itself; ``num_ps``: the size of the set it started
+    in (0: unknown); a PS that left gives the totals of the last checkpoint it wrote
+    (``None``: it held no model)."""
 
     address: str
     state: MemberState
     totals: "RowTotals | None" = None
+    num_ps: int = 0
 
     def to_json(self) -> bytes:
         data: dict[str, object] = {"address": self.address, "state": self.state.value}
+        if self.num_ps:
+            data["num_ps"] = self.num_ps
         if self.totals is not None:
             t = self.totals
             data["totals"] = {"rows": t.rows, "id_sum": t.id_sum, "value_sum": t.value_sum}
@@ -106,7 +110,7 @@ class PsMember:
             raise InvalidSpecError(f"state: {data['state']!r} is not one of {allowed}") from None
         t = data.get("totals")
         totals = RowTotals(int(t["rows"]), int(t["id_sum"]), float(t["value_sum"])) if t else None
-        return cls(str(data["address"]), state, totals)
+        return cls(str(data["address"]), state, totals, int(data.get("num_ps", 0)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,8 +132,12 @@ class SetChange:
         return STEPS if self.moves_data else (ChangeStep.PUBLISH,)
 
 
-def initial_set(members: Mapping[int, PsMember], num_ps: int) -> PsSetInfo | None:
-    """The first set (version 1) once PS ``0 .. num_ps-1`` all serve; else ``None``."""
+def initial_set(members: Mapping[int, PsMember], num_ps: int = 0) -> PsSetInfo | None:
+    """The first set (version 1) once PS ``0 .. num_ps-1`` all serve; else ``None``.
+    ``num_ps`` 0: the size the members say they started in (once they all agree)."""
+    if not num_ps:
+        sizes = {m.num_ps for m in members.values()}
+        num_ps = sizes.pop() if len(sizes) == 1 else 0
     if num_ps < 1 or any(
         i not in members or members[i].state is not MemberState.SERVING for i in range(num_ps)
     ):

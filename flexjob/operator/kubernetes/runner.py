@@ -17,7 +17,7 @@ from typing import Any
 import kopf
 import kubernetes.client
 
-from flexjob.api.names import ENV_SERVER_URL, GROUP
+from flexjob.api.names import ENV_SERVER_TOKEN, ENV_SERVER_URL, GROUP
 from flexjob.core.job_master import (
     KUBERNETES_STATE_ROOT,
     JobMasterConfig,
@@ -173,10 +173,19 @@ def make_queue(
     at a time) in threads."""
 
     server_url = os.environ.get(ENV_SERVER_URL)
+    server_token = os.environ.get(ENV_SERVER_TOKEN)
 
     async def handle(key: JobKey) -> object:
         return await asyncio.to_thread(
-            reconcile_job, platform, key[0], key[1], clock(), parallel, job_master, server_url
+            reconcile_job,
+            platform,
+            key[0],
+            key[1],
+            clock(),
+            parallel,
+            job_master,
+            server_url,
+            server_token,
         )
 
     return JobQueue(handle, workers=workers)

@@ -33,6 +33,9 @@ CREATE TABLE IF NOT EXISTS services (
 CREATE TABLE IF NOT EXISTS operator_leases (
     namespace TEXT NOT NULL, job TEXT NOT NULL, holder_pid INTEGER NOT NULL,
     renewed REAL NOT NULL, PRIMARY KEY (namespace, job));
+CREATE TABLE IF NOT EXISTS cluster_objects (
+    kind TEXT NOT NULL, name TEXT NOT NULL, body TEXT NOT NULL, updated REAL NOT NULL,
+    PRIMARY KEY (kind, name));
 CREATE INDEX IF NOT EXISTS events_by_job ON events (namespace, job);
 """
 

@@ -6,14 +6,16 @@ file under ``$FLEXJOB_HOME``. Deciding what to run is ``core.reconcile``'s job, 
 """
 
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from flexjob.api import ElasticJob, ScalePlan, ScalePlanStatus
 from flexjob.core.actions import EventType
 from flexjob.core.replicas import Replica, ReplicaRequest, Service, ServiceRequest
 from flexjob.core.status_patch import StatusPatch
 from flexjob.platform.api import Event, WatchEvent
+from flexjob.platform.local.cluster_objects import LocalClusterObjects
 from flexjob.platform.local.db import Database
 from flexjob.platform.local.leases import LeaseStore
 from flexjob.platform.local.paths import database_path, flexjob_home, job_dir
@@ -31,6 +33,7 @@ class LocalPlatform:
         self.store = LocalJobStore(self.db)
         self.runtime = LocalRuntime(self.db, self.home)
         self.leases = LeaseStore(self.db)
+        self.cluster = LocalClusterObjects(self.db)
 
     # --- jobs ----------------------------------------------------------------------------------
     def create_job(self, job: ElasticJob) -> ElasticJob:
@@ -91,6 +94,16 @@ class LocalPlatform:
 
     def list_events(self, namespace: str, job: str) -> list[Event]:
         return self.store.list_events(namespace, job)
+
+    # --- cluster-scoped objects (DI's AggregatorConfig) ----------------------------------------
+    def apply_cluster_object(self, body: Mapping[str, Any]) -> bool:
+        return self.cluster.apply_cluster_object(body)
+
+    def list_cluster_objects(self, kind: str) -> list[dict[str, Any]]:
+        return self.cluster.list_cluster_objects(kind)
+
+    def delete_cluster_object(self, kind: str, name: str) -> None:
+        self.cluster.delete_cluster_object(kind, name)
 
     # --- replicas and services -----------------------------------------------------------------
     def create_replica(self, request: ReplicaRequest) -> Replica:

@@ -161,7 +161,7 @@ class LeaseShardsResponse(_message.Message):
     def __init__(self, shards: _Optional[_Iterable[_Union[Shard, _Mapping]]] = ..., accepted: _Optional[_Iterable[bool]] = ..., end_of_data: _Optional[bool] = ...) -> None: ...
 
 class StatsRequest(_message.Message):
-    __slots__ = ("node", "cpu_percent", "memory_bytes", "step", "samples_per_second", "world_size", "timestamp")
+    __slots__ = ("node", "cpu_percent", "memory_bytes", "step", "samples_per_second", "world_size", "timestamp", "requests_per_second", "partition_bytes")
     NODE_FIELD_NUMBER: _ClassVar[int]
     CPU_PERCENT_FIELD_NUMBER: _ClassVar[int]
     MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
@@ -169,6 +169,8 @@ class StatsRequest(_message.Message):
     SAMPLES_PER_SECOND_FIELD_NUMBER: _ClassVar[int]
     WORLD_SIZE_FIELD_NUMBER: _ClassVar[int]
     TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    REQUESTS_PER_SECOND_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_BYTES_FIELD_NUMBER: _ClassVar[int]
     node: NodeRef
     cpu_percent: float
     memory_bytes: int
@@ -176,7 +178,9 @@ class StatsRequest(_message.Message):
     samples_per_second: float
     world_size: int
     timestamp: float
-    def __init__(self, node: _Optional[_Union[NodeRef, _Mapping]] = ..., cpu_percent: _Optional[float] = ..., memory_bytes: _Optional[int] = ..., step: _Optional[int] = ..., samples_per_second: _Optional[float] = ..., world_size: _Optional[int] = ..., timestamp: _Optional[float] = ...) -> None: ...
+    requests_per_second: float
+    partition_bytes: int
+    def __init__(self, node: _Optional[_Union[NodeRef, _Mapping]] = ..., cpu_percent: _Optional[float] = ..., memory_bytes: _Optional[int] = ..., step: _Optional[int] = ..., samples_per_second: _Optional[float] = ..., world_size: _Optional[int] = ..., timestamp: _Optional[float] = ..., requests_per_second: _Optional[float] = ..., partition_bytes: _Optional[int] = ...) -> None: ...
 
 class HeartbeatRequest(_message.Message):
     __slots__ = ("node", "timestamp")

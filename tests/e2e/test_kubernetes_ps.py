@@ -1,0 +1,40 @@
+"""The CTR parameter-server job on the Kubernetes path: 2 PS and 2 workers created by the kopf
+operator and run by the process kubelet (the workers reach the PS through their Services),
+a worker pod SIGKILLed once a quarter of the shards are done and relaunched; the job
+Succeeded with every shard of every epoch accepted exactly once and the AUC goal met, as on
+the local platform (``tests/e2e/test_ps_jobs.py``)."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.e2e.k8s_cluster import cluster
+from tests.e2e.test_ps_jobs import assert_every_shard_once_and_auc_met, ctr_spec
+from tests.support.k8s_emulator import wait_for
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
+NAME = "ctr-ps"
+WORKER_0, WORKER_1 = f"{NAME}-worker-0", f"{NAME}-worker-1"
+
+
+async def test_ctr_ps_job_survives_a_killed_worker_pod_with_every_shard_done_once(
+    tmp_path: Path,
+) -> None:
+    shard_log = tmp_path / "shards.log"
+    body = yaml.safe_load(ctr_spec(tmp_path, shard_log, ps_checkpoint_s=1).read_text())
+
+    def shards_done() -> int:
+        return len(shard_log.read_text().splitlines()) if shard_log.exists() else 0
+
+    async with cluster(tmp_path / "cluster") as c:
+        await c.apply_job(body)
+        await wait_for(lambda: shards_done() >= 12, 120, 0.2)
+        c.kill(WORKER_1)
+        phase = await c.wait_phase(NAME, ("Succeeded", "Failed"), 150)
+        logs = c.log(WORKER_0) + c.log(WORKER_1)
+        pods = sorted(p["metadata"]["name"] for p in c.pods(NAME))
+        context = "\n".join(f"--- {p}\n{c.log(p)[-2000:]}" for p in pods)
+        assert phase == "Succeeded", context
+        assert pods == [f"{NAME}-master-0", f"{NAME}-ps-0", f"{NAME}-ps-1", WORKER_0, WORKER_1]
+    assert_every_shard_once_and_auc_met(shard_log, logs)
