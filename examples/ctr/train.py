@@ -14,6 +14,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -54,6 +55,9 @@ class RecordingSource:
             with self.log.open("a") as f:
                 f.write(line + "\n")
         return accepted
+
+    def report_shards(self, dataset: str, shard_ids: Sequence[int]) -> list[bool]:
+        return [self.report_shard(dataset, s) for s in shard_ids]
 
 
 def evaluate(model: DeepFM, data: ctr_data.CtrData, chunk: int = 8192) -> float:

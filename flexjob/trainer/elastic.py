@@ -358,7 +358,8 @@ class ElasticTrainer:
     def _reform(self) -> None:
         """Leave the current world and form the next one, in this process."""
         started = time.monotonic()
-        self._report_peer_shards()
+        if self._broken:  # a planned re-form: every rank committed and reported its shards
+            self._report_peer_shards()
         self._ddp = None
         group.destroy_group()
         after = self.round

@@ -15,8 +15,8 @@ from flexjob.ps.checkpoint_io import file_name, read_snapshot
 from flexjob.trainer.ps_set import PsSet
 from tests.support.polling import wait_until
 
-from .conftest import MODEL
-from .test_ps_set_change import IDS, Replicas, set_version
+from .conftest import MODEL, Replicas, set_version
+from .test_ps_set_change import IDS
 
 
 @pytest.fixture
@@ -33,15 +33,6 @@ def master(tmp_path: Path) -> Iterator[MasterHandle]:
     handle.stop()
 
 
-@pytest.fixture
-def replicas(master: MasterHandle, tmp_path: Path) -> Iterator[Replicas]:
-    r = Replicas(master.address, tmp_path / "ps")
-    yield r
-    for index in list(r.stops):
-        if r.threads[index].is_alive():
-            r.stop(index)
-
-
 def checkpointed_version(directory: Path, index: int) -> int:
     try:
         return read_snapshot(directory / file_name(index, 2)).version
@@ -52,9 +43,7 @@ def checkpointed_version(directory: Path, index: int) -> int:
 def test_the_master_asks_every_ps_for_checkpoints_on_its_interval(
     master: MasterHandle, replicas: Replicas
 ) -> None:
-    replicas.start(0, 2)  # the PS's own interval is an hour: only the master asks
-    replicas.start(1, 2)
-    wait_until(lambda: set_version(master) == 1, timeout=30, what="the first PS set")
+    replicas.first_set(2)  # each PS's own interval is an hour: only the master asks
     ps = PsSet.from_master(master.address)
     ps.configure(MODEL.optimizer, MODEL.tables, MODEL.dense)
     for version in (1, 2):
@@ -72,9 +61,7 @@ def test_the_master_asks_every_ps_for_checkpoints_on_its_interval(
 def test_a_change_that_cannot_run_leaves_the_old_set_serving_and_is_counted(
     master: MasterHandle, replicas: Replicas
 ) -> None:
-    replicas.start(0, 2, checkpoints=False)
-    replicas.start(1, 2, checkpoints=False)
-    wait_until(lambda: set_version(master) == 1, timeout=30, what="the first PS set")
+    replicas.first_set(2, checkpoints=False)
     ps = PsSet.from_master(master.address)
     ps.configure(MODEL.optimizer, MODEL.tables, MODEL.dense)
     before, _ = ps.lookup("user", IDS)
@@ -90,5 +77,5 @@ def test_a_change_that_cannot_run_leaves_the_old_set_serving_and_is_counted(
     assert "checkpoint_dir: this PS has none" in nodes["ps-set"].last_failure
     after, _ = ps.lookup("user", IDS)  # the old set was resumed as it was
     np.testing.assert_array_equal(after, before)
-    assert set_version(master) == 1 and ps.num_ps == 2
+    assert set_version(master.service) == 1 and ps.num_ps == 2
     ps.close()
