@@ -31,6 +31,17 @@ from flexjob.rpc.retry import answered_error, call_with_retry
 log = logging.getLogger(__name__)
 #: Threads per client for calls in flight (a step has at most a few per PS: rows, dense).
 CALL_THREADS = 4
+#: Longest wait between two tries of an unreachable PS: a relaunched PS (restored from its
+#: checkpoint) is answered within this of coming up, not a master-sized second later.
+RETRY_MAX_BACKOFF_S = 0.2
+#: The channel's own reconnect backoff (gRPC's default starts at 1 s and grows by 1.6x, so a
+#: channel that saw a killed PS for a few seconds would not even try its relaunch for longer).
+CHANNEL_OPTIONS = [
+    *GRPC_OPTIONS,
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 200),
+]
 T = TypeVar("T")
 R = TypeVar("R")
 Floats = npt.NDArray[np.float32]
@@ -109,7 +120,7 @@ class PsClient:
         self._metadata = tuple(headers) or None
         self._timeout = timeout
         self._retry_deadline = retry_deadline
-        self._channel = grpc.insecure_channel(address, options=GRPC_OPTIONS)
+        self._channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
         self._stub = pb_grpc.ParameterServerStub(self._channel)  # type: ignore[no-untyped-call]
         self._pool = ThreadPoolExecutor(CALL_THREADS, thread_name_prefix=f"ps-call-{address}")
 
@@ -194,6 +205,7 @@ class PsClient:
             what=f"PS {self.address}",
             timeout=self._timeout,
             retry_deadline=self._retry_deadline,
+            max_backoff=RETRY_MAX_BACKOFF_S,
             metadata=self._metadata,
         )
 
