@@ -123,6 +123,8 @@ KV_PS_ADDRESS_PREFIX = "flexjob/ps/address/"  # + PS index: where that PS replic
 KV_PS_CHECKPOINT_REQUEST = "flexjob/ps/checkpoint-request"  # a new value: every PS checkpoints
 KV_PS_VERSION_PREFIX = "flexjob/ps/version/"  # + PS index: its dense version, every few seconds
 KV_PS_LOST_UPDATES = "flexjob/ps/lost-dense-updates"  # dense updates lost to PS restores, summed
+KV_PS_DIRTY_ROWS_PREFIX = "flexjob/ps/dirty-rows/"  # + PS index: rows pushed since its checkpoint
+KV_PS_LOST_ROWS = "flexjob/ps/lost-rows"  # embedding-row pushes lost to PS restores, summed
 # The PS set trainers use (JSON ``core.ps.set_change.PsSetInfo``: version, addresses), written by
 # the master's PS-set driver; and each PS replica's membership (JSON ``PsMember``: address,
 # state), + PS index, written by that replica every few seconds.

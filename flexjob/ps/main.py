@@ -94,13 +94,18 @@ def run_ps(config: PsConfig, stop: threading.Event | None = None) -> int:
         if master is not None and restored:
             try:
                 lost = report_restore(master, config.index, service.version)
-                log.warning("event=ps_updates_lost index=%d dense_updates=%d", config.index, lost)
+                log.warning(
+                    "event=ps_updates_lost index=%d dense_updates=%d rows=%d",
+                    config.index,
+                    lost.dense_updates,
+                    lost.rows,
+                )
             except FlexjobError as exc:
                 log.warning("event=ps_report_failed master=%s error=%s", config.master, exc)
         while not stop.is_set():
             if master is not None:
                 try:
-                    publish_ps(master, config.index, address, service.version)
+                    publish_ps(master, config.index, address, service.version, service.dirty_rows)
                     publish_member(master, config.index, member.member(address))
                     load = service.stats()  # the master's stats → optimizer / Brain
                     master.report_stats(

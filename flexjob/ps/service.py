@@ -127,6 +127,12 @@ class PsService:
         """Dense updates applied so far (a restored PS: counted from its checkpoint)."""
         return self._store.version
 
+    @property
+    def dirty_rows(self) -> int:
+        """Embedding rows pushed since the last checkpoint copied them (lost if this PS died
+        now; read without the table locks: a count a push later is as good)."""
+        return sum(t.dirty_rows for t in list(self._store.tables.values()))
+
     def snapshot(self) -> tuple[PsSnapshot, float]:
         """A copy of the partition, and the longest time any call waited for it.
 

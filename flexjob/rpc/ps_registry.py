@@ -2,16 +2,18 @@
 
 Each ``flexjob ps`` replica publishes its address under ``KV_PS_ADDRESS_PREFIX + index`` in
 the master's KV store (again every few seconds, so a restarted master learns it back);
-trainers and agents read the whole set. Beside it each PS publishes its dense version, so
-a relaunched PS that restored an older checkpoint can count the dense updates lost
-(``report_restore``: summed under ``KV_PS_LOST_UPDATES`` and a failure in the master's stats
-of node ``ps-<index>``). Each PS also publishes its membership (``publish_member``) and the
-master's PS-set driver publishes the set trainers use (``KV_PS_SET``); ``read_members`` and
-``read_set`` read them through any KV getter (a ``MasterClient``'s or the master's own).
+trainers and agents read the whole set. Beside it each PS publishes its dense version and
+the embedding rows pushed since its last checkpoint, so a relaunched PS that restored that
+checkpoint counts what it lost (``report_restore``: summed under ``KV_PS_LOST_UPDATES`` and
+``KV_PS_LOST_ROWS``, and a failure in the master's stats of node ``ps-<index>``). Each PS
+also publishes its membership (``publish_member``) and the master's PS-set driver publishes
+the set trainers use (``KV_PS_SET``); ``read_members`` and ``read_set`` read them through any
+KV getter (a ``MasterClient``'s or the master's own).
 """
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from flexjob.api import names
 from flexjob.core.ps.set_change import PsMember, PsSetInfo
@@ -22,9 +24,14 @@ KvGet = Callable[[str], bytes | None]
 MEMBER_SCAN_GAP = 4
 
 
-def publish_ps(master: MasterClient, index: int, address: str, version: int) -> None:
+def publish_ps(
+    master: MasterClient, index: int, address: str, version: int, dirty_rows: int = 0
+) -> None:
+    """Publish where PS ``index`` serves, its dense version and the embedding rows it would
+    lose if it died now (``dirty_rows``: pushed since its last checkpoint)."""
     master.kv_set(f"{names.KV_PS_ADDRESS_PREFIX}{index}", address.encode())
     master.kv_set(f"{names.KV_PS_VERSION_PREFIX}{index}", str(version).encode())
+    master.kv_set(f"{names.KV_PS_DIRTY_ROWS_PREFIX}{index}", str(dirty_rows).encode())
 
 
 def publish_member(master: MasterClient, index: int, member: PsMember) -> None:
@@ -52,18 +59,34 @@ def read_set(get: KvGet) -> PsSetInfo | None:
     return PsSetInfo.from_json(raw) if raw else None
 
 
-def report_restore(master: MasterClient, index: int, restored_version: int) -> int:
-    """Count, in the master, the dense updates PS ``index`` lost by restoring a checkpoint
-    at ``restored_version``: the version it last published minus that (a lower bound: it
-    published every few seconds). Returns the count."""
+@dataclass(frozen=True, slots=True)
+class Lost:
+    """What a relaunched PS lost by restoring its checkpoint (lower bounds: the PS before it
+    published every few seconds)."""
+
+    dense_updates: int
+    rows: int
+
+
+def report_restore(master: MasterClient, index: int, restored_version: int) -> Lost:
+    """Count, in the master, what PS ``index`` lost by restoring a checkpoint at
+    ``restored_version``: the dense updates (the version it last published minus that) and
+    the embedding rows pushed since its last checkpoint (the count it last published),
+    summed under ``KV_PS_LOST_UPDATES`` / ``KV_PS_LOST_ROWS`` and as a failure of node
+    ``ps-<index>`` in the master's stats."""
     published = master.kv_get(f"{names.KV_PS_VERSION_PREFIX}{index}") or b"0"
     lost = max(0, int(published.decode() or 0) - restored_version)
     total = master.kv_add(names.KV_PS_LOST_UPDATES, lost)
+    dirty = master.kv_get(f"{names.KV_PS_DIRTY_ROWS_PREFIX}{index}") or b"0"
+    rows = max(0, int(dirty.decode() or 0))
+    rows_total = master.kv_add(names.KV_PS_LOST_ROWS, rows)
+    master.kv_set(f"{names.KV_PS_DIRTY_ROWS_PREFIX}{index}", b"0")  # counted once
     master.report_failure(
         f"ps {index} relaunched and restored its checkpoint at dense version "
-        f"{restored_version}; {lost} dense updates since then lost ({total} in this job)"
+        f"{restored_version}; {lost} dense updates since then lost ({total} in this job), "
+        f"{rows} embedding rows' pushes lost ({rows_total} in this job)"
     )
-    return lost
+    return Lost(lost, rows)
 
 
 def resolve_ps(

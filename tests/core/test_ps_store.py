@@ -135,3 +135,22 @@ def test_bad_dense_push_changes_nothing_and_names_the_field() -> None:
 def test_unconfigured_store_says_configure_first() -> None:
     with pytest.raises(InvalidSpecError, match="call Configure first"):
         PsStore().push_dense({})
+
+
+def test_dirty_rows_count_the_rows_pushed_since_a_checkpoint_copied_them() -> None:
+    table = EmbeddingTable(TableSpec("t", 4), SGD)
+    table.lookup(ids(*range(100)))  # created, never pushed: nothing to lose
+    assert table.dirty_rows == 0
+    table.push(ids(1, 2, 3, 3), np.ones((4, 4), dtype=np.float32))
+    table.push(ids(3, 200), np.ones((2, 4), dtype=np.float32))  # 200: a new row, pushed
+    assert table.dirty_rows == 4
+    out = table.empty_export(table.num_rows)
+    table.export_into(out, 0, 3)  # a checkpoint's copy of slots 0..2 (ids 0, 1, 2)
+    assert table.dirty_rows == 2
+    table.export_into(out, 3, table.num_rows)
+    assert table.dirty_rows == 0
+    table.push(ids(2), np.ones((1, 4), dtype=np.float32))
+    assert table.dirty_rows == 1
+    restored = EmbeddingTable(TableSpec("t", 4), SGD)
+    restored.load(table.export())
+    assert restored.dirty_rows == 0

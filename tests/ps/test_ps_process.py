@@ -16,7 +16,7 @@ from flexjob.ps.checkpoint_io import file_name
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.messages import NodeRef
 from flexjob.rpc.ps_client import PsClient
-from flexjob.rpc.ps_registry import publish_ps, report_restore, resolve_ps
+from flexjob.rpc.ps_registry import Lost, publish_ps, report_restore, resolve_ps
 from tests.support.polling import wait_until
 
 from .conftest import MODEL
@@ -72,17 +72,19 @@ def test_a_restored_ps_counts_its_lost_dense_updates_in_the_master(tmp_path: Pat
     )
     try:
         with MasterClient(master.address, NodeRef("ps-1", "ps", 1)) as ps:
-            publish_ps(ps, 1, "127.0.0.1:1", version=10)
-            assert report_restore(ps, 1, restored_version=7) == 3
-            publish_ps(ps, 1, "127.0.0.1:1", version=9)
-            assert report_restore(ps, 1, restored_version=9) == 0
+            publish_ps(ps, 1, "127.0.0.1:1", version=10, dirty_rows=40)
+            assert report_restore(ps, 1, restored_version=7) == Lost(3, 40)
+            publish_ps(ps, 1, "127.0.0.1:1", version=9, dirty_rows=2)
+            assert report_restore(ps, 1, restored_version=9) == Lost(0, 2)
+            assert report_restore(ps, 1, restored_version=9) == Lost(0, 0)  # counted once
             assert ps.kv_add(names.KV_PS_LOST_UPDATES, 0) == 3
+            assert ps.kv_add(names.KV_PS_LOST_ROWS, 0) == 42
         state = json.loads((tmp_path / "job" / "master_state.json").read_text())
         record = state["stats"]["ps-1"]
-        assert record["failures"] == 2
-        assert (
-            "restored its checkpoint at dense version 9; 0 dense updates"
-            in (record["last_failure"])
+        assert record["failures"] == 3
+        assert record["last_failure"].endswith(
+            "restored its checkpoint at dense version 9; 0 dense updates since then lost "
+            "(3 in this job), 0 embedding rows' pushes lost (42 in this job)"
         )
     finally:
         master.stop()
@@ -112,3 +114,40 @@ def test_a_ps_checkpoints_when_the_masters_kv_asks_for_it(tmp_path: Path) -> Non
         code = proc.wait(timeout=30)
         master.stop()
     assert code == 0
+
+
+def test_a_killed_ps_counts_the_rows_pushed_since_its_checkpoint_as_lost(tmp_path: Path) -> None:
+    master = spawn_master(
+        MasterConfig(job_name="ps-rows", job_dir=str(tmp_path / "job"), host_store=False)
+    )
+    args = [*PS, "--master", master.address, "--checkpoint-dir", str(tmp_path / "ckpt")]
+    first = subprocess.Popen([*args, *LONG_INTERVAL], stdout=subprocess.DEVNULL)
+    second = None
+    try:
+        with MasterClient(master.address, "trainer-0") as mc:
+            (address,) = resolve_ps(mc, 1, timeout=60.0)
+            client = PsClient(address, retry_deadline=10.0)
+            client.configure(MODEL, 1)
+            grads = np.ones((10, 4), dtype=np.float32)
+            client.push_rows("user", np.arange(10, dtype=np.int64), grads)
+            mc.kv_set(names.KV_PS_CHECKPOINT_REQUEST, b"1")
+            ckpt = tmp_path / "ckpt" / file_name(0, 1)
+            wait_until(ckpt.exists, timeout=30, what="checkpoint")
+            after = np.array([8, 9, 10, 11, 12, 13, 14], dtype=np.int64)  # 2 checkpointed
+            client.push_rows("user", after, grads[:7])
+            client.push_rows("user", after[:3], grads[:3])  # the same rows again: still 7
+            client.close()
+            dirty = f"{names.KV_PS_DIRTY_ROWS_PREFIX}0"
+            wait_until(lambda: mc.kv_get(dirty) == b"7", timeout=30, what="7 rows published")
+            first.send_signal(signal.SIGKILL)
+            first.wait(timeout=30)
+            second = subprocess.Popen([*args, *LONG_INTERVAL], stdout=subprocess.DEVNULL)
+            wait_until(
+                lambda: mc.kv_add(names.KV_PS_LOST_ROWS, 0) == 7, timeout=60, what="7 rows lost"
+            )
+            assert mc.kv_add(names.KV_PS_LOST_UPDATES, 0) == 0  # no dense push was made
+    finally:
+        for p in (first, second):
+            if p is not None and p.poll() is None:
+                p.kill()
+        master.stop()

@@ -69,6 +69,7 @@ class EmbeddingTable:
         self._rows = np.empty((0, spec.dim), dtype=np.float32)
         self._slots = {n: np.empty((0, spec.dim), dtype=np.float32) for n in optimizer.slot_names}
         self._steps = np.empty(0, dtype=np.int64)
+        self._dirty = np.zeros(0, dtype=bool)  # per slot: pushed since its last export_into
 
     @property
     def num_rows(self) -> int:
@@ -80,6 +81,12 @@ class EmbeddingTable:
         """Bytes of the rows, slots and step counts created so far."""
         per_row = self.spec.dim * 4 * (1 + len(self._slots)) + 8
         return self.num_rows * per_row
+
+    @property
+    def dirty_rows(self) -> int:
+        """Rows pushed since a checkpoint last copied them (``export_into``): what a PS that
+        dies now loses of this table."""
+        return int(np.count_nonzero(self._dirty[: self.num_rows]))
 
     def lookup(self, ids: IdArray) -> FloatArray:
         """The rows of ``ids`` (``len(ids) x dim``), creating the ones never seen."""
@@ -104,6 +111,7 @@ class EmbeddingTable:
             grads = summed
         where = self._slots_of(unique)
         self._steps[where] += 1
+        self._dirty[where] = True
         params = self._rows[where]
         slots = {n: s[where] for n, s in self._slots.items()}
         apply(self.optimizer, params, grads, slots, self._steps[where])
@@ -149,7 +157,9 @@ class EmbeddingTable:
         return out
 
     def export_into(self, out: RowsExport, start: int, end: int) -> None:
-        """Copy the rows in slots ``[start, end)`` into the same slots of ``out``."""
+        """Copy the rows in slots ``[start, end)`` into the same slots of ``out`` (a
+        checkpoint's copy: those rows count as clean again, ``dirty_rows``)."""
+        self._dirty[start:end] = False
         out.ids[start:end] = self._ids[start:end]
         out.rows[start:end] = self._rows[start:end]
         out.steps[start:end] = self._steps[start:end]
@@ -227,3 +237,6 @@ class EmbeddingTable:
         ids = np.zeros(new_cap, dtype=np.int64)
         ids[:capacity] = self._ids
         self._ids = ids
+        dirty = np.zeros(new_cap, dtype=bool)
+        dirty[:capacity] = self._dirty
+        self._dirty = dirty
