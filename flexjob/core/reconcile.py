@@ -26,6 +26,7 @@ from flexjob.api import (
     ScalePlan,
     ScalePlanPhase,
 )
+from flexjob.api.errors import InvalidSpecError
 from flexjob.api.roles import controlling_type, driving_type, on_request_types, scalable_types
 from flexjob.core import phases
 from flexjob.core.actions import (
@@ -285,7 +286,11 @@ class _Round:
         except UnknownReplicaError as exc:
             self._reject_plan(plan, f"migratePods: no replica {exc} in job {self.job.name}")
             return
-        effect = fold_plan(self.job, plan, counts, self._live())
+        try:
+            effect = fold_plan(self.job, plan, counts, self._live())
+        except InvalidSpecError as exc:  # psHosts naming no PS of this job
+            self._reject_plan(plan, str(exc))
+            return
         if not folded:  # fold each plan once
             self.status.replicas = {**self.status.replicas, **effect.replicas}
             self.status.last_scale_plan = plan.metadata.name

@@ -23,6 +23,7 @@ from flexjob.api import (
     names,
 )
 from flexjob.api.bounds import replica_bounds
+from flexjob.api.errors import InvalidSpecError
 from flexjob.api.roles import ROLE_TRAITS, creation_order, driving_type, on_request_types
 from flexjob.core.job_pod_fields import apply_job_fields
 from flexjob.core.replica_resources import apply_resources
@@ -69,12 +70,52 @@ class PlanEffect:
     remove: tuple[Replica, ...]
 
 
+def ps_hosts_count(job: ElasticJob, plan: ScalePlan) -> int | None:
+    """The PS count ``plan``'s ``psHosts`` asks for (DLRover's meaning: the PS the job runs
+    after the change), or ``None`` when it names none. Each entry is a PS replica of the job,
+    ``<job>-ps-<i>`` or ``ps-<i>``, with or without ``:port``; a PS set is partitioned by index,
+    so the entries must be PS ``0 .. N-1``. ``InvalidSpecError`` naming ``psHosts`` otherwise,
+    or when ``replicaResourceSpecs`` asks for another PS count."""
+    hosts = plan.spec.ps_hosts
+    if not hosts:
+        return None
+    if ReplicaType.PS not in job.spec.replica_specs:
+        raise InvalidSpecError(f"psHosts: job {job.name} has no ps replicas")
+    prefix = f"{ReplicaType.PS.value}-"
+    indexes = []
+    for host in hosts:
+        name = host.rsplit(":", 1)[0]
+        short = name.removeprefix(f"{job.name}-")
+        index = short.removeprefix(prefix)
+        if not short.startswith(prefix) or not index.isdigit():
+            raise InvalidSpecError(
+                f"psHosts: {host!r} is not a ps replica of job {job.name} "
+                f"(allowed: {replica_name(job.name, ReplicaType.PS, 0)}[:port] or "
+                f"{prefix}0, {prefix}1, ...)"
+            )
+        indexes.append(int(index))
+    n = len(hosts)
+    if sorted(indexes) != list(range(n)):
+        raise InvalidSpecError(
+            f"psHosts: names ps {sorted(indexes)}; a PS set of {n} is ps 0 .. {n - 1} "
+            "(its rows are partitioned by PS index)"
+        )
+    explicit = plan.spec.replica_resource_specs.get(ReplicaType.PS)
+    if explicit is not None and explicit.replicas != n:
+        raise InvalidSpecError(
+            f"psHosts: names {n} ps, replicaResourceSpecs.ps.replicas asks for {explicit.replicas}"
+        )
+    return n
+
+
 def fold_plan(
     job: ElasticJob, plan: ScalePlan, counts: Mapping[ReplicaType, int], live: Sequence[Replica]
 ) -> PlanEffect:
     """Apply ``plan`` to the desired ``counts`` given the job's ``live`` (owned, not deleting)
     replicas. Explicit ``replicaResourceSpecs`` counts win; otherwise a type's count drops by
-    the replicas named in ``removePods`` and grows by the ``createPods`` entries."""
+    the replicas named in ``removePods`` and grows by the ``createPods`` entries. ``psHosts``
+    (checked by ``ps_hosts_count``) sets the PS count and removes the live PS it does not
+    name."""
     by_name = {r.name: r for r in live}
     by_slot = {(r.type, r.index): r for r in live}
     remove: dict[str, Replica] = {}
@@ -84,11 +125,20 @@ def fold_plan(
             found = by_slot.get((ref.type, ref.id))
         if found is not None and ROLE_TRAITS[found.type].scalable:
             remove[found.name] = found
+    num_ps = ps_hosts_count(job, plan)
+    if num_ps is not None:
+        for r in live:
+            if r.type is ReplicaType.PS and r.index >= num_ps:
+                remove[r.name] = r
     new_counts: dict[ReplicaType, int] = {
         t: n for t, n in counts.items() if ROLE_TRAITS[t].scalable
     }
+    if num_ps is not None and ReplicaType.PS in new_counts:
+        new_counts[ReplicaType.PS] = num_ps
     for rtype in new_counts:
         explicit = plan.spec.replica_resource_specs.get(rtype)
+        if rtype is ReplicaType.PS and num_ps is not None:
+            continue
         if explicit is not None:
             new_counts[rtype] = max(0, explicit.replicas)
             continue

@@ -27,6 +27,7 @@ from flexjob.api import (
 from flexjob.api.errors import FlexjobError, NotFoundError
 from flexjob.api.names import LABEL_JOB_NAME
 from flexjob.core import planner
+from flexjob.core.replicas import replica_name
 from flexjob.rpc import brain_messages as schemas
 from flexjob.rpc.brain_client import BrainClient
 
@@ -218,8 +219,16 @@ def to_scale_plan(
     node_types: Mapping[str, ReplicaType] | None = None,
 ) -> ScalePlan:
     """The ScalePlan for the operator: new counts per type; nodes with new resources migrate,
-    each with the replica type its ``NodeRef`` reported (``node_types``; a worker if unknown)."""
+    each with the replica type its ``NodeRef`` reported (``node_types``; a worker if unknown).
+    A new PS count also names the PS set the job runs after the change (``psHosts``: its
+    replicas ``<job>-ps-0 .. N-1``; the operator removes the PS it does not name)."""
     types = node_types or {}
+    ps = plan.replica_resources.get(ReplicaType.PS)
+    ps_hosts = (
+        [replica_name(job_name, ReplicaType.PS, i) for i in range(ps.replicas)]
+        if ps is not None
+        else []
+    )
     annotations = {ANNOTATION_REASON: plan.reason[:1000]}
     if plan_id is not None:
         annotations[ANNOTATION_BRAIN_PLAN] = str(plan_id)
@@ -237,6 +246,7 @@ def to_scale_plan(
                 PodRef(name=node, type=types.get(node, ReplicaType.WORKER), resource=res)
                 for node, res in sorted(plan.node_resources.items())
             ],
+            ps_hosts=ps_hosts,
         ),
     )
 

@@ -162,3 +162,68 @@ def test_plan_for_a_type_the_job_lacks_is_rejected(running: Sim) -> None:
     bad.spec.replica_resource_specs = {ReplicaType.PS: ReplicaResourceSpec(replicas=2)}
     assert kinds(running.step(bad)) == ["plan p1 Failed"]
     assert "ps cannot be scaled" in running.plan_updates[-1].message
+
+
+def ps_plan(hosts: list[str], ps: int | None = None) -> ScalePlan:
+    out = plan()
+    out.spec.ps_hosts = hosts
+    if ps is not None:
+        out.spec.replica_resource_specs = {ReplicaType.PS: ReplicaResourceSpec(replicas=ps)}
+    return out
+
+
+@pytest.fixture
+def with_ps() -> Sim:
+    sim = Sim(make_job(workers=1, ps=3))
+    sim.settle()
+    return sim
+
+
+@pytest.mark.parametrize(
+    "hosts",
+    [["demo-ps-0", "demo-ps-1"], ["ps-1:2222", "ps-0:2222"]],
+    ids=["replica-names", "short-names-with-ports"],
+)
+def test_ps_hosts_keep_the_ps_they_name_and_remove_the_others(
+    with_ps: Sim, hosts: list[str]
+) -> None:
+    actions = kinds(with_ps.step(ps_plan(hosts)))
+    assert "plan p1 Succeeded" in actions
+    assert [a for a in actions if a.startswith("delete")] == ["delete demo-ps-2"]
+    assert with_ps.job.status is not None
+    assert with_ps.job.status.replicas[ReplicaType.PS] == 2
+    with_ps.settle()
+    assert sorted(r for r in with_ps.replicas if "-ps-" in r) == ["demo-ps-0", "demo-ps-1"]
+
+
+def test_ps_hosts_naming_a_ps_to_come_grows_the_set(with_ps: Sim) -> None:
+    actions = kinds(with_ps.step(ps_plan(["demo-ps-0", "demo-ps-1", "demo-ps-2", "demo-ps-3"])))
+    assert "plan p1 Succeeded" in actions
+    assert not [a for a in actions if a.startswith("delete")]
+    with_ps.settle()
+    assert sorted(r for r in with_ps.replicas if "-ps-" in r) == [f"demo-ps-{i}" for i in range(4)]
+
+
+@pytest.mark.parametrize(
+    ("hosts", "ps", "says"),
+    [
+        (["other-ps-0"], None, "'other-ps-0' is not a ps replica of job demo"),
+        (["demo-worker-0"], None, "'demo-worker-0' is not a ps replica of job demo"),
+        (["ps-0", "ps-2"], None, "names ps [0, 2]; a PS set of 2 is ps 0 .. 1"),
+        (["ps-0", "ps-0"], None, "names ps [0, 0]"),
+        (["ps-0", "ps-1"], 3, "names 2 ps, replicaResourceSpecs.ps.replicas asks for 3"),
+    ],
+)
+def test_ps_hosts_naming_unknown_ps_reject_the_plan_and_change_nothing(
+    with_ps: Sim, hosts: list[str], ps: int | None, says: str
+) -> None:
+    assert kinds(with_ps.step(ps_plan(hosts, ps))) == ["plan p1 Failed"]
+    message = with_ps.plan_updates[-1].message
+    assert message.startswith("psHosts: ") and says in message
+    assert with_ps.job.status is not None
+    assert with_ps.job.status.replicas.get(ReplicaType.PS, 3) == 3
+
+
+def test_ps_hosts_in_a_job_without_ps_are_rejected(running: Sim) -> None:
+    assert kinds(running.step(ps_plan(["ps-0"]))) == ["plan p1 Failed"]
+    assert running.plan_updates[-1].message == "psHosts: job demo has no ps replicas"

@@ -172,3 +172,14 @@ def test_job_info_reads_limits_and_profile_from_the_spec() -> None:
     assert info.limits == schemas.JobLimitsMessage(
         min_workers=1, max_workers=6, max_cpu=2, max_memory_mb=8192
     )
+
+
+def test_scale_plan_of_a_ps_change_names_the_ps_set_to_run() -> None:
+    grow = ResourcePlan.model_validate({"replicaResources": {"ps": {"replicas": 3}}})
+    assert to_scale_plan(grow, "job", "default", 1).spec.ps_hosts == [
+        "job-ps-0",
+        "job-ps-1",
+        "job-ps-2",
+    ]
+    workers = ResourcePlan.model_validate({"replicaResources": {"worker": {"replicas": 3}}})
+    assert to_scale_plan(workers, "job", "default", 2).spec.ps_hosts == []
