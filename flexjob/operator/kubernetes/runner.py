@@ -18,6 +18,7 @@ import kopf
 import kubernetes.client
 
 from flexjob.api.names import ENV_SERVER_URL, GROUP
+from flexjob.core.actions import CreateService
 from flexjob.core.job_master import (
     KUBERNETES_STATE_ROOT,
     JobMasterConfig,
@@ -175,11 +176,17 @@ def make_queue(
     server_url = os.environ.get(ENV_SERVER_URL)
 
     async def handle(key: JobKey) -> object:
-        return await asyncio.to_thread(
+        passed = await asyncio.to_thread(
             reconcile_job, platform, key[0], key[1], clock(), parallel, job_master, server_url
         )
+        if passed is not None and any(isinstance(a, CreateService) for a in passed.result.actions):
+            # A replica waits for the Service created here, and no watched object may change
+            # to bring the job back (services are not watched): run the next pass now.
+            queue.put(key)
+        return passed
 
-    return JobQueue(handle, workers=workers)
+    queue = JobQueue(handle, workers=workers)
+    return queue
 
 
 async def run_operator(
