@@ -8,14 +8,17 @@ For flexjob also where the time goes, from its master's log (``--job-dir``):
   master up    the master serves (the run process's imports + the master's, torch included),
   world formed the rendezvous round completed (agents' imports + workers importing torch).
 Prints one table of medians with ratios (torchrun / flexjob; below 1: flexjob is slower).
-Not part of the test suite.
+With ``--previous DIR`` (a checkout of an earlier flexjob, e.g. ``git worktree add DIR main``)
+that version runs too, alternating with the others (its package first on ``PYTHONPATH``), and
+a second ratio compares it with this one (previous / flexjob). Not part of the test suite.
 
-    PYTHONPATH=. python benchmarks/startup.py --reps 3
+    PYTHONPATH=. python benchmarks/startup.py --reps 3 [--previous /tmp/flexjob-main]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import statistics
 import subprocess
@@ -29,11 +32,11 @@ HELLO = "import os\nprint('hello from rank', os.environ['RANK'], flush=True)\n"
 BIN = Path(sys.executable).parent
 
 
-def _timed(cmd: list[str], cwd: Path) -> tuple[float, float]:
+def _timed(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, float]:
     """Seconds to the first output line and to the exit of ``cmd``."""
     start = time.time()
     proc = subprocess.Popen(
-        cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
     )
     assert proc.stdout is not None
     first = float("nan")
@@ -57,8 +60,11 @@ def _event_times(log: Path, start: float) -> dict[str, float]:
     return out
 
 
-def run_flexjob(work: Path, rep: int) -> dict[str, float]:
-    job_dir = work / f"job-{rep}"
+def run_flexjob(work: Path, rep: int, package: str = "") -> dict[str, float]:
+    """One ``flexjob run``; ``package``: the checkout to import flexjob from (default: this
+    interpreter's)."""
+    job_dir = work / f"job-{rep}{'-previous' if package else ''}"
+    env = {**os.environ, "PYTHONPATH": package} if package else None
     start = time.time()
     first, end = _timed(
         [
@@ -66,6 +72,7 @@ def run_flexjob(work: Path, rep: int) -> dict[str, float]:
             "--no-progress", "--job-dir", str(job_dir), "hello.py",
         ],
         work,
+        env,
     )  # fmt: skip
     events = _event_times(job_dir / "master.log", start)
     return {
@@ -86,26 +93,39 @@ def run_torchrun(work: Path, rep: int) -> dict[str, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--previous", default="", help="checkout of an earlier flexjob")
     args = parser.parse_args()
+    previous = str(Path(args.previous).resolve()) if args.previous else ""
     results: dict[str, list[dict[str, float]]] = {"flexjob": [], "torchrun": []}
+    if previous:
+        results["previous"] = []
     with tempfile.TemporaryDirectory(prefix="flexjob-startup-") as tmp:
         work = Path(tmp)
         (work / "hello.py").write_text(HELLO)
         for rep in range(args.reps):
             results["flexjob"].append(run_flexjob(work, rep))
             results["torchrun"].append(run_torchrun(work, rep))
+            if previous:
+                results["previous"].append(run_flexjob(work, rep, previous))
     median = {
         name: {k: statistics.median(r[k] for r in runs) for k in runs[0]}
         for name, runs in results.items()
     }
     f, t = median["flexjob"], median["torchrun"]
+    p = median.get("previous", {})
     title = "hello world, 2 processes (median s)"
-    print(f"{title:<38} {'flexjob':>9} {'torchrun':>9} {'ratio':>7}")
+    extra = f" {'previous':>9} {'ratio':>7}" if previous else ""
+    print(f"{title:<38} {'flexjob':>9} {'torchrun':>9} {'ratio':>7}{extra}")
     for key in ("master up", "world formed", "first line", "exit"):
         tv = t.get(key, float("nan"))
         ratio = tv / f[key] if tv == tv else float("nan")
-        print(f"{key:<38} {f[key]:>9.2f} {tv:>9.2f} {ratio:>6.2f}x")
+        row = f"{key:<38} {f[key]:>9.2f} {tv:>9.2f} {ratio:>6.2f}x"
+        if previous:
+            row += f" {p[key]:>9.2f} {p[key] / f[key]:>6.2f}x"
+        print(row)
     print(f"baseline: torchrun --standalone (torch 2.13), {args.reps} reps each, alternating")
+    if previous:
+        print(f"previous: flexjob from {previous}")
     return 0
 
 

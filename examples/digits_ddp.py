@@ -63,6 +63,11 @@ def main() -> None:
     with trainer:
         for step in trainer.steps():
             with trainer.step():
+                if a.step_delay:
+                    # The extra work comes before the gradient all-reduce, like real compute:
+                    # a worker killed in it leaves its step undone everywhere (retried in the
+                    # next world), not done but unreported.
+                    time.sleep(a.step_delay)
                 for micro in trainer.micro_steps(step):
                     idx = torch.tensor(micro.indices, dtype=torch.int64)
                     out = trainer.model(x_tr[idx])
@@ -70,8 +75,6 @@ def main() -> None:
                     loss.backward()
                 optimizer.step()
                 trainer.report_loss(loss.item() / max(len(step.indices), 1))
-                if a.step_delay:
-                    time.sleep(a.step_delay)
         info = world_info()
         steps, reforms = trainer.step_count, trainer.reforms
     if info.rank == 0:

@@ -14,6 +14,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -54,6 +55,9 @@ class RecordingSource:
             with self.log.open("a") as f:
                 f.write(line + "\n")
         return accepted
+
+    def report_shards(self, dataset: str, shard_ids: Sequence[int]) -> list[bool]:
+        return [self.report_shard(dataset, s) for s in shard_ids]
 
 
 def evaluate(model: DeepFM, data: ctr_data.CtrData, chunk: int = 8192) -> float:
@@ -110,7 +114,7 @@ def main() -> int:
         logits = model(torch.from_numpy(train.ids[idx]))
         loss = loss_fn(logits, torch.from_numpy(train.labels[idx]))
         loss.backward()
-        sync.step()
+        sync.step(final=batch.last)  # a shard's gradients are on the PS before it is done
         sampler.commit(batch)
         samples += idx.size
         if args.step_delay:

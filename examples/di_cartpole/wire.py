@@ -19,7 +19,7 @@ import urllib.request
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 Json = dict[str, Any]
 Handler = Callable[[Json], Json]
@@ -98,7 +98,8 @@ class DiServer:
     the operator gives every DI role (``KUBERNETES_SERVER_URL`` and friends)."""
 
     def __init__(self, worker_type: str = "coordinator") -> None:
-        self.url = os.environ["KUBERNETES_SERVER_URL"].rstrip("/")
+        server = urlsplit(os.environ["KUBERNETES_SERVER_URL"])  # DI keeps host and port only
+        self.url = f"{server.scheme}://{server.netloc}"
         self.version = os.environ.get("KUBERNETES_SERVER_API_VERSION", "v1alpha1")
         self.namespace = os.environ["KUBERNETES_POD_NAMESPACE"]
         self.name = os.environ["KUBERNETES_POD_NAME"]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import socket
 import threading
 import time
 
@@ -21,10 +20,12 @@ from flexjob.agent.config import AgentConfig, WorkerState
 from flexjob.agent.hang import collective_timeout_for, stalled_for
 from flexjob.agent.monitor import ResourceMonitor
 from flexjob.agent.oom import memory_limited, oom_kills
+from flexjob.agent.target import preimport_torch
 from flexjob.agent.workers import Worker, status_path, wait_ready
 from flexjob.api import names
 from flexjob.api.errors import FlexjobError
 from flexjob.api.names import ENV_AGENT_PID
+from flexjob.platform.ports import free_port
 from flexjob.platform.stop_signals import StopRequested, raise_on_stop_signals
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.messages import HeartbeatReply, NodeRef, NodeWorld
@@ -58,12 +59,6 @@ class JobFailedElsewhere(AgentError):
 def torch_master_key(store_prefix: str) -> str:
     """KV key holding MASTER_ADDR:MASTER_PORT of a round (for scripts using ``env://``)."""
     return f"{store_prefix}torch-master"
-
-
-def _free_port(host: str) -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
 
 
 class ElasticAgent:
@@ -146,7 +141,8 @@ class ElasticAgent:
             env[names.ENV_COLLECTIVE_TIMEOUT] = str(collective)
         path = status_path(self._run_dir, c.node_id, local_rank)
         env[names.ENV_STATUS_FILE] = str(path)
-        return Worker(local_rank, env, path, c.node_id, c.output)
+        torch_first = preimport_torch(c.target, c.module, env)
+        return Worker(local_rank, env, path, c.node_id, c.output, torch_first)
 
     def _default_checkpoint_dir(self) -> str:
         """``<run dir>/checkpoints/<job incarnation>``: shared by this job's restarts, never
@@ -201,7 +197,7 @@ class ElasticAgent:
         port per round on the rank-0 node, published through the master's KV store."""
         key = torch_master_key(world.store_prefix)
         if world.rank == 0:
-            value = f"{self.config.address}:{_free_port(self.config.address)}"
+            value = f"{self.config.address}:{free_port(self.config.address)}"
             self.client.kv_set(key, value.encode())
             return value
         deadline = time.monotonic() + self.config.rendezvous_timeout

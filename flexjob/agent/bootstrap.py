@@ -2,8 +2,10 @@
 
 The agent starts workers through this module so that the slow part of a start (importing
 torch) happens before the node joins the rendezvous: the running workers then wait only for
-the script's own setup. The agent sends one JSON line on stdin — environment, argv and the
-script or module to run — and the bootstrap runs it as ``__main__``. Not for user imports.
+the script's own setup. With ``--no-torch`` (``agent.target.preimport_torch`` said no: the
+script cannot use torch) it says "ready" at once. The agent sends one JSON line on stdin —
+environment, argv and the script or module to run — and the bootstrap runs it as ``__main__``.
+Not for user imports.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 from flexjob.api.names import ENV_AGENT_PID, ENV_STATUS_FILE
 
 READY_SUFFIX = ".ready"
+NO_TORCH = "--no-torch"
 
 
 _PR_SET_PDEATHSIG = 1
@@ -63,8 +66,9 @@ def _run(message: dict[str, object]) -> None:
 
 def main() -> None:
     die_with_parent()
-    import torch
-    import torch.distributed  # noqa: F401
+    if NO_TORCH not in sys.argv[1:]:
+        import torch
+        import torch.distributed  # noqa: F401
 
     _signal_ready()
     line = sys.stdin.readline()

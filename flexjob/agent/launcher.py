@@ -32,6 +32,7 @@ from flexjob.api.errors import FlexjobError
 from flexjob.core.master_config import MasterConfig
 from flexjob.master.launch import MasterProcess, spawn_master
 from flexjob.observe import timeline
+from flexjob.platform.ports import free_port
 from flexjob.platform.stop_signals import StopRequested, raise_on_stop_signals
 from flexjob.rpc.client import MasterClient
 
@@ -223,8 +224,10 @@ class _Run:
             last_call_timeout=opts.last_call_timeout,
             heartbeat_timeout=opts.heartbeat_timeout,
             num_ps=opts.num_ps,
+            port=free_port(),
         )
-        self.master = spawn_master(self.master_config)
+        # Not waiting for it to serve: the agents start meanwhile (``_wait_master``).
+        self.master = spawn_master(self.master_config, wait=False)
         address = self.master.address
         target = f"-m {opts.target}" if opts.module else opts.target
         print(
@@ -234,6 +237,15 @@ class _Run:
             flush=True,
         )
         return address
+
+    def _wait_master(self) -> None:
+        """Wait until the master started by ``_start_master`` serves."""
+        if self.master is None:
+            return
+        try:
+            self.master.wait_ready()
+        except (RuntimeError, TimeoutError) as exc:
+            raise RunFailure(f"the job master did not start: {exc}") from None
 
     def _start_agents(self, address: str, env: dict[str, str]) -> RunSupervisor:
         opts = self.opts
@@ -264,9 +276,11 @@ class _Run:
         log.info("job %s: master at %s, job dir %s", opts.job_name, address, self.job_dir)
         env = {**os.environ, **opts.env}
         if opts.num_ps:
+            self._wait_master()
             self.servers = start_ps(address, opts.num_ps, env)
             env.update(ps_env(address, opts.num_ps))
         supervisor = self._start_agents(address, env)
+        self._wait_master()
         self.progress = progress = ProgressLine(address, enabled=opts.progress)
         follower = timeline.Follower(Path(self.job_dir))
         with MasterClient(address, "flexjob-run", timeout=2.0, retry_deadline=2.0) as client:

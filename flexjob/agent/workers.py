@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from flexjob.agent.bootstrap import READY_SUFFIX
+from flexjob.agent.bootstrap import NO_TORCH, READY_SUFFIX
 from flexjob.agent.config import WorkerState
 from flexjob.agent.output import OutputConfig, WorkerOutput
 from flexjob.api import names
@@ -37,6 +37,7 @@ class Worker:
         status_file: Path,
         node_id: str = "",
         output: OutputConfig | None = None,
+        preimport_torch: bool = True,
     ) -> None:
         self.local_rank = local_rank
         self.status_file = status_file
@@ -51,7 +52,12 @@ class Worker:
             stale.unlink(missing_ok=True)
         self.output = WorkerOutput(output or OutputConfig(), self._node_id, local_rank, self.label)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "flexjob.agent.bootstrap"],
+            [
+                sys.executable,
+                "-m",
+                "flexjob.agent.bootstrap",
+                *(() if preimport_torch else (NO_TORCH,)),
+            ],
             env=env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

@@ -111,6 +111,9 @@ ENV_COLLECTIVE_TIMEOUT = "FLEXJOB_COLLECTIVE_TIMEOUT"
 # Shards a training process leases from the master per call (default 1; more: fewer calls, a
 # longer tail at the end of an epoch).
 ENV_SHARD_LEASE = "FLEXJOB_SHARD_LEASE"
+# Whether an agent's workers import torch before the node joins: 1, 0 or auto (the default:
+# unless the script imports only the standard library; agent.target.preimport_torch).
+ENV_PREIMPORT_TORCH = "FLEXJOB_PREIMPORT_TORCH"
 
 # Keys in the job master's KV store.
 KV_STEP = "flexjob/progress/step"  # rank 0's step, for progress displays

@@ -2,10 +2,14 @@
 
 Each module listed in ``COMMAND_MODULES`` exposes ``register(app)``. Modules import heavy
 dependencies (torch, kopf, grpc) inside their command functions so that ``flexjob --help``
-stays fast.
+stays fast. A process started with one of the ``PROCESS_COMMANDS`` (the job processes that
+``flexjob run`` and the operator start: run, agent, master, ps) loads only that command's
+module, so a job's processes skip the rest of the CLI (the pydantic job models among it).
 """
 
 import importlib
+import sys
+from collections.abc import Sequence
 
 import typer
 
@@ -36,6 +40,21 @@ COMMAND_MODULES: tuple[str, ...] = (
     "timeline_cmds",
 )
 
+#: Commands that start a job's processes → the one module that registers each.
+PROCESS_COMMANDS: dict[str, str] = {
+    "run": "run_cmd",
+    "agent": "run_cmd",
+    "master": "master_cmd",
+    "ps": "ps_cmd",
+}
+
+
+def command_modules(argv: Sequence[str]) -> tuple[str, ...]:
+    """The modules to load for the command line ``argv``: only the process command's own
+    module when ``argv[1]`` names one, else every module."""
+    module = PROCESS_COMMANDS.get(argv[1]) if len(argv) > 1 else None
+    return (module,) if module else COMMAND_MODULES
+
 
 def _version(value: bool) -> None:
     if value:
@@ -63,5 +82,5 @@ def _root(
         raise typer.Exit(2) from None
 
 
-for _name in COMMAND_MODULES:
+for _name in command_modules(sys.argv):
     importlib.import_module(f"flexjob.cli.{_name}").register(app)

@@ -59,7 +59,6 @@ def master(
     import logging
     import os
 
-    from flexjob.api.load import load_job
     from flexjob.core.master_config import MasterConfig
     from flexjob.master.main import run_master
 
@@ -76,6 +75,8 @@ def master(
     own_host, own_port = _own_address(os.environ.get(names.ENV_MASTER, ""))
     try:
         if job is not None:
+            from flexjob.api.load import load_job  # the readers of every job format: only here
+
             base = MasterConfig.from_job(load_job(job))
         elif config is None:
             assert config_env is not None

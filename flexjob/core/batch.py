@@ -8,10 +8,15 @@ master's ``GetBatchPlan`` answers and ``trainer.fixed_batch_plan`` returns. The 
 this arithmetic. Not for learning-rate scaling or data loading.
 """
 
-from dataclasses import dataclass
+from __future__ import annotations
 
-from flexjob.api import BatchSpec
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from flexjob.api.errors import InvalidSpecError
+
+if TYPE_CHECKING:  # the pydantic model: only its type here (processes start faster)
+    from flexjob.api import BatchSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,14 +43,14 @@ class BatchPlan:
             raise ValueError(f"total_micro_batches must be >= 1, got {self.total_micro_batches}")
 
     @classmethod
-    def for_max_workers(cls, max_workers: int, micro_batch_size: int) -> "BatchPlan":
+    def for_max_workers(cls, max_workers: int, micro_batch_size: int) -> BatchPlan:
         """The global batch of ``max_workers`` workers doing one micro-batch each."""
         if max_workers < 1:
             raise ValueError(f"max_workers must be >= 1, got {max_workers}")
         return cls(micro_batch_size, max_workers)
 
     @classmethod
-    def for_global_batch(cls, global_batch_size: int, micro_batch_size: int) -> "BatchPlan":
+    def for_global_batch(cls, global_batch_size: int, micro_batch_size: int) -> BatchPlan:
         """``global_batch_size`` must be a multiple of ``micro_batch_size``."""
         if micro_batch_size < 1:
             raise ValueError(f"micro_batch_size must be >= 1, got {micro_batch_size}")

@@ -6,12 +6,17 @@ registered by a training script over the master's typed ``RegisterDataset`` call
 Bounded (``api.limits``): a dataset too large for the master to track is refused when made.
 """
 
-from dataclasses import dataclass
+from __future__ import annotations
 
-from flexjob.api import DatasetSpec
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from flexjob.api.errors import InvalidSpecError
 from flexjob.api.limits import dataset_problem
 from flexjob.core.splitters import FileSplitter, RangeSplitter, Splitter, parse_file_entry
+
+if TYPE_CHECKING:  # the pydantic model: only its type here (processes start faster)
+    from flexjob.api import DatasetSpec
 
 DEFAULT_SHARD_SIZE = 64
 

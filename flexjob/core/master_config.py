@@ -11,18 +11,20 @@ No I/O: builds core objects (splitter, batch plan, rendezvous config) but runs n
 import socket
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter
 
-from flexjob.api import ElasticJob, OptimizeMode, ReplicaType, replica_bounds
-from flexjob.api.defaults import apply_defaults
+from flexjob.api import OptimizeMode, ReplicaType
 from flexjob.api.quantity import cpu_cores, memory_mib
 from flexjob.api.roles import ROLE_TRAITS, main_training_type
 from flexjob.core.batch import BatchPlan, batch_plan_from_spec
 from flexjob.core.dataset import Dataset, dataset_from_spec
-from flexjob.core.planner import JobLimits, JobProfile, PlannedJob, ReplicaResources
+from flexjob.core.planner.stats import JobLimits, JobProfile, PlannedJob, ReplicaResources
 from flexjob.core.rendezvous import RendezvousConfig
+
+if TYPE_CHECKING:  # the job models load only when a job is read (processes start faster)
+    from flexjob.api import ElasticJob
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,8 +119,11 @@ class MasterConfig:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
     @classmethod
-    def from_job(cls, job: ElasticJob, **overrides: Any) -> "MasterConfig":
+    def from_job(cls, job: "ElasticJob", **overrides: Any) -> "MasterConfig":
         """The config of ``job``'s master (defaults applied first), then ``overrides``."""
+        from flexjob.api.bounds import replica_bounds
+        from flexjob.api.defaults import apply_defaults
+
         job = apply_defaults(job)
         spec = job.spec
         lo = hi = 1
@@ -151,12 +156,14 @@ class MasterConfig:
 _ADAPTER: TypeAdapter[MasterConfig] = TypeAdapter(MasterConfig)
 
 
-def planned_job(job: ElasticJob) -> PlannedJob:
+def planned_job(job: "ElasticJob") -> PlannedJob:
     """What a planner needs to know of a job: profile keys, limits, requested resources.
 
     User and model come from the labels ``flexjob.dev/user`` and ``flexjob.dev/model``; the
     dataset from ``spec.dataset.name``; caps from replica bounds and container resource limits.
     """
+    from flexjob.api.bounds import replica_bounds
+
     labels = job.metadata.labels
     resources: dict[ReplicaType, ReplicaResources] = {}
     max_cpu: float | None = None

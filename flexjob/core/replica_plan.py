@@ -9,6 +9,7 @@ Not here: phases and restart decisions (``core.phases``). No I/O.
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from flexjob.api import (
     Container,
@@ -179,11 +180,15 @@ def di_env(
 ) -> dict[str, str]:
     """DI-engine's variables for one replica: its pod name and namespace, the server and its
     API version, and its port (the port of its service address: DI's default on Kubernetes,
-    a free one on the local platform)."""
+    a free one on the local platform). DI's client keeps only the host and port of the URL, so
+    a path on it (a server token's per-job key, ``rpc.auth.di_server_url``) also goes in front
+    of the API version."""
+    path = urlsplit(server_url).path.strip("/") if server_url else ""
+    version = f"{path}/{names.DI_SERVER_API_VERSION}" if path else names.DI_SERVER_API_VERSION
     env = {
         names.ENV_DI_POD_NAMESPACE: job.namespace,
         names.ENV_DI_POD_NAME: replica_name(job.name, rtype, index),
-        names.ENV_DI_SERVER_API_VERSION: names.DI_SERVER_API_VERSION,
+        names.ENV_DI_SERVER_API_VERSION: version,
     }
     if server_url is not None:
         env[names.ENV_DI_SERVER_URL] = server_url

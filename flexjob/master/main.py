@@ -96,14 +96,16 @@ class MasterHandle:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _start_store(self) -> None:
-        """Thread: start the TCPStore, then let the service hand out worlds."""
+    def _start_store(self, listen_fd: int, port: int) -> None:
+        """Thread: serve the TCPStore on the socket that already listens on ``port`` (the
+        service hands out worlds with its address meanwhile: clients that connect early wait
+        in the socket's backlog until the store serves)."""
+        address = f"{self.config.public_host}:{port}"
         try:
-            self.store, address = _start_store(self.config)
+            self.store = _serve_store(self.config, listen_fd, port)
         except Exception:
             log.exception("event=store_failed job=%s", self.config.job_name)
             return
-        self.service.set_store_address(address)
         event(log, "store_started", self.config.job_name, store=address)
 
     def _health_loop(self) -> None:
@@ -126,20 +128,25 @@ class MasterHandle:
             log.exception("event=profilings_not_copied job=%s", self.config.job_name)
 
 
-def _start_store(config: MasterConfig) -> tuple[Any, str]:
-    """The job's torch TCPStore, listening on the master's address only: torch's own
-    listener takes every interface whatever host it is given, and the store has no token, so
-    it gets a socket already bound to ``config.host`` (torch owns and closes it)."""
-    from torch.distributed import TCPStore  # type: ignore[attr-defined]  # ~2 s import
-
+def _store_listener(config: MasterConfig) -> tuple[int, int]:
+    """A socket listening for the job's torch TCPStore on the master's address only (torch's
+    own listener takes every interface whatever host it is given, and the store has no token):
+    its file descriptor, for ``_serve_store``, and its port."""
     family, kind, proto, _, addr = socket.getaddrinfo(config.host, 0, type=socket.SOCK_STREAM)[0]
     with socket.socket(family, kind, proto) as listener:
         listener.bind(addr)
         listener.listen(socket.SOMAXCONN)
         port = int(listener.getsockname()[1])
-        fd = listener.detach()
-    store = TCPStore(config.host, port, is_master=True, wait_for_workers=False, master_listen_fd=fd)
-    return store, f"{config.public_host}:{port}"
+        return listener.detach(), port
+
+
+def _serve_store(config: MasterConfig, listen_fd: int, port: int) -> Any:
+    """The job's TCPStore server on the listening socket ``listen_fd`` (torch owns it)."""
+    from torch.distributed import TCPStore  # type: ignore[attr-defined]  # ~2 s import
+
+    return TCPStore(
+        config.host, port, is_master=True, wait_for_workers=False, master_listen_fd=listen_fd
+    )
 
 
 def start_master(
@@ -151,12 +158,18 @@ def start_master(
 
     With ``store_first=False`` the RPC server starts (and ``master.addr`` is written) before
     the torch TCPStore, which starts on a thread: the slow torch import then overlaps the
-    agents' own start-up, and no node gets a world until the store serves."""
+    agents' own start-up. Its socket listens from the start, so worlds name it at once: a
+    process that connects before the store serves waits in the socket's backlog (a script that
+    never uses the store never waits for it)."""
     token = token if token is not None else master_token()
     deferred = config.host_store and not store_first
-    store, store_address = (
-        _start_store(config) if config.host_store and not deferred else (None, "")
-    )
+    store: Any = None
+    store_address = ""
+    if config.host_store:
+        listen_fd, store_port = _store_listener(config)
+        store_address = f"{config.public_host}:{store_port}"
+        if not deferred:
+            store = _serve_store(config, listen_fd, store_port)
     timeline = TimelineRecorder(config.job_name, config.job_dir)
     service = MasterService(config, store_address=store_address)
     server = serve(
@@ -186,7 +199,12 @@ def start_master(
     )
     handle.ps_sets.start()
     if deferred:
-        threading.Thread(target=handle._start_store, name="master-store", daemon=True).start()
+        threading.Thread(
+            target=handle._start_store,
+            args=(listen_fd, store_port),
+            name="master-store",
+            daemon=True,
+        ).start()
     if config.optimize_mode is not OptimizeMode.MANUAL or config.brain_url:
         from flexjob.master.optimizer_loop import OptimizerLoop
 
@@ -199,7 +217,7 @@ def start_master(
         "master_started",
         config.job_name,
         address=handle.address,
-        store=store_address or ("starting" if deferred else "-"),
+        store=store_address or "-",
         min_nodes=config.min_nodes,
         max_nodes=config.max_nodes,
         job_dir=config.job_dir or "-",

@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 #: Job event reason of a replica pending too long.
 PENDING_TOO_LONG_REASON = "ReplicaPendingTooLong"
 #: Seconds one watch call lasts before the watcher re-lists (and checks pending ages).
-WATCH_WINDOW_S = 2.0
+WATCH_WINDOW_S = 5.0
 
 
 class GoneSink(Protocol):
@@ -69,12 +69,16 @@ class NodeWatcher:
         self._thread.start()
 
     def stop(self) -> None:
+        """Stop watching; does not wait out a watch call in flight (the thread is a daemon and
+        acts on nothing once stopped)."""
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(self.window_s + 5)
+            self._thread.join(0.5)
 
     def sync(self, replicas: list[Replica]) -> list[NodeWatchEvent]:
         """Apply the rule to the job's replicas as listed now and act on its events."""
+        if self._stop.is_set():
+            return []
         self._state, found = observe(self._state, replicas, self.clock(), self.pending_timeout)
         for ev in found:
             self._act(ev)

@@ -142,17 +142,26 @@ class PsSetDriver:
             return True
         before: list[RowTotals] = []
         step = ChangeStep.PAUSE
+        took: dict[ChangeStep, float] = {}
+        mark = time.monotonic()
+
+        def done(next_step: ChangeStep) -> ChangeStep:
+            nonlocal mark
+            now = time.monotonic()
+            took[step], mark = now - mark, now
+            return next_step
+
         try:
             paused = [old.addresses[i] for i in change.pause]
             self._each(paused, lambda c: c.pause())
-            step = ChangeStep.CHECKPOINT
+            step = done(ChangeStep.CHECKPOINT)
             written = self._each(paused, lambda c: c.checkpoint())
             departed = self._departed_totals(change)
             before = [d.totals for d in written] + departed
             has_model = any(d.path for d in written) or bool(departed)
-            step = ChangeStep.LOAD
+            step = done(ChangeStep.LOAD)
             after = self._load(new, old.num_ps if has_model else 0)
-            step = ChangeStep.VERIFY
+            step = done(ChangeStep.VERIFY)
             problem = verify_rows(before, after)
             if problem is not None:
                 raise FlexjobError(f"rows lost or doubled in the change: {problem}")
@@ -162,6 +171,11 @@ class PsSetDriver:
         self._publish(new)
         self._each(new.addresses, lambda c: c.resume(new.version))
         self._log_done(change, before, after, began)
+        log.info(
+            "event=ps_set_change_steps version=%d %s",
+            new.version,
+            " ".join(f"{s.value}_s={t:.2f}" for s, t in took.items()),
+        )
         return True
 
     def _load(self, new: PsSetInfo, from_num_ps: int) -> list[RowTotals]:

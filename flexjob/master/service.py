@@ -343,12 +343,6 @@ class MasterService:
     def _dataset(self, name: str) -> ShardManager:
         return self._datasets.get(name)
 
-    def set_store_address(self, address: str) -> None:
-        """The store this master hosts serves at ``address`` (it starts after the RPC server:
-        worlds are handed out once it is set)."""
-        with self._lock:
-            self._store_address = address
-
     def _store_for(self, members: tuple[str, ...]) -> str:
         if self.config.host_store:
             return self._store_address

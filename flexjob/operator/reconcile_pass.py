@@ -40,7 +40,7 @@ from flexjob.operator import observing
 from flexjob.operator.apply import apply_actions
 from flexjob.platform.api import NotFoundError, Platform, Replica, SecretStore
 from flexjob.platform.cluster import with_cluster_objects
-from flexjob.rpc.auth import new_token
+from flexjob.rpc.auth import di_server_url, new_token
 
 logger = logging.getLogger(__name__)
 
@@ -110,10 +110,12 @@ def reconcile_job(
     parallel: int = 1,
     job_master: JobMasterConfig | None = None,
     server_url: str | None = None,
+    server_token: str | None = None,
 ) -> PassResult | None:
     """Run one pass; None when there was no job to reconcile (gone, or being deleted).
     ``job_master``: how to run the master of jobs that need one (``core.job_master``);
-    ``server_url``: the flexjob server DI coordinators ask (``FLEXJOB_SERVER_URL``)."""
+    ``server_url``: the flexjob server DI coordinators ask (``FLEXJOB_SERVER_URL``), which
+    with ``server_token`` (``FLEXJOB_SERVER_TOKEN``) they reach through their job's key."""
     try:
         job = platform.get_job(namespace, name)
     except NotFoundError:
@@ -133,7 +135,7 @@ def reconcile_job(
         services=services,
         plan=plan,
         job_master=job_master,
-        server_url=server_url,
+        server_url=server_url and di_server_url(server_url, server_token, namespace, name),
     )
     apply_in_batches(platform, result.actions, parallel)
     if any(isinstance(a, DeleteJob) for a in result.actions):

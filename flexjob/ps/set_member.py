@@ -2,9 +2,11 @@
 
 Implements ``rpc.ps_control.PsControlBackend`` for the master's driver: ``pause`` closes the
 replica's ``PsGate`` (the version barrier), ``checkpoint`` writes the partition now, ``load``
-drops it and loads this replica's share of a whole earlier set's checkpoints, then writes
-the new layout's checkpoint before answering (so a PS killed right after the change restores
-the new layout), ``resume`` opens the gate to clients of the new set. ``member`` is what the
+drops it and loads this replica's share of a whole earlier set's checkpoints and answers the
+totals of what it now holds (its first checkpoint is written in the background: until the
+new set's files are all written, a PS killed meanwhile restores its share of the old set's
+files, the same state; ``ps.checkpoint_io.latest_set``), ``resume`` opens the gate to clients
+of the new set. ``member`` is what the
 replica publishes about itself; ``leave`` (on SIGTERM) refuses new calls, writes a last
 checkpoint and says so. Not for the protocol's order (``core.ps.set_change``).
 """
@@ -13,7 +15,7 @@ import logging
 from pathlib import Path
 
 from flexjob.api.errors import InvalidSpecError
-from flexjob.core.ps.set_change import MemberState, PsMember, RowTotals
+from flexjob.core.ps.set_change import MemberState, PsMember, RowTotals, snapshot_totals
 from flexjob.ps.checkpoint_io import read_set
 from flexjob.ps.checkpointer import PsCheckpointer
 from flexjob.ps.service import PsService
@@ -65,7 +67,8 @@ class SetMember:
         assert self._directory is not None
         snaps = read_set(self._directory, from_num_ps) if from_num_ps else []
         rows = checkpointer.exclusive(lambda: self._service.reload(index, num_ps, snaps))
-        done = checkpointer.checkpoint_now()
+        totals = snapshot_totals(self._service.snapshot()[0]) if snaps else EMPTY
+        checkpointer.request()  # the new layout's first checkpoint, in the background
         self.state = MemberState.SERVING
         log.info(
             "event=ps_set_loaded index=%d num_ps=%d from_num_ps=%d set_version=%d rows=%d",
@@ -75,7 +78,7 @@ class SetMember:
             set_version,
             rows,
         )
-        return done.totals if done is not None else EMPTY
+        return totals
 
     def resume(self, set_version: int) -> None:
         self._gate.open(set_version)

@@ -48,6 +48,28 @@ def token_matches(header: str | None, token: str) -> bool:
     return scheme.lower() == "bearer" and hmac.compare_digest(value.strip(), token)
 
 
+#: The path prefix of a DI job's key: ``/di/<key>/v1alpha2/replicas`` (docs/di-engine.md).
+DI_KEY_PREFIX = "di"
+
+
+def di_job_key(token: str, namespace: str, job: str) -> str:
+    """The key that lets DI-engine's client (which sends no header) call the server for one job
+    only: an HMAC of ``namespace/job`` under the server's token, carried in the URL path."""
+    return hmac.new(token.encode(), f"{namespace}/{job}".encode(), "sha256").hexdigest()[:32]
+
+
+def di_key_matches(key: str, token: str, namespace: str, job: str) -> bool:
+    return hmac.compare_digest(key, di_job_key(token, namespace, job))
+
+
+def di_server_url(url: str, token: str | None, namespace: str, job: str) -> str:
+    """The server URL a DI job's roles get: with a server token, the job's key as a path
+    (``<url>/di/<key>``); without one, ``url`` itself."""
+    if not token:
+        return url
+    return f"{url.rstrip('/')}/{DI_KEY_PREFIX}/{di_job_key(token, namespace, job)}"
+
+
 def bearer(token: str) -> str:
     return f"Bearer {token}"
 

@@ -27,6 +27,7 @@ from flexjob.api.errors import (
 from flexjob.platform.api import Platform
 from flexjob.server import v1alpha2, v2alpha1
 from flexjob.server.auth import BearerAuth
+from flexjob.server.di_keys import DI_KEY, DiKeyPaths
 from flexjob.server.envelope import Envelope
 from flexjob.server.guards import BodySizeLimit, field_errors, summary
 from flexjob.server.jobs import JobService
@@ -99,7 +100,8 @@ def create_app(platform: Platform, token: str | None = None) -> FastAPI:
     app.add_middleware(JsonByDefault)
     app.add_middleware(BodySizeLimit, refuse=lambda message: _error(413, message))
     if token:
-        app.add_middleware(BearerAuth, token=token, refuse=_unauthorised)
+        app.add_middleware(BearerAuth, token=token, refuse=_unauthorised, key_field=DI_KEY)
+        app.add_middleware(DiKeyPaths, versions=v1alpha2.VERSIONS)  # outside the token check
 
     @app.middleware("http")
     async def _metrics(
@@ -130,5 +132,5 @@ def create_app(platform: Platform, token: str | None = None) -> FastAPI:
 
     app.include_router(v2alpha1.router(store, metrics))
     for version in v1alpha2.VERSIONS:
-        app.include_router(v1alpha2.router(store, metrics, version))
+        app.include_router(v1alpha2.router(store, metrics, version, token))
     return app

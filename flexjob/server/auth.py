@@ -19,15 +19,24 @@ class BearerAuth:
     <token>``; others get ``refuse(UNAUTHORISED)`` (a 401 in the service's own format)."""
 
     def __init__(
-        self, app: ASGIApp, token: str, refuse: Refusal, open_paths: frozenset[str] = OPEN_PATHS
+        self,
+        app: ASGIApp,
+        token: str,
+        refuse: Refusal,
+        open_paths: frozenset[str] = OPEN_PATHS,
+        key_field: str | None = None,
     ) -> None:
         self.app = app
         self.token = token
         self.refuse = refuse
         self.open_paths = open_paths
+        #: A scope field whose presence means the request carries its own credential (a DI
+        #: job's key, checked by the route: ``server.di_keys``).
+        self.key_field = key_field
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope.get("path") not in self.open_paths:
+        keyed = self.key_field is not None and self.key_field in scope
+        if scope["type"] == "http" and scope.get("path") not in self.open_paths and not keyed:
             header = dict(scope.get("headers") or []).get(AUTHORIZATION.encode(), b"")
             if not token_matches(header.decode("latin-1"), self.token):
                 await self.refuse(UNAUTHORISED)(scope, receive, send)

@@ -16,13 +16,14 @@ replicas (their records are removed; the operator creates them again). Not for v
 
 from collections.abc import Sequence
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from flexjob.api import ElasticJob, ReplicaPhase, ReplicaType
 from flexjob.api.errors import ConflictError, InvalidSpecError, NotFoundError
 from flexjob.core.logic_learners import gpu_addresses, is_logic_learner, learner_gpus
 from flexjob.core.replicas import Replica, replica_name
+from flexjob.server.di_keys import DI_KEY, key_allows
 from flexjob.server.envelope import Envelope, ok
 from flexjob.server.jobs import JobService, scale_counts
 from flexjob.server.metrics import ServerMetrics
@@ -104,12 +105,17 @@ def coordinator_of(job: ElasticJob) -> str:
 
 
 class V1Api:
-    def __init__(self, store: JobService, metrics: ServerMetrics) -> None:
+    def __init__(self, store: JobService, metrics: ServerMetrics, token: str | None) -> None:
         self.store = store
         self.metrics = metrics
+        self.token = token
 
-    def find(self, namespace: str, coordinator: str) -> ElasticJob:
-        for job in self.store.jobs(namespace):
+    def jobs(self, namespace: str | None, key: str | None) -> list[ElasticJob]:
+        """The jobs of ``namespace`` a request with ``key`` may see (``server.di_keys``)."""
+        return [j for j in self.store.jobs(namespace) if key_allows(key, self.token, j)]
+
+    def find(self, namespace: str, coordinator: str, key: str | None) -> ElasticJob:
+        for job in self.jobs(namespace, key):
             if coordinator in coordinator_names(job):
                 return job
         raise NotFoundError(f"coordinator: no job in namespace {namespace!r} has {coordinator!r}")
@@ -154,8 +160,8 @@ class V1Api:
             raise InvalidSpecError("collectors.replicas, learners.replicas: both are 0")
         return deltas
 
-    def scale(self, body: JobRequest, sign: int) -> JobResponse:
-        job = self.find(body.namespace, body.coordinator)
+    def scale(self, body: JobRequest, sign: int, key: str | None) -> JobResponse:
+        job = self.find(body.namespace, body.coordinator, key)
         deltas = self.deltas(job, body, sign)
         job, changes = scale_counts(self.store, job.namespace, job.name, deltas, preemptible=False)
         names: dict[ReplicaType, list[str]] = {}
@@ -173,8 +179,8 @@ class V1Api:
             aggregators=names.get(ReplicaType.AGGREGATOR, []),
         )
 
-    def recreate_failed(self, body: FailedRequest) -> JobResponse:
-        job = self.find(body.namespace, body.coordinator)
+    def recreate_failed(self, body: FailedRequest, key: str | None) -> JobResponse:
+        job = self.find(body.namespace, body.coordinator, key)
         live = {r.name: r for r, _ in self.store.replicas(job)}
         chosen = []
         for field, rtype, requested in (
@@ -209,12 +215,25 @@ def _names(replicas: Sequence[Replica], rtype: ReplicaType) -> list[str]:
     return [r.name for r in replicas if r.type is rtype]
 
 
-def router(store: JobService, metrics: ServerMetrics, version: str = VERSIONS[0]) -> APIRouter:
+def _key(request: Request) -> str | None:
+    key = request.scope.get(DI_KEY)
+    return None if key is None else str(key)
+
+
+def router(
+    store: JobService,
+    metrics: ServerMetrics,
+    version: str = VERSIONS[0],
+    token: str | None = None,
+) -> APIRouter:
+    """The v1 API at ``/<version>``; with the server's ``token``, a request that came with a
+    DI job key (``server.di_keys``) reaches only that job."""
     api = APIRouter(prefix=f"/{version}", tags=[version])
-    v1 = V1Api(store, metrics)
+    v1 = V1Api(store, metrics, token)
 
     @api.get("/replicas", response_model=Envelope[JobResponse | list[JobResponse]])
     def get_replicas(
+        request: Request,
         namespace: str | None = Query(None, min_length=1, max_length=253),
         coordinator: str | None = Query(None, min_length=1, max_length=253),
         aggregator: str | None = Query(None, min_length=1, max_length=253),
@@ -224,33 +243,33 @@ def router(store: JobService, metrics: ServerMetrics, version: str = VERSIONS[0]
         if aggregator is not None:
             if namespace is None:
                 raise InvalidSpecError("namespace: required with aggregator")
-            return ok(_of_aggregator(v1, namespace, aggregator))
+            return ok(_of_aggregator(v1, namespace, aggregator, _key(request)))
         if coordinator is not None:
             if namespace is None:
                 raise InvalidSpecError("namespace: required with coordinator")
-            return ok(v1.listing(v1.find(namespace, coordinator)))
-        return ok([v1.listing(job) for job in store.jobs(namespace)])
+            return ok(v1.listing(v1.find(namespace, coordinator, _key(request))))
+        return ok([v1.listing(job) for job in v1.jobs(namespace, _key(request))])
 
     @api.post("/replicas", response_model=Envelope[JobResponse])
-    def add_replicas(body: JobRequest) -> Envelope[JobResponse]:
+    def add_replicas(body: JobRequest, request: Request) -> Envelope[JobResponse]:
         """Add collectors and learners (and aggregators for multi-GPU learners)."""
-        return ok(v1.scale(body, +1))
+        return ok(v1.scale(body, +1, _key(request)))
 
     @api.delete("/replicas", response_model=Envelope[JobResponse])
-    def remove_replicas(body: JobRequest) -> Envelope[JobResponse]:
+    def remove_replicas(body: JobRequest, request: Request) -> Envelope[JobResponse]:
         """Remove collectors and learners (the highest indices go first)."""
-        return ok(v1.scale(body, -1))
+        return ok(v1.scale(body, -1, _key(request)))
 
     @api.post("/replicas/failed", response_model=Envelope[JobResponse])
-    def recreate_failed(body: FailedRequest) -> Envelope[JobResponse]:
+    def recreate_failed(body: FailedRequest, request: Request) -> Envelope[JobResponse]:
         """Recreate the named failed replicas."""
-        return ok(v1.recreate_failed(body))
+        return ok(v1.recreate_failed(body, _key(request)))
 
     return api
 
 
-def _of_aggregator(v1: V1Api, namespace: str, aggregator: str) -> JobResponse:
-    for job in v1.store.jobs(namespace):
+def _of_aggregator(v1: V1Api, namespace: str, aggregator: str, key: str | None) -> JobResponse:
+    for job in v1.jobs(namespace, key):
         listing = {r.name: (r, a) for r, a in v1.store.replicas(job)}
         found = listing.get(aggregator)
         if found is None or found[0].type is not ReplicaType.AGGREGATOR:

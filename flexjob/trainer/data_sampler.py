@@ -116,8 +116,9 @@ class ElasticDistributedSampler(Sampler[int]):
         with self._lock:
             handed, self._handed = self._handed, []
         if handed and self._source is not None:
-            for shard_id in handed:
-                if not self._source.report_shard(self.params.name, shard_id):
+            accepted = self._source.report_shards(self.params.name, handed)
+            for shard_id, ok in zip(handed, accepted, strict=True):
+                if not ok:
                     log.warning("master did not accept shard %d as done", shard_id)
         return len(handed)
 

@@ -108,6 +108,8 @@ class ElasticTrainer:
         self._gen: world.Generation | None = None
         self._ddp: torch.nn.Module | None = None
         self._broken = False
+        #: Nodes wait to join: re-form once the step whose batches are cut has run.
+        self._join_after_step = False
         self._stores = group.StoreCache(timeout_s)
         self._watcher: WaitingWatcher | None = None
         self._status = StatusWriter()
@@ -194,7 +196,8 @@ class ElasticTrainer:
     def steps(self) -> Iterator[Step]:
         """Yield steps until every epoch is done; wrap each step's body in ``trainer.step()``."""
         while True:
-            if self._broken:
+            if self._broken or self._join_after_step:
+                self._join_after_step = False
                 self._reform()
                 continue
             count = micro_batches_of(self.batch_plan)
@@ -203,9 +206,13 @@ class ElasticTrainer:
             if ctl is None:
                 continue
             total, more, reform = ctl
-            if reform:
+            if reform and total == 0:
                 self._reform()
                 continue
+            # Nodes waiting to join re-form the world after this step: the batches already
+            # cut run as planned, so the new world starts from the next global batch in order
+            # (re-forming now would split them over the new plan and reorder the samples).
+            self._join_after_step = reform
             if total == 0:
                 if not more:
                     break
@@ -351,7 +358,8 @@ class ElasticTrainer:
     def _reform(self) -> None:
         """Leave the current world and form the next one, in this process."""
         started = time.monotonic()
-        self._report_peer_shards()
+        if self._broken:  # a planned re-form: every rank committed and reported its shards
+            self._report_peer_shards()
         self._ddp = None
         group.destroy_group()
         after = self.round

@@ -74,10 +74,20 @@ class ShardLeaser:
 
     def report_shard(self, dataset: str, shard_id: int) -> bool:
         """Report at once; lease the next shards in the same call when none is queued."""
-        refill = 0 if self._queue(dataset) or dataset in self._ended else self.lease
-        lease = self._call(dataset, refill, done=(shard_id,))
-        self._held[dataset].discard(shard_id)
-        return lease.accepted[0]
+        return self.report_shards(dataset, (shard_id,))[0]
+
+    def report_shards(self, dataset: str, shard_ids: Sequence[int]) -> list[bool]:
+        """Report ``shard_ids`` in order, up to ``MAX_SHARD_LEASE`` per call; the last call
+        leases the next shards when none is queued."""
+        accepted: list[bool] = []
+        for start in range(0, len(shard_ids), MAX_SHARD_LEASE):
+            chunk = shard_ids[start : start + MAX_SHARD_LEASE]
+            last = start + MAX_SHARD_LEASE >= len(shard_ids)
+            idle = not self._queue(dataset) and dataset not in self._ended
+            lease = self._call(dataset, self.lease if last and idle else 0, done=chunk)
+            self._held[dataset].difference_update(chunk)
+            accepted.extend(lease.accepted)
+        return accepted
 
     def close(self) -> None:
         """Give back the shards leased and never handed out (best effort: a master that

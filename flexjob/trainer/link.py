@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Sequence
 from dataclasses import replace
 
 from flexjob.api import names
@@ -67,6 +68,9 @@ class MasterLink:
 
     def report_shard(self, dataset: str, shard_id: int) -> bool:
         return self.shards.report_shard(dataset, shard_id)
+
+    def report_shards(self, dataset: str, shard_ids: Sequence[int]) -> list[bool]:
+        return self.shards.report_shards(dataset, shard_ids)
 
     def report_shard_as(self, process_id: str, dataset: str, shard_id: int) -> bool:
         """Report ``shard_id`` done as the process ``process_id``: a peer that finished it in

@@ -88,5 +88,12 @@ class PeerShards:
                     log.warning("could not report shard %d for rank %d: %s", shard_id, r, exc)
                     continue
                 accepted += ok
-                log.info("reported shard %d for rank %d (%s): %s", shard_id, r, self._ids[r], ok)
+                log.warning(
+                    "the world broke after a step rank %d (%s) finished shard %d in: reported it "
+                    "for that rank (accepted: %s)",
+                    r,
+                    self._ids[r],
+                    shard_id,
+                    ok,
+                )
         return accepted

@@ -189,6 +189,9 @@ class PsSet:
                 if time.monotonic() >= deadline:
                     raise
                 self.changed(sent_on, exc)
+            except UnavailableError as exc:  # its PS went away for good: was the set changed?
+                if not self.changed(sent_on, exc):
+                    raise
 
     def configure(
         self,

@@ -45,6 +45,10 @@ class ShardSource(Protocol):
 
     def report_shard(self, dataset: str, shard_id: int) -> bool: ...
 
+    def report_shards(self, dataset: str, shard_ids: Sequence[int]) -> list[bool]:
+        """Report several shards (in order; one call to the master where it can)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class Batch:

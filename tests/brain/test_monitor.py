@@ -109,23 +109,10 @@ def test_monitor_command_reports_this_machine_to_the_brain(
     platform = LocalPlatform(home)
     platform.create_job(contract_job("cj"))
     platform.close()
+    cmd = [sys.executable, "-m", "flexjob", "monitor", "--brain", url, "--interval", "0.1"]
+    env = {**os.environ, "FLEXJOB_HOME": str(home)}
     out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "flexjob",
-            "monitor",
-            "--brain",
-            url,
-            "--count",
-            "2",
-            "--interval",
-            "0.1",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "FLEXJOB_HOME": str(home)},
+        [*cmd, "--count", "2"], capture_output=True, text=True, timeout=60, env=env
     )
     assert out.returncode == 0, out.stderr
     assert "2 reports sent" in out.stdout
@@ -133,3 +120,10 @@ def test_monitor_command_reports_this_machine_to_the_brain(
     assert node.name == socket.gethostname() and node.platform == "local"
     [job] = BrainClient(url).cluster_jobs()
     assert (job.name, job.phase, job.platform) == ("default/cj", "Pending", "local")
+    platform = LocalPlatform(home)
+    platform.create_job(contract_job("later"))
+    platform.close()
+    nodes_only = [*cmd, "--count", "1", "--no-jobs"]
+    out = subprocess.run(nodes_only, capture_output=True, text=True, timeout=60, env=env)
+    assert out.returncode == 0, out.stderr
+    assert [j.name for j in BrainClient(url).cluster_jobs()] == ["default/cj"]

@@ -1,10 +1,13 @@
 """The chaos suite's training script: the digits example, logging every sample it trains.
 
-After each step's backward pass (the gradient all-reduce is done: this rank's samples are in
-the update every rank applies) it appends ``epoch idx,idx,...`` to
-``$CHAOS_LOG_DIR/<pid>.samples`` in one ``write``, before the step is committed. A rank killed
-after the all-reduce but before its shard was reported has logged its samples, so a second
-training of them is counted as a duplicate. Rank 0 prints the test accuracy at the end.
+Before each step's backward pass the ranks exchange their batches; after it (the gradient
+all-reduce is done: every rank's samples are in the update) each rank appends the *whole*
+step, one ``epoch round:step idx,idx,...`` line per rank's batch, to
+``$CHAOS_LOG_DIR/<pid>.samples`` in one ``write``, before the step is committed. So a step is
+logged once any rank finished its all-reduce, also when the rank whose samples they are was
+killed inside it (after its gradients went out); the checker counts a sample once per distinct
+``round:step``, and a sample trained in two steps is a duplicate. Rank 0 prints the test
+accuracy at the end.
 
 Knobs (environment): ``CHAOS_DIE_AFTER_STEP=N``: node ``worker-1``'s trainer SIGKILLs itself
 right after logging step N (its all-reduce done, its shard not reported yet), once per log
@@ -22,6 +25,7 @@ import time
 from pathlib import Path
 
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
@@ -72,12 +76,18 @@ def main() -> None:
                 idx = torch.tensor(step.indices, dtype=torch.int64)
                 out = trainer.model(x_tr[idx])
                 loss = F.cross_entropy(out, y_tr[idx], reduction="sum") * step.loss_scale
+                everyone: list[tuple[int, list[int]] | None] = [None] * dist.get_world_size()
+                dist.all_gather_object(everyone, (step.epoch, list(step.indices)))
                 loss.backward()
-                if step.indices:
-                    line = f"{step.epoch} {','.join(map(str, step.indices))}\n"
-                    os.write(fd, line.encode())
-                    if die_now(log_dir, step.number):
-                        os.kill(os.getpid(), signal.SIGKILL)  # after the all-reduce, unreported
+                key = f"{trainer.round}:{step.number}"
+                lines = [
+                    f"{epoch} {key} {','.join(map(str, indices))}\n"
+                    for epoch, indices in filter(None, everyone)
+                    if indices
+                ]
+                os.write(fd, "".join(lines).encode())
+                if step.indices and die_now(log_dir, step.number):
+                    os.kill(os.getpid(), signal.SIGKILL)  # after the all-reduce, unreported
                 optimizer.step()
         info = world_info()
     if info.rank == 0:

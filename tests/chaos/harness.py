@@ -2,9 +2,10 @@
 its real processes with real signals at random points, and check every sample.
 
 Shared by the short suite (``tests/chaos``) and the long form (``benchmarks/chaos.py``).
-``check_samples`` is the exactly-once checker: each (epoch, index) of the dataset must appear
-exactly once in the training script's logs (``chaos_train.py`` logs a step's samples right after
-its all-reduce, so a step repeated after a rank died past that point is a duplicate).
+``check_samples`` is the exactly-once checker: each (epoch, index) of the dataset must be
+trained in exactly one step (``chaos_train.py``: every rank logs the whole step right after its
+all-reduce, so a step counts once any rank finished it, and a sample trained again in a later
+step after a rank died past that point is a duplicate).
 ``orphans`` finds processes of a job still alive after it ended. Killing the operator
 (``flexjob submit`` runs the job's local operator) restarts it with
 ``flexjob operator --platform local NAME``, which adopts the replicas still running; from then
@@ -77,14 +78,17 @@ class SampleCheck:
 
 
 def read_samples(log_dir: Path) -> Counter[tuple[int, int]]:
-    counts: Counter[tuple[int, int]] = Counter()
+    """How many distinct steps trained each (epoch, index) (lines ``epoch round:step idx,...``;
+    every rank of a step logs the whole step)."""
+    seen: set[tuple[str, int, int]] = set()
     for path in log_dir.glob("*.samples"):
         for line in path.read_text().splitlines():
-            epoch, _, indices = line.partition(" ")
-            if not indices:
+            parts = line.split(" ")
+            if len(parts) != 3 or not parts[2]:
                 continue  # a torn last line cannot happen (one write), but never count one
-            counts.update((int(epoch), int(i)) for i in indices.split(","))
-    return counts
+            epoch, key, indices = int(parts[0]), parts[1], parts[2]
+            seen.update((key, epoch, int(i)) for i in indices.split(","))
+    return Counter((epoch, i) for _, epoch, i in seen)
 
 
 def check_samples(log_dir: Path, epochs: int, size: int = TRAIN_SIZE) -> SampleCheck:

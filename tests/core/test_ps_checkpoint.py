@@ -10,7 +10,7 @@ from flexjob.core.ps.checkpoint import PsSnapshot, check_complete, restore, snap
 from flexjob.core.ps.optim import OptimizerKind, OptimizerSpec
 from flexjob.core.ps.partition import assign_dense, row_owners, split_ids
 from flexjob.core.ps.store import ModelSpec, PsStore
-from flexjob.core.ps.table import TableSpec
+from flexjob.core.ps.table import RowsExport, TableSpec
 
 ADAM = OptimizerSpec(OptimizerKind.ADAM, lr=0.05)
 TABLES = (TableSpec("user", 4, init_scale=0.1), TableSpec("item", 3, num_rows=5000, seed=2))
@@ -136,3 +136,15 @@ def test_incomplete_or_mixed_snapshot_sets_are_refused() -> None:
     with pytest.raises(InvalidSpecError, match=r"index: 2 must be in \[0, 2\)"):
         restore(PsStore(), two, 2, 2)
     assert check_complete(three) == 3
+
+
+def test_rows_with_a_duplicate_id_are_refused_by_an_empty_table() -> None:
+    store = PsStore()
+    store.configure(ModelSpec(ADAM, TABLES, {}))
+    table = store.tables["user"]
+    ids = np.array([5, 9, 5], dtype=np.int64)
+    rows = np.zeros((3, 4), dtype=np.float32)
+    slots = {k: rows.copy() for k in ADAM.slot_names}
+    with pytest.raises(InvalidSpecError, match="duplicate ids in rows loaded into 'user'"):
+        table.load(RowsExport(ids, rows, slots, np.zeros(3, dtype=np.int64)))
+    assert table.num_rows == 0

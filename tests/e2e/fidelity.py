@@ -18,6 +18,8 @@ from flexjob.core.batch import BatchPlan
 from flexjob.core.master_config import MasterConfig
 from tests.e2e.jobs import Job, poll, start_agent, start_run
 
+#: Seconds a run may take to reach a point in its progress (torch imports on a loaded machine).
+STARTUP_TIMEOUT = 150.0
 GLOBAL_BATCH = 240
 MICRO_BATCH = 16
 #: Plain SGD at a modest rate: the final loss then depends on the global batch, not on noise.
@@ -64,12 +66,13 @@ def _run(tmp: Path, *, elastic: bool, timeout: float) -> RunResult:
         job = start_run(tmp, *flags, script_args=args)
         extra = []
         if elastic:
-            probe.wait_progress(0.25, world_size=2)
+            # Generous bounds: on a loaded machine the first world takes a while to import torch.
+            probe.wait_progress(0.25, world_size=2, timeout=STARTUP_TIMEOUT)
             victim = poll("a worker process", lambda: job.workers()[:1] if job else None, 30)[0]
             victim.kill()
-            probe.wait_progress(0.45)
+            probe.wait_progress(0.45, timeout=STARTUP_TIMEOUT)
             extra.append(start_agent(job, tmp, "late-1", args))
-            probe.wait_progress(0.0, world_size=3, timeout=60)
+            probe.wait_progress(0.0, world_size=3, timeout=STARTUP_TIMEOUT)
         assert job.wait(timeout) == 0, job.output()
         if extra:
             poll(
@@ -90,11 +93,11 @@ def _run(tmp: Path, *, elastic: bool, timeout: float) -> RunResult:
             master.wait()
 
 
-def fixed_world_run(tmp: Path, timeout: float = 120.0) -> RunResult:
+def fixed_world_run(tmp: Path, timeout: float = 240.0) -> RunResult:
     """Two nodes from start to end."""
     return _run(tmp, elastic=False, timeout=timeout)
 
 
-def elastic_run(tmp: Path, timeout: float = 120.0) -> RunResult:
+def elastic_run(tmp: Path, timeout: float = 240.0) -> RunResult:
     """Two nodes; one worker killed at 25% (its agent restarts it), a third node joins at 45%."""
     return _run(tmp, elastic=True, timeout=timeout)

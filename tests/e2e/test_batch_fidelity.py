@@ -2,13 +2,17 @@
 gains a node mid-way ends within 1% of the final loss of a fixed two-node run (same global
 batch, same seed). The numbers: ``python benchmarks/batch_fidelity.py``.
 
-Two whole jobs take about two minutes on a loaded machine, over the suite's budget: set
-``FLEXJOB_FIDELITY_TEST=1`` to run it."""
+The two runs are independent jobs, so they run side by side (the fixed run's result does not
+depend on timing). Still about 15 processes that import torch (93 s of CPU; 170 s of wall time
+on the shared 2-core machine): over the suite's budget, so set ``FLEXJOB_FIDELITY_TEST=1`` to
+run it. What makes the bound hold is checked in the suite by
+``tests/trainer/test_fixed_batch_trainer.py`` (a join waits for the step in flight)."""
 
 from __future__ import annotations
 
 import os
 import re
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -17,7 +21,7 @@ from tests.e2e.fidelity import elastic_run, fixed_world_run
 
 pytestmark = [
     pytest.mark.e2e,
-    pytest.mark.timeout(300),
+    pytest.mark.timeout(600),
     pytest.mark.skipif(
         os.environ.get("FLEXJOB_FIDELITY_TEST") != "1", reason="set FLEXJOB_FIDELITY_TEST=1"
     ),
@@ -25,8 +29,11 @@ pytestmark = [
 
 
 def test_elastic_run_ends_within_one_percent_of_the_fixed_world_loss(tmp_path: Path) -> None:
-    fixed = fixed_world_run(tmp_path / "fixed")
-    elastic = elastic_run(tmp_path / "elastic")
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        fixed_future = pool.submit(fixed_world_run, tmp_path / "fixed")
+        elastic = elastic_run(tmp_path / "elastic")
+        fixed = fixed_future.result()
     assert re.search(r"world_size=2\b", fixed.output), fixed.output
     assert "reforms=0" not in elastic.output, elastic.output
+    assert re.search(r"world_size=3\b", elastic.output), elastic.output
     assert abs(elastic.loss - fixed.loss) <= 0.01 * fixed.loss, (fixed.loss, elastic.loss)

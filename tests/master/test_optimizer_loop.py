@@ -6,7 +6,7 @@ import pytest
 from flexjob.api import ElasticJob, OptimizeMode, ReplicaType
 from flexjob.core import planner
 from flexjob.core.master_config import MasterConfig
-from flexjob.master.optimizer import JobOptimizer
+from flexjob.master.optimizer import ANNOTATION_REASON, JobOptimizer
 from flexjob.master.optimizer_loop import DirectorySink, OptimizerLoop, job_info_from_config
 from flexjob.master.stats import NodeRecord
 from flexjob.platform.local import LocalPlatform
@@ -166,3 +166,31 @@ def test_scale_plans_go_to_the_local_platform_for_its_operator(
     loop.tick()
     [plan] = platform.list_scale_plans("ns", "j")
     assert plan.spec.owner_job == "j" and plan.spec.migrate_pods[0].resource.memory == 1536
+
+
+def test_ps_load_reported_by_the_ps_replicas_plans_one_more_ps() -> None:
+    """Real PS stats (requests/s, partition bytes) reach the planner: one PS serving 9x the
+    others gets the set re-partitioned over one more PS (a ScalePlan the operator and the
+    master's PS-set driver carry out)."""
+    master, sink = FakeMaster(), []
+    job = schemas.JobInfoMessage(
+        name="job",
+        resources={
+            ReplicaType.WORKER: schemas.ReplicaResourcesMessage(replicas=2, memory_mb=1024),
+            ReplicaType.PS: schemas.ReplicaResourcesMessage(replicas=2, memory_mb=1024),
+        },
+    )
+    loop = _loop(master, sink, job)
+    for t in range(3):
+        for index, rate in enumerate((900.0, 100.0)):
+            node = f"ps-{index}"
+            rec = master.nodes.setdefault(node, NodeRecord(replica_type=ReplicaType.PS))
+            rec.latest = NodeStats(20.0, 2**28, 0, 0.0, 0, 10.0 + t, rate, 2**20)
+            rec.reports += 1
+        loop.feed()
+    loop.tick()
+    plans = [p for p in sink if ReplicaType.PS in p.spec.replica_resource_specs]  # type: ignore[attr-defined]
+    assert plans, sink
+    assert plans[-1].spec.replica_resource_specs[ReplicaType.PS].replicas == 3  # type: ignore[attr-defined]
+    reason = plans[-1].metadata.annotations[ANNOTATION_REASON]  # type: ignore[attr-defined]
+    assert "unbalanced PS (ps-0 serves 900 requests/s" in reason

@@ -1,4 +1,6 @@
+import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -6,10 +8,15 @@ import pytest
 from flexjob.core.ps.optim import OptimizerKind, OptimizerSpec
 from flexjob.core.ps.store import ModelSpec
 from flexjob.core.ps.table import TableSpec
+from flexjob.master.main import MasterHandle
+from flexjob.master.service import MasterService
+from flexjob.ps.main import PsConfig, run_ps
 from flexjob.ps.service import PsService
 from flexjob.rpc.ps_client import PsClient
+from flexjob.rpc.ps_registry import read_set
 from flexjob.rpc.ps_server import serve_ps
 from flexjob.rpc.server import RunningServer
+from tests.support.polling import wait_until
 
 MODEL = ModelSpec(
     OptimizerSpec(OptimizerKind.SGD, lr=0.5),
@@ -30,3 +37,50 @@ def client(server: RunningServer) -> Iterator[PsClient]:
     c = PsClient(server.address, retry_deadline=5.0)
     yield c
     c.close()
+
+
+def set_version(kv: MasterService) -> int:
+    current = read_set(kv.kv_get)
+    return current.version if current is not None else 0
+
+
+class Replicas:
+    def __init__(self, master: MasterHandle, directory: Path) -> None:
+        self.master, self.directory = master.address, directory
+        self.kv = master.service
+        self.stops: dict[int, threading.Event] = {}
+        self.threads: dict[int, threading.Thread] = {}
+
+    def start(self, index: int, num_ps: int, checkpoints: bool = True) -> None:
+        config = PsConfig(
+            index=index,
+            num_ps=num_ps,
+            master=self.master,
+            checkpoint_dir=str(self.directory) if checkpoints else "",
+            checkpoint_interval=3600.0,
+        )
+        stop = threading.Event()
+        thread = threading.Thread(target=run_ps, args=(config, stop), daemon=True)
+        thread.start()
+        self.stops[index], self.threads[index] = stop, thread
+
+    def first_set(self, num_ps: int, checkpoints: bool = True) -> None:
+        """Start PS ``0 .. num_ps-1`` and wait for the master's first PS set."""
+        for index in range(num_ps):
+            self.start(index, num_ps, checkpoints)
+        wait_until(lambda: set_version(self.kv) == 1, timeout=30, what="the first PS set")
+
+    def stop(self, index: int) -> None:
+        self.stops[index].set()
+        self.threads[index].join(timeout=60)
+        assert not self.threads[index].is_alive()
+
+
+@pytest.fixture
+def replicas(master: MasterHandle, tmp_path: Path) -> Iterator[Replicas]:
+    """``run_ps`` replicas of the test module's ``master``, stopped at the end."""
+    r = Replicas(master, tmp_path / "ps")
+    yield r
+    for index in list(r.stops):
+        if r.threads[index].is_alive():
+            r.stop(index)

@@ -16,7 +16,6 @@ from flexjob.api.errors import PsSetChangedError
 from flexjob.core.master_config import MasterConfig
 from flexjob.core.ps.set_change import MemberState
 from flexjob.master.main import MasterHandle, start_master
-from flexjob.ps.main import PsConfig, run_ps
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.ps_client import PsClient
 from flexjob.rpc.ps_control import PsControlClient
@@ -24,34 +23,9 @@ from flexjob.rpc.ps_registry import read_members, read_set
 from flexjob.trainer.ps_set import PsSet
 from tests.support.polling import wait_until
 
-from .conftest import MODEL
+from .conftest import MODEL, Replicas, set_version
 
 IDS = np.arange(1000, dtype=np.int64)
-
-
-class Replicas:
-    def __init__(self, master: str, directory: Path) -> None:
-        self.master, self.directory = master, directory
-        self.stops: dict[int, threading.Event] = {}
-        self.threads: dict[int, threading.Thread] = {}
-
-    def start(self, index: int, num_ps: int) -> None:
-        config = PsConfig(
-            index=index,
-            num_ps=num_ps,
-            master=self.master,
-            checkpoint_dir=str(self.directory),
-            checkpoint_interval=30.0,
-        )
-        stop = threading.Event()
-        thread = threading.Thread(target=run_ps, args=(config, stop), daemon=True)
-        thread.start()
-        self.stops[index], self.threads[index] = stop, thread
-
-    def stop(self, index: int) -> None:
-        self.stops[index].set()
-        self.threads[index].join(timeout=60)
-        assert not self.threads[index].is_alive()
 
 
 @pytest.fixture
@@ -66,20 +40,6 @@ def master(tmp_path: Path) -> Iterator[MasterHandle]:
     handle.stop()
 
 
-@pytest.fixture
-def replicas(master: MasterHandle, tmp_path: Path) -> Iterator[Replicas]:
-    r = Replicas(master.address, tmp_path / "ps")
-    yield r
-    for index in list(r.stops):
-        if r.threads[index].is_alive():
-            r.stop(index)
-
-
-def set_version(master: MasterHandle) -> int:
-    current = read_set(master.service.kv_get)
-    return current.version if current is not None else 0
-
-
 def every_row(ps: PsSet) -> np.ndarray:
     rows, split = ps.lookup("user", IDS)
     return rows[split.inverse]
@@ -91,9 +51,7 @@ def test_the_set_grows_and_shrinks_while_a_trainer_pushes_and_no_row_or_push_is_
 ) -> None:
     """``combined``: each step's gradients travel with the next step's lookup (PushLookup,
     as ``PsEmbedding(defer_push=True)`` sends them); a refused part is re-sent by itself."""
-    replicas.start(0, 2)
-    replicas.start(1, 2)
-    wait_until(lambda: set_version(master) == 1, timeout=30, what="the first PS set")
+    replicas.first_set(2)
     with MasterClient(master.address, "probe") as probe:
         first = read_set(probe.kv_get)
     assert first is not None and first.num_ps == 2
@@ -120,13 +78,15 @@ def test_the_set_grows_and_shrinks_while_a_trainer_pushes_and_no_row_or_push_is_
             pushes += 1
 
     def change_to(target: int, change: Callable[[], None]) -> None:
-        before = set_version(master)
+        before = set_version(master.service)
         done = threading.Event()
         trainer = threading.Thread(target=push_until, args=(done,))
         trainer.start()
         wait_until(lambda: pushes > 2, timeout=30, what="pushes before the change")
         change()
-        wait_until(lambda: set_version(master) > before, timeout=60, what=f"the set of {target}")
+        wait_until(
+            lambda: set_version(master.service) > before, timeout=60, what=f"the set of {target}"
+        )
         wait_until(lambda: ps.num_ps == target, timeout=60, what="the trainer re-resolved")
         at = pushes
         wait_until(lambda: pushes > at + 2, timeout=30, what="pushes after the change")
@@ -145,9 +105,7 @@ def test_the_set_grows_and_shrinks_while_a_trainer_pushes_and_no_row_or_push_is_
 def test_a_paused_ps_refuses_data_calls_and_an_older_client_is_sent_to_re_resolve(
     master: MasterHandle, replicas: Replicas
 ) -> None:
-    replicas.start(0, 2)
-    replicas.start(1, 2)
-    wait_until(lambda: set_version(master) == 1, timeout=30, what="the first PS set")
+    replicas.first_set(2)
     raw = master.service.kv_get(f"{names.KV_PS_ADDRESS_PREFIX}0")
     assert raw
     address = raw.decode()
@@ -171,9 +129,7 @@ def test_a_paused_ps_refuses_data_calls_and_an_older_client_is_sent_to_re_resolv
 def test_each_ps_reports_its_load_to_the_masters_stats(
     master: MasterHandle, replicas: Replicas
 ) -> None:
-    replicas.start(0, 2)
-    replicas.start(1, 2)
-    wait_until(lambda: set_version(master) == 1, timeout=30, what="the first PS set")
+    replicas.first_set(2)
     ps = PsSet.from_master(master.address)
     ps.configure(MODEL.optimizer, MODEL.tables, MODEL.dense)
     for _ in range(20):

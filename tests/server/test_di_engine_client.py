@@ -10,6 +10,7 @@ import socket
 import sys
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -71,14 +72,20 @@ def answers(address: str) -> str:
         return conn.recv(100).decode()
 
 
-@pytest.fixture
-def running(tmp_path: Path) -> Iterator[tuple[str, LocalPlatform, Path, Path]]:
+@contextmanager
+def driven(
+    tmp_path: Path, token: str | None = None
+) -> Iterator[tuple[str, LocalPlatform, Path, Path]]:
+    """The DIJob run by the local operator loop next to a real ``flexjob server`` (with
+    ``token``, the operator knows it too); the server URL, platform, out dir and stop file."""
     home, out, stop = tmp_path / "home", tmp_path / "out", tmp_path / "stop"
     out.mkdir()
     platform = LocalPlatform(home)
-    with flexjob_server(home) as url:
+    with flexjob_server(home, token=token) as url:
         platform.create_job(dijob(out, stop))
-        loop = LocalJobLoop(platform, "default", "cp", interval=0.05, server_url=url)
+        loop = LocalJobLoop(
+            platform, "default", "cp", interval=0.05, server_url=url, server_token=token
+        )
         halt = threading.Event()
         thread = threading.Thread(target=loop.run, args=(halt,), daemon=True)
         thread.start()
@@ -91,6 +98,12 @@ def running(tmp_path: Path) -> Iterator[tuple[str, LocalPlatform, Path, Path]]:
             for job in platform.list_jobs(None):
                 platform.delete_job(job.namespace, job.name)
             platform.close()
+
+
+@pytest.fixture
+def running(tmp_path: Path) -> Iterator[tuple[str, LocalPlatform, Path, Path]]:
+    with driven(tmp_path) as started:
+        yield started
 
 
 def record(out: Path, name: str) -> dict[str, Any]:
@@ -159,3 +172,42 @@ def test_di_engines_client_scales_a_dijob_through_the_server(
         timeout=60,
         what="the job Succeeded with its coordinator",
     )
+
+
+def test_di_engines_client_reaches_a_server_with_a_token_through_its_jobs_key(
+    tmp_path: Path,
+) -> None:
+    """The operator gives the roles the server's URL with their job's key (the server has a
+    token; DI's client sends no header); the client built from that environment as DI builds
+    it scales the job; without the key it is refused."""
+    token = "a-server-token"
+    with driven(tmp_path, token) as (url, _, out, _):
+        env = record(out, "cp-coordinator-0")["env"]
+        assert env["KUBERNETES_SERVER_URL"].startswith(f"{url}/di/")
+        assert env["KUBERNETES_SERVER_API_VERSION"].endswith("/v1alpha2")
+        assert token not in json.dumps(env)
+        with operator_server_class(tmp_path / "ding") as OperatorServer:
+            import requests  # DI's client needs it: operator_server_class checked it is there
+
+            server = urlsplit(env["KUBERNETES_SERVER_URL"])  # DI keeps host and port
+
+            def client(api_version: str) -> Any:
+                made = OperatorServer(
+                    server.hostname,
+                    server.port,
+                    api_version=api_version,
+                    namespace=env["KUBERNETES_POD_NAMESPACE"],
+                    name=env["KUBERNETES_POD_NAME"],
+                )
+                made.set_worker_type("coordinator")
+                return made
+
+            keyed = client(env["KUBERNETES_SERVER_API_VERSION"])
+            success, code, message, _ = keyed.post_replicas({"collectors": {"replicas": 1}})
+            assert (success, code) == (True, 0), message
+            record(out, "cp-collector-0")
+            ok, _, _, data = keyed.get_replicas()
+            assert ok and len(data["collectors"]) == 1
+            assert answers(data["collectors"][0]) == "cp-collector-0"
+            with pytest.raises(requests.RequestException):
+                client("v1alpha2").get_replicas()  # no key, no header: 401

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from flexjob.core.dataset import Dataset
@@ -30,6 +31,9 @@ class FakeMaster:
     def report_shard(self, dataset: str, shard_id: int) -> bool:
         self.reports.append(shard_id)
         return True
+
+    def report_shards(self, dataset: str, shard_ids: Sequence[int]) -> list[bool]:
+        return [self.report_shard(dataset, s) for s in shard_ids]
 
     def join(self) -> int:
         self.round += 1

@@ -106,3 +106,28 @@ def test_a_sampler_batch_other_than_the_micro_batch_is_an_error(store: str) -> N
     master = PlannedMaster(shards(2, 8), store_address=store, plan=BatchPlan(8, 2))
     with pytest.raises(ValueError, match="microBatchSize is 8"):
         _trainer(master, micro=4).start()
+
+
+def test_a_node_asking_to_join_waits_for_the_step_whose_batches_are_cut(store: str) -> None:
+    """The step in flight when a node asks to join runs its planned micro-batches in the old
+    world; the new world starts from the next global batch, so no sample changes step (what
+    keeps an elastic run's loss equal to a fixed world's)."""
+    master = PlannedMaster(shards(4, 12), store_address=store, plan=BatchPlan(4, 3))
+    steps: list[list[int]] = []
+    with _trainer(master) as t:
+        for step in t.steps():
+            with t.step():
+                steps.append(list(step.indices))
+                for micro in t.micro_steps(step):
+                    idx = torch.tensor(micro.indices)
+                    F.cross_entropy(t.model(X[idx]), Y[idx], reduction="sum").backward()
+                t.optimizer.step()
+            if len(steps) == 1:
+                assert t._watcher is not None
+                t._watcher._waiting = 1  # a node asks to join; the new world plans 2 each
+                master.plan = BatchPlan(4, 2)
+        reforms = t.reforms
+    assert reforms == 1
+    assert [len(s) for s in steps] == [12, 12, 8, 8, 8]
+    assert steps[1] == list(range(12, 24))  # cut before the join: whole, in the old world
+    assert [i for s in steps for i in s] == list(range(48))

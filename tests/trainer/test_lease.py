@@ -120,3 +120,14 @@ def test_a_bad_lease_size_names_the_variable_and_the_range(raw: str) -> None:
 
 def test_lease_size_defaults_to_one() -> None:
     assert lease_size({}) == 1 and lease_size({"FLEXJOB_SHARD_LEASE": "8"}) == 8
+
+
+def test_reports_of_many_shards_go_in_one_call(master: MasterHandle) -> None:
+    with MasterClient(master.address, "w0") as client:
+        leaser = ShardLeaser(client, 8)
+        held = [leaser.get_shard("") for _ in range(8)]
+        shards = [s for s in held if not isinstance(s, NoShard)]
+        calls = leaser.calls
+        assert leaser.report_shards("", [s.shard_id for s in shards]) == [True] * 8
+        assert leaser.calls == calls + 1
+        assert client.get_progress().samples_done == 8 * SHARD

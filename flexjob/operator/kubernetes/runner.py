@@ -17,7 +17,7 @@ from typing import Any
 import kopf
 import kubernetes.client
 
-from flexjob.api.names import ENV_SERVER_URL, GROUP
+from flexjob.api.names import ENV_SERVER_TOKEN, ENV_SERVER_URL, GROUP
 from flexjob.core.actions import CreateService
 from flexjob.core.job_master import (
     KUBERNETES_STATE_ROOT,
@@ -174,10 +174,19 @@ def make_queue(
     at a time) in threads."""
 
     server_url = os.environ.get(ENV_SERVER_URL)
+    server_token = os.environ.get(ENV_SERVER_TOKEN)
 
     async def handle(key: JobKey) -> object:
         passed = await asyncio.to_thread(
-            reconcile_job, platform, key[0], key[1], clock(), parallel, job_master, server_url
+            reconcile_job,
+            platform,
+            key[0],
+            key[1],
+            clock(),
+            parallel,
+            job_master,
+            server_url,
+            server_token,
         )
         if passed is not None and any(isinstance(a, CreateService) for a in passed.result.actions):
             # A replica waits for the Service created here, and no watched object may change

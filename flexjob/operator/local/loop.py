@@ -68,8 +68,11 @@ class LocalJobLoop:
         observer: Observer | None = None,
         job_master: JobMasterConfig | None = None,
         server_url: str | None = None,
+        server_token: str | None = None,
     ) -> None:
         self.platform = platform
+        #: The server's token: DI roles then reach it through their job's key.
+        self.server_token = server_token
         #: The flexjob server DI coordinators ask (``KUBERNETES_SERVER_URL``).
         self.server_url = server_url
         self.job_master = job_master
@@ -87,6 +90,7 @@ class LocalJobLoop:
             self.clock(),
             job_master=self.job_master,
             server_url=self.server_url,
+            server_token=self.server_token,
         )
         if passed is None:
             self._stop_orphans()

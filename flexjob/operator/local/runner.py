@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from flexjob.api import ElasticJob, JobPhase
-from flexjob.api.names import ENV_HOME, ENV_SERVER_URL
+from flexjob.api.names import ENV_HOME, ENV_SERVER_TOKEN, ENV_SERVER_URL
 from flexjob.core.job_master import master_token_file
 from flexjob.core.phases import set_phase, timestamp
 from flexjob.core.status_patch import StatusOwner, owner_patch
@@ -70,6 +70,7 @@ def run_job(
         observer=each_round,
         job_master=options,
         server_url=os.environ.get(ENV_SERVER_URL),
+        server_token=os.environ.get(ENV_SERVER_TOKEN),
     )
     with raise_on_stop_signals():
         try:

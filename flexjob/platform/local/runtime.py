@@ -13,7 +13,6 @@ job store (``store.py``).
 import json
 import logging
 import os
-import socket
 import sqlite3
 import threading
 import time
@@ -34,6 +33,7 @@ from flexjob.platform.local.db import Database
 from flexjob.platform.local.interpreter import own_interpreter
 from flexjob.platform.local.log_tail import log_tail
 from flexjob.platform.local.paths import job_dir, log_path
+from flexjob.platform.ports import free_port
 
 log = logging.getLogger(__name__)
 
@@ -43,12 +43,6 @@ _COLUMNS = (
     "namespace, name, job, type, idx, uid, phase, exit_code, pid, owner_pid, address, node, "
     "created, labels, log_path, deleting"
 )
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _cores(value: str) -> str:
