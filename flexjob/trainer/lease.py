@@ -5,7 +5,9 @@ committed; the leaser turns that into ``LeaseShards`` calls. A report goes out a
 process killed after it keeps nothing unreported), and when the local queue is empty the same
 call leases the next ``lease`` shards, so a shard costs one call instead of two
 (``get_shard`` + ``report_shard``). A shard the master hands out again while this process still
-holds it (a restarted master gives each holder back its shards) is not queued twice. ``close``
+holds it (a restarted master gives each holder back its shards) is not queued twice.
+``report_shards`` sends many reports in one call and leases nothing (a ``DataLoader`` sampler
+reports an epoch at its end, or at exit). ``close``
 gives the shards it leased but never handed out back to the master. ``lease`` comes from
 ``FLEXJOB_SHARD_LEASE`` (default 1): more means fewer calls and a longer tail at the end of an
 epoch, when one process may still hold shards that others could train.
@@ -74,20 +76,22 @@ class ShardLeaser:
 
     def report_shard(self, dataset: str, shard_id: int) -> bool:
         """Report at once; lease the next shards in the same call when none is queued."""
-        return self.report_shards(dataset, (shard_id,))[0]
+        refill = 0 if self._queue(dataset) or dataset in self._ended else self.lease
+        return self._report(dataset, (shard_id,), refill)[0]
 
     def report_shards(self, dataset: str, shard_ids: Sequence[int]) -> list[bool]:
-        """Report ``shard_ids`` in order, up to ``MAX_SHARD_LEASE`` per call; the last call
-        leases the next shards when none is queued."""
+        """Report ``shard_ids`` in order, up to ``MAX_SHARD_LEASE`` per call, leasing nothing
+        (what a ``DataLoader`` sampler reports at an epoch's end or at exit: a process about
+        to exit must not take shards with it)."""
         accepted: list[bool] = []
         for start in range(0, len(shard_ids), MAX_SHARD_LEASE):
-            chunk = shard_ids[start : start + MAX_SHARD_LEASE]
-            last = start + MAX_SHARD_LEASE >= len(shard_ids)
-            idle = not self._queue(dataset) and dataset not in self._ended
-            lease = self._call(dataset, self.lease if last and idle else 0, done=chunk)
-            self._held[dataset].difference_update(chunk)
-            accepted.extend(lease.accepted)
+            accepted += self._report(dataset, shard_ids[start : start + MAX_SHARD_LEASE], 0)
         return accepted
+
+    def _report(self, dataset: str, shard_ids: Sequence[int], refill: int) -> list[bool]:
+        lease = self._call(dataset, refill, done=shard_ids)
+        self._held[dataset].difference_update(shard_ids)
+        return list(lease.accepted)
 
     def close(self) -> None:
         """Give back the shards leased and never handed out (best effort: a master that

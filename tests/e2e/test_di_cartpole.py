@@ -66,11 +66,18 @@ def submitted(home: Path, url: str, path: Path) -> Iterator[subprocess.Popen[str
             proc.wait(timeout=30)
 
 
-def pod_process(name: str) -> psutil.Process | None:
-    for proc in psutil.process_iter(["cmdline"]):
+def pod_process(name: str, server: str) -> psutil.Process | None:
+    """The Python process of the replica ``name`` of the job that asks ``server`` (not the
+    shell that records its exit, nor a process another test left)."""
+    for proc in psutil.process_iter(["cmdline", "name"]):
         try:
-            if "examples/di_cartpole" in " ".join(proc.info["cmdline"] or []) and (
-                proc.environ().get("KUBERNETES_POD_NAME") == name
+            command = proc.info["cmdline"] or []
+            if not str(proc.info["name"]).startswith("python"):
+                continue
+            env = proc.environ() if "examples/di_cartpole" in " ".join(command) else {}
+            if (
+                env.get("KUBERNETES_POD_NAME") == name
+                and env.get("KUBERNETES_SERVER_URL") == server
             ):
                 return proc
         except psutil.Error:
@@ -94,10 +101,23 @@ def test_di_cartpole_reaches_its_target_scaled_by_its_coordinator(
         first = wait_until(lambda: replicas(platform), timeout=60, what="a first replica")
         assert list(first) == [f"{JOB}-coordinator-0"]  # the coordinator first, alone
 
-        learner = f"{JOB}-learner-0"
-        wait_until(
-            lambda: pod_process(learner), timeout=60, what="the learner the coordinator asked for"
+        # a collector killed early (the job is young) comes back under its name
+        collector = f"{JOB}-collector-0"
+        victim = wait_until(
+            lambda: pod_process(collector, url), timeout=60, what="collector-0 running"
         )
+        uid = wait_until(lambda: (r := replicas(platform).get(collector)) and r.uid, timeout=30)
+        victim.send_signal(signal.SIGKILL)
+
+        def recreated() -> bool:
+            now = replicas(platform).get(collector)
+            return now is not None and now.uid != uid and now.phase is ReplicaPhase.RUNNING
+
+        wait_until(recreated, timeout=60, what="collector-0 recreated")
+        status = platform.get_job("default", JOB).status
+        assert status is not None and status.phase is JobPhase.RUNNING
+        assert status.restart_count == 0
+
         with operator_server_class(tmp_path / "ding") as OperatorServer:
             server = urlsplit(url)
             client = OperatorServer(
@@ -105,28 +125,16 @@ def test_di_cartpole_reaches_its_target_scaled_by_its_coordinator(
                 name=f"{JOB}-coordinator-0",
             )  # fmt: skip
             client.set_worker_type("coordinator")
-            ok, _, message, data = client.get_replicas()
-            assert ok, message
-            assert len(data["learners"]) == 1 and data["collectors"], data
+
+            def listed() -> dict[str, Any] | None:
+                ok, _, _, data = client.get_replicas()
+                return data if ok and len(data["learners"]) == 1 and data["collectors"] else None
+
+            data = wait_until(listed, timeout=60, what="DI's client listing learner and collector")
             before = len(data["collectors"])
             ok, _, message, added = client.post_replicas({"collectors": {"replicas": 1}})
             assert ok, message
             assert len(added["collectors"]) == 1, added  # the name of the one it added
-
-        victim = wait_until(
-            lambda: pod_process(f"{JOB}-collector-0"), timeout=60, what="collector-0 running"
-        )
-        uid = replicas(platform)[f"{JOB}-collector-0"].uid
-        victim.send_signal(signal.SIGKILL)
-
-        def recreated() -> bool:
-            now = replicas(platform).get(f"{JOB}-collector-0")
-            return now is not None and now.uid != uid and now.phase is ReplicaPhase.RUNNING
-
-        wait_until(recreated, timeout=60, what="collector-0 recreated")
-        status = platform.get_job("default", JOB).status
-        assert status is not None and status.phase is JobPhase.RUNNING
-        assert status.restart_count == 0
 
         job.wait(timeout=300)
         assert job.returncode == 0, job.stdout.read() if job.stdout else ""

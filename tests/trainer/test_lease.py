@@ -122,8 +122,8 @@ def test_lease_size_defaults_to_one() -> None:
     assert lease_size({}) == 1 and lease_size({"FLEXJOB_SHARD_LEASE": "8"}) == 8
 
 
-def test_reports_of_many_shards_go_in_one_call(master: MasterHandle) -> None:
-    with MasterClient(master.address, "w0") as client:
+def test_reports_of_many_shards_go_in_one_call_that_leases_nothing(master: MasterHandle) -> None:
+    with MasterClient(master.address, "w0") as client, MasterClient(master.address, "w1") as c1:
         leaser = ShardLeaser(client, 8)
         held = [leaser.get_shard("") for _ in range(8)]
         shards = [s for s in held if not isinstance(s, NoShard)]
@@ -131,3 +131,5 @@ def test_reports_of_many_shards_go_in_one_call(master: MasterHandle) -> None:
         assert leaser.report_shards("", [s.shard_id for s in shards]) == [True] * 8
         assert leaser.calls == calls + 1
         assert client.get_progress().samples_done == 8 * SHARD
+        rest = 2 * SIZE // SHARD - 8  # every other shard is still free for another process
+        assert len(c1.lease_shards(1024).shards) == rest
