@@ -39,7 +39,7 @@ from tests.support.k8s_fixtures import (
 )
 
 SPECS = REPO / "examples" / "specs"
-DEADLINE = 20.0
+DEADLINE = 30.0  # bounded waits; generous for a loaded machine
 
 
 def documents(path: Path) -> list[dict[str, Any]]:
@@ -122,7 +122,9 @@ async def test_a_dijob_v2_runs_as_an_elasticjob_and_shows_its_status_in_v2_shape
     replica_specs = job["spec"]["replicaSpecs"]
     assert {t: s["replicas"] for t, s in replica_specs.items()} == tasks
     wanted = sum(tasks.values())
-    names = await wait_for(lambda: len(pods(cluster, name)) == wanted and pods(cluster, name), 20)
+    names = await wait_for(
+        lambda: len(pods(cluster, name)) == wanted and pods(cluster, name), DEADLINE
+    )
     for pod in names:
         await set_pod_phase(cluster, pod, "Running")
 
@@ -206,7 +208,7 @@ async def test_deleting_the_dijob_deletes_its_job_and_pods(cluster: OperatorHarn
         DIJOB.plural,
         name,
     )
-    await wait_for(lambda: elastic_job(cluster, name) is None and not pods(cluster, name), 20)
+    await wait_for(lambda: elastic_job(cluster, name) is None and not pods(cluster, name), DEADLINE)
 
 
 async def test_a_collector_the_server_adds_gets_its_service_and_then_its_pod(
