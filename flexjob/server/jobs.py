@@ -7,6 +7,7 @@ and the Allocator's writes made meanwhile survive); the operator does the creati
 Not for: HTTP concerns (routes in ``v2alpha1`` / ``v1alpha2``).
 """
 
+import ipaddress
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from flexjob.api.roles import scalable_types, scaling_target
 from flexjob.core.replica_plan import desired_count
 from flexjob.core.scale_bounds import bound_problem, finished_problem
 from flexjob.core.status_patch import StatusOwner, StatusPatch, owner_patch
-from flexjob.platform.api import Platform, Replica
+from flexjob.platform.api import Platform, Replica, Service
 from flexjob.platform.cluster import with_cluster_objects
 
 
@@ -105,12 +106,23 @@ class JobService:
 
     def replicas(self, job: ElasticJob) -> list[tuple[Replica, str | None]]:
         """The job's live replicas (not being deleted) with their ``host:port`` when known."""
-        services = {
-            s.replica: s.address for s in self.platform.list_services(job.namespace, job.name)
-        }
+        services = {s.replica: s for s in self.platform.list_services(job.namespace, job.name)}
         live = [r for r in self.platform.list_replicas(job.namespace, job.name) if not r.deleting]
         live.sort(key=lambda r: (r.type.value, r.index))
-        return [(r, r.address or services.get(r.name)) for r in live]
+        return [(r, replica_address(r, services.get(r.name))) for r in live]
+
+
+def replica_address(replica: Replica, service: Service | None) -> str | None:
+    """Where a client reaches ``replica``: its own ``host:port`` (local platform); a pod's IP
+    with its Service's port (Kubernetes: the pod IP alone has no port); else the Service's."""
+    own = replica.address
+    if own and service is not None:
+        try:
+            ip = ipaddress.ip_address(own)  # a bare IP: a pod's
+        except ValueError:
+            return own
+        return f"[{ip}]:{service.port}" if ip.version == 6 else f"{ip}:{service.port}"
+    return own or (service.address if service is not None else None)
 
 
 def scalable_type(job: ElasticJob, requested: ReplicaType | None) -> ReplicaType:

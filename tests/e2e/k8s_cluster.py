@@ -19,7 +19,14 @@ from kubernetes.client import CoreV1Api, CustomObjectsApi
 from flexjob.api.names import LABEL_JOB_NAME
 from tests.operator.kopf_fixtures import OperatorHarness, running_operator
 from tests.support.k8s_emulator import K8sEmulator, wait_for
-from tests.support.k8s_fixtures import ELASTICJOBS, REPO, SCALEPLANS, image_env, in_thread
+from tests.support.k8s_fixtures import (
+    ELASTICJOBS,
+    REPO,
+    SCALEPLANS,
+    declare_foreign_kinds,
+    image_env,
+    in_thread,
+)
 from tests.support.k8s_kubelet import ProcessKubelet
 from tests.support.local_jobs import run_flexjob
 
@@ -131,6 +138,7 @@ async def cluster(root: Path, **operator_options: Any) -> AsyncIterator[Cluster]
     async with K8sEmulator() as emulator, kmock.Server(emulator):
         emulator.declare(ELASTICJOBS)
         emulator.declare(SCALEPLANS)
+        declare_foreign_kinds(emulator)
         kubelet = ProcessKubelet(emulator, image_env=image_env(), workdir=REPO, log_dir=log_dir)
         async with (
             kubelet,

@@ -8,6 +8,7 @@ import pytest
 
 from flexjob.core.master_config import MasterConfig
 from flexjob.master.launch import MasterProcess, spawn_master
+from flexjob.platform.ports import free_port
 from tests.master.conftest import wait_for
 from tests.master.sim_agent import SimAgent
 
@@ -22,7 +23,9 @@ pytestmark = pytest.mark.e2e
 def test_killed_master_restarts_and_agents_finish_every_sample_exactly_once(
     process_config: MasterConfig, snapshot_every: int, lease: int
 ) -> None:
-    config = process_config.with_overrides(snapshot_every=snapshot_every)
+    # A port below the ephemeral range: while no master listens on it, the agents' reconnects
+    # cannot take it (a loopback connection to a free ephemeral port may connect to itself).
+    config = process_config.with_overrides(snapshot_every=snapshot_every, port=free_port())
     masters = [spawn_master(config)]
     agents = [
         SimAgent(masters[0].address, f"worker-{i}", step_time=0.005, lease=lease) for i in range(4)

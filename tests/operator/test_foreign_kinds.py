@@ -30,11 +30,16 @@ from flexjob.cli.main import app
 from tests.operator.kopf_fixtures import OperatorHarness, install_webhooks, running_operator
 from tests.operator.test_kopf_e2e import set_pod_phase
 from tests.support.k8s_emulator import K8sEmulator, wait_for
-from tests.support.k8s_fixtures import ELASTICJOBS, REPO, SCALEPLANS, in_thread
-from tests.support.k8s_store import ResourceKind
+from tests.support.k8s_fixtures import (
+    ELASTICJOBS,
+    REPO,
+    SCALEPLANS,
+    declare_foreign_kinds,
+    in_thread,
+)
 
 SPECS = REPO / "examples" / "specs"
-DEADLINE = 20.0
+DEADLINE = 30.0  # bounded waits; generous for a loaded machine
 
 
 def documents(path: Path) -> list[dict[str, Any]]:
@@ -57,18 +62,7 @@ async def cluster() -> AsyncIterator[OperatorHarness]:
     async with K8sEmulator() as emulator, kmock.Server(emulator):
         emulator.declare(ELASTICJOBS)
         emulator.declare(SCALEPLANS)
-        for kind in FOREIGN_KINDS:
-            for version in kind.versions:
-                emulator.declare(
-                    ResourceKind(
-                        kind.group,
-                        version,
-                        kind.plural,
-                        kind.kind,
-                        namespaced=kind.namespaced,
-                        status_subresource=True,
-                    )
-                )
+        declare_foreign_kinds(emulator)
         async with running_operator(emulator) as operator:
             yield await install_webhooks(operator)
 
@@ -128,7 +122,9 @@ async def test_a_dijob_v2_runs_as_an_elasticjob_and_shows_its_status_in_v2_shape
     replica_specs = job["spec"]["replicaSpecs"]
     assert {t: s["replicas"] for t, s in replica_specs.items()} == tasks
     wanted = sum(tasks.values())
-    names = await wait_for(lambda: len(pods(cluster, name)) == wanted and pods(cluster, name), 20)
+    names = await wait_for(
+        lambda: len(pods(cluster, name)) == wanted and pods(cluster, name), DEADLINE
+    )
     for pod in names:
         await set_pod_phase(cluster, pod, "Running")
 
@@ -212,4 +208,33 @@ async def test_deleting_the_dijob_deletes_its_job_and_pods(cluster: OperatorHarn
         DIJOB.plural,
         name,
     )
-    await wait_for(lambda: elastic_job(cluster, name) is None and not pods(cluster, name), 20)
+    await wait_for(lambda: elastic_job(cluster, name) is None and not pods(cluster, name), DEADLINE)
+
+
+async def test_a_collector_the_server_adds_gets_its_service_and_then_its_pod(
+    cluster: OperatorHarness,
+) -> None:
+    """As ``flexjob server`` does for a coordinator: only the job's status changes. The pass
+    that creates the collector's Service runs the next pass itself (nothing watched changes)."""
+    job_doc, _ = documents(SPECS / "dijob-v1.yaml")
+    name = job_doc["metadata"]["name"]
+    await create(cluster, DIJOB, job_doc)
+    coordinator = f"{name}-coordinator-0"
+    await wait_for(lambda: pods(cluster, name) == [coordinator], DEADLINE, 0.1)
+    await set_pod_phase(cluster, coordinator, "Running")
+
+    def running() -> bool:
+        job = elastic_job(cluster, name) or {}
+        return (job.get("status") or {}).get("phase") == "Running"
+
+    await wait_for(running, DEADLINE, 0.1)
+    await cluster.queue.wait_idle(DEADLINE)
+    await cluster.custom(
+        "patch_namespaced_custom_object_status",
+        "default",
+        "elasticjobs",
+        name,
+        {"status": {"replicas": {"collector": 1}}},
+    )
+    collector = f"{name}-collector-0"
+    await wait_for(lambda: collector in pods(cluster, name), DEADLINE, 0.1)

@@ -20,6 +20,7 @@ import pytest_asyncio
 import yaml
 
 from flexjob.api.crd import job_crd, scale_plan_crd
+from flexjob.api.foreign_kinds import FOREIGN_KINDS
 from tests.support.k8s_emulator import K8sEmulator, kubeconfig
 from tests.support.k8s_kubelet import ProcessKubelet
 from tests.support.k8s_store import ResourceKind
@@ -42,6 +43,25 @@ def _declared(crd: dict[str, Any]) -> ResourceKind:
 
 ELASTICJOBS = _declared(job_crd())
 SCALEPLANS = _declared(scale_plan_crd())
+
+
+def declare_foreign_kinds(emulator: K8sEmulator) -> None:
+    """Serve every version of the foreign kinds' CRDs (``api.foreign_kinds``), as if
+    ``flexjob manifests crds`` were applied."""
+    for kind in FOREIGN_KINDS:
+        for version in kind.versions:
+            emulator.declare(
+                ResourceKind(
+                    kind.group,
+                    version,
+                    kind.plural,
+                    kind.kind,
+                    namespaced=kind.namespaced,
+                    status_subresource=True,
+                )
+            )
+
+
 #: cert-manager's kinds (the operator's webhook certificate), as if cert-manager were installed.
 CERT_MANAGER = (
     ResourceKind("cert-manager.io", "v1", "issuers", "Issuer"),

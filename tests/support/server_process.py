@@ -27,16 +27,23 @@ def _healthy(url: str) -> bool:
 
 
 @contextmanager
-def flexjob_server(home: Path, token: str | None = None) -> Iterator[str]:
-    """Run ``flexjob server --platform local`` on a free loopback port with ``FLEXJOB_HOME`` at
-    ``home`` (and ``token`` when given); yields its URL, stops it on exit."""
-    port = free_port()
+def flexjob_server(
+    home: Path, token: str | None = None, kubeconfig: Path | None = None, port: int = 0
+) -> Iterator[str]:
+    """Run ``flexjob server --platform local`` on a free loopback port (or ``port``) with
+    ``FLEXJOB_HOME`` at ``home`` (and ``token`` when given); with ``kubeconfig``, on the
+    Kubernetes platform of that cluster instead. Yields its URL, stops it on exit."""
+    port = port or free_port()
     env = {**os.environ, "FLEXJOB_HOME": str(home)}
     env.pop("FLEXJOB_SERVER_TOKEN", None)
+    env.pop("KUBERNETES_SERVICE_HOST", None)
     if token is not None:
         env["FLEXJOB_SERVER_TOKEN"] = token
+    if kubeconfig is not None:
+        env["KUBECONFIG"] = str(kubeconfig)
     command = [sys.executable, "-m", "flexjob", "server", "--port", str(port)]
-    command += ["--platform", "local", "--log-level", "warning"]
+    platform = "local" if kubeconfig is None else "kubernetes"
+    command += ["--platform", platform, "--log-level", "warning"]
     proc = subprocess.Popen(command, env=env)
     url = f"http://127.0.0.1:{port}"
     try:

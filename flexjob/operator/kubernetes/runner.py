@@ -18,6 +18,7 @@ import kopf
 import kubernetes.client
 
 from flexjob.api.names import ENV_SERVER_TOKEN, ENV_SERVER_URL, GROUP
+from flexjob.core.actions import CreateService
 from flexjob.core.job_master import (
     KUBERNETES_STATE_ROOT,
     JobMasterConfig,
@@ -176,7 +177,7 @@ def make_queue(
     server_token = os.environ.get(ENV_SERVER_TOKEN)
 
     async def handle(key: JobKey) -> object:
-        return await asyncio.to_thread(
+        passed = await asyncio.to_thread(
             reconcile_job,
             platform,
             key[0],
@@ -187,8 +188,14 @@ def make_queue(
             server_url,
             server_token,
         )
+        if passed is not None and any(isinstance(a, CreateService) for a in passed.result.actions):
+            # A replica waits for the Service created here, and no watched object may change
+            # to bring the job back (services are not watched): run the next pass now.
+            queue.put(key)
+        return passed
 
-    return JobQueue(handle, workers=workers)
+    queue = JobQueue(handle, workers=workers)
+    return queue
 
 
 async def run_operator(
