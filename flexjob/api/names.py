@@ -130,6 +130,13 @@ KV_PS_LOST_ROWS = "flexjob/ps/lost-rows"  # embedding-row pushes lost to PS rest
 # state), + PS index, written by that replica every few seconds.
 KV_PS_SET = "flexjob/ps/set"
 KV_PS_MEMBER_PREFIX = "flexjob/ps/member/"
+# The PS-set change the master's driver is running (JSON ``core.ps.set_change.ChangeRecord``:
+# old and new set, the step reached), written before each step, emptied when the change ended;
+# a restarted master finishes or undoes what it finds there.
+KV_PS_CHANGE = "flexjob/ps/change"
+# Test hook: the step (``ChangeStep`` value) before which the PS-set driver stops and waits (until
+# the master stops), so a test can kill a master in the middle of a change.
+ENV_PS_CHANGE_HOLD = "FLEXJOB_TEST_PS_CHANGE_HOLD"
 # Set once by the first master of a job directory; default checkpoints live under it, so a
 # re-used directory or job name never resumes another job's weights.
 KV_INCARNATION = "flexjob/incarnation"

@@ -7,10 +7,15 @@ through each PS's control service (pause → checkpoint → load → verify → 
 falling back as ``recovery`` says when a step fails. It also asks every PS of the set to
 checkpoint every ``checkpoint_interval`` seconds. Each change logs ``event=ps_set_changed``
 with the row totals before and after; a change whose totals differ is undone and counted as
-a failure, never published. Not for the rules (``core.ps.set_change``).
+a failure, never published. Before each step of a re-partition it records the change and the
+step in ``KV_PS_CHANGE`` (journaled: it survives a master restart) and empties it when the
+change ended; a tick that finds a record there (a master restarted mid-change, or an undo that
+failed) finishes the change as ``after_restart`` says before it plans anything else, so no PS
+stays paused. Not for the rules (``core.ps.set_change``).
 """
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -20,11 +25,13 @@ from typing import Protocol, TypeVar
 from flexjob.api import names
 from flexjob.api.errors import FlexjobError
 from flexjob.core.ps.set_change import (
+    ChangeRecord,
     ChangeStep,
     PsSetInfo,
     Recovery,
     RowTotals,
     SetChange,
+    after_restart,
     initial_set,
     plan_change,
     recovery,
@@ -80,6 +87,7 @@ class PsSetDriver:
         self._failures = 0
         self._next_try = 0.0
         self._thread = threading.Thread(target=self._loop, name="ps-sets", daemon=True)
+        self._hold_before = os.environ.get(names.ENV_PS_CHANGE_HOLD, "")
         self.changes = 0
 
     def start(self) -> None:
@@ -111,6 +119,10 @@ class PsSetDriver:
             if first is not None:
                 self._kv.kv_set(names.KV_PS_SET, first.to_json())
                 log.info("event=ps_set_published version=1 num_ps=%d", first.num_ps)
+            return
+        unfinished = self._kv.kv_get(names.KV_PS_CHANGE)
+        if unfinished:
+            self._finish(ChangeRecord.from_json(unfinished), current)
             return
         change = plan_change(current, members)
         if change is not None and time.monotonic() >= self._next_try:
@@ -149,9 +161,11 @@ class PsSetDriver:
             nonlocal mark
             now = time.monotonic()
             took[step], mark = now - mark, now
+            self._record(change, next_step)
             return next_step
 
         try:
+            self._record(change, step)
             paused = [old.addresses[i] for i in change.pause]
             self._each(paused, lambda c: c.pause())
             step = done(ChangeStep.CHECKPOINT)
@@ -166,10 +180,14 @@ class PsSetDriver:
             if problem is not None:
                 raise FlexjobError(f"rows lost or doubled in the change: {problem}")
         except Exception as exc:
-            self._recover(change, ChangeFailed(step, exc))
+            if self._recover(change, ChangeFailed(step, exc)):
+                self._kv.kv_set(names.KV_PS_CHANGE, b"")
             return False
+        self._record(change, ChangeStep.PUBLISH)
         self._publish(new)
+        self._record(change, ChangeStep.RESUME)
         self._each(new.addresses, lambda c: c.resume(new.version))
+        self._kv.kv_set(names.KV_PS_CHANGE, b"")
         self._log_done(change, before, after, began)
         log.info(
             "event=ps_set_change_steps version=%d %s",
@@ -193,7 +211,16 @@ class PsSetDriver:
             if (t := members[i].totals if i in members else None) is not None
         ]
 
-    def _recover(self, change: SetChange, failed: ChangeFailed) -> None:
+    def _record(self, change: SetChange, step: ChangeStep) -> None:
+        """Note ``step`` of ``change`` as started, where a restarted master finds it."""
+        self._kv.kv_set(names.KV_PS_CHANGE, ChangeRecord(change, step).to_json())
+        if self._hold_before == step.value:  # test hook: a master killed mid-change
+            log.warning("event=ps_set_change_held step=%s", step.value)
+            self._stop.wait(600)
+
+    def _recover(self, change: SetChange, failed: ChangeFailed) -> bool:
+        """Undo ``change`` after ``failed``; ``False`` when the undo failed too (the record
+        stays: the next tick tries again)."""
         old = change.old
         how = recovery(change, failed.step)
         message = (
@@ -202,17 +229,39 @@ class PsSetDriver:
         log.error("event=ps_set_change_failed %s", message)
         self._on_failure(message)
         try:
-            if how is Recovery.RELOAD_OLD:
-                paused = [old.addresses[i] for i in change.pause]
-                for pos, address in enumerate(paused):
-                    with PsControlClient(address, token=self._token) as c:
-                        c.load(change.pause[pos], old.num_ps, old.num_ps, old.version)
-            if how is not Recovery.RETRY:
-                self._each(
-                    [old.addresses[i] for i in change.pause], lambda c: c.resume(old.version)
-                )
+            self._undo(change, how)
         except Exception:
             log.exception("event=ps_set_recovery_failed")
+            return False
+        return True
+
+    def _undo(self, change: SetChange, how: Recovery) -> None:
+        old, new = change.old, change.new
+        if how is Recovery.RESUME_NEW:
+            self._each(new.addresses, lambda c: c.resume(new.version))
+            return
+        if how is Recovery.RELOAD_OLD:
+            paused = [old.addresses[i] for i in change.pause]
+            for pos, address in enumerate(paused):
+                with PsControlClient(address, token=self._token) as c:
+                    c.load(change.pause[pos], old.num_ps, old.num_ps, old.version)
+        if how is not Recovery.RETRY:
+            self._each([old.addresses[i] for i in change.pause], lambda c: c.resume(old.version))
+
+    def _finish(self, record: ChangeRecord, current: PsSetInfo) -> None:
+        """End the change ``record`` left unfinished (a master restarted mid-change, or an
+        undo that failed); raises, keeping the record, when a PS cannot be reached."""
+        change = record.change
+        how = after_restart(record, current)
+        if how is not None:
+            message = (
+                f"PS set change {change.old.num_ps} -> {change.new.num_ps} found unfinished "
+                f"at {record.step.value} (published set {current.version}); {how.value}"
+            )
+            log.warning("event=ps_set_change_unfinished %s", message)
+            self._undo(change, how)
+            self._on_failure(message)
+        self._kv.kv_set(names.KV_PS_CHANGE, b"")
 
     def _publish(self, new: PsSetInfo) -> None:
         self._kv.kv_set(names.KV_PS_SET, new.to_json())

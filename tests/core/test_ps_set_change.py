@@ -11,12 +11,14 @@ from flexjob.api.errors import InvalidSpecError
 from flexjob.core.ps.checkpoint import restore, snapshot
 from flexjob.core.ps.set_change import (
     STEPS,
+    ChangeRecord,
     ChangeStep,
     MemberState,
     PsMember,
     PsSetInfo,
     Recovery,
     RowTotals,
+    after_restart,
     initial_set,
     plan_change,
     recovery,
@@ -108,6 +110,34 @@ def test_recovery_resumes_before_load_and_reloads_or_retries_after() -> None:
     assert recovery(shrink, ChangeStep.LOAD) is Recovery.RETRY
     with pytest.raises(ValueError, match="publish comes after"):
         recovery(grow, ChangeStep.PUBLISH)
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_a_restarted_master_undoes_an_unpublished_change_or_resumes_a_published_one(
+    step: ChangeStep,
+) -> None:
+    grow = plan_change(SET2, members(S, S, W))
+    shrink = plan_change(PsSetInfo(5, ("a", "b", "c")), members(S, S, L))
+    assert grow is not None and shrink is not None
+    for change in (grow, shrink):
+        record = ChangeRecord.from_json(ChangeRecord(change, step).to_json())
+        assert record == ChangeRecord(change, step)
+        assert after_restart(record, change.new) is Recovery.RESUME_NEW
+        assert after_restart(record, PsSetInfo(change.new.version + 1, ("x",))) is None
+        assert after_restart(record, None) is None
+    before_load = STEPS.index(step) < STEPS.index(ChangeStep.LOAD)
+    undo_grow = after_restart(ChangeRecord(grow, step), grow.old)
+    undo_shrink = after_restart(ChangeRecord(shrink, step), shrink.old)
+    assert undo_grow is (Recovery.RESUME_OLD if before_load else Recovery.RELOAD_OLD)
+    assert undo_shrink is (Recovery.RESUME_OLD if before_load else Recovery.RETRY)
+
+
+def test_a_change_record_with_an_unknown_step_names_the_field() -> None:
+    grow = plan_change(SET2, members(S, S, W))
+    assert grow is not None
+    raw = ChangeRecord(grow, ChangeStep.LOAD).to_json().replace(b'"load"', b'"jump"')
+    with pytest.raises(InvalidSpecError, match="step: 'jump' is not one of pause, checkpoint"):
+        ChangeRecord.from_json(raw)
 
 
 @pytest.mark.parametrize(("old", "new"), [(2, 3), (3, 2), (1, 4), (4, 1)])

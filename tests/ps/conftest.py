@@ -1,6 +1,7 @@
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import pytest
@@ -9,7 +10,6 @@ from flexjob.core.ps.optim import OptimizerKind, OptimizerSpec
 from flexjob.core.ps.store import ModelSpec
 from flexjob.core.ps.table import TableSpec
 from flexjob.master.main import MasterHandle
-from flexjob.master.service import MasterService
 from flexjob.ps.main import PsConfig, run_ps
 from flexjob.ps.service import PsService
 from flexjob.rpc.ps_client import PsClient
@@ -39,15 +39,19 @@ def client(server: RunningServer) -> Iterator[PsClient]:
     c.close()
 
 
-def set_version(kv: MasterService) -> int:
+class KvReader(Protocol):
+    def kv_get(self, key: str) -> bytes | None: ...
+
+
+def set_version(kv: KvReader) -> int:
     current = read_set(kv.kv_get)
     return current.version if current is not None else 0
 
 
 class Replicas:
-    def __init__(self, master: MasterHandle, directory: Path) -> None:
-        self.master, self.directory = master.address, directory
-        self.kv = master.service
+    def __init__(self, master: str, kv: KvReader, directory: Path) -> None:
+        self.master, self.directory = master, directory
+        self.kv = kv
         self.stops: dict[int, threading.Event] = {}
         self.threads: dict[int, threading.Thread] = {}
 
@@ -79,7 +83,7 @@ class Replicas:
 @pytest.fixture
 def replicas(master: MasterHandle, tmp_path: Path) -> Iterator[Replicas]:
     """``run_ps`` replicas of the test module's ``master``, stopped at the end."""
-    r = Replicas(master, tmp_path / "ps")
+    r = Replicas(master.address, master.service, tmp_path / "ps")
     yield r
     for index in list(r.stops):
         if r.threads[index].is_alive():

@@ -19,7 +19,9 @@ join it, or left it on purpose). ``plan_change`` compares the two and says what 
 
 A failure before ``LOAD`` resumes the old set as it was (``recovery``); a failure from
 ``LOAD`` on reloads the old layout from the same checkpoints when every old PS is still
-there, else the change is retried. Not for I/O (``flexjob.master.ps_sets`` drives it).
+there, else the change is retried. The driver records each step it starts (``ChangeRecord``);
+a master restarted in the middle of a change undoes it the same way, or resumes the new set
+if it was already published (``after_restart``). Not for I/O (``flexjob.master.ps_sets`` drives it).
 """
 
 import json
@@ -27,11 +29,23 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any, TypeVar
 
 import numpy as np
 
 from flexjob.api.errors import InvalidSpecError
+from flexjob.api.problems import one_of
 from flexjob.core.ps.checkpoint import PsSnapshot
+
+E = TypeVar("E", bound=StrEnum)
+
+
+def _parse(kind: type[E], field: str, value: object) -> E:
+    """``value`` as a ``kind``; else ``InvalidSpecError`` naming ``field`` and the values."""
+    try:
+        return kind(value)
+    except ValueError:
+        raise InvalidSpecError(f"{field}: {one_of(value, [k.value for k in kind])}") from None
 
 
 class MemberState(StrEnum):
@@ -71,13 +85,19 @@ class PsSetInfo:
     def num_ps(self) -> int:
         return len(self.addresses)
 
+    def as_dict(self) -> dict[str, object]:
+        return {"version": self.version, "addresses": list(self.addresses)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "PsSetInfo":
+        return cls(int(data["version"]), tuple(str(a) for a in data["addresses"]))
+
     def to_json(self) -> bytes:
-        return json.dumps({"version": self.version, "addresses": list(self.addresses)}).encode()
+        return json.dumps(self.as_dict()).encode()
 
     @classmethod
     def from_json(cls, raw: bytes) -> "PsSetInfo":
-        data = json.loads(raw.decode())
-        return cls(int(data["version"]), tuple(str(a) for a in data["addresses"]))
+        return cls.from_dict(json.loads(raw.decode()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,11 +123,7 @@ class PsMember:
     @classmethod
     def from_json(cls, raw: bytes) -> "PsMember":
         data = json.loads(raw.decode())
-        try:
-            state = MemberState(data["state"])
-        except ValueError:
-            allowed = ", ".join(s.value for s in MemberState)
-            raise InvalidSpecError(f"state: {data['state']!r} is not one of {allowed}") from None
+        state = _parse(MemberState, "state", data["state"])
         t = data.get("totals")
         totals = RowTotals(int(t["rows"]), int(t["id_sum"]), float(t["value_sum"])) if t else None
         return cls(str(data["address"]), state, totals, int(data.get("num_ps", 0)))
@@ -227,6 +243,7 @@ class Recovery(StrEnum):
     RESUME_OLD = "resume-old"  # nothing moved yet: the old set goes on as it was
     RELOAD_OLD = "reload-old"  # the old layout is loaded back from the same checkpoints
     RETRY = "retry"  # an old PS left: only the new layout can hold its rows; try again
+    RESUME_NEW = "resume-new"  # the new set was published: its PS resume serving it
 
 
 def recovery(change: SetChange, failed_at: ChangeStep) -> Recovery:
@@ -237,3 +254,50 @@ def recovery(change: SetChange, failed_at: ChangeStep) -> Recovery:
     if STEPS.index(failed_at) < STEPS.index(ChangeStep.LOAD):
         return Recovery.RESUME_OLD
     return Recovery.RETRY if change.departed else Recovery.RELOAD_OLD
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeRecord:
+    """A change under way and the step it started last (kept where a restarted master
+    finds it)."""
+
+    change: SetChange
+    step: ChangeStep
+
+    def to_json(self) -> bytes:
+        c = self.change
+        data = {
+            "old": c.old.as_dict(),
+            "new": c.new.as_dict(),
+            "pause": list(c.pause),
+            "departed": list(c.departed),
+            "step": self.step.value,
+        }
+        return json.dumps(data).encode()
+
+    @classmethod
+    def from_json(cls, raw: bytes) -> "ChangeRecord":
+        data = json.loads(raw.decode())
+        step = _parse(ChangeStep, "step", data["step"])
+        change = SetChange(
+            PsSetInfo.from_dict(data["old"]),
+            PsSetInfo.from_dict(data["new"]),
+            tuple(int(i) for i in data["pause"]),
+            tuple(int(i) for i in data["departed"]),
+        )
+        return cls(change, step)
+
+
+def after_restart(record: ChangeRecord, published: PsSetInfo | None) -> Recovery | None:
+    """What a master that finds ``record`` (left by a master that stopped mid-change) does,
+    given the set ``published`` now: resume the new set if it was published; else undo the
+    change as if its step had failed (a change that reached ``PUBLISH`` without publishing
+    is undone like one that failed at ``VERIFY``); ``None``: the record is stale (the
+    published set is neither the change's old nor its new one): nothing to do."""
+    old, new = record.change.old, record.change.new
+    if published is not None and published.version == new.version:
+        return Recovery.RESUME_NEW
+    if published is None or published.version != old.version:
+        return None
+    last = STEPS.index(ChangeStep.VERIFY)
+    return recovery(record.change, STEPS[min(STEPS.index(record.step), last)])
