@@ -100,7 +100,8 @@ _EXPORTS: dict[str, str] = {
 }
 
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+if not TYPE_CHECKING:  # hidden from mypy, so a misspelt import is an error, not Any
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "ROLE_TRAITS",

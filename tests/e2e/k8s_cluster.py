@@ -3,11 +3,14 @@ process kubelet on three nodes, and the kopf operator (implicit masters in ``fle
 which the kubelet runs from this checkout). Everything runs on the test's event loop.
 """
 
+import asyncio
+import concurrent.futures
 import contextlib
 import dataclasses
 import json
 import os
 import subprocess
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +20,7 @@ import yaml
 from kubernetes.client import CoreV1Api, CustomObjectsApi
 
 from flexjob.api.names import LABEL_JOB_NAME
-from tests.operator.kopf_fixtures import OperatorHarness, running_operator
+from tests.operator.kopf_fixtures import STARTUP_TIMEOUT, OperatorHarness, running_operator
 from tests.support.k8s_emulator import K8sEmulator, wait_for
 from tests.support.k8s_fixtures import (
     ELASTICJOBS,
@@ -40,6 +43,18 @@ class Cluster:
     kubelet: ProcessKubelet
     operator: OperatorHarness
     state_root: Path
+    operator_options: dict[str, Any]
+    _operator_thread: "OperatorThread"
+
+    async def stop_operator(self) -> None:
+        """The operator vanishes as a killed operator pod would: its task is cancelled; the
+        pods, the masters and the API state stay as they are."""
+        await self._operator_thread.stop()
+
+    async def start_operator(self) -> None:
+        """A fresh operator instance (new queue, new webhook port) against the same API."""
+        self._operator_thread = OperatorThread(self.emulator, self.operator_options)
+        self.operator = await self._operator_thread.start()
 
     def master_state(self, job: str) -> dict[str, Any]:
         """The job master's last snapshot (``master_state.json`` on the state volume)."""
@@ -86,6 +101,10 @@ class Cluster:
     def kill(self, pod: str) -> None:
         """SIGKILL every process of the pod's container (it crashes, the kubelet reports it)."""
         self.kubelet.containers["default", pod].kill_all()
+
+    def incarnations(self, pod: str) -> int:
+        """How many times the kubelet started the pod (one log file per pod uid)."""
+        return len(list(self.kubelet.log_dir.glob(f"default_{pod}_*.log")))
 
     def log(self, pod: str) -> str:
         """The pod's output, every incarnation (the kubelet's log files), oldest first."""
@@ -140,17 +159,58 @@ async def cluster(root: Path, **operator_options: Any) -> AsyncIterator[Cluster]
         emulator.declare(SCALEPLANS)
         declare_foreign_kinds(emulator)
         kubelet = ProcessKubelet(emulator, image_env=image_env(), workdir=REPO, log_dir=log_dir)
-        async with (
-            kubelet,
-            running_operator(
-                emulator,
-                job_master_image=IMAGE,
-                job_master_state_claim=STATE_CLAIM,
-                job_master_state_root=str(state_root),
-                **operator_options,
-            ) as operator,
-        ):
-            yield Cluster(emulator, kubelet, operator, state_root)
+        options = {
+            "job_master_image": IMAGE,
+            "job_master_state_claim": STATE_CLAIM,
+            "job_master_state_root": str(state_root),
+            **operator_options,
+        }
+        async with kubelet:
+            thread = OperatorThread(emulator, options)
+            c = Cluster(emulator, kubelet, await thread.start(), state_root, options, thread)
+            try:
+                yield c
+            finally:
+                await c.stop_operator()
+
+
+class OperatorThread:
+    """The kopf operator on its own thread and event loop, as if in its own pod: stopping kopf
+    cancels every task its loop started after it, which must not be the kubelet's or the
+    emulator's."""
+
+    def __init__(self, emulator: K8sEmulator, options: dict[str, Any]) -> None:
+        self.emulator, self.options = emulator, options
+        self._loop = asyncio.new_event_loop()
+        self._stop = asyncio.Event()
+        self._thread: threading.Thread | None = None
+
+    async def start(self) -> OperatorHarness:
+        started: concurrent.futures.Future[OperatorHarness] = concurrent.futures.Future()
+        self._thread = threading.Thread(
+            target=self._loop.run_until_complete, args=(self._main(started),), daemon=True
+        )
+        self._thread.start()
+        return await asyncio.wait_for(asyncio.wrap_future(started), STARTUP_TIMEOUT + 15)
+
+    async def _main(self, started: "concurrent.futures.Future[OperatorHarness]") -> None:
+        try:
+            async with running_operator(self.emulator, **self.options) as harness:
+                started.set_result(harness)
+                await self._stop.wait()
+        except BaseException as exc:
+            if not started.done():
+                started.set_exception(exc)
+            raise
+
+    async def stop(self) -> None:
+        """Cancel the operator's task (``running_operator``'s exit) and end its thread."""
+        if self._thread is None or not self._thread.is_alive():
+            return
+        self._loop.call_soon_threadsafe(self._stop.set)
+        await in_thread(self._thread.join, 30)
+        assert not self._thread.is_alive(), "the operator did not stop within 30 s"
+        self._loop.close()
 
 
 def flexjob_cli(

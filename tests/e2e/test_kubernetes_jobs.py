@@ -10,6 +10,7 @@ import pytest
 
 from tests.chaos.harness import SampleCheck, check_samples
 from tests.e2e.k8s_cluster import Cluster, cluster, digits_job, flexjob_cli, sample_logging_job
+from tests.support.k8s_emulator import wait_for
 from tests.support.k8s_fixtures import in_thread
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
@@ -105,3 +106,44 @@ async def test_a_lost_node_is_left_and_its_pods_run_elsewhere(tmp_path: Path) ->
         await c.kubelet.lose_node(lost)
         await finish(c)
         assert all(p["spec"].get("nodeName") != lost for p in c.pods(NAME))
+
+
+@LONG
+@pytest.mark.timeout(240)
+async def test_a_killed_operator_is_replaced_and_the_job_finishes_with_nothing_lost(
+    tmp_path: Path,
+) -> None:
+    """The operator vanishes in the second epoch (its task cancelled, no cleanup) and a worker
+    pod is killed while none runs: a fresh operator relaunches that worker and nothing else.
+    It vanishes again and the workers finish meanwhile: a third one re-creates no completed
+    replica and marks the job Succeeded. Every sample is trained exactly once."""
+    samples = tmp_path / "samples"
+    pods = (MASTER, WORKER_0, WORKER_1)
+    async with cluster(tmp_path) as c:
+        await c.apply_job(sample_logging_job(samples, epochs=EPOCHS))
+        await c.wait_log(MASTER, "epoch=1", 90)
+        await c.stop_operator()
+        runs = {p: c.incarnations(p) for p in pods}
+        c.kill(WORKER_1)
+        await wait_for(lambda: pod_phase(c, WORKER_1) == "Failed", 30, 0.2)
+        await c.start_operator()
+        await wait_for(lambda: pod_phase(c, WORKER_1) == "Running", 60, 0.2)
+        await c.stop_operator()
+        await wait_for(lambda: {pod_phase(c, p) for p in pods[1:]} == {"Succeeded"}, 120, 0.2)
+        assert c.phase(NAME) == "Running"
+        await c.start_operator()
+        master_log = await finish(c, EPOCHS)
+        assert master_log.count("event=master_started") == 1, master_log
+        assert {p: c.incarnations(p) for p in pods} == {**runs, WORKER_1: runs[WORKER_1] + 1}
+        assert {p["metadata"]["name"] for p in c.pods(NAME)} <= set(pods)
+    assert check_samples(samples, EPOCHS) == SampleCheck(EPOCHS * SAMPLES, EPOCHS * SAMPLES, 0, 0)
+
+
+def pod_phase(c: Cluster, pod: str) -> str:
+    """The pod's phase ("" while it does not exist)."""
+    [phase] = [
+        str((p.get("status") or {}).get("phase"))
+        for p in c.pods(NAME)
+        if p["metadata"]["name"] == pod
+    ] or [""]
+    return phase
