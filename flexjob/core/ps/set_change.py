@@ -40,7 +40,7 @@ from flexjob.core.ps.checkpoint import PsSnapshot
 E = TypeVar("E", bound=StrEnum)
 
 
-def _parse(kind: type[E], field: str, value: object) -> E:
+def _parse(kind: type[E], field: str, value: Any) -> E:
     """``value`` as a ``kind``; else ``InvalidSpecError`` naming ``field`` and the values."""
     try:
         return kind(value)
