@@ -26,8 +26,12 @@ pytestmark = pytest.mark.e2e
 
 @pytest.mark.parametrize(
     ("held", "how"),
-    [(ChangeStep.VERIFY, "reload-old"), (ChangeStep.RESUME, "resume-new")],
-    ids=["killed-after-load", "killed-after-publish"],
+    [
+        (ChangeStep.CHECKPOINT, "resume-old"),
+        (ChangeStep.VERIFY, "reload-old"),
+        (ChangeStep.RESUME, "resume-new"),
+    ],
+    ids=["killed-after-pause", "killed-after-load", "killed-after-publish"],
 )
 def test_a_master_killed_mid_change_finishes_it_after_a_restart(
     tmp_path: Path, held: ChangeStep, how: str
