@@ -36,5 +36,7 @@ async def test_ctr_ps_job_survives_a_killed_worker_pod_with_every_shard_done_onc
         pods = sorted(p["metadata"]["name"] for p in c.pods(NAME))
         context = "\n".join(f"--- {p}\n{c.log(p)[-2000:]}" for p in pods)
         assert phase == "Succeeded", context
-        assert pods == [f"{NAME}-master-0", f"{NAME}-ps-0", f"{NAME}-ps-1", WORKER_0, WORKER_1]
+        # No replica beyond the spec's; the implicit master may already be cleaned up.
+        replicas = {f"{NAME}-ps-0", f"{NAME}-ps-1", WORKER_0, WORKER_1}
+        assert replicas <= set(pods) <= replicas | {f"{NAME}-master-0"}, pods
     assert_every_shard_once_and_auc_met(shard_log, logs)
