@@ -8,8 +8,8 @@ from typing import Protocol
 
 from flexjob.core.batch import RankBatch
 from flexjob.core.dataset import Dataset
+from flexjob.core.fields import build, codec
 from flexjob.rpc import messages as m
-from flexjob.rpc.fields import codec, from_pb, to_pb
 from flexjob.rpc.gen import master_pb2 as pb
 
 
@@ -42,25 +42,25 @@ progress_to_pb, progress_from_pb = codec(m.Progress, pb.ProgressResponse)
 
 
 def dataset_to_pb(node: pb.NodeRef, dataset: Dataset) -> pb.RegisterDatasetRequest:
-    return to_pb(pb.RegisterDatasetRequest, dataset, node=node, size=dataset.size or 0)
+    return build(pb.RegisterDatasetRequest, dataset, node=node, size=dataset.size or 0)
 
 
 def dataset_from_pb(msg: pb.RegisterDatasetRequest) -> Dataset:
     """The registered dataset; ``InvalidSpecError`` names a bad field."""
-    return from_pb(Dataset, msg, size=None if msg.files else msg.size)
+    return build(Dataset, msg, size=None if msg.files else msg.size)
 
 
 def lease_to_pb(lease: m.ShardLease) -> pb.LeaseShardsResponse:
-    return to_pb(pb.LeaseShardsResponse, lease, shards=[shard_to_pb(s) for s in lease.shards])
+    return build(pb.LeaseShardsResponse, lease, shards=[shard_to_pb(s) for s in lease.shards])
 
 
 def lease_from_pb(msg: pb.LeaseShardsResponse) -> m.ShardLease:
-    return from_pb(m.ShardLease, msg, shards=tuple(shard_from_pb(s) for s in msg.shards))
+    return build(m.ShardLease, msg, shards=tuple(shard_from_pb(s) for s in msg.shards))
 
 
 def stats_to_pb(node: pb.NodeRef, stats: m.NodeStats) -> pb.StatsRequest:
-    return to_pb(pb.StatsRequest, stats, node=node)
+    return build(pb.StatsRequest, stats, node=node)
 
 
 def stats_from_pb(msg: pb.StatsRequest) -> m.NodeStats:
-    return from_pb(m.NodeStats, msg)
+    return build(m.NodeStats, msg)

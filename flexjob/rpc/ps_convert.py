@@ -13,10 +13,10 @@ import numpy as np
 import numpy.typing as npt
 
 from flexjob.api.errors import InvalidSpecError
+from flexjob.core.fields import build
 from flexjob.core.ps.optim import OptimizerKind, OptimizerSpec
 from flexjob.core.ps.store import ModelSpec
 from flexjob.core.ps.table import TableSpec
-from flexjob.rpc.fields import from_pb, to_pb
 from flexjob.rpc.gen import ps_pb2 as pb
 from flexjob.rpc.ps_api import PsStats
 
@@ -55,7 +55,7 @@ def tensor_from_pb(msg: pb.Tensor, field: str, dtype: str | None = None) -> npt.
 
 
 def optimizer_to_pb(spec: OptimizerSpec) -> pb.Optimizer:
-    return to_pb(pb.Optimizer, spec, kind=spec.kind.value)
+    return build(pb.Optimizer, spec, kind=spec.kind.value)
 
 
 def optimizer_from_pb(msg: pb.Optimizer) -> OptimizerSpec:
@@ -63,13 +63,13 @@ def optimizer_from_pb(msg: pb.Optimizer) -> OptimizerSpec:
     if msg.kind not in kinds:
         raise InvalidSpecError(f"optimizer.kind: {msg.kind!r} is not one of {kinds}")
     try:
-        return from_pb(OptimizerSpec, msg, kind=OptimizerKind(msg.kind))
+        return build(OptimizerSpec, msg, kind=OptimizerKind(msg.kind))
     except ValueError as exc:
         raise InvalidSpecError(f"optimizer: {exc}") from None
 
 
 def table_to_pb(spec: TableSpec) -> pb.TableSpec:
-    return to_pb(pb.TableSpec, spec)
+    return build(pb.TableSpec, spec)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +90,7 @@ def configure_to_pb(model: ModelSpec, num_ps: int) -> pb.ConfigureRequest:
 
 
 def configure_from_pb(msg: pb.ConfigureRequest) -> Configure:
-    tables = tuple(from_pb(TableSpec, t) for t in msg.tables)
+    tables = tuple(build(TableSpec, t) for t in msg.tables)
     dense = {
         k: tensor_from_pb(v, f"dense[{k}]", "float32").astype(np.float32)
         for k, v in msg.dense.items()
@@ -100,8 +100,8 @@ def configure_from_pb(msg: pb.ConfigureRequest) -> Configure:
 
 def stats_to_pb(s: PsStats) -> pb.StatsResponse:
     tables = [pb.TableStats(name=k, rows=r, bytes=b) for k, (r, b) in s.tables.items()]
-    return to_pb(pb.StatsResponse, s, tables=tables)
+    return build(pb.StatsResponse, s, tables=tables)
 
 
 def stats_from_pb(msg: pb.StatsResponse) -> PsStats:
-    return from_pb(PsStats, msg, tables={t.name: (t.rows, t.bytes) for t in msg.tables})
+    return build(PsStats, msg, tables={t.name: (t.rows, t.bytes) for t in msg.tables})
