@@ -302,13 +302,7 @@ class ElasticTrainer:
         if dist.get_rank() == 0 and now - self._published >= PUBLISH_EVERY_S:
             self._published = now
             self._publish(names.KV_STEP, str(self.step_count))
-        self._status.write(
-            round=self.round,
-            step=self.step_count,
-            samples=self.sampler.samples_committed,
-            epoch=self.sampler.epoch,
-            world_size=dist.get_world_size(),
-        )
+        self._write_status(dist.get_world_size())
         if (
             self.checkpointer is not None
             and self.checkpoint_every > 0
@@ -320,12 +314,17 @@ class ElasticTrainer:
     def _beat(self) -> None:
         """Alive but not stepping (waiting for a world or for data): tell the agent, whose
         hang detection watches this file."""
+        self._write_status(self._gen.world_size(self.ident.local_world_size) if self._gen else 0)
+
+    def _write_status(self, world_size: int, *, force: bool = False) -> None:
+        """Where training stands, for the agent (``trainer.status``)."""
         self._status.write(
             round=self.round,
             step=self.step_count,
             samples=self.sampler.samples_committed,
             epoch=self.sampler.epoch,
-            world_size=self._gen.world_size(self.ident.local_world_size) if self._gen else 0,
+            world_size=world_size,
+            force=force,
         )
 
     def _publish(self, key: str, value: str) -> None:
@@ -346,14 +345,7 @@ class ElasticTrainer:
     def _finish(self) -> None:
         if self.checkpointer is not None and dist.get_rank() == 0:
             self._save()
-        self._status.write(
-            round=self.round,
-            step=self.step_count,
-            samples=self.sampler.samples_committed,
-            epoch=self.sampler.epoch,
-            world_size=dist.get_world_size(),
-            force=True,
-        )
+        self._write_status(dist.get_world_size(), force=True)
 
     def _reform(self) -> None:
         """Leave the current world and form the next one, in this process."""
@@ -406,14 +398,7 @@ class ElasticTrainer:
         os.environ.update(env)
         info = world.world_info_of(gen, self.ident)
         world.set_current(info)
-        self._status.write(
-            round=gen.round,
-            step=self.step_count,
-            samples=self.sampler.samples_committed,
-            epoch=self.sampler.epoch,
-            world_size=size,
-            force=True,
-        )
+        self._write_status(size, force=True)  # self.round is gen.round from here
         if self._watcher is not None:
             self._watcher.clear()
             self._watcher.set_active(rank == 0)
