@@ -149,6 +149,7 @@ def stats_to_pb(node: pb.NodeRef, stats: NodeStats) -> pb.StatsRequest:
         timestamp=stats.timestamp,
         requests_per_second=stats.requests_per_second,
         partition_bytes=stats.partition_bytes,
+        step_seconds=stats.step_seconds,
     )
 
 
@@ -162,6 +163,7 @@ def stats_from_pb(msg: pb.StatsRequest) -> NodeStats:
         timestamp=msg.timestamp,
         requests_per_second=msg.requests_per_second,
         partition_bytes=msg.partition_bytes,
+        step_seconds=msg.step_seconds,
     )
 
 
@@ -170,11 +172,12 @@ def heartbeat_to_pb(reply: HeartbeatReply) -> pb.HeartbeatResponse:
         round=reply.round,
         num_nodes_waiting=reply.num_nodes_waiting,
         job_finished=reply.job_finished,
+        excluded=reply.excluded,
     )
 
 
 def heartbeat_from_pb(msg: pb.HeartbeatResponse) -> HeartbeatReply:
-    return HeartbeatReply(msg.round, msg.num_nodes_waiting, msg.job_finished)
+    return HeartbeatReply(msg.round, msg.num_nodes_waiting, msg.job_finished, msg.excluded)
 
 
 def batch_to_pb(plan: RankBatch) -> pb.BatchPlanResponse:
