@@ -10,7 +10,7 @@ from flexjob.core.master_config import MasterConfig
 from flexjob.core.stragglers import StragglerPolicy
 from flexjob.master.service import MasterService
 from flexjob.observe import timeline
-from flexjob.rpc.messages import NodeRef, NodeStats
+from flexjob.rpc.messages import NodeStats
 from tests.core.clock import FakeClock
 from tests.master.test_service import A, B, C, form_world, make
 
