@@ -44,4 +44,3 @@ def test_a_control_round_without_a_step_or_a_reform_measures_nothing() -> None:
     timer.reset()  # the world broke: the step is retried elsewhere
     timer.control_entered()
     assert timer.seconds == 0.0
-
