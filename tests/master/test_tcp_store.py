@@ -81,7 +81,7 @@ def test_a_wait_that_times_out_raises_and_the_client_still_works(
     server: TcpStoreServer,
 ) -> None:
     client = _client(server.port)
-    with pytest.raises(Exception, match="(?i)timeout|timed out"):
+    with pytest.raises(Exception, match=r"(?i)timeout|timed out"):
         client.wait(["never"], timedelta(milliseconds=300))
     client.set("after", "ok")  # the cancelled wait left the connection usable
     assert client.get("after") == b"ok"
