@@ -11,7 +11,6 @@ Not thread-safe across ``close()``; otherwise a client may be shared by threads.
 
 import time
 from collections.abc import Sequence
-from typing import TypeVar
 
 import grpc
 
@@ -32,8 +31,6 @@ from flexjob.rpc.messages import (
     ShardLease,
 )
 from flexjob.rpc.retry import RetryingClient
-
-T = TypeVar("T")
 
 _CHANNEL_OPTIONS = [
     ("grpc.initial_reconnect_backoff_ms", 100),
