@@ -17,6 +17,7 @@ import time
 
 from flexjob.agent import failure, observing
 from flexjob.agent.config import AgentConfig, WorkerState
+from flexjob.agent.flash_saver import FlashSaver
 from flexjob.agent.hang import collective_timeout_for, stalled_for
 from flexjob.agent.monitor import ResourceMonitor
 from flexjob.agent.oom import memory_limited, oom_kills
@@ -72,6 +73,7 @@ class ElasticAgent:
         self._oom_kills = oom_kills() or 0
         self.round = -1
         self._monitor = ResourceMonitor()
+        self._flash = FlashSaver(config.node_id)
         self._step_clock = observing.StepClock()
         self._last_stats = 0.0
         self._stopping = threading.Event()
@@ -109,6 +111,7 @@ class ElasticAgent:
                 self._stopping.set()
                 for w in self.workers:
                     w.stop()
+                self._flash.close()
                 beat.join(timeout=5.0)
                 self.client.close()
 
@@ -142,7 +145,12 @@ class ElasticAgent:
         path = status_path(self._run_dir, c.node_id, local_rank)
         env[names.ENV_STATUS_FILE] = str(path)
         torch_first = preimport_torch(c.target, c.module, env)
-        return Worker(local_rank, env, path, c.node_id, c.output, torch_first)
+        flash_env, flash_fd = self._flash.worker_env(local_rank, env[names.ENV_CHECKPOINT_DIR])
+        env.update(flash_env)
+        try:
+            return Worker(local_rank, env, path, c.node_id, c.output, torch_first, (flash_fd,))
+        finally:
+            self._flash.started(flash_fd)
 
     def _default_checkpoint_dir(self) -> str:
         """``<run dir>/checkpoints/<job incarnation>``: shared by this job's restarts, never
@@ -330,6 +338,7 @@ class ElasticAgent:
         if over_limit:
             code = OOM_EXIT_CODE
         for w in failed:
+            self._flash.worker_failed(w.local_rank)  # its last copy in memory goes to storage
             ident = self._identity(w.local_rank)
             reason = f"worker {w.local_rank} {failure.describe_exit(w.exit_code)}"
             if oom_killed and w.exit_code in (-signal.SIGKILL, 128 + signal.SIGKILL):

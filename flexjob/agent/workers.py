@@ -38,6 +38,7 @@ class Worker:
         node_id: str = "",
         output: OutputConfig | None = None,
         preimport_torch: bool = True,
+        pass_fds: tuple[int, ...] = (),
     ) -> None:
         self.local_rank = local_rank
         self.status_file = status_file
@@ -62,6 +63,7 @@ class Worker:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
+            pass_fds=pass_fds,
         )
         self.output.start(self.proc.stdout, self.proc.stderr)
 
