@@ -276,6 +276,8 @@ class ElasticAgent:
                     return code
                 continue
             reply = self._reply
+            if reply is not None and reply.excluded:
+                return self._leave_excluded()
             if reply is not None and reply.job_finished and self._never_joined():
                 log.info("node %s: the job's data is done before its workers joined", c.node_id)
                 return 0
@@ -286,6 +288,26 @@ class ElasticAgent:
             if changed and any(w.state is WorkerState.RUNNING for w in self.workers):
                 log.info("world changed (round %d): restarting workers", reply.round)
                 self._restart(self.workers)
+
+    def _leave_excluded(self) -> int:
+        """The master keeps this node out of the job's worlds (a straggler): once every
+        worker is idle (all it trained is committed and reported; at most the rendezvous
+        timeout), stop them, tell the master they are gone (their shards go back) and end
+        the node with 0: the others train on."""
+        c = self.config
+        log.warning("node %s: excluded from the job by its master (a straggler)", c.node_id)
+        deadline = time.monotonic() + c.rendezvous_timeout
+        while time.monotonic() < deadline:
+            running = [w for w in self.workers if w.poll() is WorkerState.RUNNING]
+            statuses = [w.status() for w in running]
+            if all(st is not None and st.idle for st in statuses):
+                break
+            time.sleep(c.monitor_interval)
+        for w in self.workers:
+            w.stop()
+            ident = self._identity(w.local_rank)
+            self._report_failure(ident.process_id, "excluded as a straggler", 0, False)
+        return 0
 
     def _never_joined(self) -> bool:
         """True when every running worker uses the trainer helpers and waits for its first
@@ -421,5 +443,11 @@ class ElasticAgent:
             return  # every worker exited since the last poll: nothing to measure
         self._step_clock.observe(self.config.job_name, self.config.node_id, s)
         self.client.report_stats(
-            s.cpu_percent, s.memory_bytes, s.step, s.samples_per_second, s.world_size, s.timestamp
+            s.cpu_percent,
+            s.memory_bytes,
+            s.step,
+            s.samples_per_second,
+            s.world_size,
+            s.timestamp,
+            step_seconds=s.step_seconds,
         )

@@ -155,6 +155,8 @@ KV_FAILURE_PREFIX = "flexjob/failure/"
 # + node id: how many times an agent of that node started in this job (a restarted pod or agent
 # keeps its node id; from the second start on, the shards its previous workers held go back).
 KV_AGENT_STARTS_PREFIX = "flexjob/agent-starts/"
+# + node id: the master keeps that node out of every later world (master.stragglers).
+KV_EXCLUDED_PREFIX = "flexjob/excluded/"
 
 # Prometheus metrics of a flexjob process (master, agent, operator, brain): where its /metrics
 # endpoint listens ("HOST:PORT"; port 0 picks a free one; "off" serves none; default

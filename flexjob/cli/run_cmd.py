@@ -12,6 +12,7 @@ from __future__ import annotations
 import typer
 
 from flexjob.cli import torchrun_flags
+from flexjob.core.stragglers import DEFAULT_RATIO, DEFAULT_WINDOW_S, StragglerPolicy
 
 _PASSTHROUGH = {
     "allow_extra_args": True,
@@ -84,6 +85,14 @@ HANG_TIMEOUT = typer.Option(
     "--hang-timeout",
     help="Seconds a trainer may make no progress before it is restarted as hung (0: off).",
 )
+STRAGGLERS = typer.Option(
+    StragglerPolicy.REPORT,
+    "--stragglers",
+    help="Nodes whose own step time is over --straggler-ratio x the others' median for "
+    "--straggler-window seconds: report them, also exclude them from the next world, or off.",
+)
+STRAGGLER_RATIO = typer.Option(DEFAULT_RATIO, "--straggler-ratio", help="> 1.")
+STRAGGLER_WINDOW = typer.Option(DEFAULT_WINDOW_S, "--straggler-window", help="Seconds, > 0.")
 
 
 def run(
@@ -121,6 +130,9 @@ def run(
     last_call_timeout: float = typer.Option(1.0, "--last-call-timeout"),
     heartbeat_timeout: float = typer.Option(10.0, "--heartbeat-timeout"),
     hang_timeout: float = HANG_TIMEOUT,
+    stragglers: StragglerPolicy = STRAGGLERS,
+    straggler_ratio: float = STRAGGLER_RATIO,
+    straggler_window: float = STRAGGLER_WINDOW,
     run_path: bool = RUN_PATH,
     module: bool = MODULE,
     ps: int = typer.Option(
@@ -178,6 +190,9 @@ def run(
             join_timeout=conf.join_timeout,
             plot=plot,
             num_ps=ps,
+            stragglers=stragglers,
+            straggler_ratio=straggler_ratio,
+            straggler_window=straggler_window,
         )
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)

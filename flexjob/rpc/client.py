@@ -162,6 +162,7 @@ class MasterClient:
         timestamp: float | None = None,
         requests_per_second: float = 0.0,
         partition_bytes: int = 0,
+        step_seconds: float = 0.0,
     ) -> None:
         stats = NodeStats(
             cpu_percent,
@@ -172,6 +173,7 @@ class MasterClient:
             time.time() if timestamp is None else timestamp,
             requests_per_second,
             partition_bytes,
+            step_seconds,
         )
         self._call(self._stub.ReportStats, convert.stats_to_pb(self._node, stats))
 

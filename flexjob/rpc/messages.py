@@ -122,6 +122,9 @@ class NodeStats:
     timestamp: float = 0.0
     requests_per_second: float = 0.0  # a PS replica's data calls per second
     partition_bytes: int = 0  # the bytes a PS replica's partition holds
+    #: A training node's own seconds per step, waits for peers left out (its slowest
+    #: process's; ``trainer.step_time``); 0: not measured.
+    step_seconds: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +132,8 @@ class HeartbeatReply:
     round: int
     num_nodes_waiting: int
     job_finished: bool
+    #: The master keeps this node out of every later world (``core.stragglers``).
+    excluded: bool = False
 
 
 @dataclass(frozen=True, slots=True)

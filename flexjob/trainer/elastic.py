@@ -34,6 +34,7 @@ from flexjob.trainer.rank_sync import sync_state
 from flexjob.trainer.rendezvous import WaitingWatcher, WorldSource, next_generation
 from flexjob.trainer.sampler import Batch, ElasticSampler, NoShard, ShardSource
 from flexjob.trainer.status import StatusWriter
+from flexjob.trainer.step_time import OwnStepTimer
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +131,8 @@ class ElasticTrainer:
         self._stores = group.StoreCache(timeout_s)
         self._watcher: WaitingWatcher | None = None
         self._status = StatusWriter()
+        #: This rank's own seconds per step, waits for peers left out (``trainer.step_time``).
+        self.step_timer = OwnStepTimer()
         self._peers = PeerShards()
         self._on_reform: list[Callable[[world.WorldInfo], None]] = []
         self._on_step: list[Callable[[Step], None]] = []
@@ -253,6 +256,7 @@ class ElasticTrainer:
             planned = micro if self.batch_plan is not None else ()
             step = Step(self.step_count, indices, epoch, total, size, planned)
             yield step
+            self.step_timer.body_ended()
             if self._broken:
                 continue  # the same batches are retried in the next world
             self._peers.step_done()
@@ -309,8 +313,10 @@ class ElasticTrainer:
         batches = got if isinstance(got, list) else []
         slots = self._peers.encode(batches, dist.get_world_size())
         ctl = torch.tensor([n, more, wants, *slots], dtype=torch.int64)
+        self.step_timer.control_entered()
         try:
             dist.all_reduce(ctl)
+            self.step_timer.control_left()
         except Exception as exc:
             if not group.is_collective_error(exc):
                 raise
@@ -333,6 +339,7 @@ class ElasticTrainer:
             samples=self.sampler.samples_committed,
             epoch=self.sampler.epoch,
             world_size=dist.get_world_size(),
+            step_seconds=self.step_timer.seconds,
         )
         if dist.get_rank() != 0:
             return
@@ -348,13 +355,15 @@ class ElasticTrainer:
 
     def _beat(self) -> None:
         """Alive but not stepping (waiting for a world or for data): tell the agent, whose
-        hang detection watches this file."""
+        hang detection watches this file; ``idle``: every step it ran is committed."""
         self._status.write(
             round=self.round,
             step=self.step_count,
             samples=self.sampler.samples_committed,
             epoch=self.sampler.epoch,
             world_size=self._gen.world_size(self.ident.local_world_size) if self._gen else 0,
+            step_seconds=self.step_timer.seconds,
+            idle=True,
         )
 
     def _publish(self, key: str, value: str) -> None:
@@ -443,6 +452,8 @@ class ElasticTrainer:
                 gen = next_generation(self.source, gen.round, self.timeout_s, on_wait=self._beat)
         self._gen = gen
         self._broken = False
+        self.step_timer.attach(self.module)
+        self.step_timer.reset()
         self._peers.formed([str(p) for p in process_ids], rank)
         env = world.world_env(gen, self.ident)
         os.environ.update(env)

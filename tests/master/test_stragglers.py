@@ -1,0 +1,118 @@
+"""The master's straggler watch: reported once per world, excluded under the option, kept out
+after a master restart; a fake clock drives the window."""
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from flexjob.core.master_config import MasterConfig
+from flexjob.core.stragglers import StragglerPolicy
+from flexjob.master.service import MasterService
+from flexjob.observe import timeline
+from flexjob.rpc.messages import NodeStats
+from tests.core.clock import FakeClock
+from tests.master.test_service import A, B, C, form_world, make
+
+
+def slow_c_for(svc: MasterService, clock: FakeClock, seconds: float) -> None:
+    """Every node reports once a second; c's own step takes 5x the others'."""
+    for _ in range(int(seconds) + 1):
+        for node, own in ((A, 0.1), (B, 0.1), (C, 0.5)):
+            svc.report_stats(node, NodeStats(step=1, world_size=3, step_seconds=own))
+            svc.heartbeat(node, 0)
+        svc.check()
+        clock.advance(1.0)
+
+
+def straggling(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if f"event={timeline.STRAGGLING}" in r.message]
+
+
+def test_a_slow_node_is_reported_once_and_stays_in_the_world(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    clock = FakeClock()
+    svc = make(tmp_path, clock, straggler_window=5.0)
+    form_world(svc, A, B, C)
+    slow_c_for(svc, clock, 4.0)
+    assert straggling(caplog) == []  # not a whole window yet
+    slow_c_for(svc, clock, 4.0)
+    [line] = straggling(caplog)
+    assert "node=c" in line and "action=reported" in line and "times_slower=5.0" in line
+    assert svc.get_world(C, 1).complete
+    assert not svc.heartbeat(C, 0).excluded
+
+
+def test_excluded_node_leaves_the_world_and_is_kept_out(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    clock = FakeClock()
+    svc = make(tmp_path, clock, straggler_window=5.0, stragglers=StragglerPolicy.EXCLUDE)
+    form_world(svc, A, B, C)
+    slow_c_for(svc, clock, 6.0)
+    [line] = straggling(caplog)
+    assert "action=excluded" in line
+    assert svc.heartbeat(C, 0).excluded and not svc.heartbeat(A, 0).excluded
+    assert svc.nodes_waiting(A).num_nodes_waiting >= 1  # the others re-form
+    form_world(svc, A, B)
+    world = svc.get_world(A, 2)
+    assert world.complete and world.members == ("a", "b")
+    svc.join(C, "c:1", 1)  # it asks again: never let in
+    assert not svc.get_world(C, 3).complete
+    clock.advance(2.0)
+    svc.check()
+    assert svc.get_world(A, 2).members == ("a", "b")
+    svc.close()
+    again = make(tmp_path, clock, straggler_window=5.0, stragglers=StragglerPolicy.EXCLUDE)
+    assert again.heartbeat(C, 0).excluded  # journaled: a restarted master keeps it out
+    assert not again.get_world(C, 3).complete
+
+
+def test_exclusion_never_takes_the_world_below_its_minimum(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    clock = FakeClock()
+    svc = make(
+        tmp_path, clock, straggler_window=5.0, stragglers=StragglerPolicy.EXCLUDE, min_nodes=3
+    )
+    form_world(svc, A, B, C)
+    slow_c_for(svc, clock, 6.0)
+    [line] = straggling(caplog)
+    assert "action=reported" in line
+    assert not svc.heartbeat(C, 0).excluded
+
+
+def test_off_watches_nothing(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    clock = FakeClock()
+    svc = make(tmp_path, clock, straggler_window=5.0, stragglers=StragglerPolicy.OFF)
+    form_world(svc, A, B, C)
+    slow_c_for(svc, clock, 8.0)
+    assert straggling(caplog) == []
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("straggler_ratio", 0.5, r"--straggler-ratio\) must be > 1, got 0.5"),
+        ("straggler_window", -1.0, r"--straggler-window\) must be > 0 seconds, got -1.0"),
+    ],
+)
+def test_bad_straggler_settings_name_the_flag(field: str, value: float, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        MasterConfig(**{field: value})  # type: ignore[arg-type]
+
+
+def test_the_timeline_narrates_a_straggler() -> None:
+    ev = timeline.TimelineEvent(
+        1.0,
+        timeline.STRAGGLING,
+        {"node": "c", "step_seconds": 0.5, "others_seconds": 0.1, "times_slower": 5.0,
+         "action": "excluded"},
+    )  # fmt: skip
+    [(_, text)] = timeline.narrate([ev])
+    assert text == "node c straggling: own step 0.5 s, 5.0x the others' median 0.1 s (excluded)"
