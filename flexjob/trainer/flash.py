@@ -50,6 +50,9 @@ from flexjob.trainer.flash_files import FlashNotice, locked
 
 log = logging.getLogger(__name__)
 
+#: Bytes a slot is allocated beyond the copy it is grown for.
+SLACK = 1 << 20
+
 
 def flash_enabled(given: bool | None) -> bool:
     """``given``, else ``$FLEXJOB_FLASH_CHECKPOINT`` (``1``/``0``); off by default."""
@@ -141,8 +144,11 @@ class _Slot:
         return decode_header(os.pread(self.fd, HEADER_SIZE, 0))
 
     def ensure(self, size: int) -> None:
+        """At least ``size`` bytes mapped; grown with room to spare (a skeleton that grows
+        by a few bytes, as step counters do, never remaps the slot)."""
         if size <= self.size:
             return
+        size = (size + SLACK + 4095) // 4096 * 4096
         os.ftruncate(self.fd, size)
         self._map_size(size)
 
