@@ -48,29 +48,40 @@ class FlashSaver:
         #: Copies written to storage (for tests and logs).
         self.written = 0
 
-    def worker_env(self, local_rank: int, checkpoint_dir: str) -> tuple[dict[str, str], int]:
-        """Environment and inherited fd for a new worker of ``local_rank``; close the fd in
-        the agent with ``started`` once the process runs."""
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
-        ours.setblocking(False)
-        theirs.set_inheritable(True)
-        shm_dir = flash_files.default_shm_dir(checkpoint_dir, self._node_id, local_rank)
+    def worker_env(
+        self, local_rank: int, run_dir: str, channel: bool = True
+    ) -> tuple[dict[str, str], int | None]:
+        """Environment and the fd to inherit for a new worker of ``local_rank`` (close it in
+        the agent with ``started`` once the process runs). Its shared-memory directory is
+        named for the run directory and the node, so it outlives worker and agent restarts
+        (a copy of another job in it is never restored: the copy names its checkpoint
+        directory). Without ``channel`` (a process the agent did not start) the worker writes
+        its copies to storage itself; a failure's copy is still the agent's to write."""
+        shm_dir = flash_files.default_shm_dir(run_dir, self._node_id, local_rank)
         with self._lock:
             old = self._ends.pop(local_rank, None)
             if old is not None:
                 self._selector.unregister(old)
                 old.close()
-            self._ends[local_rank] = ours
             self._dirs[local_rank] = shm_dir
+        env = {names.ENV_FLASH_SHM_DIR: str(shm_dir)}
+        if not channel:
+            return env, None
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        ours.setblocking(False)
+        with self._lock:
+            self._ends[local_rank] = ours
             self._selector.register(ours, selectors.EVENT_READ, local_rank)
+        theirs.set_inheritable(True)
         fd = theirs.detach()
-        env = {names.ENV_FLASH_FD: str(fd), names.ENV_FLASH_SHM_DIR: str(shm_dir)}
+        env[names.ENV_FLASH_FD] = str(fd)
         return env, fd
 
     @staticmethod
-    def started(fd: int) -> None:
+    def started(fd: int | None) -> None:
         """The worker holds its end now: the agent's copy of it is closed."""
-        os.close(fd)
+        if fd is not None:
+            os.close(fd)
 
     def worker_failed(self, local_rank: int) -> None:
         """Write the failed worker's last complete copy to storage (in the background)."""

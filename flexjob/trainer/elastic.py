@@ -333,14 +333,7 @@ class ElasticTrainer:
         if dist.get_rank() == 0 and now - self._published >= PUBLISH_EVERY_S:
             self._published = now
             self._publish(names.KV_STEP, str(self.step_count))
-        self._status.write(
-            round=self.round,
-            step=self.step_count,
-            samples=self.sampler.samples_committed,
-            epoch=self.sampler.epoch,
-            world_size=dist.get_world_size(),
-            step_seconds=self.step_timer.seconds,
-        )
+        self._write_status(dist.get_world_size(), step_seconds=self.step_timer.seconds)
         if dist.get_rank() != 0:
             return
         stored = (
@@ -356,14 +349,22 @@ class ElasticTrainer:
     def _beat(self) -> None:
         """Alive but not stepping (waiting for a world or for data): tell the agent, whose
         hang detection watches this file; ``idle``: every step it ran is committed."""
+        size = self._gen.world_size(self.ident.local_world_size) if self._gen else 0
+        self._write_status(size, step_seconds=self.step_timer.seconds, idle=True)
+
+    def _write_status(
+        self, world_size: int, *, step_seconds: float = 0.0, idle: bool = False, force: bool = False
+    ) -> None:
+        """Where training stands, for the agent (``trainer.status``)."""
         self._status.write(
             round=self.round,
             step=self.step_count,
             samples=self.sampler.samples_committed,
             epoch=self.sampler.epoch,
-            world_size=self._gen.world_size(self.ident.local_world_size) if self._gen else 0,
-            step_seconds=self.step_timer.seconds,
-            idle=True,
+            world_size=world_size,
+            step_seconds=step_seconds,
+            idle=idle,
+            force=force,
         )
 
     def _publish(self, key: str, value: str) -> None:
@@ -397,14 +398,7 @@ class ElasticTrainer:
             self.flash.finish()
         elif self.checkpointer is not None and dist.get_rank() == 0:
             self._save()
-        self._status.write(
-            round=self.round,
-            step=self.step_count,
-            samples=self.sampler.samples_committed,
-            epoch=self.sampler.epoch,
-            world_size=dist.get_world_size(),
-            force=True,
-        )
+        self._write_status(dist.get_world_size(), force=True)
 
     def _reform(self) -> None:
         """Leave the current world and form the next one, in this process."""
@@ -459,14 +453,7 @@ class ElasticTrainer:
         os.environ.update(env)
         info = world.world_info_of(gen, self.ident)
         world.set_current(info)
-        self._status.write(
-            round=gen.round,
-            step=self.step_count,
-            samples=self.sampler.samples_committed,
-            epoch=self.sampler.epoch,
-            world_size=size,
-            force=True,
-        )
+        self._write_status(size, force=True)  # self.round is gen.round from here
         if self._watcher is not None:
             self._watcher.clear()
             self._watcher.set_active(rank == 0)

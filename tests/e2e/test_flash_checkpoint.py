@@ -59,7 +59,7 @@ def test_a_killed_worker_resumes_from_its_last_flash_copy(
         with MasterClient(master.address, "probe", token="") as probe:
             incarnation = wait_until(lambda: probe.kv_get(names.KV_INCARNATION), 30)
         ckpt = run_dir / "checkpoints" / incarnation.decode()
-        shm = flash_files.default_shm_dir(ckpt, NODE, 0)
+        shm = flash_files.default_shm_dir(run_dir, NODE, 0)
         wait_until(lambda: (h := newest(shm)) is not None and h.step >= 8, 90, 0.05, "8 steps")
 
         workers = [

@@ -23,7 +23,7 @@ from flexjob.api.job import ElasticJobSpec, NonNegative, ReplicaSpec
 from flexjob.api.meta import ObjectMeta
 from flexjob.api.pod import PodTemplateSpec
 from flexjob.api.problems import Problem, SpecError
-from flexjob.api.readers.common import Converted, Reader, native_job, parse
+from flexjob.api.readers.common import Converted, ForeignObject, Reader, native_job, parse
 
 GROUP = "diengine.opendilab.org"
 V1_VERSIONS = (f"{GROUP}/v1alpha1", f"{GROUP}/v1alpha2")
@@ -62,13 +62,10 @@ class DIJobV2Spec(ApiModel):
     tasks: list[Task]
 
 
-class DIJobV2(ApiModel):
+class DIJobV2(ForeignObject):
     api_version: Literal["diengine.opendilab.org/v2alpha1"]
     kind: Literal["DIJob"]
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: DIJobV2Spec
-    #: Run-time state of the source object; not part of the spec, dropped.
-    status: dict[str, Any] | None = None
 
 
 def convert_v2(raw: dict[str, Any], companions: list[dict[str, Any]]) -> Converted:
@@ -129,12 +126,10 @@ class DIJobV1Spec(ApiModel):
     learner: RoleSpec | None = None
 
 
-class DIJobV1(ApiModel):
+class DIJobV1(ForeignObject):
     api_version: Literal["diengine.opendilab.org/v1alpha1", "diengine.opendilab.org/v1alpha2"]
     kind: Literal["DIJob"]
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: DIJobV1Spec
-    status: dict[str, Any] | None = None
 
 
 class AggregatorConfigSpec(ApiModel):
