@@ -18,6 +18,7 @@ import time
 
 from flexjob.agent import failure, observing
 from flexjob.agent.config import AgentConfig, WorkerState
+from flexjob.agent.flash_saver import FlashSaver
 from flexjob.agent.hang import collective_timeout_for, stalled_for
 from flexjob.agent.monitor import ResourceMonitor
 from flexjob.agent.oom import memory_limited, oom_kills
@@ -81,6 +82,7 @@ class ElasticAgent:
         self._oom_kills = oom_kills() or 0
         self.round = -1
         self._monitor = ResourceMonitor()
+        self._flash = FlashSaver(config.node_id)
         self._step_clock = observing.StepClock()
         self._last_stats = 0.0
         self._stopping = threading.Event()
@@ -118,6 +120,7 @@ class ElasticAgent:
                 self._stopping.set()
                 for w in self.workers:
                     w.stop()
+                self._flash.close()
                 beat.join(timeout=5.0)
                 self.client.close()
 
@@ -148,10 +151,17 @@ class ElasticAgent:
             env[names.ENV_COLLECTIVE_TIMEOUT] = str(collective)
         path = status_path(self._run_dir, c.node_id, local_rank)
         env[names.ENV_STATUS_FILE] = str(path)
-        if self._warm:
+        if self._warm:  # started before this agent: no socket of ours to inherit
+            env.update(self._flash.worker_env(local_rank, self._run_dir, channel=False)[0])
             return Worker(local_rank, env, path, c.node_id, c.output, warm=self._warm.pop(0))
         torch_first = preimport_torch(c.target, c.module, env)
-        return Worker(local_rank, env, path, c.node_id, c.output, torch_first)
+        flash_env, fd = self._flash.worker_env(local_rank, self._run_dir)
+        env.update(flash_env)
+        fds = () if fd is None else (fd,)
+        try:
+            return Worker(local_rank, env, path, c.node_id, c.output, torch_first, pass_fds=fds)
+        finally:
+            self._flash.started(fd)
 
     def _start_env(self) -> dict[str, str]:
         """What a worker's environment gets when it starts its script (not when it is
@@ -369,6 +379,7 @@ class ElasticAgent:
         if over_limit:
             code = OOM_EXIT_CODE
         for w in failed:
+            self._flash.worker_failed(w.local_rank)  # its last copy in memory goes to storage
             ident = self._identity(w.local_rank)
             reason = f"worker {w.local_rank} {failure.describe_exit(w.exit_code)}"
             if oom_killed and w.exit_code in (-signal.SIGKILL, 128 + signal.SIGKILL):

@@ -39,9 +39,11 @@ class Worker:
         output: OutputConfig | None = None,
         preimport_torch: bool = True,
         warm: subprocess.Popen[bytes] | None = None,
+        pass_fds: tuple[int, ...] = (),
     ) -> None:
         """``warm``: a bootstrap a warm spare started (``agent.spare``), ready and waiting:
-        adopted instead of starting one; ``env`` then travels with its start message."""
+        adopted instead of starting one; ``env`` then travels with its start message.
+        ``pass_fds``: descriptors a started bootstrap inherits (none reach a warm one)."""
         self.local_rank = local_rank
         self.status_file = status_file
         self.state = WorkerState.STARTING
@@ -62,7 +64,8 @@ class Worker:
             self._start_env = env
             self.state = WorkerState.READY
         else:
-            self.proc = spawn_bootstrap(env, () if preimport_torch else (NO_TORCH,))
+            flags = () if preimport_torch else (NO_TORCH,)
+            self.proc = spawn_bootstrap(env, flags, pass_fds)
         self.output.start(self.proc.stdout, self.proc.stderr)
 
     def known_rank(self) -> int | None:
@@ -143,15 +146,18 @@ class Worker:
             leftover.unlink(missing_ok=True)
 
 
-def spawn_bootstrap(env: dict[str, str], flags: tuple[str, ...] = ()) -> subprocess.Popen[bytes]:
+def spawn_bootstrap(
+    env: dict[str, str], flags: tuple[str, ...] = (), pass_fds: tuple[int, ...] = ()
+) -> subprocess.Popen[bytes]:
     """A training process that runs ``agent.bootstrap`` (``flags``: its options) and waits
-    for its start message on stdin."""
+    for its start message on stdin (``pass_fds``: descriptors it inherits)."""
     return subprocess.Popen(
         [sys.executable, "-m", "flexjob.agent.bootstrap", *flags],
         env=env,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        pass_fds=pass_fds,
     )
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import typer
 
 from flexjob.cli import torchrun_flags
+from flexjob.cli.errors import usage_error
 from flexjob.core.stragglers import DEFAULT_RATIO, DEFAULT_WINDOW_S, StragglerPolicy
 
 _PASSTHROUGH = {
@@ -197,8 +198,7 @@ def run(
             straggler_window=straggler_window,
         )
     except ValueError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise usage_error(exc) from None
     _check_target(script, module)
     from flexjob.agent.launcher import run_job
 
@@ -289,8 +289,7 @@ def agent(
             hang_timeout=hang_timeout,
         )
     except ValueError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise usage_error(exc) from None
     _check_target(script, module)
     code = spares.hand_to_spare(config, spares.spare_dir(spare_dir))
     if code is None:
@@ -308,6 +307,5 @@ def _spare(spares: Any, script: str | None, nproc: str, directory: str | None) -
     try:
         config = spares.SpareConfig(spares.spare_dir(directory), torchrun_flags.parse_nproc(nproc))
     except ValueError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise usage_error(exc) from None
     raise typer.Exit(spares.serve_spare(config))
