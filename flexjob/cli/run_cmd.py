@@ -291,9 +291,12 @@ def agent(
     _check_target(script, module)
     code = spares.hand_to_spare(config, spares.spare_dir(spare_dir))
     if code is None:
+        from flexjob.agent.workers import start_first_workers
+
+        first = start_first_workers(config)  # importing torch while the agent loads
         from flexjob.agent.agent import ElasticAgent
 
-        code = ElasticAgent(config).run()
+        code = ElasticAgent(config, first=first).run()
     raise typer.Exit(code)
 
 
