@@ -13,6 +13,7 @@ else storage's. Not a distributed checkpoint: one process's full state, like ``C
 
 from __future__ import annotations
 
+import ctypes
 import io
 import logging
 import mmap
@@ -161,6 +162,20 @@ class _Slot:
         self.buffer = torch.frombuffer(self._map, dtype=torch.uint8)
         self.size = size
 
+    def copy_in(self, offset: int, tensor: torch.Tensor, nbytes: int) -> None:
+        """The bytes of ``tensor`` at ``offset``: one plain memcpy for a dense CPU tensor (no
+        thread pool: torch's parallel copy stalls for 10x longer when the cores are busy,
+        measured on a loaded 2-core machine), else torch's copy (a GPU tensor, a view)."""
+        if nbytes == 0:
+            return
+        plain = not tensor.is_conj() and not tensor.is_neg()
+        if tensor.device.type == "cpu" and tensor.is_contiguous() and plain:
+            ctypes.memmove(self.buffer.data_ptr() + offset, tensor.data_ptr(), nbytes)
+            return
+        with torch.no_grad():
+            target = self.buffer[offset : offset + nbytes].view(tensor.dtype)
+            target.view(tensor.shape).copy_(tensor)
+
     def write(self, offset: int, data: bytes) -> None:
         assert self._map is not None
         self._map[offset : offset + len(data)] = data
@@ -268,10 +283,8 @@ class FlashCheckpoint:
             slot.ensure(HEADER_SIZE + offset + len(meta))
             slot.write(SEAL_OFFSET, UNSEALED)
             slot.write(0, encode_header(seq, step, offset, len(meta), self.storage_dir))
-            with torch.no_grad():
-                for t, (_, shape, at, nbytes) in zip(tensors, table, strict=True):
-                    start = HEADER_SIZE + at
-                    slot.buffer[start : start + nbytes].view(t.dtype).view(shape).copy_(t)
+            for t, (_, _, at, nbytes) in zip(tensors, table, strict=True):
+                slot.copy_in(HEADER_SIZE + at, t, nbytes)
             slot.write(HEADER_SIZE + offset, meta)
             slot.write(SEAL_OFFSET, encode_seal(seq))
         self.saves += 1
