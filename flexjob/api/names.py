@@ -114,6 +114,9 @@ ENV_SHARD_LEASE = "FLEXJOB_SHARD_LEASE"
 # Whether an agent's workers import torch before the node joins: 1, 0 or auto (the default:
 # unless the script imports only the standard library; agent.target.preimport_torch).
 ENV_PREIMPORT_TORCH = "FLEXJOB_PREIMPORT_TORCH"
+# 1: every new world runs the pre-flight check before it trains (trainer.preflight;
+# flexjob run --preflight).
+ENV_PREFLIGHT = "FLEXJOB_PREFLIGHT"
 
 # Keys in the job master's KV store.
 KV_STEP = "flexjob/progress/step"  # rank 0's step, for progress displays
