@@ -5,7 +5,7 @@ be shared by the HTTP worker threads. Not for decisions (``processor``) or the w
 """
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TypeVar
 
 from sqlalchemy import Engine, func, or_, select
@@ -15,10 +15,9 @@ from flexjob.api import ReplicaType, ResourcePlan
 from flexjob.api.errors import NotFoundError
 from flexjob.brain.db import models as m
 from flexjob.core import planner
+from flexjob.core.clock import Clock
 from flexjob.core.fields import build
 from flexjob.rpc import brain_messages as schemas
-
-Clock = Callable[[], float]
 
 #: Most samples of each kind loaded for one job's stats (the newest ones).
 MAX_SAMPLES = 5000

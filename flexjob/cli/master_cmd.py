@@ -103,8 +103,7 @@ def master(
     from flexjob.rpc.auth import InsecureBindError
 
     try:
-        # serve at once; the store starts meanwhile
-        code = run_master(cfg, store_first=False)
+        code = run_master(cfg)
     except InsecureBindError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None

@@ -9,6 +9,8 @@ submission (``flexjob submit``).
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
 from flexjob.cli import torchrun_flags
@@ -212,11 +214,18 @@ def run(
     raise typer.Exit(run_job(opts))
 
 
+SPARE_DIR = typer.Option(
+    None,
+    "--spare-dir",
+    help="Where warm spares wait [$FLEXJOB_SPARE_DIR, else flexjob-spares-UID in the temp dir].",
+)
+
+
 def agent(
-    script: str = SCRIPT,
+    script: str | None = typer.Argument(None, help="Training script (or module with -m)."),
     script_args: list[str] = SCRIPT_ARGS,
-    master: str = typer.Option(
-        ...,
+    master: str | None = typer.Option(
+        None,
         "--master",
         "--rdzv-endpoint",
         "--rdzv_endpoint",
@@ -243,13 +252,28 @@ def agent(
     hang_timeout: float = HANG_TIMEOUT,
     run_path: bool = RUN_PATH,
     module: bool = MODULE,
+    spare: bool = typer.Option(
+        False,
+        "--spare",
+        help="Start a warm spare: workers with torch imported wait in --spare-dir until a "
+        "later `flexjob agent` hands them its node (no SCRIPT; --master is ignored).",
+    ),
+    spare_dir: str | None = SPARE_DIR,
     verbose: bool = typer.Option(False, "-v", "--verbose"),
 ) -> None:
     """Run one node of a job whose master is already running (exit 127 at once when the
-    script is not there)."""
+    script is not there); a warm spare in --spare-dir with the same --nproc-per-node runs it
+    if there is one. With --spare: become such a spare."""
     _logging(verbose)
+    from flexjob.agent import spare as spares
+
+    if spare:
+        _spare(spares, script, nproc_per_node, spare_dir)
+    if script is None or master is None:
+        missing = "SCRIPT" if script is None else "--master (or $FLEXJOB_MASTER)"
+        typer.echo(f"error: {missing} is required (unless --spare)", err=True)
+        raise typer.Exit(2)
     _check_option(script)
-    from flexjob.agent.agent import ElasticAgent
     from flexjob.agent.config import AgentConfig, default_node_id, default_replica_type
     from flexjob.agent.output import OutputConfig
 
@@ -277,4 +301,22 @@ def agent(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     _check_target(script, module)
-    raise typer.Exit(ElasticAgent(config).run())
+    code = spares.hand_to_spare(config, spares.spare_dir(spare_dir))
+    if code is None:
+        from flexjob.agent.agent import ElasticAgent
+
+        code = ElasticAgent(config).run()
+    raise typer.Exit(code)
+
+
+def _spare(spares: Any, script: str | None, nproc: str, directory: str | None) -> None:
+    """``flexjob agent --spare``: wait warm for a node, run it, exit with its code."""
+    if script is not None:
+        typer.echo("error: --spare takes no SCRIPT (the node it runs brings one)", err=True)
+        raise typer.Exit(2)
+    try:
+        config = spares.SpareConfig(spares.spare_dir(directory), torchrun_flags.parse_nproc(nproc))
+    except ValueError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    raise typer.Exit(spares.serve_spare(config))

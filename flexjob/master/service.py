@@ -19,6 +19,7 @@ from flexjob.api.errors import InvalidSpecError, NotFoundError
 from flexjob.api.limits import MAX_SHARD_LEASE
 from flexjob.core.batch import BatchPlan, RankBatch
 from flexjob.core.dataset import Dataset
+from flexjob.core.fields import build
 from flexjob.core.master_config import MasterConfig
 from flexjob.core.rendezvous import NodeStatus, Rendezvous
 from flexjob.core.shards import ReportResult, ShardManager
@@ -209,17 +210,8 @@ class MasterService:
         with self._lock:
             p = self._dataset(dataset).progress()
             world = self._rdzv.world
-            return Progress(
-                p.epoch,
-                p.epochs,
-                p.shards_done,
-                p.shards_total,
-                p.samples_done,
-                p.samples_total,
-                p.finished,
-                self._rdzv.round,
-                len(world.members) if world else 0,
-            )
+            size = len(world.members) if world else 0
+            return build(Progress, p, finished=p.finished, round=self._rdzv.round, world_size=size)
 
     # ---- stats, health ----
     def report_stats(self, node: NodeRef, stats: NodeStats) -> None:

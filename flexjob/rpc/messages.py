@@ -37,6 +37,7 @@ from typing import Protocol
 from flexjob.api import ReplicaType
 from flexjob.core.batch import RankBatch
 from flexjob.core.dataset import Dataset
+from flexjob.core.shards import DatasetProgress
 
 DEFAULT_DATASET = ""
 
@@ -137,13 +138,9 @@ class HeartbeatReply:
 
 
 @dataclass(frozen=True, slots=True)
-class Progress:
-    epoch: int
-    epochs: int
-    shards_done: int
-    shards_total: int
-    samples_done: int
-    samples_total: int
+class Progress(DatasetProgress):
+    """``DatasetProgress`` as a worker sees it: whether it is finished, and the world."""
+
     finished: bool
     round: int
     world_size: int

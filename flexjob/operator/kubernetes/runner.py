@@ -11,7 +11,7 @@ import dataclasses
 import logging
 import os
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import kopf
@@ -19,6 +19,7 @@ import kubernetes.client
 
 from flexjob.api.names import ENV_SERVER_TOKEN, ENV_SERVER_URL, GROUP
 from flexjob.core.actions import CreateService
+from flexjob.core.clock import WallClock, utc_now
 from flexjob.core.job_master import (
     KUBERNETES_STATE_ROOT,
     JobMasterConfig,
@@ -204,7 +205,7 @@ async def run_operator(
     *,
     queue: JobQueue | None = None,
     ready: asyncio.Event | None = None,
-    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    clock: WallClock = utc_now,
 ) -> None:
     """Run kopf and the reconcile workers until cancelled."""
     queue = queue or make_queue(
