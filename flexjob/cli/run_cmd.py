@@ -14,6 +14,7 @@ from typing import Any
 import typer
 
 from flexjob.cli import torchrun_flags
+from flexjob.cli.errors import usage_error
 from flexjob.core.stragglers import DEFAULT_RATIO, DEFAULT_WINDOW_S, StragglerPolicy
 
 _PASSTHROUGH = {
@@ -206,8 +207,7 @@ def run(
             env={ENV_PREFLIGHT: "1"} if preflight else {},
         )
     except ValueError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise usage_error(exc) from None
     _check_target(script, module)
     from flexjob.agent.launcher import run_job
 
@@ -298,8 +298,7 @@ def agent(
             hang_timeout=hang_timeout,
         )
     except ValueError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise usage_error(exc) from None
     _check_target(script, module)
     code = spares.hand_to_spare(config, spares.spare_dir(spare_dir))
     if code is None:
@@ -317,6 +316,5 @@ def _spare(spares: Any, script: str | None, nproc: str, directory: str | None) -
     try:
         config = spares.SpareConfig(spares.spare_dir(directory), torchrun_flags.parse_nproc(nproc))
     except ValueError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise usage_error(exc) from None
     raise typer.Exit(spares.serve_spare(config))
