@@ -8,7 +8,9 @@ environment, working directory, stdout and stderr (passed as file descriptors) â
 there that runs the same interpreter and flexjob with the same ``--nproc-per-node``, then stays
 as its stand-in: it forwards stop signals to the spare and exits with the spare's exit code; a
 spare whose caller disappears (killed) dies too, as the node it stands for. With no such spare
-it runs the node itself (cold). A spare takes one node and ends with it.
+it runs the node itself (cold). A spare takes one node and ends with it. Both ends check that
+the other runs as the same user (``SO_PEERCRED``): a node brings its environment, tokens
+included, and a spare runs whatever script it is handed.
 Not for choosing which node joins a world (the master does).
 """
 
@@ -21,6 +23,7 @@ import logging
 import os
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -71,6 +74,14 @@ def _config_from_json(data: dict[str, Any]) -> AgentConfig:
     return AgentConfig(**fields)
 
 
+def _same_user(conn: socket.socket) -> bool:
+    """Whether the process at the other end of ``conn`` runs as this user (a spare runs the
+    node it is handed with the caller's environment, tokens included)."""
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    _pid, uid, _gid = struct.unpack("3i", creds)
+    return bool(uid == os.getuid())
+
+
 def _read_line(conn: socket.socket, limit: int = 1 << 24) -> str:
     """One ``\\n``-terminated line ("" at end of stream)."""
     data = b""
@@ -113,6 +124,8 @@ def _offer(path: Path, offer: str) -> socket.socket | None:
     try:
         conn.settimeout(ANSWER_TIMEOUT_S)
         conn.connect(str(path))
+        if not _same_user(conn):
+            raise ValueError("the spare runs as another user")
         fds = [sys.stdout.fileno(), sys.stderr.fileno()]
         socket.send_fds(conn, [offer.encode() + b"\n"], fds)
         answer = _read_line(conn)
@@ -169,7 +182,7 @@ def serve_spare(spare: SpareConfig) -> int:
     from flexjob.agent.bootstrap import READY_SUFFIX, WARM
     from flexjob.agent.workers import spawn_bootstrap
 
-    spare.directory.mkdir(parents=True, exist_ok=True)
+    spare.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     sock_path = spare.directory / f"{SOCKET_PREFIX}{os.getpid()}.sock"
     procs: list[subprocess.Popen[bytes]] = []
     taken: tuple[socket.socket, dict[str, Any]] | None = None
@@ -231,6 +244,7 @@ def _wait_for_node(path: Path, nproc: int) -> tuple[socket.socket, dict[str, Any
     path.unlink(missing_ok=True)
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
         listener.bind(str(path))
+        path.chmod(0o600)
         listener.listen(8)
         print(f"flexjob: warm spare ready ({nproc} worker(s)): {path}", file=sys.stderr, flush=True)
         while True:
@@ -239,7 +253,7 @@ def _wait_for_node(path: Path, nproc: int) -> tuple[socket.socket, dict[str, Any
             try:
                 conn.settimeout(ANSWER_TIMEOUT_S)
                 message, fds = _receive_offer(conn)
-                why = _decline_reason(message, nproc, fds)
+                why = _decline_reason(conn, message, nproc, fds)
                 if why is None:
                     conn.sendall(f"ok {os.getpid()}\n".encode())
                     conn.settimeout(None)
@@ -269,7 +283,11 @@ def _receive_offer(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
     return message, list(fds)
 
 
-def _decline_reason(message: dict[str, Any], nproc: int, fds: list[int]) -> str | None:
+def _decline_reason(
+    conn: socket.socket, message: dict[str, Any], nproc: int, fds: list[int]
+) -> str | None:
+    if not _same_user(conn):
+        return "the caller runs as another user"
     if len(fds) != 2:
         return "no stdout and stderr passed"
     for key, value in _runtime().items():

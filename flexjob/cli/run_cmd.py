@@ -14,6 +14,7 @@ from typing import Any
 import typer
 
 from flexjob.cli import torchrun_flags
+from flexjob.cli.errors import usage_error
 from flexjob.core.stragglers import DEFAULT_RATIO, DEFAULT_WINDOW_S, StragglerPolicy
 
 _PASSTHROUGH = {
@@ -93,6 +94,12 @@ STRAGGLERS = typer.Option(
     help="Nodes whose own step time is over --straggler-ratio x the others' median for "
     "--straggler-window seconds: report them, also exclude them from the next world, or off.",
 )
+PREFLIGHT = typer.Option(
+    False,
+    "--preflight",
+    help="Every new world runs a small check (compute + all-reduce) before it trains; nodes "
+    "that fail it or take over 3x the others' median are kept out ($FLEXJOB_PREFLIGHT=1).",
+)
 STRAGGLER_RATIO = typer.Option(DEFAULT_RATIO, "--straggler-ratio", help="> 1.")
 STRAGGLER_WINDOW = typer.Option(DEFAULT_WINDOW_S, "--straggler-window", help="Seconds, > 0.")
 
@@ -135,6 +142,7 @@ def run(
     stragglers: StragglerPolicy = STRAGGLERS,
     straggler_ratio: float = STRAGGLER_RATIO,
     straggler_window: float = STRAGGLER_WINDOW,
+    preflight: bool = PREFLIGHT,
     run_path: bool = RUN_PATH,
     module: bool = MODULE,
     ps: int = typer.Option(
@@ -157,6 +165,7 @@ def run(
     within seconds of a node giving up, with a root-cause summary."""
     from flexjob.agent.launcher import RunConfig, parse_nnodes
     from flexjob.agent.output import OutputConfig
+    from flexjob.api.names import ENV_PREFLIGHT
 
     _logging(verbose)
     _check_option(script)
@@ -195,10 +204,10 @@ def run(
             stragglers=stragglers,
             straggler_ratio=straggler_ratio,
             straggler_window=straggler_window,
+            env={ENV_PREFLIGHT: "1"} if preflight else {},
         )
     except ValueError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise usage_error(exc) from None
     _check_target(script, module)
     from flexjob.agent.launcher import run_job
 
@@ -289,8 +298,7 @@ def agent(
             hang_timeout=hang_timeout,
         )
     except ValueError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise usage_error(exc) from None
     _check_target(script, module)
     code = spares.hand_to_spare(config, spares.spare_dir(spare_dir))
     if code is None:
@@ -308,6 +316,5 @@ def _spare(spares: Any, script: str | None, nproc: str, directory: str | None) -
     try:
         config = spares.SpareConfig(spares.spare_dir(directory), torchrun_flags.parse_nproc(nproc))
     except ValueError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise usage_error(exc) from None
     raise typer.Exit(spares.serve_spare(config))

@@ -25,7 +25,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from flexjob.api import names
 from flexjob.core.batch import RankBatch
-from flexjob.trainer import group, world
+from flexjob.trainer import group, preflight, world
 from flexjob.trainer.batch import MicroSteps, fetch_plan, micro_batches_of
 from flexjob.trainer.checkpoint import Checkpointer
 from flexjob.trainer.flash import FlashCheckpoint, flash_enabled
@@ -129,6 +129,7 @@ class ElasticTrainer:
         #: Nodes wait to join: re-form once the step whose batches are cut has run.
         self._join_after_step = False
         self._stores = group.StoreCache(timeout_s)
+        self._preflight = preflight.enabled()
         self._watcher: WaitingWatcher | None = None
         self._status = StatusWriter()
         #: This rank's own seconds per step, waits for peers left out (``trainer.step_time``).
@@ -413,6 +414,18 @@ class ElasticTrainer:
         self.reforms += 1
         log.info("re-formed round %d -> %d in %.3f s", after, gen.round, time.monotonic() - started)
 
+    def _drop_failed(self, round_: int) -> bool:
+        """Run the pre-flight check (``trainer.preflight``); True when nodes failed it and the
+        master keeps them out: every rank then re-forms (one that failed waits outside until
+        its agent stops it)."""
+        failed = preflight.preflight(self.ident.node_id)
+        if not failed:
+            return False
+        exclude = getattr(self.source, "exclude_nodes", None)
+        out = tuple(exclude(round_, failed)) if exclude is not None else ()
+        log.warning("pre-flight check of round %d: %s; kept out: %s", round_, failed, out)
+        return bool(out)
+
     def _report_peer_shards(self) -> None:
         """The world broke: report the shards peers finished in the last step that completed
         here, for them (``trainer.peer_shards``: a rank that died before its report)."""
@@ -432,6 +445,12 @@ class ElasticTrainer:
                 self._publish(names.KV_IN_PLACE, "1")
             try:
                 group.form_group(gen, rank, size, self._stores, self.collective_timeout_s)
+                if self._preflight and size > 1 and self._drop_failed(gen.round):
+                    group.destroy_group()
+                    gen = next_generation(
+                        self.source, gen.round, self.timeout_s, on_wait=self._beat
+                    )
+                    continue
                 self.step_count, _ = sync_state(self.module, self.optimizer, self.step_count)
                 process_ids: list[Any] = [None] * size
                 dist.all_gather_object(process_ids, self.ident.process_id)

@@ -90,3 +90,67 @@ def test_a_warm_spare_takes_a_joining_node_and_trains_every_sample_once(tmp_path
     assert sorted(seen) == list(range(1600))
     assert set(seen.values()) == {1}  # every sample exactly once
     assert "[worker-warm/rank1]: trained on worker-warm" in (tmp_path / "joiner.log").read_text()
+
+
+SLEEPER = "import sys, time\nprint('started', flush=True)\ntime.sleep(float(sys.argv[1]))\n"
+
+
+def test_a_spare_declines_another_worker_count_and_dies_with_the_caller_it_took(
+    tmp_path: Path,
+) -> None:
+    """A node with another --nproc-per-node runs cold beside the spare; the next node it can
+    take is its own, and killing that node's command (SIGKILL) ends the spare and its
+    workers too."""
+    from flexjob.core.master_config import MasterConfig
+    from flexjob.master.main import MasterHandle, start_master
+
+    spares = tmp_path / "spares"
+    script = tmp_path / "sleeper.py"
+    script.write_text(SLEEPER)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FLEXJOB_")}
+    env["PYTHONPATH"] = str(Path(__file__).parents[2])
+    masters: list[MasterHandle] = []
+    procs: list[subprocess.Popen[str]] = []
+
+    def agent(nproc: int, seconds: str, log: str) -> subprocess.Popen[str]:
+        """A node of a job of its own (one master at a time in this process)."""
+        for m in masters:
+            m.stop()
+        job = log.removesuffix(".log")
+        config = MasterConfig(job_name=job, job_dir=str(tmp_path / job), host_store=False)
+        masters[:] = [start_master(config, token="")]
+        cmd = _flexjob(
+            "agent", "--master", masters[0].address, "--nproc-per-node", str(nproc),
+            "--spare-dir", str(spares), "--run-dir", str(tmp_path / "run"), str(script), seconds,
+        )  # fmt: skip
+        with (tmp_path / log).open("w") as f:
+            procs.append(subprocess.Popen(cmd, env=env, stdout=f, stderr=subprocess.STDOUT))
+        return procs[-1]
+
+    try:
+        spare = subprocess.Popen(
+            _flexjob("agent", "--spare", "--nproc-per-node", "2", "--spare-dir", str(spares)),
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+        )
+        procs.append(spare)  # type: ignore[arg-type]
+        sock = wait_until(lambda: next(spares.glob("spare-*.sock"), None), 120, 0.1, "warm")
+        warm = psutil.Process(spare.pid).children()
+        assert agent(1, "0", "cold.log").wait(120) == 0
+        assert "/rank0]: started" in (tmp_path / "cold.log").read_text()  # it ran its node
+        assert sock.exists() and spare.poll() is None  # the spare still waits
+        caller = agent(2, "600", "taken.log")
+        wait_until(
+            lambda: (tmp_path / "taken.log").read_text().count("started") == 2, 120, 0.1, "run"
+        )
+        caller.kill()
+        assert spare.wait(30) == -9  # the node is gone, so is its stand-in's spare
+        wait_until(lambda: not any(p.is_running() for p in warm), 30, 0.1, "workers gone")
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        for m in masters:
+            m.stop()
