@@ -25,9 +25,10 @@ from torch.nn.parallel import DistributedDataParallel
 
 from flexjob.api import names
 from flexjob.core.batch import RankBatch
-from flexjob.trainer import group, world
+from flexjob.trainer import group, preflight, world
 from flexjob.trainer.batch import MicroSteps, fetch_plan, micro_batches_of
 from flexjob.trainer.checkpoint import Checkpointer
+from flexjob.trainer.flash import FlashCheckpoint, flash_enabled
 from flexjob.trainer.peer_shards import PeerShards
 from flexjob.trainer.rank_sync import sync_state
 from flexjob.trainer.rendezvous import WaitingWatcher, WorldSource, next_generation
@@ -88,6 +89,8 @@ class ElasticTrainer:
         checkpoint_dir: str | os.PathLike[str] | None = None,
         checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY,
         checkpoint: bool = True,
+        flash: bool | None = None,
+        flash_every: int = 1,
         link: Any = None,
         timeout_s: float = 60.0,
         collective_timeout_s: float | None = None,
@@ -100,6 +103,20 @@ class ElasticTrainer:
         directory = default_checkpoint_dir(checkpoint_dir) if checkpoint else None
         self.checkpointer = Checkpointer(directory) if directory else None
         self.checkpoint_every = checkpoint_every
+        #: Flash checkpoints (``flash``, else ``$FLEXJOB_FLASH_CHECKPOINT``): rank 0 copies its
+        #: state to shared memory every ``flash_every`` steps; every ``checkpoint_every``
+        #: steps the agent writes that copy to storage instead of ``checkpointer``.
+        self.flash = (
+            FlashCheckpoint.for_process(directory, self.ident.node_id, self.ident.local_rank)
+            if directory and flash_enabled(flash)
+            else None
+        )
+        if flash_every < 1:
+            raise ValueError(f"flash_every must be >= 1, got {flash_every}")
+        self.flash_every = flash_every
+        #: Where ``start()`` found the state it resumed from: ``"memory"``/``"storage"`` (a
+        #: flash copy), ``"checkpoint"`` (``checkpointer``'s file), or None (a fresh start).
+        self.resumed_from: str | None = None
         self.timeout_s = timeout_s
         self.collective_timeout_s = collective_timeout(collective_timeout_s, timeout_s)
         self.step_count = 0
@@ -112,6 +129,7 @@ class ElasticTrainer:
         #: Nodes wait to join: re-form once the step whose batches are cut has run.
         self._join_after_step = False
         self._stores = group.StoreCache(timeout_s)
+        self._preflight = preflight.enabled()
         self._watcher: WaitingWatcher | None = None
         self._status = StatusWriter()
         #: This rank's own seconds per step, waits for peers left out (``trainer.step_time``).
@@ -146,11 +164,17 @@ class ElasticTrainer:
         """Load the last checkpoint, then form the world and copy state from the survivors."""
         shards: ShardSource = self.source  # type: ignore[assignment]
         self.sampler.bind(shards)
-        if self.checkpointer is not None:
+        state = (
+            self.flash.restore(model=self.module, optimizer=self.optimizer) if self.flash else None
+        )
+        if state is None and self.checkpointer is not None:
             state = self.checkpointer.load(model=self.module, optimizer=self.optimizer)
             if state is not None:
-                self.step_count = int(state.get("step", 0))
-                self.sampler.load_state_dict(state.get("sampler", {}))
+                state["source"] = "checkpoint"
+        if state is not None:
+            self.resumed_from = str(state["source"])
+            self.step_count = int(state.get("step", 0))
+            self.sampler.load_state_dict(state.get("sampler", {}))
         self._watcher = WaitingWatcher(self.source, self._poll_waiting_s)
         gen = world.generation_from_env()
         if gen is not None:
@@ -167,6 +191,8 @@ class ElasticTrainer:
             self._watcher.stop()
             self._watcher = None
         group.destroy_group()
+        if self.flash is not None:
+            self.flash.close()
         close = getattr(self._link, "close", None)
         if close is not None:
             close()
@@ -309,12 +335,16 @@ class ElasticTrainer:
             self._published = now
             self._publish(names.KV_STEP, str(self.step_count))
         self._write_status(dist.get_world_size(), step_seconds=self.step_timer.seconds)
-        if (
+        if dist.get_rank() != 0:
+            return
+        stored = (
             self.checkpointer is not None
             and self.checkpoint_every > 0
             and self.step_count % self.checkpoint_every == 0
-            and dist.get_rank() == 0
-        ):
+        )
+        if self.flash is not None and (stored or self.step_count % self.flash_every == 0):
+            self._flash_save(persist=stored)
+        elif stored:
             self._save()
 
     def _beat(self) -> None:
@@ -353,8 +383,21 @@ class ElasticTrainer:
             step=self.step_count,
         )
 
+    def _flash_save(self, persist: bool) -> None:
+        assert self.flash is not None
+        self.flash.save(
+            model=self.module,
+            optimizer=self.optimizer,
+            sampler_state=self.sampler.state_dict(),
+            step=self.step_count,
+            persist=persist,
+        )
+
     def _finish(self) -> None:
-        if self.checkpointer is not None and dist.get_rank() == 0:
+        if self.flash is not None and dist.get_rank() == 0:
+            self._flash_save(persist=True)
+            self.flash.finish()
+        elif self.checkpointer is not None and dist.get_rank() == 0:
             self._save()
         self._write_status(dist.get_world_size(), force=True)
 
@@ -370,6 +413,18 @@ class ElasticTrainer:
         self._form(gen)
         self.reforms += 1
         log.info("re-formed round %d -> %d in %.3f s", after, gen.round, time.monotonic() - started)
+
+    def _drop_failed(self, round_: int) -> bool:
+        """Run the pre-flight check (``trainer.preflight``); True when nodes failed it and the
+        master keeps them out: every rank then re-forms (one that failed waits outside until
+        its agent stops it)."""
+        failed = preflight.preflight(self.ident.node_id)
+        if not failed:
+            return False
+        exclude = getattr(self.source, "exclude_nodes", None)
+        out = tuple(exclude(round_, failed)) if exclude is not None else ()
+        log.warning("pre-flight check of round %d: %s; kept out: %s", round_, failed, out)
+        return bool(out)
 
     def _report_peer_shards(self) -> None:
         """The world broke: report the shards peers finished in the last step that completed
@@ -390,6 +445,12 @@ class ElasticTrainer:
                 self._publish(names.KV_IN_PLACE, "1")
             try:
                 group.form_group(gen, rank, size, self._stores, self.collective_timeout_s)
+                if self._preflight and size > 1 and self._drop_failed(gen.round):
+                    group.destroy_group()
+                    gen = next_generation(
+                        self.source, gen.round, self.timeout_s, on_wait=self._beat
+                    )
+                    continue
                 self.step_count, _ = sync_state(self.module, self.optimizer, self.step_count)
                 process_ids: list[Any] = [None] * size
                 dist.all_gather_object(process_ids, self.ident.process_id)
