@@ -15,8 +15,9 @@ report count as two requests, however many calls carry them) and p99 latency per
 Every accepted report is written to the state file before it is answered.
 Baselines: the goal from the issue (1,000 agents in < 2 s; >= 5,000 shard requests/s; p99 <
 10 ms), a bare gRPC unary call (a servicer that returns a constant ``Shard``) measured on the
-same machine with the same clients, which is the transport's ceiling per call, and the pairs
-row (the previous flexjob).
+same machine with the same clients, which is the transport's ceiling per call (its rate, and
+its p99 back to back and paced at the paced row's rate: the latency floor on this machine under
+its present load, printed at the end), and the pairs row (the previous flexjob).
 
     PYTHONPATH=. python benchmarks/master_load.py [--agents 1000] [--procs 2] [--seconds 4]
         [--leases 1,8] [--paced-rate 1000]
@@ -24,6 +25,7 @@ row (the previous flexjob).
 
 import argparse
 import multiprocessing as mp
+import os
 import queue
 import statistics
 import sys
@@ -61,19 +63,30 @@ def _bare_server(workers: int, port_out: Any, stop: Any) -> None:
     server.stop(0)
 
 
-def _bare_grpc_rate(procs: int, threads: int, seconds: float, workers: int) -> float:
+def _bare_grpc(
+    procs: int, threads: int, seconds: float, workers: int, paced: float
+) -> tuple[float, list[float], list[float]]:
+    """The bare server's call rate back to back, and its latencies per call back to back and
+    (``paced``: seconds between one thread's calls; 0: none) paced like the paced row."""
     ctx = mp.get_context("fork")
     port_q, stop = ctx.Queue(), ctx.Event()
     server = ctx.Process(target=_bare_server, args=(workers, port_q, stop))
     server.start()
     address = f"127.0.0.1:{port_q.get(timeout=30)}"
     try:
-        per = [(address, f"bare{p}", threads, seconds, "get", 0.0) for p in range(procs)]
-        _, *lats = _run_procs(_shard_worker, per)
+        lats = []
+        for interval in (0.0, paced) if paced else (0.0,):
+            per = [(address, f"bare{p}", threads, seconds, "get", interval) for p in range(procs)]
+            _, *out = _run_procs(_shard_worker, per)
+            lats.append(sorted(x for lat in out for x in lat))
     finally:
         stop.set()
         server.join(10)
-    return sum(len(lat) for lat in lats) / seconds
+    return len(lats[0]) / seconds, lats[0], lats[-1] if paced else []
+
+
+def _p99_ms(latencies: list[float]) -> float:
+    return statistics.quantiles(latencies, n=100)[98] * 1000 if len(latencies) > 100 else 0.0
 
 
 def _rendezvous_worker(address: str, nodes: list[str], threads: int, start: Any, out: Any) -> None:
@@ -180,6 +193,7 @@ def main() -> int:
         "--paced-rate", type=float, default=1000.0, help="shards/s of the paced run (0: none)"
     )
     args = ap.parse_args()
+    load = os.getloadavg()
     leases = [int(k) for k in args.leases.split(",") if k]
     clients = args.procs * args.threads
     # (name, mode, seconds between one thread's shards; 0: back to back)
@@ -230,9 +244,12 @@ def main() -> int:
             flat = sorted(x for lat in lats for x in lat)
             per_shard = 1 if mode == "get" else 2  # a get and its report: two requests
             rate = len(flat) * per_shard / args.seconds
-            p99 = statistics.quantiles(flat, n=100)[98] * 1000 if len(flat) > 100 else 0.0
-            rows.append((name, rate, p99))
-    bare = _bare_grpc_rate(args.procs, args.threads, args.seconds, args.rpc_workers)
+            rows.append((name, rate, _p99_ms(flat)))
+    paced = clients / args.paced_rate if args.paced_rate else 0.0
+    bare, bare_lat, bare_paced = _bare_grpc(
+        args.procs, args.threads, args.seconds, args.rpc_workers, paced
+    )
+    bare_p99 = {False: _p99_ms(bare_lat), True: _p99_ms(bare_paced)}
 
     pairs = next(rate for name, rate, _ in rows if name == "pairs")
     table = [
@@ -251,11 +268,28 @@ def main() -> int:
                 vs_pairs,
             )
         )
-        table.append(("  p99 latency per shard (ms)", clients, f"{p99:.1f}", "< 10", "-", "-", "-"))
+        base = bare_p99[name.startswith("paced")]
+        table.append(
+            (
+                "  p99 latency per shard (ms)",
+                clients,
+                f"{p99:.1f}",
+                "< 10",
+                f"{base:.1f}",
+                f"{p99 / base:.2f}" if base else "-",
+                "-",
+            )
+        )
     header = ("workload", "agents", "flexjob", "goal", "bare gRPC", "vs bare", "vs pairs")
     widths = [max(len(str(r[i])) for r in (header, *table)) for i in range(len(header))]
     for r in (header, *table):
         print("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)))
+    print(
+        f"\nbare gRPC p99: one constant reply per call from {args.procs}x{args.threads} clients, "
+        "back to back (unpaced rows) and paced at the paced row's rate. Load average "
+        f"(1 min) at the start {load[0]:.2f}, at the end {os.getloadavg()[0]:.2f} on "
+        f"{os.cpu_count()} CPUs: latency on a shared machine follows it."
+    )
     return 0
 
 

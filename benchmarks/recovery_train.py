@@ -3,7 +3,8 @@
 Under ``flexjob run`` / ``flexjob agent`` (``FLEXJOB_MASTER`` set) it uses the trainer helpers
 and survives world changes in place; under torchrun it is a plain DDP script that resumes from
 a checkpoint after each restart. Every step appends ``time node pid round world step`` to
-``$BENCH_DIR/<pid>.log``. Runs until ``$BENCH_DIR/stop`` exists.
+``$BENCH_DIR/<pid>.log``. Runs until ``$BENCH_DIR/stop`` exists, or (``$BENCH_MAX_STEPS`` > 0)
+until that many steps are done.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import torch.nn.functional as F
 BENCH_DIR = Path(os.environ.get("BENCH_DIR", "."))
 NODE = os.environ.get("FLEXJOB_NODE_ID") or os.environ.get("BENCH_NODE", "?")
 STEP_S = float(os.environ.get("BENCH_STEP_S", "0.02"))
+MAX_STEPS = int(os.environ.get("BENCH_MAX_STEPS", "0"))
 N = 4096
 torch.manual_seed(0)
 X = torch.randn(N, 64)
@@ -35,8 +37,14 @@ class StepLog:
     def __init__(self) -> None:
         self.f = (BENCH_DIR / f"{os.getpid()}.log").open("a", buffering=1)
 
+        self.steps = 0
+
     def step(self, round_: int, world: int, step: int) -> None:
         self.f.write(f"{time.time():.4f} {NODE} {os.getpid()} {round_} {world} {step}\n")
+        self.steps += 1
+
+    def done(self) -> bool:
+        return 0 < MAX_STEPS <= self.steps or stopped()
 
 
 def stopped() -> bool:
@@ -58,7 +66,7 @@ def run_flexjob() -> None:
                 opt.step()
                 time.sleep(STEP_S)
             log.step(t.round, s.world_size, t.step_count)
-            if stopped():
+            if log.done():
                 break
 
 
@@ -76,7 +84,7 @@ def run_torchrun() -> None:
     restart = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
     log = StepLog()
     gen = torch.Generator().manual_seed(rank + 1000 * restart)
-    while not stopped():
+    while not log.done():
         idx = torch.randint(0, N, (32,), generator=gen)
         loss = F.cross_entropy(ddp(X[idx]), Y[idx])
         opt.zero_grad()

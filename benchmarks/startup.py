@@ -1,13 +1,17 @@
-"""Start-up benchmark: a 2-process hello world under ``flexjob run`` against ``torchrun``.
+"""Start-up benchmark: 2 processes under ``flexjob run`` against ``torchrun``, same scripts.
 
-Each system runs ``--nproc-per-node 2`` of a script that prints its rank and exits (no
-collective), ``--reps`` times, alternating. Measured from the command's start:
+Each system runs ``--nproc-per-node 2`` of two scripts, ``--reps`` times, alternating:
+``hello`` prints its rank and exits (no collective); ``train`` is ``benchmarks/
+recovery_train.py`` stopped after its first step (gloo, DDP; under flexjob the trainer
+helpers: master shards, the world formed in place). Measured from the command's start:
   first line   the first line a rank prints (start-up: imports, master, rendezvous),
+  first step   the first training step a rank logs (+ torch import, gloo group, DDP),
   exit         the command's exit (start-up + the script + shutting everything down).
 For flexjob also where the time goes, from its master's log (``--job-dir``):
-  master up    the master serves (the run process's imports + the master's, torch included),
+  master up    the master serves (the run process's imports + the master's),
   world formed the rendezvous round completed (agents' imports + workers importing torch).
-Prints one table of medians with ratios (torchrun / flexjob; below 1: flexjob is slower).
+Prints one table of medians with ratios flexjob / torchrun (at most 1.0: flexjob is no
+slower) and the machine's load average before and after.
 With ``--previous DIR`` (a checkout of an earlier flexjob, e.g. ``git worktree add DIR main``)
 that version runs too, alternating with the others (its package first on ``PYTHONPATH``), and
 a second ratio compares it with this one (previous / flexjob). Not part of the test suite.
@@ -30,6 +34,8 @@ from pathlib import Path
 
 HELLO = "import os\nprint('hello from rank', os.environ['RANK'], flush=True)\n"
 BIN = Path(sys.executable).parent
+TRAIN = Path(__file__).resolve().parent / "recovery_train.py"
+ROOT = TRAIN.parents[1]
 
 
 def _timed(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, float]:
@@ -60,72 +66,124 @@ def _event_times(log: Path, start: float) -> dict[str, float]:
     return out
 
 
-def run_flexjob(work: Path, rep: int, package: str = "") -> dict[str, float]:
+def _first_step(steps: Path, start: float) -> float:
+    """Seconds from ``start`` to the first step logged under ``steps`` (recovery_train.py)."""
+    times = [
+        float(line.split()[0]) for f in steps.glob("*.log") for line in f.read_text().splitlines()
+    ]
+    return min(times, default=float("nan")) - start
+
+
+def _env(work: Path, what: str, package: str = "") -> dict[str, str]:
+    """The environment of one run: ``package`` first on the path; the step log dir for
+    ``train`` (stopped after one step)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package, str(ROOT)) if p)
+    if what == "train":
+        steps = work / f"steps-{time.monotonic_ns()}"
+        steps.mkdir()
+        env.update(BENCH_DIR=str(steps), BENCH_MAX_STEPS="1")
+    return env
+
+
+def _script(what: str) -> str:
+    return "hello.py" if what == "hello" else str(TRAIN)
+
+
+def run_flexjob(work: Path, rep: int, what: str, package: str = "") -> dict[str, float]:
     """One ``flexjob run``; ``package``: the checkout to import flexjob from (default: this
     interpreter's)."""
-    job_dir = work / f"job-{rep}{'-previous' if package else ''}"
-    env = {**os.environ, "PYTHONPATH": package} if package else None
+    job_dir = work / f"job-{what}-{rep}{'-previous' if package else ''}"
+    env = _env(work, what, package)
     start = time.time()
     first, end = _timed(
         [
             str(BIN / "python"), "-m", "flexjob", "run", "--nproc-per-node", "2",
-            "--no-progress", "--job-dir", str(job_dir), "hello.py",
+            "--no-progress", "--job-dir", str(job_dir), _script(what),
         ],
         work,
         env,
     )  # fmt: skip
     events = _event_times(job_dir / "master.log", start)
-    return {
+    out = {
         "master up": events.get("master_started", float("nan")),
         "world formed": events.get("round_completed", float("nan")),
-        "first line": first,
         "exit": end,
     }
+    if what == "hello":
+        out["first line"] = first
+    else:
+        out["first step"] = _first_step(Path(env["BENCH_DIR"]), start)
+    return out
 
 
-def run_torchrun(work: Path, rep: int) -> dict[str, float]:
+def run_torchrun(work: Path, rep: int, what: str) -> dict[str, float]:
+    env = _env(work, what)
+    start = time.time()
     first, end = _timed(
-        [str(BIN / "torchrun"), "--standalone", "--nproc-per-node", "2", "hello.py"], work
+        [str(BIN / "torchrun"), "--standalone", "--nproc-per-node", "2", _script(what)], work, env
     )
-    return {"first line": first, "exit": end}
+    if what == "hello":
+        return {"first line": first, "exit": end}
+    return {"first step": _first_step(Path(env["BENCH_DIR"]), start), "exit": end}
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--previous", default="", help="checkout of an earlier flexjob")
-    args = parser.parse_args()
-    previous = str(Path(args.previous).resolve()) if args.previous else ""
-    results: dict[str, list[dict[str, float]]] = {"flexjob": [], "torchrun": []}
-    if previous:
-        results["previous"] = []
-    with tempfile.TemporaryDirectory(prefix="flexjob-startup-") as tmp:
-        work = Path(tmp)
-        (work / "hello.py").write_text(HELLO)
-        for rep in range(args.reps):
-            results["flexjob"].append(run_flexjob(work, rep))
-            results["torchrun"].append(run_torchrun(work, rep))
-            if previous:
-                results["previous"].append(run_flexjob(work, rep, previous))
+def _load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.2f} (1 min), {five:.2f} (5 min) on {os.cpu_count()} CPUs"
+
+
+def _table(what: str, results: dict[str, list[dict[str, float]]], previous: str) -> None:
     median = {
         name: {k: statistics.median(r[k] for r in runs) for k in runs[0]}
         for name, runs in results.items()
     }
     f, t = median["flexjob"], median["torchrun"]
     p = median.get("previous", {})
-    title = "hello world, 2 processes (median s)"
+    title = f"{what}, 2 processes (median s)"
     extra = f" {'previous':>9} {'ratio':>7}" if previous else ""
     print(f"{title:<38} {'flexjob':>9} {'torchrun':>9} {'ratio':>7}{extra}")
-    for key in ("master up", "world formed", "first line", "exit"):
+    for key in f:
         tv = t.get(key, float("nan"))
-        ratio = tv / f[key] if tv == tv else float("nan")
+        ratio = f[key] / tv if tv == tv else float("nan")
         row = f"{key:<38} {f[key]:>9.2f} {tv:>9.2f} {ratio:>6.2f}x"
         if previous:
-            row += f" {p[key]:>9.2f} {p[key] / f[key]:>6.2f}x"
+            row += f" {p[key]:>9.2f} {f[key] / p[key]:>6.2f}x"
         print(row)
-    print(f"baseline: torchrun --standalone (torch 2.13), {args.reps} reps each, alternating")
-    if previous:
-        print(f"previous: flexjob from {previous}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--previous", default="", help="checkout of an earlier flexjob")
+    parser.add_argument(
+        "--only", choices=["hello", "train"], help="one script (default: both)", default=None
+    )
+    args = parser.parse_args()
+    previous = str(Path(args.previous).resolve()) if args.previous else ""
+    scripts = [args.only] if args.only else ["hello", "train"]
+    print(f"before: {_load()}", flush=True)
+    results: dict[str, dict[str, list[dict[str, float]]]] = {
+        what: {"flexjob": [], "torchrun": [], **({"previous": []} if previous else {})}
+        for what in scripts
+    }
+    with tempfile.TemporaryDirectory(prefix="flexjob-startup-") as tmp:
+        work = Path(tmp)
+        (work / "hello.py").write_text(HELLO)
+        for rep in range(args.reps):
+            for what in scripts:
+                got = results[what]
+                got["flexjob"].append(run_flexjob(work, rep, what))
+                got["torchrun"].append(run_torchrun(work, rep, what))
+                if previous:
+                    got["previous"].append(run_flexjob(work, rep, what, previous))
+    print(f"after:  {_load()}")
+    for what in scripts:
+        title = {"hello": "hello world", "train": "train, first step"}[what]
+        _table(title, results[what], previous)
+    print("ratio: flexjob / torchrun (<= 1.0: flexjob no slower); baseline: torchrun --standalone")
+    print(f"(torch 2.13), {args.reps} reps each, alternating", end="")
+    print(f"; previous: flexjob from {previous} (ratio flexjob / previous)" if previous else "")
     return 0
 
 

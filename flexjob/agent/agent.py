@@ -12,11 +12,13 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import subprocess
 import threading
 import time
 
 from flexjob.agent import failure, observing
 from flexjob.agent.config import AgentConfig, WorkerState
+from flexjob.agent.flash_saver import FlashSaver
 from flexjob.agent.hang import collective_timeout_for, stalled_for
 from flexjob.agent.monitor import ResourceMonitor
 from flexjob.agent.oom import memory_limited, oom_kills
@@ -62,8 +64,16 @@ def torch_master_key(store_prefix: str) -> str:
 
 
 class ElasticAgent:
-    def __init__(self, config: AgentConfig, client: MasterClient | None = None) -> None:
+    def __init__(
+        self,
+        config: AgentConfig,
+        client: MasterClient | None = None,
+        warm: list[subprocess.Popen[bytes]] | None = None,
+    ) -> None:
+        """``warm``: a warm spare's ready bootstraps (``agent.spare``), one per local rank,
+        adopted as the first workers instead of starting new ones."""
         self.config = config
+        self._warm = list(warm or [])
         self.node = NodeRef(config.node_id, config.replica_type, config.replica_index)
         self.client = client or MasterClient(config.master, self.node)
         self.workers: list[Worker] = []
@@ -72,6 +82,7 @@ class ElasticAgent:
         self._oom_kills = oom_kills() or 0
         self.round = -1
         self._monitor = ResourceMonitor()
+        self._flash = FlashSaver(config.node_id)
         self._step_clock = observing.StepClock()
         self._last_stats = 0.0
         self._stopping = threading.Event()
@@ -109,6 +120,7 @@ class ElasticAgent:
                 self._stopping.set()
                 for w in self.workers:
                     w.stop()
+                self._flash.close()
                 beat.join(timeout=5.0)
                 self.client.close()
 
@@ -134,15 +146,29 @@ class ElasticAgent:
             }
         )
         env[ENV_AGENT_PID] = str(os.getpid())
-        if names.ENV_CHECKPOINT_DIR not in env:
-            env[names.ENV_CHECKPOINT_DIR] = self._default_checkpoint_dir()
         collective = collective_timeout_for(c.hang_timeout)
         if collective is not None and names.ENV_COLLECTIVE_TIMEOUT not in env:
             env[names.ENV_COLLECTIVE_TIMEOUT] = str(collective)
         path = status_path(self._run_dir, c.node_id, local_rank)
         env[names.ENV_STATUS_FILE] = str(path)
+        if self._warm:  # started before this agent: no socket of ours to inherit
+            env.update(self._flash.worker_env(local_rank, self._run_dir, channel=False)[0])
+            return Worker(local_rank, env, path, c.node_id, c.output, warm=self._warm.pop(0))
         torch_first = preimport_torch(c.target, c.module, env)
-        return Worker(local_rank, env, path, c.node_id, c.output, torch_first)
+        flash_env, fd = self._flash.worker_env(local_rank, self._run_dir)
+        env.update(flash_env)
+        fds = () if fd is None else (fd,)
+        try:
+            return Worker(local_rank, env, path, c.node_id, c.output, torch_first, pass_fds=fds)
+        finally:
+            self._flash.started(fd)
+
+    def _start_env(self) -> dict[str, str]:
+        """What a worker's environment gets when it starts its script (not when it is
+        spawned: the workers import torch meanwhile, before the agent asks the master)."""
+        if names.ENV_CHECKPOINT_DIR in {**os.environ, **self.config.env}:
+            return {}
+        return {names.ENV_CHECKPOINT_DIR: self._default_checkpoint_dir()}
 
     def _default_checkpoint_dir(self) -> str:
         """``<run dir>/checkpoints/<job incarnation>``: shared by this job's restarts, never
@@ -163,7 +189,7 @@ class ElasticAgent:
             # ready, so the running workers never wait for this one's imports and setup.
             self._job_in_place = True
             for w in workers:
-                w.start({}, c.target, list(c.args), c.module)
+                w.start(self._start_env(), c.target, list(c.args), c.module)
             log.info(
                 "node %s started %d worker(s) that join by themselves", c.node_id, len(workers)
             )
@@ -175,7 +201,7 @@ class ElasticAgent:
         )
         torch_master = self._torch_master(world)
         for w in workers:
-            env = world_env(gen, self._identity(w.local_rank))
+            env = {**self._start_env(), **world_env(gen, self._identity(w.local_rank))}
             env[names.ENV_MASTER_ADDR], _, env[names.ENV_MASTER_PORT] = torch_master.rpartition(":")
             w.rank = gen.rank(w.local_rank, c.nproc_per_node)
             w.start(env, c.target, list(c.args), c.module)
@@ -250,8 +276,9 @@ class ElasticAgent:
     # ---- supervision ----
     def _supervise(self) -> int:
         c = self.config
-        self._announce_start()
+        # The workers import torch while this agent reaches the master.
         self.workers = [self._spawn(i) for i in range(c.nproc_per_node)]
+        self._announce_start()
         self._join_and_start(self.workers)
         while True:
             time.sleep(c.monitor_interval)
@@ -268,6 +295,8 @@ class ElasticAgent:
                     return code
                 continue
             reply = self._reply
+            if reply is not None and reply.excluded:
+                return self._leave_excluded()
             if reply is not None and reply.job_finished and self._never_joined():
                 log.info("node %s: the job's data is done before its workers joined", c.node_id)
                 return 0
@@ -278,6 +307,31 @@ class ElasticAgent:
             if changed and any(w.state is WorkerState.RUNNING for w in self.workers):
                 log.info("world changed (round %d): restarting workers", reply.round)
                 self._restart(self.workers)
+
+    def _leave_excluded(self) -> int:
+        """The master keeps this node out of the job's worlds (a straggler, or it failed a
+        pre-flight check): once every
+        worker is idle (all it trained is committed and reported; at most the rendezvous
+        timeout), stop them, tell the master they are gone (their shards go back) and end
+        the node with 0: the others train on."""
+        c = self.config
+        log.warning(
+            "node %s: excluded from the job by its master (a straggler or a failed pre-flight "
+            "check)",
+            c.node_id,
+        )
+        deadline = time.monotonic() + c.rendezvous_timeout
+        while time.monotonic() < deadline:
+            running = [w for w in self.workers if w.poll() is WorkerState.RUNNING]
+            statuses = [w.status() for w in running]
+            if all(st is not None and st.idle for st in statuses):
+                break
+            time.sleep(c.monitor_interval)
+        for w in self.workers:
+            w.stop()
+            ident = self._identity(w.local_rank)
+            self._report_failure(ident.process_id, "excluded by the master", 0, False)
+        return 0
 
     def _never_joined(self) -> bool:
         """True when every running worker uses the trainer helpers and waits for its first
@@ -330,6 +384,7 @@ class ElasticAgent:
         if over_limit:
             code = OOM_EXIT_CODE
         for w in failed:
+            self._flash.worker_failed(w.local_rank)  # its last copy in memory goes to storage
             ident = self._identity(w.local_rank)
             reason = f"worker {w.local_rank} {failure.describe_exit(w.exit_code)}"
             if oom_killed and w.exit_code in (-signal.SIGKILL, 128 + signal.SIGKILL):
@@ -412,5 +467,11 @@ class ElasticAgent:
             return  # every worker exited since the last poll: nothing to measure
         self._step_clock.observe(self.config.job_name, self.config.node_id, s)
         self.client.report_stats(
-            s.cpu_percent, s.memory_bytes, s.step, s.samples_per_second, s.world_size, s.timestamp
+            s.cpu_percent,
+            s.memory_bytes,
+            s.step,
+            s.samples_per_second,
+            s.world_size,
+            s.timestamp,
+            step_seconds=s.step_seconds,
         )

@@ -2,10 +2,13 @@
 
 The agent starts workers through this module so that the slow part of a start (importing
 torch) happens before the node joins the rendezvous: the running workers then wait only for
-the script's own setup. With ``--no-torch`` (``agent.target.preimport_torch`` said no: the
-script cannot use torch) it says "ready" at once. The agent sends one JSON line on stdin —
-environment, argv and the script or module to run — and the bootstrap runs it as ``__main__``.
-Not for user imports.
+the script's own setup. ``torch._dynamo`` (which a script's first optimizer imports) follows on
+a thread while the node joins. With ``--no-torch`` (``agent.target.preimport_torch`` said no:
+the script cannot use torch) it says "ready" at once; with ``--warm`` (a warm spare's,
+``agent.spare``) it says so only once torch, ``torch._dynamo`` and the trainer helpers are all
+imported. The agent sends one JSON line on stdin — environment (with ``replace_env``: all of
+it, and ``cwd``), argv and the script or module to run — and the bootstrap runs it as
+``__main__``. Not for user imports.
 """
 
 from __future__ import annotations
@@ -16,12 +19,14 @@ import os
 import runpy
 import signal
 import sys
+import threading
 from pathlib import Path
 
 from flexjob.api.names import ENV_AGENT_PID, ENV_STATUS_FILE
 
 READY_SUFFIX = ".ready"
 NO_TORCH = "--no-torch"
+WARM = "--warm"
 
 
 _PR_SET_PDEATHSIG = 1
@@ -50,7 +55,14 @@ def _signal_ready() -> None:
 def _run(message: dict[str, object]) -> None:
     env = message.get("env", {})
     assert isinstance(env, dict)
+    if message.get("replace_env"):
+        os.environ.clear()
+        # The new environment's module path too (the interpreter read the spare's at start).
+        path = str(env.get("PYTHONPATH", "")).split(os.pathsep)
+        sys.path[1:1] = [p for p in path if p and p not in sys.path]
     os.environ.update({str(k): str(v) for k, v in env.items()})
+    if message.get("cwd"):
+        os.chdir(str(message["cwd"]))
     target = str(message["target"])
     args = [str(a) for a in message.get("args", [])]  # type: ignore[attr-defined]
     devnull = os.open(os.devnull, os.O_RDONLY)
@@ -64,12 +76,33 @@ def _run(message: dict[str, object]) -> None:
         runpy.run_path(target, run_name="__main__")
 
 
+def _import_optimizers() -> None:
+    """``torch._dynamo``, which the first ``torch.optim`` optimizer imports (~1.5 s)."""
+    import torch._dynamo  # noqa: F401
+
+
+def _import_warm() -> None:
+    """What a warm spare's workers hold before any job: all that a trainer's start imports."""
+    _import_optimizers()
+    import torch.nn.parallel  # noqa: F401
+
+    import flexjob.trainer.elastic
+    import flexjob.trainer.link  # noqa: F401
+
+
 def main() -> None:
     die_with_parent()
-    if NO_TORCH not in sys.argv[1:]:
+    flags = sys.argv[1:]
+    if NO_TORCH not in flags:
         import torch
         import torch.distributed  # noqa: F401
 
+        if WARM in flags:
+            _import_warm()
+        else:  # while the node joins: most scripts build an optimizer before their first step
+            preimport = threading.Thread(target=_import_optimizers, name="flexjob-preimport")
+            preimport.daemon = True
+            preimport.start()
     _signal_ready()
     line = sys.stdin.readline()
     if not line:

@@ -30,6 +30,12 @@ from flexjob.agent.run_supervisor import RunFailure, RunSupervisor
 from flexjob.api import names
 from flexjob.api.errors import FlexjobError
 from flexjob.core.master_config import MasterConfig
+from flexjob.core.stragglers import (
+    DEFAULT_RATIO,
+    DEFAULT_WINDOW_S,
+    StragglerConfig,
+    StragglerPolicy,
+)
 from flexjob.master.launch import MasterProcess, spawn_master
 from flexjob.observe import timeline
 from flexjob.platform.ports import free_port
@@ -83,10 +89,15 @@ class RunConfig:
     #: Seconds an agent waits for its world (torchrun's ``--rdzv-conf join_timeout``).
     join_timeout: float = 300.0
     num_ps: int = 0  # parameter-server replicas to start beside the master (`--ps N`)
+    #: What the master does with straggler nodes (``core.stragglers``).
+    stragglers: StragglerPolicy = StragglerPolicy.REPORT
+    straggler_ratio: float = DEFAULT_RATIO
+    straggler_window: float = DEFAULT_WINDOW_S
 
     def __post_init__(self) -> None:
         if self.hang_timeout < 0:
             raise ValueError(f"--hang-timeout must be >= 0 (0 = off), got {self.hang_timeout}")
+        StragglerConfig(ratio=self.straggler_ratio, window_s=self.straggler_window)
 
     @property
     def nodes_to_start(self) -> int:
@@ -225,6 +236,9 @@ class _Run:
             heartbeat_timeout=opts.heartbeat_timeout,
             num_ps=opts.num_ps,
             port=free_port(),
+            stragglers=opts.stragglers,
+            straggler_ratio=opts.straggler_ratio,
+            straggler_window=opts.straggler_window,
         )
         # Not waiting for it to serve: the agents start meanwhile (``_wait_master``).
         self.master = spawn_master(self.master_config, wait=False)

@@ -47,4 +47,5 @@ class ResourceMonitor:
             if now > t0 and samples >= n0:
                 rate = (samples - n0) / (now - t0)
         self._last_samples = (now, samples)
-        return NodeStats(cpu, mem, step, rate, world, time.time())
+        own = max((s.step_seconds for s in statuses), default=0.0)  # the slowest process's
+        return NodeStats(cpu, mem, step, rate, world, time.time(), step_seconds=own)

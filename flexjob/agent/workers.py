@@ -38,7 +38,12 @@ class Worker:
         node_id: str = "",
         output: OutputConfig | None = None,
         preimport_torch: bool = True,
+        warm: subprocess.Popen[bytes] | None = None,
+        pass_fds: tuple[int, ...] = (),
     ) -> None:
+        """``warm``: a bootstrap a warm spare started (``agent.spare``), ready and waiting:
+        adopted instead of starting one; ``env`` then travels with its start message.
+        ``pass_fds``: descriptors a started bootstrap inherits (none reach a warm one)."""
         self.local_rank = local_rank
         self.status_file = status_file
         self.state = WorkerState.STARTING
@@ -51,18 +56,16 @@ class Worker:
         for stale in (status_file, self._ready_file):
             stale.unlink(missing_ok=True)
         self.output = WorkerOutput(output or OutputConfig(), self._node_id, local_rank, self.label)
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "flexjob.agent.bootstrap",
-                *(() if preimport_torch else (NO_TORCH,)),
-            ],
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
+        #: The whole environment its script gets (a warm spare's bootstrap was started with
+        #: the spare's own); None: the one it was started with, plus its world.
+        self._start_env: dict[str, str] | None = None
+        if warm is not None:
+            self.proc = warm
+            self._start_env = env
+            self.state = WorkerState.READY
+        else:
+            flags = () if preimport_torch else (NO_TORCH,)
+            self.proc = spawn_bootstrap(env, flags, pass_fds)
         self.output.start(self.proc.stdout, self.proc.stderr)
 
     def known_rank(self) -> int | None:
@@ -103,7 +106,9 @@ class Worker:
 
     def start(self, env: dict[str, str], target: str, args: list[str], module: bool) -> None:
         """Hand the world to the bootstrap: it runs the script from here on."""
-        message = {"env": env, "target": target, "args": args, "module": module}
+        message: dict[str, object] = {"env": env, "target": target, "args": args, "module": module}
+        if self._start_env is not None:
+            message.update(env={**self._start_env, **env}, replace_env=True, cwd=os.getcwd())
         assert self.proc.stdin is not None
         try:
             self.proc.stdin.write((json.dumps(message) + "\n").encode())
@@ -139,6 +144,21 @@ class Worker:
         self.output.join()
         for leftover in (self.status_file, self._ready_file):
             leftover.unlink(missing_ok=True)
+
+
+def spawn_bootstrap(
+    env: dict[str, str], flags: tuple[str, ...] = (), pass_fds: tuple[int, ...] = ()
+) -> subprocess.Popen[bytes]:
+    """A training process that runs ``agent.bootstrap`` (``flags``: its options) and waits
+    for its start message on stdin (``pass_fds``: descriptors it inherits)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "flexjob.agent.bootstrap", *flags],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        pass_fds=pass_fds,
+    )
 
 
 def wait_ready(workers: list[Worker], timeout_s: float, poll_s: float = 0.02) -> bool:

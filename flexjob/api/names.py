@@ -111,9 +111,20 @@ ENV_COLLECTIVE_TIMEOUT = "FLEXJOB_COLLECTIVE_TIMEOUT"
 # Shards a training process leases from the master per call (default 1; more: fewer calls, a
 # longer tail at the end of an epoch).
 ENV_SHARD_LEASE = "FLEXJOB_SHARD_LEASE"
+# Flash checkpoints (docs/flash-checkpoint.md): ``1`` turns them on in ElasticTrainer (user);
+# the agent hands each worker the socket it notes its saves on and its shared-memory directory.
+ENV_FLASH_CHECKPOINT = "FLEXJOB_FLASH_CHECKPOINT"
+ENV_FLASH_FD = "FLEXJOB_FLASH_FD"
+ENV_FLASH_SHM_DIR = "FLEXJOB_FLASH_SHM_DIR"
 # Whether an agent's workers import torch before the node joins: 1, 0 or auto (the default:
 # unless the script imports only the standard library; agent.target.preimport_torch).
 ENV_PREIMPORT_TORCH = "FLEXJOB_PREIMPORT_TORCH"
+# 1: every new world runs the pre-flight check before it trains (trainer.preflight;
+# flexjob run --preflight).
+ENV_PREFLIGHT = "FLEXJOB_PREFLIGHT"
+# Where warm spares (`flexjob agent --spare`) wait for a node, and where `flexjob agent` looks
+# for one (default: flexjob-spares-<uid> in the temporary directory; agent.spare).
+ENV_SPARE_DIR = "FLEXJOB_SPARE_DIR"
 
 # Keys in the job master's KV store.
 KV_STEP = "flexjob/progress/step"  # rank 0's step, for progress displays
@@ -150,6 +161,8 @@ KV_FAILURE_PREFIX = "flexjob/failure/"
 # + node id: how many times an agent of that node started in this job (a restarted pod or agent
 # keeps its node id; from the second start on, the shards its previous workers held go back).
 KV_AGENT_STARTS_PREFIX = "flexjob/agent-starts/"
+# + node id: the master keeps that node out of every later world (master.stragglers).
+KV_EXCLUDED_PREFIX = "flexjob/excluded/"
 
 # Prometheus metrics of a flexjob process (master, agent, operator, brain): where its /metrics
 # endpoint listens ("HOST:PORT"; port 0 picks a free one; "off" serves none; default

@@ -13,7 +13,7 @@ plans (the planner does).
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 
 from flexjob.api.scaleplan import ResourcePlan
 from flexjob.core.planner import JobStats
@@ -42,24 +42,18 @@ class _CapacityRound:
     done: threading.Event = field(default_factory=threading.Event)
 
 
+@dataclass(eq=False)
 class CapacityRounds:
     """Cuts growing plans to free capacity, several jobs at once (see the module doc)."""
 
-    def __init__(
-        self,
-        nodes: Callable[[], Sequence[ClusterNodeReport]],
-        *,
-        window_s: float = DEFAULT_WINDOW_S,
-        reserve_s: float = DEFAULT_RESERVE_S,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        self.nodes = nodes
-        self.window_s = window_s
-        self.reserve_s = reserve_s
-        self.clock = clock
-        self._lock = threading.Lock()
-        self._round: _CapacityRound | None = None
-        self._reserved: list[tuple[float, Resources]] = []
+    nodes: Callable[[], Sequence[ClusterNodeReport]]
+    _: KW_ONLY
+    window_s: float = DEFAULT_WINDOW_S
+    reserve_s: float = DEFAULT_RESERVE_S
+    clock: Callable[[], float] = time.time
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    _round: _CapacityRound | None = field(default=None, init=False)
+    _reserved: list[tuple[float, Resources]] = field(default_factory=list, init=False)
 
     def fit(self, job: str, stats: JobStats, plan: ResourcePlan) -> ResourcePlan:
         """``plan`` cut to what ``job`` is granted in the round it joins."""

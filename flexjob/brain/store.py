@@ -5,7 +5,7 @@ be shared by the HTTP worker threads. Not for decisions (``processor``) or the w
 """
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TypeVar
 
 from sqlalchemy import Engine, func, or_, select
@@ -15,9 +15,9 @@ from flexjob.api import ReplicaType, ResourcePlan
 from flexjob.api.errors import NotFoundError
 from flexjob.brain.db import models as m
 from flexjob.core import planner
+from flexjob.core.clock import Clock
+from flexjob.core.fields import build
 from flexjob.rpc import brain_messages as schemas
-
-Clock = Callable[[], float]
 
 #: Most samples of each kind loaded for one job's stats (the newest ones).
 MAX_SAMPLES = 5000
@@ -45,29 +45,12 @@ class BrainStore:
                 node = self._node(s, job, nodes, ns.node, ns.replica_type)
                 node.cpu_limit = ns.cpu_limit or node.cpu_limit
                 node.memory_limit_mb = ns.memory_limit_mb or node.memory_limit_mb
-                s.add(
-                    m.NodeSampleRow(
-                        job_id=job.id,
-                        node_id=node.id,
-                        timestamp=ns.timestamp,
-                        cpu_percent=ns.cpu_percent,
-                        memory_mb=ns.memory_mb,
-                        requests_per_second=ns.requests_per_second,
-                        partition_bytes=ns.partition_bytes,
-                    )
-                )
+                s.add(build(m.NodeSampleRow, ns, job_id=job.id, node_id=node.id))
             for ev in report.node_events:
                 node = self._node(s, job, nodes, ev.node, ev.replica_type)
-                s.add(
-                    m.NodeEventRow(
-                        job_id=job.id,
-                        node_id=node.id,
-                        kind=ev.kind.value,
-                        timestamp=ev.timestamp,
-                        memory_mb=ev.memory_mb,
-                    )
-                )
-            s.add_all(m.SpeedSampleRow(job_id=job.id, **dict(sp)) for sp in report.speed_samples)
+                kind = ev.kind.value
+                s.add(build(m.NodeEventRow, ev, job_id=job.id, node_id=node.id, kind=kind))
+            s.add_all(build(m.SpeedSampleRow, sp, job_id=job.id) for sp in report.speed_samples)
             if report.status is not None:
                 job.status = report.status.value
                 if report.status is not schemas.JobStatus.RUNNING:
@@ -160,15 +143,7 @@ class BrainStore:
                 node.cpu_capacity, node.memory_capacity_mb = n.cpu_capacity, n.memory_capacity_mb
                 node.updated_at = n.timestamp
                 s.flush()
-                s.add(
-                    m.ClusterSampleRow(
-                        cluster_node_id=node.id,
-                        timestamp=n.timestamp,
-                        cpu_used=n.cpu_used,
-                        memory_used_mb=n.memory_used_mb,
-                        pods=n.pods,
-                    )
-                )
+                s.add(build(m.ClusterSampleRow, n, cluster_node_id=node.id))
             for j in report.jobs:
                 row = s.scalar(select(m.ClusterJobRow).where(m.ClusterJobRow.name == j.name))
                 if row is None:
@@ -216,21 +191,16 @@ class BrainStore:
                 status=schemas.JobStatus(job.status),
                 node_samples=[_node_sample(r, names[r.node_id]) for r in node_rows],
                 speed_samples=[
-                    schemas.SpeedSampleMessage(
-                        timestamp=r.timestamp,
-                        step=r.step,
-                        samples_per_second=r.samples_per_second,
-                        world_size=r.world_size,
-                    )
+                    build(schemas.SpeedSampleMessage, r)
                     for r in _newest(s, m.SpeedSampleRow, job.id)
                 ],
                 node_events=[
-                    schemas.NodeEventMessage(
+                    build(
+                        schemas.NodeEventMessage,
+                        r,
                         node=names[r.node_id].name,
                         replica_type=ReplicaType(names[r.node_id].replica_type),
                         kind=planner.NodeEventKind(r.kind),
-                        timestamp=r.timestamp,
-                        memory_mb=r.memory_mb,
                     )
                     for r in event_rows
                 ],
@@ -301,16 +271,7 @@ class BrainStore:
         """Each job's status as the cluster monitor last reported it, by name."""
         with self._session() as s:
             rows = s.scalars(select(m.ClusterJobRow).order_by(m.ClusterJobRow.name))
-            return [
-                schemas.ClusterJobReport(
-                    name=r.name,
-                    platform=r.platform,
-                    timestamp=r.updated_at,
-                    phase=r.phase,
-                    replicas=dict(r.replicas),
-                )
-                for r in rows
-            ]
+            return [build(schemas.ClusterJobReport, r, timestamp=r.updated_at) for r in rows]
 
     def cluster_nodes(self) -> list[schemas.ClusterNodeReport]:
         """Each machine's capacity with its newest usage sample."""
@@ -324,12 +285,10 @@ class BrainStore:
                     .limit(1)
                 )
                 out.append(
-                    schemas.ClusterNodeReport(
-                        name=node.name,
-                        platform=node.platform,
+                    build(
+                        schemas.ClusterNodeReport,
+                        node,
                         timestamp=node.updated_at,
-                        cpu_capacity=node.cpu_capacity,
-                        memory_capacity_mb=node.memory_capacity_mb,
                         cpu_used=last.cpu_used if last else 0.0,
                         memory_used_mb=last.memory_used_mb if last else 0.0,
                         pods=last.pods if last else 0,
@@ -376,12 +335,9 @@ def _node_sample(r: m.NodeSampleRow, node: m.JobNodeRow) -> schemas.NodeSampleMe
 
 
 def _job_info(job: m.JobRow) -> schemas.JobInfoMessage:
-    return schemas.JobInfoMessage(
-        name=job.name,
-        user=job.user,
-        model=job.model,
-        dataset=job.dataset,
-        optimize_mode=job.optimize_mode,
+    return build(
+        schemas.JobInfoMessage,
+        job,
         limits=schemas.JobLimitsMessage.model_validate(job.limits),
         resources={
             ReplicaType(t): schemas.ReplicaResourcesMessage.model_validate(r)
@@ -391,12 +347,4 @@ def _job_info(job: m.JobRow) -> schemas.JobInfoMessage:
 
 
 def _event(r: m.OptimizeEventRow) -> schemas.EventRecord:
-    return schemas.EventRecord(
-        id=r.id,
-        created_at=r.created_at,
-        kind=planner.EventKind(r.kind),
-        node=r.node,
-        detail=r.detail,
-        algorithm=r.algorithm,
-        plan_id=r.plan_id,
-    )
+    return build(schemas.EventRecord, r, kind=planner.EventKind(r.kind))

@@ -9,6 +9,8 @@ import contextlib
 
 import typer
 
+from flexjob.cli.errors import usage_error
+
 
 def _allocator(
     policy: str = typer.Option("goodput", help="Policy name, entry point or module:Class."),
@@ -34,8 +36,7 @@ def _allocator(
         chosen = load_policy(policy)
         backend = open_platform(platform)
     except (UnknownPolicyError, ValueError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise usage_error(exc) from None
     try:
         nodes: NodeSource
         if node:
@@ -50,9 +51,8 @@ def _allocator(
         else:
             raise NodeSpecError("--node: required on the local platform (e.g. --node 2x4)")
     except NodeSpecError as exc:
-        typer.echo(f"error: {exc}", err=True)
         backend.close()
-        raise typer.Exit(2) from None
+        raise usage_error(exc) from None
     allocator = Allocator(backend, chosen, nodes, period=period, namespace=namespace)
     try:
         if once:

@@ -3,6 +3,7 @@
 import typer
 
 from flexjob.api.names import ENV_BRAIN_DB, ENV_BRAIN_TOKEN
+from flexjob.cli.errors import usage_error
 
 
 def register(app: typer.Typer) -> None:
@@ -40,8 +41,7 @@ def brain(
     try:
         url = normalize_url(db or None)
     except DatabaseUrlError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise usage_error(exc) from None
     engine = open_database(url)
 
     def ready(base_url: str) -> None:
@@ -50,7 +50,6 @@ def brain(
     try:
         serve(engine, host, port, on_ready=ready, token=token)
     except InsecureBindError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise usage_error(exc) from None
     finally:
         engine.dispose()

@@ -12,6 +12,7 @@ import typer
 from flexjob.api.load import parse_documents, read_source
 from flexjob.api.problems import Problem, SpecError
 from flexjob.api.readers.dijob import KIND_AGGREGATOR_CONFIG, aggregator_config
+from flexjob.cli.errors import usage_error
 
 #: The kinds ``flexjob apply`` stores.
 CLUSTER_KINDS = (KIND_AGGREGATOR_CONFIG,)
@@ -57,8 +58,7 @@ def apply(
             typer.echo(f"{file}: {problem}", err=True)
         raise typer.Exit(1) from None
     except ValueError as exc:
-        typer.echo(f"error: --platform: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise usage_error(f"--platform: {exc}") from None
     try:
         if not isinstance(platform, ClusterObjectStore):
             typer.echo(

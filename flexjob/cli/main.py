@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import typer
 
 from flexjob import __version__
+from flexjob.cli.errors import usage_error
 
 app = typer.Typer(
     name="flexjob",
@@ -78,8 +79,7 @@ def _root(
     try:
         apply_config()
     except ConfigError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise usage_error(exc) from None
 
 
 for _name in command_modules(sys.argv):

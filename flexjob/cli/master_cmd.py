@@ -8,6 +8,8 @@ from pathlib import Path
 
 import typer
 
+from flexjob.cli.errors import usage_error
+
 
 def register(app: typer.Typer) -> None:
     app.command("master")(master)
@@ -97,17 +99,14 @@ def master(
             scale_plan_platform=scale_plan_platform,
         )
     except (ValueError, OSError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise usage_error(exc) from None
     from flexjob.master.state_file import StateLostError
     from flexjob.rpc.auth import InsecureBindError
 
     try:
-        # serve at once; the store starts meanwhile
-        code = run_master(cfg, store_first=False)
+        code = run_master(cfg)
     except InsecureBindError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise usage_error(exc) from None
     except StateLostError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(3) from None

@@ -9,6 +9,8 @@ import os
 
 import typer
 
+from flexjob.cli.errors import usage_error
+
 
 def register(app: typer.Typer) -> None:
     app.command("ps")(ps)
@@ -89,6 +91,5 @@ def ps(
     try:
         code = run_ps(config)
     except InsecureBindError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise usage_error(exc) from None
     raise typer.Exit(code)

@@ -9,9 +9,13 @@ submission (``flexjob submit``).
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
 from flexjob.cli import torchrun_flags
+from flexjob.cli.errors import usage_error
+from flexjob.core.stragglers import DEFAULT_RATIO, DEFAULT_WINDOW_S, StragglerPolicy
 
 _PASSTHROUGH = {
     "allow_extra_args": True,
@@ -84,6 +88,20 @@ HANG_TIMEOUT = typer.Option(
     "--hang-timeout",
     help="Seconds a trainer may make no progress before it is restarted as hung (0: off).",
 )
+STRAGGLERS = typer.Option(
+    StragglerPolicy.REPORT,
+    "--stragglers",
+    help="Nodes whose own step time is over --straggler-ratio x the others' median for "
+    "--straggler-window seconds: report them, also exclude them from the next world, or off.",
+)
+PREFLIGHT = typer.Option(
+    False,
+    "--preflight",
+    help="Every new world runs a small check (compute + all-reduce) before it trains; nodes "
+    "that fail it or take over 3x the others' median are kept out ($FLEXJOB_PREFLIGHT=1).",
+)
+STRAGGLER_RATIO = typer.Option(DEFAULT_RATIO, "--straggler-ratio", help="> 1.")
+STRAGGLER_WINDOW = typer.Option(DEFAULT_WINDOW_S, "--straggler-window", help="Seconds, > 0.")
 
 
 def run(
@@ -121,6 +139,10 @@ def run(
     last_call_timeout: float = typer.Option(1.0, "--last-call-timeout"),
     heartbeat_timeout: float = typer.Option(10.0, "--heartbeat-timeout"),
     hang_timeout: float = HANG_TIMEOUT,
+    stragglers: StragglerPolicy = STRAGGLERS,
+    straggler_ratio: float = STRAGGLER_RATIO,
+    straggler_window: float = STRAGGLER_WINDOW,
+    preflight: bool = PREFLIGHT,
     run_path: bool = RUN_PATH,
     module: bool = MODULE,
     ps: int = typer.Option(
@@ -143,6 +165,7 @@ def run(
     within seconds of a node giving up, with a root-cause summary."""
     from flexjob.agent.launcher import RunConfig, parse_nnodes
     from flexjob.agent.output import OutputConfig
+    from flexjob.api.names import ENV_PREFLIGHT
 
     _logging(verbose)
     _check_option(script)
@@ -178,21 +201,31 @@ def run(
             join_timeout=conf.join_timeout,
             plot=plot,
             num_ps=ps,
+            stragglers=stragglers,
+            straggler_ratio=straggler_ratio,
+            straggler_window=straggler_window,
+            env={ENV_PREFLIGHT: "1"} if preflight else {},
         )
     except ValueError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise usage_error(exc) from None
     _check_target(script, module)
     from flexjob.agent.launcher import run_job
 
     raise typer.Exit(run_job(opts))
 
 
+SPARE_DIR = typer.Option(
+    None,
+    "--spare-dir",
+    help="Where warm spares wait [$FLEXJOB_SPARE_DIR, else flexjob-spares-UID in the temp dir].",
+)
+
+
 def agent(
-    script: str = SCRIPT,
+    script: str | None = typer.Argument(None, help="Training script (or module with -m)."),
     script_args: list[str] = SCRIPT_ARGS,
-    master: str = typer.Option(
-        ...,
+    master: str | None = typer.Option(
+        None,
         "--master",
         "--rdzv-endpoint",
         "--rdzv_endpoint",
@@ -219,13 +252,28 @@ def agent(
     hang_timeout: float = HANG_TIMEOUT,
     run_path: bool = RUN_PATH,
     module: bool = MODULE,
+    spare: bool = typer.Option(
+        False,
+        "--spare",
+        help="Start a warm spare: workers with torch imported wait in --spare-dir until a "
+        "later `flexjob agent` hands them its node (no SCRIPT; --master is ignored).",
+    ),
+    spare_dir: str | None = SPARE_DIR,
     verbose: bool = typer.Option(False, "-v", "--verbose"),
 ) -> None:
     """Run one node of a job whose master is already running (exit 127 at once when the
-    script is not there)."""
+    script is not there); a warm spare in --spare-dir with the same --nproc-per-node runs it
+    if there is one. With --spare: become such a spare."""
     _logging(verbose)
+    from flexjob.agent import spare as spares
+
+    if spare:
+        _spare(spares, script, nproc_per_node, spare_dir)
+    if script is None or master is None:
+        missing = "SCRIPT" if script is None else "--master (or $FLEXJOB_MASTER)"
+        typer.echo(f"error: {missing} is required (unless --spare)", err=True)
+        raise typer.Exit(2)
     _check_option(script)
-    from flexjob.agent.agent import ElasticAgent
     from flexjob.agent.config import AgentConfig, default_node_id, default_replica_type
     from flexjob.agent.output import OutputConfig
 
@@ -250,7 +298,23 @@ def agent(
             hang_timeout=hang_timeout,
         )
     except ValueError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise usage_error(exc) from None
     _check_target(script, module)
-    raise typer.Exit(ElasticAgent(config).run())
+    code = spares.hand_to_spare(config, spares.spare_dir(spare_dir))
+    if code is None:
+        from flexjob.agent.agent import ElasticAgent
+
+        code = ElasticAgent(config).run()
+    raise typer.Exit(code)
+
+
+def _spare(spares: Any, script: str | None, nproc: str, directory: str | None) -> None:
+    """``flexjob agent --spare``: wait warm for a node, run it, exit with its code."""
+    if script is not None:
+        typer.echo("error: --spare takes no SCRIPT (the node it runs brings one)", err=True)
+        raise typer.Exit(2)
+    try:
+        config = spares.SpareConfig(spares.spare_dir(directory), torchrun_flags.parse_nproc(nproc))
+    except ValueError as exc:
+        raise usage_error(exc) from None
+    raise typer.Exit(spares.serve_spare(config))

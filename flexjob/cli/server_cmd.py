@@ -8,6 +8,7 @@ Listens on 127.0.0.1 by default; any other address needs a bearer token (``--tok
 import typer
 
 from flexjob.api.names import ENV_SERVER_TOKEN
+from flexjob.cli.errors import usage_error
 
 
 def _server(
@@ -29,8 +30,7 @@ def _server(
     try:
         check_bind(host, token)
     except InsecureBindError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise usage_error(exc) from None
 
     import uvicorn
 
@@ -40,8 +40,7 @@ def _server(
     try:
         backend = open_platform(platform)
     except ValueError as exc:
-        typer.echo(f"error: --platform: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise usage_error(f"--platform: {exc}") from None
     try:
         uvicorn.run(create_app(backend, token), host=host, port=port, log_level=log_level)
     finally:

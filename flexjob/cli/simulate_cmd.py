@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from flexjob.cli.errors import usage_error
+
 if TYPE_CHECKING:
     from flexjob.scheduler.trace import TraceJob
 
@@ -76,8 +78,7 @@ def _simulate(
         )
         policies = [load_policy(name) for name in policy]
     except (TraceError, UnknownPolicyError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise usage_error(exc) from None
     cluster = ClusterConfig(
         nodes=nodes, gpus_per_node=gpus_per_node, period=period, restart_delay=restart_delay
     )

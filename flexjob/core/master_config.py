@@ -22,6 +22,12 @@ from flexjob.core.batch import BatchPlan, batch_plan_from_spec
 from flexjob.core.dataset import Dataset, dataset_from_spec
 from flexjob.core.planner.stats import JobLimits, JobProfile, PlannedJob, ReplicaResources
 from flexjob.core.rendezvous import RendezvousConfig
+from flexjob.core.stragglers import (
+    DEFAULT_RATIO,
+    DEFAULT_WINDOW_S,
+    StragglerConfig,
+    StragglerPolicy,
+)
 
 if TYPE_CHECKING:  # the job models load only when a job is read (processes start faster)
     from flexjob.api import ElasticJob
@@ -68,9 +74,16 @@ class MasterConfig:
     #: ``--checkpoint-interval``) (``master.ps_sets``).
     num_ps: int = 0
     ps_checkpoint_interval: float = 0.0
+    #: Straggler nodes (``core.stragglers``): report them, also exclude them from the next
+    #: world, or neither; a node is one when its own step time is over ``straggler_ratio``
+    #: times the others' median for ``straggler_window`` seconds.
+    stragglers: StragglerPolicy = StragglerPolicy.REPORT
+    straggler_ratio: float = DEFAULT_RATIO
+    straggler_window: float = DEFAULT_WINDOW_S
 
     def __post_init__(self) -> None:
         self.rendezvous()
+        self.straggler_config()
         if self.heartbeat_timeout <= 0:
             raise ValueError(f"heartbeat_timeout must be > 0, got {self.heartbeat_timeout}")
         if self.replica_pending_timeout is not None and self.replica_pending_timeout <= 0:
@@ -94,6 +107,9 @@ class MasterConfig:
         return RendezvousConfig(
             self.min_nodes, self.max_nodes, self.node_unit, self.last_call_timeout
         )
+
+    def straggler_config(self) -> StragglerConfig:
+        return StragglerConfig(ratio=self.straggler_ratio, window_s=self.straggler_window)
 
     @property
     def public_host(self) -> str:

@@ -13,7 +13,7 @@ clock is injected.
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, InitVar, dataclass, field
 from enum import StrEnum
 
 
@@ -75,28 +75,27 @@ class WorldView:
     world: World | None
 
 
+@dataclass(eq=False)
 class Rendezvous:
-    """Rounds of rendezvous. Call ``tick()`` (or any query) to let time-based rounds complete."""
+    """Rounds of rendezvous. Call ``tick()`` (or any query) to let time-based rounds complete.
+    ``prefix`` starts each world's store prefix."""
 
-    def __init__(
-        self,
-        config: RendezvousConfig,
-        *,
-        prefix: str = "flexjob",
-        clock: Callable[[], float] = time.monotonic,
-        first_round: int = 0,
-    ) -> None:
-        self.config = config
-        self._prefix = prefix
-        self._clock = clock
+    config: RendezvousConfig
+    _: KW_ONLY
+    prefix: str = "flexjob"
+    clock: Callable[[], float] = time.monotonic
+    first_round: InitVar[int] = 0
+    _round: int = field(default=0, init=False)
+    _world: World | None = field(default=None, init=False)
+    _broken: bool = field(default=False, init=False)
+    _waiting: set[str] = field(default_factory=set, init=False)
+    _age: dict[str, int] = field(default_factory=dict, init=False)
+    _next_age: int = field(default=0, init=False)
+    _last_call_since: float | None = field(default=None, init=False)
+    _version: int = field(default=0, init=False)
+
+    def __post_init__(self, first_round: int) -> None:
         self._round = first_round
-        self._world: World | None = None
-        self._broken = False
-        self._waiting: set[str] = set()
-        self._age: dict[str, int] = {}
-        self._next_age = 0
-        self._last_call_since: float | None = None
-        self._version = 0
 
     @property
     def version(self) -> int:
@@ -184,7 +183,7 @@ class Rendezvous:
         if n < self.config.min_nodes:
             self._last_call_since = None
             return None
-        now = self._clock()
+        now = self.clock()
         if self._last_call_since is None:
             self._last_call_since = now
         size = self.config.world_size_for(n)
@@ -198,7 +197,7 @@ class Rendezvous:
             return None
         members = tuple(sorted(self._waiting, key=self._age.__getitem__)[:size])
         self._round += 1
-        self._world = World(self._round, members, f"{self._prefix}/round-{self._round}/")
+        self._world = World(self._round, members, f"{self.prefix}/round-{self._round}/")
         self._waiting.difference_update(members)
         self._broken = False
         self._last_call_since = None
@@ -227,7 +226,7 @@ class Rendezvous:
         self._age = {str(k): int(v) for k, v in ages.items()}
         self._next_age = max(self._age.values(), default=-1) + 1
         self._world = (
-            World(round_, tuple(members), f"{self._prefix}/round-{round_}/") if members else None
+            World(round_, tuple(members), f"{self.prefix}/round-{round_}/") if members else None
         )
         self._waiting.clear()
         self._broken = False

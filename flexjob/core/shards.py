@@ -61,13 +61,21 @@ class Shard:
 
 
 @dataclass(frozen=True, slots=True)
-class ShardProgress:
+class DatasetProgress:
+    """How far a dataset is: the epoch, and shards and samples done of the total."""
+
     epoch: int
     epochs: int
     shards_done: int
     shards_total: int
     samples_done: int
     samples_total: int
+
+
+@dataclass(frozen=True, slots=True)
+class ShardProgress(DatasetProgress):
+    """``DatasetProgress`` and how many shards are to do and being done."""
+
     todo: int
     doing: int
 

@@ -1,7 +1,8 @@
 """Starting and running a job master: ``start_master`` (in this process, returns a handle) and
 ``run_master`` (blocks until SIGTERM/SIGINT/SIGHUP or a stop event; what ``flexjob master`` runs).
 
-Starts, in order: the torch ``TCPStore`` (when ``config.host_store``), the ``MasterService``
+Starts, in order: the job's torch ``TCPStore`` server (when ``config.host_store``;
+``master.tcp_store``, no torch import), the ``MasterService``
 (restoring ``<job-dir>/master_state.json`` if present), the gRPC server, the health loop, the
 PS-set driver (``master.ps_sets``; idle unless PS replicas register), the node watcher
 (``master.node_watcher``, when the job has a platform); then writes the bound address to
@@ -25,6 +26,7 @@ from flexjob.master.profilings_sync import ProfilingsSync, status_writer
 from flexjob.master.ps_sets import PsSetDriver
 from flexjob.master.service import MasterService
 from flexjob.master.state_file import write_atomic
+from flexjob.master.tcp_store import TcpStoreServer
 from flexjob.master.timeline import TimelineRecorder
 from flexjob.observe import metrics, metrics_http
 from flexjob.platform.stop_signals import STOP_SIGNALS
@@ -45,7 +47,7 @@ class MasterHandle:
     config: MasterConfig
     service: MasterService
     server: RunningServer
-    store: Any = None
+    store: TcpStoreServer | None = None
     optimizer: Any = (
         None  # master.optimizer_loop.OptimizerLoop when the job optimizes its resources
     )
@@ -87,7 +89,9 @@ class MasterHandle:
             metrics.unregister(self.collector)
         if self.metrics_server is not None:
             self.metrics_server.stop()
-        self.store = None  # drops the TCPStore server
+        if self.store is not None:
+            self.store.stop()
+            self.store = None
         event(log, "master_stopped", self.config.job_name)
 
     def __enter__(self) -> "MasterHandle":
@@ -95,18 +99,6 @@ class MasterHandle:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-    def _start_store(self, listen_fd: int, port: int) -> None:
-        """Thread: serve the TCPStore on the socket that already listens on ``port`` (the
-        service hands out worlds with its address meanwhile: clients that connect early wait
-        in the socket's backlog until the store serves)."""
-        address = f"{self.config.public_host}:{port}"
-        try:
-            self.store = _serve_store(self.config, listen_fd, port)
-        except Exception:
-            log.exception("event=store_failed job=%s", self.config.job_name)
-            return
-        event(log, "store_started", self.config.job_name, store=address)
 
     def _health_loop(self) -> None:
         interval = self.config.health_interval
@@ -129,9 +121,8 @@ class MasterHandle:
 
 
 def _store_listener(config: MasterConfig) -> tuple[int, int]:
-    """A socket listening for the job's torch TCPStore on the master's address only (torch's
-    own listener takes every interface whatever host it is given, and the store has no token):
-    its file descriptor, for ``_serve_store``, and its port."""
+    """A socket listening for the job's torch TCPStore on the master's address only (the
+    store has no token): its file descriptor, for ``_serve_store``, and its port."""
     family, kind, proto, _, addr = socket.getaddrinfo(config.host, 0, type=socket.SOCK_STREAM)[0]
     with socket.socket(family, kind, proto) as listener:
         listener.bind(addr)
@@ -140,36 +131,24 @@ def _store_listener(config: MasterConfig) -> tuple[int, int]:
         return listener.detach(), port
 
 
-def _serve_store(config: MasterConfig, listen_fd: int, port: int) -> Any:
-    """The job's TCPStore server on the listening socket ``listen_fd`` (torch owns it)."""
-    from torch.distributed import TCPStore  # type: ignore[attr-defined]  # ~2 s import
-
-    return TCPStore(
-        config.host, port, is_master=True, wait_for_workers=False, master_listen_fd=listen_fd
-    )
+def _serve_store(config: MasterConfig, listen_fd: int, port: int) -> TcpStoreServer:
+    """The job's TCPStore server on the listening socket ``listen_fd`` (which it owns)."""
+    server = TcpStoreServer(listen_fd)
+    event(log, "store_started", config.job_name, store=f"{config.public_host}:{port}")
+    return server
 
 
-def start_master(
-    config: MasterConfig, token: str | None = None, *, store_first: bool = True
-) -> MasterHandle:
+def start_master(config: MasterConfig, token: str | None = None) -> MasterHandle:
     """Start a master in this process and return once it serves. ``token``: what clients must
     present (default: the job's token from the environment, ``rpc.auth.master_token``; a
-    master that binds beyond loopback refuses to start without one).
-
-    With ``store_first=False`` the RPC server starts (and ``master.addr`` is written) before
-    the torch TCPStore, which starts on a thread: the slow torch import then overlaps the
-    agents' own start-up. Its socket listens from the start, so worlds name it at once: a
-    process that connects before the store serves waits in the socket's backlog (a script that
-    never uses the store never waits for it)."""
+    master that binds beyond loopback refuses to start without one)."""
     token = token if token is not None else master_token()
-    deferred = config.host_store and not store_first
-    store: Any = None
+    store: TcpStoreServer | None = None
     store_address = ""
     if config.host_store:
         listen_fd, store_port = _store_listener(config)
         store_address = f"{config.public_host}:{store_port}"
-        if not deferred:
-            store = _serve_store(config, listen_fd, store_port)
+        store = _serve_store(config, listen_fd, store_port)
     timeline = TimelineRecorder(config.job_name, config.job_dir)
     service = MasterService(config, store_address=store_address)
     server = serve(
@@ -198,13 +177,6 @@ def start_master(
         on_failure=lambda m: service.report_failure(NodeRef("ps-set", "ps"), m, 1, False),
     )
     handle.ps_sets.start()
-    if deferred:
-        threading.Thread(
-            target=handle._start_store,
-            args=(listen_fd, store_port),
-            name="master-store",
-            daemon=True,
-        ).start()
     if config.optimize_mode is not OptimizeMode.MANUAL or config.brain_url:
         from flexjob.master.optimizer_loop import OptimizerLoop
 
@@ -240,16 +212,14 @@ def node_watcher(config: MasterConfig, service: MasterService) -> NodeWatcher | 
     return watcher
 
 
-def run_master(
-    config: MasterConfig, stop: threading.Event | None = None, *, store_first: bool = True
-) -> int:
+def run_master(config: MasterConfig, stop: threading.Event | None = None) -> int:
     """Run a master until ``stop`` is set or the process gets a stop signal (SIGTERM, SIGINT,
     SIGHUP); returns 0."""
     stop = stop or threading.Event()
     if threading.current_thread() is threading.main_thread():
         for sig in STOP_SIGNALS:
             signal.signal(sig, lambda *_: stop.set())
-    handle = start_master(config, store_first=store_first)
+    handle = start_master(config)
     try:
         stop.wait()
     finally:

@@ -12,11 +12,11 @@ implicit masters). Not for deciding anything (the rule does) or relaunching (the
 
 import logging
 import threading
-from collections.abc import Callable
-from datetime import UTC, datetime
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Protocol
 
 from flexjob.core.actions import EventType
+from flexjob.core.clock import WallClock, utc_now
 from flexjob.core.node_watch import NodeWatchEvent, NodeWatchKind, NodeWatchState, observe
 from flexjob.master.logs import event
 from flexjob.platform.api import Platform, Replica, WatchEventType
@@ -36,33 +36,24 @@ class GoneSink(Protocol):
     def replica_gone(self, node: NodeRef, reason: str) -> None: ...
 
 
+@dataclass(eq=False)
 class NodeWatcher:
     """Watches ``namespace``/``job``'s replicas on ``platform``; ``start()`` runs it on a
     thread until ``stop()``; ``sync(replicas)`` runs one step of the rule (tests)."""
 
-    def __init__(
-        self,
-        platform: Platform,
-        namespace: str,
-        job: str,
-        master: GoneSink,
-        pending_timeout: float | None,
-        *,
-        window_s: float = WATCH_WINDOW_S,
-        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-    ) -> None:
-        self.platform = platform
-        self.namespace = namespace
-        self.job = job
-        self.master = master
-        self.pending_timeout = pending_timeout
-        self.window_s = window_s
-        self.clock = clock
-        self._state = NodeWatchState()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        #: Every event acted on, oldest first (for tests and logs).
-        self.events: list[NodeWatchEvent] = []
+    platform: Platform
+    namespace: str
+    job: str
+    master: GoneSink
+    pending_timeout: float | None
+    _: KW_ONLY
+    window_s: float = WATCH_WINDOW_S
+    clock: WallClock = utc_now
+    _state: NodeWatchState = field(default_factory=NodeWatchState, init=False)
+    _stop: threading.Event = field(default_factory=threading.Event, init=False)
+    _thread: threading.Thread | None = field(default=None, init=False)
+    #: Every event acted on, oldest first (for tests and logs).
+    events: list[NodeWatchEvent] = field(default_factory=list, init=False)
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="master-node-watch", daemon=True)

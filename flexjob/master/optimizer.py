@@ -13,7 +13,7 @@ Not for carrying plans out, nor for the algorithms themselves (``core.planner``)
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from flexjob.api import (
     ObjectMeta,
@@ -27,12 +27,12 @@ from flexjob.api import (
 from flexjob.api.errors import FlexjobError, NotFoundError
 from flexjob.api.names import LABEL_JOB_NAME
 from flexjob.core import planner
+from flexjob.core.clock import Clock
 from flexjob.core.replicas import replica_name
 from flexjob.rpc import brain_messages as schemas
 from flexjob.rpc.brain_client import BrainClient
 
 log = logging.getLogger(__name__)
-Clock = Callable[[], float]
 
 #: Annotations on ScalePlans written by the optimizer.
 ANNOTATION_REASON = "flexjob.dev/plan-reason"

@@ -12,6 +12,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -74,29 +75,25 @@ def job_info_from_config(config: MasterConfig) -> schemas.JobInfoMessage:
     return schemas.JobInfoMessage.from_core(job, config.optimize_mode)
 
 
+@dataclass(eq=False)
 class OptimizerLoop:
-    def __init__(
-        self,
-        source: StatsSource,
-        optimizer: JobOptimizer,
-        sink: PlanSink,
-        job_name: str,
-        namespace: str = "default",
-        interval: float = 30.0,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        self.source = source
-        self.optimizer = optimizer
-        self.sink = sink
-        self.job_name = job_name
-        self.namespace = namespace
-        self.interval = interval
-        self.clock = clock
-        self._seen: dict[str, tuple[int, int]] = {}  # node -> (reports, failures) already fed
-        self._speed = SpeedAggregator(stale_after=max(10 * interval, 5.0))
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._started = False
+    source: StatsSource
+    optimizer: JobOptimizer
+    sink: PlanSink
+    job_name: str
+    namespace: str = "default"
+    interval: float = 30.0
+    clock: Callable[[], float] = time.time
+    _seen: dict[str, tuple[int, int]] = field(
+        default_factory=dict, init=False
+    )  # node -> (reports, failures) already fed
+    _speed: SpeedAggregator = field(init=False)
+    _stop: threading.Event = field(default_factory=threading.Event, init=False)
+    _thread: threading.Thread | None = field(default=None, init=False)
+    _started: bool = field(default=False, init=False)
+
+    def __post_init__(self) -> None:
+        self._speed = SpeedAggregator(stale_after=max(10 * self.interval, 5.0))
 
     @classmethod
     def from_config(

@@ -14,6 +14,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from flexjob.api import names
@@ -29,22 +30,16 @@ ReadKV = Callable[[str], bytes | None]
 WriteProfilings = Callable[[dict[str, Any]], None]
 
 
+@dataclass(eq=False)
 class ProfilingsSync:
     """Copies ``KV_PROFILINGS`` into ``status.profilings`` when it changed (see module doc)."""
 
-    def __init__(
-        self,
-        read: ReadKV,
-        write: WriteProfilings,
-        every_s: float = DEFAULT_EVERY_S,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.read = read
-        self.write = write
-        self.every_s = every_s
-        self.clock = clock
-        self._copied: bytes | None = None
-        self._last = -float("inf")
+    read: ReadKV
+    write: WriteProfilings
+    every_s: float = DEFAULT_EVERY_S
+    clock: Callable[[], float] = time.monotonic
+    _copied: bytes | None = field(default=None, init=False)
+    _last: float = field(default=-float("inf"), init=False)
 
     def tick(self, *, force: bool = False) -> bool:
         """Copy the document if it changed and ``every_s`` passed (or ``force``); whether it

@@ -11,7 +11,7 @@ journal lines, group-committed snapshots, the restore at start). Not for transpo
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -19,9 +19,11 @@ from flexjob.api.errors import InvalidSpecError, NotFoundError
 from flexjob.api.limits import MAX_SHARD_LEASE
 from flexjob.core.batch import BatchPlan, RankBatch
 from flexjob.core.dataset import Dataset
+from flexjob.core.fields import build
 from flexjob.core.master_config import MasterConfig
 from flexjob.core.rendezvous import NodeStatus, Rendezvous
 from flexjob.core.shards import ReportResult, ShardManager
+from flexjob.core.stragglers import StragglerWatch
 from flexjob.master.datasets import DatasetBook
 from flexjob.master.health import HeartbeatTracker
 from flexjob.master.kv import KVStore, check_kv
@@ -31,6 +33,7 @@ from flexjob.master.persistence import Persistence
 from flexjob.master.snapshot import SnapshotWriter, dataset_json
 from flexjob.master.state_file import StateFile
 from flexjob.master.stats import NodeRecord, StatsBook
+from flexjob.master.stragglers import StragglerGuard, excluded
 from flexjob.rpc.messages import (
     HeartbeatReply,
     NodeRef,
@@ -81,6 +84,13 @@ class MasterService:
         self._addresses: dict[str, str] = {}  # node → address given at join
         self._addresses_version = 0
         self._kv = KVStore()
+        self._clock = clock
+        self._stragglers = StragglerGuard(
+            config.job_name,
+            config.stragglers,
+            StragglerWatch(config.straggler_config()),
+            config.min_nodes,
+        )
         self._stats_dirty = False
         path = config.state_path
         self._snapshots = SnapshotWriter()
@@ -111,6 +121,8 @@ class MasterService:
             if self._addresses.get(node.node_id) != address:
                 self._addresses[node.node_id] = address
                 self._addresses_version += 1
+            if excluded(self._kv, node.node_id):
+                return self._rdzv.round + 1  # it waits for a world that never comes
             round_ = self._rdzv.join(node.node_id)
             event(log, "node_joined", self._job, node=node.node_id, waits_for=round_)
             self._after_rendezvous()
@@ -120,6 +132,8 @@ class MasterService:
     def get_world(self, node: NodeRef, round: int) -> NodeWorld:
         with self._lock:
             self._seen(node.node_id)
+            if excluded(self._kv, node.node_id):
+                return NodeWorld(False, self._rdzv.round + 1, -1, 0, "", "", ())
             if self._rdzv.status(node.node_id) is NodeStatus.UNKNOWN:
                 # It asks for a world it is not waiting for: its join was lost (a master
                 # restart) or it was declared dead while alive. Either way it waits again.
@@ -196,17 +210,8 @@ class MasterService:
         with self._lock:
             p = self._dataset(dataset).progress()
             world = self._rdzv.world
-            return Progress(
-                p.epoch,
-                p.epochs,
-                p.shards_done,
-                p.shards_total,
-                p.samples_done,
-                p.samples_total,
-                p.finished,
-                self._rdzv.round,
-                len(world.members) if world else 0,
-            )
+            size = len(world.members) if world else 0
+            return build(Progress, p, finished=p.finished, round=self._rdzv.round, world_size=size)
 
     # ---- stats, health ----
     def report_stats(self, node: NodeRef, stats: NodeStats) -> None:
@@ -214,6 +219,7 @@ class MasterService:
             self._seen(node.node_id)
             self._stats.update(node, stats)
             self._stats_dirty = True
+            self._stragglers.observe(node.node_id, self._rdzv, stats.step_seconds, self._clock())
 
     def stats_snapshot(self) -> tuple[dict[str, NodeRecord], int]:
         """A copy of every node's stats record, and the current world size (for the optimizer)."""
@@ -228,7 +234,8 @@ class MasterService:
             self._seen(node.node_id)
             waiting = self._rdzv.num_nodes_waiting()
             self._after_rendezvous()
-            return HeartbeatReply(self._rdzv.round, waiting, self.job_finished)
+            out = excluded(self._kv, node.node_id)
+            return HeartbeatReply(self._rdzv.round, waiting, self.job_finished, out)
 
     @_saves
     def report_failure(self, node: NodeRef, reason: str, exit_code: int, restarting: bool) -> None:
@@ -269,6 +276,23 @@ class MasterService:
             for process in sorted(processes):
                 self._recover_shards(process)
             self._node_dead(node.node_id, "replica gone")
+
+    @_saves
+    def exclude_nodes(
+        self, node: NodeRef, round: int, reasons: Mapping[str, str]
+    ) -> tuple[str, ...]:
+        """A member of world ``round`` reports nodes that failed its pre-flight check: they
+        leave it and stay out of every later world (``master.stragglers``)."""
+        with self._lock:
+            self._seen(node.node_id)
+            marks = self._stragglers.exclude_failed(
+                node.node_id, self._rdzv, self._kv, round, reasons
+            )
+            for node_id, entry in marks:
+                self._append(entry)
+                self._rdzv.remove(node_id)
+            self._after_rendezvous()
+            return tuple(n for n in reasons if excluded(self._kv, n))
 
     def get_batch_plan(self, node: NodeRef, rank: int, world_size: int) -> RankBatch:
         if self._batch is None:
@@ -331,6 +355,11 @@ class MasterService:
             for name, mgr in self._datasets.managers.items():
                 for sid in mgr.expire_stragglers():
                     event(log, "shard_timed_out", self._job, dataset=name or "-", shard=sid)
+            for node_id, entry in self._stragglers.check(self._rdzv, self._kv, self._clock()):
+                # Out of the world: the others re-form after their step; its agent, told so
+                # by its heartbeat, stops its workers once they are idle (``agent.agent``).
+                self._append(entry)
+                self._rdzv.remove(node_id)
             self._rdzv.tick()
             self._after_rendezvous()
             if self._stats_dirty:

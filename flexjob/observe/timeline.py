@@ -26,7 +26,9 @@ FAILED = "node_failed"
 ROUND = "round_completed"
 SCALED = "scaled"
 FINISHED = "dataset_finished"
-EVENT_NAMES = (JOINED, LOST, FAILED, ROUND, SCALED, FINISHED)
+STRAGGLING = "node_straggling"
+PREFLIGHT_FAILED = "preflight_failed"
+EVENT_NAMES = (JOINED, LOST, FAILED, ROUND, SCALED, FINISHED, STRAGGLING, PREFLIGHT_FAILED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +122,7 @@ class WorldChange:
     ``before`` → ``after`` nodes, training waited ``waited`` seconds), failed, or a scale."""
 
     t: float
-    kind: str  # "lost" | "joined" | "restarted" | "failed" | "scaled"
+    kind: str  # "lost" | "joined" | "restarted" | "failed" | "scaled" | "straggling" | "preflight"
     node: str = ""
     before: int = 0
     after: int = 0
@@ -136,6 +138,10 @@ class WorldChange:
             )
         if self.kind == "failed":
             return f"node {self.node} failed ({self.detail})"
+        if self.kind == "straggling":
+            return f"node {self.node} straggling: {self.detail}"
+        if self.kind == "preflight":
+            return f"node {self.node} failed the pre-flight check: {self.detail}"
         return f"scaled: {self.detail}" if self.detail else "scaled"
 
 
@@ -178,6 +184,16 @@ def changes(events: Sequence[TimelineEvent]) -> list[WorldChange]:
                     restarted.append(e.node)
         elif e.name == SCALED:
             out.append(WorldChange(e.t, "scaled", detail=str(e.fields.get("detail", ""))))
+        elif e.name == STRAGGLING:
+            f = e.fields
+            detail = (
+                f"own step {f.get('step_seconds')} s, {f.get('times_slower')}x the others' "
+                f"median {f.get('others_seconds')} s ({f.get('action')})"
+            )
+            out.append(WorldChange(e.t, "straggling", e.node, detail=detail))
+        elif e.name == PREFLIGHT_FAILED:
+            detail = f"{e.fields.get('reason')} ({e.fields.get('action')})"
+            out.append(WorldChange(e.t, "preflight", e.node, detail=detail))
     return out
 
 

@@ -14,22 +14,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from flexjob.core.ps.set_change import RowTotals, snapshot_totals
+from flexjob.core.ps.set_change import snapshot_totals
 from flexjob.ps.checkpoint_io import write_snapshot
 from flexjob.ps.service import PsService
+from flexjob.rpc.ps_control import Checkpointed
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
-class CheckpointDone:
-    path: Path
-    version: int
+class CheckpointDone(Checkpointed):
+    """A checkpoint written (what the master's PS control hears) and what it cost."""
+
     rows: int
     blocked_s: float
     write_s: float
-    totals: RowTotals
 
 
 class PsCheckpointer:
@@ -73,7 +73,7 @@ class PsCheckpointer:
             path = write_snapshot(self._directory, snap)
             written = time.perf_counter() - start
         done = CheckpointDone(
-            path, snap.version, snap.num_rows, blocked, written, snapshot_totals(snap)
+            str(path), snap.version, snapshot_totals(snap), snap.num_rows, blocked, written
         )
         self.last = done
         log.info(

@@ -56,7 +56,7 @@ class SetMember:
         done = self._needs_checkpointer().checkpoint_now()
         if done is None:  # no worker declared the model yet: nothing to carry over
             return Checkpointed("", self._service.version, EMPTY)
-        return Checkpointed(str(done.path), done.version, done.totals)
+        return done
 
     def load(self, index: int, num_ps: int, from_num_ps: int, set_version: int) -> RowTotals:
         checkpointer = self._needs_checkpointer()

@@ -10,15 +10,13 @@ Not thread-safe across ``close()``; otherwise a client may be shared by threads.
 """
 
 import time
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+from collections.abc import Mapping, Sequence
 
 import grpc
 
 from flexjob.core.batch import RankBatch
 from flexjob.core.dataset import Dataset
 from flexjob.rpc import convert
-from flexjob.rpc.auth import AUTHORIZATION, bearer, master_token
 from flexjob.rpc.convert import NodeLike
 from flexjob.rpc.gen import master_pb2 as pb
 from flexjob.rpc.gen import master_pb2_grpc as pb_grpc
@@ -32,9 +30,7 @@ from flexjob.rpc.messages import (
     ShardInfo,
     ShardLease,
 )
-from flexjob.rpc.retry import call_with_retry
-
-T = TypeVar("T")
+from flexjob.rpc.retry import RetryingClient
 
 _CHANNEL_OPTIONS = [
     ("grpc.initial_reconnect_backoff_ms", 100),
@@ -49,7 +45,7 @@ def open_channel(address: str) -> grpc.Channel:
     return grpc.insecure_channel(address, options=_CHANNEL_OPTIONS)
 
 
-class MasterClient:
+class MasterClient(RetryingClient):
     """Talks to the master at ``address`` (``host:port``) as ``node`` (a ``NodeRef``-like
     object with ``node_id`` and optionally ``replica_type`` / ``replica_index``, or a node id).
 
@@ -57,6 +53,8 @@ class MasterClient:
     unreachable master; ``channel``: share one channel between many clients (e.g. simulated
     agents), else each client opens its own; ``token``: the master's bearer token (default:
     from the environment, ``rpc.auth.master_token``)."""
+
+    SERVER = "master"
 
     def __init__(
         self,
@@ -69,13 +67,8 @@ class MasterClient:
         channel: grpc.Channel | None = None,
         token: str | None = None,
     ) -> None:
-        self.address = address
-        token = token if token is not None else master_token()
-        self._metadata = ((AUTHORIZATION, bearer(token)),) if token else None
+        super().__init__(address, timeout, retry_deadline, max_backoff, token)
         self._node = convert.node_to_pb(node)
-        self._timeout = timeout
-        self._retry_deadline = retry_deadline
-        self._max_backoff = max_backoff
         self._own_channel = channel is None
         self._channel = channel or open_channel(address)
         self._stub = pb_grpc.MasterStub(self._channel)  # type: ignore[no-untyped-call]
@@ -162,6 +155,7 @@ class MasterClient:
         timestamp: float | None = None,
         requests_per_second: float = 0.0,
         partition_bytes: int = 0,
+        step_seconds: float = 0.0,
     ) -> None:
         stats = NodeStats(
             cpu_percent,
@@ -172,6 +166,7 @@ class MasterClient:
             time.time() if timestamp is None else timestamp,
             requests_per_second,
             partition_bytes,
+            step_seconds,
         )
         self._call(self._stub.ReportStats, convert.stats_to_pb(self._node, stats))
 
@@ -188,6 +183,14 @@ class MasterClient:
     def register_dataset(self, dataset: Dataset) -> None:
         """Tell the master to shard ``dataset`` (kept if the name is already known)."""
         self._call(self._stub.RegisterDataset, convert.dataset_to_pb(self._node, dataset))
+
+    def exclude_nodes(self, round: int, reasons: Mapping[str, str]) -> tuple[str, ...]:
+        """Ask the master to keep nodes (id → why, worst first) out of world ``round`` and
+        every later one; returns those it keeps out (``ExcludeNodes``)."""
+        req = pb.ExcludeRequest(
+            node=self._node, round=round, nodes=list(reasons), reasons=list(reasons.values())
+        )
+        return tuple(self._call(self._stub.ExcludeNodes, req).excluded)
 
     def get_batch_plan(self, rank: int, world_size: int) -> RankBatch:
         req = pb.BatchPlanRequest(node=self._node, rank=rank, world_size=world_size)
@@ -207,13 +210,3 @@ class MasterClient:
         return int(self._call(self._stub.KVAdd, pb.KVAddRequest(key=key, amount=amount)).value)
 
     # ---- transport ----
-    def _call(self, method: Callable[..., T], request: object) -> T:
-        return call_with_retry(
-            method,
-            request,
-            what=f"master {self.address}",
-            timeout=self._timeout,
-            retry_deadline=self._retry_deadline,
-            max_backoff=self._max_backoff,
-            metadata=self._metadata,
-        )

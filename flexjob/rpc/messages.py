@@ -30,13 +30,14 @@ puts the leased shards in ``release`` back (never trained), then hands out up to
 shards at once (fewer when none are free now), each DOING for the caller.
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from flexjob.api import ReplicaType
 from flexjob.core.batch import RankBatch
 from flexjob.core.dataset import Dataset
+from flexjob.core.shards import DatasetProgress
 
 DEFAULT_DATASET = ""
 
@@ -122,6 +123,9 @@ class NodeStats:
     timestamp: float = 0.0
     requests_per_second: float = 0.0  # a PS replica's data calls per second
     partition_bytes: int = 0  # the bytes a PS replica's partition holds
+    #: A training node's own seconds per step, waits for peers left out (its slowest
+    #: process's; ``trainer.step_time``); 0: not measured.
+    step_seconds: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,16 +133,14 @@ class HeartbeatReply:
     round: int
     num_nodes_waiting: int
     job_finished: bool
+    #: The master keeps this node out of every later world (``core.stragglers``).
+    excluded: bool = False
 
 
 @dataclass(frozen=True, slots=True)
-class Progress:
-    epoch: int
-    epochs: int
-    shards_done: int
-    shards_total: int
-    samples_done: int
-    samples_total: int
+class Progress(DatasetProgress):
+    """``DatasetProgress`` as a worker sees it: whether it is finished, and the world."""
+
     finished: bool
     round: int
     world_size: int
@@ -167,6 +169,10 @@ class MasterBackend(Protocol):
     ) -> ShardLease: ...
 
     def register_dataset(self, node: NodeRef, dataset: Dataset) -> None: ...
+
+    def exclude_nodes(
+        self, node: NodeRef, round: int, reasons: Mapping[str, str]
+    ) -> tuple[str, ...]: ...
 
     def report_stats(self, node: NodeRef, stats: NodeStats) -> None: ...
 

@@ -19,14 +19,13 @@ import numpy.typing as npt
 
 from flexjob.api.errors import UnavailableError
 from flexjob.core.ps.store import ModelSpec
-from flexjob.rpc.auth import AUTHORIZATION, bearer, master_token
 from flexjob.rpc.gen import ps_pb2 as pb
 from flexjob.rpc.gen import ps_pb2_grpc as pb_grpc
 from flexjob.rpc.ps_api import PsStats
 from flexjob.rpc.ps_convert import configure_to_pb, stats_from_pb, tensor_from_pb, tensor_to_pb
 from flexjob.rpc.ps_gate import SET_VERSION_HEADER
 from flexjob.rpc.ps_server import GRPC_OPTIONS
-from flexjob.rpc.retry import answered_error, call_with_retry
+from flexjob.rpc.retry import RetryingClient, answered_error
 
 log = logging.getLogger(__name__)
 #: Threads per client for calls in flight (a step has at most a few per PS: rows, dense).
@@ -99,7 +98,9 @@ class Pending(Generic[R]):
         return Pending(self._future, lambda raw: fn(convert(raw)), self._retry)
 
 
-class PsClient:
+class PsClient(RetryingClient):
+    SERVER = "PS"
+
     def __init__(
         self,
         address: str,
@@ -113,14 +114,8 @@ class PsClient:
         the environment, ``rpc.auth.master_token``). ``set_version``: the PS-set version the
         caller resolved (sent with each call, ``rpc.ps_gate``; a PS of a newer set refuses
         the call with ``PsSetChangedError``)."""
-        self.address = address
-        token = token if token is not None else master_token()
-        headers = [(AUTHORIZATION, bearer(token))] if token else []
-        if set_version is not None:
-            headers.append((SET_VERSION_HEADER, str(set_version)))
-        self._metadata = tuple(headers) or None
-        self._timeout = timeout
-        self._retry_deadline = retry_deadline
+        version = [] if set_version is None else [(SET_VERSION_HEADER, str(set_version))]
+        super().__init__(address, timeout, retry_deadline, RETRY_MAX_BACKOFF_S, token, version)
         self._channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
         self._stub = pb_grpc.ParameterServerStub(self._channel)  # type: ignore[no-untyped-call]
         self._pool = ThreadPoolExecutor(CALL_THREADS, thread_name_prefix=f"ps-call-{address}")
@@ -198,17 +193,6 @@ class PsClient:
         else:
             future = self._pool.submit(method, request, **options)
         return Pending(future, convert, lambda: self._call(method, request))
-
-    def _call(self, method: Callable[..., T], request: object) -> T:
-        return call_with_retry(
-            method,
-            request,
-            what=f"PS {self.address}",
-            timeout=self._timeout,
-            retry_deadline=self._retry_deadline,
-            max_backoff=RETRY_MAX_BACKOFF_S,
-            metadata=self._metadata,
-        )
 
 
 def _floats(msg: pb.Tensor, field: str) -> Floats:

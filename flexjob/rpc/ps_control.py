@@ -12,11 +12,10 @@ import grpc
 
 from flexjob.api.errors import FlexjobError, InvalidSpecError, NotFoundError
 from flexjob.core.ps.set_change import RowTotals
-from flexjob.rpc.auth import AUTHORIZATION, bearer, master_token
 from flexjob.rpc.gen import ps_control_pb2 as pb
 from flexjob.rpc.gen import ps_control_pb2_grpc as pb_grpc
 from flexjob.rpc.ps_server import GRPC_OPTIONS
-from flexjob.rpc.retry import call_with_retry
+from flexjob.rpc.retry import RetryingClient
 
 T = TypeVar("T")
 
@@ -95,9 +94,11 @@ def add_control(server: grpc.Server, backend: PsControlBackend) -> None:
     pb_grpc.add_PsControlServicer_to_server(PsControlServicer(backend), server)  # type: ignore[no-untyped-call]
 
 
-class PsControlClient:
+class PsControlClient(RetryingClient):
     """The master's client of one PS's control service; unreachable PS are retried until
     ``retry_deadline``."""
+
+    SERVER = "PS control"
 
     def __init__(
         self,
@@ -107,11 +108,7 @@ class PsControlClient:
         retry_deadline: float = 30.0,
         token: str | None = None,
     ) -> None:
-        self.address = address
-        token = token if token is not None else master_token()
-        self._metadata = ((AUTHORIZATION, bearer(token)),) if token else None
-        self._timeout = timeout
-        self._retry_deadline = retry_deadline
+        super().__init__(address, timeout, retry_deadline, token=token)
         self._channel = grpc.insecure_channel(address, options=GRPC_OPTIONS)
         self._stub = pb_grpc.PsControlStub(self._channel)  # type: ignore[no-untyped-call]
 
@@ -139,13 +136,3 @@ class PsControlClient:
 
     def resume(self, set_version: int) -> None:
         self._call(self._stub.Resume, pb.ResumeRequest(set_version=set_version))
-
-    def _call(self, method: Callable[..., T], request: object) -> T:
-        return call_with_retry(
-            method,
-            request,
-            what=f"PS control {self.address}",
-            timeout=self._timeout,
-            retry_deadline=self._retry_deadline,
-            metadata=self._metadata,
-        )

@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from flexjob.api.errors import InvalidSpecError
+from flexjob.core.fields import build
 from flexjob.core.ps.optim import OptimizerKind, OptimizerSpec
 from flexjob.core.ps.store import ModelSpec
 from flexjob.core.ps.table import TableSpec
@@ -54,15 +55,7 @@ def tensor_from_pb(msg: pb.Tensor, field: str, dtype: str | None = None) -> npt.
 
 
 def optimizer_to_pb(spec: OptimizerSpec) -> pb.Optimizer:
-    return pb.Optimizer(
-        kind=spec.kind.value,
-        lr=spec.lr,
-        momentum=spec.momentum,
-        initial_accumulator_value=spec.initial_accumulator_value,
-        beta1=spec.beta1,
-        beta2=spec.beta2,
-        eps=spec.eps,
-    )
+    return build(pb.Optimizer, spec, kind=spec.kind.value)
 
 
 def optimizer_from_pb(msg: pb.Optimizer) -> OptimizerSpec:
@@ -70,27 +63,13 @@ def optimizer_from_pb(msg: pb.Optimizer) -> OptimizerSpec:
     if msg.kind not in kinds:
         raise InvalidSpecError(f"optimizer.kind: {msg.kind!r} is not one of {kinds}")
     try:
-        return OptimizerSpec(
-            OptimizerKind(msg.kind),
-            lr=msg.lr,
-            momentum=msg.momentum,
-            initial_accumulator_value=msg.initial_accumulator_value,
-            beta1=msg.beta1,
-            beta2=msg.beta2,
-            eps=msg.eps,
-        )
+        return build(OptimizerSpec, msg, kind=OptimizerKind(msg.kind))
     except ValueError as exc:
         raise InvalidSpecError(f"optimizer: {exc}") from None
 
 
 def table_to_pb(spec: TableSpec) -> pb.TableSpec:
-    return pb.TableSpec(
-        name=spec.name,
-        dim=spec.dim,
-        num_rows=spec.num_rows,
-        init_scale=spec.init_scale,
-        seed=spec.seed,
-    )
+    return build(pb.TableSpec, spec)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +90,7 @@ def configure_to_pb(model: ModelSpec, num_ps: int) -> pb.ConfigureRequest:
 
 
 def configure_from_pb(msg: pb.ConfigureRequest) -> Configure:
-    tables = tuple(TableSpec(t.name, t.dim, t.num_rows, t.init_scale, t.seed) for t in msg.tables)
+    tables = tuple(build(TableSpec, t) for t in msg.tables)
     dense = {
         k: tensor_from_pb(v, f"dense[{k}]", "float32").astype(np.float32)
         for k, v in msg.dense.items()
@@ -120,30 +99,9 @@ def configure_from_pb(msg: pb.ConfigureRequest) -> Configure:
 
 
 def stats_to_pb(s: PsStats) -> pb.StatsResponse:
-    return pb.StatsResponse(
-        rows=s.rows,
-        bytes=s.bytes,
-        requests=s.requests,
-        requests_per_second=s.requests_per_second,
-        cpu_percent=s.cpu_percent,
-        memory_bytes=s.memory_bytes,
-        version=s.version,
-        tables=[pb.TableStats(name=k, rows=r, bytes=b) for k, (r, b) in s.tables.items()],
-        index=s.index,
-        num_ps=s.num_ps,
-    )
+    tables = [pb.TableStats(name=k, rows=r, bytes=b) for k, (r, b) in s.tables.items()]
+    return build(pb.StatsResponse, s, tables=tables)
 
 
 def stats_from_pb(msg: pb.StatsResponse) -> PsStats:
-    return PsStats(
-        rows=msg.rows,
-        bytes=msg.bytes,
-        requests=msg.requests,
-        requests_per_second=msg.requests_per_second,
-        cpu_percent=msg.cpu_percent,
-        memory_bytes=msg.memory_bytes,
-        version=msg.version,
-        index=msg.index,
-        num_ps=msg.num_ps,
-        tables={t.name: (t.rows, t.bytes) for t in msg.tables},
-    )
+    return build(PsStats, msg, tables={t.name: (t.rows, t.bytes) for t in msg.tables})

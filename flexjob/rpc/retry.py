@@ -2,11 +2,11 @@
 hit) is retried with exponential backoff until a deadline; answered errors become the
 ``api.errors`` kinds at once (INVALID_ARGUMENT, NOT_FOUND, a PS's "ps set changed"
 FAILED_PRECONDITION, anything else). Shared by the
-master client and the PS client."""
+master client, the PS client and the PS control client, through ``RetryingClient``."""
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 import grpc
@@ -19,6 +19,7 @@ from flexjob.api.errors import (
     PsSetChangedError,
     UnavailableError,
 )
+from flexjob.rpc.auth import AUTHORIZATION, bearer, master_token
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -73,3 +74,43 @@ def call_with_retry(
             log.debug("event=rpc_retry target=%s code=%s", what, code.name)
             time.sleep(min(backoff, left))
             backoff = min(backoff * 2, max_backoff)
+
+
+class RetryingClient:
+    """What the gRPC clients share: ``address``, the metadata of the bearer ``token`` (default:
+    the master token from the environment, ``rpc.auth.master_token``) and of other ``headers``,
+    and ``_call``: one call of ``timeout`` seconds per attempt, retried while the server
+    (``SERVER`` at ``address``) is unreachable, for up to ``retry_deadline`` seconds
+    (``call_with_retry``)."""
+
+    #: What the server is, for errors and logs ("master", "PS").
+    SERVER = "server"
+
+    def __init__(
+        self,
+        address: str,
+        timeout: float,
+        retry_deadline: float,
+        max_backoff: float = 1.0,
+        token: str | None = None,
+        headers: Sequence[tuple[str, str]] = (),
+    ) -> None:
+        self.address = address
+        self._what = f"{self.SERVER} {address}"
+        token = token if token is not None else master_token()
+        auth = [(AUTHORIZATION, bearer(token))] if token else []
+        self._metadata = (*auth, *headers) or None
+        self._timeout = timeout
+        self._retry_deadline = retry_deadline
+        self._max_backoff = max_backoff
+
+    def _call(self, method: Callable[..., T], request: object) -> T:
+        return call_with_retry(
+            method,
+            request,
+            what=self._what,
+            timeout=self._timeout,
+            retry_deadline=self._retry_deadline,
+            max_backoff=self._max_backoff,
+            metadata=self._metadata,
+        )

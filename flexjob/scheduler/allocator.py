@@ -24,11 +24,13 @@ Not for: deciding (policies), creating replicas (operator) or node discovery (``
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from collections.abc import Sequence
+from dataclasses import KW_ONLY, dataclass, field
+from datetime import datetime
 from typing import Any, Protocol
 
 from flexjob.api import ElasticJob, ReplicaType
+from flexjob.core.clock import WallClock, utc_now
 from flexjob.core.policies import JobInfo, NodeInfo, Policy, PolicyError, schedule_round
 from flexjob.platform.api import NotFoundError, Platform
 from flexjob.scheduler.jobview import (
@@ -40,8 +42,6 @@ from flexjob.scheduler.jobview import (
 )
 
 log = logging.getLogger(__name__)
-
-Clock = Callable[[], datetime]
 
 
 class NodeSource(Protocol):
@@ -60,37 +60,27 @@ class StaticNodes:
         return list(self._nodes)
 
 
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
+@dataclass(eq=False)
 class Allocator:
     """Runs ``policy`` over the unfinished jobs of ``platform`` on the nodes of ``nodes``."""
 
-    def __init__(
-        self,
-        platform: Platform,
-        policy: Policy,
-        nodes: NodeSource,
-        *,
-        period: float = 60.0,
-        namespace: str | None = None,
-        clock: Clock = _utc_now,
-    ) -> None:
-        if period <= 0:
-            raise ValueError(f"period must be > 0 seconds, got {period}")
-        self.platform = platform
-        self.policy = policy
-        self.node_source = nodes
-        self.period = period
-        self.namespace = namespace
-        self.clock = clock
-        #: Task key -> how many times its allocation moved.
-        self.restarts: dict[str, int] = {}
-        #: Job key -> attained service in GPU-seconds (see the module docstring).
-        self.attained: dict[str, float] = {}
-        self._last_optimize: datetime | None = None
-        self._last_step: datetime | None = None
+    platform: Platform
+    policy: Policy
+    nodes: NodeSource
+    _: KW_ONLY
+    period: float = 60.0
+    namespace: str | None = None
+    clock: WallClock = utc_now
+    #: Task key -> how many times its allocation moved.
+    restarts: dict[str, int] = field(default_factory=dict, init=False)
+    #: Job key -> attained service in GPU-seconds (see the module docstring).
+    attained: dict[str, float] = field(default_factory=dict, init=False)
+    _last_optimize: datetime | None = field(default=None, init=False)
+    _last_step: datetime | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        if self.period <= 0:
+            raise ValueError(f"period must be > 0 seconds, got {self.period}")
 
     def _current(self, jobs: Sequence[ElasticJob]) -> dict[str, list[str]]:
         previous: dict[str, list[str]] = {}
@@ -131,7 +121,7 @@ class Allocator:
         )
         try:
             result = schedule_round(
-                self.policy, infos, self.node_source.nodes(), previous, optimize=optimize
+                self.policy, infos, self.nodes.nodes(), previous, optimize=optimize
             )
         except PolicyError:
             log.exception(

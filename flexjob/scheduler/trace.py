@@ -165,6 +165,35 @@ def _fmt(value: object) -> str:
     return str(value)
 
 
+#: The sync terms of the throughput model, in the order workload tables give them.
+SYNC_TERMS = ("sync_local", "sync_local_per_replica", "sync_remote", "sync_remote_per_replica")
+
+
+def synthetic_job(
+    name: str,
+    index: int,
+    submit: float,
+    work: float,
+    asked: int,
+    max_replicas: int,
+    sync: tuple[float, float, float, float],
+    **model: float | None,
+) -> TraceJob:
+    """Job ``index`` of a synthetic workload of model ``name``: times rounded to 0.1 s, asking
+    ``asked`` replicas, elastic from 1 to ``max_replicas``; ``sync``: the ``SYNC_TERMS``;
+    ``model``: the model's other ``TraceJob`` fields (``local_batch``, ``noise_scale``, ...)."""
+    return TraceJob(
+        id=f"{name}-{index:03d}",
+        submit_time=round(submit, 1),
+        work=round(work, 1),
+        replicas=asked,
+        min_replicas=1,
+        max_replicas=max_replicas,
+        **dict(zip(SYNC_TERMS, sync, strict=True)),
+        **model,
+    )
+
+
 # Workload classes of the synthetic generator, loosely after Pollux's: (name, share, median
 # 1-replica hours, noise scale, sync terms (local, per replica, remote, per replica)).
 _CLASSES = (
@@ -190,25 +219,24 @@ def generate_trace(
     t = 0.0
     weights = [c[1] for c in _CLASSES]
     for i in range(num_jobs):
-        name, _, hours, noise, (sl, slr, sr, srr) = rng.choices(_CLASSES, weights)[0]
+        name, _, hours, noise, sync = rng.choices(_CLASSES, weights)[0]
         work = 3600.0 * hours * rng.lognormvariate(0.0, 0.6)
         asked = min(rng.choice([1, 1, 2, 2, 4, 4, 8, 16]), max_replicas)
+        local_batch = rng.choice([32.0, 64.0, 128.0])
+        noise_scale = round(noise * rng.uniform(0.5, 2.0), 1)
         jobs.append(
-            TraceJob(
-                id=f"{name}-{i:03d}",
-                submit_time=round(t, 1),
-                work=round(work, 1),
-                replicas=asked,
-                min_replicas=1,
-                max_replicas=max_replicas,
-                local_batch=rng.choice([32.0, 64.0, 128.0]),
-                noise_scale=round(noise * rng.uniform(0.5, 2.0), 1),
+            synthetic_job(
+                name,
+                i,
+                t,
+                work,
+                asked,
+                max_replicas,
+                sync,
+                local_batch=local_batch,
+                noise_scale=noise_scale,
                 alpha=0.05,
                 beta=0.002,
-                sync_local=sl,
-                sync_local_per_replica=slr,
-                sync_remote=sr,
-                sync_remote_per_replica=srr,
             )
         )
         t += rng.expovariate(1.0 / mean_interarrival)

@@ -32,7 +32,7 @@ import random
 from dataclasses import dataclass
 
 from flexjob.api.errors import InvalidSpecError
-from flexjob.scheduler.trace import TraceJob
+from flexjob.scheduler.trace import TraceJob, synthetic_job
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,25 +123,22 @@ def pollux_trace(
         lo, hi = m.hours_range
         work = 3600.0 * min(max(m.hours * rng.lognormvariate(0.0, 0.7), lo), hi)
         asked = min(rng.choice(m.asks), max_replicas)
-        sl, slr, sr, srr = m.sync
+        noise_scale = round(m.noise_scale * rng.uniform(0.7, 1.4), 1)
         jobs.append(
-            TraceJob(
-                id=f"{m.name}-{i:03d}",
-                submit_time=round(submit, 1),
-                work=round(work, 1),
-                replicas=asked,
-                min_replicas=1,
-                max_replicas=max_replicas,
+            synthetic_job(
+                m.name,
+                i,
+                submit,
+                work,
+                asked,
+                max_replicas,
+                m.sync,
                 local_batch=m.local_batch,
-                noise_scale=round(m.noise_scale * rng.uniform(0.7, 1.4), 1),
-                max_batch=m.max_batch if adaptive else None,
-                max_local_batch=m.max_local_batch if adaptive else None,
+                noise_scale=noise_scale,
                 alpha=m.alpha,
                 beta=m.beta,
-                sync_local=sl,
-                sync_local_per_replica=slr,
-                sync_remote=sr,
-                sync_remote_per_replica=srr,
+                max_batch=m.max_batch if adaptive else None,
+                max_local_batch=m.max_local_batch if adaptive else None,
             )
         )
     return jobs

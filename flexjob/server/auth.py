@@ -6,6 +6,8 @@ with the job master's gRPC port); re-exported here for the HTTP services. Not fo
 authorisation (every holder of the token may do everything).
 """
 
+from dataclasses import dataclass
+
 from flexjob.core.addresses import is_loopback
 from flexjob.rpc.auth import AUTHORIZATION, InsecureBindError, check_bind, token_matches
 from flexjob.server.guards import ASGIApp, Receive, Refusal, Scope, Send
@@ -14,25 +16,18 @@ OPEN_PATHS = frozenset({"/healthz"})
 UNAUTHORISED = "missing or wrong bearer token"
 
 
+@dataclass(eq=False)
 class BearerAuth:
     """ASGI middleware: every request but ``open_paths`` must carry ``Authorization: Bearer
     <token>``; others get ``refuse(UNAUTHORISED)`` (a 401 in the service's own format)."""
 
-    def __init__(
-        self,
-        app: ASGIApp,
-        token: str,
-        refuse: Refusal,
-        open_paths: frozenset[str] = OPEN_PATHS,
-        key_field: str | None = None,
-    ) -> None:
-        self.app = app
-        self.token = token
-        self.refuse = refuse
-        self.open_paths = open_paths
-        #: A scope field whose presence means the request carries its own credential (a DI
-        #: job's key, checked by the route: ``server.di_keys``).
-        self.key_field = key_field
+    app: ASGIApp
+    token: str
+    refuse: Refusal
+    open_paths: frozenset[str] = OPEN_PATHS
+    #: A scope field whose presence means the request carries its own credential (a DI
+    #: job's key, checked by the route: ``server.di_keys``).
+    key_field: str | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         keyed = self.key_field is not None and self.key_field in scope

@@ -20,6 +20,23 @@ log = logging.getLogger(__name__)
 CHECKPOINT_FILE = "checkpoint.pt"
 
 
+def training_state(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer | None,
+    sampler_state: dict[str, Any] | None,
+    step: int,
+    extra: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """What a checkpoint holds (this file's and the flash copies' alike)."""
+    return {
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict() if optimizer is not None else None,
+        "sampler": sampler_state or {},
+        "step": step,
+        "extra": extra or {},
+    }
+
+
 class Checkpointer:
     """Saves and loads ``{"model", "optimizer", "sampler", "step", "extra"}`` in one file."""
 
@@ -41,13 +58,7 @@ class Checkpointer:
     ) -> Path:
         """Write the checkpoint atomically (temp file + fsync + rename); return its path."""
         self.directory.mkdir(parents=True, exist_ok=True)
-        state = {
-            "model": model.state_dict(),
-            "optimizer": optimizer.state_dict() if optimizer is not None else None,
-            "sampler": sampler_state or {},
-            "step": step,
-            "extra": extra or {},
-        }
+        state = training_state(model, optimizer, sampler_state, step, extra)
         fd, tmp = tempfile.mkstemp(prefix=".checkpoint-", suffix=".tmp", dir=self.directory)
         try:
             with os.fdopen(fd, "wb") as f:

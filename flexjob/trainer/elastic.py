@@ -25,14 +25,16 @@ from torch.nn.parallel import DistributedDataParallel
 
 from flexjob.api import names
 from flexjob.core.batch import RankBatch
-from flexjob.trainer import group, world
+from flexjob.trainer import group, preflight, world
 from flexjob.trainer.batch import MicroSteps, fetch_plan, micro_batches_of
 from flexjob.trainer.checkpoint import Checkpointer
+from flexjob.trainer.flash import FlashCheckpoint, flash_enabled
 from flexjob.trainer.peer_shards import PeerShards
 from flexjob.trainer.rank_sync import sync_state
 from flexjob.trainer.rendezvous import WaitingWatcher, WorldSource, next_generation
 from flexjob.trainer.sampler import Batch, ElasticSampler, NoShard, ShardSource
 from flexjob.trainer.status import StatusWriter
+from flexjob.trainer.step_time import OwnStepTimer
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +89,8 @@ class ElasticTrainer:
         checkpoint_dir: str | os.PathLike[str] | None = None,
         checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY,
         checkpoint: bool = True,
+        flash: bool | None = None,
+        flash_every: int = 1,
         link: Any = None,
         timeout_s: float = 60.0,
         collective_timeout_s: float | None = None,
@@ -99,6 +103,20 @@ class ElasticTrainer:
         directory = default_checkpoint_dir(checkpoint_dir) if checkpoint else None
         self.checkpointer = Checkpointer(directory) if directory else None
         self.checkpoint_every = checkpoint_every
+        #: Flash checkpoints (``flash``, else ``$FLEXJOB_FLASH_CHECKPOINT``): rank 0 copies its
+        #: state to shared memory every ``flash_every`` steps; every ``checkpoint_every``
+        #: steps the agent writes that copy to storage instead of ``checkpointer``.
+        self.flash = (
+            FlashCheckpoint.for_process(directory, self.ident.node_id, self.ident.local_rank)
+            if directory and flash_enabled(flash)
+            else None
+        )
+        if flash_every < 1:
+            raise ValueError(f"flash_every must be >= 1, got {flash_every}")
+        self.flash_every = flash_every
+        #: Where ``start()`` found the state it resumed from: ``"memory"``/``"storage"`` (a
+        #: flash copy), ``"checkpoint"`` (``checkpointer``'s file), or None (a fresh start).
+        self.resumed_from: str | None = None
         self.timeout_s = timeout_s
         self.collective_timeout_s = collective_timeout(collective_timeout_s, timeout_s)
         self.step_count = 0
@@ -111,8 +129,11 @@ class ElasticTrainer:
         #: Nodes wait to join: re-form once the step whose batches are cut has run.
         self._join_after_step = False
         self._stores = group.StoreCache(timeout_s)
+        self._preflight = preflight.enabled()
         self._watcher: WaitingWatcher | None = None
         self._status = StatusWriter()
+        #: This rank's own seconds per step, waits for peers left out (``trainer.step_time``).
+        self.step_timer = OwnStepTimer()
         self._peers = PeerShards()
         self._on_reform: list[Callable[[world.WorldInfo], None]] = []
         self._on_step: list[Callable[[Step], None]] = []
@@ -143,11 +164,17 @@ class ElasticTrainer:
         """Load the last checkpoint, then form the world and copy state from the survivors."""
         shards: ShardSource = self.source  # type: ignore[assignment]
         self.sampler.bind(shards)
-        if self.checkpointer is not None:
+        state = (
+            self.flash.restore(model=self.module, optimizer=self.optimizer) if self.flash else None
+        )
+        if state is None and self.checkpointer is not None:
             state = self.checkpointer.load(model=self.module, optimizer=self.optimizer)
             if state is not None:
-                self.step_count = int(state.get("step", 0))
-                self.sampler.load_state_dict(state.get("sampler", {}))
+                state["source"] = "checkpoint"
+        if state is not None:
+            self.resumed_from = str(state["source"])
+            self.step_count = int(state.get("step", 0))
+            self.sampler.load_state_dict(state.get("sampler", {}))
         self._watcher = WaitingWatcher(self.source, self._poll_waiting_s)
         gen = world.generation_from_env()
         if gen is not None:
@@ -164,6 +191,8 @@ class ElasticTrainer:
             self._watcher.stop()
             self._watcher = None
         group.destroy_group()
+        if self.flash is not None:
+            self.flash.close()
         close = getattr(self._link, "close", None)
         if close is not None:
             close()
@@ -228,6 +257,7 @@ class ElasticTrainer:
             planned = micro if self.batch_plan is not None else ()
             step = Step(self.step_count, indices, epoch, total, size, planned)
             yield step
+            self.step_timer.body_ended()
             if self._broken:
                 continue  # the same batches are retried in the next world
             self._peers.step_done()
@@ -284,8 +314,10 @@ class ElasticTrainer:
         batches = got if isinstance(got, list) else []
         slots = self._peers.encode(batches, dist.get_world_size())
         ctl = torch.tensor([n, more, wants, *slots], dtype=torch.int64)
+        self.step_timer.control_entered()
         try:
             dist.all_reduce(ctl)
+            self.step_timer.control_left()
         except Exception as exc:
             if not group.is_collective_error(exc):
                 raise
@@ -302,30 +334,38 @@ class ElasticTrainer:
         if dist.get_rank() == 0 and now - self._published >= PUBLISH_EVERY_S:
             self._published = now
             self._publish(names.KV_STEP, str(self.step_count))
-        self._status.write(
-            round=self.round,
-            step=self.step_count,
-            samples=self.sampler.samples_committed,
-            epoch=self.sampler.epoch,
-            world_size=dist.get_world_size(),
-        )
-        if (
+        self._write_status(dist.get_world_size(), step_seconds=self.step_timer.seconds)
+        if dist.get_rank() != 0:
+            return
+        stored = (
             self.checkpointer is not None
             and self.checkpoint_every > 0
             and self.step_count % self.checkpoint_every == 0
-            and dist.get_rank() == 0
-        ):
+        )
+        if self.flash is not None and (stored or self.step_count % self.flash_every == 0):
+            self._flash_save(persist=stored)
+        elif stored:
             self._save()
 
     def _beat(self) -> None:
         """Alive but not stepping (waiting for a world or for data): tell the agent, whose
-        hang detection watches this file."""
+        hang detection watches this file; ``idle``: every step it ran is committed."""
+        size = self._gen.world_size(self.ident.local_world_size) if self._gen else 0
+        self._write_status(size, step_seconds=self.step_timer.seconds, idle=True)
+
+    def _write_status(
+        self, world_size: int, *, step_seconds: float = 0.0, idle: bool = False, force: bool = False
+    ) -> None:
+        """Where training stands, for the agent (``trainer.status``)."""
         self._status.write(
             round=self.round,
             step=self.step_count,
             samples=self.sampler.samples_committed,
             epoch=self.sampler.epoch,
-            world_size=self._gen.world_size(self.ident.local_world_size) if self._gen else 0,
+            world_size=world_size,
+            step_seconds=step_seconds,
+            idle=idle,
+            force=force,
         )
 
     def _publish(self, key: str, value: str) -> None:
@@ -343,17 +383,23 @@ class ElasticTrainer:
             step=self.step_count,
         )
 
-    def _finish(self) -> None:
-        if self.checkpointer is not None and dist.get_rank() == 0:
-            self._save()
-        self._status.write(
-            round=self.round,
+    def _flash_save(self, persist: bool) -> None:
+        assert self.flash is not None
+        self.flash.save(
+            model=self.module,
+            optimizer=self.optimizer,
+            sampler_state=self.sampler.state_dict(),
             step=self.step_count,
-            samples=self.sampler.samples_committed,
-            epoch=self.sampler.epoch,
-            world_size=dist.get_world_size(),
-            force=True,
+            persist=persist,
         )
+
+    def _finish(self) -> None:
+        if self.flash is not None and dist.get_rank() == 0:
+            self._flash_save(persist=True)
+            self.flash.finish()
+        elif self.checkpointer is not None and dist.get_rank() == 0:
+            self._save()
+        self._write_status(dist.get_world_size(), force=True)
 
     def _reform(self) -> None:
         """Leave the current world and form the next one, in this process."""
@@ -367,6 +413,18 @@ class ElasticTrainer:
         self._form(gen)
         self.reforms += 1
         log.info("re-formed round %d -> %d in %.3f s", after, gen.round, time.monotonic() - started)
+
+    def _drop_failed(self, round_: int) -> bool:
+        """Run the pre-flight check (``trainer.preflight``); True when nodes failed it and the
+        master keeps them out: every rank then re-forms (one that failed waits outside until
+        its agent stops it)."""
+        failed = preflight.preflight(self.ident.node_id)
+        if not failed:
+            return False
+        exclude = getattr(self.source, "exclude_nodes", None)
+        out = tuple(exclude(round_, failed)) if exclude is not None else ()
+        log.warning("pre-flight check of round %d: %s; kept out: %s", round_, failed, out)
+        return bool(out)
 
     def _report_peer_shards(self) -> None:
         """The world broke: report the shards peers finished in the last step that completed
@@ -387,6 +445,12 @@ class ElasticTrainer:
                 self._publish(names.KV_IN_PLACE, "1")
             try:
                 group.form_group(gen, rank, size, self._stores, self.collective_timeout_s)
+                if self._preflight and size > 1 and self._drop_failed(gen.round):
+                    group.destroy_group()
+                    gen = next_generation(
+                        self.source, gen.round, self.timeout_s, on_wait=self._beat
+                    )
+                    continue
                 self.step_count, _ = sync_state(self.module, self.optimizer, self.step_count)
                 process_ids: list[Any] = [None] * size
                 dist.all_gather_object(process_ids, self.ident.process_id)
@@ -401,19 +465,14 @@ class ElasticTrainer:
                 gen = next_generation(self.source, gen.round, self.timeout_s, on_wait=self._beat)
         self._gen = gen
         self._broken = False
+        self.step_timer.attach(self.module)
+        self.step_timer.reset()
         self._peers.formed([str(p) for p in process_ids], rank)
         env = world.world_env(gen, self.ident)
         os.environ.update(env)
         info = world.world_info_of(gen, self.ident)
         world.set_current(info)
-        self._status.write(
-            round=gen.round,
-            step=self.step_count,
-            samples=self.sampler.samples_committed,
-            epoch=self.sampler.epoch,
-            world_size=size,
-            force=True,
-        )
+        self._write_status(size, force=True)  # self.round is gen.round from here
         if self._watcher is not None:
             self._watcher.clear()
             self._watcher.set_active(rank == 0)

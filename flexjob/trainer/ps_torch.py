@@ -15,6 +15,7 @@ fresh dense values every ``pull_every`` steps — or at once when a PS is more t
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import KW_ONLY, dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -90,33 +91,30 @@ class PsEmbedding(torch.nn.Module):
         return np.concatenate([i for i, _ in parts]), np.concatenate([g for _, g in parts])
 
 
+@dataclass(eq=False)
 class PsSync:
     """Trains ``model`` on the PS set: its ``PsEmbedding`` tables and its dense parameters."""
 
-    def __init__(
-        self,
-        ps: PsSet,
-        model: torch.nn.Module,
-        optimizer: OptimizerSpec,
-        *,
-        pull_every: int = 1,
-        max_staleness: int | None = None,
-        sync: bool = False,
-    ) -> None:
-        if pull_every < 1:
-            raise ValueError(f"pull_every must be >= 1, got {pull_every}")
-        if max_staleness is not None and max_staleness < 0:
-            raise ValueError(f"max_staleness must be >= 0 or None, got {max_staleness}")
-        self.ps = ps
-        self.model = model
-        self.optimizer = optimizer
-        self.pull_every = pull_every
-        self.max_staleness = max_staleness
-        self.sync = sync
-        self.steps = 0
-        self._dense = dict(model.named_parameters())
-        self._in_flight: list[tuple[int, Sent[int]]] = []
-        self._seen = [0] * ps.num_ps  # latest dense version each PS answered a push with
+    ps: PsSet
+    model: torch.nn.Module
+    optimizer: OptimizerSpec
+    _: KW_ONLY
+    pull_every: int = 1
+    max_staleness: int | None = None
+    sync: bool = False
+    steps: int = field(default=0, init=False)
+    _dense: dict[str, torch.nn.Parameter] = field(init=False)
+    _in_flight: list[tuple[int, Sent[int]]] = field(default_factory=list, init=False)
+    #: The latest dense version each PS answered a push with.
+    _seen: list[int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        if self.pull_every < 1:
+            raise ValueError(f"pull_every must be >= 1, got {self.pull_every}")
+        if self.max_staleness is not None and self.max_staleness < 0:
+            raise ValueError(f"max_staleness must be >= 0 or None, got {self.max_staleness}")
+        self._dense = dict(self.model.named_parameters())
+        self._seen = [0] * self.ps.num_ps
 
     def embeddings(self) -> Iterator[PsEmbedding]:
         return (m for m in self.model.modules() if isinstance(m, PsEmbedding))

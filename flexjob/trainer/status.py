@@ -26,6 +26,11 @@ class TrainerStatus:
     world_size: int
     time: float
     rank: int = -1  # the process's global rank in its current world (-1: none yet)
+    #: Own seconds per step, waits for peers left out (``trainer.step_time``; 0: not yet).
+    step_seconds: float = 0.0
+    #: Written between steps with every step committed and reported (waiting for a world or
+    #: for data): the process may be stopped now without losing a trained sample.
+    idle: bool = False
 
 
 def read_status(path: str | os.PathLike[str]) -> TrainerStatus | None:
@@ -53,6 +58,8 @@ class StatusWriter:
         samples: int,
         epoch: int,
         world_size: int,
+        step_seconds: float = 0.0,
+        idle: bool = False,
         force: bool = False,
     ) -> None:
         if not self.path:
@@ -63,7 +70,17 @@ class StatusWriter:
         self._last = now
         rank = int(os.environ.get(names.ENV_RANK, "-1"))  # the trainer sets it on each re-form
         status = TrainerStatus(
-            os.getpid(), True, round, step, samples, epoch, world_size, now, rank
+            os.getpid(),
+            True,
+            round,
+            step,
+            samples,
+            epoch,
+            world_size,
+            now,
+            rank,
+            step_seconds,
+            idle,
         )
         tmp = f"{self.path}.{os.getpid()}.tmp"
         try:

@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass
 
 from flexjob.api import names
+from flexjob.core.fields import build
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,29 +137,27 @@ def world_info() -> WorldInfo:
     ident = node_identity()
     rank = _int_env(names.ENV_RANK, 0)
     world_size = _int_env(names.ENV_WORLD_SIZE, 1)
-    return WorldInfo(
+    return build(
+        WorldInfo,
+        ident,
         rank=rank,
         world_size=world_size,
-        local_rank=ident.local_rank,
-        local_world_size=ident.local_world_size,
         node_rank=_int_env(names.ENV_NODE_RANK, rank // max(ident.local_world_size, 1)),
         num_nodes=_int_env(names.ENV_NUM_NODES, max(world_size // ident.local_world_size, 1)),
         round=_int_env(names.ENV_ROUND, 0),
-        node_id=ident.node_id,
-        master=ident.master,
     )
 
 
 def world_info_of(gen: Generation, ident: NodeIdentity) -> WorldInfo:
     """The ``WorldInfo`` of a process of ``ident`` in generation ``gen``."""
-    return WorldInfo(
-        rank=gen.rank(ident.local_rank, ident.local_world_size),
-        world_size=gen.world_size(ident.local_world_size),
-        local_rank=ident.local_rank,
-        local_world_size=ident.local_world_size,
+    rank = gen.rank(ident.local_rank, ident.local_world_size)
+    size = gen.world_size(ident.local_world_size)
+    return build(
+        WorldInfo,
+        ident,
+        rank=rank,
+        world_size=size,
         node_rank=gen.node_rank,
         num_nodes=gen.num_nodes,
         round=gen.round,
-        node_id=ident.node_id,
-        master=ident.master,
     )

@@ -42,26 +42,3 @@ def test_the_store_listens_on_the_masters_address_only(tmp_path: Path) -> None:
             if c.status == psutil.CONN_LISTEN and c.laddr.port == world.store_port
         ]
         assert [a.ip for a in listening] == ["127.0.0.1"], listening
-
-
-def test_a_store_started_after_the_master_is_named_at_once_and_serves_early_clients(
-    tmp_path: Path,
-) -> None:
-    """``store_first=False`` (what ``flexjob master`` does): worlds name the store before it
-    serves; a client that connects meanwhile waits and then works."""
-    import torch.distributed as dist
-
-    config = MasterConfig(job_name="st", job_dir=str(tmp_path), min_nodes=1, max_nodes=1)
-    master = start_master(config, store_first=False)
-    try:
-        with MasterClient(master.address, "w0") as client:
-            client.join()
-            world = client.wait_world(10)
-            assert world.store_address
-            store = dist.TCPStore(
-                world.store_host, world.store_port, is_master=False, timeout=timedelta(seconds=60)
-            )
-            store.set("k", "v")
-            assert store.get("k") == b"v"
-    finally:
-        master.stop()

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch.distributed import TCPStore  # type: ignore[attr-defined]
 
 from flexjob.api import names
-from flexjob.trainer import ElasticSampler, ElasticTrainer
+from flexjob.trainer import ElasticSampler, ElasticTrainer, flash_files
 from tests.trainer.fakes import FakeMaster, shards
 
 GLOO_ERROR = "[gloo/transport/tcp/pair.cc:553] Connection closed by peer [127.0.0.1]:1"
@@ -26,6 +26,9 @@ def master(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeMaster]:
         names.ENV_STATUS_FILE,
         names.ENV_CHECKPOINT_DIR,
         names.ENV_COLLECTIVE_TIMEOUT,
+        names.ENV_FLASH_CHECKPOINT,
+        names.ENV_FLASH_FD,
+        names.ENV_FLASH_SHM_DIR,
     ):
         monkeypatch.delenv(key, raising=False)
     store = TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
@@ -144,3 +147,52 @@ def test_goodput_reporter_publishes_measured_step_times_to_the_master(master: Fa
     prof = read_profilings(json.loads(master.published[names.KV_PROFILINGS]))
     assert [(s.nodes, s.replicas, s.local_batch) for s in prof.steps] == [(1, 1, 4.0)]
     assert prof.steps[0].step_time > 0 and prof.local_batch == 4.0
+
+
+def test_flash_off_keeps_the_ordinary_checkpoint_and_no_shared_memory(
+    master: FakeMaster, tmp_path: Path
+) -> None:
+    with _trainer(master, tmp_path) as t:
+        t.fit(lambda s: _train_step(t, s.indices))
+        assert t.flash is None
+        shm = flash_files.default_shm_dir(tmp_path, t.ident.node_id, 0)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint.pt"]
+    assert not shm.exists()
+
+
+def test_flash_on_resumes_from_the_copy_in_memory_of_the_last_step(
+    master: FakeMaster, tmp_path: Path
+) -> None:
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    t = ElasticTrainer(
+        model, opt, ElasticSampler(batch_size=4), link=master, checkpoint_dir=tmp_path,
+        checkpoint_every=100, flash=True,
+    )  # fmt: skip
+    assert t.flash is not None
+    try:
+        with t:
+            for s in t.steps():
+                if s.number == 5:
+                    break  # as if killed: 5 steps done, none of them on disk
+                with t.step():
+                    _train_step(t, s.indices)
+            weights = model.weight.detach().clone()
+        assert not (tmp_path / "checkpoint.pt").exists()
+        assert not (tmp_path / flash_files.FLASH_FILE).exists()
+
+        again = torch.nn.Linear(4, 2)
+        master.round = 0
+        r = ElasticTrainer(
+            again, torch.optim.SGD(again.parameters(), lr=0.1, momentum=0.9),
+            ElasticSampler(batch_size=4), link=master, checkpoint_dir=tmp_path, flash=True,
+        )  # fmt: skip
+        with r:
+            assert (r.resumed_from, r.step_count) == ("memory", 5)
+            assert torch.equal(again.weight, weights)
+            r.fit(lambda s: _train_step(r, s.indices))
+        stored = flash_files.read_header(tmp_path / flash_files.FLASH_FILE)
+        assert stored is not None and stored.step == r.step_count  # the end is on storage
+    finally:
+        flash_files.remove_slots(t.flash.shm_dir)

@@ -8,14 +8,24 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
+from flexjob.api.base import ApiModel
 from flexjob.api.job import ElasticJob, ElasticJobSpec
 from flexjob.api.meta import ObjectMeta
 from flexjob.api.model_errors import problems_from
 from flexjob.api.problems import Problem, SpecError
 
 M = TypeVar("M", bound=BaseModel)
+
+
+class ForeignObject(ApiModel):
+    """What every foreign job object has besides the ``apiVersion``, ``kind`` and ``spec`` its
+    reader declares."""
+
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    #: Run-time state of the source object; not part of the spec, dropped.
+    status: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ from flexjob.api.job import ElasticJobSpec, NonNegative, ReplicaSpec
 from flexjob.api.meta import ObjectMeta
 from flexjob.api.pod import PodTemplateSpec
 from flexjob.api.problems import Problem, SpecError
-from flexjob.api.readers.common import Converted, Reader, native_job, parse
+from flexjob.api.readers.common import Converted, ForeignObject, Reader, native_job, parse
 
 GROUP = "diengine.opendilab.org"
 V1_VERSIONS = (f"{GROUP}/v1alpha1", f"{GROUP}/v1alpha2")
@@ -62,13 +62,10 @@ class DIJobV2Spec(ApiModel):
     tasks: list[Task]
 
 
-class DIJobV2(ApiModel):
+class DIJobV2(ForeignObject):
     api_version: Literal["diengine.opendilab.org/v2alpha1"]
     kind: Literal["DIJob"]
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: DIJobV2Spec
-    #: Run-time state of the source object; not part of the spec, dropped.
-    status: dict[str, Any] | None = None
 
 
 def convert_v2(raw: dict[str, Any], companions: list[dict[str, Any]]) -> Converted:
@@ -96,14 +93,9 @@ def convert_v2(raw: dict[str, Any], companions: list[dict[str, Any]]) -> Convert
         paths[f"spec.replicaSpecs.{rtype}"] = f"spec.tasks[{i}]"
     if problems:
         raise SpecError(problems)
-    spec = ElasticJobSpec(
-        replica_specs=replica_specs,
-        priority=job.spec.priority,
-        clean_pod_policy=job.spec.clean_pod_policy,
-        preemptible=job.spec.preemptible,
-        backoff_limit=job.spec.backoff_limit,
-        volumes=job.spec.volumes,
-    )
+    # The job-level fields of a v2 DIJob are ElasticJobSpec's own.
+    shared = job.spec.model_dump(exclude={"tasks"})
+    spec = ElasticJobSpec(replica_specs=replica_specs, **shared)
     return native_job(job.metadata, spec, paths)
 
 
@@ -129,12 +121,10 @@ class DIJobV1Spec(ApiModel):
     learner: RoleSpec | None = None
 
 
-class DIJobV1(ApiModel):
+class DIJobV1(ForeignObject):
     api_version: Literal["diengine.opendilab.org/v1alpha1", "diengine.opendilab.org/v1alpha2"]
     kind: Literal["DIJob"]
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: DIJobV1Spec
-    status: dict[str, Any] | None = None
 
 
 class AggregatorConfigSpec(ApiModel):
@@ -176,14 +166,9 @@ def convert_v1(raw: dict[str, Any], companions: list[dict[str, Any]]) -> Convert
         )
         kept_config["metadata"] = config.metadata.to_wire()
         specs[ReplicaType.AGGREGATOR] = on_request_spec(config.spec.aggregator)
-    spec = ElasticJobSpec(
-        replica_specs=specs,
-        group=job.spec.group,
-        priority_class_name=job.spec.priority_class_name,
-        clean_pod_policy=job.spec.clean_pod_policy,
-        volumes=job.spec.volumes,
-        aggregator_config=kept_config,
-    )
+    # The job-level fields of a v1 DIJob are ElasticJobSpec's own.
+    shared = job.spec.model_dump(exclude={"coordinator", "collector", "learner"})
+    spec = ElasticJobSpec(replica_specs=specs, aggregator_config=kept_config, **shared)
     paths = {f"spec.replicaSpecs.{t}": f"spec.{t}" for t in roles}
     paths["spec.aggregatorConfig"] = KIND_AGGREGATOR_CONFIG
     paths[f"spec.replicaSpecs.{ReplicaType.AGGREGATOR}"] = (

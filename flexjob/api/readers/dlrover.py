@@ -21,10 +21,9 @@ from flexjob.api.enums import (
     RestartPolicy,
 )
 from flexjob.api.job import ElasticJobSpec, NonNegative, ReplicaCount, ReplicaSpec
-from flexjob.api.meta import ObjectMeta
 from flexjob.api.pod import EnvVar, PodTemplateSpec, Quantity
 from flexjob.api.problems import Problem, SpecError
-from flexjob.api.readers.common import Converted, Reader, native_job, parse
+from flexjob.api.readers.common import Converted, ForeignObject, Reader, native_job, parse
 
 GROUP = "elastic.iml.github.io"
 VERSIONS = (f"{GROUP}/v1alpha1",)
@@ -52,12 +51,10 @@ class DlroverJobSpec(ApiModel):
     envs: dict[str, str | EnvVar] = Field(default_factory=dict)
 
 
-class DlroverElasticJob(ApiModel):
+class DlroverElasticJob(ForeignObject):
     api_version: Literal["elastic.iml.github.io/v1alpha1"]
     kind: Literal["ElasticJob"]
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: DlroverJobSpec
-    status: dict[str, Any] | None = None
 
 
 def _envs(envs: dict[str, str | EnvVar]) -> dict[str, str]:

@@ -13,10 +13,9 @@ from pydantic import Field
 from flexjob.api.base import ApiModel
 from flexjob.api.enums import ReplicaType, RestartPolicy
 from flexjob.api.job import ElasticJobSpec, ReplicaCount, ReplicaSpec
-from flexjob.api.meta import ObjectMeta
 from flexjob.api.pod import PodTemplateSpec
 from flexjob.api.problems import Problem, SpecError
-from flexjob.api.readers.common import Converted, Reader, native_job, parse
+from flexjob.api.readers.common import Converted, ForeignObject, Reader, native_job, parse
 
 GROUP = "elasticdl.org"
 VERSIONS = (f"{GROUP}/v1", f"{GROUP}/v1alpha1")
@@ -42,12 +41,10 @@ class ElasticAIJobSpec(ApiModel):
     worker: EdlReplicaSpec | None = Field(default=None, alias="Worker")
 
 
-class ElasticAIJob(ApiModel):
+class ElasticAIJob(ForeignObject):
     api_version: Literal["elasticdl.org/v1", "elasticdl.org/v1alpha1"]
     kind: Literal["ElasticAIJob"]
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: ElasticAIJobSpec
-    status: dict[str, Any] | None = None
 
 
 def parse_job_args(args: list[str]) -> dict[str, str]:

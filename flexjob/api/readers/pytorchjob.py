@@ -15,10 +15,9 @@ from pydantic import Field
 from flexjob.api.base import ApiModel
 from flexjob.api.enums import CleanPodPolicy, ReplicaType, RestartPolicy
 from flexjob.api.job import ElasticJobSpec, ElasticPolicy, NonNegative, ReplicaCount, ReplicaSpec
-from flexjob.api.meta import ObjectMeta
 from flexjob.api.pod import PodTemplateSpec
 from flexjob.api.problems import Problem, SpecError
-from flexjob.api.readers.common import Converted, Reader, native_job, parse
+from flexjob.api.readers.common import Converted, ForeignObject, Reader, native_job, parse
 
 VERSIONS = ("kubeflow.org/v1",)
 
@@ -60,12 +59,10 @@ class PyTorchJobSpec(ApiModel):
     run_policy: RunPolicy = Field(default_factory=RunPolicy)
 
 
-class PyTorchJob(ApiModel):
+class PyTorchJob(ForeignObject):
     api_version: Literal["kubeflow.org/v1"]
     kind: Literal["PyTorchJob"]
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: PyTorchJobSpec
-    status: dict[str, Any] | None = None
 
 
 def convert(raw: dict[str, Any], companions: list[dict[str, Any]]) -> Converted:
@@ -96,17 +93,9 @@ def convert(raw: dict[str, Any], companions: list[dict[str, Any]]) -> Converted:
         elastic = ElasticPolicy.model_validate(
             policy.model_dump(exclude={"min_replicas", "max_replicas"})
         )
-    run = job.spec.run_policy
-    spec = ElasticJobSpec(
-        replica_specs=replica_specs,
-        elastic_policy=elastic,
-        clean_pod_policy=run.clean_pod_policy,
-        ttl_seconds_after_finished=run.ttl_seconds_after_finished,
-        active_deadline_seconds=run.active_deadline_seconds,
-        backoff_limit=run.backoff_limit,
-        scheduling_policy=run.scheduling_policy,
-        suspend=run.suspend,
-    )
+    # Kubeflow's runPolicy fields are fields of our spec, with the same meaning.
+    run = dict(job.spec.run_policy)
+    spec = ElasticJobSpec(replica_specs=replica_specs, elastic_policy=elastic, **run)
     return native_job(job.metadata, spec, _paths())
 
 

@@ -144,6 +144,8 @@ class JobInfo:
 
 #: Job id -> node names, one per replica.
 Allocations = dict[str, list[str]]
+#: The allocations of the previous round, read only.
+Previous = Mapping[str, Sequence[str]]
 
 
 @runtime_checkable
@@ -157,10 +159,7 @@ class Policy(Protocol):
         ...
 
     def optimize(
-        self,
-        jobs: Sequence[JobInfo],
-        nodes: Sequence[NodeInfo],
-        previous: Mapping[str, Sequence[str]],
+        self, jobs: Sequence[JobInfo], nodes: Sequence[NodeInfo], previous: Previous
     ) -> Allocations:
         """Re-plan every preemptible job in ``jobs`` from their ``previous`` allocations."""
         ...

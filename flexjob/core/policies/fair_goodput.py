@@ -56,9 +56,10 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from flexjob.api.errors import InvalidSpecError
-from flexjob.core.policies.api import Allocations, JobInfo, NodeInfo, Resources
+from flexjob.core.policies.api import Allocations, JobInfo, NodeInfo, Previous, Resources
 from flexjob.core.policies.placement import (
     FreeMap,
+    FreeMapPolicy,
     min_nodes_for,
     num_nodes,
     place_counts,
@@ -91,7 +92,7 @@ PLACEMENT_PASSES = 3
 NEVER = 1e6
 
 
-class FairGoodputPolicy:
+class FairGoodputPolicy(FreeMapPolicy):
     """Maximise the p-norm of per-job speedups net of restart cost; see the module docstring."""
 
     name = "goodput"
@@ -144,13 +145,7 @@ class FairGoodputPolicy:
             count -= 1
         return []
 
-    def optimize(
-        self,
-        jobs: Sequence[JobInfo],
-        nodes: Sequence[NodeInfo],
-        previous: Mapping[str, Sequence[str]],
-    ) -> Allocations:
-        free = FreeMap(nodes)
+    def plan(self, jobs: Sequence[JobInfo], free: FreeMap, previous: Previous) -> Allocations:
         plan = _Plan(self, jobs, free, previous)
         for _ in range(PLACEMENT_PASSES):
             counts = plan.sizes()

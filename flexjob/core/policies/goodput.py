@@ -29,11 +29,17 @@ large.
 import heapq
 from collections.abc import Mapping, Sequence
 
-from flexjob.core.policies.api import Allocations, JobInfo, NodeInfo, Resources
-from flexjob.core.policies.placement import FreeMap, min_nodes_for, place_counts, place_packed
+from flexjob.core.policies.api import Allocations, JobInfo, NodeInfo, Previous, Resources
+from flexjob.core.policies.placement import (
+    FreeMap,
+    FreeMapPolicy,
+    min_nodes_for,
+    place_counts,
+    place_packed,
+)
 
 
-class GoodputPolicy:
+class GoodputPolicy(FreeMapPolicy):
     """Maximise total speedup; see the module docstring."""
 
     name = "goodput-v1"
@@ -55,13 +61,7 @@ class GoodputPolicy:
             return place_packed(FreeMap(nodes), job.resources, job.replicas) or []
         return self.optimize([job], nodes, {}).get(job.id, [])
 
-    def optimize(
-        self,
-        jobs: Sequence[JobInfo],
-        nodes: Sequence[NodeInfo],
-        previous: Mapping[str, Sequence[str]],
-    ) -> Allocations:
-        free = FreeMap(nodes)
+    def plan(self, jobs: Sequence[JobInfo], free: FreeMap, previous: Previous) -> Allocations:
         counts = _Sizer(self, jobs, free, previous).run()
         return place_counts(jobs, free, previous, counts)
 

@@ -7,7 +7,29 @@ replicas a job gets — that is each policy's business.
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from flexjob.core.policies.api import JobInfo, NodeInfo, PolicyError, Resources
+from flexjob.core.policies.api import (
+    Allocations,
+    JobInfo,
+    NodeInfo,
+    PolicyError,
+    Previous,
+    Resources,
+)
+
+
+class FreeMapPolicy:
+    """Base of the built-in policies: ``optimize`` is ``plan`` on a fresh ``FreeMap`` of the
+    nodes, which ``plan`` may fill as it places replicas."""
+
+    name: str
+
+    def optimize(
+        self, jobs: Sequence[JobInfo], nodes: Sequence[NodeInfo], previous: Previous
+    ) -> Allocations:
+        return self.plan(jobs, FreeMap(nodes), previous)
+
+    def plan(self, jobs: Sequence[JobInfo], free: "FreeMap", previous: Previous) -> Allocations:
+        raise NotImplementedError
 
 
 class FreeMap:

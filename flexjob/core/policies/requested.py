@@ -5,10 +5,10 @@ nodes; a waiting job starts when its full request fits (oldest first, with backf
 policies that resize jobs (see ``goodput``).
 """
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
-from flexjob.core.policies.api import Allocations, JobInfo, NodeInfo, Resources
-from flexjob.core.policies.placement import FreeMap
+from flexjob.core.policies.api import Allocations, JobInfo, NodeInfo, Previous, Resources
+from flexjob.core.policies.placement import FreeMap, FreeMapPolicy
 
 #: Places ``count`` replicas of one size, taking resources from the map; ``None`` if no fit.
 Placer = Callable[[FreeMap, Resources, int], list[str] | None]
@@ -21,7 +21,7 @@ def requested_count(job: JobInfo) -> int:
     return min(max(job.replicas, job.min_replicas, 1), job.max_replicas)
 
 
-class RequestedSizePolicy:
+class RequestedSizePolicy(FreeMapPolicy):
     """Gives each job its requested size with ``place``; never moves a running job."""
 
     name = "requested"
@@ -32,13 +32,7 @@ class RequestedSizePolicy:
     def allocate(self, job: JobInfo, nodes: Sequence[NodeInfo]) -> list[str]:
         return self.place(FreeMap(nodes), job.resources, requested_count(job)) or []
 
-    def optimize(
-        self,
-        jobs: Sequence[JobInfo],
-        nodes: Sequence[NodeInfo],
-        previous: Mapping[str, Sequence[str]],
-    ) -> Allocations:
-        free = FreeMap(nodes)
+    def plan(self, jobs: Sequence[JobInfo], free: FreeMap, previous: Previous) -> Allocations:
         result: Allocations = {}
         waiting: list[JobInfo] = []
         for job in jobs:

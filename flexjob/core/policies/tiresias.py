@@ -7,15 +7,15 @@ not fit. Jobs that stay admitted keep their nodes; a job whose request does not 
 (backfill). Not for: resizing jobs (``goodput``).
 """
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
-from flexjob.core.policies.api import Allocations, JobInfo, NodeInfo
-from flexjob.core.policies.placement import FreeMap, place_packed
+from flexjob.core.policies.api import Allocations, JobInfo, NodeInfo, Previous
+from flexjob.core.policies.placement import FreeMap, FreeMapPolicy, place_packed
 from flexjob.core.policies.requested import requested_count
 from flexjob.core.policies.service import DEFAULT_THRESHOLDS, check_thresholds, service_order
 
 
-class TiresiasPolicy:
+class TiresiasPolicy(FreeMapPolicy):
     """Requested size, least-attained-service order; see the module docstring."""
 
     name = "tiresias"
@@ -26,13 +26,7 @@ class TiresiasPolicy:
     def allocate(self, job: JobInfo, nodes: Sequence[NodeInfo]) -> list[str]:
         return place_packed(FreeMap(nodes), job.resources, requested_count(job)) or []
 
-    def optimize(
-        self,
-        jobs: Sequence[JobInfo],
-        nodes: Sequence[NodeInfo],
-        previous: Mapping[str, Sequence[str]],
-    ) -> Allocations:
-        free = FreeMap(nodes)
+    def plan(self, jobs: Sequence[JobInfo], free: FreeMap, previous: Previous) -> Allocations:
         budget = free.copy()
         admitted: list[JobInfo] = []
         for job in service_order(jobs, previous, self.thresholds):

@@ -11,7 +11,7 @@ import dataclasses
 import logging
 import os
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import kopf
@@ -19,6 +19,7 @@ import kubernetes.client
 
 from flexjob.api.names import ENV_SERVER_TOKEN, ENV_SERVER_URL, GROUP
 from flexjob.core.actions import CreateService
+from flexjob.core.clock import WallClock, utc_now
 from flexjob.core.job_master import (
     KUBERNETES_STATE_ROOT,
     JobMasterConfig,
@@ -27,7 +28,7 @@ from flexjob.core.job_master import (
 from flexjob.observe import metrics_http
 from flexjob.operator.kubernetes.admission import register_admission
 from flexjob.operator.kubernetes.foreign import register_foreign
-from flexjob.operator.kubernetes.handlers import register_handlers
+from flexjob.operator.kubernetes.handlers import register_handlers, seen_by
 from flexjob.operator.reconcile_pass import reconcile_job
 from flexjob.operator.work_queue import JobKey, JobQueue
 from flexjob.platform.api import Platform
@@ -188,6 +189,8 @@ def make_queue(
             server_url,
             server_token,
         )
+        if passed is not None and not passed.deleted:
+            queue.handled(key, seen_by(passed.job.metadata.resource_version, passed.replicas))
         if passed is not None and any(isinstance(a, CreateService) for a in passed.result.actions):
             # A replica waits for the Service created here, and no watched object may change
             # to bring the job back (services are not watched): run the next pass now.
@@ -204,7 +207,7 @@ async def run_operator(
     *,
     queue: JobQueue | None = None,
     ready: asyncio.Event | None = None,
-    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    clock: WallClock = utc_now,
 ) -> None:
     """Run kopf and the reconcile workers until cancelled."""
     queue = queue or make_queue(

@@ -14,12 +14,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 
 from flexjob.api import ElasticJob
 from flexjob.api.names import ENV_HOME
+from flexjob.core.clock import WallClock, utc_now
 from flexjob.core.job_master import JobMasterConfig
 from flexjob.operator import observing
 from flexjob.operator.reconcile_pass import reconcile_job
@@ -27,12 +27,7 @@ from flexjob.platform.api import Platform, Replica
 
 log = logging.getLogger(__name__)
 
-Clock = Callable[[], datetime]
 Observer = Callable[[ElasticJob, list[Replica]], None]
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 def local_job_master(home: Path) -> JobMasterConfig:
@@ -54,33 +49,22 @@ class RoundResult:
     done: bool
 
 
+@dataclass(eq=False)
 class LocalJobLoop:
     """Reconciles one job until it is done; ``observer`` sees the job after every round."""
 
-    def __init__(
-        self,
-        platform: Platform,
-        namespace: str,
-        name: str,
-        *,
-        interval: float = 0.2,
-        clock: Clock = utc_now,
-        observer: Observer | None = None,
-        job_master: JobMasterConfig | None = None,
-        server_url: str | None = None,
-        server_token: str | None = None,
-    ) -> None:
-        self.platform = platform
-        #: The server's token: DI roles then reach it through their job's key.
-        self.server_token = server_token
-        #: The flexjob server DI coordinators ask (``KUBERNETES_SERVER_URL``).
-        self.server_url = server_url
-        self.job_master = job_master
-        self.namespace = namespace
-        self.name = name
-        self.interval = interval
-        self.clock = clock
-        self.observer = observer
+    platform: Platform
+    namespace: str
+    name: str
+    _: KW_ONLY
+    interval: float = 0.2
+    clock: WallClock = utc_now
+    observer: Observer | None = None
+    job_master: JobMasterConfig | None = None
+    #: The flexjob server DI coordinators ask (``KUBERNETES_SERVER_URL``).
+    server_url: str | None = None
+    #: The server's token: DI roles then reach it through their job's key.
+    server_token: str | None = None
 
     def step(self) -> RoundResult:
         passed = reconcile_job(

@@ -335,21 +335,16 @@ class KubernetesPlatform:
             self._call(f"pod {namespace}/{name}", self._core.delete_namespaced_pod, name, namespace)
 
     def list_replicas(self, namespace: str, job: str | None = None) -> list[Replica]:
-        selector = f"{LABEL_JOB_NAME}={job}" if job else LABEL_JOB_NAME
         fn = self._core.list_namespaced_pod
-        items = self._call(f"pods in {namespace}", fn, namespace, label_selector=selector)
-        return [
-            bodies.replica_from_pod(pod)
-            for pod in sorted(items.get("items") or [], key=bodies.sort_key)
-        ]
+        items = self._call(f"pods in {namespace}", fn, namespace, label_selector=_of(job))
+        return _oldest_first(items, bodies.replica_from_pod)
 
     def watch_replicas(
         self, namespace: str, job: str | None = None, timeout: float = 10.0
     ) -> Iterator[WatchEvent[Replica]]:
-        selector = f"{LABEL_JOB_NAME}={job}" if job else LABEL_JOB_NAME
         fn = self._core.list_namespaced_pod
         return self._watch(
-            "pods", bodies.replica_from_pod, fn, namespace, label_selector=selector, timeout=timeout
+            "pods", bodies.replica_from_pod, fn, namespace, label_selector=_of(job), timeout=timeout
         )
 
     def create_service(self, request: ServiceRequest) -> Service:
@@ -367,13 +362,9 @@ class KubernetesPlatform:
             )
 
     def list_services(self, namespace: str, job: str | None = None) -> list[Service]:
-        selector = f"{LABEL_JOB_NAME}={job}" if job else LABEL_JOB_NAME
         fn = self._core.list_namespaced_service
-        items = self._call(f"services in {namespace}", fn, namespace, label_selector=selector)
-        return [
-            bodies.service_from_body(s)
-            for s in sorted(items.get("items") or [], key=bodies.sort_key)
-        ]
+        items = self._call(f"services in {namespace}", fn, namespace, label_selector=_of(job))
+        return _oldest_first(items, bodies.service_from_body)
 
     def read_logs(
         self, namespace: str, replica: str, follow: bool = False, timeout: float | None = None
@@ -396,3 +387,13 @@ class KubernetesPlatform:
 
     def close(self) -> None:
         self._client.close()  # type: ignore[no-untyped-call]
+
+
+def _of(job: str | None) -> str:
+    """The label selector of ``job``'s objects; of every job's when ``None``."""
+    return f"{LABEL_JOB_NAME}={job}" if job else LABEL_JOB_NAME
+
+
+def _oldest_first(listed: Body, convert: Callable[[Body], T]) -> list[T]:
+    """The items of a list call, converted, oldest first."""
+    return [convert(item) for item in sorted(listed.get("items") or [], key=bodies.sort_key)]

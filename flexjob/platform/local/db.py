@@ -46,19 +46,13 @@ class Database:
     def __init__(self, path: Path) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(path, timeout=30, isolation_level=None)
-        try:
-            conn.execute("PRAGMA busy_timeout = 30000")
+        with self.reading() as conn:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.executescript(SCHEMA)
-        finally:
-            conn.close()
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        try:
-            conn.execute("PRAGMA busy_timeout = 30000")
+        with self.reading() as conn:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
@@ -66,11 +60,10 @@ class Database:
                 conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
-        finally:
-            conn.close()
 
     @contextmanager
     def reading(self) -> Iterator[sqlite3.Connection]:
+        """A connection in autocommit mode that waits out other writers' locks."""
         conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
         try:
             conn.execute("PRAGMA busy_timeout = 30000")

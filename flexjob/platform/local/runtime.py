@@ -275,13 +275,7 @@ class LocalRuntime:
 
     def list_replicas(self, namespace: str | None, job: str | None = None) -> list[Replica]:
         self.refresh()
-        query, args = f"SELECT {_COLUMNS} FROM replicas WHERE 1=1", []
-        if namespace is not None:
-            query, args = query + " AND namespace=?", [namespace]
-        if job is not None:
-            query, args = query + " AND job=?", [*args, job]
-        with self.db.reading() as conn:
-            rows = conn.execute(query + " ORDER BY created, name", args).fetchall()
+        rows = self._select("replicas", _COLUMNS, namespace, job, "created, name")
         return [_replica(row, self.home) for row in rows]
 
     def stop_children(self) -> None:
@@ -321,14 +315,20 @@ class LocalRuntime:
             conn.execute("DELETE FROM services WHERE namespace=? AND name=?", (namespace, name))
 
     def list_services(self, namespace: str | None, job: str | None = None) -> list[Service]:
-        query, args = "SELECT namespace, job, name, replica, address FROM services WHERE 1=1", []
-        if namespace is not None:
-            query, args = query + " AND namespace=?", [namespace]
-        if job is not None:
-            query, args = query + " AND job=?", [*args, job]
-        with self.db.reading() as conn:
-            rows = conn.execute(query + " ORDER BY name", args).fetchall()
+        rows = self._select("services", "namespace, job, name, replica, address", namespace, job)
         return [Service(*row) for row in rows]
+
+    def _select(
+        self, table: str, columns: str, namespace: str | None, job: str | None, order: str = "name"
+    ) -> list[Any]:
+        """``columns`` of the rows of ``table`` in ``namespace`` (all when ``None``) and of
+        ``job`` (all when ``None``), by ``order``."""
+        where = {"namespace": namespace, "job": job}
+        args = [value for value in where.values() if value is not None]
+        query = f"SELECT {columns} FROM {table} WHERE 1=1"
+        query += "".join(f" AND {k}=?" for k, v in where.items() if v is not None)
+        with self.db.reading() as conn:
+            return conn.execute(f"{query} ORDER BY {order}", args).fetchall()
 
     # --- logs ----------------------------------------------------------------------------------
     def log_file(self, namespace: str, replica: str) -> Path:

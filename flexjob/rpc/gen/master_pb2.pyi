@@ -161,7 +161,7 @@ class LeaseShardsResponse(_message.Message):
     def __init__(self, shards: _Optional[_Iterable[_Union[Shard, _Mapping]]] = ..., accepted: _Optional[_Iterable[bool]] = ..., end_of_data: _Optional[bool] = ...) -> None: ...
 
 class StatsRequest(_message.Message):
-    __slots__ = ("node", "cpu_percent", "memory_bytes", "step", "samples_per_second", "world_size", "timestamp", "requests_per_second", "partition_bytes")
+    __slots__ = ("node", "cpu_percent", "memory_bytes", "step", "samples_per_second", "world_size", "timestamp", "requests_per_second", "partition_bytes", "step_seconds")
     NODE_FIELD_NUMBER: _ClassVar[int]
     CPU_PERCENT_FIELD_NUMBER: _ClassVar[int]
     MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
@@ -171,6 +171,7 @@ class StatsRequest(_message.Message):
     TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
     REQUESTS_PER_SECOND_FIELD_NUMBER: _ClassVar[int]
     PARTITION_BYTES_FIELD_NUMBER: _ClassVar[int]
+    STEP_SECONDS_FIELD_NUMBER: _ClassVar[int]
     node: NodeRef
     cpu_percent: float
     memory_bytes: int
@@ -180,7 +181,8 @@ class StatsRequest(_message.Message):
     timestamp: float
     requests_per_second: float
     partition_bytes: int
-    def __init__(self, node: _Optional[_Union[NodeRef, _Mapping]] = ..., cpu_percent: _Optional[float] = ..., memory_bytes: _Optional[int] = ..., step: _Optional[int] = ..., samples_per_second: _Optional[float] = ..., world_size: _Optional[int] = ..., timestamp: _Optional[float] = ..., requests_per_second: _Optional[float] = ..., partition_bytes: _Optional[int] = ...) -> None: ...
+    step_seconds: float
+    def __init__(self, node: _Optional[_Union[NodeRef, _Mapping]] = ..., cpu_percent: _Optional[float] = ..., memory_bytes: _Optional[int] = ..., step: _Optional[int] = ..., samples_per_second: _Optional[float] = ..., world_size: _Optional[int] = ..., timestamp: _Optional[float] = ..., requests_per_second: _Optional[float] = ..., partition_bytes: _Optional[int] = ..., step_seconds: _Optional[float] = ...) -> None: ...
 
 class HeartbeatRequest(_message.Message):
     __slots__ = ("node", "timestamp")
@@ -191,14 +193,16 @@ class HeartbeatRequest(_message.Message):
     def __init__(self, node: _Optional[_Union[NodeRef, _Mapping]] = ..., timestamp: _Optional[float] = ...) -> None: ...
 
 class HeartbeatResponse(_message.Message):
-    __slots__ = ("round", "num_nodes_waiting", "job_finished")
+    __slots__ = ("round", "num_nodes_waiting", "job_finished", "excluded")
     ROUND_FIELD_NUMBER: _ClassVar[int]
     NUM_NODES_WAITING_FIELD_NUMBER: _ClassVar[int]
     JOB_FINISHED_FIELD_NUMBER: _ClassVar[int]
+    EXCLUDED_FIELD_NUMBER: _ClassVar[int]
     round: int
     num_nodes_waiting: int
     job_finished: bool
-    def __init__(self, round: _Optional[int] = ..., num_nodes_waiting: _Optional[int] = ..., job_finished: _Optional[bool] = ...) -> None: ...
+    excluded: bool
+    def __init__(self, round: _Optional[int] = ..., num_nodes_waiting: _Optional[int] = ..., job_finished: _Optional[bool] = ..., excluded: _Optional[bool] = ...) -> None: ...
 
 class FailureRequest(_message.Message):
     __slots__ = ("node", "reason", "exit_code", "restarting")
@@ -297,6 +301,24 @@ class ProgressResponse(_message.Message):
     round: int
     world_size: int
     def __init__(self, epoch: _Optional[int] = ..., epochs: _Optional[int] = ..., shards_done: _Optional[int] = ..., shards_total: _Optional[int] = ..., samples_done: _Optional[int] = ..., samples_total: _Optional[int] = ..., finished: _Optional[bool] = ..., round: _Optional[int] = ..., world_size: _Optional[int] = ...) -> None: ...
+
+class ExcludeRequest(_message.Message):
+    __slots__ = ("node", "round", "nodes", "reasons")
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    ROUND_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    REASONS_FIELD_NUMBER: _ClassVar[int]
+    node: NodeRef
+    round: int
+    nodes: _containers.RepeatedScalarFieldContainer[str]
+    reasons: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, node: _Optional[_Union[NodeRef, _Mapping]] = ..., round: _Optional[int] = ..., nodes: _Optional[_Iterable[str]] = ..., reasons: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ExcludeResponse(_message.Message):
+    __slots__ = ("excluded",)
+    EXCLUDED_FIELD_NUMBER: _ClassVar[int]
+    excluded: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, excluded: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Empty(_message.Message):
     __slots__ = ()

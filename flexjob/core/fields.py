@@ -1,0 +1,50 @@
+"""Building an object from the same-named fields of another: data classes, pydantic models,
+protobuf messages and database rows.
+
+For: the edges where a concept has a domain type and a wire or database type with the same
+field names (``rpc.convert``, ``rpc.ps_convert``, ``brain.store``): the names are listed once,
+by the types themselves. A field that needs more than a copy (a nested message, an enum's
+value, a renamed or computed field) is given by name and wins. Not for validation: the built
+type checks its own values.
+"""
+
+from collections.abc import Callable, Sequence
+from dataclasses import fields, is_dataclass
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+U = TypeVar("U")
+
+
+def field_names(cls: type) -> list[str]:
+    """The names ``cls(**values)`` takes: a data class's init fields, a pydantic model's fields,
+    a protobuf message's fields, or a database row's columns but its primary key."""
+    if is_dataclass(cls):
+        return [f.name for f in fields(cls) if f.init]
+    model_fields = getattr(cls, "model_fields", None)  # pydantic
+    if model_fields is not None:
+        return list(model_fields)
+    descriptor = getattr(cls, "DESCRIPTOR", None)  # protobuf
+    if descriptor is not None:
+        return [f.name for f in descriptor.fields]
+    table = getattr(cls, "__table__", None)  # SQLAlchemy
+    if table is not None:
+        return [c.key for c in table.columns if not c.primary_key]
+    raise TypeError(f"{cls.__name__} has no field list to copy by")
+
+
+def build(cls: type[T], source: object, **given: Any) -> T:
+    """A ``cls`` from the attributes of ``source`` named like its fields, ``given`` winning;
+    a repeated value (a list, a protobuf repeated field) becomes a tuple."""
+    values = dict(given)
+    for name in field_names(cls):
+        if name not in given:
+            value = getattr(source, name)
+            is_list = isinstance(value, Sequence) and not isinstance(value, str | bytes)
+            values[name] = tuple(value) if is_list else value
+    return cls(**values)
+
+
+def codec(domain: type[T], wire: type[U]) -> tuple[Callable[[T], U], Callable[[U], T]]:
+    """``(to_wire, from_wire)`` of two types whose fields all cross as they are."""
+    return (lambda obj: build(wire, obj)), (lambda msg: build(domain, msg))

@@ -1,0 +1,164 @@
+"""The master's straggler watch: reported once per world, excluded under the option, kept out
+after a master restart; a fake clock drives the window."""
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from flexjob.core.master_config import MasterConfig
+from flexjob.core.stragglers import StragglerPolicy
+from flexjob.master.service import MasterService
+from flexjob.observe import timeline
+from flexjob.rpc.messages import NodeRef, NodeStats
+from tests.core.clock import FakeClock
+from tests.master.test_service import A, B, C, form_world, make
+
+
+def slow_c_for(svc: MasterService, clock: FakeClock, seconds: float) -> None:
+    """Every node reports once a second; c's own step takes 5x the others'."""
+    for _ in range(int(seconds) + 1):
+        for node, own in ((A, 0.1), (B, 0.1), (C, 0.5)):
+            svc.report_stats(node, NodeStats(step=1, world_size=3, step_seconds=own))
+            svc.heartbeat(node, 0)
+        svc.check()
+        clock.advance(1.0)
+
+
+def straggling(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if f"event={timeline.STRAGGLING}" in r.message]
+
+
+def test_a_slow_node_is_reported_once_and_stays_in_the_world(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    clock = FakeClock()
+    svc = make(tmp_path, clock, straggler_window=5.0)
+    form_world(svc, A, B, C)
+    slow_c_for(svc, clock, 4.0)
+    assert straggling(caplog) == []  # not a whole window yet
+    slow_c_for(svc, clock, 4.0)
+    [line] = straggling(caplog)
+    assert "node=c" in line and "action=reported" in line and "times_slower=5.0" in line
+    assert svc.get_world(C, 1).complete
+    assert not svc.heartbeat(C, 0).excluded
+
+
+def test_excluded_node_leaves_the_world_and_is_kept_out(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    clock = FakeClock()
+    svc = make(tmp_path, clock, straggler_window=5.0, stragglers=StragglerPolicy.EXCLUDE)
+    form_world(svc, A, B, C)
+    slow_c_for(svc, clock, 6.0)
+    [line] = straggling(caplog)
+    assert "action=excluded" in line
+    assert svc.heartbeat(C, 0).excluded and not svc.heartbeat(A, 0).excluded
+    assert svc.nodes_waiting(A).num_nodes_waiting >= 1  # the others re-form
+    form_world(svc, A, B)
+    world = svc.get_world(A, 2)
+    assert world.complete and world.members == ("a", "b")
+    svc.join(C, "c:1", 1)  # it asks again: never let in
+    assert not svc.get_world(C, 3).complete
+    clock.advance(2.0)
+    svc.check()
+    assert svc.get_world(A, 2).members == ("a", "b")
+    svc.close()
+    again = make(tmp_path, clock, straggler_window=5.0, stragglers=StragglerPolicy.EXCLUDE)
+    assert again.heartbeat(C, 0).excluded  # journaled: a restarted master keeps it out
+    assert not again.get_world(C, 3).complete
+
+
+def test_exclusion_never_takes_the_world_below_its_minimum(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    clock = FakeClock()
+    svc = make(
+        tmp_path, clock, straggler_window=5.0, stragglers=StragglerPolicy.EXCLUDE, min_nodes=3
+    )
+    form_world(svc, A, B, C)
+    slow_c_for(svc, clock, 6.0)
+    [line] = straggling(caplog)
+    assert "action=reported" in line
+    assert not svc.heartbeat(C, 0).excluded
+
+
+def test_off_watches_nothing(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    clock = FakeClock()
+    svc = make(tmp_path, clock, straggler_window=5.0, stragglers=StragglerPolicy.OFF)
+    form_world(svc, A, B, C)
+    slow_c_for(svc, clock, 8.0)
+    assert straggling(caplog) == []
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("straggler_ratio", 0.5, r"--straggler-ratio\) must be > 1, got 0.5"),
+        ("straggler_window", -1.0, r"--straggler-window\) must be > 0 seconds, got -1.0"),
+    ],
+)
+def test_bad_straggler_settings_name_the_flag(field: str, value: float, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        MasterConfig(**{field: value})  # type: ignore[arg-type]
+
+
+def test_the_timeline_narrates_a_straggler() -> None:
+    ev = timeline.TimelineEvent(
+        1.0,
+        timeline.STRAGGLING,
+        {"node": "c", "step_seconds": 0.5, "others_seconds": 0.1, "times_slower": 5.0,
+         "action": "excluded"},
+    )  # fmt: skip
+    [(_, text)] = timeline.narrate([ev])
+    assert text == "node c straggling: own step 0.5 s, 5.0x the others' median 0.1 s (excluded)"
+
+
+def test_nodes_that_failed_the_preflight_check_are_kept_out(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    clock = FakeClock()
+    svc = make(tmp_path, clock, stragglers=StragglerPolicy.OFF)  # independent of the watch
+    form_world(svc, A, B, C)
+    why = {"c": "pre-flight check failed: boom"}
+    assert svc.exclude_nodes(A, 0, why) == ()  # a stale round changes nothing
+    assert svc.exclude_nodes(NodeRef("x"), 1, why) == ()  # nor a node outside the world
+    assert not svc.heartbeat(C, 0).excluded
+    assert svc.exclude_nodes(A, 1, why) == ("c",)
+    assert svc.exclude_nodes(B, 1, why) == ("c",)  # every rank asks: the same answer
+    assert svc.exclude_nodes(C, 1, why) == ("c",)
+    assert svc.heartbeat(C, 0).excluded
+    lines = [r.getMessage() for r in caplog.records if "event=preflight_failed" in r.message]
+    assert len(lines) == 1 and "node=c" in lines[0] and "action=excluded" in lines[0]
+    form_world(svc, A, B)
+    assert svc.get_world(A, 2).members == ("a", "b")
+
+
+def test_preflight_exclusion_keeps_the_world_at_its_minimum(tmp_path: Path) -> None:
+    clock = FakeClock()
+    svc = make(tmp_path, clock)
+    form_world(svc, A, B, C)  # min_nodes 2
+    why = {"b": "slow", "c": "slow"}
+    assert svc.exclude_nodes(A, 1, why) == ("b",)  # one of them: two nodes are left
+    assert svc.exclude_nodes(C, 1, why) == ("b",)
+    assert not svc.heartbeat(C, 0).excluded
+
+
+def test_the_timeline_narrates_a_failed_preflight_check() -> None:
+    ev = timeline.TimelineEvent(
+        1.0, timeline.PREFLIGHT_FAILED, {"node": "c", "reason": "boom", "action": "excluded"}
+    )
+    [(_, text)] = timeline.narrate([ev])
+    assert text == "node c failed the pre-flight check: boom (excluded)"
+
+
+def test_preflight_exclusion_takes_the_worst_first(tmp_path: Path) -> None:
+    clock = FakeClock()
+    svc = make(tmp_path, clock)
+    form_world(svc, A, B, C)  # min_nodes 2: room for one
+    assert svc.exclude_nodes(A, 1, {"c": "failed: boom", "b": "slow"}) == ("c",)
