@@ -12,9 +12,11 @@ speedup); ``p = -1`` is Pollux's harmonic mean; ``p = 1`` is total speedup, the 
 against ``goodput-v1``, this version of the policy) ``p = -1`` gave about the same average JCT
 (0.96x over seeds 0-2) but a p99 of 1.11x — the harmonic mean starves the jobs that scale best,
 which are also the longest — where ``p = 0`` gave 0.96x and 1.05x (over seeds 0-9: 0.97x and
-1.02x for ``p = 0``, 0.98x and 1.13x for ``p = -1``). A job left waiting is worth
-``u(0) = 2 / p`` for ``p < 0`` (as bad as half a replica), ``-1`` for ``p = 0`` and ``0`` for
-``p > 0``.
+1.02x for ``p = 0``, 0.98x and 1.13x for ``p = -1``). ``p = 0`` also needs no choice of
+what a speedup is relative to (one replica here, a fair share in Pollux): scaling a job's
+speedups by a constant adds a constant to ``log s`` and changes no sizing decision. A job
+left waiting is worth ``u(0) = 2 / p`` for ``p < 0`` (as bad as half a replica), ``-1`` for
+``p = 0`` and ``0`` for ``p > 0``.
 
 Restart cost. A running job given a different count pays its restart before it gains: over
 the planning horizon ``H = max(age, min_horizon)`` (a job is expected to run about as long as
