@@ -12,6 +12,7 @@ state from the most advanced rank and retries the same batch. Not for restarting
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import time
@@ -343,7 +344,7 @@ class ElasticTrainer:
             and self.step_count % self.checkpoint_every == 0
         )
         if self.flash is not None and (stored or self.step_count % self.flash_every == 0):
-            self._flash_save(persist=stored)
+            self._save(persist=stored)
         elif stored:
             self._save()
 
@@ -374,28 +375,25 @@ class ElasticTrainer:
             with contextlib.suppress(Exception):
                 publish(key, value)
 
-    def _save(self) -> None:
-        assert self.checkpointer is not None
-        self.checkpointer.save(
+    def _save(self, persist: bool = True) -> None:
+        """Save the training state: with flash checkpointing to shared memory (and, with
+        ``persist``, to storage in the background), else to the checkpointer's storage."""
+        save: Callable[..., object]
+        if self.flash is not None:
+            save = functools.partial(self.flash.save, persist=persist)
+        else:
+            assert self.checkpointer is not None
+            save = self.checkpointer.save
+        save(
             model=self.module,
             optimizer=self.optimizer,
             sampler_state=self.sampler.state_dict(),
             step=self.step_count,
-        )
-
-    def _flash_save(self, persist: bool) -> None:
-        assert self.flash is not None
-        self.flash.save(
-            model=self.module,
-            optimizer=self.optimizer,
-            sampler_state=self.sampler.state_dict(),
-            step=self.step_count,
-            persist=persist,
         )
 
     def _finish(self) -> None:
         if self.flash is not None and dist.get_rank() == 0:
-            self._flash_save(persist=True)
+            self._save(persist=True)
             self.flash.finish()
         elif self.checkpointer is not None and dist.get_rank() == 0:
             self._save()
