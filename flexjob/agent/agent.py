@@ -280,12 +280,17 @@ class ElasticAgent:
                 self._restart(self.workers)
 
     def _leave_excluded(self) -> int:
-        """The master keeps this node out of the job's worlds (a straggler): once every
+        """The master keeps this node out of the job's worlds (a straggler, or it failed a
+        pre-flight check): once every
         worker is idle (all it trained is committed and reported; at most the rendezvous
         timeout), stop them, tell the master they are gone (their shards go back) and end
         the node with 0: the others train on."""
         c = self.config
-        log.warning("node %s: excluded from the job by its master (a straggler)", c.node_id)
+        log.warning(
+            "node %s: excluded from the job by its master (a straggler or a failed pre-flight "
+            "check)",
+            c.node_id,
+        )
         deadline = time.monotonic() + c.rendezvous_timeout
         while time.monotonic() < deadline:
             running = [w for w in self.workers if w.poll() is WorkerState.RUNNING]
@@ -296,7 +301,7 @@ class ElasticAgent:
         for w in self.workers:
             w.stop()
             ident = self._identity(w.local_rank)
-            self._report_failure(ident.process_id, "excluded as a straggler", 0, False)
+            self._report_failure(ident.process_id, "excluded by the master", 0, False)
         return 0
 
     def _never_joined(self) -> bool:

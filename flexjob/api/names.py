@@ -119,6 +119,9 @@ ENV_FLASH_SHM_DIR = "FLEXJOB_FLASH_SHM_DIR"
 # Whether an agent's workers import torch before the node joins: 1, 0 or auto (the default:
 # unless the script imports only the standard library; agent.target.preimport_torch).
 ENV_PREIMPORT_TORCH = "FLEXJOB_PREIMPORT_TORCH"
+# 1: every new world runs the pre-flight check before it trains (trainer.preflight;
+# flexjob run --preflight).
+ENV_PREFLIGHT = "FLEXJOB_PREFLIGHT"
 # Where warm spares (`flexjob agent --spare`) wait for a node, and where `flexjob agent` looks
 # for one (default: flexjob-spares-<uid> in the temporary directory; agent.spare).
 ENV_SPARE_DIR = "FLEXJOB_SPARE_DIR"

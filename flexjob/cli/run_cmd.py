@@ -93,6 +93,12 @@ STRAGGLERS = typer.Option(
     help="Nodes whose own step time is over --straggler-ratio x the others' median for "
     "--straggler-window seconds: report them, also exclude them from the next world, or off.",
 )
+PREFLIGHT = typer.Option(
+    False,
+    "--preflight",
+    help="Every new world runs a small check (compute + all-reduce) before it trains; nodes "
+    "that fail it or take over 3x the others' median are kept out ($FLEXJOB_PREFLIGHT=1).",
+)
 STRAGGLER_RATIO = typer.Option(DEFAULT_RATIO, "--straggler-ratio", help="> 1.")
 STRAGGLER_WINDOW = typer.Option(DEFAULT_WINDOW_S, "--straggler-window", help="Seconds, > 0.")
 
@@ -135,6 +141,7 @@ def run(
     stragglers: StragglerPolicy = STRAGGLERS,
     straggler_ratio: float = STRAGGLER_RATIO,
     straggler_window: float = STRAGGLER_WINDOW,
+    preflight: bool = PREFLIGHT,
     run_path: bool = RUN_PATH,
     module: bool = MODULE,
     ps: int = typer.Option(
@@ -157,6 +164,7 @@ def run(
     within seconds of a node giving up, with a root-cause summary."""
     from flexjob.agent.launcher import RunConfig, parse_nnodes
     from flexjob.agent.output import OutputConfig
+    from flexjob.api.names import ENV_PREFLIGHT
 
     _logging(verbose)
     _check_option(script)
@@ -195,6 +203,7 @@ def run(
             stragglers=stragglers,
             straggler_ratio=straggler_ratio,
             straggler_window=straggler_window,
+            env={ENV_PREFLIGHT: "1"} if preflight else {},
         )
     except ValueError as exc:
         raise usage_error(exc) from None

@@ -133,8 +133,9 @@ class StragglerWatch:
             w.reports.popleft()
 
 
-def to_exclude(found: Iterable[Straggler], members: int, min_nodes: int) -> list[str]:
-    """The stragglers to keep out of the next world, slowest first, leaving the world at
-    least ``min_nodes`` nodes (more would stop the job: no world could form without them)."""
+def to_exclude(nodes: Iterable[str], members: int, min_nodes: int) -> list[str]:
+    """Of ``nodes`` (stragglers slowest first, or nodes that failed the pre-flight check), the
+    ones to keep out of the next world: as many as leave it ``min_nodes`` of its ``members``
+    (more would stop the job: no world could form without them)."""
     room = max(members - min_nodes, 0)
-    return [s.node for s in found][:room]
+    return list(nodes)[:room]

@@ -11,7 +11,7 @@ journal lines, group-committed snapshots, the restore at start). Not for transpo
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -276,6 +276,23 @@ class MasterService:
             for process in sorted(processes):
                 self._recover_shards(process)
             self._node_dead(node.node_id, "replica gone")
+
+    @_saves
+    def exclude_nodes(
+        self, node: NodeRef, round: int, reasons: Mapping[str, str]
+    ) -> tuple[str, ...]:
+        """A member of world ``round`` reports nodes that failed its pre-flight check: they
+        leave it and stay out of every later world (``master.stragglers``)."""
+        with self._lock:
+            self._seen(node.node_id)
+            marks = self._stragglers.exclude_failed(
+                node.node_id, self._rdzv, self._kv, round, reasons
+            )
+            for node_id, entry in marks:
+                self._append(entry)
+                self._rdzv.remove(node_id)
+            self._after_rendezvous()
+            return tuple(n for n in reasons if excluded(self._kv, n))
 
     def get_batch_plan(self, node: NodeRef, rank: int, world_size: int) -> RankBatch:
         if self._batch is None:

@@ -1,4 +1,5 @@
-"""The master's straggler watch: node reports in, straggler events and exclusions out.
+"""The master's straggler watch and pre-flight verdicts: node reports in, events and
+exclusions out.
 
 Feeds each member's own step time (``NodeStats.step_seconds``) to ``core.stragglers``; a
 straggler is reported once per world (event ``node_straggling``: the master log, the job's
@@ -6,12 +7,16 @@ timeline and ``flexjob describe``; the counter ``flexjob_master_stragglers_total
 ``StragglerPolicy.EXCLUDE`` it is also excluded, as far as ``min_nodes`` allows: the KV key
 ``names.KV_EXCLUDED_PREFIX + node`` (journaled, so a restarted master keeps it) keeps it out
 of every later world, and the service takes it out of the running one so the others re-form
-after their current step. Deciding is ``core.stragglers``; this module only carries it out.
+after their current step. Nodes that failed a new world's pre-flight check
+(``trainer.preflight``: its ranks ask with ``ExcludeNodes``) are excluded the same way (event
+``preflight_failed``). Deciding is ``core.stragglers`` / ``core.preflight``; this module only
+carries it out.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 from flexjob.api import names
 from flexjob.core.rendezvous import Rendezvous
@@ -19,7 +24,7 @@ from flexjob.core.stragglers import StragglerPolicy, StragglerWatch, to_exclude
 from flexjob.master.kv import KVStore
 from flexjob.master.logs import event
 from flexjob.observe import metrics
-from flexjob.observe.timeline import STRAGGLING
+from flexjob.observe.timeline import PREFLIGHT_FAILED, STRAGGLING
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +70,7 @@ class StragglerGuard:
             if (s.node, world.round) not in self._reported
         ]
         out = (
-            to_exclude(found, len(world.members), self._min_nodes)
+            to_exclude([s.node for s in found], len(world.members), self._min_nodes)
             if self.policy is StragglerPolicy.EXCLUDE
             else []
         )
@@ -86,3 +91,25 @@ class StragglerGuard:
         for node in out:
             self._watch.forget(node)
         return [(node, kv.set(names.KV_EXCLUDED_PREFIX + node, b"straggler")) for node in out]
+
+    def exclude_failed(
+        self, requester: str, rdzv: Rendezvous, kv: KVStore, round_: int, reasons: Mapping[str, str]
+    ) -> list[tuple[str, dict[str, str]]]:
+        """Members of world ``round_`` that failed its pre-flight check (node → why, worst
+        first), as a member of that world reports them: mark those to exclude in ``kv`` (as
+        ``check`` does); a stale round or a requester outside the world changes nothing."""
+        world = rdzv.world
+        if world is None or world.round != round_ or requester not in world.members:
+            return []
+        new = [n for n in reasons if n in world.members and not excluded(kv, n)]
+        gone = sum(1 for m in world.members if excluded(kv, m))
+        out = to_exclude(new, len(world.members) - gone, self._min_nodes)
+        for node in new:
+            if (node, world.round) in self._reported:
+                continue
+            self._reported.add((node, world.round))
+            action = "excluded" if node in out else "kept (the world's minimum)"
+            event(log, PREFLIGHT_FAILED, self._job, node=node, reason=reasons[node], action=action)
+        for node in out:
+            self._watch.forget(node)
+        return [(node, kv.set(names.KV_EXCLUDED_PREFIX + node, b"preflight")) for node in out]

@@ -27,7 +27,8 @@ ROUND = "round_completed"
 SCALED = "scaled"
 FINISHED = "dataset_finished"
 STRAGGLING = "node_straggling"
-EVENT_NAMES = (JOINED, LOST, FAILED, ROUND, SCALED, FINISHED, STRAGGLING)
+PREFLIGHT_FAILED = "preflight_failed"
+EVENT_NAMES = (JOINED, LOST, FAILED, ROUND, SCALED, FINISHED, STRAGGLING, PREFLIGHT_FAILED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +122,7 @@ class WorldChange:
     ``before`` → ``after`` nodes, training waited ``waited`` seconds), failed, or a scale."""
 
     t: float
-    kind: str  # "lost" | "joined" | "restarted" | "failed" | "scaled" | "straggling"
+    kind: str  # "lost" | "joined" | "restarted" | "failed" | "scaled" | "straggling" | "preflight"
     node: str = ""
     before: int = 0
     after: int = 0
@@ -139,6 +140,8 @@ class WorldChange:
             return f"node {self.node} failed ({self.detail})"
         if self.kind == "straggling":
             return f"node {self.node} straggling: {self.detail}"
+        if self.kind == "preflight":
+            return f"node {self.node} failed the pre-flight check: {self.detail}"
         return f"scaled: {self.detail}" if self.detail else "scaled"
 
 
@@ -188,6 +191,9 @@ def changes(events: Sequence[TimelineEvent]) -> list[WorldChange]:
                 f"median {f.get('others_seconds')} s ({f.get('action')})"
             )
             out.append(WorldChange(e.t, "straggling", e.node, detail=detail))
+        elif e.name == PREFLIGHT_FAILED:
+            detail = f"{e.fields.get('reason')} ({e.fields.get('action')})"
+            out.append(WorldChange(e.t, "preflight", e.node, detail=detail))
     return out
 
 

@@ -10,7 +10,7 @@ Not thread-safe across ``close()``; otherwise a client may be shared by threads.
 """
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import grpc
 
@@ -183,6 +183,14 @@ class MasterClient(RetryingClient):
     def register_dataset(self, dataset: Dataset) -> None:
         """Tell the master to shard ``dataset`` (kept if the name is already known)."""
         self._call(self._stub.RegisterDataset, convert.dataset_to_pb(self._node, dataset))
+
+    def exclude_nodes(self, round: int, reasons: Mapping[str, str]) -> tuple[str, ...]:
+        """Ask the master to keep nodes (id → why, worst first) out of world ``round`` and
+        every later one; returns those it keeps out (``ExcludeNodes``)."""
+        req = pb.ExcludeRequest(
+            node=self._node, round=round, nodes=list(reasons), reasons=list(reasons.values())
+        )
+        return tuple(self._call(self._stub.ExcludeNodes, req).excluded)
 
     def get_batch_plan(self, rank: int, world_size: int) -> RankBatch:
         req = pb.BatchPlanRequest(node=self._node, rank=rank, world_size=world_size)

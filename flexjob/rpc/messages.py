@@ -30,7 +30,7 @@ puts the leased shards in ``release`` back (never trained), then hands out up to
 shards at once (fewer when none are free now), each DOING for the caller.
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -169,6 +169,10 @@ class MasterBackend(Protocol):
     ) -> ShardLease: ...
 
     def register_dataset(self, node: NodeRef, dataset: Dataset) -> None: ...
+
+    def exclude_nodes(
+        self, node: NodeRef, round: int, reasons: Mapping[str, str]
+    ) -> tuple[str, ...]: ...
 
     def report_stats(self, node: NodeRef, stats: NodeStats) -> None: ...
 

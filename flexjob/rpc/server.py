@@ -144,6 +144,14 @@ class MasterServicer(pb_grpc.MasterServicer):
         _call(context, lambda: self._b.register_dataset(node, convert.dataset_from_pb(request)))
         return pb.Empty()
 
+    def ExcludeNodes(
+        self, request: pb.ExcludeRequest, context: grpc.ServicerContext
+    ) -> pb.ExcludeResponse:
+        node = convert.node_from_pb(request.node)
+        reasons = dict(zip(request.nodes, request.reasons, strict=False))
+        out = _call(context, lambda: self._b.exclude_nodes(node, request.round, reasons))
+        return pb.ExcludeResponse(excluded=list(out))
+
     def GetProgress(
         self, request: pb.ProgressRequest, context: grpc.ServicerContext
     ) -> pb.ProgressResponse:

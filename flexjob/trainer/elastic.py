@@ -25,7 +25,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from flexjob.api import names
 from flexjob.core.batch import RankBatch
-from flexjob.trainer import group, world
+from flexjob.trainer import group, preflight, world
 from flexjob.trainer.batch import MicroSteps, fetch_plan, micro_batches_of
 from flexjob.trainer.checkpoint import Checkpointer
 from flexjob.trainer.flash import FlashCheckpoint, flash_enabled
@@ -129,6 +129,7 @@ class ElasticTrainer:
         #: Nodes wait to join: re-form once the step whose batches are cut has run.
         self._join_after_step = False
         self._stores = group.StoreCache(timeout_s)
+        self._preflight = preflight.enabled()
         self._watcher: WaitingWatcher | None = None
         self._status = StatusWriter()
         #: This rank's own seconds per step, waits for peers left out (``trainer.step_time``).
@@ -260,9 +261,7 @@ class ElasticTrainer:
             if self._broken:
                 continue  # the same batches are retried in the next world
             self._peers.step_done()
-            for batch in batches:
-                self.sampler.commit(batch)
-            self.step_count += 1
+            self._commit(batches)
             for callback in self._on_step:
                 callback(step)
             self._after_step()
@@ -334,17 +333,8 @@ class ElasticTrainer:
             self._published = now
             self._publish(names.KV_STEP, str(self.step_count))
         self._write_status(dist.get_world_size(), step_seconds=self.step_timer.seconds)
-        if dist.get_rank() != 0:
-            return
-        stored = (
-            self.checkpointer is not None
-            and self.checkpoint_every > 0
-            and self.step_count % self.checkpoint_every == 0
-        )
-        if self.flash is not None and (stored or self.step_count % self.flash_every == 0):
-            self._flash_save(persist=stored)
-        elif stored:
-            self._save()
+        if self.flash is None and dist.get_rank() == 0 and self._stored_after(self.step_count):
+            self._save()  # with flash checkpoints on, ``_commit`` saved
 
     def _beat(self) -> None:
         """Alive but not stepping (waiting for a world or for data): tell the agent, whose
@@ -382,19 +372,34 @@ class ElasticTrainer:
             step=self.step_count,
         )
 
-    def _flash_save(self, persist: bool) -> None:
-        assert self.flash is not None
-        self.flash.save(
-            model=self.module,
-            optimizer=self.optimizer,
-            sampler_state=self.sampler.state_dict(),
-            step=self.step_count,
-            persist=persist,
-        )
+    def _stored_after(self, step: int) -> bool:
+        """True when ``step`` is one that goes to storage (every ``checkpoint_every``)."""
+        every = self.checkpoint_every
+        return self.checkpointer is not None and every > 0 and step % every == 0
+
+    def _commit(self, batches: list[Batch]) -> None:
+        """Commit the step (its finished shards reported to the master); on rank 0, when a
+        flash copy is due, inside ``FlashCheckpoint.saving``: the tensors are copied before
+        the report, the copy sealed after it (its step and the master's shards agree)."""
+        step = self.step_count + 1
+        due = self._stored_after(step) or step % self.flash_every == 0
+        saving: contextlib.AbstractContextManager[dict[str, Any]] = contextlib.nullcontext({})
+        if self.flash is not None and due and dist.get_rank() == 0:
+            persist = self._stored_after(step)
+            saving = self.flash.saving(self.module, self.optimizer, step=step, persist=persist)
+        with saving as sampler_state:
+            for batch in batches:
+                self.sampler.commit(batch)
+            sampler_state.update(self.sampler.state_dict())
+        self.step_count = step
 
     def _finish(self) -> None:
         if self.flash is not None and dist.get_rank() == 0:
-            self._flash_save(persist=True)
+            sampler, step = self.sampler.state_dict(), self.step_count
+            self.flash.save(
+                model=self.module, optimizer=self.optimizer, sampler_state=sampler, step=step,
+                persist=True,
+            )  # fmt: skip
             self.flash.finish()
         elif self.checkpointer is not None and dist.get_rank() == 0:
             self._save()
@@ -412,6 +417,18 @@ class ElasticTrainer:
         self._form(gen)
         self.reforms += 1
         log.info("re-formed round %d -> %d in %.3f s", after, gen.round, time.monotonic() - started)
+
+    def _drop_failed(self, round_: int) -> bool:
+        """Run the pre-flight check (``trainer.preflight``); True when nodes failed it and the
+        master keeps them out: every rank then re-forms (one that failed waits outside until
+        its agent stops it)."""
+        failed = preflight.preflight(self.ident.node_id)
+        if not failed:
+            return False
+        exclude = getattr(self.source, "exclude_nodes", None)
+        out = tuple(exclude(round_, failed)) if exclude is not None else ()
+        log.warning("pre-flight check of round %d: %s; kept out: %s", round_, failed, out)
+        return bool(out)
 
     def _report_peer_shards(self) -> None:
         """The world broke: report the shards peers finished in the last step that completed
@@ -432,6 +449,12 @@ class ElasticTrainer:
                 self._publish(names.KV_IN_PLACE, "1")
             try:
                 group.form_group(gen, rank, size, self._stores, self.collective_timeout_s)
+                if self._preflight and size > 1 and self._drop_failed(gen.round):
+                    group.destroy_group()
+                    gen = next_generation(
+                        self.source, gen.round, self.timeout_s, on_wait=self._beat
+                    )
+                    continue
                 self.step_count, _ = sync_state(self.module, self.optimizer, self.step_count)
                 process_ids: list[Any] = [None] * size
                 dist.all_gather_object(process_ids, self.ident.process_id)

@@ -89,6 +89,19 @@ def locked(fd: int, exclusive: bool, wait_s: float = LOCK_WAIT_S) -> Iterator[bo
         fcntl.flock(fd, fcntl.LOCK_UN)
 
 
+def try_lock(fd: int) -> bool:
+    """Take ``fd``'s exclusive lock now, or say it is held (see ``locked``)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+
+
+def unlock(fd: int) -> None:
+    fcntl.flock(fd, fcntl.LOCK_UN)
+
+
 def _copy(src: int, dst: int, count: int) -> None:
     offset = 0
     while offset < count:

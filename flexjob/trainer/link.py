@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from flexjob.api import names
@@ -58,6 +58,9 @@ class MasterLink:
 
     def nodes_waiting(self) -> int:
         return self.node.nodes_waiting().num_nodes_waiting
+
+    def exclude_nodes(self, round: int, reasons: Mapping[str, str]) -> tuple[str, ...]:
+        return self.node.exclude_nodes(round, reasons)
 
     # ---- ShardSource ----
     def register_dataset(self, dataset: Dataset) -> None:

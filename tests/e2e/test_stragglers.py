@@ -79,6 +79,25 @@ def test_a_slow_node_is_reported_and_kept_by_default(tmp_path: Path, slow_worker
     assert_every_sample_once(slow_worker_2)
 
 
+def test_preflight_drops_a_node_whose_check_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    samples = tmp_path / "samples"
+    monkeypatch.setenv("SAMPLES_DIR", str(samples))
+    monkeypatch.setenv("PREFLIGHT_FAIL_NODE", "worker-2")
+    flags = ("--nnodes", "2:3", "--start-nodes", "3", "--preflight")
+    with running(tmp_path, *flags, script=SCRIPT, script_args=("--size", str(SIZE))) as job:
+        assert job.wait(180) == 0, job.output()
+        log = job.master_log()
+        assert re.search(r"event=preflight_failed .*node=worker-2 .*action=excluded", log), log
+        assert "device error (injected by the test)" in log
+        told = narration(job.job_dir)
+        assert any(t.startswith("node worker-2 failed the pre-flight check") for t in told), told
+        assert job.output().count("slow_node: done") == 2, job.output()
+    assert_every_sample_once(samples)
+    assert not any(p.read_text() for p in samples.glob("worker-2.*.samples"))  # never trained
+
+
 def test_a_bad_straggler_option_is_refused_naming_it(tmp_path: Path) -> None:
     for flags, message in (
         (("--straggler-ratio", "1"), "--straggler-ratio) must be > 1, got 1.0"),

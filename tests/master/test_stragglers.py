@@ -10,7 +10,7 @@ from flexjob.core.master_config import MasterConfig
 from flexjob.core.stragglers import StragglerPolicy
 from flexjob.master.service import MasterService
 from flexjob.observe import timeline
-from flexjob.rpc.messages import NodeStats
+from flexjob.rpc.messages import NodeRef, NodeStats
 from tests.core.clock import FakeClock
 from tests.master.test_service import A, B, C, form_world, make
 
@@ -116,3 +116,49 @@ def test_the_timeline_narrates_a_straggler() -> None:
     )  # fmt: skip
     [(_, text)] = timeline.narrate([ev])
     assert text == "node c straggling: own step 0.5 s, 5.0x the others' median 0.1 s (excluded)"
+
+
+def test_nodes_that_failed_the_preflight_check_are_kept_out(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    clock = FakeClock()
+    svc = make(tmp_path, clock, stragglers=StragglerPolicy.OFF)  # independent of the watch
+    form_world(svc, A, B, C)
+    why = {"c": "pre-flight check failed: boom"}
+    assert svc.exclude_nodes(A, 0, why) == ()  # a stale round changes nothing
+    assert svc.exclude_nodes(NodeRef("x"), 1, why) == ()  # nor a node outside the world
+    assert not svc.heartbeat(C, 0).excluded
+    assert svc.exclude_nodes(A, 1, why) == ("c",)
+    assert svc.exclude_nodes(B, 1, why) == ("c",)  # every rank asks: the same answer
+    assert svc.exclude_nodes(C, 1, why) == ("c",)
+    assert svc.heartbeat(C, 0).excluded
+    lines = [r.getMessage() for r in caplog.records if "event=preflight_failed" in r.message]
+    assert len(lines) == 1 and "node=c" in lines[0] and "action=excluded" in lines[0]
+    form_world(svc, A, B)
+    assert svc.get_world(A, 2).members == ("a", "b")
+
+
+def test_preflight_exclusion_keeps_the_world_at_its_minimum(tmp_path: Path) -> None:
+    clock = FakeClock()
+    svc = make(tmp_path, clock)
+    form_world(svc, A, B, C)  # min_nodes 2
+    why = {"b": "slow", "c": "slow"}
+    assert svc.exclude_nodes(A, 1, why) == ("b",)  # one of them: two nodes are left
+    assert svc.exclude_nodes(C, 1, why) == ("b",)
+    assert not svc.heartbeat(C, 0).excluded
+
+
+def test_the_timeline_narrates_a_failed_preflight_check() -> None:
+    ev = timeline.TimelineEvent(
+        1.0, timeline.PREFLIGHT_FAILED, {"node": "c", "reason": "boom", "action": "excluded"}
+    )
+    [(_, text)] = timeline.narrate([ev])
+    assert text == "node c failed the pre-flight check: boom (excluded)"
+
+
+def test_preflight_exclusion_takes_the_worst_first(tmp_path: Path) -> None:
+    clock = FakeClock()
+    svc = make(tmp_path, clock)
+    form_world(svc, A, B, C)  # min_nodes 2: room for one
+    assert svc.exclude_nodes(A, 1, {"c": "failed: boom", "b": "slow"}) == ("c",)

@@ -302,6 +302,24 @@ class ProgressResponse(_message.Message):
     world_size: int
     def __init__(self, epoch: _Optional[int] = ..., epochs: _Optional[int] = ..., shards_done: _Optional[int] = ..., shards_total: _Optional[int] = ..., samples_done: _Optional[int] = ..., samples_total: _Optional[int] = ..., finished: _Optional[bool] = ..., round: _Optional[int] = ..., world_size: _Optional[int] = ...) -> None: ...
 
+class ExcludeRequest(_message.Message):
+    __slots__ = ("node", "round", "nodes", "reasons")
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    ROUND_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    REASONS_FIELD_NUMBER: _ClassVar[int]
+    node: NodeRef
+    round: int
+    nodes: _containers.RepeatedScalarFieldContainer[str]
+    reasons: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, node: _Optional[_Union[NodeRef, _Mapping]] = ..., round: _Optional[int] = ..., nodes: _Optional[_Iterable[str]] = ..., reasons: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ExcludeResponse(_message.Message):
+    __slots__ = ("excluded",)
+    EXCLUDED_FIELD_NUMBER: _ClassVar[int]
+    excluded: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, excluded: _Optional[_Iterable[str]] = ...) -> None: ...
+
 class Empty(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...

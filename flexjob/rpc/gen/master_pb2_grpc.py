@@ -109,6 +109,11 @@ class MasterStub:
                 request_serializer=master__pb2.LeaseShardsRequest.SerializeToString,
                 response_deserializer=master__pb2.LeaseShardsResponse.FromString,
                 _registered_method=True)
+        self.ExcludeNodes = channel.unary_unary(
+                '/flexjob.rpc.v1.Master/ExcludeNodes',
+                request_serializer=master__pb2.ExcludeRequest.SerializeToString,
+                response_deserializer=master__pb2.ExcludeResponse.FromString,
+                _registered_method=True)
 
 
 class MasterServicer:
@@ -204,6 +209,12 @@ class MasterServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ExcludeNodes(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MasterServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -281,6 +292,11 @@ def add_MasterServicer_to_server(servicer, server):
                     servicer.LeaseShards,
                     request_deserializer=master__pb2.LeaseShardsRequest.FromString,
                     response_serializer=master__pb2.LeaseShardsResponse.SerializeToString,
+            ),
+            'ExcludeNodes': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExcludeNodes,
+                    request_deserializer=master__pb2.ExcludeRequest.FromString,
+                    response_serializer=master__pb2.ExcludeResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -688,6 +704,33 @@ class Master:
             '/flexjob.rpc.v1.Master/LeaseShards',
             master__pb2.LeaseShardsRequest.SerializeToString,
             master__pb2.LeaseShardsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExcludeNodes(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flexjob.rpc.v1.Master/ExcludeNodes',
+            master__pb2.ExcludeRequest.SerializeToString,
+            master__pb2.ExcludeResponse.FromString,
             options,
             channel_credentials,
             insecure,

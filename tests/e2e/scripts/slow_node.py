@@ -4,7 +4,9 @@ step's samples are logged.
 ``STRAGGLE_NODE=<node id>``: that node's trainer sleeps ``STRAGGLE_SLEEP`` seconds (default
 0.3) in every step before its forward pass, as a slow GPU or data loader would. After each
 committed step (``ElasticTrainer.on_step``) the rank appends ``epoch idx,idx,...`` to
-``$SAMPLES_DIR/<pid>.samples`` in one write. Arguments: ``--size N`` samples, batch 4.
+``$SAMPLES_DIR/<node>.<pid>.samples`` in one write. ``PREFLIGHT_FAIL_NODE=<node id>``: that node's
+pre-flight check raises (with ``flexjob run --preflight``), as a broken device would.
+Arguments: ``--size N`` samples, batch 4.
 """
 
 from __future__ import annotations
@@ -16,10 +18,14 @@ from pathlib import Path
 
 import torch
 
-from flexjob.trainer import ElasticSampler, ElasticTrainer
+from flexjob.trainer import ElasticSampler, ElasticTrainer, preflight
 from flexjob.trainer.elastic import Step
 
 BATCH = 4
+
+
+def broken_check() -> None:
+    raise RuntimeError("device error (injected by the test)")
 
 
 def main() -> None:
@@ -28,8 +34,12 @@ def main() -> None:
     a = p.parse_args()
     log_dir = Path(os.environ["SAMPLES_DIR"])
     log_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(log_dir / f"{os.getpid()}.samples", os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-    slow = os.environ.get("STRAGGLE_NODE") == os.environ.get("FLEXJOB_NODE_ID")
+    node = os.environ.get("FLEXJOB_NODE_ID")
+    path = log_dir / f"{node}.{os.getpid()}.samples"
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    slow = os.environ.get("STRAGGLE_NODE") == node
+    if os.environ.get("PREFLIGHT_FAIL_NODE") == node:
+        preflight.local_check = broken_check
     sleep_s = float(os.environ.get("STRAGGLE_SLEEP", "0.3")) if slow else 0.0
 
     torch.manual_seed(0)
