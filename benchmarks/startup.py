@@ -152,7 +152,8 @@ def _table(what: str, results: dict[str, list[dict[str, float]]], previous: str)
         print(row)
     key = "first line" if "first line" in f else "first step"
     for name, runs in results.items():
-        print(f"  {key}, {name}, each rep: " + " ".join(f"{r[key]:.2f}" for r in runs))
+        each = " ".join(f"{r[key]:.2f}" for r in runs)
+        print(f"  {key}, {name}, each rep: {each} (min {min(r[key] for r in runs):.2f})")
 
 
 def main() -> int:
