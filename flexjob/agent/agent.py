@@ -86,6 +86,7 @@ class ElasticAgent:
         self._step_clock = observing.StepClock()
         self._last_stats = 0.0
         self._stopping = threading.Event()
+        self._worker_ended = threading.Event()
         self._job_in_place = False
         self._job_failed = threading.Event()
         self._last_failure: tuple[int | None, str] | None = None
@@ -103,6 +104,7 @@ class ElasticAgent:
         """Run until the workers finish; returns the node's exit code (128 + N after stop
         signal N: its workers get SIGTERM and a grace period first)."""
         beat = threading.Thread(target=self._heartbeats, name="flexjob-heartbeat", daemon=True)
+        threading.Thread(target=self._stay_attached, name="flexjob-attach", daemon=True).start()
         with raise_on_stop_signals():
             beat.start()
             endpoint = observing.serve(self._run_dir, self.config.node_id)
@@ -153,13 +155,30 @@ class ElasticAgent:
         env[names.ENV_STATUS_FILE] = str(path)
         if self._warm:  # started before this agent: no socket of ours to inherit
             env.update(self._flash.worker_env(local_rank, self._run_dir, channel=False)[0])
-            return Worker(local_rank, env, path, c.node_id, c.output, warm=self._warm.pop(0))
+            return Worker(
+                local_rank,
+                env,
+                path,
+                c.node_id,
+                c.output,
+                warm=self._warm.pop(0),
+                on_exit=self._worker_ended.set,
+            )
         torch_first = preimport_torch(c.target, c.module, env)
         flash_env, fd = self._flash.worker_env(local_rank, self._run_dir)
         env.update(flash_env)
         fds = () if fd is None else (fd,)
         try:
-            return Worker(local_rank, env, path, c.node_id, c.output, torch_first, pass_fds=fds)
+            return Worker(
+                local_rank,
+                env,
+                path,
+                c.node_id,
+                c.output,
+                torch_first,
+                pass_fds=fds,
+                on_exit=self._worker_ended.set,
+            )
         finally:
             self._flash.started(fd)
 
@@ -257,6 +276,19 @@ class ElasticAgent:
             if time.time() - started > MASTER_SLOW_S:  # it retried: the master was away
                 self._master_back_at = time.time()
 
+    def _stay_attached(self) -> None:
+        """Background thread: keep the node's ``Attach`` stream open while this agent lives
+        (re-opened after a master restart), so that its death is known to the master at once
+        (its connection closes) instead of after the heartbeat timeout."""
+        while not self._stopping.is_set():
+            try:
+                for _ in self.client.attach():
+                    if self._stopping.is_set():
+                        return
+            except Exception as exc:  # the master is away, or this agent is closing
+                log.debug("attach stream ended: %s", exc)
+            self._stopping.wait(1.0)
+
     def _check_job(self) -> None:
         """Raise ``JobFailedElsewhere`` once another node's agent gave up on the job."""
         if self._job_failed.is_set():
@@ -281,7 +313,10 @@ class ElasticAgent:
         self._announce_start()
         self._join_and_start(self.workers)
         while True:
-            time.sleep(c.monitor_interval)
+            # A worker that ends wakes the loop at once: its failure reaches the master (its
+            # peers wait for that to re-form) without waiting for the next poll.
+            if self._worker_ended.wait(c.monitor_interval):
+                self._worker_ended.clear()
             states = [w.poll() for w in self.workers]
             if not any(s is WorkerState.FAILED for s in states):
                 self._check_job()
