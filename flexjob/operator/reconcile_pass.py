@@ -105,17 +105,23 @@ def apply_in_batches(platform: Platform, actions: Sequence[Action], parallel: in
 Observed = tuple[ElasticJob, list[Replica], list[Service], ScalePlan | None]
 
 
+def _live_job(platform: Platform, namespace: str, name: str) -> ElasticJob | None:
+    """The job; None when it is gone or being deleted."""
+    try:
+        job = platform.get_job(namespace, name)
+    except NotFoundError:
+        return None
+    return None if is_deleting(job) else job
+
+
 def observe(platform: Platform, namespace: str, name: str, parallel: int = 1) -> Observed | None:
     """The job, its replicas, its services and its pending ScalePlan; None when the job is
     gone or being deleted. With ``parallel > 1`` the four reads go out at once (one round
     trip of waiting instead of four; they were never one snapshot read one after another
     either: reconcile tolerates any interleaving, and the next event brings the next pass)."""
     if parallel <= 1:
-        try:
-            job = platform.get_job(namespace, name)
-        except NotFoundError:
-            return None
-        if is_deleting(job):
+        job = _live_job(platform, namespace, name)
+        if job is None:
             return None
         replicas = platform.list_replicas(namespace, name)
         services = platform.list_services(namespace, name)
@@ -124,11 +130,8 @@ def observe(platform: Platform, namespace: str, name: str, parallel: int = 1) ->
         replicas_f = pool.submit(platform.list_replicas, namespace, name)
         services_f = pool.submit(platform.list_services, namespace, name)
         plan_f = pool.submit(pending_plan, platform, namespace, name)
-        try:
-            job = platform.get_job(namespace, name)
-        except NotFoundError:
-            return None
-        if is_deleting(job):
+        job = _live_job(platform, namespace, name)
+        if job is None:
             return None
         return job, replicas_f.result(), services_f.result(), plan_f.result()
 

@@ -183,8 +183,13 @@ class FlashNotice:
     which reads the slots themselves)."""
 
     def __init__(self, fd: int) -> None:
-        self._sock = socket.socket(fileno=fd)
-        self._sock.setblocking(False)
+        # A duplicate: another trainer of the same process may wrap the same inherited fd.
+        sock = socket.socket(fileno=os.dup(fd))
+        if sock.family != socket.AF_UNIX or sock.type != socket.SOCK_DGRAM:
+            sock.close()
+            raise OSError(f"fd {fd} is no datagram socket of the agent")
+        sock.setblocking(False)
+        self._sock = sock
 
     @classmethod
     def from_env(cls) -> FlashNotice | None:

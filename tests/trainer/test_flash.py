@@ -174,3 +174,18 @@ def test_the_switch_reads_the_environment_and_refuses_other_values(
     monkeypatch.setenv(names.ENV_FLASH_CHECKPOINT, "maybe")
     with pytest.raises(ValueError, match="FLEXJOB_FLASH_CHECKPOINT='maybe': use 1"):
         flash_enabled(None)
+
+
+def test_a_flash_fd_that_is_no_agent_socket_falls_back_to_the_processs_own_writer(
+    tmp_path: Path, shm: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with (tmp_path / "not-a-socket").open("w") as f:
+        monkeypatch.setenv(names.ENV_FLASH_FD, str(f.fileno()))
+        assert flash_files.FlashNotice.from_env() is None
+    monkeypatch.setenv(names.ENV_FLASH_SHM_DIR, str(shm))
+    ck = FlashCheckpoint.for_process(tmp_path / "ckpt", "node", 0)
+    model, _ = trained()
+    assert ck.save(model=model, step=4, persist=True)
+    ck.finish()  # its own thread wrote the copy
+    stored = flash_files.read_header(tmp_path / "ckpt" / flash_files.FLASH_FILE)
+    assert stored is not None and stored.step == 4
