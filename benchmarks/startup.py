@@ -150,6 +150,9 @@ def _table(what: str, results: dict[str, list[dict[str, float]]], previous: str)
         if previous:
             row += f" {p[key]:>9.2f} {f[key] / p[key]:>6.2f}x"
         print(row)
+    key = "first line" if "first line" in f else "first step"
+    for name, runs in results.items():
+        print(f"  {key}, {name}, each rep: " + " ".join(f"{r[key]:.2f}" for r in runs))
 
 
 def main() -> int:

@@ -17,16 +17,14 @@ import threading
 import time
 
 from flexjob.agent import failure, observing
-from flexjob.agent.config import AgentConfig, WorkerState
+from flexjob.agent.config import AgentConfig, WorkerState, run_dir_of
 from flexjob.agent.flash_saver import FlashSaver
-from flexjob.agent.hang import collective_timeout_for, stalled_for
+from flexjob.agent.hang import stalled_for
 from flexjob.agent.monitor import ResourceMonitor
 from flexjob.agent.oom import memory_limited, oom_kills
-from flexjob.agent.target import preimport_torch
-from flexjob.agent.workers import Worker, status_path, wait_ready
+from flexjob.agent.workers import Worker, spawn_worker, wait_ready
 from flexjob.api import names
 from flexjob.api.errors import FlexjobError
-from flexjob.api.names import ENV_AGENT_PID
 from flexjob.platform.ports import free_port
 from flexjob.platform.stop_signals import StopRequested, raise_on_stop_signals
 from flexjob.rpc.client import MasterClient
@@ -69,11 +67,14 @@ class ElasticAgent:
         config: AgentConfig,
         client: MasterClient | None = None,
         warm: list[subprocess.Popen[bytes]] | None = None,
+        first: tuple[FlashSaver, list[Worker]] | None = None,
     ) -> None:
         """``warm``: a warm spare's ready bootstraps (``agent.spare``), one per local rank,
-        adopted as the first workers instead of starting new ones."""
+        adopted as the first workers instead of starting new ones. ``first``: the workers
+        ``start_first_workers`` started before this agent was imported, and their saver."""
         self.config = config
         self._warm = list(warm or [])
+        self._first = first[1] if first is not None else []
         self.node = NodeRef(config.node_id, config.replica_type, config.replica_index)
         self.client = client or MasterClient(config.master, self.node)
         self.workers: list[Worker] = []
@@ -82,7 +83,7 @@ class ElasticAgent:
         self._oom_kills = oom_kills() or 0
         self.round = -1
         self._monitor = ResourceMonitor()
-        self._flash = FlashSaver(config.node_id)
+        self._flash = first[0] if first is not None else FlashSaver(config.node_id)
         self._step_clock = observing.StepClock()
         self._last_stats = 0.0
         self._stopping = threading.Event()
@@ -95,9 +96,7 @@ class ElasticAgent:
         self._checkpoint_dir: str | None = None
         self._beat_since: float | None = None  # time.time() the heartbeat in flight began
         self._master_back_at = 0.0  # time.time() a slow or failed heartbeat ended
-        self._run_dir = config.run_dir or os.path.join(
-            os.environ.get("TMPDIR", "/tmp"), f"flexjob-{config.job_name}"
-        )
+        self._run_dir = run_dir_of(config)
 
     # ---- entry point ----
     def run(self) -> int:
@@ -134,53 +133,10 @@ class ElasticAgent:
         )
 
     def _spawn(self, local_rank: int) -> Worker:
-        c = self.config
-        env = {**os.environ, **c.env}
-        env.update(
-            {
-                names.ENV_MASTER: c.master,
-                names.ENV_JOB_NAME: c.job_name,
-                names.ENV_REPLICA_TYPE: c.replica_type,
-                names.ENV_REPLICA_INDEX: str(c.replica_index),
-                names.ENV_NODE_ID: c.node_id,
-                names.ENV_LOCAL_RANK: str(local_rank),
-                names.ENV_LOCAL_WORLD_SIZE: str(c.nproc_per_node),
-            }
-        )
-        env[ENV_AGENT_PID] = str(os.getpid())
-        collective = collective_timeout_for(c.hang_timeout)
-        if collective is not None and names.ENV_COLLECTIVE_TIMEOUT not in env:
-            env[names.ENV_COLLECTIVE_TIMEOUT] = str(collective)
-        path = status_path(self._run_dir, c.node_id, local_rank)
-        env[names.ENV_STATUS_FILE] = str(path)
-        if self._warm:  # started before this agent: no socket of ours to inherit
-            env.update(self._flash.worker_env(local_rank, self._run_dir, channel=False)[0])
-            return Worker(
-                local_rank,
-                env,
-                path,
-                c.node_id,
-                c.output,
-                warm=self._warm.pop(0),
-                on_exit=self._worker_ended.set,
-            )
-        torch_first = preimport_torch(c.target, c.module, env)
-        flash_env, fd = self._flash.worker_env(local_rank, self._run_dir)
-        env.update(flash_env)
-        fds = () if fd is None else (fd,)
-        try:
-            return Worker(
-                local_rank,
-                env,
-                path,
-                c.node_id,
-                c.output,
-                torch_first,
-                pass_fds=fds,
-                on_exit=self._worker_ended.set,
-            )
-        finally:
-            self._flash.started(fd)
+        warm = self._warm.pop(0) if self._warm else None
+        worker = spawn_worker(self.config, local_rank, self._run_dir, self._flash, warm)
+        worker.on_exit = self._worker_ended.set
+        return worker
 
     def _start_env(self) -> dict[str, str]:
         """What a worker's environment gets when it starts its script (not when it is
@@ -309,7 +265,9 @@ class ElasticAgent:
     def _supervise(self) -> int:
         c = self.config
         # The workers import torch while this agent reaches the master.
-        self.workers = [self._spawn(i) for i in range(c.nproc_per_node)]
+        self.workers = self._first or [self._spawn(i) for i in range(c.nproc_per_node)]
+        for w in self._first:  # started before this agent: it hears of their end from now on
+            w.on_exit = self._worker_ended.set
         self._announce_start()
         self._join_and_start(self.workers)
         while True:

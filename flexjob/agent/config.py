@@ -33,6 +33,14 @@ def default_replica_type(env: Mapping[str, str] | None = None) -> str:
     return env.get(names.ENV_REPLICA_TYPE) or "worker"
 
 
+def run_dir_of(config: AgentConfig) -> str:
+    """Where a node's worker status files go: ``--run-dir``, else ``flexjob-<job>`` in
+    ``$TMPDIR`` (``/tmp``)."""
+    return config.run_dir or os.path.join(
+        os.environ.get("TMPDIR", "/tmp"), f"flexjob-{config.job_name}"
+    )
+
+
 class WorkerState(StrEnum):
     """STARTING (bootstrap importing) → READY (waiting for its world) → RUNNING →
     SUCCEEDED | FAILED; STOPPED when the agent ended it."""

@@ -131,7 +131,7 @@ class FlashSaver:
             try:
                 if flash_files.persist_latest(shm_dir) is not None:
                     self.written += 1
-            except OSError as exc:
+            except Exception as exc:  # the thread goes on: the next copy may well work
                 log.warning("flash copy in %s not written to storage: %s", shm_dir, exc)
 
     def close(self, free_memory: bool = True) -> None:

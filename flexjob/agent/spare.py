@@ -127,7 +127,9 @@ def _offer(path: Path, offer: str) -> socket.socket | None:
         if not _same_user(conn):
             raise ValueError("the spare runs as another user")
         fds = [sys.stdout.fileno(), sys.stderr.fileno()]
-        socket.send_fds(conn, [offer.encode() + b"\n"], fds)
+        data = offer.encode() + b"\n"
+        sent = socket.send_fds(conn, [data], fds)
+        conn.sendall(data[sent:])  # a stream socket may take less at once
         answer = _read_line(conn)
     except (OSError, ValueError) as exc:
         log.debug("spare %s: %s", path, exc)

@@ -20,8 +20,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from flexjob.agent.bootstrap import NO_TORCH, READY_SUFFIX
-from flexjob.agent.config import WorkerState
+from flexjob.agent.config import AgentConfig, WorkerState, run_dir_of
+from flexjob.agent.flash_saver import FlashSaver
+from flexjob.agent.hang import collective_timeout_for
 from flexjob.agent.output import OutputConfig, WorkerOutput
+from flexjob.agent.target import preimport_torch
 from flexjob.api import names
 from flexjob.trainer.status import TrainerStatus, read_status
 
@@ -41,13 +44,11 @@ class Worker:
         preimport_torch: bool = True,
         warm: subprocess.Popen[bytes] | None = None,
         pass_fds: tuple[int, ...] = (),
-        on_exit: Callable[[], None] | None = None,
     ) -> None:
         """``warm``: a bootstrap a warm spare started (``agent.spare``), ready and waiting:
         adopted instead of starting one; ``env`` then travels with its start message.
         ``pass_fds``: descriptors a started bootstrap inherits (none reach a warm one).
-        ``on_exit``: called (on another thread) as soon as the process ended, so that its
-        agent need not wait for its next poll."""
+        """
         self.local_rank = local_rank
         self.status_file = status_file
         self.state = WorkerState.STARTING
@@ -59,7 +60,9 @@ class Worker:
         self._ready_file = Path(str(status_file) + READY_SUFFIX)
         for stale in (status_file, self._ready_file):
             stale.unlink(missing_ok=True)
-        self._on_exit = on_exit
+        #: Called (on another thread) as soon as the process ended, so that its agent need
+        #: not wait for its next poll (``ElasticAgent`` sets it).
+        self.on_exit: Callable[[], None] | None = None
         self.output = WorkerOutput(
             output or OutputConfig(), self._node_id, local_rank, self.label, self._ended
         )
@@ -79,8 +82,8 @@ class Worker:
         """Its stderr closed: reap the process (it is exiting), then tell the agent."""
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(1.0)
-        if self._on_exit is not None:
-            self._on_exit()
+        if self.on_exit is not None:
+            self.on_exit()
 
     def known_rank(self) -> int | None:
         """Its global rank: the one the agent gave it, else the last its trainer published
@@ -158,6 +161,56 @@ class Worker:
         self.output.join()
         for leftover in (self.status_file, self._ready_file):
             leftover.unlink(missing_ok=True)
+
+
+def spawn_worker(
+    config: AgentConfig,
+    local_rank: int,
+    run_dir: str,
+    flash: FlashSaver,
+    warm: subprocess.Popen[bytes] | None = None,
+) -> Worker:
+    """Start the worker of ``local_rank`` through the bootstrap with the agent's environment
+    for it (or adopt ``warm``, a warm spare's, whose environment then travels with its start
+    message). Needs nothing from the master: an agent starts its workers first."""
+    c = config
+    env = {**os.environ, **c.env}
+    env.update(
+        {
+            names.ENV_MASTER: c.master,
+            names.ENV_JOB_NAME: c.job_name,
+            names.ENV_REPLICA_TYPE: c.replica_type,
+            names.ENV_REPLICA_INDEX: str(c.replica_index),
+            names.ENV_NODE_ID: c.node_id,
+            names.ENV_LOCAL_RANK: str(local_rank),
+            names.ENV_LOCAL_WORLD_SIZE: str(c.nproc_per_node),
+        }
+    )
+    env[names.ENV_AGENT_PID] = str(os.getpid())
+    collective = collective_timeout_for(c.hang_timeout)
+    if collective is not None and names.ENV_COLLECTIVE_TIMEOUT not in env:
+        env[names.ENV_COLLECTIVE_TIMEOUT] = str(collective)
+    path = status_path(run_dir, c.node_id, local_rank)
+    env[names.ENV_STATUS_FILE] = str(path)
+    if warm is not None:  # started before this agent: no socket of ours to inherit
+        env.update(flash.worker_env(local_rank, run_dir, channel=False)[0])
+        return Worker(local_rank, env, path, c.node_id, c.output, warm=warm)
+    torch_first = preimport_torch(c.target, c.module, env)
+    flash_env, fd = flash.worker_env(local_rank, run_dir)
+    env.update(flash_env)
+    fds = () if fd is None else (fd,)
+    try:
+        return Worker(local_rank, env, path, c.node_id, c.output, torch_first, pass_fds=fds)
+    finally:
+        flash.started(fd)
+
+
+def start_first_workers(config: AgentConfig) -> tuple[FlashSaver, list[Worker]]:
+    """A node's workers, started before its agent loads the rest (gRPC, metrics): their
+    torch import begins at once (``ElasticAgent(first=...)`` adopts them)."""
+    flash = FlashSaver(config.node_id)
+    run_dir = run_dir_of(config)
+    return flash, [spawn_worker(config, i, run_dir, flash) for i in range(config.nproc_per_node)]
 
 
 def spawn_bootstrap(

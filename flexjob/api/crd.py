@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from flexjob.api.crd_body import age_column, crd_body, crd_version, phase_column, printer_column
 from flexjob.api.foreign_kinds import foreign_crds
 from flexjob.api.job import ElasticJob
 from flexjob.api.names import (
@@ -108,69 +109,19 @@ def _crd(
     short_names: list[str],
     columns: list[dict[str, str]],
 ) -> dict[str, Any]:
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{GROUP}"},
-        "spec": {
-            "group": GROUP,
-            "scope": "Namespaced",
-            "names": {
-                "kind": kind,
-                "listKind": f"{kind}List",
-                "plural": plural,
-                "singular": kind.lower(),
-                "shortNames": short_names,
-                "categories": ["flexjob"],
-            },
-            "versions": [
-                {
-                    "name": VERSION,
-                    "served": True,
-                    "storage": True,
-                    "schema": {"openAPIV3Schema": openapi_schema(model)},
-                    "subresources": {"status": {}},
-                    "additionalPrinterColumns": columns,
-                }
-            ],
-        },
-    }
-
-
-def _age() -> dict[str, str]:
-    return {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
+    version = crd_version(VERSION, openapi_schema(model), columns)
+    return crd_body(GROUP, kind, plural, short_names, [version], categories=["flexjob"])
 
 
 def job_crd() -> dict[str, Any]:
-    return _crd(
-        ElasticJob,
-        KIND_JOB,
-        PLURAL_JOB,
-        ["ej"],
-        [
-            {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
-            {
-                "name": "Workers",
-                "type": "integer",
-                "jsonPath": ".status.replicaStatuses.worker.active",
-            },
-            _age(),
-        ],
-    )
+    workers = printer_column("Workers", "integer", ".status.replicaStatuses.worker.active")
+    return _crd(ElasticJob, KIND_JOB, PLURAL_JOB, ["ej"], [phase_column(), workers, age_column()])
 
 
 def scale_plan_crd() -> dict[str, Any]:
-    return _crd(
-        ScalePlan,
-        KIND_SCALE_PLAN,
-        PLURAL_SCALE_PLAN,
-        ["sp"],
-        [
-            {"name": "Job", "type": "string", "jsonPath": ".spec.ownerJob"},
-            {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
-            _age(),
-        ],
-    )
+    job = printer_column("Job", "string", ".spec.ownerJob")
+    columns = [job, phase_column(), age_column()]
+    return _crd(ScalePlan, KIND_SCALE_PLAN, PLURAL_SCALE_PLAN, ["sp"], columns)
 
 
 def crds() -> list[dict[str, Any]]:

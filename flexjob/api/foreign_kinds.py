@@ -14,6 +14,7 @@ by the document's shape where the versions differ (DIJob v2 has ``spec.tasks``).
 from dataclasses import dataclass
 from typing import Any
 
+from flexjob.api.crd_body import age_column, crd_body, crd_version, phase_column
 from flexjob.api.enums import JobPhase
 from flexjob.api.job import ElasticJobStatus
 from flexjob.api.readers import dijob, elasticdl
@@ -70,38 +71,19 @@ def foreign_crd(kind: ForeignKind) -> Body:
             "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
         },
     }
-    columns = [
-        {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
-        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
-    ]
+    columns = [phase_column(), age_column()] if kind.job else [age_column()]
     versions = [
-        {
-            "name": version,
-            "served": True,
-            "storage": version == kind.versions[-1],
-            "schema": {"openAPIV3Schema": schema},
-            "subresources": {"status": {}},
-            "additionalPrinterColumns": columns if kind.job else columns[1:],
-        }
+        crd_version(version, schema, columns, storage=version == kind.versions[-1])
         for version in kind.versions
     ]
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": kind.crd_name},
-        "spec": {
-            "group": kind.group,
-            "scope": "Namespaced" if kind.namespaced else "Cluster",
-            "names": {
-                "kind": kind.kind,
-                "listKind": f"{kind.kind}List",
-                "plural": kind.plural,
-                "singular": kind.kind.lower(),
-                "shortNames": list(kind.short_names),
-            },
-            "versions": versions,
-        },
-    }
+    return crd_body(
+        kind.group,
+        kind.kind,
+        kind.plural,
+        list(kind.short_names),
+        versions,
+        namespaced=kind.namespaced,
+    )
 
 
 def foreign_crds() -> list[Body]:

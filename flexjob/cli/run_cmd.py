@@ -47,8 +47,7 @@ def _check_option(script: str) -> None:
     """Exit 2 when an option was taken as the script."""
     problem = torchrun_flags.option_problem(script)
     if problem is not None:
-        typer.echo(f"error: {problem}", err=True)
-        raise typer.Exit(2)
+        raise usage_error(problem)
 
 
 def _check_target(script: str, module: bool) -> None:
@@ -271,8 +270,7 @@ def agent(
         _spare(spares, script, nproc_per_node, spare_dir)
     if script is None or master is None:
         missing = "SCRIPT" if script is None else "--master (or $FLEXJOB_MASTER)"
-        typer.echo(f"error: {missing} is required (unless --spare)", err=True)
-        raise typer.Exit(2)
+        raise usage_error(f"{missing} is required (unless --spare)")
     _check_option(script)
     from flexjob.agent.config import AgentConfig, default_node_id, default_replica_type
     from flexjob.agent.output import OutputConfig
@@ -302,17 +300,19 @@ def agent(
     _check_target(script, module)
     code = spares.hand_to_spare(config, spares.spare_dir(spare_dir))
     if code is None:
+        from flexjob.agent.workers import start_first_workers
+
+        first = start_first_workers(config)  # importing torch while the agent loads
         from flexjob.agent.agent import ElasticAgent
 
-        code = ElasticAgent(config).run()
+        code = ElasticAgent(config, first=first).run()
     raise typer.Exit(code)
 
 
 def _spare(spares: Any, script: str | None, nproc: str, directory: str | None) -> None:
     """``flexjob agent --spare``: wait warm for a node, run it, exit with its code."""
     if script is not None:
-        typer.echo("error: --spare takes no SCRIPT (the node it runs brings one)", err=True)
-        raise typer.Exit(2)
+        raise usage_error("--spare takes no SCRIPT (the node it runs brings one)")
     try:
         config = spares.SpareConfig(spares.spare_dir(directory), torchrun_flags.parse_nproc(nproc))
     except ValueError as exc:

@@ -9,6 +9,7 @@ PS-set driver (``master.ps_sets``; idle unless PS replicas register), the node w
 ``<job-dir>/master.addr``. Not for the master's logic.
 """
 
+import gc
 import logging
 import signal
 import socket
@@ -221,6 +222,11 @@ def run_master(config: MasterConfig, stop: threading.Event | None = None) -> int
         for sig in STOP_SIGNALS:
             signal.signal(sig, lambda *_: stop.set())
     handle = start_master(config)
+    # What start-up made (modules, gRPC, the restored state) lives as long as the process: out
+    # of the collector's reach, a full collection no longer walks it (~80 ms that every call
+    # in flight waited for, measured on a loaded 2-core machine; under 1 ms once frozen).
+    gc.collect()
+    gc.freeze()
     try:
         stop.wait()
     finally:

@@ -7,8 +7,10 @@ the change runs after releasing the lock and before it answers: concurrent calls
 write (every line queued so far in one ``write``, one ``fsync`` when asked for), so nothing is
 answered before it is on disk and the disk sees a few large writes instead of one per report.
 The journal starts afresh with every snapshot, and a snapshot is due every ``snapshot_every``
-lines. Not for the file format (``master.state_file``) or what a snapshot holds
-(``master.snapshot``).
+lines. That periodic snapshot (compaction: the journal already holds those lines) is taken by
+the one call that finds it due, and journal lines go on into the fresh journal while the
+snapshot file is written, so the calls around it neither wait for it nor take it twice. Not for
+the file format (``master.state_file``) or what a snapshot holds (``master.snapshot``).
 """
 
 import logging
@@ -52,7 +54,9 @@ class Persistence:
         self._snapshot = snapshot
         self._changes = 0  # bumped by every change to save; guarded by lock
         self._saved = 0  # changes covered by the state file; guarded by _write_lock
-        self._write_lock = threading.Lock()
+        self._write_lock = threading.Lock()  # journal writes and rotation
+        self._snapshot_lock = threading.Lock()  # one snapshot at a time, rotation to drop
+        self._compact_due = False  # snapshot_every lines journaled: a snapshot, no hurry
         self._journal_len = 0  # entries journaled since the last snapshot
         self._queued: list[str] = []  # journal lines not written yet; guarded by lock
         self._appended = 0  # journal lines queued so far; guarded by lock
@@ -72,34 +76,51 @@ class Persistence:
         self._appended += 1
         self._journal_len += 1
         if self._journal_len >= self._snapshot_every:
-            self.note_change()
+            self._compact_due = True
 
     def flush(self) -> None:
         """Write the journal lines queued so far, then a snapshot if a change is not covered
-        yet (call it without holding the lock). A caller whose lines a concurrent flush wrote
-        returns without writing."""
+        yet or one is due (call it without holding the lock). A caller whose lines a
+        concurrent flush wrote returns without writing."""
         lines, changes = self._appended, self._changes
-        if self.state is None or (self._written >= lines and self._saved >= changes):
+        if self.state is None:
             return
-        with self._write_lock:
-            if self._written < lines:  # else a write that started after our change covered it
-                with self._lock:
-                    queued, self._queued = self._queued, []
-                    appended = self._appended
-                self.state.append_lines(queued)
-                self._written = appended
-            if self._saved >= changes:
-                return
-            with self._lock:
-                self.state.append_lines(self._queued)  # queued since: into the old journal
-                self._queued = []
-                self._written = self._appended
-                changes, text = self._changes, self._snapshot()
-                self.state.rotate_journal()  # entries from now on go to a fresh journal
-                self._journal_len = 0
-            self.state.save_text(text)
-            self.state.drop_old_journal()
-            self._saved = changes
+        if self._written < lines:
+            with self._write_lock:
+                if self._written < lines:  # else a write that started after our change did it
+                    with self._lock:
+                        queued, self._queued = self._queued, []
+                        appended = self._appended
+                    self.state.append_lines(queued)
+                    self._written = appended
+        if self._saved < changes:
+            with self._snapshot_lock:  # our change must be in a snapshot before we answer
+                self._save_snapshot(changes)
+        elif self._compact_due and self._snapshot_lock.acquire(blocking=False):
+            try:  # else another call is taking it: nothing of ours depends on it
+                self._save_snapshot(changes)
+            finally:
+                self._snapshot_lock.release()
+
+    def _save_snapshot(self, changes: int) -> None:
+        """Take a snapshot unless one covering ``changes`` (and no compaction due) was saved
+        meanwhile (holding ``_snapshot_lock``)."""
+        assert self.state is not None
+        if self._saved >= changes and not self._compact_due:
+            return
+        with self._write_lock, self._lock:
+            self.state.append_lines(self._queued)  # queued since: into the old journal
+            self._queued = []
+            self._written = self._appended
+            changes, text = self._changes, self._snapshot()
+            self.state.rotate_journal()  # entries from now on go to a fresh journal
+            self._journal_len = 0
+            self._compact_due = False
+        # Journal lines go on into the fresh journal meanwhile: a kill before the rename
+        # leaves the old snapshot and both journals, which replay to the same state.
+        self.state.save_text(text)
+        self.state.drop_old_journal()
+        self._saved = changes
 
     def close(self) -> None:
         """Write what is not saved yet and release the journal."""

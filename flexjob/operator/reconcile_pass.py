@@ -38,16 +38,16 @@ from flexjob.core.reconcile import reconcile
 from flexjob.core.status_patch import StatusOwner, owner_patch
 from flexjob.operator import observing
 from flexjob.operator.apply import apply_actions
-from flexjob.platform.api import NotFoundError, Platform, Replica, SecretStore
+from flexjob.platform.api import NotFoundError, Platform, Replica, SecretStore, Service
 from flexjob.platform.cluster import with_cluster_objects
 from flexjob.rpc.auth import di_server_url, new_token
 
 logger = logging.getLogger(__name__)
 
 
-def pending_plan(platform: Platform, job: ElasticJob) -> ScalePlan | None:
-    """The oldest ScalePlan of ``job`` that is not Succeeded or Failed yet."""
-    for plan in platform.list_scale_plans(job.namespace, job.name):
+def pending_plan(platform: Platform, namespace: str, job: str) -> ScalePlan | None:
+    """The oldest ScalePlan of the job that is not Succeeded or Failed yet."""
+    for plan in platform.list_scale_plans(namespace, job):
         if plan.status is None or plan.status.phase not in (
             ScalePlanPhase.SUCCEEDED,
             ScalePlanPhase.FAILED,
@@ -102,6 +102,40 @@ def apply_in_batches(platform: Platform, actions: Sequence[Action], parallel: in
             list(pool.map(lambda action: apply_actions(platform, [action]), batch))
 
 
+Observed = tuple[ElasticJob, list[Replica], list[Service], ScalePlan | None]
+
+
+def _live_job(platform: Platform, namespace: str, name: str) -> ElasticJob | None:
+    """The job; None when it is gone or being deleted."""
+    try:
+        job = platform.get_job(namespace, name)
+    except NotFoundError:
+        return None
+    return None if is_deleting(job) else job
+
+
+def observe(platform: Platform, namespace: str, name: str, parallel: int = 1) -> Observed | None:
+    """The job, its replicas, its services and its pending ScalePlan; None when the job is
+    gone or being deleted. With ``parallel > 1`` the four reads go out at once (one round
+    trip of waiting instead of four; they were never one snapshot read one after another
+    either: reconcile tolerates any interleaving, and the next event brings the next pass)."""
+    if parallel <= 1:
+        job = _live_job(platform, namespace, name)
+        if job is None:
+            return None
+        replicas = platform.list_replicas(namespace, name)
+        services = platform.list_services(namespace, name)
+        return job, replicas, services, pending_plan(platform, job.namespace, job.name)
+    with ThreadPoolExecutor(max_workers=3, thread_name_prefix="flexjob-observe") as pool:
+        replicas_f = pool.submit(platform.list_replicas, namespace, name)
+        services_f = pool.submit(platform.list_services, namespace, name)
+        plan_f = pool.submit(pending_plan, platform, namespace, name)
+        job = _live_job(platform, namespace, name)
+        if job is None:
+            return None
+        return job, replicas_f.result(), services_f.result(), plan_f.result()
+
+
 def reconcile_job(
     platform: Platform,
     namespace: str,
@@ -116,17 +150,12 @@ def reconcile_job(
     ``job_master``: how to run the master of jobs that need one (``core.job_master``);
     ``server_url``: the flexjob server DI coordinators ask (``FLEXJOB_SERVER_URL``), which
     with ``server_token`` (``FLEXJOB_SERVER_TOKEN``) they reach through their job's key."""
-    try:
-        job = platform.get_job(namespace, name)
-    except NotFoundError:
+    seen = observe(platform, namespace, name, parallel)
+    if seen is None:
         return None
-    if is_deleting(job):
-        return None
+    job, replicas, services, plan = seen
     job = with_cluster_objects(platform, job)  # a DI job's aggregator from the cluster's config
-    replicas = platform.list_replicas(namespace, name)
     observing.replicas(namespace, name, replicas)
-    services = platform.list_services(namespace, name)
-    plan = pending_plan(platform, job)
     _ensure_master_token(platform, job, replicas, job_master)
     result = reconcile(
         job,

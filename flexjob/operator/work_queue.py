@@ -8,6 +8,11 @@ a failed pass is logged and re-queued once after ``retry_delay``.
 Jobs waiting in the queue come out highest ``spec.priority`` first (``JobPriority.rank``), then
 in arrival order, so a burst of new jobs is created in priority order. An event that does not
 carry the job's priority (a pod's, a ScalePlan's) keeps the rank last given for that job.
+
+An event that only brings back what the job's last pass already saw (``handled``: the job's
+version that pass left behind, e.g. its own status patch coming back over the watch; a pod as
+that pass listed it) queues nothing: a pass now would decide what that one did. Objects that
+pass did not see (a pod it created) still queue one.
 """
 
 import asyncio
@@ -15,7 +20,7 @@ import contextlib
 import itertools
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
 from flexjob.api import JobPriority
 from flexjob.operator import observing
@@ -43,13 +48,24 @@ class JobQueue:
         self._pending: set[JobKey] = set()
         self._running: set[JobKey] = set()
         self._again: set[JobKey] = set()
-        #: Seconds each pass took, in completion order.
+        # What the job's last pass saw: object name -> its state (a version, a replica).
+        self._handled: dict[JobKey, Mapping[str, object]] = {}
+        #: Seconds each pass took, in completion order, and what it returned (None: it failed).
         self.durations: list[float] = []
+        self.results: list[object] = []
 
-    def put(self, key: JobKey, rank: int | None = None) -> None:
-        """Queue ``key``; ``rank``: its job's ``JobPriority.rank`` when the event carries it."""
+    def put(
+        self, key: JobKey, rank: int | None = None, seen: tuple[str, object] | None = None
+    ) -> None:
+        """Queue ``key``; ``rank``: its job's ``JobPriority.rank`` when the event carries it;
+        ``seen``: the object the event is about and its state, as ``handled`` takes them
+        (nothing is queued when the last pass saw that object in that state)."""
         if rank is not None:
             self._ranks[key] = rank
+        if seen is not None:
+            last = self._handled.get(key, {})
+            if seen[0] in last and last[seen[0]] == seen[1]:
+                return
         if key in self._running:
             self._again.add(key)  # picked up again once the running pass ends
         elif key not in self._pending:
@@ -58,9 +74,14 @@ class JobQueue:
             self._queue.put_nowait((order, next(self._order), key))
             observing.queue_depth(len(self._pending))
 
+    def handled(self, key: JobKey, seen: Mapping[str, object]) -> None:
+        """A pass of ``key`` ended having seen these objects (name -> state)."""
+        self._handled[key] = seen
+
     def forget(self, key: JobKey) -> None:
-        """The job is gone: drop its remembered rank."""
+        """The job is gone: drop its remembered rank and what its last pass saw."""
         self._ranks.pop(key, None)
+        self._handled.pop(key, None)
 
     @property
     def idle(self) -> bool:
@@ -78,14 +99,16 @@ class JobQueue:
             observing.queue_depth(len(self._pending))
             self._running.add(key)
             started = time.perf_counter()
+            result: object = None
             try:
-                await self._handle(key)
+                result = await self._handle(key)
             except Exception:
                 observing.failed("reconcile")
                 logger.exception("reconciling %s/%s failed; retrying", *key)
                 asyncio.get_running_loop().call_later(self._retry_delay, self.put, key)
             finally:
                 self.durations.append(time.perf_counter() - started)
+                self.results.append(result)
                 observing.reconciled(self.durations[-1], "kubernetes")
                 self._running.discard(key)
                 if key in self._again:

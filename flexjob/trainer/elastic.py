@@ -261,9 +261,7 @@ class ElasticTrainer:
             if self._broken:
                 continue  # the same batches are retried in the next world
             self._peers.step_done()
-            for batch in batches:
-                self.sampler.commit(batch)
-            self.step_count += 1
+            self._commit(batches)
             for callback in self._on_step:
                 callback(step)
             self._after_step()
@@ -335,17 +333,8 @@ class ElasticTrainer:
             self._published = now
             self._publish(names.KV_STEP, str(self.step_count))
         self._write_status(dist.get_world_size(), step_seconds=self.step_timer.seconds)
-        if dist.get_rank() != 0:
-            return
-        stored = (
-            self.checkpointer is not None
-            and self.checkpoint_every > 0
-            and self.step_count % self.checkpoint_every == 0
-        )
-        if self.flash is not None and (stored or self.step_count % self.flash_every == 0):
-            self._flash_save(persist=stored)
-        elif stored:
-            self._save()
+        if self.flash is None and dist.get_rank() == 0 and self._stored_after(self.step_count):
+            self._save()  # with flash checkpoints on, ``_commit`` saved
 
     def _beat(self) -> None:
         """Alive but not stepping (waiting for a world or for data): tell the agent, whose
@@ -383,19 +372,34 @@ class ElasticTrainer:
             step=self.step_count,
         )
 
-    def _flash_save(self, persist: bool) -> None:
-        assert self.flash is not None
-        self.flash.save(
-            model=self.module,
-            optimizer=self.optimizer,
-            sampler_state=self.sampler.state_dict(),
-            step=self.step_count,
-            persist=persist,
-        )
+    def _stored_after(self, step: int) -> bool:
+        """True when ``step`` is one that goes to storage (every ``checkpoint_every``)."""
+        every = self.checkpoint_every
+        return self.checkpointer is not None and every > 0 and step % every == 0
+
+    def _commit(self, batches: list[Batch]) -> None:
+        """Commit the step (its finished shards reported to the master); on rank 0, when a
+        flash copy is due, inside ``FlashCheckpoint.saving``: the tensors are copied before
+        the report, the copy sealed after it (its step and the master's shards agree)."""
+        step = self.step_count + 1
+        due = self._stored_after(step) or step % self.flash_every == 0
+        saving: contextlib.AbstractContextManager[dict[str, Any]] = contextlib.nullcontext({})
+        if self.flash is not None and due and dist.get_rank() == 0:
+            persist = self._stored_after(step)
+            saving = self.flash.saving(self.module, self.optimizer, step=step, persist=persist)
+        with saving as sampler_state:
+            for batch in batches:
+                self.sampler.commit(batch)
+            sampler_state.update(self.sampler.state_dict())
+        self.step_count = step
 
     def _finish(self) -> None:
         if self.flash is not None and dist.get_rank() == 0:
-            self._flash_save(persist=True)
+            sampler, step = self.sampler.state_dict(), self.step_count
+            self.flash.save(
+                model=self.module, optimizer=self.optimizer, sampler_state=sampler, step=step,
+                persist=True,
+            )  # fmt: skip
             self.flash.finish()
         elif self.checkpointer is not None and dist.get_rank() == 0:
             self._save()

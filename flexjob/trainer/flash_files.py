@@ -89,6 +89,19 @@ def locked(fd: int, exclusive: bool, wait_s: float = LOCK_WAIT_S) -> Iterator[bo
         fcntl.flock(fd, fcntl.LOCK_UN)
 
 
+def try_lock(fd: int) -> bool:
+    """Take ``fd``'s exclusive lock now, or say it is held (see ``locked``)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+
+
+def unlock(fd: int) -> None:
+    fcntl.flock(fd, fcntl.LOCK_UN)
+
+
 def _copy(src: int, dst: int, count: int) -> None:
     offset = 0
     while offset < count:
@@ -170,8 +183,13 @@ class FlashNotice:
     which reads the slots themselves)."""
 
     def __init__(self, fd: int) -> None:
-        self._sock = socket.socket(fileno=fd)
-        self._sock.setblocking(False)
+        # A duplicate: another trainer of the same process may wrap the same inherited fd.
+        sock = socket.socket(fileno=os.dup(fd))
+        if sock.family != socket.AF_UNIX or sock.type != socket.SOCK_DGRAM:
+            sock.close()
+            raise OSError(f"fd {fd} is no datagram socket of the agent")
+        sock.setblocking(False)
+        self._sock = sock
 
     @classmethod
     def from_env(cls) -> FlashNotice | None:

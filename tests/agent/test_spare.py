@@ -154,3 +154,24 @@ def test_a_spare_declines_another_worker_count_and_dies_with_the_caller_it_took(
                 p.wait()
         for m in masters:
             m.stop()
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["--master", "127.0.0.1:1"], "SCRIPT is required (unless --spare)"),
+        (["x.py"], "--master (or $FLEXJOB_MASTER) is required (unless --spare)"),
+        (["--spare", "x.py"], "--spare takes no SCRIPT"),
+    ],
+)
+def test_agent_without_a_script_or_master_or_a_spare_with_a_script_is_refused(
+    args: list[str], named: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from flexjob.cli.main import app
+
+    monkeypatch.delenv("FLEXJOB_MASTER", raising=False)
+    got = CliRunner().invoke(app, ["agent", *args])
+    assert got.exit_code == 2
+    assert f"error: {named}" in got.output

@@ -48,6 +48,7 @@ def test_a_killed_worker_resumes_from_its_last_flash_copy(
     run_dir = tmp_path / "run"
     out = tmp_path / "agent.out"
     env = {k: v for k, v in os.environ.items() if not k.startswith("FLEXJOB_")}
+    env[names.ENV_FLASH_CHECKPOINT] = "1"  # the switch a user sets for `flexjob run` / agent
     cmd = [
         sys.executable, "-m", "flexjob", "agent", "--master", master.address,
         "--node-id", NODE, "--job-name", "flash", "--run-dir", str(run_dir),

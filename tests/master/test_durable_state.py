@@ -1,6 +1,7 @@
 """What trainers rely on survives a master restart: registered datasets with their progress,
 the KV store, the job's incarnation; a job whose saved progress is gone refuses to start."""
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from flexjob.rpc.messages import NodeRef
 
 W = NodeRef("w")
 DIGITS = Dataset(name="digits", size=40, shard_size=10, epochs=2, shuffle=True, seed=3)
+LONG = Dataset(name="long", size=200, shard_size=10)
 
 
 def service(tmp_path: Path, **kw: object) -> MasterService:
@@ -78,3 +80,40 @@ def test_an_unreadable_state_file_is_an_error_not_a_fresh_start(tmp_path: Path) 
     (tmp_path / "master_state.json").write_text('{"version": 1, "sha')
     with pytest.raises(StateLostError, match="cannot be read"):
         service(tmp_path)
+
+
+def test_reports_go_on_while_a_periodic_snapshot_is_written_and_survive_a_kill_then(
+    tmp_path: Path,
+) -> None:
+    first = service(tmp_path, snapshot_every=4)
+    first.register_dataset(W, LONG)
+    report(first, "long", 1)  # the epoch opened: that snapshot is saved before going on
+    state = first._persistence.state
+    assert state is not None
+    saving, release = threading.Event(), threading.Event()
+    save_text = state.save_text
+
+    def slow_save(text: str) -> None:  # the periodic snapshot's file write hangs
+        saving.set()
+        assert release.wait(30)
+        save_text(text)
+
+    state.save_text = slow_save  # type: ignore[method-assign]
+    a_done: list[int] = []
+    b_done: list[int] = []
+    a = threading.Thread(target=lambda: a_done.extend(report(first, "long", 3)))
+    a.start()
+    try:
+        assert saving.wait(10), "3 shards journal more than snapshot_every lines"
+        b = threading.Thread(target=lambda: b_done.extend(report(first, "long", 2)))
+        b.start()
+        b.join(10)
+        assert not b.is_alive(), "reports waited for the periodic snapshot's file write"
+        # Killed now: the old snapshot and both journals are all there is.
+        second = service(tmp_path, snapshot_every=4)
+        done = second.get_progress(W, "long").shards_done
+        answered = 1 + len(a_done) + len(b_done)  # a's blocked call may be a journaled report
+        assert answered <= done <= answered + 1
+    finally:
+        release.set()
+        a.join(30)

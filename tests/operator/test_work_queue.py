@@ -110,3 +110,29 @@ def test_priority_ranks_order_low_normal_high() -> None:
     assert JobPriority.LOW.rank < JobPriority.NORMAL.rank < JobPriority.HIGH.rank
     assert JobPriority.rank_of(None) == JobPriority.NORMAL.rank
     assert JobPriority.rank_of("high") == JobPriority.HIGH.rank
+
+
+async def test_an_event_about_what_the_last_pass_saw_runs_no_pass() -> None:
+    seen: list[JobKey] = []
+
+    async def handle(key: JobKey) -> None:
+        seen.append(key)
+        queue.handled(key, {"job": "7", "pod-0": "Running"})  # the pass left the job at 7
+
+    queue = JobQueue(handle, workers=1)
+    queue.put(("ns", "a"), seen=("job", "6"))
+    task = await run_queue(queue)
+    await queue.wait_idle(5)
+    queue.put(("ns", "a"), seen=("job", "7"))  # the watch brings the pass's own patch back
+    queue.put(("ns", "a"), seen=("pod-0", "Running"))  # a pod as the pass listed it
+    await queue.wait_idle(5)
+    assert seen == [("ns", "a")]
+    queue.put(("ns", "a"), seen=("pod-0", "Failed"))  # the pod changed since
+    await queue.wait_idle(5)
+    queue.put(("ns", "a"), seen=("pod-1", "Pending"))  # a pod the pass did not list
+    await queue.wait_idle(5)
+    queue.put(("ns", "a"), seen=("job", "8"))  # someone else changed the job
+    queue.put(("ns", "b"), seen=("job", "7"))  # another job's version 7 is not a's
+    await queue.wait_idle(5)
+    task.cancel()
+    assert seen == [("ns", "a")] * 4 + [("ns", "b")]

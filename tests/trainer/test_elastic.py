@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -196,3 +197,61 @@ def test_flash_on_resumes_from_the_copy_in_memory_of_the_last_step(
         assert stored is not None and stored.step == r.step_count  # the end is on storage
     finally:
         flash_files.remove_slots(t.flash.shm_dir)
+
+
+@dataclass
+class ReportFails(FakeMaster):
+    """The master goes away while the third shard's report is under way."""
+
+    def report_shard(self, dataset: str, shard_id: int) -> bool:
+        if shard_id == 2:
+            raise ConnectionError("master unreachable")
+        return super().report_shard(dataset, shard_id)
+
+
+def test_a_flash_copy_is_sealed_only_after_its_steps_shards_are_reported(
+    master: FakeMaster, tmp_path: Path
+) -> None:
+    failing = ReportFails(shards(4, 4), store_address=master.store_address)
+    model = torch.nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    t = ElasticTrainer(
+        model, opt, ElasticSampler(batch_size=4), link=failing, checkpoint_dir=tmp_path,
+        flash=True,
+    )  # fmt: skip
+    assert t.flash is not None
+    try:
+        with pytest.raises(ConnectionError), t:
+            t.fit(lambda s: _train_step(t, s.indices))
+        newest = t.flash.memory_header()
+        # step 3's copy was staged but its shard never reported: the newest copy is step 2,
+        # exactly the steps whose shards the master counts done
+        assert newest is not None and newest.step == 2 and failing.reports == [0, 1]
+    finally:
+        flash_files.remove_slots(t.flash.shm_dir)
+
+
+def test_a_step_whose_flash_copy_fails_reports_no_shard(
+    master: FakeMaster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from flexjob.trainer import flash
+
+    copies = 0
+    real = flash._Slot.copy_in
+
+    def shm_full_at_step_3(self: flash._Slot, offset: int, t: torch.Tensor, n: int) -> None:
+        nonlocal copies
+        copies += 1
+        if copies > 2 * 2:  # two tensors per copy: the third copy fails
+            raise OSError(28, "No space left on device")
+        real(self, offset, t, n)
+
+    monkeypatch.setattr(flash._Slot, "copy_in", shm_full_at_step_3)
+    master.shards = shards(4, 4)
+    t = _trainer(master, tmp_path)
+    t.flash = flash.FlashCheckpoint(tmp_path, tmp_path / "shm")
+    with pytest.raises(OSError, match="No space left"), t:
+        t.fit(lambda s: _train_step(t, s.indices))
+    newest = t.flash.memory_header()
+    # the copy comes before the report: step 3 failed whole, its shard goes back to the master
+    assert newest is not None and newest.step == 2 and master.reports == [0, 1]

@@ -62,6 +62,28 @@ def test_restore_reads_model_optimizer_sampler_and_step_from_memory(
     assert not (tmp_path / "ckpt").exists()  # nothing written to storage: no persist asked
 
 
+def test_tensors_of_any_dtype_shape_and_layout_come_back_equal(tmp_path: Path, shm: Path) -> None:
+    extra = {
+        "transposed": torch.arange(6.0).reshape(2, 3).t(),  # not contiguous
+        "scalar": torch.tensor(3, dtype=torch.int64),
+        "empty": torch.empty(0, 4),
+        "bf16": torch.randn(5, dtype=torch.bfloat16),
+        "mask": torch.tensor([True, False, True]),
+        "nested": [{"x": torch.ones(2)}, (torch.zeros(1), "label")],
+    }
+    model, _ = trained()
+    ck = FlashCheckpoint(tmp_path / "ckpt", shm)
+    ck.save(model=model, step=1, extra=extra)
+    state = FlashCheckpoint(tmp_path / "ckpt", shm).restore(model=trained(seed=1)[0])
+    assert state is not None
+    got = state["extra"]
+    for key in ("transposed", "scalar", "empty", "bf16", "mask"):
+        assert got[key].dtype == extra[key].dtype and torch.equal(got[key], extra[key]), key
+    assert torch.equal(got["nested"][0]["x"], torch.ones(2))
+    assert got["nested"][1][1] == "label" and isinstance(got["nested"][1], tuple)
+    ck.close()
+
+
 def test_saves_reuse_the_same_shared_memory_buffers(tmp_path: Path, shm: Path) -> None:
     model, opt = trained()
     ck = FlashCheckpoint(tmp_path / "ckpt", shm)
@@ -152,3 +174,18 @@ def test_the_switch_reads_the_environment_and_refuses_other_values(
     monkeypatch.setenv(names.ENV_FLASH_CHECKPOINT, "maybe")
     with pytest.raises(ValueError, match="FLEXJOB_FLASH_CHECKPOINT='maybe': use 1"):
         flash_enabled(None)
+
+
+def test_a_flash_fd_that_is_no_agent_socket_falls_back_to_the_processs_own_writer(
+    tmp_path: Path, shm: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with (tmp_path / "not-a-socket").open("w") as f:
+        monkeypatch.setenv(names.ENV_FLASH_FD, str(f.fileno()))
+        assert flash_files.FlashNotice.from_env() is None
+    monkeypatch.setenv(names.ENV_FLASH_SHM_DIR, str(shm))
+    ck = FlashCheckpoint.for_process(tmp_path / "ckpt", "node", 0)
+    model, _ = trained()
+    assert ck.save(model=model, step=4, persist=True)
+    ck.finish()  # its own thread wrote the copy
+    stored = flash_files.read_header(tmp_path / "ckpt" / flash_files.FLASH_FILE)
+    assert stored is not None and stored.step == 4

@@ -1,7 +1,10 @@
 """kopf handlers that feed ``core.reconcile``: ElasticJob, ScalePlan and pod events, finalizer.
 
 Every event only queues its job (``work_queue.JobQueue``); the queue's workers run
-``reconcile_pass.reconcile_job`` off the event loop. The ElasticJob delete handler is what
+``reconcile_pass.reconcile_job`` off the event loop. The queueing handlers are coroutines: kopf
+runs a plain function on a thread of its executor, and the queue (an ``asyncio`` one) must be
+fed on the loop's thread (a put from another thread may not wake a waiting worker); one thread
+hop per event also cost more than the put itself. The ElasticJob delete handler is what
 kopf guards with the finalizer: it removes the job's pods, services and ScalePlans, then kopf
 releases the object. Admission webhooks live in ``admission``; settings and the run loop
 in ``runner``.
@@ -16,7 +19,18 @@ import kopf
 from flexjob.api import JobPriority
 from flexjob.api.names import GROUP, LABEL_JOB_NAME, PLURAL_JOB, PLURAL_SCALE_PLAN, VERSION
 from flexjob.operator.work_queue import JobQueue
-from flexjob.platform.api import Platform
+from flexjob.platform.api import Platform, Replica
+from flexjob.platform.kubernetes.bodies import replica_from_pod
+
+#: The job's own entry in what a pass saw (``JobQueue.handled``); pods go by their names.
+JOB_SEEN = "elasticjob"
+
+
+def seen_by(job_version: str | None, replicas: list[Replica]) -> dict[str, object]:
+    """What a pass saw, as ``JobQueue.handled`` takes it: the job's version it left behind
+    and every replica it listed (as the pod handler converts a pod)."""
+    return {JOB_SEEN: job_version, **{r.name: r for r in replicas}}
+
 
 logger = logging.getLogger(__name__)
 
@@ -42,22 +56,31 @@ def register_handlers(
     """Register the reconcile handlers on ``registry`` (one registry per operator instance)."""
 
     @kopf.on.event(GROUP, VERSION, PLURAL_JOB, registry=registry)
-    def job_event(type: str | None, body: kopf.Body, **_: Any) -> None:
+    async def job_event(type: str | None, body: kopf.Body, **_: Any) -> None:
         key = (body.metadata.namespace or "", body.metadata.name or "")
         if type == "DELETED":
             queue.forget(key)
         elif not body.metadata.get("deletionTimestamp"):
-            queue.put(key, JobPriority.rank_of(body.spec.get("priority")))
+            rank = JobPriority.rank_of(body.spec.get("priority"))
+            queue.put(key, rank, (JOB_SEEN, body.metadata.get("resourceVersion")))
 
     @kopf.on.event(GROUP, VERSION, PLURAL_SCALE_PLAN, registry=registry)
-    def scale_plan_event(body: kopf.Body, **_: Any) -> None:
+    async def scale_plan_event(body: kopf.Body, **_: Any) -> None:
         owner = body.spec.get("ownerJob")
         if owner:
             queue.put((body.metadata.namespace or "", owner))
 
     @kopf.on.event("", "v1", "pods", labels={LABEL_JOB_NAME: kopf.PRESENT}, registry=registry)
-    def pod_event(body: kopf.Body, **_: Any) -> None:
-        queue.put((body.metadata.namespace or "", body.metadata.labels[LABEL_JOB_NAME]))
+    async def pod_event(type: str | None, body: kopf.Body, **_: Any) -> None:
+        key = (body.metadata.namespace or "", body.metadata.labels[LABEL_JOB_NAME])
+        try:
+            replica = replica_from_pod(body)
+        except (KeyError, ValueError):  # labels the platform cannot read: let a pass say so
+            replica = None
+        if type == "DELETED" or replica is None:  # a deleted pod's last state is not an echo
+            queue.put(key)
+        else:
+            queue.put(key, seen=(body.metadata.name or "", replica))
 
     @kopf.on.delete(GROUP, VERSION, PLURAL_JOB, registry=registry, id="release")
     async def job_deleted(namespace: str | None, name: str, **_: Any) -> None:
@@ -67,6 +90,6 @@ def register_handlers(
     if resync_interval:
 
         @kopf.timer(GROUP, VERSION, PLURAL_JOB, interval=resync_interval, registry=registry)
-        def resync(namespace: str | None, name: str, **_: Any) -> None:
+        async def resync(namespace: str | None, name: str, **_: Any) -> None:
             """Deadlines and TTLs advance with time alone: look at every job now and then."""
             queue.put((namespace or "", name))

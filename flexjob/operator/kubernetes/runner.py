@@ -28,7 +28,7 @@ from flexjob.core.job_master import (
 from flexjob.observe import metrics_http
 from flexjob.operator.kubernetes.admission import register_admission
 from flexjob.operator.kubernetes.foreign import register_foreign
-from flexjob.operator.kubernetes.handlers import register_handlers
+from flexjob.operator.kubernetes.handlers import register_handlers, seen_by
 from flexjob.operator.reconcile_pass import reconcile_job
 from flexjob.operator.work_queue import JobKey, JobQueue
 from flexjob.platform.api import Platform
@@ -189,6 +189,8 @@ def make_queue(
             server_url,
             server_token,
         )
+        if passed is not None and not passed.deleted:
+            queue.handled(key, seen_by(passed.job.metadata.resource_version, passed.replicas))
         if passed is not None and any(isinstance(a, CreateService) for a in passed.result.actions):
             # A replica waits for the Service created here, and no watched object may change
             # to bring the job back (services are not watched): run the next pass now.

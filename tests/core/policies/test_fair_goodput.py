@@ -117,8 +117,8 @@ def test_a_lone_job_is_resized_only_when_the_gain_pays_back_its_restart(
     policy = FairGoodputPolicy()
     previous = {"a": ["n0"] * prev}
     got = policy.optimize([job], _cluster(1, 8), previous)["a"]
-    if len(got) != prev:  # the GPUs are idle otherwise: the small (fill) margin applies
-        factor = policy.resize_factor(job, policy.fill_hysteresis)
+    if len(got) != prev:
+        factor = policy.resize_factor(job)
         assert 0.0 < factor < 1.0 - policy.restart_delay / max(age, policy.min_horizon) + 1e-9
         assert model.speedup(1, len(got)) * factor > model.speedup(1, prev)
     else:
@@ -142,7 +142,7 @@ def test_a_second_round_with_nothing_changed_moves_nothing(
     for job in resized:  # only a job whose restart pays for itself is resized
         n, m = len(first[job.id]), len(second[job.id])
         if m:
-            factor = policy.resize_factor(job, policy.fill_hysteresis)
+            factor = policy.resize_factor(job)
             gain = job.speedup(num_nodes(second[job.id]), m) * factor
             assert gain > job.speedup(num_nodes(first[job.id]), n) or m < n
 
@@ -173,6 +173,23 @@ def test_an_arrival_gets_free_gpus_and_nobody_restarts_for_it() -> None:
         policy, [big, new], _cluster(2, 4), {"big": ["n0"] * 4 + ["n1"] * 4}, optimize=False
     )
     assert full["new"] == [] and len(full["big"]) == 8
+
+
+def test_an_arrival_starts_at_the_best_speedup_the_free_gpus_hold() -> None:
+    policy = FairGoodputPolicy()
+    cluster = _cluster(2, 4)
+    # Scales without limit: it takes every free GPU, although it asked for one.
+    assert len(policy.allocate(_job("good", GOOD, 1, 16, replicas=1), cluster)) == 8
+    # Crossing nodes costs more than it gains: the best count fits on one node.
+    poor = _job("poor", POOR, 1, 16, replicas=1)
+    got = policy.allocate(poor, cluster)
+    best = max(range(1, 9), key=lambda n: POOR.speedup(-(-n // 4), n))
+    assert len(got) == best and num_nodes(got) == 1
+    # Never below its request while that fits; a job that needs no GPU gets its request.
+    asks_four = _job("asks", POOR, 1, 16, replicas=4)
+    assert len(policy.allocate(asks_four, cluster)) >= 4
+    cpu_only = JobInfo("cpu", 2, 1, 8, True, Resources(cpu=1.0))
+    assert len(policy.allocate(cpu_only, cluster)) == 2
 
 
 def test_bad_settings_name_the_parameter() -> None:

@@ -1,6 +1,6 @@
-"""Trains a small model with flash checkpoints on (every step to memory; storage only every
-1000 steps, so a kill finds nothing recent on disk). Prints where it resumed from, and the
-step delay in seconds is its argument."""
+"""Trains a small model; flash checkpoints are on when $FLEXJOB_FLASH_CHECKPOINT=1 (every step
+to memory; storage only every 1000 steps, so a kill finds nothing recent on disk). Prints
+where it resumed from; the step delay in seconds is its argument."""
 
 import sys
 import time
@@ -15,7 +15,7 @@ torch.manual_seed(0)
 model = torch.nn.Linear(8, 2)
 opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 sampler = ElasticSampler(batch_size=4, size=240, shard_size=4, epochs=1, shuffle=False)
-trainer = ElasticTrainer(model, opt, sampler, flash=True, checkpoint_every=1000)
+trainer = ElasticTrainer(model, opt, sampler, checkpoint_every=1000)
 with trainer:
     print(f"resumed step={trainer.step_count} from={trainer.resumed_from}", flush=True)
     for step in trainer.steps():
