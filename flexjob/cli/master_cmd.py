@@ -8,8 +8,8 @@ from pathlib import Path
 
 import typer
 
+from flexjob.api.enums import StragglerPolicy
 from flexjob.cli.errors import usage_error
-from flexjob.core.stragglers import StragglerPolicy
 
 
 def register(app: typer.Typer) -> None:
