@@ -29,8 +29,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.table import print_table
 from flexjob.api import ElasticJob, PodTemplateSpec, ReplicaType
 from flexjob.api.names import LABEL_JOB_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
+from flexjob.core.actions import CreateReplica
 from flexjob.core.replicas import ReplicaRequest, replica_name
 from flexjob.operator.kubernetes.runner import OperatorConfig, make_queue, run_operator
+from flexjob.operator.reconcile_pass import PassResult
 from flexjob.platform.kubernetes import KubernetesPlatform
 from tests.support.k8s_emulator import K8sEmulator
 from tests.support.k8s_fixtures import ELASTICJOBS, SCALEPLANS
@@ -95,7 +97,13 @@ async def run_operator_case(
             with contextlib.suppress(asyncio.CancelledError, TimeoutError):
                 await asyncio.wait_for(operator, 15)
         durations = queue.durations
+        creating = [d for d, r in zip(durations, queue.results, strict=True) if _created(r)]
+        others = [d for d, r in zip(durations, queue.results, strict=True) if not _created(r)]
         return {
+            "creating": float(len(creating)),
+            "creating_p99": percentile(creating, 0.99),
+            "others_p50": percentile(others, 0.50),
+            "others_p99": percentile(others, 0.99),
             "seconds": elapsed,
             "complete": float(complete),
             "pods": float(pods_of(emulator)),
@@ -104,6 +112,12 @@ async def run_operator_case(
             "p99": percentile(durations, 0.99),
             "mean": statistics.fmean(durations) if durations else float("nan"),
         }
+
+
+def _created(result: object) -> bool:
+    """Whether a pass created replicas (its time is mostly those creates)."""
+    actions = result.result.actions if isinstance(result, PassResult) else ()
+    return any(isinstance(a, CreateReplica) for a in actions)
 
 
 def request(job_name: str, index: int) -> ReplicaRequest:
@@ -195,10 +209,22 @@ def main() -> None:
         ("reconcile passes", f"{int(result['passes'])}", f"{args.jobs} (one per job)", ""),
         ("reconcile pass p50", f"{result['p50'] * 1000:.1f} ms", "", ""),
         (
-            "reconcile pass p99 (goal < 200 ms; baseline: one job's creates)",
+            "reconcile pass p99 (goal < 200 ms)",
             f"{result['p99'] * 1000:.1f} ms",
-            f"{base_p99 * 1000:.1f} ms",
-            f"{result['p99'] / base_p99:.2f}x",
+            "",
+            "",
+        ),
+        (
+            f"  passes that created replicas ({int(result['creating'])}): p99",
+            f"{result['creating_p99'] * 1000:.1f} ms",
+            f"{base_p99 * 1000:.1f} ms (one job's)",
+            f"{result['creating_p99'] / base_p99:.2f}x",
+        ),
+        (
+            "  the other passes: p50 / p99",
+            f"{result['others_p50'] * 1000:.1f} / {result['others_p99'] * 1000:.1f} ms",
+            "",
+            "",
         ),
     ]
     print_table(rows)

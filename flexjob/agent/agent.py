@@ -87,6 +87,7 @@ class ElasticAgent:
         self._step_clock = observing.StepClock()
         self._last_stats = 0.0
         self._stopping = threading.Event()
+        self._worker_ended = threading.Event()
         self._job_in_place = False
         self._job_failed = threading.Event()
         self._last_failure: tuple[int | None, str] | None = None
@@ -102,6 +103,7 @@ class ElasticAgent:
         """Run until the workers finish; returns the node's exit code (128 + N after stop
         signal N: its workers get SIGTERM and a grace period first)."""
         beat = threading.Thread(target=self._heartbeats, name="flexjob-heartbeat", daemon=True)
+        threading.Thread(target=self._stay_attached, name="flexjob-attach", daemon=True).start()
         with raise_on_stop_signals():
             beat.start()
             endpoint = observing.serve(self._run_dir, self.config.node_id)
@@ -132,7 +134,9 @@ class ElasticAgent:
 
     def _spawn(self, local_rank: int) -> Worker:
         warm = self._warm.pop(0) if self._warm else None
-        return spawn_worker(self.config, local_rank, self._run_dir, self._flash, warm)
+        worker = spawn_worker(self.config, local_rank, self._run_dir, self._flash, warm)
+        worker.on_exit = self._worker_ended.set
+        return worker
 
     def _start_env(self) -> dict[str, str]:
         """What a worker's environment gets when it starts its script (not when it is
@@ -228,6 +232,19 @@ class ElasticAgent:
             if time.time() - started > MASTER_SLOW_S:  # it retried: the master was away
                 self._master_back_at = time.time()
 
+    def _stay_attached(self) -> None:
+        """Background thread: keep the node's ``Attach`` stream open while this agent lives
+        (re-opened after a master restart), so that its death is known to the master at once
+        (its connection closes) instead of after the heartbeat timeout."""
+        while not self._stopping.is_set():
+            try:
+                for _ in self.client.attach():
+                    if self._stopping.is_set():
+                        return
+            except Exception as exc:  # the master is away, or this agent is closing
+                log.debug("attach stream ended: %s", exc)
+            self._stopping.wait(1.0)
+
     def _check_job(self) -> None:
         """Raise ``JobFailedElsewhere`` once another node's agent gave up on the job."""
         if self._job_failed.is_set():
@@ -249,10 +266,15 @@ class ElasticAgent:
         c = self.config
         # The workers import torch while this agent reaches the master.
         self.workers = self._first or [self._spawn(i) for i in range(c.nproc_per_node)]
+        for w in self._first:  # started before this agent: it hears of their end from now on
+            w.on_exit = self._worker_ended.set
         self._announce_start()
         self._join_and_start(self.workers)
         while True:
-            time.sleep(c.monitor_interval)
+            # A worker that ends wakes the loop at once: its failure reaches the master (its
+            # peers wait for that to re-form) without waiting for the next poll.
+            if self._worker_ended.wait(c.monitor_interval):
+                self._worker_ended.clear()
             states = [w.poll() for w in self.workers]
             if not any(s is WorkerState.FAILED for s in states):
                 self._check_job()

@@ -28,13 +28,13 @@ from flexjob.agent.output import OutputConfig
 from flexjob.agent.progress import ProgressLine
 from flexjob.agent.run_supervisor import RunFailure, RunSupervisor
 from flexjob.api import names
+from flexjob.api.enums import StragglerPolicy
 from flexjob.api.errors import FlexjobError
 from flexjob.core.master_config import MasterConfig
 from flexjob.core.stragglers import (
     DEFAULT_RATIO,
     DEFAULT_WINDOW_S,
     StragglerConfig,
-    StragglerPolicy,
 )
 from flexjob.master.launch import MasterProcess, spawn_master
 from flexjob.observe import timeline

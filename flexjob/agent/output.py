@@ -93,7 +93,10 @@ class WorkerOutput:
         node_id: str,
         local_rank: int,
         label: Callable[[], str],
+        on_end: Callable[[], None] | None = None,
     ) -> None:
+        """``on_end``: called (on a pump thread) once the process's stderr closed."""
+        self._on_end = on_end
         self._config = config
         self._label = label
         self._console, self._files = config.streams(local_rank)
@@ -140,6 +143,8 @@ class WorkerOutput:
                     self._write(console, line)
         if which is Std.ERR:
             self.ended_at = time.time()
+            if self._on_end is not None:
+                self._on_end()
 
     def _write(self, console: IO[str], line: bytes) -> None:
         text = line.decode(errors="replace")

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from flexjob.agent.bootstrap import NO_TORCH, READY_SUFFIX
@@ -46,7 +47,8 @@ class Worker:
     ) -> None:
         """``warm``: a bootstrap a warm spare started (``agent.spare``), ready and waiting:
         adopted instead of starting one; ``env`` then travels with its start message.
-        ``pass_fds``: descriptors a started bootstrap inherits (none reach a warm one)."""
+        ``pass_fds``: descriptors a started bootstrap inherits (none reach a warm one).
+        """
         self.local_rank = local_rank
         self.status_file = status_file
         self.state = WorkerState.STARTING
@@ -58,7 +60,12 @@ class Worker:
         self._ready_file = Path(str(status_file) + READY_SUFFIX)
         for stale in (status_file, self._ready_file):
             stale.unlink(missing_ok=True)
-        self.output = WorkerOutput(output or OutputConfig(), self._node_id, local_rank, self.label)
+        #: Called (on another thread) as soon as the process ended, so that its agent need
+        #: not wait for its next poll (``ElasticAgent`` sets it).
+        self.on_exit: Callable[[], None] | None = None
+        self.output = WorkerOutput(
+            output or OutputConfig(), self._node_id, local_rank, self.label, self._ended
+        )
         #: The whole environment its script gets (a warm spare's bootstrap was started with
         #: the spare's own); None: the one it was started with, plus its world.
         self._start_env: dict[str, str] | None = None
@@ -70,6 +77,13 @@ class Worker:
             flags = () if preimport_torch else (NO_TORCH,)
             self.proc = spawn_bootstrap(env, flags, pass_fds)
         self.output.start(self.proc.stdout, self.proc.stderr)
+
+    def _ended(self) -> None:
+        """Its stderr closed: reap the process (it is exiting), then tell the agent."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(1.0)
+        if self.on_exit is not None:
+            self.on_exit()
 
     def known_rank(self) -> int | None:
         """Its global rank: the one the agent gave it, else the last its trainer published

@@ -67,6 +67,15 @@ class JobPriority(StrEnum):
 _PRIORITY_RANK = {JobPriority.LOW: -1, JobPriority.NORMAL: 0, JobPriority.HIGH: 1}
 
 
+class StragglerPolicy(StrEnum):
+    """What a job's master does with a straggler node (``core.stragglers``;
+    ``spec.stragglers.policy``, ``flexjob run --stragglers``)."""
+
+    OFF = "off"  # not watched
+    REPORT = "report"  # an event, a metric, a line in the job's timeline
+    EXCLUDE = "exclude"  # reported, and kept out of the next world and every later one
+
+
 class OptimizeMode(StrEnum):
     MANUAL = "manual"
     SINGLE_JOB = "single-job"

@@ -17,6 +17,7 @@ from flexjob.api.enums import (
     OptimizeMode,
     ReplicaType,
     RestartPolicy,
+    StragglerPolicy,
 )
 from flexjob.api.limits import (
     MAX_BATCH,
@@ -111,6 +112,16 @@ class BatchSpec(ApiModel):
     max_global_batch_size: BatchSamples | None = None
 
 
+class StragglerSpec(ApiModel):
+    """Straggler nodes (docs/elastic-run.md): ``policy`` report (the default) | exclude |
+    off; a node is one when its own step time is over ``ratio`` (default 2) times the other
+    nodes' median for ``windowSeconds`` (default 30)."""
+
+    policy: StragglerPolicy | None = None
+    ratio: Annotated[float, Field(gt=1.0, le=1000.0)] | None = None
+    window_seconds: Annotated[float, Field(gt=0.0, le=86400.0)] | None = None
+
+
 class ElasticJobSpec(ApiModel):
     replica_specs: dict[ReplicaType, ReplicaSpec] = Field(default_factory=dict)
     distribution_strategy: DistributionStrategy | None = None
@@ -127,6 +138,7 @@ class ElasticJobSpec(ApiModel):
     ttl_seconds_after_finished: NonNegative | None = None
     dataset: DatasetSpec | None = None
     batch: BatchSpec | None = None
+    stragglers: StragglerSpec | None = None
     #: Free-form job arguments kept from readers (ElasticDL jobArgs, DLRover extras).
     job_args: dict[str, str] = Field(default_factory=dict)
     #: DI Orchestrator v1 aggregator settings, kept when converting a v1 DIJob.

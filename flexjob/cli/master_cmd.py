@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from flexjob.api.enums import StragglerPolicy
 from flexjob.cli.errors import usage_error
 
 
@@ -35,6 +36,18 @@ def master(
     ),
     straggler_timeout: float | None = typer.Option(
         None, "--straggler-timeout", help="Seconds before a shard in progress is handed out again."
+    ),
+    stragglers: StragglerPolicy | None = typer.Option(
+        None,
+        "--stragglers",
+        help="Nodes far slower than the others (own step time): report them, also exclude "
+        "them from the next world, or off [report].",
+    ),
+    straggler_ratio: float | None = typer.Option(
+        None, "--straggler-ratio", help="A straggler's step time over the others' median [2]."
+    ),
+    straggler_window: float | None = typer.Option(
+        None, "--straggler-window", help="Seconds a node must be that slow [30]."
     ),
     advertise_host: str | None = typer.Option(
         None, "--advertise-host", help="Host name clients use to reach this master."
@@ -97,6 +110,9 @@ def master(
             host_store=False if no_store else None,
             advertise_host=advertise_host or own_host,
             scale_plan_platform=scale_plan_platform,
+            stragglers=stragglers,
+            straggler_ratio=straggler_ratio,
+            straggler_window=straggler_window,
         )
     except (ValueError, OSError) as exc:
         raise usage_error(exc) from None

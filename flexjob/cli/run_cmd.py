@@ -13,9 +13,10 @@ from typing import Any
 
 import typer
 
+from flexjob.api.enums import StragglerPolicy
 from flexjob.cli import torchrun_flags
 from flexjob.cli.errors import usage_error
-from flexjob.core.stragglers import DEFAULT_RATIO, DEFAULT_WINDOW_S, StragglerPolicy
+from flexjob.core.stragglers import DEFAULT_RATIO, DEFAULT_WINDOW_S
 
 _PASSTHROUGH = {
     "allow_extra_args": True,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import TypeAdapter
 
 from flexjob.api import OptimizeMode, ReplicaType
+from flexjob.api.enums import StragglerPolicy
 from flexjob.api.quantity import cpu_cores, memory_mib
 from flexjob.api.roles import ROLE_TRAITS, main_training_type
 from flexjob.core.batch import BatchPlan, batch_plan_from_spec
@@ -26,7 +27,6 @@ from flexjob.core.stragglers import (
     DEFAULT_RATIO,
     DEFAULT_WINDOW_S,
     StragglerConfig,
-    StragglerPolicy,
 )
 
 if TYPE_CHECKING:  # the job models load only when a job is read (processes start faster)
@@ -159,6 +159,12 @@ class MasterConfig:
             optimizer_job=planned_job(job),
             num_ps=replica_bounds(ps).replicas if ps is not None else 0,
         )
+        if (lag := spec.stragglers) is not None:
+            base = base.with_overrides(
+                stragglers=lag.policy,
+                straggler_ratio=lag.ratio,
+                straggler_window=lag.window_seconds,
+            )
         return base.with_overrides(**overrides)
 
     def to_json(self) -> str:

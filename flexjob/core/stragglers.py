@@ -19,16 +19,6 @@ import statistics
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
-
-
-class StragglerPolicy(StrEnum):
-    """What the master does with a straggler (``flexjob run --stragglers``)."""
-
-    OFF = "off"  # not watched
-    REPORT = "report"  # an event, a metric, a line in ``flexjob describe``
-    EXCLUDE = "exclude"  # reported, and kept out of the next world and every later one
-
 
 #: A node's own step time over this many times the others' median makes it a straggler.
 DEFAULT_RATIO = 2.0

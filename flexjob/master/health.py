@@ -25,6 +25,10 @@ class HeartbeatTracker:
     def forget(self, node_id: str) -> None:
         self._last.pop(node_id, None)
 
+    def __contains__(self, node_id: object) -> bool:
+        """Whether ``node_id`` is tracked (heard from, not expired nor forgotten)."""
+        return node_id in self._last
+
     def alive(self) -> list[str]:
         return list(self._last)
 

@@ -80,6 +80,7 @@ class MasterHandle:
             self.optimizer.stop(JobStatus.SUCCEEDED if self.service.job_finished else None)
         if self.ps_sets is not None:
             self.ps_sets.stop()
+        self.service.closing()  # the agents' streams the server ends now are no deaths
         self.server.stop(grace=0.5)
         self._sync_profilings(force=True)
         if self.timeline is not None:
@@ -156,7 +157,7 @@ def start_master(config: MasterConfig, token: str | None = None) -> MasterHandle
         service,
         config.host,
         config.port,
-        config.rpc_workers,
+        config.rpc_workers + config.max_nodes,  # each node's agent holds one for its stream
         token,
         interceptors=[RpcLatency()],
     )

@@ -24,6 +24,7 @@ from flexjob.core.master_config import MasterConfig
 from flexjob.core.rendezvous import NodeStatus, Rendezvous
 from flexjob.core.shards import ReportResult, ShardManager
 from flexjob.core.stragglers import StragglerWatch
+from flexjob.master.attachments import Attachments
 from flexjob.master.datasets import DatasetBook
 from flexjob.master.health import HeartbeatTracker
 from flexjob.master.kv import KVStore, check_kv
@@ -80,6 +81,7 @@ class MasterService:
         self._datasets = DatasetBook(config, clock)
         self._batch: BatchPlan | None = config.batch
         self._health = HeartbeatTracker(config.heartbeat_timeout, clock)
+        self._attached = Attachments()
         self._stats = StatsBook()
         self._addresses: dict[str, str] = {}  # node → address given at join
         self._addresses_version = 0
@@ -236,6 +238,26 @@ class MasterService:
             self._after_rendezvous()
             out = excluded(self._kv, node.node_id)
             return HeartbeatReply(self._rdzv.round, waiting, self.job_finished, out)
+
+    def attach(self, node: NodeRef) -> int:
+        with self._lock:
+            self._seen(node.node_id)
+            return self._attached.attach(node.node_id)
+
+    @_saves
+    def detach(self, node: NodeRef, token: int) -> None:
+        """The node's agent is gone (its stream broke): dead now, no heartbeat timeout."""
+        with self._lock:
+            gone = self._attached.detach(node.node_id, token) and node.node_id in self._health
+            if gone and not self.job_finished:  # when the data is done, agents leave
+                self._node_dead(node.node_id, "connection lost")
+
+    def wait_closing(self, timeout: float) -> bool:
+        return self._attached.closing.wait(timeout)
+
+    def closing(self) -> None:
+        """The master stops: the streams its server ends are no deaths."""
+        self._attached.closing.set()
 
     @_saves
     def report_failure(self, node: NodeRef, reason: str, exit_code: int, restarting: bool) -> None:
@@ -456,6 +478,7 @@ class MasterService:
 
     def close(self) -> None:
         """Write what is not saved yet and release the journal."""
+        self.closing()
         self._persistence.close()
 
     def _snapshot(self) -> str:

@@ -19,8 +19,9 @@ import logging
 from collections.abc import Mapping
 
 from flexjob.api import names
+from flexjob.api.enums import StragglerPolicy
 from flexjob.core.rendezvous import Rendezvous
-from flexjob.core.stragglers import StragglerPolicy, StragglerWatch, to_exclude
+from flexjob.core.stragglers import StragglerWatch, to_exclude
 from flexjob.master.kv import KVStore
 from flexjob.master.logs import event
 from flexjob.observe import metrics

@@ -50,8 +50,9 @@ class JobQueue:
         self._again: set[JobKey] = set()
         # What the job's last pass saw: object name -> its state (a version, a replica).
         self._handled: dict[JobKey, Mapping[str, object]] = {}
-        #: Seconds each pass took, in completion order.
+        #: Seconds each pass took, in completion order, and what it returned (None: it failed).
         self.durations: list[float] = []
+        self.results: list[object] = []
 
     def put(
         self, key: JobKey, rank: int | None = None, seen: tuple[str, object] | None = None
@@ -98,14 +99,16 @@ class JobQueue:
             observing.queue_depth(len(self._pending))
             self._running.add(key)
             started = time.perf_counter()
+            result: object = None
             try:
-                await self._handle(key)
+                result = await self._handle(key)
             except Exception:
                 observing.failed("reconcile")
                 logger.exception("reconciling %s/%s failed; retrying", *key)
                 asyncio.get_running_loop().call_later(self._retry_delay, self.put, key)
             finally:
                 self.durations.append(time.perf_counter() - started)
+                self.results.append(result)
                 observing.reconciled(self.durations[-1], "kubernetes")
                 self._running.discard(key)
                 if key in self._again:

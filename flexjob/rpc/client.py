@@ -10,7 +10,7 @@ Not thread-safe across ``close()``; otherwise a client may be shared by threads.
 """
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import grpc
 
@@ -183,6 +183,13 @@ class MasterClient(RetryingClient):
     def register_dataset(self, dataset: Dataset) -> None:
         """Tell the master to shard ``dataset`` (kept if the name is already known)."""
         self._call(self._stub.RegisterDataset, convert.dataset_to_pb(self._node, dataset))
+
+    def attach(self) -> Iterator[object]:
+        """Open this node's ``Attach`` stream: it lasts while this process and the master
+        live (the master takes its end for the node's death); iterate to keep it open."""
+        req = pb.AttachRequest(node=self._node)
+        stream: Iterator[object] = self._stub.Attach(req, metadata=self._metadata)
+        return stream
 
     def exclude_nodes(self, round: int, reasons: Mapping[str, str]) -> tuple[str, ...]:
         """Ask the master to keep nodes (id → why, worst first) out of world ``round`` and

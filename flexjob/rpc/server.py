@@ -8,7 +8,7 @@ logic lives (``flexjob.master.service`` is).
 """
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent import futures
 from dataclasses import dataclass
 from typing import TypeVar
@@ -25,6 +25,9 @@ from flexjob.rpc.messages import MasterBackend
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+#: Seconds between two keep-alive events on an agent's ``Attach`` stream.
+ATTACH_KEEPALIVE_S = 5.0
 
 _CODES: dict[type[Exception], grpc.StatusCode] = {
     InvalidSpecError: grpc.StatusCode.INVALID_ARGUMENT,
@@ -151,6 +154,17 @@ class MasterServicer(pb_grpc.MasterServicer):
         reasons = dict(zip(request.nodes, request.reasons, strict=False))
         out = _call(context, lambda: self._b.exclude_nodes(node, request.round, reasons))
         return pb.ExcludeResponse(excluded=list(out))
+
+    def Attach(
+        self, request: pb.AttachRequest, context: grpc.ServicerContext
+    ) -> Iterator[pb.AttachEvent]:
+        """Held open while the agent lives (one server thread each); when it breaks, the
+        backend hears of it at once (``detach``)."""
+        node = convert.node_from_pb(request.node)
+        token = self._b.attach(node)
+        context.add_callback(lambda: self._b.detach(node, token))
+        while context.is_active() and not self._b.wait_closing(ATTACH_KEEPALIVE_S):
+            yield pb.AttachEvent()
 
     def GetProgress(
         self, request: pb.ProgressRequest, context: grpc.ServicerContext

@@ -305,6 +305,18 @@ BAD_JOBS: list[tuple[str, list[Edit], str, str]] = [
         "0 is below the minimum 1",
     ),
     (
+        "straggler-ratio-not-over-one",
+        [set_("spec.stragglers", {"policy": "exclude", "ratio": 1})],
+        "spec.stragglers.ratio",
+        "greater than 1",
+    ),
+    (
+        "straggler-policy-unknown",
+        [set_("spec.stragglers", {"policy": "drop"})],
+        "spec.stragglers.policy",
+        "'drop' is not one of off, report, exclude",
+    ),
+    (
         "api-version-of-kind",
         [set_("apiVersion", "flexjob.dev/v1")],
         "apiVersion",

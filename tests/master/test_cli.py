@@ -44,6 +44,15 @@ def test_master_command_reports_a_bad_job_field(tmp_path: Path) -> None:
     assert out.returncode == 2 and "spec.dataset.epochs: 0 is below the minimum 1" in out.stderr
 
 
+def test_master_command_refuses_a_bad_straggler_option_naming_it(tmp_path: Path) -> None:
+    job = tmp_path / "job.yaml"
+    job.write_text(JOB.replace("EPOCHS", "1"))
+    out = run_cli("--job", str(job), "--stragglers", "exclude", "--straggler-ratio", "1")
+    assert out.returncode == 2 and "(--straggler-ratio) must be > 1, got 1.0" in out.stderr
+    out = run_cli("--job", str(job), "--stragglers", "drop")
+    assert out.returncode == 2 and "'drop' is not one of" in out.stderr
+
+
 def test_master_command_serves_a_job_file_and_writes_its_address(tmp_path: Path) -> None:
     job = tmp_path / "job.yaml"
     job.write_text(JOB.replace("EPOCHS", "1"))

@@ -75,3 +75,12 @@ def test_a_wildcard_bind_advertises_a_reachable_host() -> None:
     assert MasterConfig(host="0.0.0.0", advertise_host="master-0.svc").public_host == (
         "master-0.svc"
     )
+
+
+def test_the_straggler_settings_come_from_the_job() -> None:
+    cfg = MasterConfig.from_job(
+        job({"stragglers": {"policy": "exclude", "ratio": 3, "windowSeconds": 10}})
+    )
+    assert (cfg.stragglers, cfg.straggler_ratio, cfg.straggler_window) == ("exclude", 3.0, 10.0)
+    plain = MasterConfig.from_job(job({}))
+    assert (plain.stragglers, plain.straggler_ratio, plain.straggler_window) == ("report", 2, 30)

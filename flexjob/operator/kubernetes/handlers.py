@@ -73,10 +73,14 @@ def register_handlers(
     @kopf.on.event("", "v1", "pods", labels={LABEL_JOB_NAME: kopf.PRESENT}, registry=registry)
     async def pod_event(type: str | None, body: kopf.Body, **_: Any) -> None:
         key = (body.metadata.namespace or "", body.metadata.labels[LABEL_JOB_NAME])
-        if type == "DELETED":  # its last state may be the one the last pass saw: not an echo
+        try:
+            replica = replica_from_pod(body)
+        except (KeyError, ValueError):  # labels the platform cannot read: let a pass say so
+            replica = None
+        if type == "DELETED" or replica is None:  # a deleted pod's last state is not an echo
             queue.put(key)
         else:
-            queue.put(key, seen=(body.metadata.name or "", replica_from_pod(body)))
+            queue.put(key, seen=(body.metadata.name or "", replica))
 
     @kopf.on.delete(GROUP, VERSION, PLURAL_JOB, registry=registry, id="release")
     async def job_deleted(namespace: str | None, name: str, **_: Any) -> None:

@@ -320,6 +320,16 @@ class ExcludeResponse(_message.Message):
     excluded: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, excluded: _Optional[_Iterable[str]] = ...) -> None: ...
 
+class AttachRequest(_message.Message):
+    __slots__ = ("node",)
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    node: NodeRef
+    def __init__(self, node: _Optional[_Union[NodeRef, _Mapping]] = ...) -> None: ...
+
+class AttachEvent(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
 class Empty(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...

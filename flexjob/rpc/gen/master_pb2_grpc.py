@@ -114,6 +114,11 @@ class MasterStub:
                 request_serializer=master__pb2.ExcludeRequest.SerializeToString,
                 response_deserializer=master__pb2.ExcludeResponse.FromString,
                 _registered_method=True)
+        self.Attach = channel.unary_stream(
+                '/flexjob.rpc.v1.Master/Attach',
+                request_serializer=master__pb2.AttachRequest.SerializeToString,
+                response_deserializer=master__pb2.AttachEvent.FromString,
+                _registered_method=True)
 
 
 class MasterServicer:
@@ -215,6 +220,12 @@ class MasterServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Attach(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MasterServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -297,6 +308,11 @@ def add_MasterServicer_to_server(servicer, server):
                     servicer.ExcludeNodes,
                     request_deserializer=master__pb2.ExcludeRequest.FromString,
                     response_serializer=master__pb2.ExcludeResponse.SerializeToString,
+            ),
+            'Attach': grpc.unary_stream_rpc_method_handler(
+                    servicer.Attach,
+                    request_deserializer=master__pb2.AttachRequest.FromString,
+                    response_serializer=master__pb2.AttachEvent.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -731,6 +747,33 @@ class Master:
             '/flexjob.rpc.v1.Master/ExcludeNodes',
             master__pb2.ExcludeRequest.SerializeToString,
             master__pb2.ExcludeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Attach(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/flexjob.rpc.v1.Master/Attach',
+            master__pb2.AttachRequest.SerializeToString,
+            master__pb2.AttachEvent.FromString,
             options,
             channel_credentials,
             insecure,
