@@ -13,6 +13,7 @@ it, and ``cwd``), argv and the script or module to run — and the bootstrap run
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -81,6 +82,13 @@ def _import_optimizers() -> None:
     import torch._dynamo  # noqa: F401
 
 
+def _preimport() -> None:
+    """``_import_optimizers`` ahead of the script, only to save it time: a failure here is the
+    script's own to meet (and report) when it imports the same, so it is not printed twice."""
+    with contextlib.suppress(Exception):
+        _import_optimizers()
+
+
 def _import_warm() -> None:
     """What a warm spare's workers hold before any job: all that a trainer's start imports."""
     _import_optimizers()
@@ -100,7 +108,7 @@ def main() -> None:
         if WARM in flags:
             _import_warm()
         else:  # while the node joins: most scripts build an optimizer before their first step
-            preimport = threading.Thread(target=_import_optimizers, name="flexjob-preimport")
+            preimport = threading.Thread(target=_preimport, name="flexjob-preimport")
             preimport.daemon = True
             preimport.start()
     _signal_ready()
