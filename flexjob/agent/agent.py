@@ -294,8 +294,8 @@ class ElasticAgent:
                 log.info("node %s: the job's data is done before its workers joined", c.node_id)
                 return 0
             self._report_stats()
-            if reply is None or self._in_place():
-                continue
+            if reply is None or reply.round < self.round or self._in_place():
+                continue  # (a reply older than the world its workers started in says nothing)
             changed = reply.round != self.round or reply.num_nodes_waiting > 0
             if changed and any(w.state is WorkerState.RUNNING for w in self.workers):
                 log.info("world changed (round %d): restarting workers", reply.round)
