@@ -9,6 +9,7 @@ until ``retry_deadline`` seconds have passed, so a master restart is survivable;
 Not thread-safe across ``close()``; otherwise a client may be shared by threads.
 """
 
+import dataclasses
 import time
 from collections.abc import Iterator, Mapping, Sequence
 
@@ -145,29 +146,10 @@ class MasterClient(RetryingClient):
         return convert.progress_from_pb(self._call(self._stub.GetProgress, req))
 
     # ---- stats, health ----
-    def report_stats(
-        self,
-        cpu_percent: float = 0.0,
-        memory_bytes: int = 0,
-        step: int = 0,
-        samples_per_second: float = 0.0,
-        world_size: int = 0,
-        timestamp: float | None = None,
-        requests_per_second: float = 0.0,
-        partition_bytes: int = 0,
-        step_seconds: float = 0.0,
-    ) -> None:
-        stats = NodeStats(
-            cpu_percent,
-            memory_bytes,
-            step,
-            samples_per_second,
-            world_size,
-            time.time() if timestamp is None else timestamp,
-            requests_per_second,
-            partition_bytes,
-            step_seconds,
-        )
+    def report_stats(self, stats: NodeStats) -> None:
+        """Send one sample of this node; one without a ``timestamp`` (0) is stamped now."""
+        if not stats.timestamp:
+            stats = dataclasses.replace(stats, timestamp=time.time())
         self._call(self._stub.ReportStats, convert.stats_to_pb(self._node, stats))
 
     def heartbeat(self) -> HeartbeatReply:
