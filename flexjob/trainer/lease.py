@@ -18,24 +18,12 @@ from __future__ import annotations
 import os
 from collections import deque
 from collections.abc import Sequence
-from typing import Protocol
 
 from flexjob.api import names
 from flexjob.api.limits import MAX_SHARD_LEASE
-from flexjob.rpc.messages import DEFAULT_DATASET, ShardLease
+from flexjob.rpc.client import MasterClient
+from flexjob.rpc.messages import ShardLease
 from flexjob.trainer.sampler import NoShard, ShardSamples
-
-
-class LeaseClient(Protocol):
-    """The master call the leaser uses (``rpc.client.MasterClient`` has it)."""
-
-    def lease_shards(
-        self,
-        count: int,
-        done: Sequence[int] = (),
-        dataset: str = DEFAULT_DATASET,
-        release: Sequence[int] = (),
-    ) -> ShardLease: ...
 
 
 def lease_size(env: dict[str, str] | None = None) -> int:
@@ -53,9 +41,10 @@ def lease_size(env: dict[str, str] | None = None) -> int:
 
 
 class ShardLeaser:
-    """The sampler's ``get_shard`` / ``report_shard`` over ``client.lease_shards``."""
+    """The sampler's ``get_shard`` / ``report_shard`` over ``client.lease_shards`` (the
+    master client of one training process)."""
 
-    def __init__(self, client: LeaseClient, lease: int = 1) -> None:
+    def __init__(self, client: MasterClient, lease: int = 1) -> None:
         if not 1 <= lease <= MAX_SHARD_LEASE:
             raise ValueError(f"lease must be in 1..{MAX_SHARD_LEASE}, got {lease}")
         self._client = client
