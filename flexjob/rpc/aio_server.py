@@ -1,14 +1,15 @@
 """The job master's gRPC server on ``grpc.aio``: one event-loop thread runs every call.
 
-The master's logic is in memory and fast, so each unary call runs the ``MasterServicer`` method
-of ``rpc.server`` (the same conversions and error codes) directly on the loop: no hand-off to a
-pool thread and no contention between handler threads for the master's lock. What a call
-changed is saved before it answers: journal lines are written on the loop when that is all
-there is (a write to the page cache), else (a snapshot due, or ``fsync``) by one writer thread
-that the call awaits while the loop serves others, so that concurrent calls share its writes
-(group commit). An agent's ``Attach`` stream is a coroutine instead of a held thread. With a
-token every call must carry it (``UNAUTHENTICATED`` otherwise), as in ``rpc.server``. Measured
-against the thread-pool server by ``benchmarks/master_load.py``. Not where master logic lives.
+The master's logic is in memory and fast, so each unary call runs the ``MasterServicer`` or
+``MasterControlServicer`` method of ``rpc.server`` (the same conversions and error codes)
+directly on the loop: no hand-off to a pool thread and no contention between handler threads
+for the master's lock. What a call changed is saved before it answers: journal lines are
+written on the loop when that is all there is (a write to the page cache), else (a snapshot
+due, or ``fsync``) by one writer thread that the call awaits while the loop serves others, so
+that concurrent calls share its writes (group commit). An agent's ``Attach`` stream is a
+coroutine instead of a held thread. With a token every call must carry it
+(``UNAUTHENTICATED`` otherwise), as in ``rpc.server``. Measured against the thread-pool server
+by ``benchmarks/master_load.py``. Not where master logic lives.
 """
 
 import asyncio
@@ -25,10 +26,12 @@ import grpc
 from flexjob.api.names import ENV_MASTER_TOKEN, ENV_MASTER_TOKEN_FILE
 from flexjob.rpc import convert
 from flexjob.rpc.auth import AUTHORIZATION, check_bind, token_matches
+from flexjob.rpc.gen import master_control_pb2 as ctl_pb
+from flexjob.rpc.gen import master_control_pb2_grpc as ctl_grpc
 from flexjob.rpc.gen import master_pb2 as pb
 from flexjob.rpc.gen import master_pb2_grpc as pb_grpc
 from flexjob.rpc.messages import MasterBackend
-from flexjob.rpc.server import ATTACH_KEEPALIVE_S, MasterServicer
+from flexjob.rpc.server import ATTACH_KEEPALIVE_S, MasterControlServicer, MasterServicer
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +95,8 @@ class AioServer:
 
 
 class _Servicer:
-    """Builds the coroutines that serve each RPC of ``MasterServicer`` on the loop."""
+    """Builds the coroutines that serve each RPC of ``MasterServicer`` and
+    ``MasterControlServicer`` (the ``Master`` and ``MasterControl`` services) on the loop."""
 
     def __init__(
         self,
@@ -102,13 +106,17 @@ class _Servicer:
         on_call: OnCall | None,
     ) -> None:
         self._b = backend
-        self._sync = MasterServicer(backend)
+        self.master = MasterServicer(backend)
+        self.control = MasterControlServicer(backend)
         self._saves = saves
         self._writer = writer
         self._on_call = on_call
 
-    def unary(self, name: str) -> Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]:
-        method = getattr(self._sync, name)
+    def unary(
+        self, sync: object, name: str
+    ) -> Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]:
+        """The coroutine of the unary RPC ``name`` of ``sync`` (one of the two servicers)."""
+        method = getattr(sync, name)
         saves, writer, on_call = self._saves, self._writer, self._on_call
 
         async def handle(request: Any, context: grpc.aio.ServicerContext) -> Any:
@@ -194,15 +202,22 @@ def serve_aio(
         saves.defer_flushes_here()  # this loop's calls save in their coroutine
         servicer = _Servicer(backend, saves, writer, on_call)
         handlers = pb_grpc.MasterServicer()
-        for method in pb.DESCRIPTOR.services_by_name["Master"].methods:
-            if not (method.client_streaming or method.server_streaming):
-                setattr(handlers, method.name, servicer.unary(method.name))
+        control = ctl_grpc.MasterControlServicer()
+        services = (
+            (handlers, servicer.master, pb.DESCRIPTOR.services_by_name["Master"]),
+            (control, servicer.control, ctl_pb.DESCRIPTOR.services_by_name["MasterControl"]),
+        )
+        for target, sync, service in services:
+            for method in service.methods:
+                if not (method.client_streaming or method.server_streaming):
+                    setattr(target, method.name, servicer.unary(sync, method.name))
         handlers.Attach = servicer.attach  # type: ignore[method-assign]
         server = grpc.aio.server(
             interceptors=[_token_interceptor(token)] if token else None,
             options=[("grpc.so_reuseport", 0)],
         )
         pb_grpc.add_MasterServicer_to_server(handlers, server)  # type: ignore[no-untyped-call]
+        ctl_grpc.add_MasterControlServicer_to_server(control, server)  # type: ignore[no-untyped-call]
         bound = server.add_insecure_port(f"{host}:{port}")
         if bound == 0:
             raise OSError(f"cannot bind the master RPC server to {host}:{port}")
