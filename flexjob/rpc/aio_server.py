@@ -25,10 +25,12 @@ import grpc
 from flexjob.api.names import ENV_MASTER_TOKEN, ENV_MASTER_TOKEN_FILE
 from flexjob.rpc import convert
 from flexjob.rpc.auth import AUTHORIZATION, check_bind, token_matches
+from flexjob.rpc.gen import master_control_pb2 as ctl_pb
+from flexjob.rpc.gen import master_control_pb2_grpc as ctl_grpc
 from flexjob.rpc.gen import master_pb2 as pb
 from flexjob.rpc.gen import master_pb2_grpc as pb_grpc
 from flexjob.rpc.messages import MasterBackend
-from flexjob.rpc.server import ATTACH_KEEPALIVE_S, MasterServicer
+from flexjob.rpc.server import ATTACH_KEEPALIVE_S, MasterControlServicer, MasterServicer
 
 log = logging.getLogger(__name__)
 
@@ -102,13 +104,15 @@ class _Servicer:
         on_call: OnCall | None,
     ) -> None:
         self._b = backend
-        self._sync = MasterServicer(backend)
         self._saves = saves
         self._writer = writer
         self._on_call = on_call
 
-    def unary(self, name: str) -> Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]:
-        method = getattr(self._sync, name)
+    def unary(
+        self, sync: object, name: str
+    ) -> Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]:
+        """The coroutine that serves ``sync``'s (an ``rpc.server`` servicer's) method ``name``."""
+        method = getattr(sync, name)
         saves, writer, on_call = self._saves, self._writer, self._on_call
 
         async def handle(request: Any, context: grpc.aio.ServicerContext) -> Any:
@@ -153,6 +157,25 @@ class _Servicer:
             log.exception("event=detach_failed node=%s", node.node_id)
 
 
+def _services(backend: MasterBackend) -> list[tuple[object, type, Callable[..., None], Any]]:
+    """Per service on the master's port: ``rpc.server``'s servicer, the generated servicer
+    class, its ``add_..._to_server`` and the service's descriptor."""
+    return [
+        (
+            MasterServicer(backend),
+            pb_grpc.MasterServicer,
+            pb_grpc.add_MasterServicer_to_server,
+            pb.DESCRIPTOR.services_by_name["Master"],
+        ),
+        (
+            MasterControlServicer(backend),
+            ctl_grpc.MasterControlServicer,
+            ctl_grpc.add_MasterControlServicer_to_server,
+            ctl_pb.DESCRIPTOR.services_by_name["MasterControl"],
+        ),
+    ]
+
+
 def _token_interceptor(token: str) -> grpc.aio.ServerInterceptor:
     async def refuse(request: object, context: grpc.aio.ServicerContext) -> None:
         await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
@@ -193,16 +216,18 @@ def serve_aio(
     async def start() -> tuple[grpc.aio.Server, int]:
         saves.defer_flushes_here()  # this loop's calls save in their coroutine
         servicer = _Servicer(backend, saves, writer, on_call)
-        handlers = pb_grpc.MasterServicer()
-        for method in pb.DESCRIPTOR.services_by_name["Master"].methods:
-            if not (method.client_streaming or method.server_streaming):
-                setattr(handlers, method.name, servicer.unary(method.name))
-        handlers.Attach = servicer.attach  # type: ignore[method-assign]
         server = grpc.aio.server(
             interceptors=[_token_interceptor(token)] if token else None,
             options=[("grpc.so_reuseport", 0)],
         )
-        pb_grpc.add_MasterServicer_to_server(handlers, server)  # type: ignore[no-untyped-call]
+        for sync, base, add, service in _services(backend):
+            handlers = base()
+            for method in service.methods:
+                if not (method.client_streaming or method.server_streaming):
+                    setattr(handlers, method.name, servicer.unary(sync, method.name))
+            if isinstance(handlers, pb_grpc.MasterServicer):
+                handlers.Attach = servicer.attach  # type: ignore[method-assign]
+            add(handlers, server)
         bound = server.add_insecure_port(f"{host}:{port}")
         if bound == 0:
             raise OSError(f"cannot bind the master RPC server to {host}:{port}")

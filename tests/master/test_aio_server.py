@@ -13,7 +13,7 @@ from flexjob.core.master_config import MasterConfig
 from flexjob.master.main import serve_master
 from flexjob.master.service import MasterService
 from flexjob.rpc.client import MasterClient
-from flexjob.rpc.messages import NodeRef
+from flexjob.rpc.messages import LeaseRequest, NodeRef
 
 SHARDS = 200
 CLIENTS = 8
@@ -59,5 +59,5 @@ def test_every_accepted_report_is_saved_once_under_concurrent_calls(
 
     restored = MasterService(config)
     assert restored.get_progress(NodeRef("check"), "").shards_done == len(accepted)
-    again = restored.lease_shards(NodeRef("check"), "", SHARDS, ()).shards
+    again = restored.lease_shards(NodeRef("check"), LeaseRequest("", SHARDS)).shards
     assert sorted(s.shard_id for s in again) == sorted(set(range(SHARDS)) - set(accepted))
