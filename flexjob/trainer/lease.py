@@ -24,25 +24,13 @@ import os
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Protocol
 
 from flexjob.api import names
 from flexjob.api.limits import MAX_SHARD_LEASE
 from flexjob.core.lease_size import LeasePolicy
-from flexjob.rpc.messages import DEFAULT_DATASET, ShardLease
+from flexjob.rpc.client import MasterClient
+from flexjob.rpc.messages import ShardLease
 from flexjob.trainer.sampler import NoShard, ShardSamples
-
-
-class LeaseClient(Protocol):
-    """The master call the leaser uses (``rpc.client.MasterClient`` has it)."""
-
-    def lease_shards(
-        self,
-        count: int,
-        done: Sequence[int] = (),
-        dataset: str = DEFAULT_DATASET,
-        release: Sequence[int] = (),
-    ) -> ShardLease: ...
 
 
 def lease_size(env: dict[str, str] | None = None) -> LeasePolicy:
@@ -64,11 +52,12 @@ def lease_size(env: dict[str, str] | None = None) -> LeasePolicy:
 
 
 class ShardLeaser:
-    """The sampler's ``get_shard`` / ``report_shard`` over ``client.lease_shards``."""
+    """The sampler's ``get_shard`` / ``report_shard`` over ``client.lease_shards`` (the
+    master client of one training process)."""
 
     def __init__(
         self,
-        client: LeaseClient,
+        client: MasterClient,
         lease: int | LeasePolicy | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
