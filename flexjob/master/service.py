@@ -59,7 +59,8 @@ def _saves(
 
     def wrapper(self: "MasterService", /, *args: P.args, **kwargs: P.kwargs) -> R:
         result = method(self, *args, **kwargs)
-        self._persistence.flush()
+        if not self.persistence.flushes_deferred():  # else its caller saves (rpc.aio_server)
+            self.persistence.flush()
         return result
 
     wrapper.__doc__ = method.__doc__
@@ -97,13 +98,13 @@ class MasterService:
         self._stats_dirty = False
         path = config.state_path
         self._snapshots = SnapshotWriter()
-        self._persistence = Persistence(
+        self.persistence = Persistence(
             StateFile(path, fsync=config.fsync) if path else None,
             snapshot_every=config.snapshot_every,
             lock=self._lock,
             snapshot=self._snapshot,
         )
-        self._persistence.restore(
+        self.persistence.restore(
             self._job,
             self._datasets,
             self._rdzv,
@@ -113,7 +114,7 @@ class MasterService:
             self._health,
         )
         self._append(self._kv.ensure_incarnation())
-        self._persistence.flush()
+        self.persistence.flush()
         self._logged_round = self._rdzv.round
 
     # ---- rendezvous ----
@@ -461,7 +462,7 @@ class MasterService:
 
     def _persist(self) -> None:
         """Note a change to snapshot; the ``@_saves`` method that made it writes it."""
-        self._persistence.note_change()
+        self.persistence.note_change()
 
     def _journal(self, dataset: str, shard_id: int, node_id: str) -> None:
         """Save a counted report now (one appended line); snapshot every so often."""
@@ -469,12 +470,12 @@ class MasterService:
 
     def _append(self, entry: dict[str, Any] | None) -> None:
         """One journal line, written (by ``@_saves``) before the call that made it returns."""
-        self._persistence.append(entry)
+        self.persistence.append(entry)
 
     def close(self) -> None:
         """Write what is not saved yet and release the journal."""
         self.closing()
-        self._persistence.close()
+        self.persistence.close()
 
     def _snapshot(self) -> str:
         """The whole state as one snapshot (called holding the lock)."""
