@@ -1,15 +1,14 @@
 """The job master's gRPC server on ``grpc.aio``: one event-loop thread runs every call.
 
-The master's logic is in memory and fast, so each unary call runs the ``MasterServicer`` or
-``MasterControlServicer`` method of ``rpc.server`` (the same conversions and error codes)
-directly on the loop: no hand-off to a pool thread and no contention between handler threads
-for the master's lock. What a call changed is saved before it answers: journal lines are
-written on the loop when that is all there is (a write to the page cache), else (a snapshot
-due, or ``fsync``) by one writer thread that the call awaits while the loop serves others, so
-that concurrent calls share its writes (group commit). An agent's ``Attach`` stream is a
-coroutine instead of a held thread. With a token every call must carry it
-(``UNAUTHENTICATED`` otherwise), as in ``rpc.server``. Measured against the thread-pool server
-by ``benchmarks/master_load.py``. Not where master logic lives.
+The master's logic is in memory and fast, so each unary call runs the ``MasterServicer`` method
+of ``rpc.server`` (the same conversions and error codes) directly on the loop: no hand-off to a
+pool thread and no contention between handler threads for the master's lock. What a call
+changed is saved before it answers: journal lines are written on the loop when that is all
+there is (a write to the page cache), else (a snapshot due, or ``fsync``) by one writer thread
+that the call awaits while the loop serves others, so that concurrent calls share its writes
+(group commit). An agent's ``Attach`` stream is a coroutine instead of a held thread. With a
+token every call must carry it (``UNAUTHENTICATED`` otherwise), as in ``rpc.server``. Measured
+against the thread-pool server by ``benchmarks/master_load.py``. Not where master logic lives.
 """
 
 import asyncio
@@ -95,8 +94,7 @@ class AioServer:
 
 
 class _Servicer:
-    """Builds the coroutines that serve each RPC of ``MasterServicer`` and
-    ``MasterControlServicer`` (the ``Master`` and ``MasterControl`` services) on the loop."""
+    """Builds the coroutines that serve each RPC of ``MasterServicer`` on the loop."""
 
     def __init__(
         self,
@@ -106,8 +104,6 @@ class _Servicer:
         on_call: OnCall | None,
     ) -> None:
         self._b = backend
-        self.master = MasterServicer(backend)
-        self.control = MasterControlServicer(backend)
         self._saves = saves
         self._writer = writer
         self._on_call = on_call
@@ -115,7 +111,7 @@ class _Servicer:
     def unary(
         self, sync: object, name: str
     ) -> Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]:
-        """The coroutine of the unary RPC ``name`` of ``sync`` (one of the two servicers)."""
+        """The coroutine that serves ``sync``'s (an ``rpc.server`` servicer's) method ``name``."""
         method = getattr(sync, name)
         saves, writer, on_call = self._saves, self._writer, self._on_call
 
@@ -161,6 +157,25 @@ class _Servicer:
             log.exception("event=detach_failed node=%s", node.node_id)
 
 
+def _services(backend: MasterBackend) -> list[tuple[object, type, Callable[..., None], Any]]:
+    """Per service on the master's port: ``rpc.server``'s servicer, the generated servicer
+    class, its ``add_..._to_server`` and the service's descriptor."""
+    return [
+        (
+            MasterServicer(backend),
+            pb_grpc.MasterServicer,
+            pb_grpc.add_MasterServicer_to_server,
+            pb.DESCRIPTOR.services_by_name["Master"],
+        ),
+        (
+            MasterControlServicer(backend),
+            ctl_grpc.MasterControlServicer,
+            ctl_grpc.add_MasterControlServicer_to_server,
+            ctl_pb.DESCRIPTOR.services_by_name["MasterControl"],
+        ),
+    ]
+
+
 def _token_interceptor(token: str) -> grpc.aio.ServerInterceptor:
     async def refuse(request: object, context: grpc.aio.ServicerContext) -> None:
         await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
@@ -201,23 +216,18 @@ def serve_aio(
     async def start() -> tuple[grpc.aio.Server, int]:
         saves.defer_flushes_here()  # this loop's calls save in their coroutine
         servicer = _Servicer(backend, saves, writer, on_call)
-        handlers = pb_grpc.MasterServicer()
-        control = ctl_grpc.MasterControlServicer()
-        services = (
-            (handlers, servicer.master, pb.DESCRIPTOR.services_by_name["Master"]),
-            (control, servicer.control, ctl_pb.DESCRIPTOR.services_by_name["MasterControl"]),
-        )
-        for target, sync, service in services:
-            for method in service.methods:
-                if not (method.client_streaming or method.server_streaming):
-                    setattr(target, method.name, servicer.unary(sync, method.name))
-        handlers.Attach = servicer.attach  # type: ignore[method-assign]
         server = grpc.aio.server(
             interceptors=[_token_interceptor(token)] if token else None,
             options=[("grpc.so_reuseport", 0)],
         )
-        pb_grpc.add_MasterServicer_to_server(handlers, server)  # type: ignore[no-untyped-call]
-        ctl_grpc.add_MasterControlServicer_to_server(control, server)  # type: ignore[no-untyped-call]
+        for sync, base, add, service in _services(backend):
+            handlers = base()
+            for method in service.methods:
+                if not (method.client_streaming or method.server_streaming):
+                    setattr(handlers, method.name, servicer.unary(sync, method.name))
+            if isinstance(handlers, pb_grpc.MasterServicer):
+                handlers.Attach = servicer.attach  # type: ignore[method-assign]
+            add(handlers, server)
         bound = server.add_insecure_port(f"{host}:{port}")
         if bound == 0:
             raise OSError(f"cannot bind the master RPC server to {host}:{port}")
