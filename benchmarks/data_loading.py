@@ -5,7 +5,8 @@ One training process (a world of one), a map-style dataset whose ``__getitem__``
 worker processes and batches of ``--batch``. Baseline: torch's ``DistributedSampler``
 (``num_replicas=1, rank=0``) in the same loader over the same data. flexjob: an
 ``ElasticDistributedSampler`` fed by a real master (a child process, over gRPC on loopback),
-once per lease size in ``--leases`` (``FLEXJOB_SHARD_LEASE``), shards of ``--shard-size``.
+once per lease setting in ``--leases`` (``FLEXJOB_SHARD_LEASE``: ``auto``, the default
+adaptive lease, or a fixed number of shards per call), shards of ``--shard-size``.
 Every epoch is timed end to end (every batch consumed, the shard reports included), in wall
 time and in CPU time (this process, the loader's workers and the master: robust to what else
 runs on a shared machine). The samplers take turns epoch by epoch, ``--rounds`` rounds in a
@@ -15,7 +16,7 @@ round as the noise floor, the machine's load and the master calls per epoch. Not
 test suite.
 
     PYTHONPATH=. python benchmarks/data_loading.py [--samples 10000] [--decode-us 300]
-        [--workers 2] [--rounds 7] [--leases 1,8]
+        [--workers 2] [--rounds 7] [--leases auto,1,8]
 """
 
 from __future__ import annotations
@@ -99,9 +100,11 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--shard-size", type=int, default=64, help="the sampler's default")
     ap.add_argument("--rounds", type=int, default=7, help="epochs of each sampler")
-    ap.add_argument("--leases", default="1,8", help="FLEXJOB_SHARD_LEASE values")
+    ap.add_argument(
+        "--leases", default="auto,1,8", help="FLEXJOB_SHARD_LEASE values (auto: the default)"
+    )
     args = ap.parse_args()
-    leases = [int(k) for k in args.leases.split(",") if k]
+    leases = [k.strip() for k in args.leases.split(",") if k.strip()]
     data = DecodedDataset(args.samples, args.decode_us)
     load = os.getloadavg()
 
@@ -124,7 +127,7 @@ def main() -> int:
         os.environ[names.ENV_MASTER] = master.address
         os.environ[names.ENV_NODE_ID] = "bench-0"
         try:
-            links: dict[int, MasterLink] = {}
+            links: dict[str, MasterLink] = {}
             # The baseline runs twice a round: how far two runs of the same thing differ is
             # the noise the overheads must be read against.
             samplers: dict[str, Sampler[int]] = {
@@ -132,7 +135,7 @@ def main() -> int:
                 for name in (BASE, AGAIN)
             }
             for k in leases:
-                os.environ[names.ENV_SHARD_LEASE] = str(k)
+                os.environ[names.ENV_SHARD_LEASE] = k
                 links[k] = MasterLink(node_identity())
                 samplers[f"flexjob lease-{k}"] = ElasticDistributedSampler(
                     data,
@@ -143,7 +146,7 @@ def main() -> int:
                 )
             wall: dict[str, list[float]] = {name: [] for name in samplers}
             cpu: dict[str, list[float]] = {name: [] for name in samplers}
-            calls: dict[int, int] = {}
+            calls: dict[str, int] = {}
             order = list(samplers)
             for epoch in range(args.rounds):
                 # Each round starts with the next sampler: none always runs first or last.
@@ -177,7 +180,7 @@ def main() -> int:
     )
     for name in samplers:
         med = statistics.median(wall[name])
-        lease = int(name.rsplit("-", 1)[1]) if name.startswith("flexjob") else None
+        lease = name.rsplit("-", 1)[1] if name.startswith("flexjob") else None
         per_epoch = f"{calls[lease] / args.rounds:.0f}" if lease is not None else "-"
         if name == BASE:
             over, cpu_over, goal = "-", "-", ""

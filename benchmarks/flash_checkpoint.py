@@ -14,7 +14,12 @@ round, in alternating order:
 The first flash save allocates the shared memory and is reported on its own; the rows are
 medians of the rounds after it. Prints ratios flash / torch.save (below 1: flash is faster).
 
+With ``--device cuda`` the model lives on the GPU (the copy into shared memory is then a
+device-to-host copy, inside the blocking time) and the worker also restores the last copy into
+a fresh model on the device and checks it equals the trained one, bit for bit.
+
     PYTHONPATH=. python benchmarks/flash_checkpoint.py [--sizes 100 1000] [--rounds 5] [--momentum]
+        [--device cuda]
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from benchmarks.table import print_table
 CHUNK = 4 * 2**20  # bytes per parameter tensor
 
 
-def worker(size_mb: int, rounds: int, momentum: bool, directory: str) -> None:
+def worker(size_mb: int, rounds: int, momentum: bool, directory: str, device: str) -> None:
     """The training process: times both ways of saving; prints one JSON line."""
     import torch
 
@@ -45,7 +50,7 @@ def worker(size_mb: int, rounds: int, momentum: bool, directory: str) -> None:
 
     count = max(1, size_mb * 2**20 // CHUNK)
     model = torch.nn.ParameterList(
-        [torch.nn.Parameter(torch.randn(CHUNK // 4)) for _ in range(count)]
+        [torch.nn.Parameter(torch.randn(CHUNK // 4, device=device)) for _ in range(count)]
     )
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9 if momentum else 0.0)
     for p in model:
@@ -78,18 +83,25 @@ def worker(size_mb: int, rounds: int, momentum: bool, directory: str) -> None:
         for name, fn in order if r % 2 == 0 else order[::-1]:
             runs[name].append(fn(2 + r))
     state_bytes = sum(p.numel() * 4 for p in model) * (2 if momentum else 1)
-    print(json.dumps({"first": first, "runs": runs, "state_bytes": state_bytes}), flush=True)
+    fresh = torch.nn.ParameterList(
+        [torch.nn.Parameter(torch.zeros(CHUNK // 4, device=device)) for _ in range(count)]
+    )
+    restored = flash.restore(model=fresh)
+    pairs = zip(model, fresh, strict=True)
+    same = restored is not None and all(torch.equal(a, b) for a, b in pairs)
+    report = {"first": first, "runs": runs, "state_bytes": state_bytes, "restored_equal": same}
+    print(json.dumps(report), flush=True)
     flash.close()
 
 
-def run_size(size_mb: int, rounds: int, momentum: bool) -> dict[str, object]:
+def run_size(size_mb: int, rounds: int, momentum: bool, device: str) -> dict[str, object]:
     from flexjob.agent.flash_saver import FlashSaver
 
     directory = tempfile.mkdtemp(prefix="flash-bench-")
     saver = FlashSaver("bench")
     env, fd = saver.worker_env(0, str(Path(directory) / "flash"))
     cmd = [sys.executable, __file__, "--worker", str(size_mb), "--rounds", str(rounds)]
-    cmd += ["--dir", directory] + (["--momentum"] if momentum else [])
+    cmd += ["--dir", directory, "--device", device] + (["--momentum"] if momentum else [])
     try:
         out = subprocess.run(
             cmd,
@@ -112,11 +124,12 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000], help="MB")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--momentum", action="store_true")
+    parser.add_argument("--device", default="cpu", help="where the model lives: cpu, cuda")
     parser.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--dir", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker is not None:
-        worker(args.worker, args.rounds, args.momentum, args.dir)
+        worker(args.worker, args.rounds, args.momentum, args.dir, args.device)
         return
     rows = [
         [
@@ -130,7 +143,9 @@ def main() -> None:
         ]
     ]
     for size in args.sizes:
-        got = run_size(size, args.rounds, args.momentum)
+        got = run_size(size, args.rounds, args.momentum, args.device)
+        if not got["restored_equal"]:
+            raise SystemExit(f"{size} MB: the restored flash copy differs from the model")
         runs = got["runs"]
         assert isinstance(runs, dict)
         state = f"{int(got['state_bytes']) / 2**20:.0f} MiB"  # type: ignore[call-overload]
@@ -159,6 +174,7 @@ def main() -> None:
         rows.append([f"{size} MB", state, *first])
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"medians of {args.rounds} rounds; baseline: torch.save (Checkpointer.save, fsync)")
+    print(f"model on {args.device}; restored copy equal to the model: yes")
     print(f"{os.cpu_count()} CPUs, load average {load}")
     print_table(rows)
 

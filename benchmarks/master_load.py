@@ -12,18 +12,24 @@ report count as two requests, however many calls carry them) and p99 latency per
                        next K shards when none is queued (``LeaseShards``, ~one call per shard),
   paced lease-K        the same at a fixed total rate (``--paced-rate`` shards/s, open loop):
                        the latency a trainer sees when the master is not saturated.
-Every accepted report is written to the state file before it is answered.
+Every accepted report is written to the state file before it is answered. The master serves
+with ``--rpc-server`` (``MasterConfig.rpc_server``: aio by default, threads as before); each
+unpaced row also shows the master process's CPU time per shard (the number that a shared,
+loaded machine disturbs least).
 Baselines: the goal from the issue (1,000 agents in < 2 s; >= 5,000 shard requests/s; p99 <
-10 ms), a bare gRPC unary call (a servicer that returns a constant ``Shard``) measured on the
-same machine with the same clients, which is the transport's ceiling per call (its rate, and
-its p99 back to back and paced at the paced row's rate: the latency floor on this machine under
-its present load, printed at the end), and the pairs row (the previous flexjob).
+10 ms), a bare unary call (a servicer that returns a constant ``Shard``) on both gRPC servers,
+the thread pool ("bare gRPC") and ``grpc.aio`` ("bare aio"), measured on the same machine with
+the same clients: the transport's ceiling per call (its rate, its CPU per call, and its p99 back
+to back and paced at the paced row's rate: the latency floor on this machine under its present
+load), and the pairs row (the previous flexjob's calls). Run it with ``--rpc-server threads``
+for the previous flexjob's server.
 
     PYTHONPATH=. python benchmarks/master_load.py [--agents 1000] [--procs 2] [--seconds 4]
-        [--leases 1,8] [--paced-rate 1000]
+        [--leases 1,8] [--paced-rate 1000] [--rpc-server aio|threads]
 """
 
 import argparse
+import asyncio
 import multiprocessing as mp
 import os
 import queue
@@ -34,13 +40,14 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent import futures
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import grpc
 
 from flexjob.core.dataset import Dataset
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.master_config import RPC_SERVERS, MasterConfig
 from flexjob.master.launch import spawn_master
 from flexjob.rpc.client import MasterClient, open_channel
 from flexjob.rpc.gen import master_pb2 as pb
@@ -54,6 +61,11 @@ class _ConstantServicer(pb_grpc.MasterServicer):
         return pb.Shard(has_shard=True, shard_id=1, start=0, end=10)
 
 
+class _AioConstantServicer(pb_grpc.MasterServicer):
+    async def GetShard(self, request: pb.GetShardRequest, context: object) -> pb.Shard:
+        return pb.Shard(has_shard=True, shard_id=1, start=0, end=10)
+
+
 def _bare_server(workers: int, port_out: Any, stop: Any) -> None:
     server = grpc.server(futures.ThreadPoolExecutor(workers))
     pb_grpc.add_MasterServicer_to_server(_ConstantServicer(), server)  # type: ignore[no-untyped-call]
@@ -63,26 +75,60 @@ def _bare_server(workers: int, port_out: Any, stop: Any) -> None:
     server.stop(0)
 
 
+def _bare_aio_server(workers: int, port_out: Any, stop: Any) -> None:
+    async def serve() -> None:
+        server = grpc.aio.server()
+        pb_grpc.add_MasterServicer_to_server(_AioConstantServicer(), server)  # type: ignore[no-untyped-call]
+        port_out.put(server.add_insecure_port("127.0.0.1:0"))
+        await server.start()
+        await asyncio.get_running_loop().run_in_executor(None, stop.wait)
+        await server.stop(0)
+
+    asyncio.run(serve())
+
+
+@dataclass
+class _Bare:
+    """A bare server's call rate back to back, its latencies per call back to back and paced
+    like the paced row, and its CPU seconds per call back to back."""
+
+    rate: float
+    lat: list[float]
+    paced: list[float]
+    cpu_per_call: float
+
+
 def _bare_grpc(
-    procs: int, threads: int, seconds: float, workers: int, paced: float
-) -> tuple[float, list[float], list[float]]:
-    """The bare server's call rate back to back, and its latencies per call back to back and
-    (``paced``: seconds between one thread's calls; 0: none) paced like the paced row."""
+    procs: int, threads: int, seconds: float, workers: int, paced: float, aio: bool
+) -> _Bare:
+    """``paced``: seconds between one thread's calls (0: no paced run); ``aio``: the
+    ``grpc.aio`` server (one event loop) instead of the thread pool."""
     ctx = mp.get_context("fork")
     port_q, stop = ctx.Queue(), ctx.Event()
-    server = ctx.Process(target=_bare_server, args=(workers, port_q, stop))
+    target = _bare_aio_server if aio else _bare_server
+    server = ctx.Process(target=target, args=(workers, port_q, stop))
     server.start()
     address = f"127.0.0.1:{port_q.get(timeout=30)}"
     try:
-        lats = []
+        lats, cpu = [], 0.0
         for interval in (0.0, paced) if paced else (0.0,):
             per = [(address, f"bare{p}", threads, seconds, "get", interval) for p in range(procs)]
+            before = _cpu_s(server.pid)
             _, *out = _run_procs(_shard_worker, per)
+            cpu = cpu or _cpu_s(server.pid) - before
             lats.append(sorted(x for lat in out for x in lat))
     finally:
         stop.set()
         server.join(10)
-    return len(lats[0]) / seconds, lats[0], lats[-1] if paced else []
+    return _Bare(
+        len(lats[0]) / seconds, lats[0], lats[-1] if paced else [], cpu / max(1, len(lats[0]))
+    )
+
+
+def _cpu_s(pid: int | None) -> float:
+    """CPU seconds (user + system) process ``pid`` used so far (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _p99_ms(latencies: list[float]) -> float:
@@ -187,7 +233,13 @@ def main() -> int:
     ap.add_argument("--procs", type=int, default=2)
     ap.add_argument("--threads", type=int, default=16, help="client threads per process")
     ap.add_argument("--seconds", type=float, default=4.0, help="per shard phase")
-    ap.add_argument("--rpc-workers", type=int, default=16, help="master RPC threads")
+    ap.add_argument("--rpc-workers", type=int, default=16, help="master RPC threads (threads)")
+    ap.add_argument(
+        "--rpc-server",
+        choices=RPC_SERVERS,
+        default=MasterConfig().rpc_server,
+        help="the master's gRPC server (MasterConfig.rpc_server)",
+    )
     ap.add_argument("--leases", default="1,8", help="lease sizes to measure (comma-separated)")
     ap.add_argument(
         "--paced-rate", type=float, default=1000.0, help="shards/s of the paced run (0: none)"
@@ -215,6 +267,7 @@ def main() -> int:
                 heartbeat_timeout=600.0,
                 datasets=(Dataset(size=5_000_000, shard_size=10),),
                 host_store=False,
+                rpc_server=args.rpc_server,
                 rpc_workers=args.rpc_workers,
             )
 
@@ -238,24 +291,29 @@ def main() -> int:
                     (master.address, f"p{p}", args.threads, args.seconds, mode, interval)
                     for p in range(args.procs)
                 ]
+                before = _cpu_s(master.process.pid)
                 _, *lats = _run_procs(_shard_worker, per_s)
+                cpu = _cpu_s(master.process.pid) - before
             finally:
                 master.stop()
             flat = sorted(x for lat in lats for x in lat)
             per_shard = 1 if mode == "get" else 2  # a get and its report: two requests
             rate = len(flat) * per_shard / args.seconds
-            rows.append((name, rate, _p99_ms(flat)))
+            rows.append((name, rate, _p99_ms(flat), cpu / max(1, len(flat))))
     paced = clients / args.paced_rate if args.paced_rate else 0.0
-    bare, bare_lat, bare_paced = _bare_grpc(
-        args.procs, args.threads, args.seconds, args.rpc_workers, paced
-    )
-    bare_p99 = {False: _p99_ms(bare_lat), True: _p99_ms(bare_paced)}
-
-    pairs = next(rate for name, rate, _ in rows if name == "pairs")
-    table = [
-        ("rendezvous completion (s)", args.agents, f"{rdzv_s:.2f}", "< 2.00", "-", "-", "-"),
+    bares = [
+        _bare_grpc(args.procs, args.threads, args.seconds, args.rpc_workers, paced, aio)
+        for aio in (False, True)
     ]
-    for name, rate, p99 in rows:
+
+    def vs(value: float, *bases: float) -> list[str]:
+        return [x for b in bases for x in (f"{b:,.1f}", f"{value / b:.2f}" if b else "-")]
+
+    pairs = next(rate for name, rate, *_ in rows if name == "pairs")
+    table = [
+        ("rendezvous completion (s)", args.agents, f"{rdzv_s:.2f}", "< 2.00", *["-"] * 5),
+    ]
+    for name, rate, p99, cpu in rows:
         vs_pairs = f"{rate / pairs:.2f}" if name != "get_shard" else "-"
         table.append(
             (
@@ -263,30 +321,45 @@ def main() -> int:
                 clients,
                 f"{rate:,.0f}",
                 ">= 5,000",
-                f"{bare:,.0f}",
-                f"{rate / bare:.2f}",
+                *vs(rate, *(b.rate for b in bares)),
                 vs_pairs,
             )
         )
-        base = bare_p99[name.startswith("paced")]
+        paced_row = name.startswith("paced")
+        p99s = [_p99_ms(b.paced if paced_row else b.lat) for b in bares]
         table.append(
-            (
-                "  p99 latency per shard (ms)",
+            ("  p99 latency per shard (ms)", clients, f"{p99:.1f}", "< 10", *vs(p99, *p99s), "-")
+        )
+        if not paced_row:
+            cpus = [b.cpu_per_call * 1e6 for b in bares]
+            row = (
+                "  master CPU per shard (us)",
                 clients,
-                f"{p99:.1f}",
-                "< 10",
-                f"{base:.1f}",
-                f"{p99 / base:.2f}" if base else "-",
+                f"{cpu * 1e6:.0f}",
+                "-",
+                *vs(cpu * 1e6, *cpus),
                 "-",
             )
-        )
-    header = ("workload", "agents", "flexjob", "goal", "bare gRPC", "vs bare", "vs pairs")
+            table.append(row)
+    header = (
+        "workload",
+        "agents",
+        f"flexjob ({args.rpc_server})",
+        "goal",
+        "bare gRPC",
+        "vs bare",
+        "bare aio",
+        "vs aio",
+        "vs pairs",
+    )
     widths = [max(len(str(r[i])) for r in (header, *table)) for i in range(len(header))]
     for r in (header, *table):
         print("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)))
     print(
-        f"\nbare gRPC p99: one constant reply per call from {args.procs}x{args.threads} clients, "
-        "back to back (unpaced rows) and paced at the paced row's rate. Load average "
+        f"\nbare gRPC (a thread pool of {args.rpc_workers}) and bare aio (grpc.aio, one event "
+        f"loop): one constant reply per call from {args.procs}x{args.threads} clients; p99 "
+        "back to back (unpaced rows) and paced at the paced row's rate; their CPU per call "
+        "back to back. Load average "
         f"(1 min) at the start {load[0]:.2f}, at the end {os.getloadavg()[0]:.2f} on "
         f"{os.cpu_count()} CPUs: latency on a shared machine follows it."
     )

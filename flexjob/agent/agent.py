@@ -459,12 +459,4 @@ class ElasticAgent:
         if s.memory_bytes == 0:
             return  # every worker exited since the last poll: nothing to measure
         self._step_clock.observe(self.config.job_name, self.config.node_id, s)
-        self.client.report_stats(
-            s.cpu_percent,
-            s.memory_bytes,
-            s.step,
-            s.samples_per_second,
-            s.world_size,
-            s.timestamp,
-            step_seconds=s.step_seconds,
-        )
+        self.client.report_stats(s)

@@ -10,6 +10,8 @@ import typer
 
 from flexjob.api.enums import StragglerPolicy
 from flexjob.cli.errors import usage_error
+from flexjob.cli.master_flags import master_flag
+from flexjob.core.stragglers import DEFAULT_RATIO, DEFAULT_WINDOW_S
 
 
 def register(app: typer.Typer) -> None:
@@ -28,27 +30,16 @@ def master(
     job_dir: Path | None = typer.Option(
         None, "--job-dir", help="Where state and master.addr are written."
     ),
-    heartbeat_timeout: float | None = typer.Option(
-        None, "--heartbeat-timeout", help="Seconds of silence before a node is dead [30]."
-    ),
-    last_call_timeout: float | None = typer.Option(
-        None, "--last-call-timeout", help="Seconds a round waits for more than min nodes [1]."
-    ),
+    heartbeat_timeout: float | None = master_flag("heartbeat_timeout", None, "30"),
+    last_call_timeout: float | None = master_flag("last_call_timeout", None, "1"),
     straggler_timeout: float | None = typer.Option(
         None, "--straggler-timeout", help="Seconds before a shard in progress is handed out again."
     ),
-    stragglers: StragglerPolicy | None = typer.Option(
-        None,
-        "--stragglers",
-        help="Nodes far slower than the others (own step time): report them, also exclude "
-        "them from the next world, or off [report].",
+    stragglers: StragglerPolicy | None = master_flag(
+        "stragglers", None, StragglerPolicy.REPORT.value
     ),
-    straggler_ratio: float | None = typer.Option(
-        None, "--straggler-ratio", help="A straggler's step time over the others' median [2]."
-    ),
-    straggler_window: float | None = typer.Option(
-        None, "--straggler-window", help="Seconds a node must be that slow [30]."
-    ),
+    straggler_ratio: float | None = master_flag("straggler_ratio", None, f"{DEFAULT_RATIO:g}"),
+    straggler_window: float | None = master_flag("straggler_window", None, f"{DEFAULT_WINDOW_S:g}"),
     advertise_host: str | None = typer.Option(
         None, "--advertise-host", help="Host name clients use to reach this master."
     ),

@@ -45,7 +45,9 @@ def operator(
         help="API server URL without credentials (e.g. `kubectl proxy` at http://127.0.0.1:8001).",
     ),
     workers: int = typer.Option(4, min=1, help="Jobs reconciled at the same time."),
-    parallel: int = typer.Option(4, min=1, help="Pod creations/deletions one pass sends at once."),
+    parallel: int = typer.Option(
+        16, min=1, help="Pod creations/deletions one pass sends at once (at most)."
+    ),
     resync: float = typer.Option(
         60.0, min=0, help="Re-check every job this often (seconds; 0: never)."
     ),

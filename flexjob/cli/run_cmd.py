@@ -16,6 +16,7 @@ import typer
 from flexjob.api.enums import StragglerPolicy
 from flexjob.cli import torchrun_flags
 from flexjob.cli.errors import usage_error
+from flexjob.cli.master_flags import master_flag
 from flexjob.core.stragglers import DEFAULT_RATIO, DEFAULT_WINDOW_S
 
 _PASSTHROUGH = {
@@ -88,20 +89,15 @@ HANG_TIMEOUT = typer.Option(
     "--hang-timeout",
     help="Seconds a trainer may make no progress before it is restarted as hung (0: off).",
 )
-STRAGGLERS = typer.Option(
-    StragglerPolicy.REPORT,
-    "--stragglers",
-    help="Nodes whose own step time is over --straggler-ratio x the others' median for "
-    "--straggler-window seconds: report them, also exclude them from the next world, or off.",
-)
+STRAGGLERS = master_flag("stragglers", StragglerPolicy.REPORT)
 PREFLIGHT = typer.Option(
     False,
     "--preflight",
     help="Every new world runs a small check (compute + all-reduce) before it trains; nodes "
     "that fail it or take over 3x the others' median are kept out ($FLEXJOB_PREFLIGHT=1).",
 )
-STRAGGLER_RATIO = typer.Option(DEFAULT_RATIO, "--straggler-ratio", help="> 1.")
-STRAGGLER_WINDOW = typer.Option(DEFAULT_WINDOW_S, "--straggler-window", help="Seconds, > 0.")
+STRAGGLER_RATIO = master_flag("straggler_ratio", DEFAULT_RATIO)
+STRAGGLER_WINDOW = master_flag("straggler_window", DEFAULT_WINDOW_S)
 
 
 def run(
@@ -136,8 +132,8 @@ def run(
     log_dir: str = LOG_DIR,
     redirects: str = REDIRECTS,
     tee: str = TEE,
-    last_call_timeout: float = typer.Option(1.0, "--last-call-timeout"),
-    heartbeat_timeout: float = typer.Option(10.0, "--heartbeat-timeout"),
+    last_call_timeout: float = master_flag("last_call_timeout", 1.0),
+    heartbeat_timeout: float = master_flag("heartbeat_timeout", 10.0),
     hang_timeout: float = HANG_TIMEOUT,
     stragglers: StragglerPolicy = STRAGGLERS,
     straggler_ratio: float = STRAGGLER_RATIO,

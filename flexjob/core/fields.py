@@ -15,6 +15,9 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 U = TypeVar("U")
 
+#: Values that are never a repeated field: checked first, since the ``Sequence`` check is slow.
+_SCALARS = (int, float, str, bytes, type(None))
+
 
 def field_names(cls: type) -> list[str]:
     """The names ``cls(**values)`` takes: a data class's init fields, a pydantic model's fields,
@@ -33,14 +36,20 @@ def field_names(cls: type) -> list[str]:
     raise TypeError(f"{cls.__name__} has no field list to copy by")
 
 
+_NAMES: dict[type, tuple[str, ...]] = {}  # a type's fields do not change: looked up once
+
+
 def build(cls: type[T], source: object, **given: Any) -> T:
     """A ``cls`` from the attributes of ``source`` named like its fields, ``given`` winning;
     a repeated value (a list, a protobuf repeated field) becomes a tuple."""
     values = dict(given)
-    for name in field_names(cls):
+    names = _NAMES.get(cls)
+    if names is None:
+        names = _NAMES[cls] = tuple(field_names(cls))
+    for name in names:
         if name not in given:
             value = getattr(source, name)
-            is_list = isinstance(value, Sequence) and not isinstance(value, str | bytes)
+            is_list = not isinstance(value, _SCALARS) and isinstance(value, Sequence)
             values[name] = tuple(value) if is_list else value
     return cls(**values)
 

@@ -33,6 +33,10 @@ if TYPE_CHECKING:  # the job models load only when a job is read (processes star
     from flexjob.api import ElasticJob
 
 
+#: ``MasterConfig.rpc_server``'s values.
+RPC_SERVERS = ("aio", "threads")
+
+
 @dataclass(frozen=True, slots=True)
 class MasterConfig:
     job_name: str = "job"
@@ -50,6 +54,9 @@ class MasterConfig:
     datasets: tuple[Dataset, ...] = ()
     batch: BatchPlan | None = None
     host_store: bool = True
+    #: The gRPC server: "aio" (one event-loop thread, ``rpc.aio_server``) or "threads" (a pool
+    #: of ``rpc_workers`` threads plus one per node for its stream, ``rpc.server``).
+    rpc_server: str = "aio"
     rpc_workers: int = 32
     fsync: bool = False
     #: Journal entries (shard hand-outs and reports, KV changes) between two snapshots.
@@ -90,6 +97,8 @@ class MasterConfig:
             raise ValueError(
                 f"replica_pending_timeout must be > 0 or None, got {self.replica_pending_timeout}"
             )
+        if self.rpc_server not in RPC_SERVERS:
+            raise ValueError(f"rpc_server must be one of {RPC_SERVERS}, got {self.rpc_server!r}")
         if self.snapshot_every < 1:
             raise ValueError(f"snapshot_every must be >= 1, got {self.snapshot_every}")
         if not 0 <= self.port <= 65535:

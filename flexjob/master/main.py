@@ -3,7 +3,8 @@
 
 Starts, in order: the job's torch ``TCPStore`` server (when ``config.host_store``;
 ``master.tcp_store``, no torch import), the ``MasterService``
-(restoring ``<job-dir>/master_state.json`` if present), the gRPC server, the health loop, the
+(restoring ``<job-dir>/master_state.json`` if present), the gRPC server (``rpc.aio_server``,
+or ``rpc.server``'s thread pool with ``rpc_server="threads"``), the health loop, the
 PS-set driver (``master.ps_sets``; idle unless PS replicas register), the node watcher
 (``master.node_watcher``, when the job has a platform); then writes the bound address to
 ``<job-dir>/master.addr``. Not for the master's logic.
@@ -22,7 +23,7 @@ from flexjob.api import OptimizeMode
 from flexjob.core.master_config import MasterConfig
 from flexjob.master.logs import event
 from flexjob.master.node_watcher import NodeWatcher
-from flexjob.master.observing import MasterCollector, RpcLatency
+from flexjob.master.observing import MasterCollector, RpcLatency, observe_rpc
 from flexjob.master.profilings_sync import ProfilingsSync, status_writer
 from flexjob.master.ps_sets import PsSetDriver
 from flexjob.master.service import MasterService
@@ -31,10 +32,11 @@ from flexjob.master.tcp_store import TcpStoreServer
 from flexjob.master.timeline import TimelineRecorder
 from flexjob.observe import metrics, metrics_http
 from flexjob.platform.stop_signals import STOP_SIGNALS
+from flexjob.rpc.aio_server import serve_aio
 from flexjob.rpc.auth import master_token
 from flexjob.rpc.brain_messages import JobStatus
 from flexjob.rpc.messages import NodeRef
-from flexjob.rpc.server import RunningServer, serve
+from flexjob.rpc.server import BoundServer, serve
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +49,7 @@ class MasterHandle:
 
     config: MasterConfig
     service: MasterService
-    server: RunningServer
+    server: BoundServer
     store: TcpStoreServer | None = None
     optimizer: Any = (
         None  # master.optimizer_loop.OptimizerLoop when the job optimizes its resources
@@ -140,6 +142,22 @@ def _serve_store(config: MasterConfig, listen_fd: int, port: int) -> TcpStoreSer
     return server
 
 
+def serve_master(service: MasterService, token: str | None) -> BoundServer:
+    """Serve ``service`` on its config's host and port with the server ``rpc_server`` names;
+    returns once it serves."""
+    config = service.config
+    if config.rpc_server == "aio":
+        return serve_aio(service, service.persistence, config.host, config.port, token, observe_rpc)
+    return serve(
+        service,
+        config.host,
+        config.port,
+        config.rpc_workers + config.max_nodes,  # each node's agent holds one for its stream
+        token,
+        interceptors=[RpcLatency()],
+    )
+
+
 def start_master(config: MasterConfig, token: str | None = None) -> MasterHandle:
     """Start a master in this process and return once it serves. ``token``: what clients must
     present (default: the job's token from the environment, ``rpc.auth.master_token``; a
@@ -153,14 +171,7 @@ def start_master(config: MasterConfig, token: str | None = None) -> MasterHandle
         store = _serve_store(config, listen_fd, store_port)
     timeline = TimelineRecorder(config.job_name, config.job_dir)
     service = MasterService(config, store_address=store_address)
-    server = serve(
-        service,
-        config.host,
-        config.port,
-        config.rpc_workers + config.max_nodes,  # each node's agent holds one for its stream
-        token,
-        interceptors=[RpcLatency()],
-    )
+    server = serve_master(service, token)
     handle = MasterHandle(config, service, server, store, timeline=timeline)
     if (write := status_writer(config)) is not None:
         handle.profilings = ProfilingsSync(service.kv_get, write)

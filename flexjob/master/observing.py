@@ -1,5 +1,6 @@
 """What the master shows of itself: a ``MasterView`` (one consistent read of its numbers), the
-Prometheus collector built on it, and the RPC latency interceptor.
+Prometheus collector built on it, and the RPC latency timers (an interceptor for the threads
+server, ``observe_rpc`` for the aio one).
 
 Scrape-time values (shards todo/doing/done, world size, rounds, samples/s) come from the view;
 event counts are made where the event happens (``observe.metrics``). Not for the timeline file
@@ -139,6 +140,17 @@ class MasterCollector(Collector):
 RPC_SECONDS = metrics.histogram(
     "flexjob_master_rpc_seconds", "Seconds the master took per RPC.", ["method", "code"]
 )
+
+
+_RPC_TIMERS: dict[tuple[str, str], Any] = {}
+
+
+def observe_rpc(method: str, code: str, seconds: float) -> None:
+    """Count one RPC into ``flexjob_master_rpc_seconds`` (the aio server's ``on_call``)."""
+    timer = _RPC_TIMERS.get((method, code))
+    if timer is None:
+        timer = _RPC_TIMERS[method, code] = RPC_SECONDS.labels(method=method, code=code)
+    timer.observe(seconds)
 
 
 class RpcLatency(grpc.ServerInterceptor):  # type: ignore[misc]

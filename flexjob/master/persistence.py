@@ -9,8 +9,11 @@ answered before it is on disk and the disk sees a few large writes instead of on
 The journal starts afresh with every snapshot, and a snapshot is due every ``snapshot_every``
 lines. That periodic snapshot (compaction: the journal already holds those lines) is taken by
 the one call that finds it due, and journal lines go on into the fresh journal while the
-snapshot file is written, so the calls around it neither wait for it nor take it twice. Not for
-the file format (``master.state_file``) or what a snapshot holds (``master.snapshot``).
+snapshot file is written, so the calls around it neither wait for it nor take it twice. A server
+that runs its calls on an event loop (``rpc.aio_server``) defers their flushes on its loop
+thread and runs ``flush_inline`` (journal lines only, no ``fsync``) there, or else ``flush`` on
+a writer thread that the call awaits. Not for the file format (``master.state_file``) or what a
+snapshot holds (``master.snapshot``).
 """
 
 import logging
@@ -61,6 +64,7 @@ class Persistence:
         self._queued: list[str] = []  # journal lines not written yet; guarded by lock
         self._appended = 0  # journal lines queued so far; guarded by lock
         self._written = 0  # of those, written to the journal; guarded by _write_lock
+        self._local = threading.local()  # .deferred: this thread's calls do not flush
 
     def note_change(self) -> None:
         """Note a change to snapshot; ``flush`` (after the lock is released) writes it."""
@@ -85,14 +89,7 @@ class Persistence:
         lines, changes = self._appended, self._changes
         if self.state is None:
             return
-        if self._written < lines:
-            with self._write_lock:
-                if self._written < lines:  # else a write that started after our change did it
-                    with self._lock:
-                        queued, self._queued = self._queued, []
-                        appended = self._appended
-                    self.state.append_lines(queued)
-                    self._written = appended
+        self._write_journal(lines)
         if self._saved < changes:
             with self._snapshot_lock:  # our change must be in a snapshot before we answer
                 self._save_snapshot(changes)
@@ -101,6 +98,39 @@ class Persistence:
                 self._save_snapshot(changes)
             finally:
                 self._snapshot_lock.release()
+
+    def flush_inline(self) -> bool:
+        """``flush`` when all it has to do is write journal lines without ``fsync`` (to the page
+        cache: cheaper than handing it to a thread); False, writing nothing, when a snapshot or
+        an ``fsync`` is due (then ``flush`` on a thread that may block). For an event loop's
+        calls."""
+        if self.state is None:
+            return True
+        lines = self._appended
+        if self.state.fsync or self._saved < self._changes or self._compact_due:
+            return False
+        self._write_journal(lines)
+        return True
+
+    def defer_flushes_here(self) -> None:
+        """Calls on this thread (an event loop's) leave their ``flush`` to their caller
+        (``flushes_deferred``): ``flush_inline``, or ``flush`` on another thread."""
+        self._local.deferred = True
+
+    def flushes_deferred(self) -> bool:
+        return getattr(self._local, "deferred", False)
+
+    def _write_journal(self, lines: int) -> None:
+        """Write the queued journal lines unless a write since covered the first ``lines``."""
+        assert self.state is not None
+        if self._written < lines:
+            with self._write_lock:
+                if self._written < lines:  # else a write that started after our change did it
+                    with self._lock:
+                        queued, self._queued = self._queued, []
+                        appended = self._appended
+                    self.state.append_lines(queued)
+                    self._written = appended
 
     def _save_snapshot(self, changes: int) -> None:
         """Take a snapshot unless one covering ``changes`` (and no compaction due) was saved

@@ -11,7 +11,7 @@ journal lines, group-committed snapshots, the restore at start). Not for transpo
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -37,6 +37,7 @@ from flexjob.master.stats import NodeRecord, StatsBook
 from flexjob.master.stragglers import StragglerGuard, excluded
 from flexjob.rpc.messages import (
     HeartbeatReply,
+    LeaseRequest,
     NodeRef,
     NodeStats,
     NodesWaiting,
@@ -58,7 +59,8 @@ def _saves(
 
     def wrapper(self: "MasterService", /, *args: P.args, **kwargs: P.kwargs) -> R:
         result = method(self, *args, **kwargs)
-        self._persistence.flush()
+        if not self.persistence.flushes_deferred():  # else its caller saves (rpc.aio_server)
+            self.persistence.flush()
         return result
 
     wrapper.__doc__ = method.__doc__
@@ -96,13 +98,13 @@ class MasterService:
         self._stats_dirty = False
         path = config.state_path
         self._snapshots = SnapshotWriter()
-        self._persistence = Persistence(
+        self.persistence = Persistence(
             StateFile(path, fsync=config.fsync) if path else None,
             snapshot_every=config.snapshot_every,
             lock=self._lock,
             snapshot=self._snapshot,
         )
-        self._persistence.restore(
+        self.persistence.restore(
             self._job,
             self._datasets,
             self._rdzv,
@@ -112,7 +114,7 @@ class MasterService:
             self._health,
         )
         self._append(self._kv.ensure_incarnation())
-        self._persistence.flush()
+        self.persistence.flush()
         self._logged_round = self._rdzv.round
 
     # ---- rendezvous ----
@@ -181,30 +183,24 @@ class MasterService:
             return self._report(self._dataset(dataset), dataset, shard_id, node.node_id)
 
     @_saves
-    def lease_shards(
-        self,
-        node: NodeRef,
-        dataset: str,
-        count: int,
-        done: Sequence[int],
-        release: Sequence[int] = (),
-    ) -> ShardLease:
+    def lease_shards(self, node: NodeRef, request: LeaseRequest) -> ShardLease:
         """Report ``done`` in order, put ``release`` back in TODO, then hand out up to
         ``count`` shards: what ``report_shard`` and ``get_shard`` do, in one call under one
         lock, saved by one write."""
+        count, dataset, who = request.count, request.dataset, node.node_id
         if not 0 <= count <= MAX_SHARD_LEASE:
             raise InvalidSpecError(f"count must be in 0..{MAX_SHARD_LEASE}, got {count}")
-        for field, ids in (("done", done), ("release", release)):
+        for field, ids in (("done", request.done), ("release", request.release)):
             if len(ids) > MAX_SHARD_LEASE:
                 raise InvalidSpecError(f"{field} may list at most {MAX_SHARD_LEASE} shards")
         with self._lock:
-            self._seen(node.node_id)
+            self._seen(who)
             mgr = self._dataset(dataset)
-            accepted = tuple(self._report(mgr, dataset, sid, node.node_id) for sid in done)
-            if mgr.give_back(release, node.node_id):
+            accepted = tuple(self._report(mgr, dataset, sid, who) for sid in request.done)
+            if mgr.give_back(request.release, who):
                 self._persist()  # rare (a trainer closing): a snapshot, not a journal kind
             shards: list[ShardInfo] = []
-            while len(shards) < count and (got := self._hand_out(mgr, dataset, node.node_id)):
+            while len(shards) < count and (got := self._hand_out(mgr, dataset, who)):
                 shards.append(got)
             return ShardLease(tuple(shards), accepted, mgr.finished)
 
@@ -466,7 +462,7 @@ class MasterService:
 
     def _persist(self) -> None:
         """Note a change to snapshot; the ``@_saves`` method that made it writes it."""
-        self._persistence.note_change()
+        self.persistence.note_change()
 
     def _journal(self, dataset: str, shard_id: int, node_id: str) -> None:
         """Save a counted report now (one appended line); snapshot every so often."""
@@ -474,12 +470,12 @@ class MasterService:
 
     def _append(self, entry: dict[str, Any] | None) -> None:
         """One journal line, written (by ``@_saves``) before the call that made it returns."""
-        self._persistence.append(entry)
+        self.persistence.append(entry)
 
     def close(self) -> None:
         """Write what is not saved yet and release the journal."""
         self.closing()
-        self._persistence.close()
+        self.persistence.close()
 
     def _snapshot(self) -> str:
         """The whole state as one snapshot (called holding the lock)."""

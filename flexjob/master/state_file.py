@@ -48,7 +48,7 @@ class StateFile:
         self.path = path
         self.journal_path = path.with_suffix(".journal")
         self._old_journal = path.with_suffix(".journal.old")
-        self._fsync = fsync
+        self.fsync = fsync
         self._fd: int | None = None
 
     def load(self) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
@@ -69,7 +69,7 @@ class StateFile:
 
     def save_text(self, text: str) -> None:
         """Write a snapshot (an already serialized JSON object)."""
-        write_atomic(self.path, text, fsync=self._fsync)
+        write_atomic(self.path, text, fsync=self.fsync)
 
     def append(self, entry: dict[str, Any]) -> None:
         """Add one entry to the journal (one line, one ``write``)."""
@@ -85,7 +85,7 @@ class StateFile:
         data = "".join(lines).encode()
         while data:  # a regular file takes it in one go; a short write is finished here
             data = data[os.write(self._fd, data) :]
-        if self._fsync:
+        if self.fsync:
             os.fsync(self._fd)
 
     def rotate_journal(self) -> None:
@@ -116,9 +116,12 @@ class StateFile:
             self._fd = None
 
 
+_COMPACT = json.JSONEncoder(separators=(",", ":"))  # one encoder: dumps makes one per call
+
+
 def journal_line(entry: dict[str, Any]) -> str:
     """One journal entry as the line ``append_lines`` writes."""
-    return json.dumps(entry, separators=(",", ":")) + "\n"
+    return _COMPACT.encode(entry) + "\n"
 
 
 def _read_journal(path: Path) -> list[dict[str, Any]]:

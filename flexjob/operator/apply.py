@@ -21,17 +21,20 @@ from flexjob.core.actions import (
     UpdateScalePlan,
 )
 from flexjob.core.phases import timestamp
-from flexjob.platform.api import AlreadyExistsError, NotFoundError, Platform
+from flexjob.platform.api import AlreadyExistsError, NotFoundError, Platform, Replica, Service
 
 log = logging.getLogger(__name__)
 
+#: Called with each action that went through and what it returned.
+Done = Callable[[Action, object], None]
 
-def _create_replica(platform: Platform, action: CreateReplica) -> None:
-    platform.create_replica(action.request)
+
+def _create_replica(platform: Platform, action: CreateReplica) -> Replica:
+    return platform.create_replica(action.request)
 
 
-def _create_service(platform: Platform, action: CreateService) -> None:
-    platform.create_service(action.request)
+def _create_service(platform: Platform, action: CreateService) -> Service:
+    return platform.create_service(action.request)
 
 
 def _delete_replica(platform: Platform, action: DeleteReplica) -> None:
@@ -57,7 +60,7 @@ def _delete_job(platform: Platform, action: DeleteJob) -> None:
     platform.delete_job(action.namespace, action.name)
 
 
-_HANDLERS: dict[type[Any], Callable[[Platform, Any], None]] = {
+_HANDLERS: dict[type[Any], Callable[[Platform, Any], object]] = {
     CreateReplica: _create_replica,
     CreateService: _create_service,
     DeleteReplica: _delete_replica,
@@ -68,11 +71,15 @@ _HANDLERS: dict[type[Any], Callable[[Platform, Any], None]] = {
 }
 
 
-def apply_actions(platform: Platform, actions: Sequence[Action]) -> None:
-    """Apply ``actions`` in order; already-exists and not-found are logged and skipped."""
+def apply_actions(platform: Platform, actions: Sequence[Action], done: Done | None = None) -> None:
+    """Apply ``actions`` in order; already-exists and not-found are logged and skipped.
+    ``done(action, result)`` after each that went through (a create's result: the replica or
+    service)."""
     for action in actions:
         try:
-            _HANDLERS[type(action)](platform, action)
+            result = _HANDLERS[type(action)](platform, action)
+            if done is not None:
+                done(action, result)
         except AlreadyExistsError as exc:
             log.debug("skipped %s: %s", type(action).__name__, exc)
         except NotFoundError as exc:

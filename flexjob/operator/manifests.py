@@ -45,7 +45,7 @@ RULES: tuple[Rule, ...] = (
     ((GROUP,), (f"{PLURAL_JOB}/status", f"{PLURAL_SCALE_PLAN}/status"), ("get", "patch")),
     # Replicas and their addresses: only the operator creates or deletes them.
     (("",), ("pods",), ("get", "list", "watch", "create", "delete")),
-    (("",), ("services",), ("get", "list", "create", "delete")),
+    (("",), ("services",), ("get", "list", "watch", "create", "delete")),
     # Each implicit job master's token (created once per job, owned by it).
     (("",), ("secrets",), ("create",)),
     # Job events (kubectl describe), and kopf's own events.

@@ -9,8 +9,15 @@ the token is random, the Secret owned by the job). Not a loop and not a schedule
 decide when to run a pass.
 
 With ``parallel > 1`` runs of independent actions (creating or deleting replicas and recording
-events) go out ``parallel`` at a time; everything else stays a barrier in reconcile's order
-(a service before the replicas that need its address, the status last).
+events) go out in slow-start batches of 1, 2, 4, ... up to ``parallel`` at a time, as
+Kubernetes' controllers create pods: a batch with a failure ends the run, so a template the API
+refuses costs one failed create (a ``FailedCreate`` Warning event on the job, and the pass
+fails and is retried), not one per replica. Everything else stays a barrier in reconcile's
+order (a service before the replicas that need its address, the status last).
+
+With a ``WatchCache`` (the kopf operator) a pass reads the job, its pods, services and
+ScalePlans from what the watches saw, listing them from the API only on the job's first pass,
+and puts the pods it created and the status it wrote back into the cache.
 """
 
 import logging
@@ -19,12 +26,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 
-from flexjob.api import ElasticJob, ReplicaType, ScalePlan, ScalePlanPhase
+from flexjob.api import ElasticJob, ReplicaType, ScalePlan
 from flexjob.core.actions import (
     Action,
     CreateReplica,
     DeleteJob,
     DeleteReplica,
+    EventType,
     ReconcileResult,
     RecordEvent,
 )
@@ -37,7 +45,8 @@ from flexjob.core.job_master import (
 from flexjob.core.reconcile import reconcile
 from flexjob.core.status_patch import StatusOwner, owner_patch
 from flexjob.operator import observing
-from flexjob.operator.apply import apply_actions
+from flexjob.operator.apply import Done, apply_actions
+from flexjob.operator.watch_cache import WatchCache, first_pending
 from flexjob.platform.api import NotFoundError, Platform, Replica, SecretStore, Service
 from flexjob.platform.cluster import with_cluster_objects
 from flexjob.rpc.auth import di_server_url, new_token
@@ -47,13 +56,7 @@ logger = logging.getLogger(__name__)
 
 def pending_plan(platform: Platform, namespace: str, job: str) -> ScalePlan | None:
     """The oldest ScalePlan of the job that is not Succeeded or Failed yet."""
-    for plan in platform.list_scale_plans(namespace, job):
-        if plan.status is None or plan.status.phase not in (
-            ScalePlanPhase.SUCCEEDED,
-            ScalePlanPhase.FAILED,
-        ):
-            return plan
-    return None
+    return first_pending(platform.list_scale_plans(namespace, job))
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,13 +96,55 @@ def batches(actions: Sequence[Action]) -> list[list[Action]]:
     return out
 
 
-def apply_in_batches(platform: Platform, actions: Sequence[Action], parallel: int) -> None:
+class ActionFailed(Exception):
+    """An action the platform refused (not already-exists or not-found): the pass stops."""
+
+    def __init__(self, action: Action, error: Exception) -> None:
+        super().__init__(f"{type(action).__name__} failed: {error}")
+        self.action = action
+        self.error = error
+
+
+def _apply_one(platform: Platform, action: Action, done: Done | None) -> ActionFailed | None:
+    try:
+        apply_actions(platform, [action], done)
+    except Exception as exc:
+        return ActionFailed(action, exc)
+    return None
+
+
+def apply_in_batches(
+    platform: Platform, actions: Sequence[Action], parallel: int, done: Done | None = None
+) -> None:
+    """Apply ``actions`` (``batches``, each in slow-start steps); raises ``ActionFailed`` for
+    the first failure, once the step it was in has ended (no later step is sent)."""
     if parallel <= 1 or len(actions) <= 1:
-        apply_actions(platform, actions)
+        for action in actions:
+            failed = _apply_one(platform, action, done)
+            if failed is not None:
+                raise failed
         return
     with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="flexjob-apply") as pool:
         for batch in batches(actions):
-            list(pool.map(lambda action: apply_actions(platform, [action]), batch))
+            start, size = 0, 1
+            while start < len(batch):
+                step = batch[start : start + size]
+                outcomes = pool.map(lambda action: _apply_one(platform, action, done), step)
+                failures = [f for f in outcomes if f is not None]
+                if failures:
+                    raise failures[0]
+                start, size = start + len(step), min(2 * size, parallel)
+
+
+def report_failure(platform: Platform, namespace: str, job: str, failed: ActionFailed) -> None:
+    """Tell the job's owner why a replica could not be created (a Warning event on the job)."""
+    if not isinstance(failed.action, CreateReplica):
+        return
+    message = f"Error creating {failed.action.request.name}: {failed.error}"
+    try:
+        platform.record_event(namespace, job, "FailedCreate", message, EventType.WARNING)
+    except Exception:
+        logger.exception("recording FailedCreate of %s/%s failed", namespace, job)
 
 
 Observed = tuple[ElasticJob, list[Replica], list[Service], ScalePlan | None]
@@ -114,26 +159,59 @@ def _live_job(platform: Platform, namespace: str, name: str) -> ElasticJob | Non
     return None if is_deleting(job) else job
 
 
-def observe(platform: Platform, namespace: str, name: str, parallel: int = 1) -> Observed | None:
-    """The job, its replicas, its services and its pending ScalePlan; None when the job is
-    gone or being deleted. With ``parallel > 1`` the four reads go out at once (one round
-    trip of waiting instead of four; they were never one snapshot read one after another
-    either: reconcile tolerates any interleaving, and the next event brings the next pass)."""
+Listed = tuple[ElasticJob, list[Replica], list[Service], list[ScalePlan]]
+
+
+def _list_all(platform: Platform, namespace: str, name: str, parallel: int) -> Listed | None:
+    """The job, its replicas, services and ScalePlans from the API; None when the job is gone
+    or being deleted. With ``parallel > 1`` the four reads go out at once (one round trip of
+    waiting instead of four; they were never one snapshot read one after another either:
+    reconcile tolerates any interleaving, and the next event brings the next pass)."""
     if parallel <= 1:
         job = _live_job(platform, namespace, name)
         if job is None:
             return None
         replicas = platform.list_replicas(namespace, name)
         services = platform.list_services(namespace, name)
-        return job, replicas, services, pending_plan(platform, job.namespace, job.name)
+        return job, replicas, services, platform.list_scale_plans(namespace, name)
     with ThreadPoolExecutor(max_workers=3, thread_name_prefix="flexjob-observe") as pool:
         replicas_f = pool.submit(platform.list_replicas, namespace, name)
         services_f = pool.submit(platform.list_services, namespace, name)
-        plan_f = pool.submit(pending_plan, platform, namespace, name)
+        plans_f = pool.submit(platform.list_scale_plans, namespace, name)
         job = _live_job(platform, namespace, name)
         if job is None:
             return None
-        return job, replicas_f.result(), services_f.result(), plan_f.result()
+        return job, replicas_f.result(), services_f.result(), plans_f.result()
+
+
+def observe(
+    platform: Platform,
+    namespace: str,
+    name: str,
+    parallel: int = 1,
+    cache: WatchCache | None = None,
+) -> Observed | None:
+    """The job, its replicas, its services and its pending ScalePlan; None when the job is
+    gone or being deleted. From ``cache`` once a pass primed it (listed it recently)."""
+    key = (namespace, name)
+    cached = cache.read(key) if cache is not None else None
+    if cached is None:
+        listed_at = cache.clock() if cache is not None else 0.0
+        listed = _list_all(platform, namespace, name, parallel)
+        if listed is None:
+            return None
+        job, replicas, services, plans = listed
+        if cache is not None:
+            cache.job_seen(job)
+            cache.prime(key, replicas, services, plans, listed_at)
+        return job, replicas, services, first_pending(plans)
+    known, pods, services_seen, plan = cached
+    current = known if known is not None else _live_job(platform, namespace, name)
+    if current is None or is_deleting(current):
+        return None
+    if known is None and cache is not None:
+        cache.job_seen(current)
+    return current, pods, services_seen, plan
 
 
 def reconcile_job(
@@ -145,12 +223,13 @@ def reconcile_job(
     job_master: JobMasterConfig | None = None,
     server_url: str | None = None,
     server_token: str | None = None,
+    cache: WatchCache | None = None,
 ) -> PassResult | None:
     """Run one pass; None when there was no job to reconcile (gone, or being deleted).
     ``job_master``: how to run the master of jobs that need one (``core.job_master``);
     ``server_url``: the flexjob server DI coordinators ask (``FLEXJOB_SERVER_URL``), which
     with ``server_token`` (``FLEXJOB_SERVER_TOKEN``) they reach through their job's key."""
-    seen = observe(platform, namespace, name, parallel)
+    seen = observe(platform, namespace, name, parallel, cache)
     if seen is None:
         return None
     job, replicas, services, plan = seen
@@ -166,16 +245,35 @@ def reconcile_job(
         job_master=job_master,
         server_url=server_url and di_server_url(server_url, server_token, namespace, name),
     )
-    apply_in_batches(platform, result.actions, parallel)
+    done = _feed(cache, namespace, name) if cache is not None else None
+    try:
+        apply_in_batches(platform, result.actions, parallel, done)
+    except ActionFailed as failed:
+        report_failure(platform, namespace, name, failed)
+        raise
     if any(isinstance(a, DeleteJob) for a in result.actions):
         return PassResult(job, replicas, result, deleted=True)
     patch = owner_patch(job.status, result.status, StatusOwner.OPERATOR)
     if patch:
         try:
             job = platform.patch_job_status(namespace, name, patch)
+            if cache is not None:
+                cache.job_written(job)
         except NotFoundError:
             logger.info("job %s/%s disappeared while reconciling", namespace, name)
     return PassResult(job, replicas, result, deleted=False)
+
+
+def _feed(cache: WatchCache, namespace: str, name: str) -> Done:
+    """Put each replica and service a pass created into ``cache`` as the create answered."""
+
+    def done(action: Action, result: object) -> None:
+        if isinstance(result, Replica):
+            cache.created((namespace, name), result)
+        elif isinstance(result, Service):
+            cache.service_seen((namespace, name), result, deleted=False)
+
+    return done
 
 
 def _ensure_master_token(

@@ -2,8 +2,9 @@
 
 Many events about one job (its pods, its ScalePlans, its status) collapse into one pending
 entry, so the operator does one pass per burst instead of one per event. Records how long each
-pass took (``durations``) for the benchmark and for logs. Not a rate limiter or a retry policy:
-a failed pass is logged and re-queued once after ``retry_delay``.
+pass took (``durations``) for the benchmark and for logs. Not a rate limiter: a failed pass is
+logged and re-queued after ``retry_delay``, doubled for each failure in a row of that job up to
+``max_retry_delay`` (a job whose pods the API refuses is not retried every second forever).
 
 Jobs waiting in the queue come out highest ``spec.priority`` first (``JobPriority.rank``), then
 in arrival order, so a burst of new jobs is created in priority order. An event that does not
@@ -13,6 +14,9 @@ An event that only brings back what the job's last pass already saw (``handled``
 version that pass left behind, e.g. its own status patch coming back over the watch; a pod as
 that pass listed it) queues nothing: a pass now would decide what that one did. Objects that
 pass did not see (a pod it created) still queue one.
+
+The queue also holds the operator's ``WatchCache`` (``cache``): the handlers feed it before they
+queue, the passes read it, and ``forget`` drops a gone job from it.
 """
 
 import asyncio
@@ -24,6 +28,7 @@ from collections.abc import Awaitable, Callable, Mapping
 
 from flexjob.api import JobPriority
 from flexjob.operator import observing
+from flexjob.operator.watch_cache import WatchCache
 
 logger = logging.getLogger(__name__)
 
@@ -38,10 +43,16 @@ class JobQueue:
         handle: Callable[[JobKey], Awaitable[object]],
         workers: int = 4,
         retry_delay: float = 1.0,
+        cache: WatchCache | None = None,
+        max_retry_delay: float = 60.0,
     ) -> None:
         self._handle = handle
+        #: What the watches saw, which the passes read (``reconcile_pass.observe``).
+        self.cache = cache or WatchCache()
         self._workers = workers
         self._retry_delay = retry_delay
+        self._max_retry_delay = max_retry_delay
+        self._failures: dict[JobKey, int] = {}  # failed passes in a row
         self._queue: asyncio.PriorityQueue[tuple[int, int, JobKey]] = asyncio.PriorityQueue()
         self._order = itertools.count()
         self._ranks: dict[JobKey, int] = {}
@@ -79,9 +90,11 @@ class JobQueue:
         self._handled[key] = seen
 
     def forget(self, key: JobKey) -> None:
-        """The job is gone: drop its remembered rank and what its last pass saw."""
+        """The job is gone: drop its remembered rank, what its last pass saw, its cache."""
         self._ranks.pop(key, None)
         self._handled.pop(key, None)
+        self._failures.pop(key, None)
+        self.cache.forget(key)
 
     @property
     def idle(self) -> bool:
@@ -102,10 +115,13 @@ class JobQueue:
             result: object = None
             try:
                 result = await self._handle(key)
+                self._failures.pop(key, None)
             except Exception:
                 observing.failed("reconcile")
-                logger.exception("reconciling %s/%s failed; retrying", *key)
-                asyncio.get_running_loop().call_later(self._retry_delay, self.put, key)
+                failures = self._failures[key] = self._failures.get(key, 0) + 1
+                delay = min(self._retry_delay * 2 ** (failures - 1), self._max_retry_delay)
+                logger.exception("reconciling %s/%s failed; retrying in %.1f s", *key, delay)
+                asyncio.get_running_loop().call_later(delay, self.put, key)
             finally:
                 self.durations.append(time.perf_counter() - started)
                 self.results.append(result)

@@ -25,7 +25,7 @@ from flexjob.ps.service import PsService
 from flexjob.ps.set_member import SetMember
 from flexjob.rpc.auth import master_token
 from flexjob.rpc.client import MasterClient
-from flexjob.rpc.messages import NodeRef
+from flexjob.rpc.messages import NodeRef, NodeStats
 from flexjob.rpc.ps_control import add_control
 from flexjob.rpc.ps_gate import GateInterceptor, PsGate
 from flexjob.rpc.ps_registry import publish_member, publish_ps, read_set, report_restore
@@ -108,12 +108,13 @@ def run_ps(config: PsConfig, stop: threading.Event | None = None) -> int:
                     publish_ps(master, config.index, address, service.version, service.dirty_rows)
                     publish_member(master, config.index, member.member(address))
                     load = service.stats()  # the master's stats → optimizer / Brain
-                    master.report_stats(
+                    stats = NodeStats(
                         cpu_percent=load.cpu_percent,
                         memory_bytes=load.memory_bytes,
                         requests_per_second=load.requests_per_second,
                         partition_bytes=load.bytes,
                     )
+                    master.report_stats(stats)
                     request = master.kv_get(names.KV_PS_CHECKPOINT_REQUEST) or b""
                     if request != asked and checkpointer is not None:
                         checkpointer.request()

@@ -9,6 +9,7 @@ until ``retry_deadline`` seconds have passed, so a master restart is survivable;
 Not thread-safe across ``close()``; otherwise a client may be shared by threads.
 """
 
+import dataclasses
 import time
 from collections.abc import Iterator, Mapping, Sequence
 
@@ -18,11 +19,13 @@ from flexjob.core.batch import RankBatch
 from flexjob.core.dataset import Dataset
 from flexjob.rpc import convert
 from flexjob.rpc.convert import NodeLike
+from flexjob.rpc.gen import master_control_pb2_grpc as ctl_grpc
 from flexjob.rpc.gen import master_pb2 as pb
 from flexjob.rpc.gen import master_pb2_grpc as pb_grpc
 from flexjob.rpc.messages import (
     DEFAULT_DATASET,
     HeartbeatReply,
+    LeaseRequest,
     NodeStats,
     NodesWaiting,
     NodeWorld,
@@ -72,6 +75,7 @@ class MasterClient(RetryingClient):
         self._own_channel = channel is None
         self._channel = channel or open_channel(address)
         self._stub = pb_grpc.MasterStub(self._channel)  # type: ignore[no-untyped-call]
+        self._control = ctl_grpc.MasterControlStub(self._channel)  # type: ignore[no-untyped-call]
 
     @property
     def node_id(self) -> str:
@@ -135,9 +139,8 @@ class MasterClient(RetryingClient):
     ) -> ShardLease:
         """Report the shards ``done`` (in order), give back the leased shards ``release``, then
         lease up to ``count`` more, in one call."""
-        req = pb.LeaseShardsRequest(
-            node=self._node, dataset=dataset, count=count, done=done, release=release
-        )
+        ask = LeaseRequest(dataset, count, tuple(done), tuple(release))
+        req = convert.lease_request_to_pb(self._node, ask)
         return convert.lease_from_pb(self._call(self._stub.LeaseShards, req))
 
     def get_progress(self, dataset: str = DEFAULT_DATASET) -> Progress:
@@ -145,40 +148,21 @@ class MasterClient(RetryingClient):
         return convert.progress_from_pb(self._call(self._stub.GetProgress, req))
 
     # ---- stats, health ----
-    def report_stats(
-        self,
-        cpu_percent: float = 0.0,
-        memory_bytes: int = 0,
-        step: int = 0,
-        samples_per_second: float = 0.0,
-        world_size: int = 0,
-        timestamp: float | None = None,
-        requests_per_second: float = 0.0,
-        partition_bytes: int = 0,
-        step_seconds: float = 0.0,
-    ) -> None:
-        stats = NodeStats(
-            cpu_percent,
-            memory_bytes,
-            step,
-            samples_per_second,
-            world_size,
-            time.time() if timestamp is None else timestamp,
-            requests_per_second,
-            partition_bytes,
-            step_seconds,
-        )
-        self._call(self._stub.ReportStats, convert.stats_to_pb(self._node, stats))
+    def report_stats(self, stats: NodeStats) -> None:
+        """Send one sample of this node; one without a ``timestamp`` (0) is stamped now."""
+        if not stats.timestamp:
+            stats = dataclasses.replace(stats, timestamp=time.time())
+        self._call(self._control.ReportStats, convert.stats_to_pb(self._node, stats))
 
     def heartbeat(self) -> HeartbeatReply:
         req = pb.HeartbeatRequest(node=self._node, timestamp=time.time())
-        return convert.heartbeat_from_pb(self._call(self._stub.Heartbeat, req))
+        return convert.heartbeat_from_pb(self._call(self._control.Heartbeat, req))
 
     def report_failure(self, reason: str, exit_code: int = 1, restarting: bool = False) -> None:
         req = pb.FailureRequest(
             node=self._node, reason=reason, exit_code=exit_code, restarting=restarting
         )
-        self._call(self._stub.ReportFailure, req)
+        self._call(self._control.ReportFailure, req)
 
     def register_dataset(self, dataset: Dataset) -> None:
         """Tell the master to shard ``dataset`` (kept if the name is already known)."""
@@ -197,23 +181,23 @@ class MasterClient(RetryingClient):
         req = pb.ExcludeRequest(
             node=self._node, round=round, nodes=list(reasons), reasons=list(reasons.values())
         )
-        return tuple(self._call(self._stub.ExcludeNodes, req).excluded)
+        return tuple(self._call(self._control.ExcludeNodes, req).excluded)
 
     def get_batch_plan(self, rank: int, world_size: int) -> RankBatch:
         req = pb.BatchPlanRequest(node=self._node, rank=rank, world_size=world_size)
-        return convert.batch_from_pb(self._call(self._stub.GetBatchPlan, req))
+        return convert.batch_from_pb(self._call(self._control.GetBatchPlan, req))
 
     # ---- key-value store ----
     def kv_set(self, key: str, value: bytes) -> None:
-        self._call(self._stub.KVSet, pb.KVSetRequest(key=key, value=value))
+        self._call(self._control.KVSet, pb.KVSetRequest(key=key, value=value))
 
     def kv_get(self, key: str) -> bytes | None:
         """The value, or ``None`` when the key is not set."""
-        resp = self._call(self._stub.KVGet, pb.KVGetRequest(key=key))
+        resp = self._call(self._control.KVGet, pb.KVGetRequest(key=key))
         return bytes(resp.value) if resp.found else None
 
     def kv_add(self, key: str, amount: int = 1) -> int:
         """Add ``amount`` to the integer at ``key`` (0 when unset); returns the new value."""
-        return int(self._call(self._stub.KVAdd, pb.KVAddRequest(key=key, amount=amount)).value)
+        return int(self._call(self._control.KVAdd, pb.KVAddRequest(key=key, amount=amount)).value)
 
     # ---- transport ----

@@ -50,6 +50,14 @@ def dataset_from_pb(msg: pb.RegisterDatasetRequest) -> Dataset:
     return build(Dataset, msg, size=None if msg.files else msg.size)
 
 
+def lease_request_to_pb(node: pb.NodeRef, request: m.LeaseRequest) -> pb.LeaseShardsRequest:
+    return build(pb.LeaseShardsRequest, request, node=node)
+
+
+def lease_request_from_pb(msg: pb.LeaseShardsRequest) -> m.LeaseRequest:
+    return build(m.LeaseRequest, msg)
+
+
 def lease_to_pb(lease: m.ShardLease) -> pb.LeaseShardsResponse:
     return build(pb.LeaseShardsResponse, lease, shards=[shard_to_pb(s) for s in lease.shards])
 

@@ -30,7 +30,7 @@ puts the leased shards in ``release`` back (never trained), then hands out up to
 shards at once (fewer when none are free now), each DOING for the caller.
 """
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -104,6 +104,17 @@ class ShardInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class LeaseRequest:
+    """What ``lease_shards`` asks of the master: report ``done`` (in order), put the leased
+    shards ``release`` back in TODO, then lease up to ``count`` shards of ``dataset``."""
+
+    dataset: str
+    count: int
+    done: tuple[int, ...] = ()
+    release: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ShardLease:
     """What ``lease_shards`` answers: the shards now DOING for the caller (each ``has_shard``),
     ``accepted[i]`` for the report of ``done[i]``, and whether every epoch is done."""
@@ -159,14 +170,7 @@ class MasterBackend(Protocol):
 
     def report_shard(self, node: NodeRef, dataset: str, shard_id: int) -> bool: ...
 
-    def lease_shards(
-        self,
-        node: NodeRef,
-        dataset: str,
-        count: int,
-        done: Sequence[int],
-        release: Sequence[int] = (),
-    ) -> ShardLease: ...
+    def lease_shards(self, node: NodeRef, request: LeaseRequest) -> ShardLease: ...
 
     def register_dataset(self, node: NodeRef, dataset: Dataset) -> None: ...
 

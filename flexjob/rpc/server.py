@@ -1,4 +1,5 @@
-"""gRPC server glue: a servicer that turns each RPC into one ``MasterBackend`` call.
+"""gRPC server glue: two servicers (the ``Master`` and ``MasterControl`` services, on one
+server) that turn each RPC into one ``MasterBackend`` call.
 
 One handler per message, each a few lines: convert in, call the backend, convert out. Errors
 of the ``api.errors`` hierarchy become gRPC status codes, anything else INTERNAL with a message.
@@ -19,6 +20,7 @@ from flexjob.api.errors import InvalidSpecError, NotFoundError
 from flexjob.api.names import ENV_MASTER_TOKEN, ENV_MASTER_TOKEN_FILE
 from flexjob.rpc import convert
 from flexjob.rpc.auth import AUTHORIZATION, check_bind, token_matches
+from flexjob.rpc.gen import master_control_pb2_grpc as ctl_grpc
 from flexjob.rpc.gen import master_pb2 as pb
 from flexjob.rpc.gen import master_pb2_grpc as pb_grpc
 from flexjob.rpc.messages import MasterBackend
@@ -51,6 +53,8 @@ def _call(context: grpc.ServicerContext, fn: Callable[[], T]) -> T:
 
 
 class MasterServicer(pb_grpc.MasterServicer):
+    """The ``Master`` service: rendezvous, the Attach stream and shards."""
+
     def __init__(self, backend: MasterBackend) -> None:
         self._b = backend
 
@@ -88,13 +92,42 @@ class MasterServicer(pb_grpc.MasterServicer):
         self, request: pb.LeaseShardsRequest, context: grpc.ServicerContext
     ) -> pb.LeaseShardsResponse:
         node = convert.node_from_pb(request.node)
-        lease = _call(
-            context,
-            lambda: self._b.lease_shards(
-                node, request.dataset, request.count, request.done, request.release
-            ),
+        ask = convert.lease_request_from_pb(request)
+        return convert.lease_to_pb(_call(context, lambda: self._b.lease_shards(node, ask)))
+
+    def RegisterDataset(
+        self, request: pb.RegisterDatasetRequest, context: grpc.ServicerContext
+    ) -> pb.Empty:
+        node = convert.node_from_pb(request.node)
+        _call(context, lambda: self._b.register_dataset(node, convert.dataset_from_pb(request)))
+        return pb.Empty()
+
+    def Attach(
+        self, request: pb.AttachRequest, context: grpc.ServicerContext
+    ) -> Iterator[pb.AttachEvent]:
+        """Held open while the agent lives (one server thread each); when it breaks, the
+        backend hears of it at once (``detach``)."""
+        node = convert.node_from_pb(request.node)
+        token = self._b.attach(node)
+        context.add_callback(lambda: self._b.detach(node, token))
+        while context.is_active() and not self._b.wait_closing(ATTACH_KEEPALIVE_S):
+            yield pb.AttachEvent()
+
+    def GetProgress(
+        self, request: pb.ProgressRequest, context: grpc.ServicerContext
+    ) -> pb.ProgressResponse:
+        node = convert.node_from_pb(request.node)
+        return convert.progress_to_pb(
+            _call(context, lambda: self._b.get_progress(node, request.dataset))
         )
-        return convert.lease_to_pb(lease)
+
+
+class MasterControlServicer(ctl_grpc.MasterControlServicer):
+    """The ``MasterControl`` service: stats, heartbeats, failures, exclusions, the batch plan
+    and the key-value store."""
+
+    def __init__(self, backend: MasterBackend) -> None:
+        self._b = backend
 
     def ReportStats(self, request: pb.StatsRequest, context: grpc.ServicerContext) -> pb.Empty:
         node = convert.node_from_pb(request.node)
@@ -140,13 +173,6 @@ class MasterServicer(pb_grpc.MasterServicer):
             context, lambda: pb.KVAddResponse(value=self._b.kv_add(request.key, request.amount))
         )
 
-    def RegisterDataset(
-        self, request: pb.RegisterDatasetRequest, context: grpc.ServicerContext
-    ) -> pb.Empty:
-        node = convert.node_from_pb(request.node)
-        _call(context, lambda: self._b.register_dataset(node, convert.dataset_from_pb(request)))
-        return pb.Empty()
-
     def ExcludeNodes(
         self, request: pb.ExcludeRequest, context: grpc.ServicerContext
     ) -> pb.ExcludeResponse:
@@ -154,25 +180,6 @@ class MasterServicer(pb_grpc.MasterServicer):
         reasons = dict(zip(request.nodes, request.reasons, strict=False))
         out = _call(context, lambda: self._b.exclude_nodes(node, request.round, reasons))
         return pb.ExcludeResponse(excluded=list(out))
-
-    def Attach(
-        self, request: pb.AttachRequest, context: grpc.ServicerContext
-    ) -> Iterator[pb.AttachEvent]:
-        """Held open while the agent lives (one server thread each); when it breaks, the
-        backend hears of it at once (``detach``)."""
-        node = convert.node_from_pb(request.node)
-        token = self._b.attach(node)
-        context.add_callback(lambda: self._b.detach(node, token))
-        while context.is_active() and not self._b.wait_closing(ATTACH_KEEPALIVE_S):
-            yield pb.AttachEvent()
-
-    def GetProgress(
-        self, request: pb.ProgressRequest, context: grpc.ServicerContext
-    ) -> pb.ProgressResponse:
-        node = convert.node_from_pb(request.node)
-        return convert.progress_to_pb(
-            _call(context, lambda: self._b.get_progress(node, request.dataset))
-        )
 
 
 class TokenInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
@@ -198,14 +205,26 @@ class TokenInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
 
 
 @dataclass(frozen=True, slots=True)
-class RunningServer:
-    server: grpc.Server
+class BoundServer:
+    """A started RPC server: the ``host`` and ``port`` it listens on, and ``stop``."""
+
     host: str
     port: int
 
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
+
+    def stop(self, grace: float | None = 1.0) -> None:
+        """Stop serving; calls in flight get ``grace`` seconds."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, slots=True)
+class RunningServer(BoundServer):
+    """A server of ``grpc.server``'s thread pool (``serve``, ``rpc.ps_server.serve_ps``)."""
+
+    server: grpc.Server
 
     def stop(self, grace: float | None = 1.0) -> None:
         self.server.stop(grace).wait()
@@ -229,9 +248,10 @@ def serve(
         options=[("grpc.so_reuseport", 0)],
     )
     pb_grpc.add_MasterServicer_to_server(MasterServicer(backend), server)  # type: ignore[no-untyped-call]
+    ctl_grpc.add_MasterControlServicer_to_server(MasterControlServicer(backend), server)  # type: ignore[no-untyped-call]
     bound = server.add_insecure_port(f"{host}:{port}")
     if bound == 0:
         raise OSError(f"cannot bind the master RPC server to {host}:{port}")
     server.start()
     log.info("event=rpc_serving address=%s:%d token=%s", host, bound, "yes" if token else "no")
-    return RunningServer(server, host, bound)
+    return RunningServer(host, bound, server)

@@ -11,7 +11,7 @@ import logging
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Required, TypedDict, Unpack
 
 import torch
 
@@ -20,20 +20,27 @@ log = logging.getLogger(__name__)
 CHECKPOINT_FILE = "checkpoint.pt"
 
 
-def training_state(
-    model: torch.nn.Module,
-    optimizer: torch.optim.Optimizer | None,
-    sampler_state: dict[str, Any] | None,
-    step: int,
-    extra: dict[str, Any] | None,
-) -> dict[str, Any]:
-    """What a checkpoint holds (this file's and the flash copies' alike)."""
+class TrainState(TypedDict, total=False):
+    """What a checkpoint holds, as the keywords of ``Checkpointer.save`` and
+    ``FlashCheckpoint.save`` alike: the model, its optimizer, the sampler's state (which
+    shards are done), the step and anything ``extra`` (picklable by ``torch.save``)."""
+
+    model: Required[torch.nn.Module]
+    optimizer: torch.optim.Optimizer | None
+    sampler_state: dict[str, Any] | None
+    step: int
+    extra: dict[str, Any] | None
+
+
+def training_state(state: TrainState) -> dict[str, Any]:
+    """The dict a checkpoint stores for ``state`` (this file's and the flash copies' alike)."""
+    optimizer = state.get("optimizer")
     return {
-        "model": model.state_dict(),
+        "model": state["model"].state_dict(),
         "optimizer": optimizer.state_dict() if optimizer is not None else None,
-        "sampler": sampler_state or {},
-        "step": step,
-        "extra": extra or {},
+        "sampler": state.get("sampler_state") or {},
+        "step": state.get("step", 0),
+        "extra": state.get("extra") or {},
     }
 
 
@@ -47,18 +54,10 @@ class Checkpointer:
     def exists(self) -> bool:
         return self.path.is_file()
 
-    def save(
-        self,
-        *,
-        model: torch.nn.Module,
-        optimizer: torch.optim.Optimizer | None = None,
-        sampler_state: dict[str, Any] | None = None,
-        step: int = 0,
-        extra: dict[str, Any] | None = None,
-    ) -> Path:
+    def save(self, **train: Unpack[TrainState]) -> Path:
         """Write the checkpoint atomically (temp file + fsync + rename); return its path."""
         self.directory.mkdir(parents=True, exist_ok=True)
-        state = training_state(model, optimizer, sampler_state, step, extra)
+        state = training_state(train)
         fd, tmp = tempfile.mkstemp(prefix=".checkpoint-", suffix=".tmp", dir=self.directory)
         try:
             with os.fdopen(fd, "wb") as f:
@@ -69,7 +68,7 @@ class Checkpointer:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
-        log.debug("checkpoint at step %d written to %s", step, self.path)
+        log.debug("checkpoint at step %d written to %s", state["step"], self.path)
         return self.path
 
     def load(

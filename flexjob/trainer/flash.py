@@ -26,7 +26,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import torch
 
@@ -47,7 +47,7 @@ from flexjob.core.flash import (
     slot_to_write,
 )
 from flexjob.trainer import flash_files
-from flexjob.trainer.checkpoint import training_state
+from flexjob.trainer.checkpoint import TrainState, training_state
 from flexjob.trainer.flash_files import FlashNotice, locked
 
 log = logging.getLogger(__name__)
@@ -258,22 +258,16 @@ class FlashCheckpoint:
             self._slots = [_Slot(p) for p in flash_files.slot_paths(self.shm_dir)]
         return self._slots
 
-    def save(
-        self,
-        *,
-        model: torch.nn.Module,
-        optimizer: torch.optim.Optimizer | None = None,
-        sampler_state: dict[str, Any] | None = None,
-        step: int = 0,
-        extra: dict[str, Any] | None = None,
-        persist: bool = False,
-    ) -> bool:
+    def save(self, *, persist: bool = False, **train: Unpack[TrainState]) -> bool:
         """Copy the state into a shared-memory slot; with ``persist`` also have it written to
         storage in the background. False when skipped: the slot it would overwrite is being
         written to storage (the previous copy stays the newest)."""
-        staged = self.stage(model=model, optimizer=optimizer, extra=extra)
+        staged = self.stage(
+            model=train["model"], optimizer=train.get("optimizer"), extra=train.get("extra")
+        )
         if staged is None:
             return False
+        sampler_state, step = train.get("sampler_state"), train.get("step", 0)
         self.seal(staged, sampler_state=sampler_state, step=step, persist=persist)
         return True
 
@@ -288,7 +282,7 @@ class FlashCheckpoint:
         locked) until ``seal`` or ``abandon``. The trainer commits the step in between, so
         the copy's step and the shards the master counts done change together. None when
         skipped (see ``save``)."""
-        state = training_state(model, optimizer, None, 0, extra)
+        state = training_state({"model": model, "optimizer": optimizer, "extra": extra})
         tensors: list[torch.Tensor] = []
         skeleton = _strip(state, tensors)
         table = []

@@ -3,63 +3,75 @@
 The sampler asks for one shard at a time and reports each as soon as its last batch is
 committed; the leaser turns that into ``LeaseShards`` calls. A report goes out at once (a
 process killed after it keeps nothing unreported), and when the local queue is empty the same
-call leases the next ``lease`` shards, so a shard costs one call instead of two
+call leases the next shards, so a shard costs one call instead of two
 (``get_shard`` + ``report_shard``). A shard the master hands out again while this process still
 holds it (a restarted master gives each holder back its shards) is not queued twice.
 ``report_shards`` sends many reports in one call and leases nothing (a ``DataLoader`` sampler
 reports an epoch at its end, or at exit). ``close``
-gives the shards it leased but never handed out back to the master. ``lease`` comes from
-``FLEXJOB_SHARD_LEASE`` (default 1): more means fewer calls and a longer tail at the end of an
-epoch, when one process may still hold shards that others could train.
+gives the shards it leased but never handed out back to the master.
+
+How many shards a call leases follows ``core.lease_size.LeasePolicy``, from
+``FLEXJOB_SHARD_LEASE``: ``auto`` (the default) starts at one shard and doubles while leases
+are used up quickly (up to 32 shards, about a second of training held ahead); a number fixes
+it (more means fewer calls and a longer tail at the end of the data, when one process may still
+hold shards that others could train). A process that dies gives back every shard it leased and
+had not finished (the master puts what is DOING for it back in TODO).
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections import deque
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Callable, Sequence
 
 from flexjob.api import names
 from flexjob.api.limits import MAX_SHARD_LEASE
-from flexjob.rpc.messages import DEFAULT_DATASET, ShardLease
+from flexjob.core.lease_size import LeasePolicy
+from flexjob.rpc.client import MasterClient
+from flexjob.rpc.messages import ShardLease
 from flexjob.trainer.sampler import NoShard, ShardSamples
 
 
-class LeaseClient(Protocol):
-    """The master call the leaser uses (``rpc.client.MasterClient`` has it)."""
-
-    def lease_shards(
-        self,
-        count: int,
-        done: Sequence[int] = (),
-        dataset: str = DEFAULT_DATASET,
-        release: Sequence[int] = (),
-    ) -> ShardLease: ...
-
-
-def lease_size(env: dict[str, str] | None = None) -> int:
-    """Shards per lease from ``FLEXJOB_SHARD_LEASE`` (default 1); a clear error otherwise."""
-    raw = (os.environ if env is None else env).get(names.ENV_SHARD_LEASE, "1")
+def lease_size(env: dict[str, str] | None = None) -> LeasePolicy:
+    """The lease policy from ``FLEXJOB_SHARD_LEASE``: ``auto`` (the default, adaptive) or a
+    fixed number of shards per call; a clear error otherwise."""
+    raw = (os.environ if env is None else env).get(names.ENV_SHARD_LEASE, "auto").strip()
+    if raw.lower() in ("", "auto"):
+        return LeasePolicy()
     try:
         size = int(raw)
     except ValueError:
         size = 0
     if not 1 <= size <= MAX_SHARD_LEASE:
         raise ValueError(
-            f"{names.ENV_SHARD_LEASE} must be an integer in 1..{MAX_SHARD_LEASE}, got {raw!r}"
+            f"{names.ENV_SHARD_LEASE} must be 'auto' or an integer in 1..{MAX_SHARD_LEASE}, "
+            f"got {raw!r}"
         )
-    return size
+    return LeasePolicy(fixed=size)
 
 
 class ShardLeaser:
-    """The sampler's ``get_shard`` / ``report_shard`` over ``client.lease_shards``."""
+    """The sampler's ``get_shard`` / ``report_shard`` over ``client.lease_shards`` (the
+    master client of one training process)."""
 
-    def __init__(self, client: LeaseClient, lease: int = 1) -> None:
-        if not 1 <= lease <= MAX_SHARD_LEASE:
-            raise ValueError(f"lease must be in 1..{MAX_SHARD_LEASE}, got {lease}")
+    def __init__(
+        self,
+        client: MasterClient,
+        lease: int | LeasePolicy | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """``lease``: a fixed number of shards per call, or a policy (default: adaptive)."""
+        if lease is None:
+            lease = LeasePolicy()
+        elif isinstance(lease, int):
+            lease = LeasePolicy(fixed=lease)  # checks the range
         self._client = client
-        self.lease = lease
+        self.policy = lease
+        self.lease = lease.first  # shards the next call asks for
+        self._clock = clock
+        # the last lease per dataset: when it came, the shards it brought, the shards asked
+        self._leased_at: dict[str, tuple[float, int, int]] = {}
         self._queued: dict[str, deque[ShardSamples]] = {}
         self._held: dict[str, set[int]] = {}  # leased and not reported (queued or training)
         self._ended: set[str] = set()
@@ -73,6 +85,10 @@ class ShardLeaser:
         if queue:
             return queue.popleft()
         return NoShard.END if dataset in self._ended else NoShard.WAIT
+
+    def holding(self, dataset: str) -> list[int]:
+        """The shards of ``dataset`` leased here and not reported (queued or training)."""
+        return sorted(self._held.get(dataset, ()))
 
     def report_shard(self, dataset: str, shard_id: int) -> bool:
         """Report at once; lease the next shards in the same call when none is queued."""
@@ -109,8 +125,13 @@ class ShardLeaser:
         return self._queued[dataset]
 
     def _call(self, dataset: str, count: int, done: Sequence[int] = ()) -> ShardLease:
+        if count:
+            self._adapt(dataset)
+            count = self.lease
         lease = self._client.lease_shards(count, done, dataset)
         self.calls += 1
+        if lease.shards:
+            self._leased_at[dataset] = (self._clock(), len(lease.shards), count)
         queue, held = self._queue(dataset), self._held[dataset]
         for s in lease.shards:
             if s.shard_id in held:
@@ -121,3 +142,13 @@ class ShardLeaser:
         if lease.end_of_data:
             self._ended.add(dataset)
         return lease
+
+    def _adapt(self, dataset: str) -> None:
+        """The queue ran dry: size the next lease by how fast the last one was used up (as if
+        it had brought every shard it asked for: one cut short by the data's tail counts in
+        full)."""
+        last = self._leased_at.pop(dataset, None)
+        if last is not None:
+            at, got, asked = last
+            used_up_s = (self._clock() - at) * asked / got
+            self.lease = self.policy.next(asked, used_up_s)

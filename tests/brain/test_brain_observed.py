@@ -10,6 +10,7 @@ from flexjob.master.main import start_master
 from flexjob.rpc.brain_client import BrainClient
 from flexjob.rpc.brain_messages import JobStatus
 from flexjob.rpc.client import MasterClient
+from flexjob.rpc.messages import NodeStats
 from tests.support.brain import brain_process
 from tests.support.metrics import dashboard_metrics, scrape, value
 
@@ -33,7 +34,7 @@ def test_brain_record_of_a_short_job_has_its_speed_and_final_status(tmp_path: Pa
                 c.join()
             for c in clients:
                 c.wait_world(30)
-                c.report_stats(20.0, 1 << 20, 3, 50.0, 2)
+                c.report_stats(NodeStats(20.0, 1 << 20, 3, 50.0, 2))
                 shard = c.get_shard()
                 assert c.report_shard(shard.shard_id)
         finally:

@@ -66,7 +66,7 @@ def test_replicas_reach_the_master_with_the_job_token_and_others_are_refused(
             other.report_shard(0)
 
     for replica in platform.list_replicas("default", "token"):
-        pid = platform.runtime.pid(replica.namespace, replica.name)
+        pid = platform.pid(replica.namespace, replica.name)
         assert pid is not None
         family = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
         assert all(token not in " ".join(p.cmdline()) for p in family), replica.name

@@ -21,7 +21,7 @@ from flexjob.core.master_config import MasterConfig
 from flexjob.master.launch import MasterProcess, spawn_master
 from flexjob.rpc.brain_client import BrainClient
 from flexjob.rpc.client import MasterClient
-from flexjob.rpc.messages import NodeRef
+from flexjob.rpc.messages import NodeRef, NodeStats
 from tests.brain import recorded
 from tests.support.brain import brain_process
 
@@ -104,13 +104,14 @@ class Cluster:
                                 self.done_shards += 1
                     size = self.active
                     step += 1
-                    client.report_stats(
+                    stats = NodeStats(
                         cpu_percent=90.0,
                         memory_bytes=512 * 2**20,
                         step=step,
                         samples_per_second=CURVE[size] / size,
                         world_size=size,
                     )
+                    client.report_stats(stats)
         except BaseException as exc:
             self.errors.append(exc)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from flexjob.core.dataset import Dataset
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.master_config import RPC_SERVERS, MasterConfig
 from flexjob.master.launch import spawn_master
 from flexjob.rpc.client import MasterClient
 from tests.core.clock import FakeClock
@@ -62,10 +62,11 @@ for _ in c.attach():
 
 
 @pytest.mark.e2e
+@pytest.mark.parametrize("server", RPC_SERVERS)
 def test_a_killed_agent_process_leaves_the_world_long_before_its_heartbeat_times_out(
-    process_config: MasterConfig,
+    process_config: MasterConfig, server: str
 ) -> None:
-    config = replace(process_config, heartbeat_timeout=600.0)
+    config = replace(process_config, heartbeat_timeout=600.0, rpc_server=server)
     master = spawn_master(config)
     try:
         with MasterClient(master.address, "stays") as stays:

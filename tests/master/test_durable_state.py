@@ -88,7 +88,7 @@ def test_reports_go_on_while_a_periodic_snapshot_is_written_and_survive_a_kill_t
     first = service(tmp_path, snapshot_every=4)
     first.register_dataset(W, LONG)
     report(first, "long", 1)  # the epoch opened: that snapshot is saved before going on
-    state = first._persistence.state
+    state = first.persistence.state
     assert state is not None
     saving, release = threading.Event(), threading.Event()
     save_text = state.save_text

@@ -11,22 +11,24 @@ import pytest
 from flexjob.api.errors import InvalidSpecError, NotFoundError
 from flexjob.api.limits import MAX_KV_VALUE_BYTES
 from flexjob.core.dataset import Dataset
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.master_config import RPC_SERVERS, MasterConfig
+from flexjob.master.main import serve_master
 from flexjob.master.service import MasterService
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.gen import master_pb2 as pb
 from flexjob.rpc.gen import master_pb2_grpc as pb_grpc
-from flexjob.rpc.server import RunningServer, serve
 
 SHARDS = 10
 
 
-@pytest.fixture
-def address() -> Iterator[str]:
+@pytest.fixture(params=RPC_SERVERS)
+def address(request: pytest.FixtureRequest) -> Iterator[str]:
     config = MasterConfig(
-        job_name="hostile", datasets=(Dataset(size=SHARDS * 4, shard_size=4, epochs=2),)
+        job_name="hostile",
+        datasets=(Dataset(size=SHARDS * 4, shard_size=4, epochs=2),),
+        rpc_server=request.param,
     )
-    server: RunningServer = serve(MasterService(config), "127.0.0.1", 0)
+    server = serve_master(MasterService(config), None)
     yield server.address
     server.stop(0)
 

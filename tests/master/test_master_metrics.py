@@ -8,6 +8,7 @@ from flexjob.core.master_config import MasterConfig
 from flexjob.master.main import METRICS_ADDR_FILE, start_master
 from flexjob.observe import timeline
 from flexjob.rpc.client import MasterClient
+from flexjob.rpc.messages import NodeStats
 from tests.support.metrics import dashboard_metrics, metrics_url, scrape, value
 
 
@@ -42,7 +43,7 @@ def test_master_metrics_and_timeline_show_a_lost_node(tmp_path: Path) -> None:
         clients[1].get_shard()  # held: doing
         clients[0].kv_set(names.KV_STEP, b"7")
         clients[0].kv_set(names.KV_LOSS, b"0.25")
-        clients[0].report_stats(10.0, 1 << 20, 7, 120.0, 3)
+        clients[0].report_stats(NodeStats(10.0, 1 << 20, 7, 120.0, 3))
         clients[2].report_failure("worker 0 exited with 1", 1, restarting=False)
         for c in clients[:2]:
             c.join()

@@ -16,6 +16,7 @@ from flexjob.api import (
 )
 from flexjob.operator.local.loop import LocalJobLoop
 from flexjob.platform.local import LocalPlatform
+from flexjob.platform.local.store import LocalJobStore
 from tests.support.local_jobs import fail_first_then_succeed, local_job, wait_for_file_then_exit
 from tests.support.polling import wait_until
 
@@ -79,6 +80,6 @@ def test_deleted_job_stops_the_loop_and_its_replicas(platform: LocalPlatform) ->
     platform.create_job(local_job("d", master=None, worker="import time; time.sleep(30)"))
     loop = LocalJobLoop(platform, "default", "d", interval=0.05)
     wait_until(lambda: loop.step().job.status.phase is JobPhase.RUNNING)  # type: ignore[union-attr]
-    platform.store.delete_job("default", "d")
+    LocalJobStore(platform.db).delete_job("default", "d")  # the row only, as another process
     assert loop.step().done
     assert platform.list_replicas("default", "d") == []

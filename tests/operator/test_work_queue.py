@@ -1,6 +1,7 @@
 """The operator's work queue: bursts of events about one job become one reconcile pass."""
 
 import asyncio
+import itertools
 
 from flexjob.api import JobPriority
 from flexjob.operator.work_queue import JobKey, JobQueue
@@ -136,3 +137,23 @@ async def test_an_event_about_what_the_last_pass_saw_runs_no_pass() -> None:
     await queue.wait_idle(5)
     task.cancel()
     assert seen == [("ns", "a")] * 4 + [("ns", "b")]
+
+
+async def test_a_pass_that_keeps_failing_is_retried_ever_later() -> None:
+    times: list[float] = []
+
+    async def handle(key: JobKey) -> None:
+        times.append(asyncio.get_running_loop().time())
+        raise RuntimeError("the API refuses the job's pods")
+
+    queue = JobQueue(handle, workers=1, retry_delay=0.05, max_retry_delay=0.2)
+    queue.put(("ns", "a"))
+    task = await run_queue(queue)
+    deadline = asyncio.get_running_loop().time() + 10
+    while len(times) < 5 and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.01)
+    task.cancel()
+    gaps = [later - earlier for earlier, later in itertools.pairwise(times[:5])]
+    assert len(gaps) == 4
+    for gap, least in zip(gaps, (0.05, 0.1, 0.2, 0.2), strict=True):
+        assert gap >= least - 0.005  # call_later never fires early; a busy machine only later

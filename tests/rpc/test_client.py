@@ -8,9 +8,7 @@ import pytest
 from flexjob.api.errors import InvalidSpecError, NotFoundError, UnavailableError
 from flexjob.master.main import MasterHandle, start_master
 from flexjob.rpc.client import MasterClient
-from flexjob.rpc.messages import (
-    NodeRef,
-)
+from flexjob.rpc.messages import NodeRef, NodeStats
 
 
 def clients(master: MasterHandle, n: int = 2) -> list[MasterClient]:
@@ -76,7 +74,9 @@ def test_kv_store_set_get_add(master: MasterHandle) -> None:
 
 def test_stats_and_failures_are_accepted(master: MasterHandle) -> None:
     (a,) = clients(master, 1)
-    a.report_stats(cpu_percent=50.0, memory_bytes=1 << 20, step=3, samples_per_second=10.0)
+    a.report_stats(
+        NodeStats(cpu_percent=50.0, memory_bytes=1 << 20, step=3, samples_per_second=10.0)
+    )
     a.report_failure("oom", exit_code=137, restarting=True)
     assert master.service._stats.nodes["worker-0"].failures == 1
 

@@ -3,33 +3,35 @@ with one, a call without it or with a wrong one is UNAUTHENTICATED and the right
 
 import os
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from flexjob.api.errors import FlexjobError
 from flexjob.core.dataset import Dataset
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.master_config import RPC_SERVERS, MasterConfig
+from flexjob.master.main import serve_master
 from flexjob.master.service import MasterService
 from flexjob.rpc.auth import InsecureBindError, master_token, write_token_file
 from flexjob.rpc.client import MasterClient
-from flexjob.rpc.server import RunningServer, serve
 from tests.support.local_jobs import run_flexjob
 
 CONFIG = MasterConfig(job_name="auth", datasets=(Dataset(size=8, shard_size=4),))
 
 
-@pytest.fixture
-def guarded() -> Iterator[str]:
-    server: RunningServer = serve(MasterService(CONFIG), "127.0.0.1", 0, token="s3cret")
+@pytest.fixture(params=RPC_SERVERS)
+def guarded(request: pytest.FixtureRequest) -> Iterator[str]:
+    server = serve_master(MasterService(replace(CONFIG, rpc_server=request.param)), "s3cret")
     yield server.address
     server.stop(0)
 
 
+@pytest.mark.parametrize("kind", RPC_SERVERS)
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "10.1.2.3"])
-def test_a_master_beyond_loopback_without_a_token_does_not_listen(host: str) -> None:
+def test_a_master_beyond_loopback_without_a_token_does_not_listen(host: str, kind: str) -> None:
     with pytest.raises(InsecureBindError, match="set FLEXJOB_MASTER_TOKEN"):
-        serve(MasterService(CONFIG), host, 0)
+        serve_master(MasterService(replace(CONFIG, host=host, rpc_server=kind)), None)
 
 
 def test_flexjob_master_beyond_loopback_without_a_token_exits_naming_the_variables(

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from flexjob.core.dataset import Dataset
+from flexjob.core.lease_size import LeasePolicy
 from flexjob.core.master_config import MasterConfig
 from flexjob.master.main import MasterHandle, start_master
 from flexjob.rpc.client import MasterClient
@@ -113,13 +114,47 @@ def test_close_gives_unused_shards_back_to_the_master(master: MasterHandle) -> N
 
 
 @pytest.mark.parametrize("raw", ["0", "x", "2000"])
-def test_a_bad_lease_size_names_the_variable_and_the_range(raw: str) -> None:
-    with pytest.raises(ValueError, match=r"FLEXJOB_SHARD_LEASE must be an integer in 1\.\.1024"):
+def test_a_bad_lease_size_names_the_variable_and_the_values(raw: str) -> None:
+    with pytest.raises(
+        ValueError, match=r"FLEXJOB_SHARD_LEASE must be 'auto' or an integer in 1\.\.1024"
+    ):
         lease_size({"FLEXJOB_SHARD_LEASE": raw})
 
 
-def test_lease_size_defaults_to_one() -> None:
-    assert lease_size({}) == 1 and lease_size({"FLEXJOB_SHARD_LEASE": "8"}) == 8
+def test_lease_size_defaults_to_adaptive_and_a_number_fixes_it() -> None:
+    assert lease_size({}) == LeasePolicy() == lease_size({"FLEXJOB_SHARD_LEASE": "auto"})
+    assert lease_size({}).fixed is None and lease_size({}).first == 1
+    assert lease_size({"FLEXJOB_SHARD_LEASE": "8"}) == LeasePolicy(fixed=8)
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_adaptive_lease_grows_while_shards_go_fast_and_shrinks_when_slow(
+    master: MasterHandle,
+) -> None:
+    clock = FakeClock()
+    with MasterClient(master.address, "w0") as client:
+        leaser = ShardLeaser(client, LeasePolicy(cap=8, hold_s=1.0), clock=clock)
+        sampler = ElasticSampler(leaser, batch_size=SHARD)
+        sizes: list[int] = []
+        seen: Counter[tuple[int, int]] = Counter()
+        for batch in sampler:
+            seen.update((batch.epoch, i) for i in batch.indices)
+            sizes.append(len(leaser.holding("")))
+            # fast shards for the first epoch, then each shard takes 0.3 s
+            clock.now += 0.01 if batch.epoch == 0 else 0.3
+        assert seen == Counter({(e, i): 1 for e in range(2) for i in range(SIZE)})
+        # held right after each hand-out: the lease grew 1, 2, 4, 8 and stayed at the cap...
+        assert sizes[:8] == [1, 2, 1, 4, 3, 2, 1, 8]
+        assert max(sizes) == 8
+        # ...until a lease of slow shards lasted 8 x 0.3 s > 2 s: the next asks for half
+        assert leaser.lease == 4
 
 
 def test_reports_of_many_shards_go_in_one_call_that_leases_nothing(master: MasterHandle) -> None:

@@ -1,16 +1,19 @@
-"""kopf handlers that feed ``core.reconcile``: ElasticJob, ScalePlan and pod events, finalizer.
+"""kopf handlers that feed ``core.reconcile``: ElasticJob, ScalePlan, pod and service events,
+finalizer.
 
-Every event only queues its job (``work_queue.JobQueue``); the queue's workers run
-``reconcile_pass.reconcile_job`` off the event loop. The queueing handlers are coroutines: kopf
-runs a plain function on a thread of its executor, and the queue (an ``asyncio`` one) must be
-fed on the loop's thread (a put from another thread may not wake a waiting worker); one thread
-hop per event also cost more than the put itself. The ElasticJob delete handler is what
+Every event updates the queue's ``WatchCache`` and queues its job (``work_queue.JobQueue``;
+a service only when deleted); the queue's workers run ``reconcile_pass.reconcile_job`` off the
+event loop, reading the cache. The handlers are coroutines: kopf runs a plain function on a
+thread of its executor, and the queue (an ``asyncio`` one) must be fed on the loop's thread (a
+put from another thread may not wake a waiting worker); one thread hop per event also cost
+more than the put itself. The ElasticJob delete handler is what
 kopf guards with the finalizer: it removes the job's pods, services and ScalePlans, then kopf
 releases the object. Admission webhooks live in ``admission``; settings and the run loop
 in ``runner``.
 """
 
 import asyncio
+import contextlib
 import logging
 from typing import Any
 
@@ -20,7 +23,12 @@ from flexjob.api import JobPriority
 from flexjob.api.names import GROUP, LABEL_JOB_NAME, PLURAL_JOB, PLURAL_SCALE_PLAN, VERSION
 from flexjob.operator.work_queue import JobQueue
 from flexjob.platform.api import Platform, Replica
-from flexjob.platform.kubernetes.bodies import replica_from_pod
+from flexjob.platform.kubernetes.bodies import (
+    job_from_body,
+    plan_from_body,
+    replica_from_pod,
+    service_from_body,
+)
 
 #: The job's own entry in what a pass saw (``JobQueue.handled``); pods go by their names.
 JOB_SEEN = "elasticjob"
@@ -55,20 +63,30 @@ def register_handlers(
 ) -> None:
     """Register the reconcile handlers on ``registry`` (one registry per operator instance)."""
 
+    cache = queue.cache
+
     @kopf.on.event(GROUP, VERSION, PLURAL_JOB, registry=registry)
     async def job_event(type: str | None, body: kopf.Body, **_: Any) -> None:
         key = (body.metadata.namespace or "", body.metadata.name or "")
         if type == "DELETED":
             queue.forget(key)
-        elif not body.metadata.get("deletionTimestamp"):
+            return
+        try:
+            cache.job_seen(job_from_body(body))
+        except ValueError:  # a job the API cannot read: let a pass fetch it and say so
+            cache.forget(key)
+        if not body.metadata.get("deletionTimestamp"):
             rank = JobPriority.rank_of(body.spec.get("priority"))
             queue.put(key, rank, (JOB_SEEN, body.metadata.get("resourceVersion")))
 
     @kopf.on.event(GROUP, VERSION, PLURAL_SCALE_PLAN, registry=registry)
-    async def scale_plan_event(body: kopf.Body, **_: Any) -> None:
+    async def scale_plan_event(type: str | None, body: kopf.Body, **_: Any) -> None:
         owner = body.spec.get("ownerJob")
         if owner:
-            queue.put((body.metadata.namespace or "", owner))
+            key = (body.metadata.namespace or "", owner)
+            with contextlib.suppress(ValueError):
+                cache.plan_seen(key, plan_from_body(body), deleted=type == "DELETED")
+            queue.put(key)
 
     @kopf.on.event("", "v1", "pods", labels={LABEL_JOB_NAME: kopf.PRESENT}, registry=registry)
     async def pod_event(type: str | None, body: kopf.Body, **_: Any) -> None:
@@ -77,10 +95,21 @@ def register_handlers(
             replica = replica_from_pod(body)
         except (KeyError, ValueError):  # labels the platform cannot read: let a pass say so
             replica = None
+        if replica is not None:
+            version = body.metadata.get("resourceVersion")
+            cache.pod_seen(key, replica, version, deleted=type == "DELETED")
         if type == "DELETED" or replica is None:  # a deleted pod's last state is not an echo
             queue.put(key)
         else:
             queue.put(key, seen=(body.metadata.name or "", replica))
+
+    @kopf.on.event("", "v1", "services", labels={LABEL_JOB_NAME: kopf.PRESENT}, registry=registry)
+    async def service_event(type: str | None, body: kopf.Body, **_: Any) -> None:
+        key = (body.metadata.namespace or "", body.metadata.labels[LABEL_JOB_NAME])
+        with contextlib.suppress(KeyError, ValueError, IndexError):
+            cache.service_seen(key, service_from_body(body), deleted=type == "DELETED")
+        if type == "DELETED":  # the pass that created it queued the next one itself
+            queue.put(key)
 
     @kopf.on.delete(GROUP, VERSION, PLURAL_JOB, registry=registry, id="release")
     async def job_deleted(namespace: str | None, name: str, **_: Any) -> None:

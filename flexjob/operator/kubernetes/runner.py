@@ -72,8 +72,9 @@ class OperatorConfig:
     context: str | None = None
     liveness: str | None = None
     workers: int = 4
-    #: Replica creations/deletions one pass sends at the same time.
-    parallel: int = 4
+    #: Replica creations/deletions one pass sends at the same time (at most; in slow-start
+    #: batches of 1, 2, 4, ...: ``reconcile_pass``).
+    parallel: int = 16
     resync_interval: float | None = 60.0
     webhooks: WebhookConfig | None = None
     post_events: bool = True
@@ -188,6 +189,7 @@ def make_queue(
             job_master,
             server_url,
             server_token,
+            queue.cache,
         )
         if passed is not None and not passed.deleted:
             queue.handled(key, seen_by(passed.job.metadata.resource_version, passed.replicas))

@@ -74,7 +74,7 @@ def run_job(
     )
     with raise_on_stop_signals():
         try:
-            for adopted in platform.runtime.adopt(namespace, name):
+            for adopted in platform.adopt(namespace, name):
                 log.info(
                     "adopted replica %s/%s left running by a previous operator", namespace, adopted
                 )

@@ -12,8 +12,9 @@ import kubernetes.config
 
 _config: Any = kubernetes.config  # the client's config module carries no type hints
 
-#: HTTP connections kept per client: the operator's workers x actions in flight, with room.
-POOL_SIZE = 32
+#: HTTP connections kept per client: the operator's workers (4) x actions in flight (16), plus
+#: a first pass's reads, with room.
+POOL_SIZE = 80
 
 
 def load_configuration(

@@ -26,7 +26,10 @@ if _version_not_supported:
 
 
 class MasterStub:
-    """Missing associated documentation comment in .proto file."""
+    """The data path of training: rendezvous, the Attach stream and shards. Its control calls
+    (stats, heartbeats, failures, the batch plan, the key-value store, exclusions) are the
+    MasterControl service of master_control.proto, on the same server and port.
+    """
 
     def __init__(self, channel):
         """Constructor.
@@ -49,6 +52,16 @@ class MasterStub:
                 request_serializer=master__pb2.NodesWaitingRequest.SerializeToString,
                 response_deserializer=master__pb2.NodesWaitingResponse.FromString,
                 _registered_method=True)
+        self.Attach = channel.unary_stream(
+                '/flexjob.rpc.v1.Master/Attach',
+                request_serializer=master__pb2.AttachRequest.SerializeToString,
+                response_deserializer=master__pb2.AttachEvent.FromString,
+                _registered_method=True)
+        self.RegisterDataset = channel.unary_unary(
+                '/flexjob.rpc.v1.Master/RegisterDataset',
+                request_serializer=master__pb2.RegisterDatasetRequest.SerializeToString,
+                response_deserializer=master__pb2.Empty.FromString,
+                _registered_method=True)
         self.GetShard = channel.unary_unary(
                 '/flexjob.rpc.v1.Master/GetShard',
                 request_serializer=master__pb2.GetShardRequest.SerializeToString,
@@ -59,70 +72,23 @@ class MasterStub:
                 request_serializer=master__pb2.ReportShardRequest.SerializeToString,
                 response_deserializer=master__pb2.ReportShardResponse.FromString,
                 _registered_method=True)
-        self.ReportStats = channel.unary_unary(
-                '/flexjob.rpc.v1.Master/ReportStats',
-                request_serializer=master__pb2.StatsRequest.SerializeToString,
-                response_deserializer=master__pb2.Empty.FromString,
-                _registered_method=True)
-        self.Heartbeat = channel.unary_unary(
-                '/flexjob.rpc.v1.Master/Heartbeat',
-                request_serializer=master__pb2.HeartbeatRequest.SerializeToString,
-                response_deserializer=master__pb2.HeartbeatResponse.FromString,
-                _registered_method=True)
-        self.ReportFailure = channel.unary_unary(
-                '/flexjob.rpc.v1.Master/ReportFailure',
-                request_serializer=master__pb2.FailureRequest.SerializeToString,
-                response_deserializer=master__pb2.Empty.FromString,
-                _registered_method=True)
-        self.GetBatchPlan = channel.unary_unary(
-                '/flexjob.rpc.v1.Master/GetBatchPlan',
-                request_serializer=master__pb2.BatchPlanRequest.SerializeToString,
-                response_deserializer=master__pb2.BatchPlanResponse.FromString,
-                _registered_method=True)
-        self.KVSet = channel.unary_unary(
-                '/flexjob.rpc.v1.Master/KVSet',
-                request_serializer=master__pb2.KVSetRequest.SerializeToString,
-                response_deserializer=master__pb2.Empty.FromString,
-                _registered_method=True)
-        self.KVGet = channel.unary_unary(
-                '/flexjob.rpc.v1.Master/KVGet',
-                request_serializer=master__pb2.KVGetRequest.SerializeToString,
-                response_deserializer=master__pb2.KVGetResponse.FromString,
-                _registered_method=True)
-        self.KVAdd = channel.unary_unary(
-                '/flexjob.rpc.v1.Master/KVAdd',
-                request_serializer=master__pb2.KVAddRequest.SerializeToString,
-                response_deserializer=master__pb2.KVAddResponse.FromString,
+        self.LeaseShards = channel.unary_unary(
+                '/flexjob.rpc.v1.Master/LeaseShards',
+                request_serializer=master__pb2.LeaseShardsRequest.SerializeToString,
+                response_deserializer=master__pb2.LeaseShardsResponse.FromString,
                 _registered_method=True)
         self.GetProgress = channel.unary_unary(
                 '/flexjob.rpc.v1.Master/GetProgress',
                 request_serializer=master__pb2.ProgressRequest.SerializeToString,
                 response_deserializer=master__pb2.ProgressResponse.FromString,
                 _registered_method=True)
-        self.RegisterDataset = channel.unary_unary(
-                '/flexjob.rpc.v1.Master/RegisterDataset',
-                request_serializer=master__pb2.RegisterDatasetRequest.SerializeToString,
-                response_deserializer=master__pb2.Empty.FromString,
-                _registered_method=True)
-        self.LeaseShards = channel.unary_unary(
-                '/flexjob.rpc.v1.Master/LeaseShards',
-                request_serializer=master__pb2.LeaseShardsRequest.SerializeToString,
-                response_deserializer=master__pb2.LeaseShardsResponse.FromString,
-                _registered_method=True)
-        self.ExcludeNodes = channel.unary_unary(
-                '/flexjob.rpc.v1.Master/ExcludeNodes',
-                request_serializer=master__pb2.ExcludeRequest.SerializeToString,
-                response_deserializer=master__pb2.ExcludeResponse.FromString,
-                _registered_method=True)
-        self.Attach = channel.unary_stream(
-                '/flexjob.rpc.v1.Master/Attach',
-                request_serializer=master__pb2.AttachRequest.SerializeToString,
-                response_deserializer=master__pb2.AttachEvent.FromString,
-                _registered_method=True)
 
 
 class MasterServicer:
-    """Missing associated documentation comment in .proto file."""
+    """The data path of training: rendezvous, the Attach stream and shards. Its control calls
+    (stats, heartbeats, failures, the batch plan, the key-value store, exclusions) are the
+    MasterControl service of master_control.proto, on the same server and port.
+    """
 
     def JoinRendezvous(self, request, context):
         """Missing associated documentation comment in .proto file."""
@@ -142,6 +108,18 @@ class MasterServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Attach(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RegisterDataset(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetShard(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -154,73 +132,13 @@ class MasterServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def ReportStats(self, request, context):
-        """Missing associated documentation comment in .proto file."""
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def Heartbeat(self, request, context):
-        """Missing associated documentation comment in .proto file."""
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def ReportFailure(self, request, context):
-        """Missing associated documentation comment in .proto file."""
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def GetBatchPlan(self, request, context):
-        """Missing associated documentation comment in .proto file."""
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def KVSet(self, request, context):
-        """Missing associated documentation comment in .proto file."""
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def KVGet(self, request, context):
-        """Missing associated documentation comment in .proto file."""
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def KVAdd(self, request, context):
-        """Missing associated documentation comment in .proto file."""
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def GetProgress(self, request, context):
-        """Missing associated documentation comment in .proto file."""
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def RegisterDataset(self, request, context):
-        """Missing associated documentation comment in .proto file."""
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
     def LeaseShards(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def ExcludeNodes(self, request, context):
-        """Missing associated documentation comment in .proto file."""
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def Attach(self, request, context):
+    def GetProgress(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -244,6 +162,16 @@ def add_MasterServicer_to_server(servicer, server):
                     request_deserializer=master__pb2.NodesWaitingRequest.FromString,
                     response_serializer=master__pb2.NodesWaitingResponse.SerializeToString,
             ),
+            'Attach': grpc.unary_stream_rpc_method_handler(
+                    servicer.Attach,
+                    request_deserializer=master__pb2.AttachRequest.FromString,
+                    response_serializer=master__pb2.AttachEvent.SerializeToString,
+            ),
+            'RegisterDataset': grpc.unary_unary_rpc_method_handler(
+                    servicer.RegisterDataset,
+                    request_deserializer=master__pb2.RegisterDatasetRequest.FromString,
+                    response_serializer=master__pb2.Empty.SerializeToString,
+            ),
             'GetShard': grpc.unary_unary_rpc_method_handler(
                     servicer.GetShard,
                     request_deserializer=master__pb2.GetShardRequest.FromString,
@@ -254,65 +182,15 @@ def add_MasterServicer_to_server(servicer, server):
                     request_deserializer=master__pb2.ReportShardRequest.FromString,
                     response_serializer=master__pb2.ReportShardResponse.SerializeToString,
             ),
-            'ReportStats': grpc.unary_unary_rpc_method_handler(
-                    servicer.ReportStats,
-                    request_deserializer=master__pb2.StatsRequest.FromString,
-                    response_serializer=master__pb2.Empty.SerializeToString,
-            ),
-            'Heartbeat': grpc.unary_unary_rpc_method_handler(
-                    servicer.Heartbeat,
-                    request_deserializer=master__pb2.HeartbeatRequest.FromString,
-                    response_serializer=master__pb2.HeartbeatResponse.SerializeToString,
-            ),
-            'ReportFailure': grpc.unary_unary_rpc_method_handler(
-                    servicer.ReportFailure,
-                    request_deserializer=master__pb2.FailureRequest.FromString,
-                    response_serializer=master__pb2.Empty.SerializeToString,
-            ),
-            'GetBatchPlan': grpc.unary_unary_rpc_method_handler(
-                    servicer.GetBatchPlan,
-                    request_deserializer=master__pb2.BatchPlanRequest.FromString,
-                    response_serializer=master__pb2.BatchPlanResponse.SerializeToString,
-            ),
-            'KVSet': grpc.unary_unary_rpc_method_handler(
-                    servicer.KVSet,
-                    request_deserializer=master__pb2.KVSetRequest.FromString,
-                    response_serializer=master__pb2.Empty.SerializeToString,
-            ),
-            'KVGet': grpc.unary_unary_rpc_method_handler(
-                    servicer.KVGet,
-                    request_deserializer=master__pb2.KVGetRequest.FromString,
-                    response_serializer=master__pb2.KVGetResponse.SerializeToString,
-            ),
-            'KVAdd': grpc.unary_unary_rpc_method_handler(
-                    servicer.KVAdd,
-                    request_deserializer=master__pb2.KVAddRequest.FromString,
-                    response_serializer=master__pb2.KVAddResponse.SerializeToString,
-            ),
-            'GetProgress': grpc.unary_unary_rpc_method_handler(
-                    servicer.GetProgress,
-                    request_deserializer=master__pb2.ProgressRequest.FromString,
-                    response_serializer=master__pb2.ProgressResponse.SerializeToString,
-            ),
-            'RegisterDataset': grpc.unary_unary_rpc_method_handler(
-                    servicer.RegisterDataset,
-                    request_deserializer=master__pb2.RegisterDatasetRequest.FromString,
-                    response_serializer=master__pb2.Empty.SerializeToString,
-            ),
             'LeaseShards': grpc.unary_unary_rpc_method_handler(
                     servicer.LeaseShards,
                     request_deserializer=master__pb2.LeaseShardsRequest.FromString,
                     response_serializer=master__pb2.LeaseShardsResponse.SerializeToString,
             ),
-            'ExcludeNodes': grpc.unary_unary_rpc_method_handler(
-                    servicer.ExcludeNodes,
-                    request_deserializer=master__pb2.ExcludeRequest.FromString,
-                    response_serializer=master__pb2.ExcludeResponse.SerializeToString,
-            ),
-            'Attach': grpc.unary_stream_rpc_method_handler(
-                    servicer.Attach,
-                    request_deserializer=master__pb2.AttachRequest.FromString,
-                    response_serializer=master__pb2.AttachEvent.SerializeToString,
+            'GetProgress': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetProgress,
+                    request_deserializer=master__pb2.ProgressRequest.FromString,
+                    response_serializer=master__pb2.ProgressResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -323,7 +201,10 @@ def add_MasterServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class Master:
-    """Missing associated documentation comment in .proto file."""
+    """The data path of training: rendezvous, the Attach stream and shards. Its control calls
+    (stats, heartbeats, failures, the batch plan, the key-value store, exclusions) are the
+    MasterControl service of master_control.proto, on the same server and port.
+    """
 
     @staticmethod
     def JoinRendezvous(request,
@@ -407,6 +288,60 @@ class Master:
             _registered_method=True)
 
     @staticmethod
+    def Attach(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/flexjob.rpc.v1.Master/Attach',
+            master__pb2.AttachRequest.SerializeToString,
+            master__pb2.AttachEvent.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RegisterDataset(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flexjob.rpc.v1.Master/RegisterDataset',
+            master__pb2.RegisterDatasetRequest.SerializeToString,
+            master__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
     def GetShard(request,
             target,
             options=(),
@@ -461,249 +396,6 @@ class Master:
             _registered_method=True)
 
     @staticmethod
-    def ReportStats(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/flexjob.rpc.v1.Master/ReportStats',
-            master__pb2.StatsRequest.SerializeToString,
-            master__pb2.Empty.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def Heartbeat(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/flexjob.rpc.v1.Master/Heartbeat',
-            master__pb2.HeartbeatRequest.SerializeToString,
-            master__pb2.HeartbeatResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def ReportFailure(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/flexjob.rpc.v1.Master/ReportFailure',
-            master__pb2.FailureRequest.SerializeToString,
-            master__pb2.Empty.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def GetBatchPlan(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/flexjob.rpc.v1.Master/GetBatchPlan',
-            master__pb2.BatchPlanRequest.SerializeToString,
-            master__pb2.BatchPlanResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def KVSet(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/flexjob.rpc.v1.Master/KVSet',
-            master__pb2.KVSetRequest.SerializeToString,
-            master__pb2.Empty.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def KVGet(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/flexjob.rpc.v1.Master/KVGet',
-            master__pb2.KVGetRequest.SerializeToString,
-            master__pb2.KVGetResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def KVAdd(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/flexjob.rpc.v1.Master/KVAdd',
-            master__pb2.KVAddRequest.SerializeToString,
-            master__pb2.KVAddResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def GetProgress(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/flexjob.rpc.v1.Master/GetProgress',
-            master__pb2.ProgressRequest.SerializeToString,
-            master__pb2.ProgressResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def RegisterDataset(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/flexjob.rpc.v1.Master/RegisterDataset',
-            master__pb2.RegisterDatasetRequest.SerializeToString,
-            master__pb2.Empty.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
     def LeaseShards(request,
             target,
             options=(),
@@ -731,7 +423,7 @@ class Master:
             _registered_method=True)
 
     @staticmethod
-    def ExcludeNodes(request,
+    def GetProgress(request,
             target,
             options=(),
             channel_credentials=None,
@@ -744,36 +436,9 @@ class Master:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/flexjob.rpc.v1.Master/ExcludeNodes',
-            master__pb2.ExcludeRequest.SerializeToString,
-            master__pb2.ExcludeResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def Attach(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_stream(
-            request,
-            target,
-            '/flexjob.rpc.v1.Master/Attach',
-            master__pb2.AttachRequest.SerializeToString,
-            master__pb2.AttachEvent.FromString,
+            '/flexjob.rpc.v1.Master/GetProgress',
+            master__pb2.ProgressRequest.SerializeToString,
+            master__pb2.ProgressResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,247 @@
+"""The job master's gRPC server on ``grpc.aio``: one event-loop thread runs every call.
+
+The master's logic is in memory and fast, so each unary call runs the ``MasterServicer`` method
+of ``rpc.server`` (the same conversions and error codes) directly on the loop: no hand-off to a
+pool thread and no contention between handler threads for the master's lock. What a call
+changed is saved before it answers: journal lines are written on the loop when that is all
+there is (a write to the page cache), else (a snapshot due, or ``fsync``) by one writer thread
+that the call awaits while the loop serves others, so that concurrent calls share its writes
+(group commit). An agent's ``Attach`` stream is a coroutine instead of a held thread. With a
+token every call must carry it (``UNAUTHENTICATED`` otherwise), as in ``rpc.server``. Measured
+against the thread-pool server by ``benchmarks/master_load.py``. Not where master logic lives.
+"""
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent import futures
+from dataclasses import dataclass
+from typing import Any, NoReturn, Protocol
+
+import grpc
+
+from flexjob.api.names import ENV_MASTER_TOKEN, ENV_MASTER_TOKEN_FILE
+from flexjob.rpc import convert
+from flexjob.rpc.auth import AUTHORIZATION, check_bind, token_matches
+from flexjob.rpc.gen import master_control_pb2 as ctl_pb
+from flexjob.rpc.gen import master_control_pb2_grpc as ctl_grpc
+from flexjob.rpc.gen import master_pb2 as pb
+from flexjob.rpc.gen import master_pb2_grpc as pb_grpc
+from flexjob.rpc.messages import MasterBackend
+from flexjob.rpc.server import (
+    ATTACH_KEEPALIVE_S,
+    BoundServer,
+    MasterControlServicer,
+    MasterServicer,
+)
+
+log = logging.getLogger(__name__)
+
+#: Called after every unary call: method name, status code name, seconds (metrics).
+OnCall = Callable[[str, str, float], None]
+
+_START_TIMEOUT_S = 30.0
+
+
+class Saves(Protocol):
+    """How the backend's changes are written (``master.persistence.Persistence``)."""
+
+    def defer_flushes_here(self) -> None: ...
+
+    def flush_inline(self) -> bool: ...
+
+    def flush(self) -> None: ...
+
+
+class _Aborted(Exception):
+    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+        super().__init__(details)
+        self.code, self.details = code, details
+
+
+class _LoopContext:
+    """What ``MasterServicer``'s unary methods use of their context, for a call run on the
+    loop: ``abort`` raises, and the coroutine around the method sends the status."""
+
+    def abort(self, code: grpc.StatusCode, details: str) -> NoReturn:
+        raise _Aborted(code, details)
+
+
+_CONTEXT = _LoopContext()
+
+
+@dataclass(frozen=True, slots=True)
+class AioServer(BoundServer):
+    """A running ``serve_aio`` server: its loop thread, writer thread and address."""
+
+    server: grpc.aio.Server
+    loop: asyncio.AbstractEventLoop
+    thread: threading.Thread
+    writer: futures.ThreadPoolExecutor
+
+    def stop(self, grace: float | None = 1.0) -> None:
+        """Stop serving (calls in flight get ``grace`` seconds), then the loop and the writer."""
+        if self.loop.is_closed():
+            return
+        asyncio.run_coroutine_threadsafe(self.server.stop(grace), self.loop).result()
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join()
+        self.loop.close()
+        self.writer.shutdown(wait=True)  # detaches of the streams that just ended
+
+
+class _Servicer:
+    """Builds the coroutines that serve each RPC of ``MasterServicer`` on the loop."""
+
+    def __init__(
+        self,
+        backend: MasterBackend,
+        saves: Saves,
+        writer: futures.ThreadPoolExecutor,
+        on_call: OnCall | None,
+    ) -> None:
+        self._b = backend
+        self._saves = saves
+        self._writer = writer
+        self._on_call = on_call
+
+    def unary(
+        self, sync: object, name: str
+    ) -> Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]:
+        """The coroutine that serves ``sync``'s (an ``rpc.server`` servicer's) method ``name``."""
+        method = getattr(sync, name)
+        saves, writer, on_call = self._saves, self._writer, self._on_call
+
+        async def handle(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            started = time.perf_counter()
+            aborted: _Aborted | None = None
+            reply = None
+            try:
+                reply = method(request, _CONTEXT)
+            except _Aborted as exc:
+                aborted = exc
+            finally:  # even after a failure: what it changed is written before it answers
+                if not saves.flush_inline():
+                    await asyncio.get_running_loop().run_in_executor(writer, saves.flush)
+                if on_call is not None:
+                    code = aborted.code.name if aborted is not None else "OK"
+                    on_call(name, code, time.perf_counter() - started)
+            if aborted is not None:
+                await context.abort(aborted.code, aborted.details)
+            return reply
+
+        return handle
+
+    async def attach(
+        self, request: pb.AttachRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[pb.AttachEvent]:
+        """Held open while the agent lives; when it breaks, the backend hears of it at once
+        (``detach``, on the writer thread: it saves)."""
+        node = convert.node_from_pb(request.node)
+        token = self._b.attach(node)
+        loop = asyncio.get_running_loop()
+        context.add_done_callback(
+            lambda _: loop.run_in_executor(self._writer, self._detach, node, token)
+        )
+        while not self._b.wait_closing(0):
+            await asyncio.sleep(ATTACH_KEEPALIVE_S)
+            yield pb.AttachEvent()
+
+    def _detach(self, node: Any, token: int) -> None:
+        try:
+            self._b.detach(node, token)
+        except Exception:
+            log.exception("event=detach_failed node=%s", node.node_id)
+
+
+def _services(backend: MasterBackend) -> list[tuple[object, type, Callable[..., None], Any]]:
+    """Per service on the master's port: ``rpc.server``'s servicer, the generated servicer
+    class, its ``add_..._to_server`` and the service's descriptor."""
+    return [
+        (
+            MasterServicer(backend),
+            pb_grpc.MasterServicer,
+            pb_grpc.add_MasterServicer_to_server,
+            pb.DESCRIPTOR.services_by_name["Master"],
+        ),
+        (
+            MasterControlServicer(backend),
+            ctl_grpc.MasterControlServicer,
+            ctl_grpc.add_MasterControlServicer_to_server,
+            ctl_pb.DESCRIPTOR.services_by_name["MasterControl"],
+        ),
+    ]
+
+
+def _token_interceptor(token: str) -> grpc.aio.ServerInterceptor:
+    async def refuse(request: object, context: grpc.aio.ServicerContext) -> None:
+        await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+
+    refusal = grpc.unary_unary_rpc_method_handler(refuse)
+
+    class TokenCheck(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+        async def intercept_service(
+            self,
+            continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+            details: grpc.HandlerCallDetails,
+        ) -> grpc.RpcMethodHandler:
+            metadata = dict(details.invocation_metadata or ())
+            if token_matches(metadata.get(AUTHORIZATION), token):
+                return await continuation(details)
+            return refusal
+
+    return TokenCheck()
+
+
+def serve_aio(
+    backend: MasterBackend,
+    saves: Saves,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    token: str | None = None,
+    on_call: OnCall | None = None,
+) -> AioServer:
+    """Serve ``backend`` on ``host:port`` (0: a free port) from a new event-loop thread;
+    returns once it serves. ``saves`` writes what the backend's calls changed (their own
+    writes are deferred on the loop thread). Token rule as ``rpc.server.serve``."""
+    check_bind(host, token, f"set {ENV_MASTER_TOKEN} or {ENV_MASTER_TOKEN_FILE}")
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="master-rpc-loop", daemon=True)
+    thread.start()
+    writer = futures.ThreadPoolExecutor(1, thread_name_prefix="master-save")
+
+    async def start() -> tuple[grpc.aio.Server, int]:
+        saves.defer_flushes_here()  # this loop's calls save in their coroutine
+        servicer = _Servicer(backend, saves, writer, on_call)
+        server = grpc.aio.server(
+            interceptors=[_token_interceptor(token)] if token else None,
+            options=[("grpc.so_reuseport", 0)],
+        )
+        for sync, base, add, service in _services(backend):
+            handlers = base()
+            for method in service.methods:
+                if not (method.client_streaming or method.server_streaming):
+                    setattr(handlers, method.name, servicer.unary(sync, method.name))
+            if isinstance(handlers, pb_grpc.MasterServicer):
+                handlers.Attach = servicer.attach  # type: ignore[method-assign]
+            add(handlers, server)
+        bound = server.add_insecure_port(f"{host}:{port}")
+        if bound == 0:
+            raise OSError(f"cannot bind the master RPC server to {host}:{port}")
+        await server.start()
+        return server, bound
+
+    try:
+        server, bound = asyncio.run_coroutine_threadsafe(start(), loop).result(_START_TIMEOUT_S)
+    except BaseException:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join()
+        loop.close()
+        writer.shutdown()
+        raise
+    log.info(
+        "event=rpc_serving address=%s:%d token=%s aio=yes", host, bound, "yes" if token else "no"
+    )
+    return AioServer(host, bound, server, loop, thread, writer)
