@@ -105,9 +105,7 @@ def test_an_aborting_rank_wakes_a_peer_blocked_in_a_collective() -> None:
     ctx = mp.get_context("spawn")
     out: Queue[str] = ctx.Queue()
     done: Queue[str] = ctx.Queue()
-    procs = [
-        ctx.Process(target=_blocked_or_aborting, args=(address, r, out, done)) for r in (0, 1)
-    ]
+    procs = [ctx.Process(target=_blocked_or_aborting, args=(address, r, out, done)) for r in (0, 1)]
     for p in procs:
         p.start()
     try:
