@@ -3,8 +3,8 @@
 
 Starts, in order: the job's torch ``TCPStore`` server (when ``config.host_store``;
 ``master.tcp_store``, no torch import), the ``MasterService``
-(restoring ``<job-dir>/master_state.json`` if present), the gRPC server (``rpc.aio_server``,
-or ``rpc.server``'s thread pool with ``rpc_server="threads"``), the health loop, the
+(restoring ``<job-dir>/master_state.json`` if present), the gRPC server (``rpc.server``'s
+thread pool, or ``rpc.aio_server``'s event loop with ``rpc_server="aio"``), the health loop, the
 PS-set driver (``master.ps_sets``; idle unless PS replicas register), the node watcher
 (``master.node_watcher``, when the job has a platform); then writes the bound address to
 ``<job-dir>/master.addr``. Not for the master's logic.
