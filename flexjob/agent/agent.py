@@ -97,6 +97,7 @@ class ElasticAgent:
         self._beat_since: float | None = None  # time.time() the heartbeat in flight began
         self._master_back_at = 0.0  # time.time() a slow or failed heartbeat ended
         self._run_dir = run_dir_of(config)
+        self._succeeded = False  # the node ended with all its workers' exit codes 0
 
     # ---- entry point ----
     def run(self) -> int:
@@ -108,7 +109,9 @@ class ElasticAgent:
             beat.start()
             endpoint = observing.serve(self._run_dir, self.config.node_id)
             try:
-                return self._supervise()
+                code = self._supervise()
+                self._succeeded = code == 0 and self._all_succeeded()
+                return code
             except StopRequested as stop:
                 log.warning("node %s: %s, stopping its workers", self.config.node_id, stop)
                 return stop.exit_code
@@ -123,7 +126,24 @@ class ElasticAgent:
                     w.stop()
                 self._flash.close()
                 beat.join(timeout=5.0)
+                if self._succeeded:
+                    self._tell_succeeded()
                 self.client.close()
+
+    def _all_succeeded(self) -> bool:
+        """Every worker ended with 0 (or the job's data was done before they joined)."""
+        states = [w.poll() for w in self.workers]
+        done = all(s is WorkerState.SUCCEEDED for s in states)
+        return done or (self._reply is not None and self._reply.job_finished)
+
+    def _tell_succeeded(self) -> None:
+        """Tell the master this node leaves after success (after its last heartbeat, before
+        its stream ends): the others' world is not re-formed."""
+        try:
+            self.client.node_succeeded()
+        except Exception as exc:  # the master is gone too: nobody to re-form anything
+            node = self.config.node_id
+            log.info("node %s: could not tell the master it succeeded: %s", node, exc)
 
     # ---- worker life ----
     def _identity(self, local_rank: int) -> NodeIdentity:

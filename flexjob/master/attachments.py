@@ -23,6 +23,10 @@ class Attachments:
         self._current[node_id] = self._next
         return self._next
 
+    def forget(self, node_id: str) -> None:
+        """``node_id`` left on purpose: the end of its stream means nothing."""
+        self._current.pop(node_id, None)
+
     def detach(self, node_id: str, token: int) -> bool:
         """The stream of ``token`` ended; True when that means the node is gone."""
         if self._current.get(node_id) != token:

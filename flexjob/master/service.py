@@ -248,6 +248,15 @@ class MasterService:
             if gone and not self.job_finished:  # when the data is done, agents leave
                 self._node_dead(node.node_id, "connection lost")
 
+    def node_succeeded(self, node: NodeRef) -> None:
+        """The node's workers all ended with 0 and its agent leaves: neither the end of its
+        stream nor its silence is a death, so the world of the nodes still running stays as it
+        is (a re-form would restart a plain script's workers that are finishing)."""
+        with self._lock:
+            event(log, "node_succeeded", self._job, node=node.node_id)
+            self._attached.forget(node.node_id)
+            self._health.forget(node.node_id)
+
     def wait_closing(self, timeout: float) -> bool:
         return self._attached.closing.wait(timeout)
 

@@ -164,6 +164,10 @@ class MasterClient(RetryingClient):
         )
         self._call(self._control.ReportFailure, req)
 
+    def node_succeeded(self) -> None:
+        """This node's workers all ended with 0: the agent leaves without a re-form."""
+        self._call(self._control.NodeSucceeded, pb.NodeSucceededRequest(node=self._node))
+
     def register_dataset(self, dataset: Dataset) -> None:
         """Tell the master to shard ``dataset`` (kept if the name is already known)."""
         self._call(self._stub.RegisterDataset, convert.dataset_to_pb(self._node, dataset))

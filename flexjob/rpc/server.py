@@ -151,6 +151,13 @@ class MasterControlServicer(ctl_grpc.MasterControlServicer):
         )
         return pb.Empty()
 
+    def NodeSucceeded(
+        self, request: pb.NodeSucceededRequest, context: grpc.ServicerContext
+    ) -> pb.Empty:
+        node = convert.node_from_pb(request.node)
+        _call(context, lambda: self._b.node_succeeded(node))
+        return pb.Empty()
+
     def GetBatchPlan(
         self, request: pb.BatchPlanRequest, context: grpc.ServicerContext
     ) -> pb.BatchPlanResponse:

@@ -1,4 +1,8 @@
-"""A plain torch script (no flexjob imports): env:// rendezvous, one all-reduce."""
+"""A plain torch script (no flexjob imports): env:// rendezvous, one all-reduce. An argument N
+makes the last rank stay N seconds after it (so other nodes finish first)."""
+
+import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -7,4 +11,7 @@ dist.init_process_group("gloo")
 t = torch.ones(1) * (dist.get_rank() + 1)
 dist.all_reduce(t)
 print(f"sum={t.item():.0f} world={dist.get_world_size()} rank={dist.get_rank()}", flush=True)
+last = dist.get_rank() == dist.get_world_size() - 1
 dist.destroy_process_group()
+if len(sys.argv) > 1 and last:
+    time.sleep(float(sys.argv[1]))

@@ -43,6 +43,16 @@ def test_plain_torch_script_gets_rank_and_world_from_the_agent(tmp_path: Path) -
         assert job.output().count("sum=3 world=2") == 2, job.output()
 
 
+def test_a_node_that_finishes_first_leaves_without_restarting_the_others(tmp_path: Path) -> None:
+    plain = str(Path(__file__).parents[1] / "agent" / "plain_allreduce.py")
+    # The last rank stays 4 s after the all-reduce: the other node's agent leaves first.
+    with running(tmp_path, "--nnodes", "2", script=plain, script_args=("4",)) as job:
+        assert job.wait() == 0, job.output()
+        assert job.output().count("sum=3 world=2") == 2, job.output()
+        assert "node_succeeded" in job.master_log()
+        assert "node_dead" not in job.master_log(), job.master_log()
+
+
 def test_killed_worker_is_restarted_and_every_sample_is_done_once(tmp_path: Path) -> None:
     with running(tmp_path, "--nnodes", "2", script_args=ARGS) as job:
         job.wait_progress(0.3, world_size=2)

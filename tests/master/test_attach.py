@@ -40,6 +40,16 @@ def test_a_replaced_stream_or_a_stopping_master_is_no_death(tmp_path: Path) -> N
     assert svc.get_world(A, 1).members == ("a", "b", "c")
 
 
+def test_a_node_that_succeeded_leaves_without_breaking_the_world(tmp_path: Path) -> None:
+    svc = make(tmp_path, FakeClock())  # no datasets: a plain script's job never "finishes"
+    form_world(svc, A, B, C)
+    token = svc.attach(C)
+    svc.node_succeeded(C)
+    svc.detach(C, token)
+    assert svc.nodes_waiting(A).num_nodes_waiting == 0
+    assert svc.get_world(A, 1).members == ("a", "b", "c")
+
+
 def test_when_the_data_is_done_agents_leave_quietly(tmp_path: Path) -> None:
     svc = make(tmp_path, FakeClock(), datasets=(Dataset(size=10, shard_size=10),))
     form_world(svc, A, B, C)

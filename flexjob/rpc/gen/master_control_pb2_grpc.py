@@ -49,6 +49,11 @@ class MasterControlStub:
                 request_serializer=master__pb2.FailureRequest.SerializeToString,
                 response_deserializer=master__pb2.Empty.FromString,
                 _registered_method=True)
+        self.NodeSucceeded = channel.unary_unary(
+                '/flexjob.rpc.v1.MasterControl/NodeSucceeded',
+                request_serializer=master__pb2.NodeSucceededRequest.SerializeToString,
+                response_deserializer=master__pb2.Empty.FromString,
+                _registered_method=True)
         self.ExcludeNodes = channel.unary_unary(
                 '/flexjob.rpc.v1.MasterControl/ExcludeNodes',
                 request_serializer=master__pb2.ExcludeRequest.SerializeToString,
@@ -93,6 +98,14 @@ class MasterControlServicer:
 
     def ReportFailure(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def NodeSucceeded(self, request, context):
+        """The node's workers all ended with exit code 0 and its agent leaves: its stream's end and
+        its silence are no death, and the others' world stays as it is.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -143,6 +156,11 @@ def add_MasterControlServicer_to_server(servicer, server):
             'ReportFailure': grpc.unary_unary_rpc_method_handler(
                     servicer.ReportFailure,
                     request_deserializer=master__pb2.FailureRequest.FromString,
+                    response_serializer=master__pb2.Empty.SerializeToString,
+            ),
+            'NodeSucceeded': grpc.unary_unary_rpc_method_handler(
+                    servicer.NodeSucceeded,
+                    request_deserializer=master__pb2.NodeSucceededRequest.FromString,
                     response_serializer=master__pb2.Empty.SerializeToString,
             ),
             'ExcludeNodes': grpc.unary_unary_rpc_method_handler(
@@ -251,6 +269,33 @@ class MasterControl:
             target,
             '/flexjob.rpc.v1.MasterControl/ReportFailure',
             master__pb2.FailureRequest.SerializeToString,
+            master__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def NodeSucceeded(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flexjob.rpc.v1.MasterControl/NodeSucceeded',
+            master__pb2.NodeSucceededRequest.SerializeToString,
             master__pb2.Empty.FromString,
             options,
             channel_credentials,

@@ -216,6 +216,12 @@ class FailureRequest(_message.Message):
     restarting: bool
     def __init__(self, node: _Optional[_Union[NodeRef, _Mapping]] = ..., reason: _Optional[str] = ..., exit_code: _Optional[int] = ..., restarting: _Optional[bool] = ...) -> None: ...
 
+class NodeSucceededRequest(_message.Message):
+    __slots__ = ("node",)
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    node: NodeRef
+    def __init__(self, node: _Optional[_Union[NodeRef, _Mapping]] = ...) -> None: ...
+
 class BatchPlanRequest(_message.Message):
     __slots__ = ("node", "rank", "world_size")
     NODE_FIELD_NUMBER: _ClassVar[int]
