@@ -16,6 +16,14 @@ are used up quickly (up to 32 shards, about a second of training held ahead); a 
 it (more means fewer calls and a longer tail at the end of the data, when one process may still
 hold shards that others could train). A process that dies gives back every shard it leased and
 had not finished (the master puts what is DOING for it back in TODO).
+
+Reports are not held back to ride on a later lease call: a shard counts as done only once the
+master recorded it, and ``trainer.peer_shards`` relies on a committed rank having reported (the
+next control all-reduce proves it), so a rank that died with reports held back would have its
+trained shards handed out again. A ``DataLoader`` sampler's reports already go in one call an
+epoch. Nor is the next lease fetched in the background: with a grown lease a call comes about
+once a second, the trainer's refill rides on its report (synchronous anyway), and a
+``DataLoader``'s prefetch hides the round trip (``benchmarks/data_loading.py``).
 """
 
 from __future__ import annotations
