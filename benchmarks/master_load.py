@@ -13,7 +13,7 @@ report count as two requests, however many calls carry them) and p99 latency per
   paced lease-K        the same at a fixed total rate (``--paced-rate`` shards/s, open loop):
                        the latency a trainer sees when the master is not saturated.
 Every accepted report is written to the state file before it is answered. The master serves
-with ``--rpc-server`` (``MasterConfig.rpc_server``: aio by default, threads as before); each
+with ``--rpc-server`` (``MasterConfig.rpc_server``: threads by default, or aio); each
 unpaced row also shows the master process's CPU time per shard (the number that a shared,
 loaded machine disturbs least).
 Baselines: the goal from the issue (1,000 agents in < 2 s; >= 5,000 shard requests/s; p99 <
@@ -21,8 +21,8 @@ Baselines: the goal from the issue (1,000 agents in < 2 s; >= 5,000 shard reques
 the thread pool ("bare gRPC") and ``grpc.aio`` ("bare aio"), measured on the same machine with
 the same clients: the transport's ceiling per call (its rate, its CPU per call, and its p99 back
 to back and paced at the paced row's rate: the latency floor on this machine under its present
-load), and the pairs row (the previous flexjob's calls). Run it with ``--rpc-server threads``
-for the previous flexjob's server.
+load), and the pairs row (the previous flexjob's calls). Run it with each ``--rpc-server`` to
+compare the master's two servers.
 
     PYTHONPATH=. python benchmarks/master_load.py [--agents 1000] [--procs 2] [--seconds 4]
         [--leases 1,8] [--paced-rate 1000] [--rpc-server aio|threads]

@@ -1,12 +1,14 @@
 """Operator scale: N ElasticJobs x R worker replicas reconciled by the kopf operator on the
 Kubernetes emulator (tests/support/k8s_emulator.py), all in this process.
 
-Measures the time from submitting every job until every replica's pod exists, and how long
-each reconcile pass took (p50/p99). Baseline: the same pods created straight through the
-platform (no kopf, no reconcile), the same number of jobs at a time and each job's pods as many
-at a time as a pass sends at most (a pass starts with one and doubles: slow start), i.e. what
-the API round trips alone cost, in total and per job. The emulator serves from this process's
-event loop, which kopf shares: its work and the operator's compete for one interpreter.
+Measures the time from submitting every job until every replica's pod exists, until every pod
+is Running (a stand-in for the kubelets reports each at once) and until every job's status
+counts them all Running, and how long each reconcile pass took (p50/p99). Baseline: the same
+pods created straight through the platform (no kopf, no reconcile), the same number of jobs
+at a time and each job's pods as many at a time as a pass sends at most (a pass starts with
+one and doubles: slow start), i.e. what the API round trips alone cost, in total and per job.
+The emulator serves from this process's event loop, which kopf shares: its work and the
+operator's compete for one interpreter.
 Run from the repository root:
 
     PYTHONPATH=$PWD python benchmarks/operator_scale.py --jobs 100 --replicas 50
@@ -20,6 +22,7 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,6 +42,7 @@ from flexjob.platform.kubernetes import KubernetesPlatform
 from tests.support.k8s_emulator import K8sEmulator
 from tests.support.k8s_fixtures import ELASTICJOBS, SCALEPLANS
 
+MERGE = "application/merge-patch+json"
 TEMPLATE = {
     "spec": {"containers": [{"name": "main", "image": "python:3.11", "command": ["python"]}]}
 }
@@ -68,6 +72,50 @@ async def wait_pods(emulator: K8sEmulator, total: int, deadline: float) -> bool:
     return True
 
 
+async def kubelet(emulator: K8sEmulator) -> None:
+    """Stand in for the kubelets: report every new pod Running at once (in the store, as a
+    kubelet's status update lands), so that the operator sees each pod change once more."""
+    pods = emulator.kind("", "v1", "pods")
+    running = {"status": {"phase": "Running"}}
+    while True:
+        for body in emulator.store.select(pods, "default"):
+            if (body.get("status") or {}).get("phase") != "Running":
+                name = body["metadata"]["name"]
+                emulator.store.patch(pods, "default", name, running, MERGE, "status")
+                await emulator.notify()  # one update at a time, as from many kubelets
+        await asyncio.sleep(0.05)
+
+
+def running_of(emulator: K8sEmulator) -> int:
+    pods = emulator.store.select(emulator.kind("", "v1", "pods"), "default")
+    return sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Running")
+
+
+def jobs_caught_up(emulator: K8sEmulator, replicas: int) -> int:
+    """Jobs whose status counts all their workers Running (the operator has seen them)."""
+    caught_up = 0
+    for body in emulator.store.select(ELASTICJOBS, "default"):
+        counts = ((body.get("status") or {}).get("replicaStatuses") or {}).get("worker") or {}
+        caught_up += counts.get("active") == replicas and not counts.get("pending")
+    return caught_up
+
+
+async def wait_until(condition: Callable[[], bool], deadline: float) -> bool:
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.05)
+    return True
+
+
+async def loop_lag(lags: list[float]) -> None:
+    """How late a 10 ms sleep wakes: how busy the event loop kopf and the emulator share is."""
+    while True:
+        started = time.perf_counter()
+        await asyncio.sleep(0.01)
+        lags.append(time.perf_counter() - started - 0.01)
+
+
 async def run_operator_case(
     jobs: int, replicas: int, workers: int, parallel: int, timeout: float
 ) -> dict[str, float]:
@@ -85,16 +133,26 @@ async def run_operator_case(
         queue = make_queue(platform, workers, clock=lambda: datetime.now(UTC), parallel=parallel)
         ready = asyncio.Event()
         operator = asyncio.create_task(run_operator(platform, options, queue=queue, ready=ready))
+        lags: list[float] = []
+        helpers: list[asyncio.Task[None]] = []
         try:
             await asyncio.wait_for(ready.wait(), 30)
             started = time.monotonic()
+            helpers = [asyncio.create_task(kubelet(emulator)), asyncio.create_task(loop_lag(lags))]
             await asyncio.gather(
                 *(asyncio.to_thread(platform.create_job, job(i, replicas)) for i in range(jobs))
             )
             complete = await wait_pods(emulator, jobs * replicas, started + timeout)
             elapsed = time.monotonic() - started
+            total = jobs * replicas
+            await wait_until(lambda: running_of(emulator) == total, started + timeout)
+            all_running = time.monotonic() - started
+            await wait_until(lambda: jobs_caught_up(emulator, replicas) == jobs, started + timeout)
+            caught_up = time.monotonic() - started
             await queue.wait_idle(30)
         finally:
+            for helper in helpers:
+                helper.cancel()
             operator.cancel()
             with contextlib.suppress(asyncio.CancelledError, TimeoutError):
                 await asyncio.wait_for(operator, 15)
@@ -107,6 +165,11 @@ async def run_operator_case(
             "others_p50": percentile(others, 0.50),
             "others_p99": percentile(others, 0.99),
             "seconds": elapsed,
+            "running": all_running,
+            "caught_up": caught_up,
+            "caught_up_jobs": float(jobs_caught_up(emulator, replicas)),
+            "lag_p50": percentile(lags, 0.50),
+            "lag_p99": percentile(lags, 0.99),
             "complete": float(complete),
             "pods": float(pods_of(emulator)),
             "passes": float(len(durations)),
@@ -205,6 +268,18 @@ def main() -> None:
             f"{result['seconds'] / baseline:.2f}x",
         ),
         (
+            "  all replicas Running (a kubelet stand-in reports each at once)",
+            f"{result['running']:.1f} s",
+            "",
+            "",
+        ),
+        (
+            "  every job's status counts them Running",
+            f"{result['caught_up']:.1f} s ({int(result['caught_up_jobs'])}/{args.jobs} jobs)",
+            "",
+            "",
+        ),
+        (
             "replicas created per second",
             f"{total / result['seconds']:.0f}",
             f"{total / baseline:.0f}",
@@ -231,6 +306,14 @@ def main() -> None:
             "",
         ),
     ]
+    rows.append(
+        (
+            "event loop lag (kopf's and the emulator's) p50 / p99",
+            f"{result['lag_p50'] * 1000:.1f} / {result['lag_p99'] * 1000:.1f} ms",
+            "",
+            "",
+        )
+    )
     print_table(rows)
     print(
         f"\n{args.workers} reconcile workers x {args.parallel} actions in flight; baseline: "

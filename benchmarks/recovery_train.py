@@ -21,6 +21,10 @@ BENCH_DIR = Path(os.environ.get("BENCH_DIR", "."))
 NODE = os.environ.get("FLEXJOB_NODE_ID") or os.environ.get("BENCH_NODE", "?")
 STEP_S = float(os.environ.get("BENCH_STEP_S", "0.02"))
 MAX_STEPS = int(os.environ.get("BENCH_MAX_STEPS", "0"))
+#: Intra-op threads per process (``$BENCH_THREADS``, default 1): three processes of torch's
+#: default (one thread per core) on a 2-core machine spend a step in OpenMP barriers, and
+#: the step's length then measures the machine's load, not the recovery.
+torch.set_num_threads(int(os.environ.get("BENCH_THREADS", "1")))
 N = 4096
 torch.manual_seed(0)
 X = torch.randn(N, 64)

@@ -54,9 +54,10 @@ class MasterConfig:
     datasets: tuple[Dataset, ...] = ()
     batch: BatchPlan | None = None
     host_store: bool = True
-    #: The gRPC server: "aio" (one event-loop thread, ``rpc.aio_server``) or "threads" (a pool
-    #: of ``rpc_workers`` threads plus one per node for its stream, ``rpc.server``).
-    rpc_server: str = "aio"
+    #: The gRPC server: "threads" (a pool of ``rpc_workers`` threads plus one per node for its
+    #: ``Attach`` stream, ``rpc.server``) or "aio" (one event-loop thread, ``rpc.aio_server``;
+    #: measured even with it in ``benchmarks/master_load.py``, so not the default).
+    rpc_server: str = "threads"
     rpc_workers: int = 32
     fsync: bool = False
     #: Journal entries (shard hand-outs and reports, KV changes) between two snapshots.

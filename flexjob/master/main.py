@@ -3,8 +3,8 @@
 
 Starts, in order: the job's torch ``TCPStore`` server (when ``config.host_store``;
 ``master.tcp_store``, no torch import), the ``MasterService``
-(restoring ``<job-dir>/master_state.json`` if present), the gRPC server (``rpc.aio_server``,
-or ``rpc.server``'s thread pool with ``rpc_server="threads"``), the health loop, the
+(restoring ``<job-dir>/master_state.json`` if present), the gRPC server (``rpc.server``'s
+thread pool, or ``rpc.aio_server``'s event loop with ``rpc_server="aio"``), the health loop, the
 PS-set driver (``master.ps_sets``; idle unless PS replicas register), the node watcher
 (``master.node_watcher``, when the job has a platform); then writes the bound address to
 ``<job-dir>/master.addr``. Not for the master's logic.
@@ -32,11 +32,11 @@ from flexjob.master.tcp_store import TcpStoreServer
 from flexjob.master.timeline import TimelineRecorder
 from flexjob.observe import metrics, metrics_http
 from flexjob.platform.stop_signals import STOP_SIGNALS
-from flexjob.rpc.aio_server import AioServer, serve_aio
+from flexjob.rpc.aio_server import serve_aio
 from flexjob.rpc.auth import master_token
 from flexjob.rpc.brain_messages import JobStatus
 from flexjob.rpc.messages import NodeRef
-from flexjob.rpc.server import RunningServer, serve
+from flexjob.rpc.server import BoundServer, serve
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ class MasterHandle:
 
     config: MasterConfig
     service: MasterService
-    server: RunningServer | AioServer
+    server: BoundServer
     store: TcpStoreServer | None = None
     optimizer: Any = (
         None  # master.optimizer_loop.OptimizerLoop when the job optimizes its resources
@@ -142,7 +142,7 @@ def _serve_store(config: MasterConfig, listen_fd: int, port: int) -> TcpStoreSer
     return server
 
 
-def serve_master(service: MasterService, token: str | None) -> RunningServer | AioServer:
+def serve_master(service: MasterService, token: str | None) -> BoundServer:
     """Serve ``service`` on its config's host and port with the server ``rpc_server`` names;
     returns once it serves."""
     config = service.config

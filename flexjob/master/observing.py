@@ -146,7 +146,7 @@ _RPC_TIMERS: dict[tuple[str, str], Any] = {}
 
 
 def observe_rpc(method: str, code: str, seconds: float) -> None:
-    """Count one RPC into ``flexjob_master_rpc_seconds`` (the aio server's ``on_call``)."""
+    """Count one RPC into ``flexjob_master_rpc_seconds`` (each server's timer calls it)."""
     timer = _RPC_TIMERS.get((method, code))
     if timer is None:
         timer = _RPC_TIMERS[method, code] = RPC_SECONDS.labels(method=method, code=code)
@@ -154,29 +154,39 @@ def observe_rpc(method: str, code: str, seconds: float) -> None:
 
 
 class RpcLatency(grpc.ServerInterceptor):  # type: ignore[misc]
-    """Times every unary RPC into ``flexjob_master_rpc_seconds{method, code}``."""
+    """Times every unary RPC into ``flexjob_master_rpc_seconds{method, code}``. A method's
+    timed handler is made once (its server hands out the same handler for every call)."""
+
+    def __init__(self) -> None:
+        self._timed: dict[str, tuple[Any, Any]] = {}  # method → (its handler, timed one)
 
     def intercept_service(self, continuation: Any, details: grpc.HandlerCallDetails) -> Any:
         handler = continuation(details)
         if handler is None or handler.unary_unary is None:
             return handler
-        method = details.method.rsplit("/", 1)[-1]
-        inner = handler.unary_unary
-        hist = RPC_SECONDS
+        made = self._timed.get(details.method)
+        if made is None or made[0] is not handler:
+            made = self._timed[details.method] = (handler, _timed(handler, details.method))
+        return made[1]
 
-        def timed(request: Any, context: grpc.ServicerContext) -> Any:
-            started = time.perf_counter()
-            code = "OK"
-            try:
-                return inner(request, context)
-            except Exception:
-                code = getattr(context.code(), "name", None) or "UNKNOWN"
-                raise
-            finally:
-                hist.labels(method=method, code=code).observe(time.perf_counter() - started)
 
-        return grpc.unary_unary_rpc_method_handler(
-            timed,
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
-        )
+def _timed(handler: Any, path: str) -> Any:
+    method = path.rsplit("/", 1)[-1]
+    inner = handler.unary_unary
+
+    def timed(request: Any, context: grpc.ServicerContext) -> Any:
+        started = time.perf_counter()
+        code = "OK"
+        try:
+            return inner(request, context)
+        except Exception:
+            code = getattr(context.code(), "name", None) or "UNKNOWN"
+            raise
+        finally:
+            observe_rpc(method, code, time.perf_counter() - started)
+
+    return grpc.unary_unary_rpc_method_handler(
+        timed,
+        request_deserializer=handler.request_deserializer,
+        response_serializer=handler.response_serializer,
+    )

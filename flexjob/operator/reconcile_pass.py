@@ -192,17 +192,18 @@ def observe(
     cache: WatchCache | None = None,
 ) -> Observed | None:
     """The job, its replicas, its services and its pending ScalePlan; None when the job is
-    gone or being deleted. From ``cache`` once the job's first pass primed it."""
+    gone or being deleted. From ``cache`` once a pass primed it (listed it recently)."""
     key = (namespace, name)
     cached = cache.read(key) if cache is not None else None
     if cached is None:
+        listed_at = cache.clock() if cache is not None else 0.0
         listed = _list_all(platform, namespace, name, parallel)
         if listed is None:
             return None
         job, replicas, services, plans = listed
         if cache is not None:
             cache.job_seen(job)
-            cache.prime(key, replicas, services, plans)
+            cache.prime(key, replicas, services, plans, listed_at)
         return job, replicas, services, first_pending(plans)
     known, pods, services_seen, plan = cached
     current = known if known is not None else _live_job(platform, namespace, name)

@@ -4,7 +4,10 @@ An informer-style cache of the jobs, their pods (as ``Replica``), services and S
 by the kopf event handlers (``kubernetes.handlers``) on the event loop and read by passes on
 worker threads (``reconcile_pass.reconcile_job``). A job's first pass lists its objects from the
 API (``prime``: events that came before the operator's watches had caught up would otherwise be
-missing); from then on the watch keeps its entries current and a pass sends no reads.
+missing); from then on the watch keeps its entries current and a pass sends no reads. Every
+``relist_after`` seconds a job's pass lists again, and what the cache learned before that list
+began but the list lacks is dropped: a watch that broke and resumed never reports what was
+deleted meanwhile (Kubernetes' informers re-list for the same reason).
 
 Writes a pass makes go in at once (``created``, ``job_written``), like Kubernetes controllers'
 expectations: a pod a pass created is seen by the next pass even when its watch event has not
@@ -16,7 +19,8 @@ list that still held it cannot bring it back. Not a general client cache: only w
 """
 
 import threading
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -37,22 +41,28 @@ def version_number(version: str | None) -> int:
 
 @dataclass
 class _Entry:
-    """One job's objects: pods by name with (uid, version), services, ScalePlans."""
+    """One job's objects by name (pods with their version), when each was last stored, and
+    when the job was last listed."""
 
-    primed: bool = False
+    primed_at: float | None = None
     pods: dict[str, tuple[Replica, int]] = field(default_factory=dict)
     deleted_uids: set[str] = field(default_factory=set)
     services: dict[str, Service] = field(default_factory=dict)
     plans: dict[str, tuple[ScalePlan, int]] = field(default_factory=dict)
+    stored_at: dict[tuple[str, str], float] = field(default_factory=dict)
 
 
 class WatchCache:
     """Jobs, pods, services and ScalePlans by job, as the watches last saw them."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self, relist_after: float = 60.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._lock = threading.Lock()
         self._jobs: dict[JobKey, tuple[ElasticJob, int]] = {}
         self._entries: dict[JobKey, _Entry] = {}
+        self._relist_after = relist_after
+        self.clock = clock
 
     def _entry(self, key: JobKey) -> _Entry:
         return self._entries.setdefault(key, _Entry())
@@ -77,10 +87,10 @@ class WatchCache:
 
     def pod_seen(self, key: JobKey, replica: Replica, version: str | None, deleted: bool) -> None:
         with self._lock:
-            self._pod(self._entry(key), replica, version_number(version), deleted)
+            self._pod(self._entry(key), replica, version_number(version), deleted, self.clock())
 
     @staticmethod
-    def _pod(entry: _Entry, replica: Replica, version: int, deleted: bool) -> None:
+    def _pod(entry: _Entry, replica: Replica, version: int, deleted: bool, now: float) -> None:
         if replica.uid in entry.deleted_uids:
             return  # a late state of an incarnation already gone
         known = entry.pods.get(replica.name)
@@ -90,24 +100,27 @@ class WatchCache:
                 del entry.pods[replica.name]
         elif known is None or known[0].uid != replica.uid or version >= known[1]:
             entry.pods[replica.name] = (replica, version)
+            entry.stored_at["pod", replica.name] = now
 
     def service_seen(self, key: JobKey, service: Service, deleted: bool) -> None:
         with self._lock:
-            services = self._entry(key).services
+            entry = self._entry(key)
             if deleted:
-                services.pop(service.name, None)
+                entry.services.pop(service.name, None)
             else:
-                services[service.name] = service
+                entry.services[service.name] = service
+                entry.stored_at["service", service.name] = self.clock()
 
     def plan_seen(self, key: JobKey, plan: ScalePlan, deleted: bool) -> None:
         version = version_number(plan.metadata.resource_version)
         with self._lock:
-            plans = self._entry(key).plans
-            known = plans.get(plan.metadata.name)
+            entry = self._entry(key)
+            known = entry.plans.get(plan.metadata.name)
             if deleted:
-                plans.pop(plan.metadata.name, None)
+                entry.plans.pop(plan.metadata.name, None)
             elif known is None or version >= known[1]:
-                plans[plan.metadata.name] = (plan, version)
+                entry.plans[plan.metadata.name] = (plan, version)
+                entry.stored_at["plan", plan.metadata.name] = self.clock()
 
     # --- fed by passes (worker threads) ----------------------------------------------------
     def created(self, key: JobKey, replica: Replica) -> None:
@@ -119,6 +132,7 @@ class WatchCache:
                 known is None or known[0].uid != replica.uid
             ):
                 entry.pods[replica.name] = (replica, 0)
+                entry.stored_at["pod", replica.name] = self.clock()
 
     def prime(
         self,
@@ -126,29 +140,50 @@ class WatchCache:
         replicas: Iterable[Replica],
         services: Iterable[Service],
         plans: Iterable[ScalePlan],
+        listed_at: float,
     ) -> None:
-        """Fold in what a pass listed from the API; from now on the job is read from here."""
+        """Fold in what a pass listed from the API, the list begun at ``listed_at``
+        (``clock``): from now on (for ``relist_after``) the job is read from here."""
         with self._lock:
             entry = self._entry(key)
+            listed: set[tuple[str, str]] = set()
             for replica in replicas:
+                listed.add(("pod", replica.name))
                 known = entry.pods.get(replica.name)
                 if known is None or known[0].uid != replica.uid:
-                    self._pod(entry, replica, 0, deleted=False)
+                    self._pod(entry, replica, 0, False, listed_at)
             for service in services:
-                entry.services.setdefault(service.name, service)
+                listed.add(("service", service.name))
+                if service.name not in entry.services:
+                    entry.services[service.name] = service
+                    entry.stored_at["service", service.name] = listed_at
             for plan in plans:
-                entry.plans.setdefault(plan.metadata.name, (plan, 0))
-            entry.primed = True
+                listed.add(("plan", plan.metadata.name))
+                if plan.metadata.name not in entry.plans:
+                    entry.plans[plan.metadata.name] = (plan, 0)
+                    entry.stored_at["plan", plan.metadata.name] = listed_at
+            gone = [k for k, at in entry.stored_at.items() if k not in listed and at < listed_at]
+            for what, name in gone:  # deleted while no watch was there to say so
+                del entry.stored_at[what, name]
+                if what == "pod":
+                    entry.pods.pop(name, None)
+                elif what == "service":
+                    entry.services.pop(name, None)
+                else:
+                    entry.plans.pop(name, None)
+            entry.primed_at = listed_at
 
     # --- read by passes --------------------------------------------------------------------
     def read(
         self, key: JobKey
     ) -> tuple[ElasticJob | None, list[Replica], list[Service], ScalePlan | None] | None:
         """The job (None when not seen yet), its pods oldest first, services, and pending
-        ScalePlan; None when the job was never primed."""
+        ScalePlan; None when the job was never primed or its last list is too old."""
         with self._lock:
             entry = self._entries.get(key)
-            if entry is None or not entry.primed:
+            if entry is None or entry.primed_at is None:
+                return None
+            if self.clock() - entry.primed_at > self._relist_after:
                 return None
             known = self._jobs.get(key)
             replicas = [r for r, _ in entry.pods.values()]

@@ -30,7 +30,12 @@ from flexjob.rpc.gen import master_control_pb2_grpc as ctl_grpc
 from flexjob.rpc.gen import master_pb2 as pb
 from flexjob.rpc.gen import master_pb2_grpc as pb_grpc
 from flexjob.rpc.messages import MasterBackend
-from flexjob.rpc.server import ATTACH_KEEPALIVE_S, MasterControlServicer, MasterServicer
+from flexjob.rpc.server import (
+    ATTACH_KEEPALIVE_S,
+    BoundServer,
+    MasterControlServicer,
+    MasterServicer,
+)
 
 log = logging.getLogger(__name__)
 
@@ -68,19 +73,13 @@ _CONTEXT = _LoopContext()
 
 
 @dataclass(frozen=True, slots=True)
-class AioServer:
+class AioServer(BoundServer):
     """A running ``serve_aio`` server: its loop thread, writer thread and address."""
 
     server: grpc.aio.Server
     loop: asyncio.AbstractEventLoop
     thread: threading.Thread
     writer: futures.ThreadPoolExecutor
-    host: str
-    port: int
-
-    @property
-    def address(self) -> str:
-        return f"{self.host}:{self.port}"
 
     def stop(self, grace: float | None = 1.0) -> None:
         """Stop serving (calls in flight get ``grace`` seconds), then the loop and the writer."""
@@ -245,4 +244,4 @@ def serve_aio(
     log.info(
         "event=rpc_serving address=%s:%d token=%s aio=yes", host, bound, "yes" if token else "no"
     )
-    return AioServer(server, loop, thread, writer, host, bound)
+    return AioServer(host, bound, server, loop, thread, writer)

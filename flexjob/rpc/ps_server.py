@@ -148,4 +148,4 @@ def serve_ps(
         raise OSError(f"cannot bind the PS server to {host}:{port}")
     server.start()
     log.info("event=ps_serving address=%s:%d", host, bound)
-    return RunningServer(server, host, bound)
+    return RunningServer(host, bound, server)

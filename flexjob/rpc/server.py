@@ -205,14 +205,26 @@ class TokenInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
 
 
 @dataclass(frozen=True, slots=True)
-class RunningServer:
-    server: grpc.Server
+class BoundServer:
+    """A started RPC server: the ``host`` and ``port`` it listens on, and ``stop``."""
+
     host: str
     port: int
 
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
+
+    def stop(self, grace: float | None = 1.0) -> None:
+        """Stop serving; calls in flight get ``grace`` seconds."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, slots=True)
+class RunningServer(BoundServer):
+    """A server of ``grpc.server``'s thread pool (``serve``, ``rpc.ps_server.serve_ps``)."""
+
+    server: grpc.Server
 
     def stop(self, grace: float | None = 1.0) -> None:
         self.server.stop(grace).wait()
@@ -242,4 +254,4 @@ def serve(
         raise OSError(f"cannot bind the master RPC server to {host}:{port}")
     server.start()
     log.info("event=rpc_serving address=%s:%d token=%s", host, bound, "yes" if token else "no")
-    return RunningServer(server, host, bound)
+    return RunningServer(host, bound, server)

@@ -275,8 +275,8 @@ class ElasticTrainer:
         except Exception as exc:
             if not group.is_collective_error(exc):
                 raise
+            self._world_broke()
             log.info("collective failed in round %s: %s", self.round, str(exc)[:200])
-            self._broken = True
 
     def fit(self, train_step: Callable[[Step], Any]) -> int:
         """Run ``train_step(step)`` for every micro-batch of every step (gradients of all but
@@ -319,8 +319,8 @@ class ElasticTrainer:
         except Exception as exc:
             if not group.is_collective_error(exc):
                 raise
+            self._world_broke()
             log.info("control all-reduce failed in round %s: %s", self.round, exc)
-            self._broken = True
             return None
         values = [int(v) for v in ctl.tolist()]
         total, more_sum, wants_sum = values[:3]
@@ -405,15 +405,28 @@ class ElasticTrainer:
             self._save()
         self._write_status(dist.get_world_size(), force=True)
 
+    def _world_broke(self) -> None:
+        """A collective of this world failed: wake the peers still blocked in one with this
+        rank (``group.abort_group``) so that all of them re-join now."""
+        self._broken = True
+        group.abort_group()
+
     def _reform(self) -> None:
-        """Leave the current world and form the next one, in this process."""
+        """Leave the current world and form the next one, in this process. The peer shards
+        go to the master before the join (the next world must not hand them out again); the
+        old group is torn down after it (the master waits for every survivor's join)."""
         started = time.monotonic()
         if self._broken:  # a planned re-form: every rank committed and reported its shards
             self._report_peer_shards()
         self._ddp = None
-        group.destroy_group()
         after = self.round
-        gen = next_generation(self.source, after, self.timeout_s, on_wait=self._beat)
+        gen = next_generation(
+            self.source,
+            after,
+            self.timeout_s,
+            on_wait=self._beat,
+            on_joined=group.destroy_group,
+        )
         self._form(gen)
         self.reforms += 1
         log.info("re-formed round %d -> %d in %.3f s", after, gen.round, time.monotonic() - started)
@@ -456,15 +469,19 @@ class ElasticTrainer:
                     )
                     continue
                 self.step_count, _ = sync_state(self.module, self.optimizer, self.step_count)
-                process_ids: list[Any] = [None] * size
-                dist.all_gather_object(process_ids, self.ident.process_id)
-                self._ddp = DistributedDataParallel(self.module)
+                process_ids: list[Any] | None = gen.process_ids(self.ident.local_world_size)
+                if process_ids is None:  # a source that does not name the members
+                    process_ids = [None] * size
+                    dist.all_gather_object(process_ids, self.ident.process_id)
+                # sync_state broadcast the state: DDP need not broadcast it again.
+                self._ddp = DistributedDataParallel(self.module, init_sync=False)
                 self.batch_plan = fetch_plan(self.source, rank, size, self.sampler.batch_size)
                 break
             except Exception as exc:
                 if not group.is_collective_error(exc):
                     raise
                 log.warning("forming round %d failed (%s); joining the next", gen.round, exc)
+                group.abort_group()
                 group.destroy_group()
                 gen = next_generation(self.source, gen.round, self.timeout_s, on_wait=self._beat)
         self._gen = gen

@@ -8,8 +8,12 @@ Not for choosing ranks (the master does) or syncing model state (``flexjob.train
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import logging
+import os
+import socket
+import stat
 
 import torch.distributed as dist
 from torch.distributed import PrefixStore, TCPStore  # type: ignore[attr-defined]
@@ -19,6 +23,9 @@ from flexjob.trainer.world import Generation
 log = logging.getLogger(__name__)
 
 BACKEND = "gloo"
+#: Where this process's open descriptors are listed (Linux); elsewhere ``abort_group`` cannot
+#: find the group's sockets and peers notice a broken world through their own collectives.
+FD_DIR = "/proc/self/fd"
 
 
 class CollectiveError(RuntimeError):
@@ -59,8 +66,62 @@ class StoreCache:
         return store
 
 
+def _sockets() -> dict[int, int]:
+    """This process's open sockets: descriptor → inode (empty where ``FD_DIR`` is missing)."""
+    found: dict[int, int] = {}
+    with contextlib.suppress(OSError):
+        for name in os.listdir(FD_DIR):
+            with contextlib.suppress(OSError, ValueError):
+                st = os.stat(f"{FD_DIR}/{name}")
+                if stat.S_ISSOCK(st.st_mode):
+                    found[int(name)] = st.st_ino
+    return found
+
+
+def _is_peer_connection(fd: int) -> bool:
+    """True for a connected stream socket; False for a listener (shutting one down makes
+    gloo's accept thread fail, which ends the process) and anything else."""
+    try:
+        with socket.socket(fileno=os.dup(fd)) as sock:
+            if sock.type != socket.SOCK_STREAM:
+                return False
+            if sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
+                return False
+            sock.getpeername()
+            return True
+    except OSError:
+        return False
+
+
+#: The current group's connections to its peers (not its listener): descriptor → inode.
+_group_sockets: dict[int, int] = {}
+
+
+def abort_group() -> int:
+    """Shut down the current group's sockets; returns how many.
+
+    A rank whose collective failed (a peer died) calls this at once: its peers blocked in a
+    collective with it read end-of-file and fail now, instead of waiting for a peer of
+    theirs to notice or for the collective timeout; gloo has no abort that wakes a blocked
+    collective (``ProcessGroup.abort`` leaves it waiting). The descriptors stay open (torch
+    closes them with the group); a descriptor reused since for another socket is left alone."""
+    done = 0
+    for fd, inode in list(_group_sockets.items()):
+        try:
+            if os.stat(f"{FD_DIR}/{fd}").st_ino != inode:
+                continue
+            with socket.socket(fileno=os.dup(fd)) as sock:
+                sock.shutdown(socket.SHUT_RDWR)
+            done += 1
+        except OSError:
+            continue  # closed meanwhile: nothing to wake
+    _group_sockets.clear()
+    return done
+
+
 def destroy_group() -> None:
     """Tear down the default group if there is one; errors of a broken group are ignored."""
+    _group_sockets.clear()
     if not dist.is_initialized():
         return
     try:
@@ -90,6 +151,7 @@ def form_group(
     _reset_group_names()
     prefix = gen.store_prefix or f"flexjob/round-{gen.round}"
     store = PrefixStore(prefix.rstrip("/") + "/pg/", stores.get(gen.store_address))
+    before = _sockets()
     dist.init_process_group(
         BACKEND,
         store=store,
@@ -97,4 +159,6 @@ def form_group(
         world_size=world_size,
         timeout=datetime.timedelta(seconds=timeout_s),
     )
+    opened = {fd: ino for fd, ino in _sockets().items() if before.get(fd) != ino}
+    _group_sockets.update({fd: ino for fd, ino in opened.items() if _is_peer_connection(fd)})
     log.info("formed round %d: rank %d of %d", gen.round, rank, world_size)

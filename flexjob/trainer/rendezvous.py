@@ -36,17 +36,29 @@ class WorldSource(Protocol):
         ...
 
 
+#: Seconds after a join during which the master is asked at the fastest pace: a broken
+#: world re-forms as soon as its last survivor re-joined, which is usually within this.
+FAST_POLL_S = 0.5
+
+
 def next_generation(
     source: WorldSource,
     after_round: int,
     timeout_s: float,
-    poll_s: float = 0.02,
+    poll_s: float = 0.005,
     on_wait: Callable[[], None] | None = None,
+    on_joined: Callable[[], None] | None = None,
 ) -> Generation:
     """Join and wait for a generation newer than ``after_round`` that includes this node;
-    ``on_wait`` is called at every poll (the trainer tells its agent it is alive, waiting)."""
-    deadline = time.monotonic() + timeout_s
+    ``on_wait`` is called at every poll (the trainer tells its agent it is alive, waiting),
+    ``on_joined`` once right after the join (work that need not delay it). The master is
+    asked every ``poll_s`` for ``FAST_POLL_S``, then less and less often (at most every
+    0.2 s), so that a long wait for nodes does not load it."""
+    started = time.monotonic()
+    deadline = started + timeout_s
     wanted = max(source.join(), after_round + 1)
+    if on_joined is not None:
+        on_joined()
     delay = poll_s
     while time.monotonic() < deadline:
         gen = source.get_world(wanted)
@@ -55,7 +67,8 @@ def next_generation(
         if on_wait is not None:
             on_wait()
         time.sleep(delay)
-        delay = min(delay * 1.5, 0.2)
+        if time.monotonic() - started > FAST_POLL_S:
+            delay = min(max(delay, 0.02) * 1.5, 0.2)
     raise RendezvousTimeout(f"no world including this node after round {after_round}")
 
 

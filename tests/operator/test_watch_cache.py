@@ -30,9 +30,10 @@ def pods_of(cache: WatchCache) -> dict[str, tuple[str, ReplicaPhase]]:
 
 def test_a_job_is_read_from_the_cache_only_once_a_pass_primed_it() -> None:
     cache = WatchCache()
-    cache.pod_seen(KEY, pod(0, "a"), "5", deleted=False)
+    listed_at = cache.clock()
+    cache.pod_seen(KEY, pod(0, "a"), "5", deleted=False)  # created while the list was sent
     assert cache.read(KEY) is None  # events from before the watch caught up may be missing
-    cache.prime(KEY, [pod(1, "b")], [], [])
+    cache.prime(KEY, [pod(1, "b")], [], [], listed_at)
     assert pods_of(cache) == {
         "mnist-worker-0": ("a", ReplicaPhase.PENDING),
         "mnist-worker-1": ("b", ReplicaPhase.PENDING),
@@ -41,7 +42,7 @@ def test_a_job_is_read_from_the_cache_only_once_a_pass_primed_it() -> None:
 
 def test_a_pod_a_pass_created_is_seen_before_its_watch_event() -> None:
     cache = WatchCache()
-    cache.prime(KEY, [], [], [])
+    cache.prime(KEY, [], [], [], cache.clock())
     cache.created(KEY, pod(0, "a"))
     assert pods_of(cache) == {"mnist-worker-0": ("a", ReplicaPhase.PENDING)}
     cache.pod_seen(KEY, pod(0, "a", ReplicaPhase.RUNNING), "7", deleted=False)
@@ -51,7 +52,7 @@ def test_a_pod_a_pass_created_is_seen_before_its_watch_event() -> None:
 
 def test_an_older_state_of_a_pod_never_replaces_a_newer_one() -> None:
     cache = WatchCache()
-    cache.prime(KEY, [], [], [])
+    cache.prime(KEY, [], [], [], cache.clock())
     cache.pod_seen(KEY, pod(0, "a", ReplicaPhase.FAILED), "9", deleted=False)
     cache.pod_seen(KEY, pod(0, "a", ReplicaPhase.RUNNING), "8", deleted=False)
     assert pods_of(cache) == {"mnist-worker-0": ("a", ReplicaPhase.FAILED)}
@@ -61,7 +62,8 @@ def test_a_deleted_pod_does_not_come_back_from_a_late_event_or_list() -> None:
     cache = WatchCache()
     cache.pod_seen(KEY, pod(0, "a"), "5", deleted=False)
     cache.pod_seen(KEY, pod(0, "a"), "6", deleted=True)
-    cache.prime(KEY, [pod(0, "a")], [], [])  # listed before the delete, folded in after it
+    # listed before the delete, folded in after it
+    cache.prime(KEY, [pod(0, "a")], [], [], cache.clock())
     cache.pod_seen(KEY, pod(0, "a", ReplicaPhase.RUNNING), "5", deleted=False)
     cache.created(KEY, pod(0, "a"))
     assert pods_of(cache) == {}
@@ -71,7 +73,7 @@ def test_a_deleted_pod_does_not_come_back_from_a_late_event_or_list() -> None:
 
 def test_the_job_is_the_newest_version_seen_or_written_and_gone_once_forgotten() -> None:
     cache = WatchCache()
-    cache.prime(KEY, [], [], [])
+    cache.prime(KEY, [], [], [], cache.clock())
     cache.job_seen(job("10", replicas=3))
     cache.job_written(job("12", replicas=4))
     cache.job_seen(job("11", replicas=5))  # the watch catching up with an older version
@@ -83,3 +85,18 @@ def test_the_job_is_the_newest_version_seen_or_written_and_gone_once_forgotten()
     assert seen is not None and seen[0] is not None and seen[0].metadata.uid == "j2"
     cache.forget(KEY)
     assert cache.read(KEY) is None
+
+
+def test_a_relist_drops_what_was_deleted_while_no_watch_said_so() -> None:
+    now = [0.0]
+    cache = WatchCache(relist_after=60, clock=lambda: now[0])
+    cache.prime(KEY, [pod(0, "a"), pod(1, "b")], [], [], listed_at=0.0)
+    now[0] = 30.0
+    assert set(pods_of(cache)) == {"mnist-worker-0", "mnist-worker-1"}  # read from memory
+    now[0] = 61.0
+    assert cache.read(KEY) is None  # time to list again
+    listed_at = now[0]
+    now[0] = 61.5
+    cache.created(KEY, pod(2, "c"))  # created while the list was on its way: not in it
+    cache.prime(KEY, [pod(0, "a")], [], [], listed_at)  # worker-1 went during a watch gap
+    assert set(pods_of(cache)) == {"mnist-worker-0", "mnist-worker-2"}

@@ -8,7 +8,13 @@ import torch
 import torch.distributed as dist
 from torch.distributed import TCPStore  # type: ignore[attr-defined]
 
-from flexjob.trainer.group import StoreCache, destroy_group, form_group, is_collective_error
+from flexjob.trainer.group import (
+    StoreCache,
+    abort_group,
+    destroy_group,
+    form_group,
+    is_collective_error,
+)
 from flexjob.trainer.world import Generation
 
 
@@ -67,3 +73,49 @@ def test_a_rank_whose_world_failed_to_form_joins_the_next_world() -> None:
             if p.is_alive():
                 p.kill()
     assert results == ["ok 2", "ok 2"], results
+
+
+def _blocked_or_aborting(address: str, rank: int, out: Queue[str], done: Queue[str]) -> None:
+    """Rank 0 waits in an all-reduce that rank 1 never enters; rank 1 aborts the group, says
+    how many connections it shut down, and stays alive until told to go."""
+    stores = StoreCache(30.0)
+    try:
+        form_group(Generation(1, rank, 2, address, "job/round-1/"), rank, 2, stores, 300.0)
+        dist.all_reduce(torch.ones(1))  # both connected
+        if rank == 0:
+            try:
+                dist.all_reduce(torch.ones(1))
+                out.put("0 all-reduce returned")
+            except Exception as exc:
+                out.put(f"0 collective error={is_collective_error(exc)}")
+        else:
+            out.put(f"1 shut down {abort_group()}")
+            done.get(timeout=120)
+        destroy_group()
+    except Exception as exc:
+        out.put(f"{rank} {type(exc).__name__}: {exc}"[:300])
+
+
+def test_an_aborting_rank_wakes_a_peer_blocked_in_a_collective() -> None:
+    """gloo has no abort that wakes a collective: a rank whose world broke shuts down its
+    connections (not its listener), and a peer waiting for it fails at once, long before
+    its collective timeout (300 s here), while the aborting rank is still alive."""
+    store = TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
+    address = f"127.0.0.1:{store.port}"
+    ctx = mp.get_context("spawn")
+    out: Queue[str] = ctx.Queue()
+    done: Queue[str] = ctx.Queue()
+    procs = [ctx.Process(target=_blocked_or_aborting, args=(address, r, out, done)) for r in (0, 1)]
+    for p in procs:
+        p.start()
+    try:
+        results = sorted(out.get(timeout=90) for _ in procs)
+        alive = procs[1].is_alive()
+    finally:
+        done.put("go")
+        for p in procs:
+            p.join(10)
+            if p.is_alive():
+                p.kill()
+    assert results == ["0 collective error=True", "1 shut down 1"], results
+    assert alive
