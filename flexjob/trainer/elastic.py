@@ -469,8 +469,10 @@ class ElasticTrainer:
                     )
                     continue
                 self.step_count, _ = sync_state(self.module, self.optimizer, self.step_count)
-                process_ids: list[Any] = [None] * size
-                dist.all_gather_object(process_ids, self.ident.process_id)
+                process_ids: list[Any] | None = gen.process_ids(self.ident.local_world_size)
+                if process_ids is None:  # a source that does not name the members
+                    process_ids = [None] * size
+                    dist.all_gather_object(process_ids, self.ident.process_id)
                 # sync_state broadcast the state: DDP need not broadcast it again.
                 self._ddp = DistributedDataParallel(self.module, init_sync=False)
                 self.batch_plan = fetch_plan(self.source, rank, size, self.sampler.batch_size)

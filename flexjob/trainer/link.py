@@ -54,7 +54,9 @@ class MasterLink:
         w = self.node.get_world(round)
         if not w.complete or w.rank < 0 or w.round < round:
             return None
-        return Generation(w.round, w.rank, w.world_size, w.store_address, w.store_prefix)
+        return Generation(
+            w.round, w.rank, w.world_size, w.store_address, w.store_prefix, tuple(w.members)
+        )
 
     def nodes_waiting(self) -> int:
         return self.node.nodes_waiting().num_nodes_waiting

@@ -27,12 +27,23 @@ class Generation:
     num_nodes: int
     store_address: str
     store_prefix: str
+    #: The nodes of the world in node-rank order, where the master said (else empty).
+    members: tuple[str, ...] = ()
 
     def rank(self, local_rank: int, local_world_size: int) -> int:
         return self.node_rank * local_world_size + local_rank
 
     def world_size(self, local_world_size: int) -> int:
         return self.num_nodes * local_world_size
+
+    def process_ids(self, local_world_size: int) -> list[str] | None:
+        """The shard id of every rank's process (``NodeIdentity.process_id``), in rank
+        order; None when the members are not known."""
+        if len(self.members) != self.num_nodes:
+            return None
+        return [
+            process_id_of(node, local) for node in self.members for local in range(local_world_size)
+        ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +60,13 @@ class NodeIdentity:
     @property
     def process_id(self) -> str:
         """Id used for this process's data shards: the node id for local rank 0."""
-        return self.node_id if self.local_rank == 0 else f"{self.node_id}.{self.local_rank}"
+        return process_id_of(self.node_id, self.local_rank)
+
+
+def process_id_of(node_id: str, local_rank: int) -> str:
+    """The id a node's process of ``local_rank`` leases shards as: the node id for local rank
+    0, ``<node>.<local rank>`` beyond."""
+    return node_id if local_rank == 0 else f"{node_id}.{local_rank}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,3 +38,16 @@ def test_process_shard_id_is_the_node_id_for_local_rank_zero() -> None:
 
 def test_state_comes_from_the_rank_with_most_steps_lowest_rank_on_ties() -> None:
     assert choose_source([5, 9, 9, 0]) == 1
+
+
+def test_process_ids_follow_the_members_in_rank_order() -> None:
+    gen = Generation(4, 0, 2, "h:1", "j/", members=("worker-2", "worker-0"))
+    assert gen.process_ids(2) == ["worker-2", "worker-2.1", "worker-0", "worker-0.1"]
+    assert [NodeIdentity("worker-0", "worker", 0, r, 2, None).process_id for r in (0, 1)] == [
+        "worker-0",
+        "worker-0.1",
+    ]
+
+
+def test_process_ids_are_unknown_without_the_members() -> None:
+    assert GEN.process_ids(2) is None
