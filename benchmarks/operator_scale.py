@@ -82,7 +82,7 @@ async def kubelet(emulator: K8sEmulator) -> None:
             if (body.get("status") or {}).get("phase") != "Running":
                 name = body["metadata"]["name"]
                 emulator.store.patch(pods, "default", name, running, MERGE, "status")
-                await emulator.notify()  # one update at a time, as from many kubelets
+                await emulator.notify()  # each update wakes the watches, as a kubelet's request
         await asyncio.sleep(0.05)
 
 

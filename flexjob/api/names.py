@@ -108,9 +108,10 @@ ENV_STATUS_FILE = "FLEXJOB_STATUS_FILE"
 # the agent's hang timeout, so a healthy peer of a hung process leaves the collective first).
 ENV_CHECKPOINT_DIR = "FLEXJOB_CHECKPOINT_DIR"
 ENV_COLLECTIVE_TIMEOUT = "FLEXJOB_COLLECTIVE_TIMEOUT"
-# Shards a training process leases from the master per call: ``auto`` (the default: from 1,
-# doubling while leases are used up quickly, up to 32, ``core.lease_size``) or a fixed number
-# (more: fewer calls, a longer tail at the end of the data).
+# Shards a training process leases from the master per call: ``auto`` (from 1, doubling while
+# leases are used up quickly, up to 32, ``core.lease_size``) or a fixed number (more: fewer
+# calls, a longer tail at the end of the data). Unset: ``auto`` for ElasticDistributedSampler,
+# 1 for ElasticSampler (each of its reports is a call that leases the next shard anyway).
 ENV_SHARD_LEASE = "FLEXJOB_SHARD_LEASE"
 # Flash checkpoints (docs/flash-checkpoint.md): ``1`` turns them on in ElasticTrainer (user);
 # the agent hands each worker the socket it notes its saves on and its shared-memory directory.

@@ -18,7 +18,8 @@ epoch's iteration starts (the loop over the previous one ended), or when the pro
 without an unhandled exception (``report_consumed`` does it by hand). A process killed before
 that leaves its shards to the master, which hands them out again. One iteration is one epoch:
 it ends when the master's next shard belongs to a later epoch, or when it has nothing to hand
-out (the data's tail is held by others). Not the trainer's in-place loop (``ElasticSampler`` +
+out (the data's tail is held by others). Shards are leased adaptively (``trainer.lease``: a few
+calls an epoch). Not the trainer's in-place loop (``ElasticSampler`` +
 ``ElasticTrainer``), which commits per step.
 """
 
@@ -86,7 +87,7 @@ class ElasticDistributedSampler(Sampler[int]):
             from flexjob.trainer.link import MasterLink
             from flexjob.trainer.world import node_identity
 
-            self._source = MasterLink(node_identity())
+            self._source = MasterLink(node_identity(), shard_lease="auto")
         if not self._registered:
             self._source.register_dataset(self.params)
             self._registered = True

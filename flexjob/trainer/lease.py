@@ -11,11 +11,22 @@ reports an epoch at its end, or at exit). ``close``
 gives the shards it leased but never handed out back to the master.
 
 How many shards a call leases follows ``core.lease_size.LeasePolicy``, from
-``FLEXJOB_SHARD_LEASE``: ``auto`` (the default) starts at one shard and doubles while leases
-are used up quickly (up to 32 shards, about a second of training held ahead); a number fixes
-it (more means fewer calls and a longer tail at the end of the data, when one process may still
-hold shards that others could train). A process that dies gives back every shard it leased and
-had not finished (the master puts what is DOING for it back in TODO).
+``FLEXJOB_SHARD_LEASE``: ``auto`` starts at one shard and doubles while leases are used up
+quickly (up to 32 shards, about a second of training held ahead); a number fixes it (more means
+fewer calls and a longer tail at the end of the data, when one process may still hold shards
+that others could train). Unset, it is ``auto`` for a ``DataLoader`` sampler (its reports go in
+one call an epoch, so leases are most of its calls) and 1 for ``ElasticSampler`` (each report
+is a call that leases the next shard anyway: a bigger lease saves it no call). A process that
+dies gives back every shard it leased and had not finished (the master puts what is DOING for
+it back in TODO).
+
+Reports are not held back to ride on a later lease call: a shard counts as done only once the
+master recorded it, and ``trainer.peer_shards`` relies on a committed rank having reported (the
+next control all-reduce proves it), so a rank that died with reports held back would have its
+trained shards handed out again. A ``DataLoader`` sampler's reports already go in one call an
+epoch. Nor is the next lease fetched in the background: with a grown lease a call comes about
+once a second, the trainer's refill rides on its report (synchronous anyway), and a
+``DataLoader``'s prefetch hides the round trip (``benchmarks/data_loading.py``).
 """
 
 from __future__ import annotations
@@ -33,10 +44,10 @@ from flexjob.rpc.messages import ShardLease
 from flexjob.trainer.sampler import NoShard, ShardSamples
 
 
-def lease_size(env: dict[str, str] | None = None) -> LeasePolicy:
-    """The lease policy from ``FLEXJOB_SHARD_LEASE``: ``auto`` (the default, adaptive) or a
-    fixed number of shards per call; a clear error otherwise."""
-    raw = (os.environ if env is None else env).get(names.ENV_SHARD_LEASE, "auto").strip()
+def lease_size(env: dict[str, str] | None = None, default: str = "auto") -> LeasePolicy:
+    """The lease policy from ``FLEXJOB_SHARD_LEASE`` (``default`` when unset): ``auto``
+    (adaptive) or a fixed number of shards per call; a clear error otherwise."""
+    raw = (os.environ if env is None else env).get(names.ENV_SHARD_LEASE, default).strip()
     if raw.lower() in ("", "auto"):
         return LeasePolicy()
     try:

@@ -27,7 +27,8 @@ from flexjob.trainer.world import Generation, NodeIdentity, node_identity
 
 
 class MasterLink:
-    def __init__(self, ident: NodeIdentity) -> None:
+    def __init__(self, ident: NodeIdentity, shard_lease: str = "1") -> None:
+        """``shard_lease``: the lease when ``FLEXJOB_SHARD_LEASE`` is unset (``trainer.lease``)."""
         if not ident.master:
             raise RuntimeError(
                 "FLEXJOB_MASTER is not set: start the script with `flexjob run` or "
@@ -40,7 +41,7 @@ class MasterLink:
         self.proc = (
             self.node if ident.process_id == ident.node_id else MasterClient(ident.master, proc)
         )
-        self.shards = ShardLeaser(self.proc, lease_size())
+        self.shards = ShardLeaser(self.proc, lease_size(default=shard_lease))
 
     @classmethod
     def from_identity(cls, ident: NodeIdentity) -> MasterLink:

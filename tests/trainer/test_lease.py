@@ -125,6 +125,9 @@ def test_lease_size_defaults_to_adaptive_and_a_number_fixes_it() -> None:
     assert lease_size({}) == LeasePolicy() == lease_size({"FLEXJOB_SHARD_LEASE": "auto"})
     assert lease_size({}).fixed is None and lease_size({}).first == 1
     assert lease_size({"FLEXJOB_SHARD_LEASE": "8"}) == LeasePolicy(fixed=8)
+    # the trainer's sampler keeps one shard per call unless told (its reports are calls anyway)
+    assert lease_size({}, default="1") == LeasePolicy(fixed=1)
+    assert lease_size({"FLEXJOB_SHARD_LEASE": "auto"}, default="1") == LeasePolicy()
 
 
 class FakeClock:
