@@ -23,7 +23,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 REPO = Path(__file__).resolve().parents[2]
 SPECS = REPO / "examples" / "specs"
 AUC = re.compile(r"AUC model=([0-9.]+) ground-truth=([0-9.]+)")
-TRAIN_SIZE, EPOCHS, SHARD_SIZE = 200_000, 2, 8192
+# 300,000 samples: the AUC ratio came out 0.978-0.981 in 6 runs with a fault (200,000: 0.969-0.978,
+# too close to the 0.97 goal for an asynchronous run whose interleaving varies).
+TRAIN_SIZE, EPOCHS, SHARD_SIZE = 300_000, 2, 8192
 
 
 @pytest.fixture
