@@ -19,7 +19,7 @@ snapshot holds (``master.snapshot``).
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from flexjob.core.rendezvous import Rendezvous
 from flexjob.master.datasets import DatasetBook
@@ -228,3 +228,27 @@ class Persistence:
             mgr.hand_out(int(entry["s"]), str(entry["w"]))
         else:
             mgr.report_done(int(entry["s"]), str(entry["w"]))
+
+
+class _Persisting(Protocol):
+    @property
+    def persistence(self) -> "Persistence": ...
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+S = TypeVar("S", bound=_Persisting)
+
+
+def saves(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
+    """After ``method`` returns (its lock released), write what it changed before answering
+    (a method of an object that holds a ``Persistence``: ``MasterService``)."""
+
+    def wrapper(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        result = method(self, *args, **kwargs)
+        if not self.persistence.flushes_deferred():  # else its caller saves (rpc.aio_server)
+            self.persistence.flush()
+        return result
+
+    wrapper.__doc__ = method.__doc__
+    return wrapper

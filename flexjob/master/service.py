@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any
 
 from flexjob.api.errors import InvalidSpecError, NotFoundError
 from flexjob.api.limits import MAX_SHARD_LEASE
@@ -30,7 +30,7 @@ from flexjob.master.health import HeartbeatTracker
 from flexjob.master.kv import KVStore, check_kv
 from flexjob.master.logs import event
 from flexjob.master.observing import MasterView, master_view
-from flexjob.master.persistence import Persistence
+from flexjob.master.persistence import Persistence, saves
 from flexjob.master.snapshot import SnapshotWriter, dataset_json
 from flexjob.master.state_file import StateFile
 from flexjob.master.stats import NodeRecord, StatsBook
@@ -48,23 +48,6 @@ from flexjob.rpc.messages import (
 )
 
 log = logging.getLogger(__name__)
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def _saves(
-    method: "Callable[Concatenate[MasterService, P], R]",
-) -> "Callable[Concatenate[MasterService, P], R]":
-    """After ``method`` returns (its lock released), write what it changed before answering."""
-
-    def wrapper(self: "MasterService", /, *args: P.args, **kwargs: P.kwargs) -> R:
-        result = method(self, *args, **kwargs)
-        if not self.persistence.flushes_deferred():  # else its caller saves (rpc.aio_server)
-            self.persistence.flush()
-        return result
-
-    wrapper.__doc__ = method.__doc__
-    return wrapper
 
 
 class MasterService:
@@ -118,7 +101,7 @@ class MasterService:
         self._logged_round = self._rdzv.round
 
     # ---- rendezvous ----
-    @_saves
+    @saves
     def join(self, node: NodeRef, address: str, local_world_size: int) -> int:
         with self._lock:
             self._seen(node.node_id)
@@ -132,7 +115,7 @@ class MasterService:
             self._after_rendezvous()
             return round_
 
-    @_saves
+    @saves
     def get_world(self, node: NodeRef, round: int) -> NodeWorld:
         with self._lock:
             self._seen(node.node_id)
@@ -159,7 +142,7 @@ class MasterService:
                 w.members,
             )
 
-    @_saves
+    @saves
     def nodes_waiting(self, node: NodeRef) -> NodesWaiting:
         with self._lock:
             self._seen(node.node_id)
@@ -168,7 +151,7 @@ class MasterService:
             return NodesWaiting(waiting, self._rdzv.round)
 
     # ---- shards ----
-    @_saves
+    @saves
     def get_shard(self, node: NodeRef, dataset: str) -> ShardInfo:
         with self._lock:
             self._seen(node.node_id)
@@ -176,13 +159,13 @@ class MasterService:
             shard = self._hand_out(mgr, dataset, node.node_id)
             return shard or ShardInfo(has_shard=False, end_of_data=mgr.finished)
 
-    @_saves
+    @saves
     def report_shard(self, node: NodeRef, dataset: str, shard_id: int) -> bool:
         with self._lock:
             self._seen(node.node_id)
             return self._report(self._dataset(dataset), dataset, shard_id, node.node_id)
 
-    @_saves
+    @saves
     def lease_shards(self, node: NodeRef, request: LeaseRequest) -> ShardLease:
         """Report ``done`` in order, put ``release`` back in TODO, then hand out up to
         ``count`` shards: what ``report_shard`` and ``get_shard`` do, in one call under one
@@ -226,7 +209,7 @@ class MasterService:
             nodes = {n: replace(r) for n, r in self._stats.nodes.items()}
             return nodes, len(world.members) if world else 0
 
-    @_saves
+    @saves
     def heartbeat(self, node: NodeRef, timestamp: float) -> HeartbeatReply:
         with self._lock:
             self._seen(node.node_id)
@@ -240,7 +223,7 @@ class MasterService:
             self._seen(node.node_id)
             return self._attached.attach(node.node_id)
 
-    @_saves
+    @saves
     def detach(self, node: NodeRef, token: int) -> None:
         """The node's agent is gone (its stream broke): dead now, no heartbeat timeout."""
         with self._lock:
@@ -264,7 +247,7 @@ class MasterService:
         """The master stops: the streams its server ends are no deaths."""
         self._attached.closing.set()
 
-    @_saves
+    @saves
     def report_failure(self, node: NodeRef, reason: str, exit_code: int, restarting: bool) -> None:
         with self._lock:
             self._stats.failure(node, reason)
@@ -286,7 +269,7 @@ class MasterService:
             else:
                 self._node_dead(node.node_id, "reported failure")
 
-    @_saves
+    @saves
     def replica_gone(self, node: NodeRef, reason: str) -> None:
         """The platform says the replica behind ``node`` is gone (failed, evicted, deleted):
         its shards and those of its processes (``<node>.<local rank>``) go back at once, it
@@ -304,7 +287,7 @@ class MasterService:
                 self._recover_shards(process)
             self._node_dead(node.node_id, "replica gone")
 
-    @_saves
+    @saves
     def exclude_nodes(
         self, node: NodeRef, round: int, reasons: Mapping[str, str]
     ) -> tuple[str, ...]:
@@ -329,7 +312,7 @@ class MasterService:
         except ValueError as exc:
             raise InvalidSpecError(str(exc)) from None
 
-    @_saves
+    @saves
     def register_dataset(self, node: NodeRef, dataset: Dataset) -> None:
         """Shard ``dataset`` from now on (what ``flexjob run`` scripts use: the script knows its
         data, the command line does not); a name already known keeps its first registration.
@@ -350,7 +333,7 @@ class MasterService:
             )
 
     # ---- key-value store (journaled: it survives a master restart) ----
-    @_saves
+    @saves
     def kv_set(self, key: str, value: bytes) -> None:
         check_kv(key, value)
         with self._lock:
@@ -360,7 +343,7 @@ class MasterService:
         with self._lock:
             return self._kv.get(key)
 
-    @_saves
+    @saves
     def kv_add(self, key: str, amount: int) -> int:
         check_kv(key, b"")
         with self._lock:
@@ -373,7 +356,7 @@ class MasterService:
     def job_finished(self) -> bool:
         return self._datasets.finished
 
-    @_saves
+    @saves
     def check(self) -> None:
         """Dead nodes, stragglers, rounds due by time, stats to save: run every few seconds."""
         with self._lock:
@@ -470,7 +453,7 @@ class MasterService:
         self._persist()
 
     def _persist(self) -> None:
-        """Note a change to snapshot; the ``@_saves`` method that made it writes it."""
+        """Note a change to snapshot; the ``@saves`` method that made it writes it."""
         self.persistence.note_change()
 
     def _journal(self, dataset: str, shard_id: int, node_id: str) -> None:
@@ -478,7 +461,7 @@ class MasterService:
         self._append({"d": dataset, "s": shard_id, "w": node_id})
 
     def _append(self, entry: dict[str, Any] | None) -> None:
-        """One journal line, written (by ``@_saves``) before the call that made it returns."""
+        """One journal line, written (by ``@saves``) before the call that made it returns."""
         self.persistence.append(entry)
 
     def close(self) -> None:

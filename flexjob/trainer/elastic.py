@@ -43,21 +43,6 @@ PUBLISH_EVERY_S = 0.5
 DEFAULT_CHECKPOINT_EVERY = 50
 
 
-def default_checkpoint_dir(given: str | os.PathLike[str] | None) -> str | None:
-    """``given``, else the job's directory the agent names (``$FLEXJOB_CHECKPOINT_DIR``)."""
-    if given:
-        return os.fspath(given)
-    return os.environ.get(names.ENV_CHECKPOINT_DIR) or None
-
-
-def collective_timeout(given: float | None, default: float) -> float:
-    """``given``, else ``$FLEXJOB_COLLECTIVE_TIMEOUT`` (set by the agent), else ``default``."""
-    if given is not None:
-        return given
-    env = os.environ.get(names.ENV_COLLECTIVE_TIMEOUT)
-    return float(env) if env else default
-
-
 @dataclass(frozen=True, slots=True)
 class Step:
     """One training step for this rank: its indices and how to scale a summed loss."""
@@ -100,7 +85,7 @@ class ElasticTrainer:
         self.optimizer = optimizer
         self.sampler = sampler
         self.ident = world.node_identity()
-        directory = default_checkpoint_dir(checkpoint_dir) if checkpoint else None
+        directory = world.default_checkpoint_dir(checkpoint_dir) if checkpoint else None
         self.checkpointer = Checkpointer(directory) if directory else None
         self.checkpoint_every = checkpoint_every
         #: Flash checkpoints (``flash``, else ``$FLEXJOB_FLASH_CHECKPOINT``): rank 0 copies its
@@ -118,7 +103,7 @@ class ElasticTrainer:
         #: flash copy), ``"checkpoint"`` (``checkpointer``'s file), or None (a fresh start).
         self.resumed_from: str | None = None
         self.timeout_s = timeout_s
-        self.collective_timeout_s = collective_timeout(collective_timeout_s, timeout_s)
+        self.collective_timeout_s = world.collective_timeout(collective_timeout_s, timeout_s)
         self.step_count = 0
         self.reforms = 0
         self._link = link

@@ -178,3 +178,18 @@ def world_info_of(gen: Generation, ident: NodeIdentity) -> WorldInfo:
         num_nodes=gen.num_nodes,
         round=gen.round,
     )
+
+
+def default_checkpoint_dir(given: str | os.PathLike[str] | None) -> str | None:
+    """``given``, else the job's directory the agent names (``$FLEXJOB_CHECKPOINT_DIR``)."""
+    if given:
+        return os.fspath(given)
+    return os.environ.get(names.ENV_CHECKPOINT_DIR) or None
+
+
+def collective_timeout(given: float | None, default: float) -> float:
+    """``given``, else ``$FLEXJOB_COLLECTIVE_TIMEOUT`` (set by the agent), else ``default``."""
+    if given is not None:
+        return given
+    env = os.environ.get(names.ENV_COLLECTIVE_TIMEOUT)
+    return float(env) if env else default
