@@ -109,9 +109,7 @@ class ElasticAgent:
             beat.start()
             endpoint = observing.serve(self._run_dir, self.config.node_id)
             try:
-                code = self._supervise()
-                self._succeeded = code == 0 and self._all_succeeded()
-                return code
+                return self._supervise()
             except StopRequested as stop:
                 log.warning("node %s: %s, stopping its workers", self.config.node_id, stop)
                 return stop.exit_code
@@ -129,12 +127,6 @@ class ElasticAgent:
                 if self._succeeded:
                     self._tell_succeeded()
                 self.client.close()
-
-    def _all_succeeded(self) -> bool:
-        """Every worker ended with 0 (or the job's data was done before they joined)."""
-        states = [w.poll() for w in self.workers]
-        done = all(s is WorkerState.SUCCEEDED for s in states)
-        return done or (self._reply is not None and self._reply.job_finished)
 
     def _tell_succeeded(self) -> None:
         """Tell the master this node leaves after success (after its last heartbeat, before
@@ -299,6 +291,7 @@ class ElasticAgent:
             if not any(s is WorkerState.FAILED for s in states):
                 self._check_job()
             if all(s is WorkerState.SUCCEEDED for s in states):
+                self._succeeded = True
                 return 0
             self._kill_hung()
             failed = [w for w in self.workers if w.state is WorkerState.FAILED]
@@ -312,6 +305,7 @@ class ElasticAgent:
                 return self._leave_excluded()
             if reply is not None and reply.job_finished and self._never_joined():
                 log.info("node %s: the job's data is done before its workers joined", c.node_id)
+                self._succeeded = True
                 return 0
             self._report_stats()
             if reply is None or reply.round < self.round or self._in_place():
