@@ -10,22 +10,28 @@ report count as two requests, however many calls carry them) and p99 latency per
                        leases, and the plain client's calls),
   lease-K              the trainer's ``ShardLeaser``: each report is sent at once and leases the
                        next K shards when none is queued (``LeaseShards``, ~one call per shard),
-  paced lease-K        the same at a fixed total rate (``--paced-rate`` shards/s, open loop):
-                       the latency a trainer sees when the master is not saturated.
+  paced lease-K        the same at fixed total rates (``--paced-rate`` shards/s, each thread
+                       paced, catching up when late): the latency-vs-throughput curve a
+                       trainer sees below the master's saturation.
 Every accepted report is written to the state file before it is answered. The master serves
 with ``--rpc-server`` (``MasterConfig.rpc_server``: threads by default, or aio); each
 unpaced row also shows the master process's CPU time per shard (the number that a shared,
 loaded machine disturbs least).
+Every phase runs twice (``--pin both``): unpinned (master, clients and the bare servers
+anywhere on the machine's CPUs) and pinned (the master, or the bare server, on the first CPU
+this process may use, the client processes on the others), so the clients do not take the
+master's CPU (in a deployment they run on other machines) and its threads hand the GIL to each
+other on one CPU. ``--pin on|off`` runs one of the two.
 Baselines: the goal from the issue (1,000 agents in < 2 s; >= 5,000 shard requests/s; p99 <
 10 ms), a bare unary call (a servicer that returns a constant ``Shard``) on both gRPC servers,
 the thread pool ("bare gRPC") and ``grpc.aio`` ("bare aio"), measured on the same machine with
-the same clients: the transport's ceiling per call (its rate, its CPU per call, and its p99 back
-to back and paced at the paced row's rate: the latency floor on this machine under its present
-load), and the pairs row (the previous flexjob's calls). Run it with each ``--rpc-server`` to
-compare the master's two servers.
+the same clients and the same pinning: the transport's ceiling per call (its rate, its CPU per
+call, and its p99 back to back and paced at each paced row's rate: the latency floor on this
+machine under its present load), and the pairs row (the previous flexjob's calls). Run it with
+each ``--rpc-server`` to compare the master's two servers.
 
     PYTHONPATH=. python benchmarks/master_load.py [--agents 1000] [--procs 2] [--seconds 4]
-        [--leases 1,8] [--paced-rate 1000] [--rpc-server aio|threads]
+        [--leases 1,8] [--paced-rate 1250,2000] [--rpc-server aio|threads] [--pin both|on|off]
 """
 
 import argparse
@@ -38,14 +44,16 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent import futures
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import grpc
 
+from benchmarks.table import print_table
 from flexjob.core.dataset import Dataset
 from flexjob.core.master_config import RPC_SERVERS, MasterConfig
 from flexjob.master.launch import spawn_master
@@ -87,42 +95,82 @@ def _bare_aio_server(workers: int, port_out: Any, stop: Any) -> None:
     asyncio.run(serve())
 
 
+@dataclass(frozen=True)
+class _Cpus:
+    """Where a phase's processes run: the server (the master or a bare one) and the client
+    processes (None: anywhere)."""
+
+    server: frozenset[int] | None = None
+    clients: frozenset[int] | None = None
+
+    @staticmethod
+    def split() -> "_Cpus":
+        """The server on the first CPU this process may use, the clients on the others."""
+        cpus = sorted(os.sched_getaffinity(0))
+        return _Cpus(frozenset(cpus[:1]), frozenset(cpus[1:]))
+
+
+def _on_cpus(cpus: frozenset[int] | None, target: Callable[..., None], *args: Any) -> None:
+    """Run ``target(*args)`` in this (child) process, confined to ``cpus`` (None: anywhere)."""
+    if cpus:
+        os.sched_setaffinity(0, cpus)
+    target(*args)
+
+
+@contextmanager
+def _confined(cpus: frozenset[int] | None) -> Iterator[None]:
+    """This process confined to ``cpus`` meanwhile, so that a child it starts inherits it."""
+    before = os.sched_getaffinity(0)
+    if cpus:
+        os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
 @dataclass
 class _Bare:
     """A bare server's call rate back to back, its latencies per call back to back and paced
-    like the paced row, and its CPU seconds per call back to back."""
+    (per paced interval), and its CPU seconds per call back to back."""
 
     rate: float
     lat: list[float]
-    paced: list[float]
+    paced: dict[float, list[float]]
     cpu_per_call: float
 
 
 def _bare_grpc(
-    procs: int, threads: int, seconds: float, workers: int, paced: float, aio: bool
+    procs: int,
+    threads: int,
+    seconds: float,
+    workers: int,
+    paced: list[float],
+    aio: bool,
+    cpus: _Cpus,
 ) -> _Bare:
-    """``paced``: seconds between one thread's calls (0: no paced run); ``aio``: the
-    ``grpc.aio`` server (one event loop) instead of the thread pool."""
+    """``paced``: seconds between one thread's calls, one run each (after the run back to
+    back); ``aio``: the ``grpc.aio`` server (one event loop) instead of the thread pool."""
     ctx = mp.get_context("fork")
     port_q, stop = ctx.Queue(), ctx.Event()
     target = _bare_aio_server if aio else _bare_server
-    server = ctx.Process(target=target, args=(workers, port_q, stop))
+    server = ctx.Process(target=_on_cpus, args=(cpus.server, target, workers, port_q, stop))
     server.start()
     address = f"127.0.0.1:{port_q.get(timeout=30)}"
     try:
-        lats, cpu = [], 0.0
-        for interval in (0.0, paced) if paced else (0.0,):
+        lats: dict[float, list[float]] = {}
+        cpu = 0.0
+        for interval in (0.0, *paced):
             per = [(address, f"bare{p}", threads, seconds, "get", interval) for p in range(procs)]
             before = _cpu_s(server.pid)
-            _, *out = _run_procs(_shard_worker, per)
+            _, *out = _run_procs(_shard_worker, per, cpus.clients)
             cpu = cpu or _cpu_s(server.pid) - before
-            lats.append(sorted(x for lat in out for x in lat))
+            lats[interval] = sorted(x for lat in out for x in lat)
     finally:
         stop.set()
         server.join(10)
-    return _Bare(
-        len(lats[0]) / seconds, lats[0], lats[-1] if paced else [], cpu / max(1, len(lats[0]))
-    )
+    back_to_back = lats.pop(0.0)
+    return _Bare(len(back_to_back) / seconds, back_to_back, lats, cpu / max(1, len(back_to_back)))
 
 
 def _cpu_s(pid: int | None) -> float:
@@ -206,10 +254,18 @@ def _shard_worker(
     out.put([x for lat in latencies for x in lat])
 
 
-def _run_procs(target: Callable[..., None], args_per_proc: list[tuple[Any, ...]]) -> list[Any]:
+def _run_procs(
+    target: Callable[..., None],
+    args_per_proc: list[tuple[Any, ...]],
+    cpus: frozenset[int] | None = None,
+) -> list[Any]:
+    """One process per args, each confined to ``cpus`` (None: anywhere); started together,
+    their results once each is done, after the start time."""
     ctx = mp.get_context("fork")
     start, out = ctx.Event(), ctx.Queue()
-    procs = [ctx.Process(target=target, args=(*a, start, out)) for a in args_per_proc]
+    procs = [
+        ctx.Process(target=_on_cpus, args=(cpus, target, *a, start, out)) for a in args_per_proc
+    ]
     for p in procs:
         p.start()
     time.sleep(1.0)  # let every process connect
@@ -227,7 +283,19 @@ def _run_procs(target: Callable[..., None], args_per_proc: list[tuple[Any, ...]]
     return [t0, *results]
 
 
-def main() -> int:
+@dataclass(frozen=True)
+class _Row:
+    """One shard phase: shard requests/s, p99 per shard, the master's CPU seconds per shard,
+    and the seconds between one thread's shards (0: back to back)."""
+
+    name: str
+    rate: float
+    p99_ms: float
+    cpu: float
+    interval: float
+
+
+def _args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--agents", type=int, default=1000)
     ap.add_argument("--procs", type=int, default=2)
@@ -242,125 +310,139 @@ def main() -> int:
     )
     ap.add_argument("--leases", default="1,8", help="lease sizes to measure (comma-separated)")
     ap.add_argument(
-        "--paced-rate", type=float, default=1000.0, help="shards/s of the paced run (0: none)"
+        "--paced-rate",
+        default="1250,2000",
+        help="total shards/s of the paced runs, comma-separated (each shard: 2 requests)",
     )
-    args = ap.parse_args()
+    ap.add_argument(
+        "--pin",
+        choices=("both", "on", "off"),
+        default="both",
+        help="master and clients on separate CPUs (on), anywhere (off), or each in turn",
+    )
+    return ap.parse_args()
+
+
+def _config(args: argparse.Namespace, job_dir: Path) -> MasterConfig:
+    return MasterConfig(
+        job_name="bench",
+        job_dir=str(job_dir),
+        min_nodes=args.agents,
+        max_nodes=args.agents,
+        last_call_timeout=60.0,
+        heartbeat_timeout=600.0,
+        datasets=(Dataset(size=5_000_000, shard_size=10),),
+        host_store=False,
+        rpc_server=args.rpc_server,
+        rpc_workers=args.rpc_workers,
+    )
+
+
+def _rendezvous_s(args: argparse.Namespace, tmp: Path) -> float:
+    master = spawn_master(_config(args, tmp / "rendezvous"))
+    try:
+        nodes = [f"agent-{i}" for i in range(args.agents)]
+        per = [(master.address, nodes[p :: args.procs], args.threads) for p in range(args.procs)]
+        t0, *ends = _run_procs(_rendezvous_worker, per)
+        return float(max(ends) - t0)
+    finally:
+        master.stop()
+
+
+def _shard_rows(
+    args: argparse.Namespace, tmp: Path, phases: list[tuple[str, str, float]], cpus: _Cpus
+) -> list[_Row]:
+    rows = []
+    for name, mode, interval in phases:
+        # A fresh master per phase: what one phase leaves (the get_shard phase's shards are
+        # never reported) does not weigh on the next.
+        with _confined(cpus.server):
+            master = spawn_master(_config(args, Path(tempfile.mkdtemp(dir=tmp))))
+        try:
+            per_s = [
+                (master.address, f"p{p}", args.threads, args.seconds, mode, interval)
+                for p in range(args.procs)
+            ]
+            before = _cpu_s(master.process.pid)
+            _, *lats = _run_procs(_shard_worker, per_s, cpus.clients)
+            cpu = _cpu_s(master.process.pid) - before
+        finally:
+            master.stop()
+        flat = sorted(x for lat in lats for x in lat)
+        per_shard = 1 if mode == "get" else 2  # a get and its report: two requests
+        rate = len(flat) * per_shard / args.seconds
+        rows.append(_Row(name, rate, _p99_ms(flat), cpu / max(1, len(flat)), interval))
+    return rows
+
+
+def _table(args: argparse.Namespace, rows: list[_Row], bares: list[_Bare]) -> list[list[str]]:
+    def vs(value: float, *bases: float) -> list[str]:
+        return [x for b in bases for x in (f"{b:,.1f}", f"{value / b:.2f}" if b else "-")]
+
+    clients = str(args.procs * args.threads)
+    pairs = next(r.rate for r in rows if r.name == "pairs")
+    table = []
+    for r in rows:
+        vs_pairs = f"{r.rate / pairs:.2f}" if r.name != "get_shard" else "-"
+        rates = vs(r.rate, *(b.rate for b in bares))
+        table.append([f"{r.name} shard requests/s", clients, f"{r.rate:,.0f}", ">= 5,000"])
+        table[-1] += [*rates, vs_pairs]
+        p99s = [_p99_ms(b.paced[r.interval] if r.interval else b.lat) for b in bares]
+        table.append(["  p99 latency per shard (ms)", clients, f"{r.p99_ms:.1f}", "< 10"])
+        table[-1] += [*vs(r.p99_ms, *p99s), "-"]
+        if not r.interval:
+            cpus = [b.cpu_per_call * 1e6 for b in bares]
+            table.append(["  master CPU per shard (us)", clients, f"{r.cpu * 1e6:.0f}", "-"])
+            table[-1] += [*vs(r.cpu * 1e6, *cpus), "-"]
+    return table
+
+
+def main() -> int:
+    args = _args()
     load = os.getloadavg()
     leases = [int(k) for k in args.leases.split(",") if k]
+    paced_rates = [float(r) for r in args.paced_rate.split(",") if r and float(r)]
     clients = args.procs * args.threads
     # (name, mode, seconds between one thread's shards; 0: back to back)
     phases = [("get_shard", "get", 0.0), ("pairs", "pairs", 0.0)]
     phases += [(f"lease-{k}", f"lease-{k}", 0.0) for k in leases]
-    if args.paced_rate:
-        k = leases[-1] if leases else 1
-        phases.append((f"paced lease-{k}", f"lease-{k}", clients / args.paced_rate))
-
+    k = leases[-1] if leases else 1
+    phases += [(f"paced lease-{k} @{r:,.0f}/s", f"lease-{k}", clients / r) for r in paced_rates]
+    paced = [clients / r for r in paced_rates]
+    cpus = sorted(os.sched_getaffinity(0))
+    pins = {"both": [False, True], "on": [True], "off": [False]}[args.pin]
+    if len(cpus) < 2 and True in pins:
+        print(f"only CPU {cpus} usable here: nothing to pin apart, unpinned only\n")
+        pins = [False]
+    header = ["workload", "agents", f"flexjob ({args.rpc_server})", "goal", "bare gRPC"]
+    header += ["vs bare", "bare aio", "vs aio", "vs pairs"]
     with tempfile.TemporaryDirectory(prefix="flexjob-bench-") as tmp:
-
-        def config(n: int) -> MasterConfig:
-            return MasterConfig(
-                job_name="bench",
-                job_dir=str(Path(tmp) / f"job-{n}"),
-                min_nodes=args.agents,
-                max_nodes=args.agents,
-                last_call_timeout=60.0,
-                heartbeat_timeout=600.0,
-                datasets=(Dataset(size=5_000_000, shard_size=10),),
-                host_store=False,
-                rpc_server=args.rpc_server,
-                rpc_workers=args.rpc_workers,
-            )
-
-        master = spawn_master(config(0))
-        try:
-            nodes = [f"agent-{i}" for i in range(args.agents)]
-            per = [
-                (master.address, nodes[p :: args.procs], args.threads) for p in range(args.procs)
+        rdzv_s = _rendezvous_s(args, Path(tmp))
+        print(f"rendezvous completion of {args.agents} agents: {rdzv_s:.2f} s (goal < 2.00)\n")
+        for pinned in pins:
+            where = _Cpus.split() if pinned else _Cpus()
+            rows = _shard_rows(args, Path(tmp), phases, where)
+            bares = [
+                _bare_grpc(
+                    args.procs, args.threads, args.seconds, args.rpc_workers, paced, aio, where
+                )
+                for aio in (False, True)
             ]
-            t0, *ends = _run_procs(_rendezvous_worker, per)
-            rdzv_s = max(ends) - t0
-        finally:
-            master.stop()
-        rows = []
-        for n, (name, mode, interval) in enumerate(phases, 1):
-            # A fresh master per phase: what one phase leaves (the get_shard phase's shards are
-            # never reported) does not weigh on the next.
-            master = spawn_master(config(n))
-            try:
-                per_s = [
-                    (master.address, f"p{p}", args.threads, args.seconds, mode, interval)
-                    for p in range(args.procs)
-                ]
-                before = _cpu_s(master.process.pid)
-                _, *lats = _run_procs(_shard_worker, per_s)
-                cpu = _cpu_s(master.process.pid) - before
-            finally:
-                master.stop()
-            flat = sorted(x for lat in lats for x in lat)
-            per_shard = 1 if mode == "get" else 2  # a get and its report: two requests
-            rate = len(flat) * per_shard / args.seconds
-            rows.append((name, rate, _p99_ms(flat), cpu / max(1, len(flat))))
-    paced = clients / args.paced_rate if args.paced_rate else 0.0
-    bares = [
-        _bare_grpc(args.procs, args.threads, args.seconds, args.rpc_workers, paced, aio)
-        for aio in (False, True)
-    ]
-
-    def vs(value: float, *bases: float) -> list[str]:
-        return [x for b in bases for x in (f"{b:,.1f}", f"{value / b:.2f}" if b else "-")]
-
-    pairs = next(rate for name, rate, *_ in rows if name == "pairs")
-    table = [
-        ("rendezvous completion (s)", args.agents, f"{rdzv_s:.2f}", "< 2.00", *["-"] * 5),
-    ]
-    for name, rate, p99, cpu in rows:
-        vs_pairs = f"{rate / pairs:.2f}" if name != "get_shard" else "-"
-        table.append(
-            (
-                f"{name} shard requests/s",
-                clients,
-                f"{rate:,.0f}",
-                ">= 5,000",
-                *vs(rate, *(b.rate for b in bares)),
-                vs_pairs,
-            )
-        )
-        paced_row = name.startswith("paced")
-        p99s = [_p99_ms(b.paced if paced_row else b.lat) for b in bares]
-        table.append(
-            ("  p99 latency per shard (ms)", clients, f"{p99:.1f}", "< 10", *vs(p99, *p99s), "-")
-        )
-        if not paced_row:
-            cpus = [b.cpu_per_call * 1e6 for b in bares]
-            row = (
-                "  master CPU per shard (us)",
-                clients,
-                f"{cpu * 1e6:.0f}",
-                "-",
-                *vs(cpu * 1e6, *cpus),
-                "-",
-            )
-            table.append(row)
-    header = (
-        "workload",
-        "agents",
-        f"flexjob ({args.rpc_server})",
-        "goal",
-        "bare gRPC",
-        "vs bare",
-        "bare aio",
-        "vs aio",
-        "vs pairs",
-    )
-    widths = [max(len(str(r[i])) for r in (header, *table)) for i in range(len(header))]
-    for r in (header, *table):
-        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)))
+            if pinned:
+                print(
+                    f"pinned: the master (and each bare server) on CPU {sorted(where.server or ())}"
+                    f", the clients on CPU {sorted(where.clients or ())}"
+                )
+            else:
+                print(f"unpinned: master, clients and bare servers on any of CPUs {cpus}")
+            print_table([header, *_table(args, rows, bares)])
+            print()
     print(
-        f"\nbare gRPC (a thread pool of {args.rpc_workers}) and bare aio (grpc.aio, one event "
+        f"bare gRPC (a thread pool of {args.rpc_workers}) and bare aio (grpc.aio, one event "
         f"loop): one constant reply per call from {args.procs}x{args.threads} clients; p99 "
-        "back to back (unpaced rows) and paced at the paced row's rate; their CPU per call "
-        "back to back. Load average "
-        f"(1 min) at the start {load[0]:.2f}, at the end {os.getloadavg()[0]:.2f} on "
+        "back to back (unpaced rows) and paced at each paced row's rate; their CPU per call "
+        "back to back. Paced rows: @ total shards/s offered (each shard 2 requests). Load "
+        f"average (1 min) at the start {load[0]:.2f}, at the end {os.getloadavg()[0]:.2f} on "
         f"{os.cpu_count()} CPUs: latency on a shared machine follows it."
     )
     return 0

@@ -50,6 +50,9 @@ log = logging.getLogger(__name__)
 AGENT_STOP_GRACE_S = 10.0
 #: Seconds between two looks at the master for an agent that gave up on the job.
 FAILURE_POLL_S = 0.5
+#: How long a run whose own nodes are done keeps its master up for the nodes that joined it
+#: from elsewhere (``flexjob agent``) to finish; like torchrun's exit barrier.
+OTHER_NODES_WAIT_S = 300.0
 
 
 def parse_nnodes(text: str) -> tuple[int, int]:
@@ -321,7 +324,10 @@ class _Run:
             causes: list[failure.RootCause] = []
             with contextlib.suppress(FlexjobError):
                 causes = failure.root_causes(client)
-        codes = supervisor.codes()
+            codes = supervisor.codes()
+            if not causes and 0 in codes:
+                own = {slot.node_id for slot in supervisor.agents}
+                _wait_other_nodes(client, own, OTHER_NODES_WAIT_S)
         if causes:
             progress.close()
             print(causes[0].summary(), file=sys.stderr, flush=True)
@@ -331,6 +337,31 @@ class _Run:
         if finished and 0 in codes:
             return 0
         return next((_exit_code(c) for c in codes if c != 0), 0)
+
+
+def _wait_other_nodes(client: MasterClient, own: set[str], timeout: float) -> None:
+    """Keep the master up while nodes that joined from elsewhere still run (for at most
+    ``timeout``): stopping it under them would leave their last calls unanswered and their
+    agents retrying a master that is gone. Each leaves the list when it tells the master it
+    succeeded, or when the master declares it dead (its stream broke, or its heartbeat timed
+    out)."""
+    deadline = time.monotonic() + timeout
+    told = False
+    while True:
+        try:
+            others = [n for n in client.running_nodes() if n not in own]
+        except FlexjobError:
+            return  # the master is gone: nobody left to keep it for
+        if not others:
+            return
+        if time.monotonic() >= deadline:
+            log.warning("still running after %.0f s: %s; stopping the master", timeout, others)
+            return
+        if not told:
+            told = True
+            waiting = ", ".join(others)
+            print(f"flexjob: waiting for node(s) {waiting} to finish", file=sys.stderr, flush=True)
+        time.sleep(0.1)
 
 
 def _plot(job_dir: Path, path: Path, title: str) -> None:

@@ -9,8 +9,9 @@ the token is random, the Secret owned by the job). Not a loop and not a schedule
 decide when to run a pass.
 
 With ``parallel > 1`` runs of independent actions (creating or deleting replicas and recording
-events) go out in slow-start batches of 1, 2, 4, ... up to ``parallel`` at a time, as
-Kubernetes' controllers create pods: a batch with a failure ends the run, so a template the API
+events) go out through a slow-start window, as Kubernetes' controllers create pods: one at
+first, then twice as many per round trip up to ``parallel`` in flight (each send waits for a
+free slot, not for a whole step to end); a failure ends the run, so a template the API
 refuses costs one failed create (a ``FailedCreate`` Warning event on the job, and the pass
 fails and is retried), not one per replica. Everything else stays a barrier in reconcile's
 order (a service before the replicas that need its address, the status last).
@@ -22,7 +23,7 @@ and puts the pods it created and the status it wrote back into the cache.
 
 import logging
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -116,8 +117,9 @@ def _apply_one(platform: Platform, action: Action, done: Done | None) -> ActionF
 def apply_in_batches(
     platform: Platform, actions: Sequence[Action], parallel: int, done: Done | None = None
 ) -> None:
-    """Apply ``actions`` (``batches``, each in slow-start steps); raises ``ActionFailed`` for
-    the first failure, once the step it was in has ended (no later step is sent)."""
+    """Apply ``actions`` (``batches``, each through a slow-start window); raises
+    ``ActionFailed`` for the first failure, once the actions in flight then have ended (no
+    later one is sent)."""
     if parallel <= 1 or len(actions) <= 1:
         for action in actions:
             failed = _apply_one(platform, action, done)
@@ -126,14 +128,36 @@ def apply_in_batches(
         return
     with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="flexjob-apply") as pool:
         for batch in batches(actions):
-            start, size = 0, 1
-            while start < len(batch):
-                step = batch[start : start + size]
-                outcomes = pool.map(lambda action: _apply_one(platform, action, done), step)
-                failures = [f for f in outcomes if f is not None]
-                if failures:
-                    raise failures[0]
-                start, size = start + len(step), min(2 * size, parallel)
+            _slow_start(pool, platform, batch, parallel, done)
+
+
+def _slow_start(
+    pool: ThreadPoolExecutor,
+    platform: Platform,
+    batch: Sequence[Action],
+    parallel: int,
+    done: Done | None,
+) -> None:
+    """Send ``batch`` with at most ``window`` actions in flight: one at first, one more for
+    each that succeeded (twice as many per round trip, as TCP's slow start), up to
+    ``parallel``. Each send waits for a free slot, not for a whole step of sends to end, so
+    one slow request does not hold the others back. After a failure nothing more is sent."""
+    window, sent = 1, 0
+    in_flight: dict[Future[ActionFailed | None], int] = {}
+    failures: list[tuple[int, ActionFailed]] = []
+    while in_flight or (not failures and sent < len(batch)):
+        while not failures and sent < len(batch) and len(in_flight) < window:
+            in_flight[pool.submit(_apply_one, platform, batch[sent], done)] = sent
+            sent += 1
+        finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+        for future in finished:
+            index, outcome = in_flight.pop(future), future.result()
+            if outcome is None:
+                window = min(window + 1, parallel)
+            else:
+                failures.append((index, outcome))
+    if failures:
+        raise min(failures, key=lambda failure: failure[0])[1]
 
 
 def report_failure(platform: Platform, namespace: str, job: str, failed: ActionFailed) -> None:
