@@ -12,6 +12,7 @@ PS-set driver (``master.ps_sets``; idle unless PS replicas register), the node w
 
 import gc
 import logging
+import os
 import signal
 import socket
 import threading
@@ -223,6 +224,24 @@ def node_watcher(config: MasterConfig, service: MasterService) -> NodeWatcher | 
     )
     watcher.start()
     return watcher
+
+
+def confine_to_cpu(cpu: int | None) -> None:
+    """Run every thread of this process, and those it starts, on CPU ``cpu`` only
+    (``MasterConfig.cpu``; None: leave them be). ``ValueError`` names the CPUs allowed when
+    ``cpu`` is not one this process may use. For a process of its own (``flexjob master``)."""
+    if cpu is None:
+        return
+    allowed = sorted(os.sched_getaffinity(0))
+    if cpu not in allowed:
+        raise ValueError(f"cpu must be one of the CPUs this process may use {allowed}, got {cpu}")
+    try:
+        threads = [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:
+        threads = [0]
+    for tid in threads:
+        os.sched_setaffinity(tid, {cpu})
+    log.info("event=master_confined cpu=%d", cpu)
 
 
 def run_master(config: MasterConfig, stop: threading.Event | None = None) -> int:
