@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from flexjob.agent import failure
+from flexjob.agent.config import AgentConfig, default_replica_type
 from flexjob.agent.output import OutputConfig
+from flexjob.agent.process import command
 from flexjob.agent.progress import ProgressLine
 from flexjob.agent.run_supervisor import RunFailure, RunSupervisor
 from flexjob.api import names
@@ -110,25 +112,27 @@ class RunConfig:
 def agent_command(
     master: str, node_id: str, index: int, opts: RunConfig, run_dir: str
 ) -> list[str]:
-    cmd = [
-        sys.executable, "-m", "flexjob", "agent",
-        "--master", master,
-        "--node-id", node_id,
-        "--replica-index", str(index),
-        "--job-name", opts.job_name,
-        "--nproc-per-node", str(opts.nproc_per_node),
-        "--max-restarts", str(opts.max_restarts),
-        "--monitor-interval", str(opts.monitor_interval),
-        "--run-dir", run_dir,
-        "--rdzv-conf", f"join_timeout={opts.join_timeout}",
-        "--hang-timeout", str(opts.hang_timeout),
-    ]  # fmt: skip
-    if opts.output.log_dir:
-        out = opts.output
-        cmd += ["--log-dir", out.log_dir, "--redirects", out.redirects, "--tee", out.tee]
-    if opts.module:
-        cmd.append("-m")
-    return [*cmd, opts.target, *opts.args]
+    """The command line of the agent of node ``node_id`` (``agent.process``: what ``flexjob
+    agent`` runs once its options are parsed, without parsing any)."""
+    return command(
+        AgentConfig(
+            master=master,
+            target=opts.target,
+            args=opts.args,
+            module=opts.module,
+            node_id=node_id,
+            replica_type=default_replica_type(),
+            replica_index=index,
+            job_name=opts.job_name,
+            nproc_per_node=opts.nproc_per_node,
+            max_restarts=opts.max_restarts,
+            monitor_interval=opts.monitor_interval,
+            rendezvous_timeout=opts.join_timeout,
+            run_dir=run_dir,
+            hang_timeout=opts.hang_timeout,
+            output=opts.output,
+        )
+    )
 
 
 def _stop_all(procs: list[subprocess.Popen[bytes]], grace_s: float) -> None:
