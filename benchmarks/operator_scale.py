@@ -1,14 +1,16 @@
-"""Operator scale: N ElasticJobs x R worker replicas reconciled by the kopf operator on the
-Kubernetes emulator (tests/support/k8s_emulator.py), all in this process.
+"""Operator scale: N ElasticJobs x R worker replicas reconciled by the kopf operator in this
+process against the Kubernetes emulator (tests/support/k8s_emulator.py) in a process of its own
+(benchmarks/emulator_process.py), over HTTP on 127.0.0.1, as an operator talks to an API server.
 
 Measures the time from submitting every job until every replica's pod exists, until every pod
-is Running (a stand-in for the kubelets reports each at once) and until every job's status
-counts them all Running, and how long each reconcile pass took (p50/p99). Baseline: the same
-pods created straight through the platform (no kopf, no reconcile), the same number of jobs
+is Running (a stand-in for the kubelets in the emulator's process reports each at once) and
+until every job's status counts them all Running, and how long each reconcile pass took
+(p50/p99, the passes that created replicas and the others apart), and how late the operator's
+event loop (kopf's) wakes from a 10 ms sleep. Baseline: the same pods created straight through
+the platform (no kopf, no reconcile) against a fresh emulator process, the same number of jobs
 at a time and each job's pods as many at a time as a pass sends at most (a pass starts with
 one and doubles: slow start), i.e. what the API round trips alone cost, in total and per job.
-The emulator serves from this process's event loop, which kopf shares: its work and the
-operator's compete for one interpreter.
+The two processes share this machine's CPUs: the emulator's work still competes for them.
 Run from the repository root:
 
     PYTHONPATH=$PWD python benchmarks/operator_scale.py --jobs 100 --replicas 50
@@ -22,15 +24,13 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
-import kmock
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.emulator_process import EmulatorProcess
 from benchmarks.table import print_table
 from flexjob.api import ElasticJob, PodTemplateSpec, ReplicaType
 from flexjob.api.names import LABEL_JOB_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
@@ -39,10 +39,7 @@ from flexjob.core.replicas import ReplicaRequest, replica_name
 from flexjob.operator.kubernetes.runner import OperatorConfig, make_queue, run_operator
 from flexjob.operator.reconcile_pass import PassResult
 from flexjob.platform.kubernetes import KubernetesPlatform
-from tests.support.k8s_emulator import K8sEmulator
-from tests.support.k8s_fixtures import ELASTICJOBS, SCALEPLANS
 
-MERGE = "application/merge-patch+json"
 TEMPLATE = {
     "spec": {"containers": [{"name": "main", "image": "python:3.11", "command": ["python"]}]}
 }
@@ -53,10 +50,6 @@ def job(index: int, replicas: int) -> ElasticJob:
     return ElasticJob.model_validate({"metadata": {"name": f"job-{index:03d}"}, "spec": spec})
 
 
-def pods_of(emulator: K8sEmulator) -> int:
-    return len(emulator.store.select(emulator.kind("", "v1", "pods"), "default"))
-
-
 def percentile(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -64,44 +57,11 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def wait_pods(emulator: K8sEmulator, total: int, deadline: float) -> bool:
-    while pods_of(emulator) < total:
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.05)
-    return True
-
-
-async def kubelet(emulator: K8sEmulator) -> None:
-    """Stand in for the kubelets: report every new pod Running at once (in the store, as a
-    kubelet's status update lands), so that the operator sees each pod change once more."""
-    pods = emulator.kind("", "v1", "pods")
-    running = {"status": {"phase": "Running"}}
-    while True:
-        for body in emulator.store.select(pods, "default"):
-            if (body.get("status") or {}).get("phase") != "Running":
-                name = body["metadata"]["name"]
-                emulator.store.patch(pods, "default", name, running, MERGE, "status")
-                await emulator.notify()  # each update wakes the watches, as a kubelet's request
-        await asyncio.sleep(0.05)
-
-
-def running_of(emulator: K8sEmulator) -> int:
-    pods = emulator.store.select(emulator.kind("", "v1", "pods"), "default")
-    return sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Running")
-
-
-def jobs_caught_up(emulator: K8sEmulator, replicas: int) -> int:
-    """Jobs whose status counts all their workers Running (the operator has seen them)."""
-    caught_up = 0
-    for body in emulator.store.select(ELASTICJOBS, "default"):
-        counts = ((body.get("status") or {}).get("replicaStatuses") or {}).get("worker") or {}
-        caught_up += counts.get("active") == replicas and not counts.get("pending")
-    return caught_up
-
-
-async def wait_until(condition: Callable[[], bool], deadline: float) -> bool:
-    while not condition():
+async def wait_count(
+    emulator: EmulatorProcess, replicas: int, what: str, target: int, deadline: float
+) -> bool:
+    """Poll the emulator process until its count ``what`` reaches ``target`` (or the deadline)."""
+    while (await asyncio.to_thread(emulator.counts, replicas))[what] < target:
         if time.monotonic() > deadline:
             return False
         await asyncio.sleep(0.05)
@@ -109,7 +69,7 @@ async def wait_until(condition: Callable[[], bool], deadline: float) -> bool:
 
 
 async def loop_lag(lags: list[float]) -> None:
-    """How late a 10 ms sleep wakes: how busy the event loop kopf and the emulator share is."""
+    """How late a 10 ms sleep wakes: how busy kopf's event loop is."""
     while True:
         started = time.perf_counter()
         await asyncio.sleep(0.01)
@@ -118,13 +78,13 @@ async def loop_lag(lags: list[float]) -> None:
 
 async def run_operator_case(
     jobs: int, replicas: int, workers: int, parallel: int, timeout: float
-) -> dict[str, float]:
-    async with K8sEmulator() as emulator, kmock.Server(emulator):
-        emulator.declare(ELASTICJOBS)
-        emulator.declare(SCALEPLANS)
-        platform = KubernetesPlatform.from_config(server=emulator.base_url)
+) -> tuple[dict[str, float], dict[str, int]]:
+    """The run's measures, and the requests the emulator served by verb and resource (the
+    operator's, kopf's and the benchmark's own job creates)."""
+    with EmulatorProcess(kubelet=True) as emulator:
+        platform = KubernetesPlatform.from_config(server=emulator.url)
         options = OperatorConfig(
-            server=emulator.base_url,
+            server=emulator.url,
             workers=workers,
             resync_interval=None,
             post_events=False,
@@ -134,49 +94,58 @@ async def run_operator_case(
         ready = asyncio.Event()
         operator = asyncio.create_task(run_operator(platform, options, queue=queue, ready=ready))
         lags: list[float] = []
-        helpers: list[asyncio.Task[None]] = []
+        lagging: asyncio.Task[None] | None = None
+        total = jobs * replicas
         try:
             await asyncio.wait_for(ready.wait(), 30)
+            cpu_started = (time.process_time(), emulator.cpu_seconds())
             started = time.monotonic()
-            helpers = [asyncio.create_task(kubelet(emulator)), asyncio.create_task(loop_lag(lags))]
+            lagging = asyncio.create_task(loop_lag(lags))
             await asyncio.gather(
                 *(asyncio.to_thread(platform.create_job, job(i, replicas)) for i in range(jobs))
             )
-            complete = await wait_pods(emulator, jobs * replicas, started + timeout)
+            deadline = started + timeout
+            complete = await wait_count(emulator, replicas, "pods", total, deadline)
             elapsed = time.monotonic() - started
-            total = jobs * replicas
-            await wait_until(lambda: running_of(emulator) == total, started + timeout)
+            await wait_count(emulator, replicas, "running", total, deadline)
             all_running = time.monotonic() - started
-            await wait_until(lambda: jobs_caught_up(emulator, replicas) == jobs, started + timeout)
+            await wait_count(emulator, replicas, "caught_up", jobs, deadline)
             caught_up = time.monotonic() - started
             await queue.wait_idle(30)
+            cpu = (time.process_time() - cpu_started[0], emulator.cpu_seconds() - cpu_started[1])
         finally:
-            for helper in helpers:
-                helper.cancel()
+            if lagging is not None:
+                lagging.cancel()
             operator.cancel()
             with contextlib.suppress(asyncio.CancelledError, TimeoutError):
                 await asyncio.wait_for(operator, 15)
-        durations = queue.durations
-        creating = [d for d, r in zip(durations, queue.results, strict=True) if _created(r)]
-        others = [d for d, r in zip(durations, queue.results, strict=True) if not _created(r)]
-        return {
-            "creating": float(len(creating)),
-            "creating_p99": percentile(creating, 0.99),
-            "others_p50": percentile(others, 0.50),
-            "others_p99": percentile(others, 0.99),
-            "seconds": elapsed,
-            "running": all_running,
-            "caught_up": caught_up,
-            "caught_up_jobs": float(jobs_caught_up(emulator, replicas)),
-            "lag_p50": percentile(lags, 0.50),
-            "lag_p99": percentile(lags, 0.99),
-            "complete": float(complete),
-            "pods": float(pods_of(emulator)),
-            "passes": float(len(durations)),
-            "p50": percentile(durations, 0.50),
-            "p99": percentile(durations, 0.99),
-            "mean": statistics.fmean(durations) if durations else float("nan"),
-        }
+        final = emulator.counts(replicas)
+        served = emulator.requests()
+    durations = queue.durations
+    creating = [d for d, r in zip(durations, queue.results, strict=True) if _created(r)]
+    others = [d for d, r in zip(durations, queue.results, strict=True) if not _created(r)]
+    measures = {
+        "creating": float(len(creating)),
+        "creating_p50": percentile(creating, 0.50),
+        "creating_p99": percentile(creating, 0.99),
+        "others_p50": percentile(others, 0.50),
+        "others_p99": percentile(others, 0.99),
+        "seconds": elapsed,
+        "running": all_running,
+        "caught_up": caught_up,
+        "caught_up_jobs": float(final["caught_up"]),
+        "operator_cpu": cpu[0],
+        "emulator_cpu": cpu[1],
+        "lag_p50": percentile(lags, 0.50),
+        "lag_p99": percentile(lags, 0.99),
+        "complete": float(complete),
+        "pods": float(final["pods"]),
+        "passes": float(len(durations)),
+        "p50": percentile(durations, 0.50),
+        "p99": percentile(durations, 0.99),
+        "mean": statistics.fmean(durations) if durations else float("nan"),
+    }
+    return measures, served
 
 
 def _created(result: object) -> bool:
@@ -208,15 +177,18 @@ def request(job_name: str, index: int) -> ReplicaRequest:
 
 async def run_baseline(
     jobs: int, replicas: int, workers: int, parallel: int
-) -> tuple[float, list[float]]:
+) -> tuple[float, list[float], tuple[float, float]]:
     """The same pods created directly through the platform: ``workers`` jobs at a time, each
     job's replicas ``parallel`` at a time (what a reconcile pass that creates a job's
-    replicas sends, without observing, deciding or kopf). The total seconds and each job's."""
-    async with K8sEmulator() as emulator, kmock.Server(emulator):
-        emulator.declare(ELASTICJOBS)
-        platform = KubernetesPlatform.from_config(server=emulator.base_url)
+    replicas sends, without observing, deciding or kopf). The total seconds, each job's, and
+    the CPU seconds of this process and of the emulator's."""
+    with EmulatorProcess(kubelet=True) as emulator:
+        platform = KubernetesPlatform.from_config(server=emulator.url)
+        for j in range(jobs):  # the pods' owners (a create reads its job once, as a pass does)
+            platform.create_job(job(j, replicas))
         pending = [[request(f"job-{j:03d}", i) for i in range(replicas)] for j in range(jobs)]
         per_job: list[float] = []
+        cpu_started = (time.process_time(), emulator.cpu_seconds())
         started = time.monotonic()
 
         def create_job_replicas(job_requests: list[ReplicaRequest]) -> None:
@@ -231,7 +203,9 @@ async def run_baseline(
                 per_job.append(time.perf_counter() - job_started)
 
         await asyncio.gather(*(worker() for _ in range(workers)))
-        return time.monotonic() - started, per_job
+        elapsed = time.monotonic() - started
+        cpu = (time.process_time() - cpu_started[0], emulator.cpu_seconds() - cpu_started[1])
+        return elapsed, per_job, cpu
 
 
 def main() -> None:
@@ -249,10 +223,10 @@ def main() -> None:
         logging.getLogger(noisy).setLevel(logging.ERROR)
 
     load = os.getloadavg()
-    result = asyncio.run(
+    result, served = asyncio.run(
         run_operator_case(args.jobs, args.replicas, args.workers, args.parallel, args.timeout)
     )
-    baseline, per_job = asyncio.run(
+    baseline, per_job, base_cpu = asyncio.run(
         run_baseline(args.jobs, args.replicas, args.workers, args.parallel)
     )
     base_p99 = percentile(per_job, 0.99)
@@ -294,9 +268,9 @@ def main() -> None:
             "",
         ),
         (
-            f"  passes that created replicas ({int(result['creating'])}): p99",
-            f"{result['creating_p99'] * 1000:.1f} ms",
-            f"{base_p99 * 1000:.1f} ms (one job's)",
+            f"  passes that created replicas ({int(result['creating'])}): p50 / p99",
+            f"{result['creating_p50'] * 1000:.1f} / {result['creating_p99'] * 1000:.1f} ms",
+            f"{percentile(per_job, 0.5) * 1000:.1f} / {base_p99 * 1000:.1f} ms (one job's)",
             f"{result['creating_p99'] / base_p99:.2f}x",
         ),
         (
@@ -308,13 +282,29 @@ def main() -> None:
     ]
     rows.append(
         (
-            "event loop lag (kopf's and the emulator's) p50 / p99",
+            "CPU seconds: this process (operator / baseline client) / emulator",
+            f"{result['operator_cpu']:.1f} / {result['emulator_cpu']:.1f} s",
+            f"{base_cpu[0]:.1f} / {base_cpu[1]:.1f} s (until created)",
+            "",
+        )
+    )
+    rows.append(
+        (
+            "operator event loop lag (kopf's) p50 / p99",
             f"{result['lag_p50'] * 1000:.1f} / {result['lag_p99'] * 1000:.1f} ms",
             "",
             "",
         )
     )
     print_table(rows)
+    print(f"\nAPI requests the emulator served during the run ({args.jobs} jobs):")
+    print_table(
+        [("request", "count", "per job")]
+        + [
+            (what, str(n), f"{n / args.jobs:.2f}")
+            for what, n in sorted(served.items(), key=lambda item: -item[1])
+        ]
+    )
     print(
         f"\n{args.workers} reconcile workers x {args.parallel} actions in flight; baseline: "
         f"{args.workers} jobs at a time, each job's pods created {args.parallel} at a time and "
@@ -322,7 +312,8 @@ def main() -> None:
         "its first pass and reads its watch cache afterwards, writes one Event per replica type "
         "per pass and the job status, and kopf handles every pod event). The slowest passes are "
         "the ones that create a job's replicas: the baseline p99 is the floor such a pass has "
-        "on this machine. Load average (1 min) at the start "
+        "on this machine. The emulator (and the kubelet stand-in) run in a process of their "
+        "own, the operator in this one. Load average (1 min) at the start "
         f"{load[0]:.2f}, at the end {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs."
     )
 

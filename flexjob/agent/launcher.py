@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from flexjob.agent import failure
+from flexjob.agent.config import AgentConfig, default_replica_type
 from flexjob.agent.output import OutputConfig
+from flexjob.agent.process import command
 from flexjob.agent.progress import ProgressLine
 from flexjob.agent.run_supervisor import RunFailure, RunSupervisor
 from flexjob.api import names
@@ -48,6 +50,9 @@ log = logging.getLogger(__name__)
 AGENT_STOP_GRACE_S = 10.0
 #: Seconds between two looks at the master for an agent that gave up on the job.
 FAILURE_POLL_S = 0.5
+#: How long a run whose own nodes are done keeps its master up for the nodes that joined it
+#: from elsewhere (``flexjob agent``) to finish; like torchrun's exit barrier.
+OTHER_NODES_WAIT_S = 300.0
 
 
 def parse_nnodes(text: str) -> tuple[int, int]:
@@ -107,25 +112,27 @@ class RunConfig:
 def agent_command(
     master: str, node_id: str, index: int, opts: RunConfig, run_dir: str
 ) -> list[str]:
-    cmd = [
-        sys.executable, "-m", "flexjob", "agent",
-        "--master", master,
-        "--node-id", node_id,
-        "--replica-index", str(index),
-        "--job-name", opts.job_name,
-        "--nproc-per-node", str(opts.nproc_per_node),
-        "--max-restarts", str(opts.max_restarts),
-        "--monitor-interval", str(opts.monitor_interval),
-        "--run-dir", run_dir,
-        "--rdzv-conf", f"join_timeout={opts.join_timeout}",
-        "--hang-timeout", str(opts.hang_timeout),
-    ]  # fmt: skip
-    if opts.output.log_dir:
-        out = opts.output
-        cmd += ["--log-dir", out.log_dir, "--redirects", out.redirects, "--tee", out.tee]
-    if opts.module:
-        cmd.append("-m")
-    return [*cmd, opts.target, *opts.args]
+    """The command line of the agent of node ``node_id`` (``agent.process``: what ``flexjob
+    agent`` runs once its options are parsed, without parsing any)."""
+    return command(
+        AgentConfig(
+            master=master,
+            target=opts.target,
+            args=opts.args,
+            module=opts.module,
+            node_id=node_id,
+            replica_type=default_replica_type(),
+            replica_index=index,
+            job_name=opts.job_name,
+            nproc_per_node=opts.nproc_per_node,
+            max_restarts=opts.max_restarts,
+            monitor_interval=opts.monitor_interval,
+            rendezvous_timeout=opts.join_timeout,
+            run_dir=run_dir,
+            hang_timeout=opts.hang_timeout,
+            output=opts.output,
+        )
+    )
 
 
 def _stop_all(procs: list[subprocess.Popen[bytes]], grace_s: float) -> None:
@@ -317,7 +324,10 @@ class _Run:
             causes: list[failure.RootCause] = []
             with contextlib.suppress(FlexjobError):
                 causes = failure.root_causes(client)
-        codes = supervisor.codes()
+            codes = supervisor.codes()
+            if not causes and 0 in codes:
+                own = {slot.node_id for slot in supervisor.agents}
+                _wait_other_nodes(client, own, OTHER_NODES_WAIT_S)
         if causes:
             progress.close()
             print(causes[0].summary(), file=sys.stderr, flush=True)
@@ -327,6 +337,31 @@ class _Run:
         if finished and 0 in codes:
             return 0
         return next((_exit_code(c) for c in codes if c != 0), 0)
+
+
+def _wait_other_nodes(client: MasterClient, own: set[str], timeout: float) -> None:
+    """Keep the master up while nodes that joined from elsewhere still run (for at most
+    ``timeout``): stopping it under them would leave their last calls unanswered and their
+    agents retrying a master that is gone. Each leaves the list when it tells the master it
+    succeeded, or when the master declares it dead (its stream broke, or its heartbeat timed
+    out)."""
+    deadline = time.monotonic() + timeout
+    told = False
+    while True:
+        try:
+            others = [n for n in client.running_nodes() if n not in own]
+        except FlexjobError:
+            return  # the master is gone: nobody left to keep it for
+        if not others:
+            return
+        if time.monotonic() >= deadline:
+            log.warning("still running after %.0f s: %s; stopping the master", timeout, others)
+            return
+        if not told:
+            told = True
+            waiting = ", ".join(others)
+            print(f"flexjob: waiting for node(s) {waiting} to finish", file=sys.stderr, flush=True)
+        time.sleep(0.1)
 
 
 def _plot(job_dir: Path, path: Path, title: str) -> None:

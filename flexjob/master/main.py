@@ -12,18 +12,16 @@ PS-set driver (``master.ps_sets``; idle unless PS replicas register), the node w
 
 import gc
 import logging
-import os
 import signal
 import socket
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flexjob.api import OptimizeMode
 from flexjob.core.master_config import MasterConfig
 from flexjob.master.logs import event
-from flexjob.master.node_watcher import NodeWatcher
 from flexjob.master.observing import MasterCollector, RpcLatency, observe_rpc
 from flexjob.master.profilings_sync import ProfilingsSync, status_writer
 from flexjob.master.ps_sets import PsSetDriver
@@ -35,9 +33,11 @@ from flexjob.observe import metrics, metrics_http
 from flexjob.platform.stop_signals import STOP_SIGNALS
 from flexjob.rpc.aio_server import serve_aio
 from flexjob.rpc.auth import master_token
-from flexjob.rpc.brain_messages import JobStatus
 from flexjob.rpc.messages import NodeRef
 from flexjob.rpc.server import BoundServer, serve
+
+if TYPE_CHECKING:  # a platform's watch (the job models): only masters that have one load it
+    from flexjob.master.node_watcher import NodeWatcher
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ class MasterHandle:
     )
     timeline: TimelineRecorder | None = None
     profilings: ProfilingsSync | None = None
-    node_watcher: NodeWatcher | None = None
+    node_watcher: "NodeWatcher | None" = None
     collector: MasterCollector | None = None
     metrics_server: metrics_http.MetricsServer | None = None
     ps_sets: PsSetDriver | None = None
@@ -80,6 +80,8 @@ class MasterHandle:
         if self.node_watcher is not None:
             self.node_watcher.stop()
         if self.optimizer is not None:
+            from flexjob.rpc.brain_messages import JobStatus  # the brain's models: only here
+
             self.optimizer.stop(JobStatus.SUCCEEDED if self.service.job_finished else None)
         if self.ps_sets is not None:
             self.ps_sets.stop()
@@ -211,11 +213,12 @@ def start_master(config: MasterConfig, token: str | None = None) -> MasterHandle
     return handle
 
 
-def node_watcher(config: MasterConfig, service: MasterService) -> NodeWatcher | None:
+def node_watcher(config: MasterConfig, service: MasterService) -> "NodeWatcher | None":
     """A running watch on the job's replicas (``master.node_watcher``) when the master has a
     platform (``config.scale_plan_platform``); None for ``flexjob run``'s masters."""
     if not config.scale_plan_platform:
         return None
+    from flexjob.master.node_watcher import NodeWatcher
     from flexjob.platform.registry import open_platform
 
     platform = open_platform(config.scale_plan_platform)
@@ -224,24 +227,6 @@ def node_watcher(config: MasterConfig, service: MasterService) -> NodeWatcher | 
     )
     watcher.start()
     return watcher
-
-
-def confine_to_cpu(cpu: int | None) -> None:
-    """Run every thread of this process, and those it starts, on CPU ``cpu`` only
-    (``MasterConfig.cpu``; None: leave them be). ``ValueError`` names the CPUs allowed when
-    ``cpu`` is not one this process may use. For a process of its own (``flexjob master``)."""
-    if cpu is None:
-        return
-    allowed = sorted(os.sched_getaffinity(0))
-    if cpu not in allowed:
-        raise ValueError(f"cpu must be one of the CPUs this process may use {allowed}, got {cpu}")
-    try:
-        threads = [int(t) for t in os.listdir("/proc/self/task")]
-    except OSError:
-        threads = [0]
-    for tid in threads:
-        os.sched_setaffinity(tid, {cpu})
-    log.info("event=master_confined cpu=%d", cpu)
 
 
 def run_master(config: MasterConfig, stop: threading.Event | None = None) -> int:

@@ -240,6 +240,10 @@ class MasterService:
             self._attached.forget(node.node_id)
             self._health.forget(node.node_id)
 
+    def running_nodes(self) -> list[str]:
+        with self._lock:
+            return sorted(self._health.alive())
+
     def wait_closing(self, timeout: float) -> bool:
         return self._attached.closing.wait(timeout)
 

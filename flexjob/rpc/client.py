@@ -168,6 +168,11 @@ class MasterClient(RetryingClient):
         """This node's workers all ended with 0: the agent leaves without a re-form."""
         self._call(self._control.NodeSucceeded, pb.NodeSucceededRequest(node=self._node))
 
+    def running_nodes(self) -> list[str]:
+        """The nodes whose agents were heard from and have neither succeeded nor died."""
+        req = pb.RunningNodesRequest(node=self._node)
+        return list(self._call(self._control.RunningNodes, req).node_ids)
+
     def register_dataset(self, dataset: Dataset) -> None:
         """Tell the master to shard ``dataset`` (kept if the name is already known)."""
         self._call(self._stub.RegisterDataset, convert.dataset_to_pb(self._node, dataset))

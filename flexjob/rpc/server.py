@@ -158,6 +158,11 @@ class MasterControlServicer(ctl_grpc.MasterControlServicer):
         _call(context, lambda: self._b.node_succeeded(node))
         return pb.Empty()
 
+    def RunningNodes(
+        self, request: pb.RunningNodesRequest, context: grpc.ServicerContext
+    ) -> pb.RunningNodesResponse:
+        return pb.RunningNodesResponse(node_ids=_call(context, self._b.running_nodes))
+
     def GetBatchPlan(
         self, request: pb.BatchPlanRequest, context: grpc.ServicerContext
     ) -> pb.BatchPlanResponse:

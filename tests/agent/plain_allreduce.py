@@ -1,6 +1,8 @@
 """A plain torch script (no flexjob imports): env:// rendezvous, one all-reduce. An argument N
-makes the last rank stay N seconds after it (so other nodes finish first)."""
+makes the last rank stay N seconds after it (so other nodes finish first); a second argument
+names the node (``FLEXJOB_NODE_ID``) that stays instead."""
 
+import os
 import sys
 import time
 
@@ -11,7 +13,10 @@ dist.init_process_group("gloo")
 t = torch.ones(1) * (dist.get_rank() + 1)
 dist.all_reduce(t)
 print(f"sum={t.item():.0f} world={dist.get_world_size()} rank={dist.get_rank()}", flush=True)
-last = dist.get_rank() == dist.get_world_size() - 1
+if len(sys.argv) > 2:
+    stays = os.environ.get("FLEXJOB_NODE_ID") == sys.argv[2]
+else:
+    stays = dist.get_rank() == dist.get_world_size() - 1
 dist.destroy_process_group()
-if len(sys.argv) > 1 and last:
+if len(sys.argv) > 1 and stays:
     time.sleep(float(sys.argv[1]))

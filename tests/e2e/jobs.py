@@ -82,7 +82,8 @@ class Job:
         return self.processes("flexjob.agent.bootstrap")
 
     def agents(self) -> list[psutil.Process]:
-        return [p for p in self.processes(" agent ") if "bootstrap" not in " ".join(p.cmdline())]
+        """The agents: those ``flexjob run`` starts (``agent.process``) and ``flexjob agent``."""
+        return [*self.processes("flexjob.agent.process"), *self.processes("-m flexjob agent ")]
 
     def wait(self, timeout: float = 90.0) -> int:
         try:
@@ -141,11 +142,13 @@ def start_run(
     return Job(proc, job_dir, out, [])
 
 
-def start_agent(job: Job, tmp: Path, node_id: str, script_args: tuple[str, ...] = ()) -> Path:
+def start_agent(
+    job: Job, tmp: Path, node_id: str, script_args: tuple[str, ...] = (), script: str = DIGITS
+) -> Path:
     out = tmp / f"{node_id}.out"
     cmd = [
-        sys.executable, "-m", "flexjob", "agent", "--master", job.master_address(),
-        "--node-id", node_id, "--run-dir", str(job.job_dir), DIGITS, *script_args,
+        sys.executable, "-m", "flexjob", "agent", "-v", "--master", job.master_address(),
+        "--node-id", node_id, "--run-dir", str(job.job_dir), script, *script_args,
     ]  # fmt: skip
     with out.open("wb") as f:
         job.extra.append(subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT))

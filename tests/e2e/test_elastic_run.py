@@ -53,6 +53,21 @@ def test_a_node_that_finishes_first_leaves_without_restarting_the_others(tmp_pat
         assert "node_dead" not in job.master_log(), job.master_log()
 
 
+def test_the_run_keeps_its_master_until_a_node_that_joined_it_finishes(tmp_path: Path) -> None:
+    plain = str(Path(__file__).parents[1] / "agent" / "plain_allreduce.py")
+    args = ("4", "late-1")  # the node started by hand stays 4 s after the all-reduce
+    flags = ("--nnodes", "1:2", "--last-call-timeout", "60")  # the world waits for the second
+    with running(tmp_path, *flags, script=plain, script_args=args) as job:
+        late_out = start_agent(job, tmp_path, "late-1", args, script=plain)
+        assert job.wait() == 0, job.output()
+        assert "waiting for node(s) late-1 to finish" in job.output(), job.output()
+        poll("late agent to exit", lambda: job.extra[0].poll() is not None, 30)
+        assert job.extra[0].returncode == 0, late_out.read_text()
+        assert re.search(r"node_succeeded .*node=late-1", job.master_log()), job.master_log()
+        assert "could not tell the master" not in late_out.read_text(), late_out.read_text()
+        assert "node_dead" not in job.master_log(), job.master_log()
+
+
 def test_killed_worker_is_restarted_and_every_sample_is_done_once(tmp_path: Path) -> None:
     with running(tmp_path, "--nnodes", "2", script_args=ARGS) as job:
         job.wait_progress(0.3, world_size=2)

@@ -50,6 +50,15 @@ def test_a_node_that_succeeded_leaves_without_breaking_the_world(tmp_path: Path)
     assert svc.get_world(A, 1).members == ("a", "b", "c")
 
 
+def test_running_nodes_are_those_neither_succeeded_nor_dead(tmp_path: Path) -> None:
+    svc = make(tmp_path, FakeClock())
+    form_world(svc, A, B, C)
+    assert svc.running_nodes() == ["a", "b", "c"]
+    svc.node_succeeded(C)
+    svc.detach(B, svc.attach(B))  # B's agent died
+    assert svc.running_nodes() == ["a"]
+
+
 def test_when_the_data_is_done_agents_leave_quietly(tmp_path: Path) -> None:
     svc = make(tmp_path, FakeClock(), datasets=(Dataset(size=10, shard_size=10),))
     form_world(svc, A, B, C)

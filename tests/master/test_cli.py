@@ -35,6 +35,20 @@ def test_cli_import_does_not_load_grpc_or_torch() -> None:
     assert out.stdout.split() == ["False", "False"]
 
 
+def test_a_master_without_ps_or_platform_loads_neither_numpy_nor_the_job_models() -> None:
+    """What ``flexjob run``'s master imports before it serves: no PS code's numpy, no job
+    models (a platform's node watch, the planner's algorithms, the brain's messages)."""
+    heavy = (
+        "numpy",
+        "flexjob.api.job",
+        "flexjob.core.planner.algorithms",
+        "flexjob.rpc.brain_messages",
+    )
+    code = f"import sys, flexjob.master.main; print([m for m in {heavy!r} if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 def test_master_command_without_a_job_or_config_fails_with_a_clear_message() -> None:
     out = run_cli()
     assert out.returncode != 0 and "--job FILE or --config FILE" in out.stderr

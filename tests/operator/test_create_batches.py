@@ -1,7 +1,7 @@
 """How the kopf operator creates a job's pods, as a user sees it on the emulator: a template the
-API refuses costs one failed create and a FailedCreate Warning on the job (slow-start batches
-stop at the first failure), and no pod is ever created twice (a pass sees the pods the pass
-before it created, whether or not their watch events came)."""
+API refuses costs one failed create and a FailedCreate Warning on the job (the slow-start window
+sends nothing more after the first failure), and no pod is ever created twice (a pass sees the
+pods the pass before it created, whether or not their watch events came)."""
 
 import contextlib
 from collections.abc import AsyncIterator

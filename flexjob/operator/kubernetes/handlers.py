@@ -20,7 +20,14 @@ from typing import Any
 import kopf
 
 from flexjob.api import JobPriority
-from flexjob.api.names import GROUP, LABEL_JOB_NAME, PLURAL_JOB, PLURAL_SCALE_PLAN, VERSION
+from flexjob.api.names import (
+    GROUP,
+    KIND_JOB,
+    LABEL_JOB_NAME,
+    PLURAL_JOB,
+    PLURAL_SCALE_PLAN,
+    VERSION,
+)
 from flexjob.operator.work_queue import JobQueue
 from flexjob.platform.api import Platform, Replica
 from flexjob.platform.kubernetes.bodies import (
@@ -29,6 +36,10 @@ from flexjob.platform.kubernetes.bodies import (
     replica_from_pod,
     service_from_body,
 )
+
+#: The kinds with change-detecting handlers (``on.delete``, the resync timer): kopf keeps its
+#: diff base only for these (``runner.DiffBaseOfChangeHandledKinds``).
+CHANGE_HANDLED_KINDS = frozenset({KIND_JOB})
 
 #: The job's own entry in what a pass saw (``JobQueue.handled``); pods go by their names.
 JOB_SEEN = "elasticjob"

@@ -165,15 +165,11 @@ class KubernetesPlatform:
         if cached is not None:
             return cached
         try:
-            uid = self.get_job(namespace, job).metadata.uid
+            self.get_job(namespace, job)  # remembers it
         except NotFoundError:
             return None
-        if not uid:
-            return None
-        owner = bodies.owner_reference(KIND_JOB, job, uid)
         with self._lock:
-            self._owners[(namespace, job)] = owner
-        return owner
+            return self._owners.get((namespace, job))
 
     def _forget_owner(self, namespace: str, job: str) -> None:
         with self._lock:
@@ -191,11 +187,19 @@ class KubernetesPlatform:
         return bodies.job_from_body(self._set_status(PLURAL_JOB, ns, name, status.to_wire()))
 
     def get_job(self, namespace: str, name: str) -> ElasticJob:
+        """The job; remembers its controller reference, so that a pass that read the job sends
+        no second read for the pods and events it makes."""
         fn = self._custom.get_namespaced_custom_object
         body = self._call(
             f"elasticjob {namespace}/{name}", fn, GROUP, VERSION, namespace, PLURAL_JOB, name
         )
-        return bodies.job_from_body(body)
+        job = bodies.job_from_body(body)
+        if job.metadata.uid:
+            with self._lock:
+                self._owners[(namespace, name)] = bodies.owner_reference(
+                    KIND_JOB, name, job.metadata.uid
+                )
+        return job
 
     def list_jobs(self, namespace: str | None = None) -> list[ElasticJob]:
         return [bodies.job_from_body(b) for b in self._custom_list(PLURAL_JOB, namespace)]

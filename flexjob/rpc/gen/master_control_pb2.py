@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from . import master_pb2 as master__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14master_control.proto\x12\x0e\x66lexjob.rpc.v1\x1a\x0cmaster.proto2\xab\x05\n\rMasterControl\x12\x42\n\x0bReportStats\x12\x1c.flexjob.rpc.v1.StatsRequest\x1a\x15.flexjob.rpc.v1.Empty\x12P\n\tHeartbeat\x12 .flexjob.rpc.v1.HeartbeatRequest\x1a!.flexjob.rpc.v1.HeartbeatResponse\x12\x46\n\rReportFailure\x12\x1e.flexjob.rpc.v1.FailureRequest\x1a\x15.flexjob.rpc.v1.Empty\x12L\n\rNodeSucceeded\x12$.flexjob.rpc.v1.NodeSucceededRequest\x1a\x15.flexjob.rpc.v1.Empty\x12O\n\x0c\x45xcludeNodes\x12\x1e.flexjob.rpc.v1.ExcludeRequest\x1a\x1f.flexjob.rpc.v1.ExcludeResponse\x12S\n\x0cGetBatchPlan\x12 .flexjob.rpc.v1.BatchPlanRequest\x1a!.flexjob.rpc.v1.BatchPlanResponse\x12<\n\x05KVSet\x12\x1c.flexjob.rpc.v1.KVSetRequest\x1a\x15.flexjob.rpc.v1.Empty\x12\x44\n\x05KVGet\x12\x1c.flexjob.rpc.v1.KVGetRequest\x1a\x1d.flexjob.rpc.v1.KVGetResponse\x12\x44\n\x05KVAdd\x12\x1c.flexjob.rpc.v1.KVAddRequest\x1a\x1d.flexjob.rpc.v1.KVAddResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14master_control.proto\x12\x0e\x66lexjob.rpc.v1\x1a\x0cmaster.proto2\x86\x06\n\rMasterControl\x12\x42\n\x0bReportStats\x12\x1c.flexjob.rpc.v1.StatsRequest\x1a\x15.flexjob.rpc.v1.Empty\x12P\n\tHeartbeat\x12 .flexjob.rpc.v1.HeartbeatRequest\x1a!.flexjob.rpc.v1.HeartbeatResponse\x12\x46\n\rReportFailure\x12\x1e.flexjob.rpc.v1.FailureRequest\x1a\x15.flexjob.rpc.v1.Empty\x12L\n\rNodeSucceeded\x12$.flexjob.rpc.v1.NodeSucceededRequest\x1a\x15.flexjob.rpc.v1.Empty\x12Y\n\x0cRunningNodes\x12#.flexjob.rpc.v1.RunningNodesRequest\x1a$.flexjob.rpc.v1.RunningNodesResponse\x12O\n\x0c\x45xcludeNodes\x12\x1e.flexjob.rpc.v1.ExcludeRequest\x1a\x1f.flexjob.rpc.v1.ExcludeResponse\x12S\n\x0cGetBatchPlan\x12 .flexjob.rpc.v1.BatchPlanRequest\x1a!.flexjob.rpc.v1.BatchPlanResponse\x12<\n\x05KVSet\x12\x1c.flexjob.rpc.v1.KVSetRequest\x1a\x15.flexjob.rpc.v1.Empty\x12\x44\n\x05KVGet\x12\x1c.flexjob.rpc.v1.KVGetRequest\x1a\x1d.flexjob.rpc.v1.KVGetResponse\x12\x44\n\x05KVAdd\x12\x1c.flexjob.rpc.v1.KVAddRequest\x1a\x1d.flexjob.rpc.v1.KVAddResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,5 +33,5 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'master_control_pb2', _globa
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_MASTERCONTROL']._serialized_start=55
-  _globals['_MASTERCONTROL']._serialized_end=738
+  _globals['_MASTERCONTROL']._serialized_end=829
 # @@protoc_insertion_point(module_scope)

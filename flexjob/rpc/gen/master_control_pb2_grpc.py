@@ -54,6 +54,11 @@ class MasterControlStub:
                 request_serializer=master__pb2.NodeSucceededRequest.SerializeToString,
                 response_deserializer=master__pb2.Empty.FromString,
                 _registered_method=True)
+        self.RunningNodes = channel.unary_unary(
+                '/flexjob.rpc.v1.MasterControl/RunningNodes',
+                request_serializer=master__pb2.RunningNodesRequest.SerializeToString,
+                response_deserializer=master__pb2.RunningNodesResponse.FromString,
+                _registered_method=True)
         self.ExcludeNodes = channel.unary_unary(
                 '/flexjob.rpc.v1.MasterControl/ExcludeNodes',
                 request_serializer=master__pb2.ExcludeRequest.SerializeToString,
@@ -105,6 +110,13 @@ class MasterControlServicer:
     def NodeSucceeded(self, request, context):
         """The node's workers all ended with exit code 0 and its agent leaves: its stream's end and
         its silence are no death, and the others' world stays as it is.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RunningNodes(self, request, context):
+        """The nodes whose agents were heard from and have neither succeeded nor died.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -162,6 +174,11 @@ def add_MasterControlServicer_to_server(servicer, server):
                     servicer.NodeSucceeded,
                     request_deserializer=master__pb2.NodeSucceededRequest.FromString,
                     response_serializer=master__pb2.Empty.SerializeToString,
+            ),
+            'RunningNodes': grpc.unary_unary_rpc_method_handler(
+                    servicer.RunningNodes,
+                    request_deserializer=master__pb2.RunningNodesRequest.FromString,
+                    response_serializer=master__pb2.RunningNodesResponse.SerializeToString,
             ),
             'ExcludeNodes': grpc.unary_unary_rpc_method_handler(
                     servicer.ExcludeNodes,
@@ -297,6 +314,33 @@ class MasterControl:
             '/flexjob.rpc.v1.MasterControl/NodeSucceeded',
             master__pb2.NodeSucceededRequest.SerializeToString,
             master__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RunningNodes(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flexjob.rpc.v1.MasterControl/RunningNodes',
+            master__pb2.RunningNodesRequest.SerializeToString,
+            master__pb2.RunningNodesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -222,6 +222,18 @@ class NodeSucceededRequest(_message.Message):
     node: NodeRef
     def __init__(self, node: _Optional[_Union[NodeRef, _Mapping]] = ...) -> None: ...
 
+class RunningNodesRequest(_message.Message):
+    __slots__ = ("node",)
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    node: NodeRef
+    def __init__(self, node: _Optional[_Union[NodeRef, _Mapping]] = ...) -> None: ...
+
+class RunningNodesResponse(_message.Message):
+    __slots__ = ("node_ids",)
+    NODE_IDS_FIELD_NUMBER: _ClassVar[int]
+    node_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, node_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
 class BatchPlanRequest(_message.Message):
     __slots__ = ("node", "rank", "world_size")
     NODE_FIELD_NUMBER: _ClassVar[int]
