@@ -101,7 +101,7 @@ def requests(emulator: K8sEmulator) -> dict[str, int]:
         if parsed is None:
             continue
         _, _, _, plural, name, subresource = parsed
-        verb = request.method
+        verb = str(getattr(request.method, "value", request.method))
         if verb == "GET" and request.params.get("watch") in ("true", "1"):
             verb = "WATCH"
         elif verb == "GET" and name is None:

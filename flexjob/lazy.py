@@ -4,7 +4,7 @@ For package ``__init__`` files that re-export many names (PEP 562 ``__getattr__`
 ``__dir__``): importing one submodule, or one light name, no longer imports every heavy
 sibling (the pydantic job models), so processes that need little start faster. Type checkers
 see the names through ``if TYPE_CHECKING:`` imports beside it. A name spelled like a
-submodule (``planner.optimize`` defines ``optimize``) cannot load lazily: importing the
+submodule (a module ``optimize`` that defines ``optimize``) cannot load lazily: importing the
 submodule sets the package's attribute to the module, so ``lazy_exports`` refuses it.
 """
 

@@ -6,11 +6,13 @@ one message per bad field. ``WorkerState`` is the explicit state machine of one 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from flexjob.agent.output import OutputConfig
 from flexjob.api import names
@@ -78,6 +80,18 @@ class AgentConfig:
     hang_timeout: float = 180.0
     env: dict[str, str] = field(default_factory=dict)
     output: OutputConfig = field(default_factory=OutputConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Its fields as JSON values (what a warm spare and ``agent.process`` are handed)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AgentConfig:
+        """The config ``to_dict`` gave, checked again."""
+        fields = dict(data)
+        fields["args"] = tuple(fields.get("args", ()))
+        fields["output"] = OutputConfig(**fields.get("output", {}))
+        return cls(**fields)
 
     def __post_init__(self) -> None:
         host, _, port = self.master.rpartition(":")

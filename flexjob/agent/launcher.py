@@ -22,10 +22,12 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from flexjob.agent import failure
+from flexjob.agent.config import AgentConfig, default_replica_type
 from flexjob.agent.output import OutputConfig
-from flexjob.agent.progress import ProgressLine
+from flexjob.agent.process import command
 from flexjob.agent.run_supervisor import RunFailure, RunSupervisor
 from flexjob.api import names
 from flexjob.api.enums import StragglerPolicy
@@ -37,10 +39,12 @@ from flexjob.core.stragglers import (
     StragglerConfig,
 )
 from flexjob.master.launch import MasterProcess, spawn_master
-from flexjob.observe import timeline
 from flexjob.platform.ports import free_port
 from flexjob.platform.stop_signals import StopRequested, raise_on_stop_signals
-from flexjob.rpc.client import MasterClient
+
+if TYPE_CHECKING:  # gRPC and rich load once the master and the agents are started
+    from flexjob.agent.progress import ProgressLine
+    from flexjob.rpc.client import MasterClient
 
 log = logging.getLogger(__name__)
 
@@ -110,25 +114,27 @@ class RunConfig:
 def agent_command(
     master: str, node_id: str, index: int, opts: RunConfig, run_dir: str
 ) -> list[str]:
-    cmd = [
-        sys.executable, "-m", "flexjob", "agent",
-        "--master", master,
-        "--node-id", node_id,
-        "--replica-index", str(index),
-        "--job-name", opts.job_name,
-        "--nproc-per-node", str(opts.nproc_per_node),
-        "--max-restarts", str(opts.max_restarts),
-        "--monitor-interval", str(opts.monitor_interval),
-        "--run-dir", run_dir,
-        "--rdzv-conf", f"join_timeout={opts.join_timeout}",
-        "--hang-timeout", str(opts.hang_timeout),
-    ]  # fmt: skip
-    if opts.output.log_dir:
-        out = opts.output
-        cmd += ["--log-dir", out.log_dir, "--redirects", out.redirects, "--tee", out.tee]
-    if opts.module:
-        cmd.append("-m")
-    return [*cmd, opts.target, *opts.args]
+    """The command line of the agent of node ``node_id`` (``agent.process``: what ``flexjob
+    agent`` runs once its options are parsed, without parsing any)."""
+    return command(
+        AgentConfig(
+            master=master,
+            target=opts.target,
+            args=opts.args,
+            module=opts.module,
+            node_id=node_id,
+            replica_type=default_replica_type(),
+            replica_index=index,
+            job_name=opts.job_name,
+            nproc_per_node=opts.nproc_per_node,
+            max_restarts=opts.max_restarts,
+            monitor_interval=opts.monitor_interval,
+            rendezvous_timeout=opts.join_timeout,
+            run_dir=run_dir,
+            hang_timeout=opts.hang_timeout,
+            output=opts.output,
+        )
+    )
 
 
 def _stop_all(procs: list[subprocess.Popen[bytes]], grace_s: float) -> None:
@@ -171,6 +177,7 @@ def start_ps(master: str, num_ps: int, env: dict[str, str]) -> list[subprocess.P
 
 def ps_env(master: str, num_ps: int, timeout: float = 120.0) -> dict[str, str]:
     """The environment that tells trainers where the PS set serves (once all registered)."""
+    from flexjob.rpc.client import MasterClient
     from flexjob.rpc.ps_registry import resolve_ps
 
     with MasterClient(master, "launcher") as client:
@@ -297,6 +304,11 @@ class _Run:
             self.servers = start_ps(address, opts.num_ps, env)
             env.update(ps_env(address, opts.num_ps))
         supervisor = self._start_agents(address, env)
+        # What only watches the job loads now: its children start without waiting for it.
+        from flexjob.agent.progress import ProgressLine
+        from flexjob.observe import timeline
+        from flexjob.rpc.client import MasterClient
+
         self._wait_master()
         self.progress = progress = ProgressLine(address, enabled=opts.progress)
         follower = timeline.Follower(Path(self.job_dir))
@@ -361,6 +373,7 @@ def _wait_other_nodes(client: MasterClient, own: set[str], timeout: float) -> No
 
 
 def _plot(job_dir: Path, path: Path, title: str) -> None:
+    from flexjob.observe import timeline
     from flexjob.observe.plot import save_plot
 
     save_plot(timeline.read(job_dir), path, title)

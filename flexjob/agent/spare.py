@@ -34,7 +34,6 @@ from typing import Any
 
 import flexjob
 from flexjob.agent.config import AgentConfig
-from flexjob.agent.output import OutputConfig
 from flexjob.api import names
 from flexjob.platform.stop_signals import STOP_SIGNALS, StopRequested, raise_on_stop_signals
 
@@ -61,17 +60,6 @@ def spare_dir(given: str | None = None) -> Path:
 def _runtime() -> dict[str, str]:
     """What a spare and its caller must share: the interpreter and the flexjob package."""
     return {"executable": sys.executable, "package": os.path.dirname(flexjob.__file__)}
-
-
-def _config_to_json(config: AgentConfig) -> dict[str, Any]:
-    return dataclasses.asdict(config)
-
-
-def _config_from_json(data: dict[str, Any]) -> AgentConfig:
-    fields = dict(data)
-    fields["args"] = tuple(fields.get("args", ()))
-    fields["output"] = OutputConfig(**fields.get("output", {}))
-    return AgentConfig(**fields)
 
 
 def _same_user(conn: socket.socket) -> bool:
@@ -106,7 +94,7 @@ def hand_to_spare(config: AgentConfig, directory: Path) -> int | None:
     offer = json.dumps(
         {
             **_runtime(),
-            "config": _config_to_json(config),
+            "config": config.to_dict(),
             "env": dict(os.environ),
             "cwd": os.getcwd(),
         }
@@ -219,7 +207,7 @@ def serve_spare(spare: SpareConfig) -> int:
     conn, message = taken
     done = threading.Event()
     _become(message, conn, done)
-    code = ElasticAgent(_config_from_json(message["config"]), warm=procs).run()
+    code = ElasticAgent(AgentConfig.from_dict(message["config"]), warm=procs).run()
     done.set()
     with contextlib.suppress(OSError):
         conn.sendall(f"exit {code}\n".encode())

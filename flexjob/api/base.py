@@ -6,16 +6,11 @@ form written to YAML: unset and empty-default fields are left out, so that loadi
 an equal model.
 """
 
+import functools
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
-
-
-def _is_empty(value: Any) -> bool:
-    if isinstance(value, ApiModel):
-        return not value.to_wire()
-    return isinstance(value, dict | list) and not value
 
 
 def _compact(value: Any, dumped: Any) -> Any:
@@ -27,6 +22,13 @@ def _compact(value: Any, dumped: Any) -> Any:
     if isinstance(value, list) and isinstance(dumped, list):
         return [_compact(v, d) for v, d in zip(value, dumped, strict=True)]
     return dumped
+
+
+@functools.cache
+def _default(model: type[BaseModel], name: str) -> Any:
+    """A field's default, its factory called once: only compared with, never handed out
+    (pydantic inspects the factory's signature on every ``get_default``)."""
+    return model.model_fields[name].get_default(call_default_factory=True)
 
 
 class ApiModel(BaseModel):
@@ -50,14 +52,16 @@ class ApiModel(BaseModel):
             if key not in out:
                 continue
             value = getattr(self, name)
+            compact = _compact(value, out[key])  # a nested model's wire form, made once
             if (
-                _is_empty(value)
+                isinstance(compact, dict | list)
+                and not compact
                 and not info.is_required()
-                and value == info.get_default(call_default_factory=True)
+                and value == _default(type(self), name)
             ):
                 del out[key]
             else:
-                out[key] = _compact(value, out[key])
+                out[key] = compact
         return out
 
 

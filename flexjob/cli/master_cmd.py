@@ -48,6 +48,9 @@ def master(
         "--replica-pending-timeout",
         help="Seconds a replica may stay Pending before the node watcher reports it [300].",
     ),
+    cpu: int | None = typer.Option(
+        None, "--cpu", help="Run the master on this one CPU only [any]."
+    ),
     no_store: bool = typer.Option(
         False, "--no-store", help="Do not host the torch TCPStore (rank 0's agent does)."
     ),
@@ -62,13 +65,17 @@ def master(
     Without --job/--config the config is read from $FLEXJOB_MASTER_CONFIG (JSON; what the
     operator sets for the job master it adds); without --port the port of $FLEXJOB_MASTER is
     bound."""
-    import logging
     import os
 
     from flexjob.core.master_config import MasterConfig
-    from flexjob.master.main import run_master
+    from flexjob.master.process import (
+        configure_logging,
+        confine_to_cpu,
+        exit_now,
+        serve_until_stopped,
+    )
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    configure_logging()
     from flexjob.api import names
 
     config_env = os.environ.get(names.ENV_MASTER_CONFIG)
@@ -104,34 +111,18 @@ def master(
             stragglers=stragglers,
             straggler_ratio=straggler_ratio,
             straggler_window=straggler_window,
+            cpu=cpu,
         )
+        confine_to_cpu(cfg.cpu)  # before the master starts its threads
     except (ValueError, OSError) as exc:
         raise usage_error(exc) from None
-    from flexjob.master.state_file import StateLostError
     from flexjob.rpc.auth import InsecureBindError
 
     try:
-        code = run_master(cfg)
+        code = serve_until_stopped(cfg)
     except InsecureBindError as exc:
         raise usage_error(exc) from None
-    except StateLostError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(3) from None
-    _exit_now(code)
-
-
-def _exit_now(code: int) -> None:
-    """Exit without tearing down the interpreter: the master saved its state and closed its
-    server, and unloading torch's modules alone takes seconds that ``flexjob run`` waits
-    for. Exit handlers still run and output is flushed."""
-    import atexit
-    import os
-    import sys
-
-    atexit._run_exitfuncs()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    exit_now(code)
 
 
 def _own_address(address: str) -> tuple[str | None, int | None]:

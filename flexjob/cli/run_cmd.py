@@ -36,15 +36,6 @@ def register(app: typer.Typer) -> None:
     app.command("agent", context_settings=_PASSTHROUGH, epilog=STOPPING)(agent)
 
 
-def _logging(verbose: bool) -> None:
-    import logging
-
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-    )
-
-
 def _check_option(script: str) -> None:
     """Exit 2 when an option was taken as the script."""
     problem = torchrun_flags.option_problem(script)
@@ -161,9 +152,10 @@ def run(
     within seconds of a node giving up, with a root-cause summary."""
     from flexjob.agent.launcher import RunConfig, parse_nnodes
     from flexjob.agent.output import OutputConfig
+    from flexjob.agent.process import configure_logging
     from flexjob.api.names import ENV_PREFLIGHT
 
-    _logging(verbose)
+    configure_logging(verbose)
     _check_option(script)
     try:
         lo, hi = parse_nnodes(nnodes)
@@ -260,9 +252,10 @@ def agent(
     """Run one node of a job whose master is already running (exit 127 at once when the
     script is not there); a warm spare in --spare-dir with the same --nproc-per-node runs it
     if there is one. With --spare: become such a spare."""
-    _logging(verbose)
     from flexjob.agent import spare as spares
+    from flexjob.agent.process import configure_logging, run_node
 
+    configure_logging(verbose)
     if spare:
         _spare(spares, script, nproc_per_node, spare_dir)
     if script is None or master is None:
@@ -295,15 +288,7 @@ def agent(
     except ValueError as exc:
         raise usage_error(exc) from None
     _check_target(script, module)
-    code = spares.hand_to_spare(config, spares.spare_dir(spare_dir))
-    if code is None:
-        from flexjob.agent.workers import start_first_workers
-
-        first = start_first_workers(config)  # importing torch while the agent loads
-        from flexjob.agent.agent import ElasticAgent
-
-        code = ElasticAgent(config, first=first).run()
-    raise typer.Exit(code)
+    raise typer.Exit(run_node(config, spares.spare_dir(spare_dir)))
 
 
 def _spare(spares: Any, script: str | None, nproc: str, directory: str | None) -> None:

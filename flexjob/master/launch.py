@@ -1,7 +1,8 @@
 """``spawn_master``: run a job master as a child process and find its address.
 
 The config travels as JSON in ``<job-dir>/master_config.json``; the child runs
-``python -m flexjob master --config FILE`` and writes ``<job-dir>/master.addr`` once it serves.
+``python -m flexjob.master.process FILE`` (``flexjob master --config FILE`` without the CLI)
+and writes ``<job-dir>/master.addr`` once it serves.
 With ``wait=False`` (the config names its port) the parent gets the address at once and starts
 its clients while the master starts (they retry until it serves); ``MasterProcess.wait_ready``
 then confirms it serves.
@@ -11,13 +12,13 @@ For parents such as ``flexjob run`` and tests. Not for Kubernetes (the operator 
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from flexjob.core.master_config import MasterConfig
+from flexjob.master.process import command
 from flexjob.master.state_file import write_atomic
 
 
@@ -87,8 +88,9 @@ def spawn_master(
     write_atomic(config_path, config.to_json())
     config.addr_path.unlink(missing_ok=True)
     out = open(log_path or job_dir / "master.log", "ab")  # noqa: SIM115 - owned by the child
-    cmd = [sys.executable, "-m", "flexjob", "master", "--config", str(config_path)]
-    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=dict(env or os.environ))
+    proc = subprocess.Popen(
+        command(config_path), stdout=out, stderr=subprocess.STDOUT, env=dict(env or os.environ)
+    )
     out.close()
     master = MasterProcess(
         proc, f"{config.public_host}:{config.port}", config.addr_path, str(out.name)

@@ -17,12 +17,11 @@ import socket
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flexjob.api import OptimizeMode
 from flexjob.core.master_config import MasterConfig
 from flexjob.master.logs import event
-from flexjob.master.node_watcher import NodeWatcher
 from flexjob.master.observing import MasterCollector, RpcLatency, observe_rpc
 from flexjob.master.profilings_sync import ProfilingsSync, status_writer
 from flexjob.master.ps_sets import PsSetDriver
@@ -34,9 +33,11 @@ from flexjob.observe import metrics, metrics_http
 from flexjob.platform.stop_signals import STOP_SIGNALS
 from flexjob.rpc.aio_server import serve_aio
 from flexjob.rpc.auth import master_token
-from flexjob.rpc.brain_messages import JobStatus
 from flexjob.rpc.messages import NodeRef
 from flexjob.rpc.server import BoundServer, serve
+
+if TYPE_CHECKING:  # a platform's watch (the job models): only masters that have one load it
+    from flexjob.master.node_watcher import NodeWatcher
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,7 @@ class MasterHandle:
     )
     timeline: TimelineRecorder | None = None
     profilings: ProfilingsSync | None = None
-    node_watcher: NodeWatcher | None = None
+    node_watcher: "NodeWatcher | None" = None
     collector: MasterCollector | None = None
     metrics_server: metrics_http.MetricsServer | None = None
     ps_sets: PsSetDriver | None = None
@@ -79,6 +80,8 @@ class MasterHandle:
         if self.node_watcher is not None:
             self.node_watcher.stop()
         if self.optimizer is not None:
+            from flexjob.rpc.brain_messages import JobStatus  # the brain's models: only here
+
             self.optimizer.stop(JobStatus.SUCCEEDED if self.service.job_finished else None)
         if self.ps_sets is not None:
             self.ps_sets.stop()
@@ -211,11 +214,12 @@ def start_master(config: MasterConfig, token: str | None = None) -> MasterHandle
     return handle
 
 
-def node_watcher(config: MasterConfig, service: MasterService) -> NodeWatcher | None:
+def node_watcher(config: MasterConfig, service: MasterService) -> "NodeWatcher | None":
     """A running watch on the job's replicas (``master.node_watcher``) when the master has a
     platform (``config.scale_plan_platform``); None for ``flexjob run``'s masters."""
     if not config.scale_plan_platform:
         return None
+    from flexjob.master.node_watcher import NodeWatcher
     from flexjob.platform.registry import open_platform
 
     platform = open_platform(config.scale_plan_platform)

@@ -21,8 +21,9 @@ ScalePlans from what the watches saw, listing them from the API only on the job'
 and puts the pods it created and the status it wrote back into the cache.
 """
 
+import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime
@@ -114,21 +115,36 @@ def _apply_one(platform: Platform, action: Action, done: Done | None) -> ActionF
     return None
 
 
+@contextlib.contextmanager
+def _threads(pool: ThreadPoolExecutor | None, size: int) -> Iterator[ThreadPoolExecutor]:
+    """``pool`` when given (its threads live on: starting a thread holds a lock every pool
+    in the process takes, the event loop's ``to_thread`` too), else one for this call."""
+    if pool is not None:
+        yield pool
+        return
+    with ThreadPoolExecutor(max_workers=size, thread_name_prefix="flexjob-apply") as own:
+        yield own
+
+
 def apply_in_batches(
-    platform: Platform, actions: Sequence[Action], parallel: int, done: Done | None = None
+    platform: Platform,
+    actions: Sequence[Action],
+    parallel: int,
+    done: Done | None = None,
+    pool: ThreadPoolExecutor | None = None,
 ) -> None:
-    """Apply ``actions`` (``batches``, each through a slow-start window); raises
-    ``ActionFailed`` for the first failure, once the actions in flight then have ended (no
-    later one is sent)."""
+    """Apply ``actions`` (``batches``, each through a slow-start window) on ``pool``'s threads
+    (else on threads of its own); raises ``ActionFailed`` for the first failure, once the
+    actions in flight then have ended (no later one is sent)."""
     if parallel <= 1 or len(actions) <= 1:
         for action in actions:
             failed = _apply_one(platform, action, done)
             if failed is not None:
                 raise failed
         return
-    with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="flexjob-apply") as pool:
+    with _threads(pool, parallel) as threads:
         for batch in batches(actions):
-            _slow_start(pool, platform, batch, parallel, done)
+            _slow_start(threads, platform, batch, parallel, done)
 
 
 def _slow_start(
@@ -186,7 +202,13 @@ def _live_job(platform: Platform, namespace: str, name: str) -> ElasticJob | Non
 Listed = tuple[ElasticJob, list[Replica], list[Service], list[ScalePlan]]
 
 
-def _list_all(platform: Platform, namespace: str, name: str, parallel: int) -> Listed | None:
+def _list_all(
+    platform: Platform,
+    namespace: str,
+    name: str,
+    parallel: int,
+    pool: ThreadPoolExecutor | None = None,
+) -> Listed | None:
     """The job, its replicas, services and ScalePlans from the API; None when the job is gone
     or being deleted. With ``parallel > 1`` the four reads go out at once (one round trip of
     waiting instead of four; they were never one snapshot read one after another either:
@@ -198,10 +220,10 @@ def _list_all(platform: Platform, namespace: str, name: str, parallel: int) -> L
         replicas = platform.list_replicas(namespace, name)
         services = platform.list_services(namespace, name)
         return job, replicas, services, platform.list_scale_plans(namespace, name)
-    with ThreadPoolExecutor(max_workers=3, thread_name_prefix="flexjob-observe") as pool:
-        replicas_f = pool.submit(platform.list_replicas, namespace, name)
-        services_f = pool.submit(platform.list_services, namespace, name)
-        plans_f = pool.submit(platform.list_scale_plans, namespace, name)
+    with _threads(pool, 3) as threads:
+        replicas_f = threads.submit(platform.list_replicas, namespace, name)
+        services_f = threads.submit(platform.list_services, namespace, name)
+        plans_f = threads.submit(platform.list_scale_plans, namespace, name)
         job = _live_job(platform, namespace, name)
         if job is None:
             return None
@@ -214,6 +236,7 @@ def observe(
     name: str,
     parallel: int = 1,
     cache: WatchCache | None = None,
+    pool: ThreadPoolExecutor | None = None,
 ) -> Observed | None:
     """The job, its replicas, its services and its pending ScalePlan; None when the job is
     gone or being deleted. From ``cache`` once a pass primed it (listed it recently)."""
@@ -221,7 +244,7 @@ def observe(
     cached = cache.read(key) if cache is not None else None
     if cached is None:
         listed_at = cache.clock() if cache is not None else 0.0
-        listed = _list_all(platform, namespace, name, parallel)
+        listed = _list_all(platform, namespace, name, parallel, pool)
         if listed is None:
             return None
         job, replicas, services, plans = listed
@@ -248,12 +271,14 @@ def reconcile_job(
     server_url: str | None = None,
     server_token: str | None = None,
     cache: WatchCache | None = None,
+    pool: ThreadPoolExecutor | None = None,
 ) -> PassResult | None:
     """Run one pass; None when there was no job to reconcile (gone, or being deleted).
     ``job_master``: how to run the master of jobs that need one (``core.job_master``);
     ``server_url``: the flexjob server DI coordinators ask (``FLEXJOB_SERVER_URL``), which
-    with ``server_token`` (``FLEXJOB_SERVER_TOKEN``) they reach through their job's key."""
-    seen = observe(platform, namespace, name, parallel, cache)
+    with ``server_token`` (``FLEXJOB_SERVER_TOKEN``) they reach through their job's key.
+    ``pool``: threads for the reads and actions sent at once (else each pass starts its own)."""
+    seen = observe(platform, namespace, name, parallel, cache, pool)
     if seen is None:
         return None
     job, replicas, services, plan = seen
@@ -271,7 +296,7 @@ def reconcile_job(
     )
     done = _feed(cache, namespace, name) if cache is not None else None
     try:
-        apply_in_batches(platform, result.actions, parallel, done)
+        apply_in_batches(platform, result.actions, parallel, done, pool)
     except ActionFailed as failed:
         report_failure(platform, namespace, name, failed)
         raise

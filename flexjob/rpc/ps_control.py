@@ -14,7 +14,6 @@ from flexjob.api.errors import FlexjobError, InvalidSpecError, NotFoundError
 from flexjob.core.ps.set_change import RowTotals
 from flexjob.rpc.gen import ps_control_pb2 as pb
 from flexjob.rpc.gen import ps_control_pb2_grpc as pb_grpc
-from flexjob.rpc.ps_server import GRPC_OPTIONS
 from flexjob.rpc.retry import RetryingClient
 
 T = TypeVar("T")
@@ -108,6 +107,8 @@ class PsControlClient(RetryingClient):
         retry_deadline: float = 30.0,
         token: str | None = None,
     ) -> None:
+        from flexjob.rpc.ps_server import GRPC_OPTIONS  # numpy: only once the job has a PS
+
         super().__init__(address, timeout, retry_deadline, token=token)
         self._channel = grpc.insecure_channel(address, options=GRPC_OPTIONS)
         self._stub = pb_grpc.PsControlStub(self._channel)  # type: ignore[no-untyped-call]

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -8,6 +9,7 @@ import pytest
 
 from flexjob.agent.config import AgentConfig, WorkerState
 from flexjob.agent.launcher import RunConfig, agent_command, parse_nnodes
+from flexjob.agent.output import OutputConfig
 
 
 @pytest.mark.parametrize(("text", "want"), [("2", (2, 2)), ("1:3", (1, 3))])
@@ -26,11 +28,21 @@ def test_run_starts_min_nodes_unless_start_nodes_is_given() -> None:
     assert RunConfig(target="t.py", min_nodes=2, max_nodes=3, start_nodes=3).nodes_to_start == 3
 
 
-def test_agent_command_passes_script_and_its_arguments_last() -> None:
-    opts = RunConfig(target="train.py", args=("--lr", "0.1"), module=False)
-    cmd = agent_command("h:1", "worker-0", 0, opts, "/tmp/x")
-    assert cmd[-3:] == ["train.py", "--lr", "0.1"]
-    assert cmd[cmd.index("--master") + 1] == "h:1"
+def test_agent_command_hands_the_agent_its_whole_config() -> None:
+    opts = RunConfig(
+        target="train.py",
+        args=("--lr", "0.1"),
+        join_timeout=7.0,
+        hang_timeout=9.0,
+        output=OutputConfig(log_dir="/tmp/logs", tee="3"),
+    )
+    cmd = agent_command("h:1", "worker-2", 2, opts, "/tmp/x")
+    assert cmd[:3] == [sys.executable, "-m", "flexjob.agent.process"]
+    config = AgentConfig.from_dict(json.loads(cmd[3]))
+    assert (config.master, config.target, config.args) == ("h:1", "train.py", ("--lr", "0.1"))
+    assert (config.node_id, config.replica_index, config.run_dir) == ("worker-2", 2, "/tmp/x")
+    assert (config.rendezvous_timeout, config.hang_timeout) == (7.0, 9.0)
+    assert config.output == OutputConfig(log_dir="/tmp/logs", tee="3")
 
 
 @pytest.mark.parametrize(

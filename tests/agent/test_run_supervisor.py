@@ -154,12 +154,12 @@ def test_a_killed_master_is_restarted_on_its_port_until_restarts_run_out(
 
 
 def _kill_the_next_master(known: set[int], killed: list[int], stop: threading.Event) -> None:
-    """Thread: SIGKILL the first new ``flexjob master`` child as soon as it appears (while
+    """Thread: SIGKILL the first new master child as soon as it appears (while
     the supervisor restarts it, long before it serves)."""
     while not stop.is_set() and not killed:
         for p in psutil.Process().children(recursive=True):
             with contextlib.suppress(psutil.Error):
-                if p.pid not in known and "master" in p.cmdline():
+                if p.pid not in known and "flexjob.master.process" in p.cmdline():
                     p.kill()
                     killed.append(p.pid)
                     return

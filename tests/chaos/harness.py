@@ -56,9 +56,9 @@ MODE_FAULTS = {
 #: The command line marking each kind of process of a job.
 SHELLS = frozenset({"sh", "dash", "bash"})
 ROLE_MARKERS = {
-    "trainer": "flexjob.agent.bootstrap",
-    "agent": "-m flexjob agent",
-    "master": "-m flexjob master",
+    "trainer": ("flexjob.agent.bootstrap",),
+    "agent": ("-m flexjob agent", "-m flexjob.agent.process"),  # the operator's; run's
+    "master": ("-m flexjob master", "-m flexjob.master.process"),
 }
 FAULT_ROLE = {
     Fault.KILL_TRAINER: "trainer",
@@ -141,7 +141,8 @@ class ChaosJob:
             with contextlib.suppress(psutil.Error):
                 if p.name() in SHELLS:
                     continue  # the local platform's exit-code wrapper around a replica
-                if marker in " ".join(p.cmdline()) and p.status() != psutil.STATUS_ZOMBIE:
+                command = " ".join(p.cmdline())
+                if any(m in command for m in marker) and p.status() != psutil.STATUS_ZOMBIE:
                     found.append(p)
         return found
 

@@ -82,7 +82,8 @@ class Job:
         return self.processes("flexjob.agent.bootstrap")
 
     def agents(self) -> list[psutil.Process]:
-        return [p for p in self.processes(" agent ") if "bootstrap" not in " ".join(p.cmdline())]
+        """The agents: those ``flexjob run`` starts (``agent.process``) and ``flexjob agent``."""
+        return [*self.processes("flexjob.agent.process"), *self.processes("-m flexjob agent ")]
 
     def wait(self, timeout: float = 90.0) -> int:
         try:

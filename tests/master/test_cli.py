@@ -1,9 +1,12 @@
+import os
 import signal
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
+from flexjob.core.master_config import MasterConfig
+from flexjob.master.launch import spawn_master
 from flexjob.rpc.client import MasterClient
 from tests.master.conftest import wait_for
 
@@ -32,6 +35,20 @@ def test_cli_import_does_not_load_grpc_or_torch() -> None:
     assert out.stdout.split() == ["False", "False"]
 
 
+def test_a_master_without_ps_or_platform_loads_neither_numpy_nor_the_job_models() -> None:
+    """What ``flexjob run``'s master imports before it serves: no PS code's numpy, no job
+    models (a platform's node watch, the planner's algorithms, the brain's messages)."""
+    heavy = (
+        "numpy",
+        "flexjob.api.job",
+        "flexjob.core.planner.algorithms",
+        "flexjob.rpc.brain_messages",
+    )
+    code = f"import sys, flexjob.master.main; print([m for m in {heavy!r} if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 def test_master_command_without_a_job_or_config_fails_with_a_clear_message() -> None:
     out = run_cli()
     assert out.returncode != 0 and "--job FILE or --config FILE" in out.stderr
@@ -51,6 +68,32 @@ def test_master_command_refuses_a_bad_straggler_option_naming_it(tmp_path: Path)
     assert out.returncode == 2 and "(--straggler-ratio) must be > 1, got 1.0" in out.stderr
     out = run_cli("--job", str(job), "--stragglers", "drop")
     assert out.returncode == 2 and "'drop' is not one of" in out.stderr
+
+
+def test_master_command_refuses_a_cpu_it_may_not_use_naming_the_allowed_ones(
+    tmp_path: Path,
+) -> None:
+    job = tmp_path / "job.yaml"
+    job.write_text(JOB.replace("EPOCHS", "1"))
+    allowed = sorted(os.sched_getaffinity(0))
+    out = run_cli("--job", str(job), "--cpu", str(max(allowed) + 1))
+    assert out.returncode == 2
+    assert f"cpu must be one of the CPUs this process may use {allowed}" in out.stderr
+
+
+def test_master_on_one_cpu_runs_every_thread_there_and_serves(tmp_path: Path) -> None:
+    cpu = max(os.sched_getaffinity(0))
+    config = MasterConfig(job_dir=str(tmp_path), cpu=cpu, host_store=True)
+    master = spawn_master(config)
+    try:
+        with MasterClient(master.address, "worker-0") as client:
+            assert client.join() >= 0  # served by threads started after the confinement
+        tasks = Path(f"/proc/{master.process.pid}/task")
+        threads = [int(t.name) for t in tasks.iterdir()]
+        assert len(threads) > 1
+        assert all(os.sched_getaffinity(t) == {cpu} for t in threads)
+    finally:
+        master.stop()
 
 
 def test_master_command_serves_a_job_file_and_writes_its_address(tmp_path: Path) -> None:

@@ -29,13 +29,13 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, TypeVar
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from flexjob.api.errors import InvalidSpecError
 from flexjob.api.problems import one_of
-from flexjob.core.ps.checkpoint import PsSnapshot
+
+if TYPE_CHECKING:  # numpy loads only where snapshots are summed (a master without PS skips it)
+    from flexjob.core.ps.checkpoint import PsSnapshot
 
 E = TypeVar("E", bound=StrEnum)
 
@@ -215,8 +215,10 @@ class RowTotals:
         )
 
 
-def snapshot_totals(snap: PsSnapshot) -> RowTotals:
+def snapshot_totals(snap: "PsSnapshot") -> RowTotals:
     """The totals of one PS's partition."""
+    import numpy as np
+
     ids = sum(int(r.ids.view(np.uint64).sum(dtype=np.uint64)) for r in snap.rows.values())
     values = [float(r.rows.sum(dtype=np.float64)) for r in snap.rows.values()]
     values += [float(d.value.sum(dtype=np.float64)) for d in snap.dense.values()]

@@ -8,9 +8,11 @@ task is cancelled (tests) or the process is stopped (``flexjob operator``). Hand
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
 import os
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
@@ -200,23 +202,33 @@ def make_queue(
     job_master: JobMasterConfig | None = None,
 ) -> JobQueue:
     """The work queue whose workers run ``reconcile_job`` (each applying ``parallel`` actions
-    at a time) in threads."""
+    at a time) on threads of their own (a pass never waits behind the loop's other
+    ``to_thread`` work); the passes share one pool for what they send at once, so that its
+    threads are started once, not for every pass."""
 
     server_url = os.environ.get(ENV_SERVER_URL)
     server_token = os.environ.get(ENV_SERVER_TOKEN)
+    passes = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="flexjob-reconcile")
+    pool = ThreadPoolExecutor(
+        max_workers=workers * max(parallel, 3), thread_name_prefix="flexjob-apply"
+    )
 
     async def handle(key: JobKey) -> object:
-        passed = await asyncio.to_thread(
-            reconcile_job,
-            platform,
-            key[0],
-            key[1],
-            clock(),
-            parallel,
-            job_master,
-            server_url,
-            server_token,
-            queue.cache,
+        passed = await asyncio.get_running_loop().run_in_executor(
+            passes,
+            functools.partial(
+                reconcile_job,
+                platform,
+                key[0],
+                key[1],
+                clock(),
+                parallel,
+                job_master,
+                server_url,
+                server_token,
+                queue.cache,
+                pool,
+            ),
         )
         if passed is not None and not passed.deleted:
             queue.handled(key, seen_by(passed.job.metadata.resource_version, passed.replicas))
