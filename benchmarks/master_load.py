@@ -10,6 +10,9 @@ report count as two requests, however many calls carry them) and p99 latency per
                        leases, and the plain client's calls),
   lease-K              the trainer's ``ShardLeaser``: each report is sent at once and leases the
                        next K shards when none is queued (``LeaseShards``, ~one call per shard),
+  batched-K            (``--batched``) reports held back to ride on the next lease call: each
+                       call reports the K shards of the call before and leases K more, one
+                       call per K shards (the trainer does not: ``trainer.lease`` says why),
   paced lease-K        the same at fixed total rates (``--paced-rate`` shards/s, each thread
                        paced, catching up when late): the latency-vs-throughput curve a
                        trainer sees below the master's saturation.
@@ -221,18 +224,21 @@ def _shard_worker(
     start: Any,
     out: Any,
 ) -> None:
-    """``threads`` clients run ``mode`` (get, pairs, lease-K) for ``seconds``; each shard at
-    most every ``interval`` seconds (0: back to back). Puts the latencies per shard."""
+    """``threads`` clients run ``mode`` (get, pairs, lease-K, batched-K) for ``seconds``; each
+    shard at most every ``interval`` seconds (0: back to back). Puts the latencies per shard."""
     channel = open_channel(address)
     clients = [MasterClient(address, f"{prefix}-{i}", channel=channel) for i in range(threads)]
     clients[0].get_shard()  # connect before the clock starts
     lease = int(mode.removeprefix("lease-")) if mode.startswith("lease-") else 0
+    batched = int(mode.removeprefix("batched-")) if mode.startswith("batched-") else 0
     start.wait()
     latencies: list[list[float]] = [[] for _ in clients]
     stop_at = time.monotonic() + seconds
 
     def run(i: int) -> None:
         c, lat = clients[i], latencies[i]
+        if batched:
+            return _batched(c, batched, stop_at, lat)
         leaser = ShardLeaser(c, lease) if lease else None
         next_at = time.monotonic()
         while (now := time.monotonic()) < stop_at:
@@ -257,6 +263,19 @@ def _shard_worker(
     for t in ts:
         t.join()
     out.put([x for lat in latencies for x in lat])
+
+
+def _batched(client: MasterClient, k: int, stop_at: float, lat: list[float]) -> None:
+    """Reports held back to ride on the next lease: each call reports the last call's ``k``
+    shards and leases ``k`` more (what the trainer does not do, ``trainer.lease``: measured to
+    show what it would give). Each reported shard counts the latency of the call that
+    reported it."""
+    done: list[int] = []
+    while time.monotonic() < stop_at:
+        t0 = time.perf_counter()
+        lease = client.lease_shards(k, done, "")
+        lat.extend([time.perf_counter() - t0] * len(done))
+        done = [s.shard_id for s in lease.shards]
 
 
 def _run_procs(
@@ -318,6 +337,12 @@ def _args() -> argparse.Namespace:
         "--paced-rate",
         default="1250,2000",
         help="total shards/s of the paced runs, comma-separated (each shard: 2 requests)",
+    )
+    ap.add_argument(
+        "--batched",
+        action="store_true",
+        help="also batched-K (K: the last lease size): each call reports the shards of the "
+        "call before (held back; the trainer does not) and leases K",
     )
     ap.add_argument(
         "--pin",
@@ -413,6 +438,8 @@ def main() -> int:
     phases = [("get_shard", "get", 0.0), ("pairs", "pairs", 0.0)]
     phases += [(f"lease-{k}", f"lease-{k}", 0.0) for k in leases]
     k = leases[-1] if leases else 1
+    if args.batched:
+        phases.append((f"batched-{k}", f"batched-{k}", 0.0))
     phases += [(f"paced lease-{k} @{r:,.0f}/s", f"lease-{k}", clients / r) for r in paced_rates]
     paced = [clients / r for r in paced_rates]
     layouts = [x for x in args.pin.split(",") if x]

@@ -81,6 +81,17 @@ def test_master_command_refuses_a_cpu_it_may_not_use_naming_the_allowed_ones(
     assert f"cpu must be one of the CPUs this process may use {allowed}" in out.stderr
 
 
+def test_master_process_refuses_a_cpu_it_may_not_use(tmp_path: Path) -> None:
+    allowed = sorted(os.sched_getaffinity(0))
+    config = tmp_path / "master_config.json"
+    config.write_text(MasterConfig(job_dir=str(tmp_path), cpu=max(allowed) + 1).to_json())
+    cmd = [sys.executable, "-m", "flexjob.master.process", str(config)]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    assert f"cpu must be one of the CPUs this process may use {allowed}" in out.stderr
+    assert not (tmp_path / "master.addr").exists()
+
+
 def test_master_on_one_cpu_runs_every_thread_there_and_serves(tmp_path: Path) -> None:
     cpu = max(os.sched_getaffinity(0))
     config = MasterConfig(job_dir=str(tmp_path), cpu=cpu, host_store=True)
