@@ -10,6 +10,9 @@ report count as two requests, however many calls carry them) and p99 latency per
                        leases, and the plain client's calls),
   lease-K              the trainer's ``ShardLeaser``: each report is sent at once and leases the
                        next K shards when none is queued (``LeaseShards``, ~one call per shard),
+  batched-K            (``--batched``) reports held back to ride on the next lease call: each
+                       call reports the K shards of the call before and leases K more, one
+                       call per K shards (the trainer does not: ``trainer.lease`` says why),
   paced lease-K        the same at fixed total rates (``--paced-rate`` shards/s, each thread
                        paced, catching up when late): the latency-vs-throughput curve a
                        trainer sees below the master's saturation.
@@ -17,11 +20,12 @@ Every accepted report is written to the state file before it is answered. The ma
 with ``--rpc-server`` (``MasterConfig.rpc_server``: threads by default, or aio); each
 unpaced row also shows the master process's CPU time per shard (the number that a shared,
 loaded machine disturbs least).
-Every phase runs twice (``--pin both``): unpinned (master, clients and the bare servers
-anywhere on the machine's CPUs) and pinned (the master, or the bare server, on the first CPU
-this process may use, the client processes on the others), so the clients do not take the
-master's CPU (in a deployment they run on other machines) and its threads hand the GIL to each
-other on one CPU. ``--pin on|off`` runs one of the two.
+Every phase runs in each layout of ``--pin`` (default all three): ``off`` (master, clients and
+bare servers anywhere on the machine's CPUs), ``master`` (the master on the first CPU this
+process may use, by ``MasterConfig.cpu``, and each bare server there too; the clients anywhere)
+and ``split`` (the same, the client processes on the other CPUs, so they do not take the
+master's CPU, as in a deployment where they run on other machines). On one CPU a server's
+threads hand the GIL to each other without waking each other across CPUs.
 Baselines: the goal from the issue (1,000 agents in < 2 s; >= 5,000 shard requests/s; p99 <
 10 ms), a bare unary call (a servicer that returns a constant ``Shard``) on both gRPC servers,
 the thread pool ("bare gRPC") and ``grpc.aio`` ("bare aio"), measured on the same machine with
@@ -31,7 +35,7 @@ machine under its present load), and the pairs row (the previous flexjob's calls
 each ``--rpc-server`` to compare the master's two servers.
 
     PYTHONPATH=. python benchmarks/master_load.py [--agents 1000] [--procs 2] [--seconds 4]
-        [--leases 1,8] [--paced-rate 1250,2000] [--rpc-server aio|threads] [--pin both|on|off]
+        [--leases 1,8] [--paced-rate 1250,2000] [--rpc-server aio|threads] [--pin off,master,split]
 """
 
 import argparse
@@ -44,9 +48,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent import futures
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -95,19 +98,35 @@ def _bare_aio_server(workers: int, port_out: Any, stop: Any) -> None:
     asyncio.run(serve())
 
 
+#: ``--pin``'s layouts: where the server (the master or a bare one) and the clients run.
+LAYOUTS = ("off", "master", "split")
+
+
 @dataclass(frozen=True)
 class _Cpus:
-    """Where a phase's processes run: the server (the master or a bare one) and the client
-    processes (None: anywhere)."""
+    """Where a phase's processes run: the server (the master, by ``MasterConfig.cpu``, or a
+    bare one) and the client processes (None: anywhere)."""
 
-    server: frozenset[int] | None = None
+    server: int | None = None
     clients: frozenset[int] | None = None
 
     @staticmethod
-    def split() -> "_Cpus":
-        """The server on the first CPU this process may use, the clients on the others."""
+    def layout(name: str) -> "_Cpus":
+        """``off``: anywhere; ``master``: the server on the first CPU this process may use, the
+        clients anywhere; ``split``: the server there, the clients on the others."""
         cpus = sorted(os.sched_getaffinity(0))
-        return _Cpus(frozenset(cpus[:1]), frozenset(cpus[1:]))
+        if name == "off":
+            return _Cpus()
+        return _Cpus(cpus[0], frozenset(cpus[1:]) if name == "split" else None)
+
+    def describe(self) -> str:
+        everywhere = f"any of CPUs {sorted(os.sched_getaffinity(0))}"
+        if self.server is None:
+            return f"unpinned: master, clients and bare servers on {everywhere}"
+        clients = f"CPU {sorted(self.clients)}" if self.clients else everywhere
+        return (
+            f"pinned: the master (and each bare server) on CPU {self.server}, clients on {clients}"
+        )
 
 
 def _on_cpus(cpus: frozenset[int] | None, target: Callable[..., None], *args: Any) -> None:
@@ -115,18 +134,6 @@ def _on_cpus(cpus: frozenset[int] | None, target: Callable[..., None], *args: An
     if cpus:
         os.sched_setaffinity(0, cpus)
     target(*args)
-
-
-@contextmanager
-def _confined(cpus: frozenset[int] | None) -> Iterator[None]:
-    """This process confined to ``cpus`` meanwhile, so that a child it starts inherits it."""
-    before = os.sched_getaffinity(0)
-    if cpus:
-        os.sched_setaffinity(0, cpus)
-    try:
-        yield
-    finally:
-        os.sched_setaffinity(0, before)
 
 
 @dataclass
@@ -154,7 +161,8 @@ def _bare_grpc(
     ctx = mp.get_context("fork")
     port_q, stop = ctx.Queue(), ctx.Event()
     target = _bare_aio_server if aio else _bare_server
-    server = ctx.Process(target=_on_cpus, args=(cpus.server, target, workers, port_q, stop))
+    on = None if cpus.server is None else frozenset({cpus.server})
+    server = ctx.Process(target=_on_cpus, args=(on, target, workers, port_q, stop))
     server.start()
     address = f"127.0.0.1:{port_q.get(timeout=30)}"
     try:
@@ -216,18 +224,21 @@ def _shard_worker(
     start: Any,
     out: Any,
 ) -> None:
-    """``threads`` clients run ``mode`` (get, pairs, lease-K) for ``seconds``; each shard at
-    most every ``interval`` seconds (0: back to back). Puts the latencies per shard."""
+    """``threads`` clients run ``mode`` (get, pairs, lease-K, batched-K) for ``seconds``; each
+    shard at most every ``interval`` seconds (0: back to back). Puts the latencies per shard."""
     channel = open_channel(address)
     clients = [MasterClient(address, f"{prefix}-{i}", channel=channel) for i in range(threads)]
     clients[0].get_shard()  # connect before the clock starts
     lease = int(mode.removeprefix("lease-")) if mode.startswith("lease-") else 0
+    batched = int(mode.removeprefix("batched-")) if mode.startswith("batched-") else 0
     start.wait()
     latencies: list[list[float]] = [[] for _ in clients]
     stop_at = time.monotonic() + seconds
 
     def run(i: int) -> None:
         c, lat = clients[i], latencies[i]
+        if batched:
+            return _batched(c, batched, stop_at, lat)
         leaser = ShardLeaser(c, lease) if lease else None
         next_at = time.monotonic()
         while (now := time.monotonic()) < stop_at:
@@ -252,6 +263,19 @@ def _shard_worker(
     for t in ts:
         t.join()
     out.put([x for lat in latencies for x in lat])
+
+
+def _batched(client: MasterClient, k: int, stop_at: float, lat: list[float]) -> None:
+    """Reports held back to ride on the next lease: each call reports the last call's ``k``
+    shards and leases ``k`` more (what the trainer does not do, ``trainer.lease``: measured to
+    show what it would give). Each reported shard counts the latency of the call that
+    reported it."""
+    done: list[int] = []
+    while time.monotonic() < stop_at:
+        t0 = time.perf_counter()
+        lease = client.lease_shards(k, done, "")
+        lat.extend([time.perf_counter() - t0] * len(done))
+        done = [s.shard_id for s in lease.shards]
 
 
 def _run_procs(
@@ -315,15 +339,22 @@ def _args() -> argparse.Namespace:
         help="total shards/s of the paced runs, comma-separated (each shard: 2 requests)",
     )
     ap.add_argument(
+        "--batched",
+        action="store_true",
+        help="also batched-K (K: the last lease size): each call reports the shards of the "
+        "call before (held back; the trainer does not) and leases K",
+    )
+    ap.add_argument(
         "--pin",
-        choices=("both", "on", "off"),
-        default="both",
-        help="master and clients on separate CPUs (on), anywhere (off), or each in turn",
+        default=",".join(LAYOUTS),
+        help="layouts to run, comma-separated: off (anywhere), master (the master on one CPU, "
+        "MasterConfig.cpu; clients anywhere), split (the master on one CPU, clients on the "
+        "others)",
     )
     return ap.parse_args()
 
 
-def _config(args: argparse.Namespace, job_dir: Path) -> MasterConfig:
+def _config(args: argparse.Namespace, job_dir: Path, cpu: int | None = None) -> MasterConfig:
     return MasterConfig(
         job_name="bench",
         job_dir=str(job_dir),
@@ -335,6 +366,7 @@ def _config(args: argparse.Namespace, job_dir: Path) -> MasterConfig:
         host_store=False,
         rpc_server=args.rpc_server,
         rpc_workers=args.rpc_workers,
+        cpu=cpu,
     )
 
 
@@ -356,8 +388,7 @@ def _shard_rows(
     for name, mode, interval in phases:
         # A fresh master per phase: what one phase leaves (the get_shard phase's shards are
         # never reported) does not weigh on the next.
-        with _confined(cpus.server):
-            master = spawn_master(_config(args, Path(tempfile.mkdtemp(dir=tmp))))
+        master = spawn_master(_config(args, Path(tempfile.mkdtemp(dir=tmp)), cpus.server))
         try:
             per_s = [
                 (master.address, f"p{p}", args.threads, args.seconds, mode, interval)
@@ -407,20 +438,23 @@ def main() -> int:
     phases = [("get_shard", "get", 0.0), ("pairs", "pairs", 0.0)]
     phases += [(f"lease-{k}", f"lease-{k}", 0.0) for k in leases]
     k = leases[-1] if leases else 1
+    if args.batched:
+        phases.append((f"batched-{k}", f"batched-{k}", 0.0))
     phases += [(f"paced lease-{k} @{r:,.0f}/s", f"lease-{k}", clients / r) for r in paced_rates]
     paced = [clients / r for r in paced_rates]
-    cpus = sorted(os.sched_getaffinity(0))
-    pins = {"both": [False, True], "on": [True], "off": [False]}[args.pin]
-    if len(cpus) < 2 and True in pins:
-        print(f"only CPU {cpus} usable here: nothing to pin apart, unpinned only\n")
-        pins = [False]
+    layouts = [x for x in args.pin.split(",") if x]
+    if bad := [x for x in layouts if x not in LAYOUTS]:
+        raise SystemExit(f"--pin: {bad} not among {LAYOUTS}")
+    if len(os.sched_getaffinity(0)) < 2 and "split" in layouts:
+        print("one CPU usable here: no split layout\n")
+        layouts.remove("split")
     header = ["workload", "agents", f"flexjob ({args.rpc_server})", "goal", "bare gRPC"]
     header += ["vs bare", "bare aio", "vs aio", "vs pairs"]
     with tempfile.TemporaryDirectory(prefix="flexjob-bench-") as tmp:
         rdzv_s = _rendezvous_s(args, Path(tmp))
         print(f"rendezvous completion of {args.agents} agents: {rdzv_s:.2f} s (goal < 2.00)\n")
-        for pinned in pins:
-            where = _Cpus.split() if pinned else _Cpus()
+        for name in layouts:
+            where = _Cpus.layout(name)
             rows = _shard_rows(args, Path(tmp), phases, where)
             bares = [
                 _bare_grpc(
@@ -428,13 +462,7 @@ def main() -> int:
                 )
                 for aio in (False, True)
             ]
-            if pinned:
-                print(
-                    f"pinned: the master (and each bare server) on CPU {sorted(where.server or ())}"
-                    f", the clients on CPU {sorted(where.clients or ())}"
-                )
-            else:
-                print(f"unpinned: master, clients and bare servers on any of CPUs {cpus}")
+            print(where.describe())
             print_table([header, *_table(args, rows, bares)])
             print()
     print(

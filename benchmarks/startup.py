@@ -10,6 +10,10 @@ helpers: master shards, the world formed in place). Measured from the command's 
 For flexjob also where the time goes, from its master's log (``--job-dir``):
   master up    the master serves (the run process's imports + the master's),
   world formed the rendezvous round completed (agents' imports + workers importing torch).
+For both, the CPU-seconds (user + system, ``proc_cpu``: ``/proc`` read every 20 ms) each kind
+of process had used by the first line / first step: the launcher (``flexjob run`` or
+``torchrun``), the master, the agent, the workers together and all. Under CPU contention
+(other jobs on the machine) these, not the wall times, say what a start-up costs.
 Prints one table of medians with ratios flexjob / torchrun (at most 1.0: flexjob is no
 slower) and the machine's load average before and after.
 With ``--previous DIR`` (a checkout of an earlier flexjob, e.g. ``git worktree add DIR main``)
@@ -32,27 +36,37 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+from proc_cpu import CpuWatch
+
 HELLO = "import os\nprint('hello from rank', os.environ['RANK'], flush=True)\n"
 BIN = Path(sys.executable).parent
 TRAIN = Path(__file__).resolve().parent / "recovery_train.py"
 ROOT = TRAIN.parents[1]
 
 
-def _timed(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, float]:
-    """Seconds to the first output line and to the exit of ``cmd``."""
+def _timed(
+    cmd: list[str], cwd: Path, env: dict[str, str], steps: Path | None = None
+) -> tuple[float, float, dict[str, list[float]]]:
+    """Seconds to the first output line and to the exit of ``cmd``, and the CPU-seconds of
+    its processes (per role, ``proc_cpu``) at its first step (``steps``: where it is logged)
+    or else at its first line."""
     start = time.time()
     proc = subprocess.Popen(
         cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
     )
     assert proc.stdout is not None
     first = float("nan")
+    if steps is not None:
+        watch = CpuWatch(proc.pid, lambda: any(f.stat().st_size for f in steps.glob("*.log")))
+    else:
+        watch = CpuWatch(proc.pid, lambda: first == first)
     for line in proc.stdout:
         if "hello from rank" in line and first != first:
             first = time.time() - start
     code = proc.wait()
     if code != 0:
         raise RuntimeError(f"{cmd[0]} exited with {code}")
-    return first, time.time() - start
+    return first, time.time() - start, watch.stop()
 
 
 def _event_times(log: Path, start: float) -> dict[str, float]:
@@ -96,13 +110,14 @@ def run_flexjob(work: Path, rep: int, what: str, package: str = "") -> dict[str,
     job_dir = work / f"job-{what}-{rep}{'-previous' if package else ''}"
     env = _env(work, what, package)
     start = time.time()
-    first, end = _timed(
+    first, end, cpu = _timed(
         [
             str(BIN / "python"), "-m", "flexjob", "run", "--nproc-per-node", "2",
             "--no-progress", "--job-dir", str(job_dir), _script(what),
         ],
         work,
         env,
+        _steps(env),
     )  # fmt: skip
     events = _event_times(job_dir / "master.log", start)
     out = {
@@ -114,18 +129,41 @@ def run_flexjob(work: Path, rep: int, what: str, package: str = "") -> dict[str,
         out["first line"] = first
     else:
         out["first step"] = _first_step(Path(env["BENCH_DIR"]), start)
-    return out
+    return out | _cpu_rows(cpu, what)
+
+
+def _steps(env: dict[str, str]) -> Path | None:
+    return Path(env["BENCH_DIR"]) if "BENCH_DIR" in env else None
+
+
+def _cpu_rows(cpu: dict[str, list[float]], what: str) -> dict[str, float]:
+    """CPU-seconds at the first line / step: the launcher (``flexjob run`` or ``torchrun``),
+    master, agent, the workers together and all of them."""
+    at = "first line" if what == "hello" else "first step"
+    kinds = {"launcher": ("run", "torchrun"), "master": ("master",), "agent": ("agent",)}
+    rows = {
+        f"CPU-s at {at}: {kind}": sum(sum(cpu[r]) for r in roles if r in cpu)
+        for kind, roles in kinds.items()
+        if any(r in cpu for r in roles)  # torchrun has no master or agent of its own
+    }
+    rows[f"CPU-s at {at}: workers"] = sum(cpu.get("worker", []))
+    rows[f"CPU-s at {at}: all"] = sum(sum(v) for v in cpu.values())
+    return rows
 
 
 def run_torchrun(work: Path, rep: int, what: str) -> dict[str, float]:
     env = _env(work, what)
     start = time.time()
-    first, end = _timed(
-        [str(BIN / "torchrun"), "--standalone", "--nproc-per-node", "2", _script(what)], work, env
+    first, end, cpu = _timed(
+        [str(BIN / "torchrun"), "--standalone", "--nproc-per-node", "2", _script(what)],
+        work,
+        env,
+        _steps(env),
     )
     if what == "hello":
-        return {"first line": first, "exit": end}
-    return {"first step": _first_step(Path(env["BENCH_DIR"]), start), "exit": end}
+        return {"first line": first, "exit": end} | _cpu_rows(cpu, what)
+    out = {"first step": _first_step(Path(env["BENCH_DIR"]), start), "exit": end}
+    return out | _cpu_rows(cpu, what)
 
 
 def _load() -> str:
@@ -145,10 +183,10 @@ def _table(what: str, results: dict[str, list[dict[str, float]]], previous: str)
     print(f"{title:<38} {'flexjob':>9} {'torchrun':>9} {'ratio':>7}{extra}")
     for key in f:
         tv = t.get(key, float("nan"))
-        ratio = f[key] / tv if tv == tv else float("nan")
+        ratio = f[key] / tv if tv == tv and tv else float("nan")
         row = f"{key:<38} {f[key]:>9.2f} {tv:>9.2f} {ratio:>6.2f}x"
         if previous:
-            row += f" {p[key]:>9.2f} {f[key] / p[key]:>6.2f}x"
+            row += f" {p[key]:>9.2f} {f[key] / p[key] if p[key] else float('nan'):>6.2f}x"
         print(row)
     key = "first line" if "first line" in f else "first step"
     for name, runs in results.items():

@@ -22,12 +22,12 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from flexjob.agent import failure
 from flexjob.agent.config import AgentConfig, default_replica_type
 from flexjob.agent.output import OutputConfig
 from flexjob.agent.process import command
-from flexjob.agent.progress import ProgressLine
 from flexjob.agent.run_supervisor import RunFailure, RunSupervisor
 from flexjob.api import names
 from flexjob.api.enums import StragglerPolicy
@@ -39,10 +39,12 @@ from flexjob.core.stragglers import (
     StragglerConfig,
 )
 from flexjob.master.launch import MasterProcess, spawn_master
-from flexjob.observe import timeline
 from flexjob.platform.ports import free_port
 from flexjob.platform.stop_signals import StopRequested, raise_on_stop_signals
-from flexjob.rpc.client import MasterClient
+
+if TYPE_CHECKING:  # gRPC and rich load once the master and the agents are started
+    from flexjob.agent.progress import ProgressLine
+    from flexjob.rpc.client import MasterClient
 
 log = logging.getLogger(__name__)
 
@@ -175,6 +177,7 @@ def start_ps(master: str, num_ps: int, env: dict[str, str]) -> list[subprocess.P
 
 def ps_env(master: str, num_ps: int, timeout: float = 120.0) -> dict[str, str]:
     """The environment that tells trainers where the PS set serves (once all registered)."""
+    from flexjob.rpc.client import MasterClient
     from flexjob.rpc.ps_registry import resolve_ps
 
     with MasterClient(master, "launcher") as client:
@@ -301,6 +304,11 @@ class _Run:
             self.servers = start_ps(address, opts.num_ps, env)
             env.update(ps_env(address, opts.num_ps))
         supervisor = self._start_agents(address, env)
+        # What only watches the job loads now: its children start without waiting for it.
+        from flexjob.agent.progress import ProgressLine
+        from flexjob.observe import timeline
+        from flexjob.rpc.client import MasterClient
+
         self._wait_master()
         self.progress = progress = ProgressLine(address, enabled=opts.progress)
         follower = timeline.Follower(Path(self.job_dir))
@@ -365,6 +373,7 @@ def _wait_other_nodes(client: MasterClient, own: set[str], timeout: float) -> No
 
 
 def _plot(job_dir: Path, path: Path, title: str) -> None:
+    from flexjob.observe import timeline
     from flexjob.observe.plot import save_plot
 
     save_plot(timeline.read(job_dir), path, title)

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 
 from flexjob.core.master_config import MasterConfig
 from flexjob.master.launch import MasterProcess, spawn_master
-from flexjob.rpc.client import MasterClient
 
 log = logging.getLogger(__name__)
 
@@ -149,6 +148,8 @@ class RunSupervisor:
     def _report_gone(self, node_id: str, reason: str, *, restarting: bool) -> None:
         """Tell the master the node's processes are gone: their shards go back now and the
         world re-forms without waiting for a heartbeat timeout."""
+        from flexjob.rpc.client import MasterClient  # gRPC: only once an agent died
+
         ids = [node_id] + [f"{node_id}.{r}" for r in range(1, self._nproc)]
         for process_id in ids:
             try:

@@ -48,6 +48,9 @@ def master(
         "--replica-pending-timeout",
         help="Seconds a replica may stay Pending before the node watcher reports it [300].",
     ),
+    cpu: int | None = typer.Option(
+        None, "--cpu", help="Run the master on this one CPU only [any]."
+    ),
     no_store: bool = typer.Option(
         False, "--no-store", help="Do not host the torch TCPStore (rank 0's agent does)."
     ),
@@ -65,7 +68,12 @@ def master(
     import os
 
     from flexjob.core.master_config import MasterConfig
-    from flexjob.master.process import configure_logging, exit_now, serve_until_stopped
+    from flexjob.master.process import (
+        configure_logging,
+        confine_to_cpu,
+        exit_now,
+        serve_until_stopped,
+    )
 
     configure_logging()
     from flexjob.api import names
@@ -103,7 +111,9 @@ def master(
             stragglers=stragglers,
             straggler_ratio=straggler_ratio,
             straggler_window=straggler_window,
+            cpu=cpu,
         )
+        confine_to_cpu(cfg.cpu)  # before the master starts its threads
     except (ValueError, OSError) as exc:
         raise usage_error(exc) from None
     from flexjob.rpc.auth import InsecureBindError

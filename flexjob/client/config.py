@@ -15,8 +15,6 @@ import os
 from collections.abc import MutableMapping
 from pathlib import Path
 
-import yaml
-
 from flexjob.api import names
 
 ENV_CONFIG = "FLEXJOB_CONFIG"
@@ -47,10 +45,16 @@ def config_path(env: MutableMapping[str, str] | None = None) -> Path:
 def read_config(path: Path) -> dict[str, str]:
     """The file's settings (empty when there is no file)."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return {}
-    except (OSError, yaml.YAMLError) as exc:
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from None
+    import yaml  # only when there is a file: every command reads it before it runs
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: cannot read: {exc}") from None
     if data is None:
         return {}

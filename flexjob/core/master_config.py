@@ -56,9 +56,14 @@ class MasterConfig:
     host_store: bool = True
     #: The gRPC server: "threads" (a pool of ``rpc_workers`` threads plus one per node for its
     #: ``Attach`` stream, ``rpc.server``) or "aio" (one event-loop thread, ``rpc.aio_server``;
-    #: measured even with it in ``benchmarks/master_load.py``, so not the default).
+    #: not ahead of the thread pool in ``benchmarks/master_load.py``, so not the default).
     rpc_server: str = "threads"
     rpc_workers: int = 32
+    #: The one CPU that ``flexjob master`` confines its process to (None: any CPU it may use).
+    #: Its Python threads share one interpreter lock; on one CPU they hand it over without
+    #: waking each other across CPUs (``benchmarks/master_load.py --pin off,master``: less CPU
+    #: per shard and more shard requests/s on a shared 2-core machine).
+    cpu: int | None = None
     fsync: bool = False
     #: Journal entries (shard hand-outs and reports, KV changes) between two snapshots.
     snapshot_every: int = 1000
@@ -100,6 +105,8 @@ class MasterConfig:
             )
         if self.rpc_server not in RPC_SERVERS:
             raise ValueError(f"rpc_server must be one of {RPC_SERVERS}, got {self.rpc_server!r}")
+        if self.cpu is not None and self.cpu < 0:
+            raise ValueError(f"cpu must be a CPU number (>= 0) or None, got {self.cpu}")
         if self.snapshot_every < 1:
             raise ValueError(f"snapshot_every must be >= 1, got {self.snapshot_every}")
         if not 0 <= self.port <= 65535:

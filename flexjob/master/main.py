@@ -173,7 +173,8 @@ def start_master(config: MasterConfig, token: str | None = None) -> MasterHandle
         store_address = f"{config.public_host}:{store_port}"
         store = _serve_store(config, listen_fd, store_port)
     timeline = TimelineRecorder(config.job_name, config.job_dir)
-    service = MasterService(config, store_address=store_address)
+    abandon = store.abandon if store is not None else None
+    service = MasterService(config, store_address=store_address, on_world_broken=abandon)
     server = serve_master(service, token)
     handle = MasterHandle(config, service, server, store, timeline=timeline)
     if (write := status_writer(config)) is not None:

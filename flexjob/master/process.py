@@ -28,6 +28,25 @@ def configure_logging() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
 
 
+def confine_to_cpu(cpu: int | None) -> None:
+    """Run every thread of this process, and those it starts, on CPU ``cpu`` only
+        (``MasterConfig.cpu``; None: leave them be). ``ValueError`` names the CPUs allowed when
+        ``cpu`` is not one this process may use. Both entries run it before the master starts
+    (``flexjob master`` and ``main``): it is the whole process's."""
+    if cpu is None:
+        return
+    allowed = sorted(os.sched_getaffinity(0))
+    if cpu not in allowed:
+        raise ValueError(f"cpu must be one of the CPUs this process may use {allowed}, got {cpu}")
+    try:
+        threads = [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:
+        threads = [0]
+    for tid in threads:
+        os.sched_setaffinity(tid, {cpu})
+    logging.getLogger(__name__).info("event=master_confined cpu=%d", cpu)
+
+
 def serve_until_stopped(config: MasterConfig) -> int:
     """Run the master until a stop signal; 0, or ``EXIT_STATE_LOST`` (with the error on
     stderr) when its state file cannot be read. ``rpc.auth.InsecureBindError`` is the caller's."""
@@ -57,8 +76,9 @@ def main(argv: list[str]) -> NoReturn:
     configure_logging()
     config = MasterConfig.from_json(Path(argv[0]).read_text())
     try:
+        confine_to_cpu(config.cpu)  # before the master starts its threads
         code = serve_until_stopped(config)
-    except InsecureBindError as exc:
+    except (InsecureBindError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr, flush=True)
         code = 2
     exit_now(code)

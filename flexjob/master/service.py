@@ -56,11 +56,16 @@ class MasterService:
         config: MasterConfig,
         *,
         store_address: str = "",
+        on_world_broken: Callable[[str], object] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.config = config
         self._job = config.job_name
         self._store_address = store_address
+        #: Called with a broken world's store prefix (``TcpStoreServer.abandon``): its ranks
+        #: still forming the group wait for a peer that will not come.
+        self._on_world_broken = on_world_broken
+        self._abandoned_round = 0
         self._lock = threading.RLock()
         self._rdzv = Rendezvous(config.rendezvous(), prefix=config.job_name, clock=clock)
         self._datasets = DatasetBook(config, clock)
@@ -393,8 +398,12 @@ class MasterService:
 
     def _after_rendezvous(self) -> None:
         """Log and save a round that completed since the last call (any query may complete
-        one: rounds can be due by time)."""
+        one: rounds can be due by time); give up the store waits of a world that broke."""
         world = self._rdzv.world
+        if world is not None and self._rdzv.broken and world.round > self._abandoned_round:
+            self._abandoned_round = world.round
+            if self._on_world_broken is not None:
+                self._on_world_broken(world.store_prefix)
         if world is not None and world.round != self._logged_round:
             self._logged_round = world.round
             event(

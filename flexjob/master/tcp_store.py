@@ -134,6 +134,25 @@ class TcpStoreServer:
             client.close()
         self._thread.join(timeout=5.0)
 
+    def abandon(self, prefix: str) -> int:
+        """Close the connections of the clients waiting for a key under ``prefix`` (a world
+        that broke while its ranks formed their group: the peer they wait for will not come);
+        their wait fails now instead of at its timeout. Returns how many."""
+        prefix = prefix.lstrip("/")  # torch's clients send keys as "/" + the key
+
+        def under(key: str) -> bool:
+            return key.lstrip("/").startswith(prefix)
+
+        with self._lock:
+            doomed = [c for c, keys in self._waiting.items() if any(map(under, keys))]
+            for client in doomed:
+                del self._waiting[client]
+        for client in doomed:
+            client.close()
+        if doomed:
+            log.info("store: %d wait(s) under %s given up (their world broke)", len(doomed), prefix)
+        return len(doomed)
+
     def _accept(self) -> None:
         while True:
             try:

@@ -65,6 +65,11 @@ class StoreCache:
             self._stores[address] = store
         return store
 
+    def forget(self, address: str) -> None:
+        """Drop the client of ``address`` (the master may have closed it: a world that broke
+        while forming); the next ``get`` connects again."""
+        self._stores.pop(address, None)
+
 
 def _sockets() -> dict[int, int]:
     """This process's open sockets: descriptor → inode (empty where ``FD_DIR`` is missing)."""
@@ -152,13 +157,17 @@ def form_group(
     prefix = gen.store_prefix or f"flexjob/round-{gen.round}"
     store = PrefixStore(prefix.rstrip("/") + "/pg/", stores.get(gen.store_address))
     before = _sockets()
-    dist.init_process_group(
-        BACKEND,
-        store=store,
-        rank=rank,
-        world_size=world_size,
-        timeout=datetime.timedelta(seconds=timeout_s),
-    )
+    try:
+        dist.init_process_group(
+            BACKEND,
+            store=store,
+            rank=rank,
+            world_size=world_size,
+            timeout=datetime.timedelta(seconds=timeout_s),
+        )
+    except Exception:
+        stores.forget(gen.store_address)
+        raise
     opened = {fd: ino for fd, ino in _sockets().items() if before.get(fd) != ino}
     _group_sockets.update({fd: ino for fd, ino in opened.items() if _is_peer_connection(fd)})
     log.info("formed round %d: rank %d of %d", gen.round, rank, world_size)

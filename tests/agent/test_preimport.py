@@ -59,3 +59,29 @@ def test_a_bootstrap_without_torch_runs_the_script_without_loading_it(tmp_path: 
     )
     loaded = json.loads(out.stdout.strip().splitlines()[-1])
     assert "torch" not in loaded and "os" in loaded
+
+
+@pytest.mark.parametrize("flags", [(NO_TORCH,), ()])
+def test_the_script_runs_with_the_garbage_collector_on(
+    tmp_path: Path, flags: tuple[str, ...]
+) -> None:
+    """The bootstrap imports torch with the collector off; the script gets it back (once the
+    preimport of ``torch._dynamo`` is done, which the script's first optimizer waits for)."""
+    script = tmp_path / "gc_state.py"
+    script.write_text(
+        "import gc, threading\n"
+        "for t in threading.enumerate():\n"
+        "    if t.name == 'flexjob-preimport':\n"
+        "        t.join()\n"
+        "print('collector on:', gc.isenabled())\n"
+    )
+    message = {"env": {}, "target": str(script), "args": [], "module": False}
+    out = subprocess.run(
+        [sys.executable, "-m", "flexjob.agent.bootstrap", *flags],
+        input=json.dumps(message) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert out.stdout.strip().splitlines()[-1] == "collector on: True"

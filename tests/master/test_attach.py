@@ -11,6 +11,7 @@ import pytest
 from flexjob.core.dataset import Dataset
 from flexjob.core.master_config import RPC_SERVERS, MasterConfig
 from flexjob.master.launch import spawn_master
+from flexjob.master.service import MasterService
 from flexjob.rpc.client import MasterClient
 from tests.core.clock import FakeClock
 from tests.master.conftest import wait_for
@@ -48,6 +49,19 @@ def test_a_node_that_succeeded_leaves_without_breaking_the_world(tmp_path: Path)
     svc.detach(C, token)
     assert svc.nodes_waiting(A).num_nodes_waiting == 0
     assert svc.get_world(A, 1).members == ("a", "b", "c")
+
+
+def test_a_world_that_breaks_gives_up_its_store_waits_once(tmp_path: Path) -> None:
+    """Ranks still forming a world whose member died wait for a peer that will not come: the
+    master hands that world's store prefix to the store (``TcpStoreServer.abandon``), once."""
+    broken: list[str] = []
+    config = make(tmp_path, FakeClock()).config
+    svc = MasterService(config, on_world_broken=broken.append, clock=FakeClock())
+    form_world(svc, A, B, C)
+    prefix = svc.get_world(A, 1).store_prefix
+    svc.report_failure(C, "killed", -9, restarting=True)
+    svc.detach(B, svc.attach(B))  # a second death in the same broken world
+    assert broken == [prefix]
 
 
 def test_running_nodes_are_those_neither_succeeded_nor_dead(tmp_path: Path) -> None:

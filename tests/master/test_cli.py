@@ -1,9 +1,12 @@
+import os
 import signal
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
+from flexjob.core.master_config import MasterConfig
+from flexjob.master.launch import spawn_master
 from flexjob.rpc.client import MasterClient
 from tests.master.conftest import wait_for
 
@@ -65,6 +68,43 @@ def test_master_command_refuses_a_bad_straggler_option_naming_it(tmp_path: Path)
     assert out.returncode == 2 and "(--straggler-ratio) must be > 1, got 1.0" in out.stderr
     out = run_cli("--job", str(job), "--stragglers", "drop")
     assert out.returncode == 2 and "'drop' is not one of" in out.stderr
+
+
+def test_master_command_refuses_a_cpu_it_may_not_use_naming_the_allowed_ones(
+    tmp_path: Path,
+) -> None:
+    job = tmp_path / "job.yaml"
+    job.write_text(JOB.replace("EPOCHS", "1"))
+    allowed = sorted(os.sched_getaffinity(0))
+    out = run_cli("--job", str(job), "--cpu", str(max(allowed) + 1))
+    assert out.returncode == 2
+    assert f"cpu must be one of the CPUs this process may use {allowed}" in out.stderr
+
+
+def test_master_process_refuses_a_cpu_it_may_not_use(tmp_path: Path) -> None:
+    allowed = sorted(os.sched_getaffinity(0))
+    config = tmp_path / "master_config.json"
+    config.write_text(MasterConfig(job_dir=str(tmp_path), cpu=max(allowed) + 1).to_json())
+    cmd = [sys.executable, "-m", "flexjob.master.process", str(config)]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    assert f"cpu must be one of the CPUs this process may use {allowed}" in out.stderr
+    assert not (tmp_path / "master.addr").exists()
+
+
+def test_master_on_one_cpu_runs_every_thread_there_and_serves(tmp_path: Path) -> None:
+    cpu = max(os.sched_getaffinity(0))
+    config = MasterConfig(job_dir=str(tmp_path), cpu=cpu, host_store=True)
+    master = spawn_master(config)
+    try:
+        with MasterClient(master.address, "worker-0") as client:
+            assert client.join() >= 0  # served by threads started after the confinement
+        tasks = Path(f"/proc/{master.process.pid}/task")
+        threads = [int(t.name) for t in tasks.iterdir()]
+        assert len(threads) > 1
+        assert all(os.sched_getaffinity(t) == {cpu} for t in threads)
+    finally:
+        master.stop()
 
 
 def test_master_command_serves_a_job_file_and_writes_its_address(tmp_path: Path) -> None:

@@ -63,6 +63,7 @@ def test_config_round_trips_through_json() -> None:
         ),
         (lambda: MasterConfig(min_nodes=3, max_nodes=2), "max_nodes must be >= min_nodes"),
         (lambda: MasterConfig(port=70000), r"port must be in \[0, 65535\]"),
+        (lambda: MasterConfig(cpu=-1), r"cpu must be a CPU number \(>= 0\) or None, got -1"),
     ],
 )
 def test_bad_config_names_the_field(build: object, message: str) -> None:

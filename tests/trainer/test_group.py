@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+import socket
 import time
 from multiprocessing.queues import Queue
 
@@ -8,6 +9,7 @@ import torch
 import torch.distributed as dist
 from torch.distributed import TCPStore  # type: ignore[attr-defined]
 
+from flexjob.master.tcp_store import TcpStoreServer
 from flexjob.trainer.group import (
     StoreCache,
     abort_group,
@@ -29,18 +31,22 @@ def test_user_errors_are_not_collective_errors() -> None:
     assert not is_collective_error(RuntimeError("mat1 and mat2 shapes cannot be multiplied"))
 
 
-def _form_twice(address: str, rank: int, fail_first: bool, out: Queue[str]) -> None:
-    """In a fresh process: optionally fail to form a 2-rank world alone, then form one with the
-    peer and all-reduce; puts "ok <sum>" or the error on ``out``."""
+def _form_twice(
+    address: str, rank: int, fail_first: bool, out: Queue[str], lonely_timeout: float = 2.0
+) -> None:
+    """In a fresh process: optionally fail to form a 2-rank world alone (within
+    ``lonely_timeout``), then form one with the peer and all-reduce; puts "ok <sum>" or the
+    error on ``out``."""
     stores = StoreCache(30.0)
     try:
         if fail_first:
             lonely = Generation(1, rank, 2, address, "job/round-1/")
             try:
-                form_group(lonely, rank, 2, stores, 2.0)
+                form_group(lonely, rank, 2, stores, lonely_timeout)
             except Exception as exc:
                 if not is_collective_error(exc):
                     raise
+                out.put("round 1 failed")
         gen = Generation(2, rank, 2, address, "job/round-2/")
         form_group(gen, rank, 2, stores, 20.0)
         t = torch.ones(1)
@@ -66,12 +72,43 @@ def test_a_rank_whose_world_failed_to_form_joins_the_next_world() -> None:
     time.sleep(0.1)
     procs[1].start()
     try:
-        results = [out.get(timeout=90) for _ in procs]
+        results = [out.get(timeout=90) for _ in range(3)]
     finally:
         for p in procs:
             p.join(10)
             if p.is_alive():
                 p.kill()
+    assert results == ["round 1 failed", "ok 2", "ok 2"], results
+
+
+def test_a_rank_forming_a_world_that_broke_is_freed_by_the_master_store() -> None:
+    """The peer of round 1 never comes (it died while the world formed): the master's store
+    closes the waits under round 1's prefix, so the rank's forming fails now, not after its
+    300 s timeout, and the rank forms round 2 over a new connection."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    server = TcpStoreServer(listener.detach())
+    address = f"127.0.0.1:{server.port}"
+    ctx = mp.get_context("spawn")
+    out: Queue[str] = ctx.Queue()
+    first = ctx.Process(target=_form_twice, args=(address, 0, True, out, 300.0))
+    first.start()
+    second = ctx.Process(target=_form_twice, args=(address, 1, False, out))
+    try:
+        deadline = time.monotonic() + 60
+        while not server.abandon("job/round-1/") and time.monotonic() < deadline:
+            time.sleep(0.05)  # until rank 0 waits for its round-1 peer
+        assert out.get(timeout=30) == "round 1 failed"
+        second.start()
+        results = [out.get(timeout=60) for _ in range(2)]
+    finally:
+        for p in (first, second):
+            if p.pid is not None:
+                p.join(10)
+            if p.is_alive():
+                p.kill()
+        server.stop()
     assert results == ["ok 2", "ok 2"], results
 
 
