@@ -126,6 +126,7 @@ async def kubelet(emulator: K8sEmulator) -> None:
                         pods, meta.get("namespace"), meta["name"], running, MERGE, "status"
                     )
                     await emulator.notify()  # each update wakes the watches, as a request would
+                await asyncio.sleep(0)  # and waits its turn among the other requests
         await asyncio.sleep(KUBELET_PERIOD)
 
 

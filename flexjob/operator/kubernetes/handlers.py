@@ -1,5 +1,5 @@
-"""kopf handlers that feed ``core.reconcile``: ElasticJob, ScalePlan, pod and service events,
-finalizer.
+"""kopf handlers that feed ``core.reconcile``: ElasticJob, ScalePlan and service events, the
+finalizer; and the pod handler, which ``pod_watch`` calls (pods are watched without kopf).
 
 Every event updates the queue's ``WatchCache`` and queues its job (``work_queue.JobQueue``;
 a service only when deleted); the queue's workers run ``reconcile_pass.reconcile_job`` off the
@@ -15,6 +15,7 @@ in ``runner``.
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import kopf
@@ -66,6 +67,28 @@ def release_job(platform: Platform, namespace: str, name: str) -> int:
     return len(replicas)
 
 
+def pod_handler(queue: JobQueue) -> Callable[[str | None, Mapping[str, Any]], None]:
+    """What a pod's event does (``pod_watch.PodWatch`` calls it): update the watch cache and
+    queue the pod's job, unless the job's last pass saw the pod in this state."""
+    cache = queue.cache
+
+    def pod_event(type: str | None, body: Mapping[str, Any]) -> None:
+        meta = body.get("metadata") or {}
+        key = (meta.get("namespace") or "", (meta.get("labels") or {})[LABEL_JOB_NAME])
+        try:
+            replica = replica_from_pod(body)
+        except (KeyError, ValueError):  # labels the platform cannot read: let a pass say so
+            replica = None
+        if replica is not None:
+            cache.pod_seen(key, replica, meta.get("resourceVersion"), deleted=type == "DELETED")
+        if type == "DELETED" or replica is None:  # a deleted pod's last state is not an echo
+            queue.put(key)
+        else:
+            queue.put(key, seen=(meta.get("name") or "", replica))
+
+    return pod_event
+
+
 def register_handlers(
     registry: kopf.OperatorRegistry,
     platform: Platform,
@@ -98,21 +121,6 @@ def register_handlers(
             with contextlib.suppress(ValueError):
                 cache.plan_seen(key, plan_from_body(body), deleted=type == "DELETED")
             queue.put(key)
-
-    @kopf.on.event("", "v1", "pods", labels={LABEL_JOB_NAME: kopf.PRESENT}, registry=registry)
-    async def pod_event(type: str | None, body: kopf.Body, **_: Any) -> None:
-        key = (body.metadata.namespace or "", body.metadata.labels[LABEL_JOB_NAME])
-        try:
-            replica = replica_from_pod(body)
-        except (KeyError, ValueError):  # labels the platform cannot read: let a pass say so
-            replica = None
-        if replica is not None:
-            version = body.metadata.get("resourceVersion")
-            cache.pod_seen(key, replica, version, deleted=type == "DELETED")
-        if type == "DELETED" or replica is None:  # a deleted pod's last state is not an echo
-            queue.put(key)
-        else:
-            queue.put(key, seen=(body.metadata.name or "", replica))
 
     @kopf.on.event("", "v1", "services", labels={LABEL_JOB_NAME: kopf.PRESENT}, registry=registry)
     async def service_event(type: str | None, body: kopf.Body, **_: Any) -> None:

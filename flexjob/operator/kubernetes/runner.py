@@ -1,4 +1,5 @@
-"""Run the kopf operator in-process: settings, login, handlers, the work queue, webhooks.
+"""Run the kopf operator in-process: settings, login, handlers, the pod watch, the work queue,
+webhooks.
 
 ``OperatorConfig`` says where to connect and how to behave; ``run_operator`` runs until its
 task is cancelled (tests) or the process is stopped (``flexjob operator``). Handlers live in
@@ -32,9 +33,11 @@ from flexjob.operator.kubernetes.admission import register_admission
 from flexjob.operator.kubernetes.foreign import register_foreign
 from flexjob.operator.kubernetes.handlers import (
     CHANGE_HANDLED_KINDS,
+    pod_handler,
     register_handlers,
     seen_by,
 )
+from flexjob.operator.kubernetes.pod_watch import PodWatch
 from flexjob.operator.reconcile_pass import reconcile_job
 from flexjob.operator.work_queue import JobKey, JobQueue
 from flexjob.platform.api import Platform
@@ -116,9 +119,9 @@ class DiffBaseOfChangeHandledKinds(kopf.AnnotationsDiffBaseStorage):
     """kopf's diff base (the last handled configuration, kept in an annotation) for the kinds
     with change-detecting handlers only (``handlers.CHANGE_HANDLED_KINDS``). kopf builds it
     from every event of every watched kind, a deep copy of the object each time, though only
-    change and timer handlers use it: the pods, services and ScalePlans the operator watches
-    have event handlers alone, and skipping it for them saves about a third of kopf's own
-    time per pod event. An object without a ``kind`` is treated as change-handled."""
+    change and timer handlers use it: the services, ScalePlans and foreign kinds the operator
+    watches through kopf have event handlers alone (a third of kopf's own time per event).
+    An object without a ``kind`` is treated as change-handled."""
 
     def _skipped(self, body: kopf.Body) -> bool:
         kind = body.get("kind")
@@ -257,7 +260,20 @@ async def run_operator(
     settings = kopf.OperatorSettings()
     configure(settings, options)
     registry = build_registry(platform, queue, options)
-    workers = asyncio.create_task(queue.run(), name="flexjob-reconcile-workers")
+    pods = PodWatch(
+        lambda: connection_info(
+            load_configuration(options.kubeconfig, options.context, options.server)
+        ),
+        pod_handler(queue),
+        options.namespaces,
+        options.watch_timeout,
+    )
+    kopf_ready = asyncio.Event()
+    helpers = [
+        asyncio.create_task(queue.run(), name="flexjob-reconcile-workers"),
+        asyncio.create_task(pods.run(), name="flexjob-pod-watch"),
+        asyncio.create_task(_all_set(ready, kopf_ready, pods.listed)),
+    ]
     endpoint = metrics_http.serve_configured(options.metrics_addr)
     try:
         await kopf.operator(
@@ -266,12 +282,22 @@ async def run_operator(
             standalone=options.standalone,
             clusterwide=not options.namespaces,
             namespaces=options.namespaces,
-            ready_flag=ready,
+            ready_flag=kopf_ready,
             liveness_endpoint=options.liveness,
         )
     finally:
         if endpoint is not None:
             endpoint.stop()
-        workers.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await workers
+        for helper in helpers:
+            helper.cancel()
+        for helper in helpers:
+            with contextlib.suppress(asyncio.CancelledError):
+                await helper
+
+
+async def _all_set(result: asyncio.Event | None, *events: asyncio.Event) -> None:
+    """Set ``result`` once every one of ``events`` is (kopf ready, the pods listed)."""
+    for event in events:
+        await event.wait()
+    if result is not None:
+        result.set()
