@@ -25,6 +25,16 @@ def test_two_nodes_train_digits_to_90_percent(tmp_path: Path) -> None:
         assert "world_size=2" in job.output()
 
 
+def test_a_node_of_two_trainers_ends_the_run_without_waiting_for_its_own_second_rank(
+    tmp_path: Path,
+) -> None:
+    """``run`` keeps its master up only for nodes joined from elsewhere: local rank 1 calls
+    the master as ``worker-0.1``, which is this run's own node, not one to wait for."""
+    with running(tmp_path, "--nproc-per-node", "2", script_args=("--epochs", "1")) as job:
+        assert job.wait() == 0, job.output()
+        assert "waiting for node(s)" not in job.output(), job.output()
+
+
 def test_agents_report_resources_and_throughput_to_the_master(tmp_path: Path) -> None:
     with running(tmp_path, "--nnodes", "2", script_args=ARGS) as job:
         assert job.wait() == 0, job.output()
