@@ -139,7 +139,11 @@ def main() -> None:
             if learner is None:
                 time.sleep(0.2)
                 continue
-            wait_serving(learner)
+            try:
+                wait_serving(learner, timeout=10)
+            except OSError:  # not reachable (yet): the server may name it otherwise now
+                learner = None  # (a pod listed before it had an IP: its Service's name)
+                continue
         waited_from, steps = time.monotonic(), 0
         batch: Json = {key: [] for key in ("obs", "act", "logp", "adv", "ret")}
         while steps < a.batch_steps:
