@@ -41,7 +41,6 @@ from flexjob.core.stragglers import (
 from flexjob.master.launch import MasterProcess, spawn_master
 from flexjob.platform.ports import free_port
 from flexjob.platform.stop_signals import StopRequested, raise_on_stop_signals
-from flexjob.trainer.world import process_id_of
 
 if TYPE_CHECKING:  # gRPC and rich load once the master and the agents are started
     from flexjob.agent.progress import ProgressLine
@@ -335,9 +334,7 @@ class _Run:
                 causes = failure.root_causes(client)
             codes = supervisor.codes()
             if not causes and 0 in codes:
-                # Its trainers past local rank 0 call the master under ids of their own.
-                nproc = range(opts.nproc_per_node)
-                own = {process_id_of(a.node_id, r) for a in supervisor.agents for r in nproc}
+                own = {slot.node_id for slot in supervisor.agents}
                 _wait_other_nodes(client, own, OTHER_NODES_WAIT_S)
         if causes:
             progress.close()

@@ -71,6 +71,7 @@ class MasterService:
         self._datasets = DatasetBook(config, clock)
         self._batch: BatchPlan | None = config.batch
         self._health = HeartbeatTracker(config.heartbeat_timeout, clock)
+        self._agents: set[str] = set()  # nodes whose agent sent a heartbeat (not trainers)
         self._attached = Attachments()
         self._stats = StatsBook()
         self._addresses: dict[str, str] = {}  # node → address given at join
@@ -218,6 +219,7 @@ class MasterService:
     def heartbeat(self, node: NodeRef, timestamp: float) -> HeartbeatReply:
         with self._lock:
             self._seen(node.node_id)
+            self._agents.add(node.node_id)
             waiting = self._rdzv.num_nodes_waiting()
             self._after_rendezvous()
             out = excluded(self._kv, node.node_id)
@@ -247,7 +249,7 @@ class MasterService:
 
     def running_nodes(self) -> list[str]:
         with self._lock:
-            return sorted(self._health.alive())
+            return sorted(n for n in self._health.alive() if n in self._agents)
 
     def wait_closing(self, timeout: float) -> bool:
         return self._attached.closing.wait(timeout)

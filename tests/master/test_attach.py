@@ -13,6 +13,7 @@ from flexjob.core.master_config import RPC_SERVERS, MasterConfig
 from flexjob.master.launch import spawn_master
 from flexjob.master.service import MasterService
 from flexjob.rpc.client import MasterClient
+from flexjob.rpc.messages import NodeRef
 from tests.core.clock import FakeClock
 from tests.master.conftest import wait_for
 from tests.master.test_service import A, B, C, form_world, make
@@ -67,6 +68,9 @@ def test_a_world_that_breaks_gives_up_its_store_waits_once(tmp_path: Path) -> No
 def test_running_nodes_are_those_neither_succeeded_nor_dead(tmp_path: Path) -> None:
     svc = make(tmp_path, FakeClock())
     form_world(svc, A, B, C)
+    for node in (A, B, C):
+        svc.heartbeat(node, 0.0)
+    svc.nodes_waiting(NodeRef("c.1"))  # C's trainer of local rank 1: not a node
     assert svc.running_nodes() == ["a", "b", "c"]
     svc.node_succeeded(C)
     svc.detach(B, svc.attach(B))  # B's agent died
