@@ -12,6 +12,9 @@ KIND_JOB = "ElasticJob"
 KIND_SCALE_PLAN = "ScalePlan"
 PLURAL_JOB = "elasticjobs"
 PLURAL_SCALE_PLAN = "scaleplans"
+#: (group, version, plural) of each resource, as kopf's handlers name what they watch.
+JOB_RESOURCE = (GROUP, VERSION, PLURAL_JOB)
+SCALE_PLAN_RESOURCE = (GROUP, VERSION, PLURAL_SCALE_PLAN)
 
 LABEL_JOB_NAME = f"{GROUP}/job-name"
 LABEL_REPLICA_TYPE = f"{GROUP}/replica-type"

@@ -55,23 +55,25 @@ class RoleTraits:
     builtin_command: str | None = None
 
 
+def _on_request(scale_rank: int, port_env: str, default_port: int) -> RoleTraits:
+    """A DI-engine role that trains, started when the coordinator asks for it (``on_request``),
+    serving on the port ``port_env`` names."""
+    return RoleTraits(
+        trains=True,
+        scale_rank=scale_rank,
+        on_request=True,
+        port_env=port_env,
+        default_port=default_port,
+    )
+
+
 ROLE_TRAITS: Mapping[ReplicaType, RoleTraits] = MappingProxyType(
     {
         ReplicaType.MASTER: RoleTraits(scalable=False, controls_job=True, builtin_command="master"),
         ReplicaType.WORKER: RoleTraits(trains=True, scale_rank=0),
-        ReplicaType.LEARNER: RoleTraits(
-            trains=True,
-            scale_rank=1,
-            on_request=True,
-            port_env=names.ENV_LEARNER_PORT,
-            default_port=names.DEFAULT_LEARNER_PORT,
-        ),
-        ReplicaType.COLLECTOR: RoleTraits(
-            trains=True,
-            scale_rank=2,
-            on_request=True,
-            port_env=names.ENV_COLLECTOR_PORT,
-            default_port=names.DEFAULT_COLLECTOR_PORT,
+        ReplicaType.LEARNER: _on_request(1, names.ENV_LEARNER_PORT, names.DEFAULT_LEARNER_PORT),
+        ReplicaType.COLLECTOR: _on_request(
+            2, names.ENV_COLLECTOR_PORT, names.DEFAULT_COLLECTOR_PORT
         ),
         ReplicaType.PS: RoleTraits(scale_rank=3, builtin_command="ps"),
         ReplicaType.CHIEF: RoleTraits(trains=True),

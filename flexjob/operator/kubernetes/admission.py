@@ -15,7 +15,7 @@ import kopf
 from flexjob.api.defaults import apply_defaults
 from flexjob.api.foreign_kinds import FOREIGN_KINDS, ForeignKind, as_read
 from flexjob.api.job import ElasticJob
-from flexjob.api.names import GROUP, PLURAL_JOB, PLURAL_SCALE_PLAN, VERSION
+from flexjob.api.names import JOB_RESOURCE, SCALE_PLAN_RESOURCE
 from flexjob.api.validate import validate
 
 VALIDATE_JOB = "validate-elasticjob"
@@ -38,11 +38,11 @@ def _check(body: kopf.Body) -> None:
 def register_admission(registry: kopf.OperatorRegistry) -> None:
     """Register the validating and mutating handlers on ``registry``."""
 
-    @kopf.on.validate(GROUP, VERSION, PLURAL_JOB, id=VALIDATE_JOB, registry=registry)
+    @kopf.on.validate(*JOB_RESOURCE, id=VALIDATE_JOB, registry=registry)
     def validate_job(body: kopf.Body, **_: Any) -> None:
         _check(body)
 
-    @kopf.on.validate(GROUP, VERSION, PLURAL_SCALE_PLAN, id=VALIDATE_PLAN, registry=registry)
+    @kopf.on.validate(*SCALE_PLAN_RESOURCE, id=VALIDATE_PLAN, registry=registry)
     def validate_plan(body: kopf.Body, **_: Any) -> None:
         _check(body)
 
@@ -50,7 +50,7 @@ def register_admission(registry: kopf.OperatorRegistry) -> None:
         for version in kind.versions if kind.job else ():
             _register_foreign(registry, kind, version)
 
-    @kopf.on.mutate(GROUP, VERSION, PLURAL_JOB, id=MUTATE_JOB, registry=registry)
+    @kopf.on.mutate(*JOB_RESOURCE, id=MUTATE_JOB, registry=registry)
     def default_job(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
         raw = {key: value for key, value in body.items() if key != "status"}
         try:

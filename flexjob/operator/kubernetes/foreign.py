@@ -32,7 +32,7 @@ from flexjob.api.foreign_kinds import (
 )
 from flexjob.api.job import ElasticJobStatus
 from flexjob.api.load import to_native
-from flexjob.api.names import GROUP, PLURAL_JOB, VERSION
+from flexjob.api.names import GROUP, JOB_RESOURCE, PLURAL_JOB, VERSION
 from flexjob.api.problems import SpecError
 from flexjob.api.readers import dijob
 
@@ -198,7 +198,7 @@ def register_foreign(registry: kopf.OperatorRegistry, client: ApiClient) -> Sour
         for version in kind.versions:
             _register_source(registry, sources, kind, version)
 
-    @kopf.on.event(GROUP, VERSION, PLURAL_JOB, registry=registry, id="foreign-status")
+    @kopf.on.event(*JOB_RESOURCE, registry=registry, id="foreign-status")
     async def job_status(body: kopf.Body, **_: Any) -> None:
         annotations = body.metadata.annotations or {}
         if SOURCE_ANNOTATION in annotations and body.get("status"):

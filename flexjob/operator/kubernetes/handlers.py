@@ -22,12 +22,10 @@ import kopf
 
 from flexjob.api import JobPriority
 from flexjob.api.names import (
-    GROUP,
+    JOB_RESOURCE,
     KIND_JOB,
     LABEL_JOB_NAME,
-    PLURAL_JOB,
-    PLURAL_SCALE_PLAN,
-    VERSION,
+    SCALE_PLAN_RESOURCE,
 )
 from flexjob.operator.work_queue import JobQueue
 from flexjob.platform.api import Platform, Replica
@@ -99,7 +97,7 @@ def register_handlers(
 
     cache = queue.cache
 
-    @kopf.on.event(GROUP, VERSION, PLURAL_JOB, registry=registry)
+    @kopf.on.event(*JOB_RESOURCE, registry=registry)
     async def job_event(type: str | None, body: kopf.Body, **_: Any) -> None:
         key = (body.metadata.namespace or "", body.metadata.name or "")
         if type == "DELETED":
@@ -113,7 +111,7 @@ def register_handlers(
             rank = JobPriority.rank_of(body.spec.get("priority"))
             queue.put(key, rank, (JOB_SEEN, body.metadata.get("resourceVersion")))
 
-    @kopf.on.event(GROUP, VERSION, PLURAL_SCALE_PLAN, registry=registry)
+    @kopf.on.event(*SCALE_PLAN_RESOURCE, registry=registry)
     async def scale_plan_event(type: str | None, body: kopf.Body, **_: Any) -> None:
         owner = body.spec.get("ownerJob")
         if owner:
@@ -130,14 +128,14 @@ def register_handlers(
         if type == "DELETED":  # the pass that created it queued the next one itself
             queue.put(key)
 
-    @kopf.on.delete(GROUP, VERSION, PLURAL_JOB, registry=registry, id="release")
+    @kopf.on.delete(*JOB_RESOURCE, registry=registry, id="release")
     async def job_deleted(namespace: str | None, name: str, **_: Any) -> None:
         removed = await asyncio.to_thread(release_job, platform, namespace or "", name)
         logger.info("job %s/%s deleted: removed %d replicas", namespace, name, removed)
 
     if resync_interval:
 
-        @kopf.timer(GROUP, VERSION, PLURAL_JOB, interval=resync_interval, registry=registry)
+        @kopf.timer(*JOB_RESOURCE, interval=resync_interval, registry=registry)
         async def resync(namespace: str | None, name: str, **_: Any) -> None:
             """Deadlines and TTLs advance with time alone: look at every job now and then."""
             queue.put((namespace or "", name))
