@@ -30,8 +30,8 @@ def configure_logging() -> None:
 
 def confine_to_cpu(cpu: int | None) -> None:
     """Run every thread of this process, and those it starts, on CPU ``cpu`` only
-        (``MasterConfig.cpu``; None: leave them be). ``ValueError`` names the CPUs allowed when
-        ``cpu`` is not one this process may use. Both entries run it before the master starts
+    (``MasterConfig.cpu``; None: leave them be). ``ValueError`` names the CPUs allowed when
+    ``cpu`` is not one this process may use. Both entries run it before the master starts
     (``flexjob master`` and ``main``): it is the whole process's."""
     if cpu is None:
         return
