@@ -37,14 +37,15 @@ def run(name: str, jobs: list[TraceJob], cluster: ClusterConfig, baseline: str) 
 
 
 def pooled(runs: list[list[SimResult]]) -> list[SimResult]:
-    """One result per policy over all seeds: every job's JCT, summed restarts."""
+    """One result per column of ``runs`` (a list per seed) over all seeds: every job's JCT,
+    summed restarts."""
     out = []
-    for i, policy in enumerate(POLICIES):
+    for i in range(len(runs[0])):
         mine = [r[i] for r in runs]
         jct = {f"{k}#{s}": v for s, r in enumerate(mine) for k, v in r.jct.items()}
         out.append(
             SimResult(
-                policy=policy,
+                policy=mine[0].policy,
                 jct=jct,
                 makespan=sum(r.makespan for r in mine) / len(mine),
                 gpu_utilisation=sum(r.gpu_utilisation for r in mine) / len(mine),

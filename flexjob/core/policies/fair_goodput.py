@@ -128,6 +128,12 @@ class FairGoodputPolicy(FreeMapPolicy):
         # Speedup curves by job id, reused while the job's speedup function and shape hold.
         self._curves: dict[str, tuple[Callable[[int, int], float], int, list[float]]] = {}
 
+    def weight(self, job: JobInfo) -> float:
+        """How much ``job``'s utility counts in the objective (1 for every job here; a subclass
+        may weigh jobs, e.g. ``benchmarks/scheduler_bounds.py`` by their true size)."""
+        del job
+        return 1.0
+
     def resize_factor(self, job: JobInfo) -> float:
         """What a resized running job's speedup counts over the horizon (restart cost)."""
         horizon = max(job.age, self.min_horizon)
@@ -251,7 +257,8 @@ class _Plan:
             else:
                 s = curve[n] * factor
             out.append(utility(s, p) if s > 0 else self.idle - NEVER)
-        return out
+        weight = self.policy.weight(job)
+        return out if weight == 1.0 else [v * weight for v in out]
 
     def admit(self) -> list[JobInfo]:
         left = self.total

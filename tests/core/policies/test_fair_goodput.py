@@ -101,6 +101,21 @@ def test_fairness_gives_the_poor_scaler_more_than_total_speedup_does() -> None:
     assert len(fair["good"]) + len(fair["poor"]) == 8
 
 
+class _Weighted(FairGoodputPolicy):
+    def weight(self, job: JobInfo) -> float:
+        return 4.0 if job.id == "heavy" else 1.0
+
+
+def test_a_job_weighed_higher_gets_more_of_the_gpus() -> None:
+    # Two identical jobs share 8 GPUs evenly; weighing one 4x moves GPUs to it, none overcommitted.
+    jobs = [_job("heavy", POOR), _job("light", POOR)]
+    even = FairGoodputPolicy().optimize(jobs, _cluster(1, 8), {})
+    weighed = _Weighted().optimize(jobs, _cluster(1, 8), {})
+    assert len(even["heavy"]) == len(even["light"])
+    assert len(weighed["heavy"]) > len(weighed["light"]) >= 1
+    assert len(weighed["heavy"]) + len(weighed["light"]) <= 8
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     prev=st.integers(1, 6),
