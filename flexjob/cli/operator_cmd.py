@@ -46,7 +46,9 @@ def operator(
     ),
     workers: int = typer.Option(4, min=1, help="Jobs reconciled at the same time."),
     parallel: int = typer.Option(
-        16, min=1, help="Pod creations/deletions one pass sends at once (at most)."
+        16,
+        min=1,
+        help="Pod creations one job's dispatch (or deletions one pass) sends at once (at most).",
     ),
     resync: float = typer.Option(
         60.0, min=0, help="Re-check every job this often (seconds; 0: never)."
@@ -129,6 +131,7 @@ def operator(
         metrics_addr=metrics_addr,
         job_master_state_claim=job_master_state_claim,
         job_master_brain_token_secret=brain_token_secret,
+        settle_heap=True,
     )
     platform = KubernetesPlatform.from_config(options.kubeconfig, context, server)
     try:

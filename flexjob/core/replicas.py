@@ -130,3 +130,14 @@ class Replica:
     def active(self) -> bool:
         """Pending or running: it still holds resources and may still finish."""
         return self.phase in (ReplicaPhase.PENDING, ReplicaPhase.RUNNING, ReplicaPhase.UNKNOWN)
+
+    @property
+    def decided_on(self) -> object:
+        """What ``core.reconcile`` reads of this replica: two states with equal values lead to
+        the same decision (a new pod is its expectation's equal: ``core.expectations``). A
+        failed replica's incarnation, time and why it failed count too (restarts and their
+        messages go by them)."""
+        state = (self.type, self.index, self.phase, self.deleting, self.node, self.exit_code)
+        if self.phase is ReplicaPhase.FAILED:
+            return (*state, self.uid, self.created, self.message, self.reason)
+        return state

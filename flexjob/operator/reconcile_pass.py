@@ -23,7 +23,7 @@ and puts the pods it created and the status it wrote back into the cache.
 
 import contextlib
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime
@@ -70,6 +70,8 @@ class PassResult:
     replicas: list[Replica]
     result: ReconcileResult
     deleted: bool
+    #: Whether the pass handed creates to a dispatcher instead of waiting for them.
+    dispatched: bool = False
 
     @property
     def acted(self) -> bool:
@@ -83,6 +85,10 @@ def is_deleting(job: ElasticJob) -> bool:
 
 
 _INDEPENDENT = (CreateReplica, DeleteReplica, RecordEvent)
+
+
+#: Sends a run of actions that creates replicas without the pass waiting (``create_dispatch``).
+Dispatch = Callable[[tuple[str, str], Sequence[Action]], None]
 
 
 def batches(actions: Sequence[Action]) -> list[list[Action]]:
@@ -107,7 +113,7 @@ class ActionFailed(Exception):
         self.error = error
 
 
-def _apply_one(platform: Platform, action: Action, done: Done | None) -> ActionFailed | None:
+def apply_one(platform: Platform, action: Action, done: Done | None) -> ActionFailed | None:
     try:
         apply_actions(platform, [action], done)
     except Exception as exc:
@@ -138,7 +144,7 @@ def apply_in_batches(
     actions in flight then have ended (no later one is sent)."""
     if parallel <= 1 or len(actions) <= 1:
         for action in actions:
-            failed = _apply_one(platform, action, done)
+            failed = apply_one(platform, action, done)
             if failed is not None:
                 raise failed
         return
@@ -163,7 +169,7 @@ def _slow_start(
     failures: list[tuple[int, ActionFailed]] = []
     while in_flight or (not failures and sent < len(batch)):
         while not failures and sent < len(batch) and len(in_flight) < window:
-            in_flight[pool.submit(_apply_one, platform, batch[sent], done)] = sent
+            in_flight[pool.submit(apply_one, platform, batch[sent], done)] = sent
             sent += 1
         finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
         for future in finished:
@@ -248,10 +254,13 @@ def observe(
         if listed is None:
             return None
         job, replicas, services, plans = listed
-        if cache is not None:
-            cache.job_seen(job)
-            cache.prime(key, replicas, services, plans, listed_at)
-        return job, replicas, services, first_pending(plans)
+        if cache is None:
+            return job, replicas, services, first_pending(plans)
+        cache.job_seen(job)
+        cache.prime(key, replicas, services, plans, listed_at)
+        cached = cache.read(key)  # what the list lacks but a dispatched create will make
+        if cached is None:
+            return job, replicas, services, first_pending(plans)
     known, pods, services_seen, plan = cached
     current = known if known is not None else _live_job(platform, namespace, name)
     if current is None or is_deleting(current):
@@ -272,12 +281,15 @@ def reconcile_job(
     server_token: str | None = None,
     cache: WatchCache | None = None,
     pool: ThreadPoolExecutor | None = None,
+    dispatch: Dispatch | None = None,
 ) -> PassResult | None:
     """Run one pass; None when there was no job to reconcile (gone, or being deleted).
     ``job_master``: how to run the master of jobs that need one (``core.job_master``);
     ``server_url``: the flexjob server DI coordinators ask (``FLEXJOB_SERVER_URL``), which
     with ``server_token`` (``FLEXJOB_SERVER_TOKEN``) they reach through their job's key.
-    ``pool``: threads for the reads and actions sent at once (else each pass starts its own)."""
+    ``pool``: threads for the reads and actions sent at once (else each pass starts its own).
+    ``dispatch`` (with ``cache``): where the runs of actions that create replicas go instead
+    of the pass waiting for them (``create_dispatch``; the cache expects their replicas)."""
     seen = observe(platform, namespace, name, parallel, cache, pool)
     if seen is None:
         return None
@@ -294,14 +306,17 @@ def reconcile_job(
         job_master=job_master,
         server_url=server_url and di_server_url(server_url, server_token, namespace, name),
     )
-    done = _feed(cache, namespace, name) if cache is not None else None
+    done = feed(cache, namespace, name) if cache is not None else None
+    handed, actions = hand_off(result.actions) if dispatch and cache else ([], result.actions)
+    if handed and dispatch is not None:
+        dispatch((namespace, name), handed)
     try:
-        apply_in_batches(platform, result.actions, parallel, done, pool)
+        apply_in_batches(platform, actions, parallel, done, pool)
     except ActionFailed as failed:
         report_failure(platform, namespace, name, failed)
         raise
     if any(isinstance(a, DeleteJob) for a in result.actions):
-        return PassResult(job, replicas, result, deleted=True)
+        return PassResult(job, replicas, result, deleted=True, dispatched=bool(handed))
     patch = owner_patch(job.status, result.status, StatusOwner.OPERATOR)
     if patch:
         try:
@@ -310,15 +325,30 @@ def reconcile_job(
                 cache.job_written(job)
         except NotFoundError:
             logger.info("job %s/%s disappeared while reconciling", namespace, name)
-    return PassResult(job, replicas, result, deleted=False)
+    return PassResult(job, replicas, result, deleted=False, dispatched=bool(handed))
 
 
-def _feed(cache: WatchCache, namespace: str, name: str) -> Done:
-    """Put each replica and service a pass created into ``cache`` as the create answered."""
+def hand_off(actions: Sequence[Action]) -> tuple[list[Action], list[Action]]:
+    """The runs of independent actions (``batches``) that create replicas or only record
+    events, to dispatch, and the other actions, for the pass itself, each in reconcile's order.
+    Nothing a pass does after them needs them done: reconcile creates a replica only once the
+    Service it needs was observed, and events are for people."""
+    handed: list[Action] = []
+    kept: list[Action] = []
+    for batch in batches(actions):
+        creates = any(isinstance(a, CreateReplica) for a in batch)
+        events = all(isinstance(a, RecordEvent) for a in batch)
+        (handed if creates or events else kept).extend(batch)
+    return handed, kept
+
+
+def feed(cache: WatchCache, namespace: str, name: str, run: int | None = None) -> Done:
+    """Put each replica and service a pass created into ``cache`` as the create answered
+    (``run``: the dispatch that sent them, when one did: ``create_dispatch``)."""
 
     def done(action: Action, result: object) -> None:
         if isinstance(result, Replica):
-            cache.created((namespace, name), result)
+            cache.created((namespace, name), result, run)
         elif isinstance(result, Service):
             cache.service_seen((namespace, name), result, deleted=False)
 

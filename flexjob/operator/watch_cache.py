@@ -16,6 +16,11 @@ ScalePlan by a higher resourceVersion (the API server's revisions grow across al
 pod by another incarnation (uid) or, for the same uid, a higher resourceVersion (a create's
 answer carries none here); a deleted incarnation's uid is remembered so that a late event or a
 list that still held it cannot bring it back. Not a general client cache: only what a pass reads.
+
+Creates a pass dispatched and did not wait for (``create_dispatch``) are expected (``expect``;
+the rule is ``core.expectations``): until the create's answer (``created``) or the end of the
+dispatch without it (``settle``), ``read`` counts it as a Pending replica while no pod of its
+name is in the cache.
 """
 
 import threading
@@ -25,7 +30,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from flexjob.api import ElasticJob, ScalePlan, ScalePlanPhase
-from flexjob.platform.api import Replica, Service
+from flexjob.core.expectations import (
+    EXPECTATION_TTL,
+    Expected,
+    answered,
+    counted,
+    expect,
+    settled,
+)
+from flexjob.platform.api import Replica, ReplicaRequest, Service
 
 JobKey = tuple[str, str]
 _OLDEST = datetime.min.replace(tzinfo=UTC)
@@ -50,18 +63,23 @@ class _Entry:
     services: dict[str, Service] = field(default_factory=dict)
     plans: dict[str, tuple[ScalePlan, int]] = field(default_factory=dict)
     stored_at: dict[tuple[str, str], float] = field(default_factory=dict)
+    expected: dict[str, Expected] = field(default_factory=dict)
 
 
 class WatchCache:
     """Jobs, pods, services and ScalePlans by job, as the watches last saw them."""
 
     def __init__(
-        self, relist_after: float = 60.0, clock: Callable[[], float] = time.monotonic
+        self,
+        relist_after: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+        expectation_ttl: float = EXPECTATION_TTL,
     ) -> None:
         self._lock = threading.Lock()
         self._jobs: dict[JobKey, tuple[ElasticJob, int]] = {}
         self._entries: dict[JobKey, _Entry] = {}
         self._relist_after = relist_after
+        self._ttl = expectation_ttl
         self.clock = clock
 
     def _entry(self, key: JobKey) -> _Entry:
@@ -123,10 +141,27 @@ class WatchCache:
                 entry.stored_at["plan", plan.metadata.name] = self.clock()
 
     # --- fed by passes (worker threads) ----------------------------------------------------
-    def created(self, key: JobKey, replica: Replica) -> None:
-        """A pod a pass created (the create's answer): the next pass sees it."""
+    def expect(self, key: JobKey, requests: Iterable[ReplicaRequest], run: int) -> None:
+        """Creates dispatch ``run`` is about to send: counted until settled or observed."""
+        with self._lock:
+            entry, now = self._entry(key), self.clock()
+            for request in requests:
+                entry.expected[request.name] = expect(request, now, run)
+
+    def settle(self, key: JobKey, names: Iterable[str], run: int) -> None:
+        """Dispatch ``run`` ended: what it did not create is no longer expected."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                entry.expected = settled(entry.expected, list(names), run)
+
+    def created(self, key: JobKey, replica: Replica, run: int | None = None) -> None:
+        """A pod a pass created (the create's answer; ``run``: the dispatch that sent it, whose
+        expectation it ends): the next pass sees it."""
         with self._lock:
             entry = self._entry(key)
+            if run is not None:
+                entry.expected = answered(entry.expected, replica.name, run)
             known = entry.pods.get(replica.name)
             if replica.uid not in entry.deleted_uids and (
                 known is None or known[0].uid != replica.uid
@@ -177,20 +212,24 @@ class WatchCache:
     def read(
         self, key: JobKey
     ) -> tuple[ElasticJob | None, list[Replica], list[Service], ScalePlan | None] | None:
-        """The job (None when not seen yet), its pods oldest first, services, and pending
-        ScalePlan; None when the job was never primed or its last list is too old."""
+        """The job (None when not seen yet), its pods oldest first then the replicas still
+        expected, services, and pending ScalePlan; None when the job was never primed or its
+        last list is too old."""
         with self._lock:
             entry = self._entries.get(key)
+            now = self.clock()
             if entry is None or entry.primed_at is None:
                 return None
-            if self.clock() - entry.primed_at > self._relist_after:
+            if now - entry.primed_at > self._relist_after:
                 return None
             known = self._jobs.get(key)
-            replicas = [r for r, _ in entry.pods.values()]
+            observed = sorted(
+                (r for r, _ in entry.pods.values()), key=lambda r: (r.created or _OLDEST, r.name)
+            )
+            replicas, entry.expected = counted(observed, entry.expected, now, self._ttl)
             services = list(entry.services.values())
             plans = [p for p, _ in entry.plans.values()]
         plans.sort(key=lambda p: (p.metadata.creation_timestamp or "", p.metadata.name))
-        replicas.sort(key=lambda r: (r.created or _OLDEST, r.name))
         services.sort(key=lambda s: s.name)
         return known[0] if known else None, replicas, services, first_pending(plans)
 

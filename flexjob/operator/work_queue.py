@@ -10,6 +10,10 @@ Jobs waiting in the queue come out highest ``spec.priority`` first (``JobPriorit
 in arrival order, so a burst of new jobs is created in priority order. An event that does not
 carry the job's priority (a pod's, a ScalePlan's) keeps the rank last given for that job.
 
+A pass that hands its creates to ``create_dispatch`` returns ``dispatched``; when they end the
+dispatcher calls ``settled``: a refused create retries the job with the same backoff as a failed
+pass, and the job's run of failures ends only once its creates went through.
+
 An event that only brings back what the job's last pass already saw (``handled``: the job's
 version that pass left behind, e.g. its own status patch coming back over the watch; a pod as
 that pass listed it) queues nothing: a pass now would decide what that one did. Objects that
@@ -28,6 +32,7 @@ from collections.abc import Awaitable, Callable, Mapping
 
 from flexjob.api import JobPriority
 from flexjob.operator import observing
+from flexjob.operator.create_dispatch import CreateDispatcher
 from flexjob.operator.watch_cache import WatchCache
 
 logger = logging.getLogger(__name__)
@@ -45,6 +50,7 @@ class JobQueue:
         retry_delay: float = 1.0,
         cache: WatchCache | None = None,
         max_retry_delay: float = 60.0,
+        dispatcher: CreateDispatcher | None = None,
     ) -> None:
         self._handle = handle
         #: What the watches saw, which the passes read (``reconcile_pass.observe``).
@@ -59,6 +65,10 @@ class JobQueue:
         self._pending: set[JobKey] = set()
         self._running: set[JobKey] = set()
         self._again: set[JobKey] = set()
+        # Passes whose dispatched creates have not settled yet, by job (``settled``).
+        self._unsettled: dict[JobKey, int] = {}
+        #: Where passes send their creates (``create_dispatch``); None: passes wait for them.
+        self.dispatcher = dispatcher
         # What the job's last pass saw: object name -> its state (a version, a replica).
         self._handled: dict[JobKey, Mapping[str, object]] = {}
         #: Seconds each pass took, in completion order, and what it returned (None: it failed).
@@ -95,15 +105,28 @@ class JobQueue:
         self._handled.pop(key, None)
         self._failures.pop(key, None)
         self.cache.forget(key)
+        if self.dispatcher is not None:
+            self.dispatcher.forget(key)
+
+    def halt(self, key: JobKey) -> None:
+        """The job is being deleted: its dispatched creates stop and those in flight end
+        (blocks: run it off the loop)."""
+        if self.dispatcher is not None and not self.dispatcher.halt(key):
+            logger.warning("job %s/%s: creates still in flight after 60 s", *key)
 
     @property
     def idle(self) -> bool:
-        return not self._pending and not self._running
+        """Nothing pending, running, or dispatched by a pass and not settled yet."""
+        return not self._pending and not self._running and not self._unsettled
 
     async def run(self) -> None:
-        async with asyncio.TaskGroup() as group:
-            for _ in range(self._workers):
-                group.create_task(self._work())
+        try:
+            async with asyncio.TaskGroup() as group:
+                for _ in range(self._workers):
+                    group.create_task(self._work())
+        finally:
+            if self.dispatcher is not None:
+                self.dispatcher.shutdown()
 
     async def _work(self) -> None:
         while True:
@@ -115,13 +138,14 @@ class JobQueue:
             result: object = None
             try:
                 result = await self._handle(key)
-                self._failures.pop(key, None)
+                if getattr(result, "dispatched", False):  # its creates settle it
+                    self._count_unsettled(key, +1)
+                else:
+                    self._failures.pop(key, None)
             except Exception:
                 observing.failed("reconcile")
-                failures = self._failures[key] = self._failures.get(key, 0) + 1
-                delay = min(self._retry_delay * 2 ** (failures - 1), self._max_retry_delay)
-                logger.exception("reconciling %s/%s failed; retrying in %.1f s", *key, delay)
-                asyncio.get_running_loop().call_later(delay, self.put, key)
+                logger.exception("reconciling %s/%s failed", *key)
+                self._retry_later(key)
             finally:
                 self.durations.append(time.perf_counter() - started)
                 self.results.append(result)
@@ -130,6 +154,30 @@ class JobQueue:
                 if key in self._again:
                     self._again.discard(key)
                     self.put(key)
+
+    def settled(self, key: JobKey, ok: bool) -> None:
+        """The creates a pass of ``key`` dispatched ended (``create_dispatch``): all went
+        through (the job's run of failures ends), or one was refused (retried with backoff,
+        as a failed pass). On the event loop's thread."""
+        self._count_unsettled(key, -1)
+        if ok:
+            self._failures.pop(key, None)
+        else:
+            self._retry_later(key)
+
+    def _count_unsettled(self, key: JobKey, change: int) -> None:
+        # A run may settle before its pass's end is counted here: the count passes through 0.
+        left = self._unsettled.get(key, 0) + change
+        if left:
+            self._unsettled[key] = left
+        else:
+            self._unsettled.pop(key, None)
+
+    def _retry_later(self, key: JobKey) -> None:
+        failures = self._failures[key] = self._failures.get(key, 0) + 1
+        delay = min(self._retry_delay * 2 ** (failures - 1), self._max_retry_delay)
+        logger.info("retrying %s/%s in %.1f s (failure %d in a row)", *key, delay, failures)
+        asyncio.get_running_loop().call_later(delay, self.put, key)
 
     async def wait_idle(self, timeout: float) -> None:
         """Wait until nothing is pending or running (for tests and the benchmark)."""

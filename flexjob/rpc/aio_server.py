@@ -32,6 +32,7 @@ from flexjob.rpc.gen import master_pb2_grpc as pb_grpc
 from flexjob.rpc.messages import MasterBackend
 from flexjob.rpc.server import (
     ATTACH_KEEPALIVE_S,
+    MASTER_SERVER_OPTIONS,
     BoundServer,
     MasterControlServicer,
     MasterServicer,
@@ -217,7 +218,7 @@ def serve_aio(
         servicer = _Servicer(backend, saves, writer, on_call)
         server = grpc.aio.server(
             interceptors=[_token_interceptor(token)] if token else None,
-            options=[("grpc.so_reuseport", 0)],
+            options=list(MASTER_SERVER_OPTIONS),
         )
         for sync, base, add, service in _services(backend):
             handlers = base()

@@ -1,8 +1,11 @@
 """How the kopf operator creates a job's pods, as a user sees it on the emulator: a template the
 API refuses costs one failed create and a FailedCreate Warning on the job (the slow-start window
-sends nothing more after the first failure), and no pod is ever created twice (a pass sees the
-pods the pass before it created, whether or not their watch events came)."""
+sends nothing more after the first failure), no pod is ever created twice (a pass sees the
+pods the pass before it created, whether or not their watch events came), and a job deleted
+while its creates are in flight keeps no pod (its release waits for them, nothing more is
+sent)."""
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
@@ -27,11 +30,15 @@ class PodPolicy:
     def __init__(self) -> None:
         self.deny = False
         self.reviewed: list[str] = []
+        #: While set and not yet released, every review waits for it (creates stay in flight).
+        self.hold: asyncio.Event | None = None
 
     async def review(self, request: aiohttp.web.Request) -> aiohttp.web.Response:
         body = await request.json()
         pod = body["request"]["object"]
         self.reviewed.append(pod["metadata"]["name"])
+        if self.hold is not None:
+            await self.hold.wait()
         answer: dict[str, Any] = {"uid": body["request"]["uid"], "allowed": not self.deny}
         if self.deny:
             answer["status"] = {"code": 403, "reason": "Forbidden", "message": DENIAL}
@@ -135,3 +142,30 @@ async def test_no_pod_is_created_twice(k8s_emulator: K8sEmulator) -> None:
         await op.queue.wait_idle(DEADLINE)
         assert len(policy.reviewed) == 60
         assert sorted(policy.reviewed) == sorted(set(policy.reviewed))
+
+
+async def test_a_job_deleted_mid_create_keeps_no_pod(k8s_emulator: K8sEmulator) -> None:
+    async with (
+        pod_policy(k8s_emulator) as policy,
+        running_operator(k8s_emulator, parallel=16) as op,
+    ):
+        policy.hold = asyncio.Event()
+        await op.custom(
+            "create_namespaced_custom_object", "default", "elasticjobs", job_body("gone", 12)
+        )
+        await wait_for(lambda: policy.reviewed, DEADLINE)  # its first create is in flight
+        await op.custom("delete_namespaced_custom_object", "default", "elasticjobs", "gone")
+        dispatcher = op.queue.dispatcher
+        assert dispatcher is not None
+        await wait_for(lambda: dispatcher.halted(("default", "gone")), DEADLINE)
+        policy.hold.set()  # the create in flight lands; nothing after it is sent
+
+        async def released() -> bool:
+            jobs = await in_thread(op.platform.list_jobs, "default")
+            pods = await in_thread(op.platform.list_replicas, "default", "gone")
+            return not pods and all(j.name != "gone" for j in jobs)
+
+        assert await wait_for(released, DEADLINE)
+        await op.queue.wait_idle(DEADLINE)
+        assert await in_thread(op.platform.list_replicas, "default", "gone") == []
+        assert policy.reviewed == ["gone-worker-0"]

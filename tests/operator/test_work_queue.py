@@ -139,14 +139,9 @@ async def test_an_event_about_what_the_last_pass_saw_runs_no_pass() -> None:
     assert seen == [("ns", "a")] * 4 + [("ns", "b")]
 
 
-async def test_a_pass_that_keeps_failing_is_retried_ever_later() -> None:
-    times: list[float] = []
-
-    async def handle(key: JobKey) -> None:
-        times.append(asyncio.get_running_loop().time())
-        raise RuntimeError("the API refuses the job's pods")
-
-    queue = JobQueue(handle, workers=1, retry_delay=0.05, max_retry_delay=0.2)
+async def assert_retried_ever_later(queue: JobQueue, times: list[float]) -> None:
+    """Run ``queue`` with one job until its handler ran 5 times (``times``): the gaps follow
+    the backoff 0.05, 0.1, 0.2, 0.2 s (``retry_delay=0.05, max_retry_delay=0.2``)."""
     queue.put(("ns", "a"))
     task = await run_queue(queue)
     deadline = asyncio.get_running_loop().time() + 10
@@ -157,3 +152,47 @@ async def test_a_pass_that_keeps_failing_is_retried_ever_later() -> None:
     assert len(gaps) == 4
     for gap, least in zip(gaps, (0.05, 0.1, 0.2, 0.2), strict=True):
         assert gap >= least - 0.005  # call_later never fires early; a busy machine only later
+
+
+async def test_a_pass_that_keeps_failing_is_retried_ever_later() -> None:
+    times: list[float] = []
+
+    async def handle(key: JobKey) -> None:
+        times.append(asyncio.get_running_loop().time())
+        raise RuntimeError("the API refuses the job's pods")
+
+    queue = JobQueue(handle, workers=1, retry_delay=0.05, max_retry_delay=0.2)
+    await assert_retried_ever_later(queue, times)
+
+
+async def test_refused_dispatched_creates_are_retried_ever_later() -> None:
+    """A pass that hands its creates off succeeds; their refusal (``settled(key, False)``)
+    retries the job with the same growing backoff as a failed pass, and the queue is not idle
+    while they are in flight."""
+    times: list[float] = []
+
+    class Passed:
+        dispatched = True
+
+    async def handle(key: JobKey) -> Passed:
+        times.append(asyncio.get_running_loop().time())
+        asyncio.get_running_loop().call_soon(queue.settled, key, False)  # the creates failed
+        return Passed()
+
+    queue = JobQueue(handle, workers=1, retry_delay=0.05, max_retry_delay=0.2)
+    await assert_retried_ever_later(queue, times)
+
+
+async def test_a_job_whose_creates_are_in_flight_keeps_the_queue_busy() -> None:
+    async def handle(key: JobKey) -> object:
+        return type("Passed", (), {"dispatched": True})()
+
+    queue = JobQueue(handle, workers=1)
+    queue.put(("ns", "a"))
+    task = await run_queue(queue)
+    await queue.wait_idle(0.3)
+    assert not queue.idle  # its creates have not settled
+    queue.settled(("ns", "a"), True)
+    await queue.wait_idle(5)
+    task.cancel()
+    assert queue.idle

@@ -46,8 +46,9 @@ JOB_SEEN = "elasticjob"
 
 def seen_by(job_version: str | None, replicas: list[Replica]) -> dict[str, object]:
     """What a pass saw, as ``JobQueue.handled`` takes it: the job's version it left behind
-    and every replica it listed (as the pod handler converts a pod)."""
-    return {JOB_SEEN: job_version, **{r.name: r for r in replicas}}
+    and what it read of every replica it counted (``Replica.decided_on``, as the pod handler
+    gives a pod's)."""
+    return {JOB_SEEN: job_version, **{r.name: r.decided_on for r in replicas}}
 
 
 logger = logging.getLogger(__name__)
@@ -82,7 +83,7 @@ def pod_handler(queue: JobQueue) -> Callable[[str | None, Mapping[str, Any]], No
         if type == "DELETED" or replica is None:  # a deleted pod's last state is not an echo
             queue.put(key)
         else:
-            queue.put(key, seen=(meta.get("name") or "", replica))
+            queue.put(key, seen=(meta.get("name") or "", replica.decided_on))
 
     return pod_event
 
@@ -130,6 +131,7 @@ def register_handlers(
 
     @kopf.on.delete(*JOB_RESOURCE, registry=registry, id="release")
     async def job_deleted(namespace: str | None, name: str, **_: Any) -> None:
+        await asyncio.to_thread(queue.halt, (namespace or "", name))  # no create after the list
         removed = await asyncio.to_thread(release_job, platform, namespace or "", name)
         logger.info("job %s/%s deleted: removed %d replicas", namespace, name, removed)
 

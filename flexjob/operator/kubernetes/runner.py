@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
+import gc
 import logging
 import os
 from collections.abc import Callable, Iterable
@@ -29,6 +30,7 @@ from flexjob.core.job_master import (
     kubernetes_job_master,
 )
 from flexjob.observe import metrics_http
+from flexjob.operator.create_dispatch import CreateDispatcher
 from flexjob.operator.kubernetes.admission import register_admission
 from flexjob.operator.kubernetes.foreign import register_foreign
 from flexjob.operator.kubernetes.handlers import (
@@ -39,6 +41,7 @@ from flexjob.operator.kubernetes.handlers import (
 )
 from flexjob.operator.kubernetes.pod_watch import PodWatch
 from flexjob.operator.reconcile_pass import reconcile_job
+from flexjob.operator.watch_cache import WatchCache
 from flexjob.operator.work_queue import JobKey, JobQueue
 from flexjob.platform.api import Platform
 from flexjob.platform.kubernetes.connection import load_configuration
@@ -87,6 +90,9 @@ class OperatorConfig:
     resync_interval: float | None = 60.0
     webhooks: WebhookConfig | None = None
     post_events: bool = True
+    #: Once started, freeze what start-up made out of the collector's sight and collect less
+    #: often (``settle_heap``): for an operator process of its own (``flexjob operator``).
+    settle_heap: bool = False
     #: Watch-stream server timeout (seconds); small values make tests notice changes sooner.
     watch_timeout: float | None = None
     standalone: bool = True
@@ -203,11 +209,14 @@ def make_queue(
     clock: Callable[[], datetime],
     parallel: int = 1,
     job_master: JobMasterConfig | None = None,
+    in_flight: int | None = None,
 ) -> JobQueue:
     """The work queue whose workers run ``reconcile_job`` (each applying ``parallel`` actions
     at a time) on threads of their own (a pass never waits behind the loop's other
     ``to_thread`` work); the passes share one pool for what they send at once, so that its
-    threads are started once, not for every pass."""
+    threads are started once, not for every pass. A pass hands the runs of actions that
+    create replicas to a ``CreateDispatcher`` (``in_flight`` creates at most in flight in the
+    process, default ``workers * parallel``) and does not wait for them."""
 
     server_url = os.environ.get(ENV_SERVER_URL)
     server_token = os.environ.get(ENV_SERVER_TOKEN)
@@ -215,9 +224,19 @@ def make_queue(
     pool = ThreadPoolExecutor(
         max_workers=workers * max(parallel, 3), thread_name_prefix="flexjob-apply"
     )
+    loops: list[asyncio.AbstractEventLoop] = []  # the loop the queue runs on, once it does
+
+    def settled(key: JobKey, ok: bool) -> None:  # on a dispatcher thread
+        loops[0].call_soon_threadsafe(queue.settled, key, ok)
+
+    cache = WatchCache()
+    dispatcher = CreateDispatcher(
+        platform, cache, parallel, in_flight or workers * max(parallel, 1), settled
+    )
 
     async def handle(key: JobKey) -> object:
-        passed = await asyncio.get_running_loop().run_in_executor(
+        loops[:] = [asyncio.get_running_loop()]
+        passed = await loops[0].run_in_executor(
             passes,
             functools.partial(
                 reconcile_job,
@@ -231,6 +250,7 @@ def make_queue(
                 server_token,
                 queue.cache,
                 pool,
+                dispatcher.send,
             ),
         )
         if passed is not None and not passed.deleted:
@@ -241,7 +261,7 @@ def make_queue(
             queue.put(key)
         return passed
 
-    queue = JobQueue(handle, workers=workers)
+    queue = JobQueue(handle, workers=workers, cache=cache, dispatcher=dispatcher)
     return queue
 
 
@@ -272,7 +292,7 @@ async def run_operator(
     helpers = [
         asyncio.create_task(queue.run(), name="flexjob-reconcile-workers"),
         asyncio.create_task(pods.run(), name="flexjob-pod-watch"),
-        asyncio.create_task(_all_set(ready, kopf_ready, pods.listed)),
+        asyncio.create_task(_all_set(ready, kopf_ready, pods.listed, settle=options.settle_heap)),
     ]
     endpoint = metrics_http.serve_configured(options.metrics_addr)
     try:
@@ -295,9 +315,30 @@ async def run_operator(
                 await helper
 
 
-async def _all_set(result: asyncio.Event | None, *events: asyncio.Event) -> None:
-    """Set ``result`` once every one of ``events`` is (kopf ready, the pods listed)."""
+#: The collector's thresholds once the operator runs (Python's are 700, 10, 10).
+GC_THRESHOLDS = (10_000, 20, 100)
+
+
+def settle_heap() -> None:
+    """After start-up: move every object alive now (modules, kopf's registry, the clients) to
+    the permanent generation, and collect young objects every 10,000 allocations instead of
+    700 and the whole heap a tenth as often. A collection stops every thread of the process:
+    at 5,000 pods Python's defaults made ~600 collections, full ones of 0.1-0.5 s among them
+    (``benchmarks/operator_scale.py`` at a load of 4-8), which every pass running then
+    waited out."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
+
+
+async def _all_set(
+    result: asyncio.Event | None, *events: asyncio.Event, settle: bool = False
+) -> None:
+    """Set ``result`` once every one of ``events`` is (kopf ready, the pods listed); with
+    ``settle``, ``settle_heap`` first."""
     for event in events:
         await event.wait()
+    if settle:
+        settle_heap()
     if result is not None:
         result.set()
