@@ -126,6 +126,15 @@ class _Cpus:
             return _Cpus()
         return _Cpus(cpus[0], frozenset(cpus[1:]) if name == "split" else None)
 
+    def others_label(self) -> str:
+        """What the "others" row measures: whatever else kept the master's CPU busy (other
+        jobs on a shared machine; the clients too unless split)."""
+        if self.server is None:
+            return "other processes' CPU, all CPUs (CPUs)"
+        if self.clients:
+            return f"CPU {self.server} busy besides the master (CPUs)"
+        return f"CPU {self.server} busy besides the master (clients too) (CPUs)"
+
     def describe(self) -> str:
         everywhere = f"any of CPUs {sorted(os.sched_getaffinity(0))}"
         if self.server is None:
@@ -201,6 +210,18 @@ def _pct_ms(latencies: list[float], pct: int) -> float:
 
 def _p99_ms(latencies: list[float]) -> float:
     return _pct_ms(latencies, 99)
+
+
+def _busy_s(cpu: int | None) -> float:
+    """Seconds CPU ``cpu`` (None: all CPUs together) was busy so far, whoever ran (Linux
+    ``/proc/stat``: all but idle and I/O wait)."""
+    name = "cpu" if cpu is None else f"cpu{cpu}"
+    for line in Path("/proc/stat").read_text().splitlines():
+        fields = line.split()
+        if fields[0] == name:
+            ticks = [int(x) for x in fields[1:9]]
+            return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+    raise ValueError(f"/proc/stat has no {name} line")
 
 
 def _children_cpu_s() -> float:
@@ -296,13 +317,34 @@ def _batched(client: MasterClient, k: int, stop_at: float, lat: list[float]) -> 
         done = [s.shard_id for s in lease.shards]
 
 
+@dataclass
+class _Window:
+    """While the clients ran (their start to the last result): its seconds, the CPU seconds
+    of process ``pid`` (the master) and the busy seconds of CPU ``cpu`` (None: all CPUs)."""
+
+    pid: int
+    cpu: int | None
+    wall: float = 0.0
+    used: float = 0.0
+    busy: float = 0.0
+
+    def begin(self) -> None:
+        self.wall, self.used, self.busy = time.monotonic(), _cpu_s(self.pid), _busy_s(self.cpu)
+
+    def end(self) -> None:
+        self.wall = time.monotonic() - self.wall
+        self.used = _cpu_s(self.pid) - self.used
+        self.busy = _busy_s(self.cpu) - self.busy
+
+
 def _run_procs(
     target: Callable[..., None],
     args_per_proc: list[tuple[Any, ...]],
     cpus: frozenset[int] | None = None,
+    window: _Window | None = None,
 ) -> list[Any]:
     """One process per args, each confined to ``cpus`` (None: anywhere); started together,
-    their results once each is done, after the start time."""
+    their results once each is done, after the start time; ``window`` measured meanwhile."""
     ctx = mp.get_context("fork")
     start, out = ctx.Event(), ctx.Queue()
     procs = [
@@ -312,6 +354,8 @@ def _run_procs(
         p.start()
     time.sleep(1.0)  # let every process connect
     t0 = time.time()
+    if window is not None:
+        window.begin()
     start.set()
     results: list[Any] = []
     while len(results) < len(procs):
@@ -320,6 +364,8 @@ def _run_procs(
         except queue.Empty:
             if any(p.exitcode not in (None, 0) for p in procs):
                 raise RuntimeError("a client process failed") from None
+    if window is not None:
+        window.end()
     for p in procs:
         p.join(10)
     return [t0, *results]
@@ -328,8 +374,9 @@ def _run_procs(
 @dataclass(frozen=True)
 class _Row:
     """One shard phase: shard requests/s, p50 and p99 per shard, the master's CPU seconds per
-    shard, the seconds between one thread's shards (0: back to back) and the client
-    processes' CPU seconds per second (1.0: one CPU busy)."""
+    shard, the seconds between one thread's shards (0: back to back), the client
+    processes' CPU seconds per second (1.0: one CPU busy) and the CPU seconds per second of
+    whatever else ran where the master ran (``_Cpus.others``)."""
 
     name: str
     rate: float
@@ -338,6 +385,7 @@ class _Row:
     cpu: float
     interval: float
     clients_cpu: float
+    others_cpu: float
 
 
 def _args() -> argparse.Namespace:
@@ -417,21 +465,27 @@ def _shard_rows(
                 for p in range(args.procs)
             ]
             before, clients_before = _cpu_s(master.process.pid), _children_cpu_s()
-            _, *lats = _run_procs(_shard_worker, per_s, cpus.clients)
+            window = _Window(master.process.pid, cpus.server)
+            _, *lats = _run_procs(_shard_worker, per_s, cpus.clients, window)
             cpu = _cpu_s(master.process.pid) - before
             # the client processes: the only children that ended meanwhile (the master runs on)
-            clients_cpu = (_children_cpu_s() - clients_before) / args.seconds
+            clients = _children_cpu_s() - clients_before
+            # pinned: only the master's CPU (the clients too unless split); else all CPUs
+            mine = window.used + (clients if cpus.server is None else 0.0)
+            others = max(0.0, window.busy - mine) / window.wall
         finally:
             master.stop()
         flat = sorted(x for lat in lats for x in lat)
         per_shard = 1 if mode == "get" else 2  # a get and its report: two requests
         rate = len(flat) * per_shard / args.seconds
         p50, p99, cpu_per = _pct_ms(flat, 50), _p99_ms(flat), cpu / max(1, len(flat))
-        rows.append(_Row(name, rate, p50, p99, cpu_per, interval, clients_cpu))
+        rows.append(_Row(name, rate, p50, p99, cpu_per, interval, clients / args.seconds, others))
     return rows
 
 
-def _table(args: argparse.Namespace, rows: list[_Row], bares: list[_Bare]) -> list[list[str]]:
+def _table(
+    args: argparse.Namespace, rows: list[_Row], bares: list[_Bare], where: _Cpus
+) -> list[list[str]]:
     def vs(value: float, *bases: float) -> list[str]:
         return [x for b in bases for x in (f"{b:,.1f}", f"{value / b:.2f}" if b else "-")]
 
@@ -453,6 +507,8 @@ def _table(args: argparse.Namespace, rows: list[_Row], bares: list[_Bare]) -> li
             table.append(["  master CPU per shard (us)", clients, f"{r.cpu * 1e6:.0f}", "-"])
             table[-1] += [*vs(r.cpu * 1e6, *cpus), "-"]
         table.append(["  client processes' CPU (CPUs)", clients, f"{r.clients_cpu:.2f}", "-"])
+        table[-1] += ["-"] * (len(bares) * 2 + 1)
+        table.append([f"  {where.others_label()}", clients, f"{r.others_cpu:.2f}", "-"])
         table[-1] += ["-"] * (len(bares) * 2 + 1)
     return table
 
@@ -492,7 +548,7 @@ def main() -> int:
                 for aio in (False, True)
             ]
             print(where.describe())
-            print_table([header, *_table(args, rows, bares)])
+            print_table([header, *_table(args, rows, bares, where)])
             print()
     print(
         f"bare gRPC (a thread pool of {args.rpc_workers}) and bare aio (grpc.aio, one event "
@@ -502,7 +558,10 @@ def main() -> int:
         f"{args.threads} threads, one call each); back to back they queue (Little's law: "
         "mean latency = callers / calls per s). Paced rows: @ total shards/s offered (each "
         "shard 2 requests; @2,500/s is the goal's 5,000 shard requests/s). Client "
-        "processes' CPU: CPU-seconds a second of all client processes together. Load "
+        "processes' CPU: CPU-seconds a second of all client processes together; busy besides "
+        "the master: what else ran on the master's CPU meanwhile (other jobs of a shared "
+        "machine: the master waits for it; unpinned: all CPUs, less the master and clients). "
+        "Load "
         f"average (1 min) at the start {load[0]:.2f}, at the end {os.getloadavg()[0]:.2f} on "
         f"{os.cpu_count()} CPUs: latency on a shared machine follows it."
     )

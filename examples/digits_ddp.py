@@ -77,13 +77,16 @@ def main() -> None:
                 trainer.report_loss(loss.item() / max(len(step.indices), 1))
         info = world_info()
         steps, reforms = trainer.step_count, trainer.reforms
+        plan = trainer.batch_plan
+        batch = f" global_batch={plan.global_batch_size}" if plan else ""
+        lr = optimizer.param_groups[0]["lr"]
     if info.rank == 0:
         with torch.no_grad():
             acc = (model(x_te).argmax(1) == y_te).float().mean().item()
             train_loss = F.cross_entropy(model(x_tr), y_tr).item()
         print(
             f"digits: accuracy={acc:.4f} steps={steps} world_size={info.world_size} "
-            f"reforms={reforms} loss={train_loss:.6f}",
+            f"reforms={reforms} loss={train_loss:.6f}{batch} lr={lr:.6g}",
             flush=True,
         )
 

@@ -10,6 +10,7 @@ this arithmetic. Not for learning-rate scaling or data loading.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -27,6 +28,14 @@ class RankBatch:
     micro_batches: int
     micro_batch_size: int
     global_batch_size: int
+    #: The job's adaptive-batch bound (``spec.batch.maxGlobalBatchSize`` with ``adaptive``
+    #: on): the trainer may grow the global batch up to it (``trainer.adaptive``); 0: fixed.
+    max_global_batch_size: int = 0
+
+    @property
+    def adaptive(self) -> bool:
+        """Whether the trainer may change the global batch (``trainer.batch_adapter``)."""
+        return self.max_global_batch_size > self.global_batch_size
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +44,8 @@ class BatchPlan:
 
     micro_batch_size: int
     total_micro_batches: int
+    #: Adaptive batch size on: the largest global batch the trainer may pick; 0: fixed.
+    max_global_batch_size: int = 0
 
     def __post_init__(self) -> None:
         if self.micro_batch_size < 1:
@@ -78,7 +89,10 @@ class BatchPlan:
     def for_rank(self, rank: int, world_size: int) -> RankBatch:
         """Worker ``rank``'s share of the plan in a world of ``world_size``."""
         return RankBatch(
-            self.micro_batches(rank, world_size), self.micro_batch_size, self.global_batch_size
+            self.micro_batches(rank, world_size),
+            self.micro_batch_size,
+            self.global_batch_size,
+            self.max_global_batch_size,
         )
 
     def assignment(self, world_size: int) -> tuple[int, ...]:
@@ -95,7 +109,10 @@ def batch_plan_from_spec(spec: BatchSpec) -> BatchPlan:
     if micro is None:
         raise InvalidSpecError("spec.batch.microBatchSize is required")
     if spec.global_batch_size is not None:
-        return BatchPlan.for_global_batch(spec.global_batch_size, micro)
+        plan = BatchPlan.for_global_batch(spec.global_batch_size, micro)
+        if spec.adaptive and spec.max_global_batch_size:
+            plan = dataclasses.replace(plan, max_global_batch_size=spec.max_global_batch_size)
+        return plan
     if spec.max_workers is not None:
         return BatchPlan.for_max_workers(spec.max_workers, micro)
     raise InvalidSpecError("spec.batch: give globalBatchSize or maxWorkers with microBatchSize")

@@ -37,6 +37,9 @@ def field_names(cls: type) -> list[str]:
 
 
 _NAMES: dict[type, tuple[str, ...]] = {}  # a type's fields do not change: looked up once
+#: Whether values of a type are repeated (copied as a tuple): the ``Sequence`` check is an ABC
+#: look-up, slow on the master's every call, and a type's answer does not change.
+_REPEATED: dict[type, bool] = {}
 
 
 def build(cls: type[T], source: object, **given: Any) -> T:
@@ -49,8 +52,13 @@ def build(cls: type[T], source: object, **given: Any) -> T:
     for name in names:
         if name not in given:
             value = getattr(source, name)
-            is_list = not isinstance(value, _SCALARS) and isinstance(value, Sequence)
-            values[name] = tuple(value) if is_list else value
+            kind = type(value)
+            repeated = _REPEATED.get(kind)
+            if repeated is None:
+                repeated = _REPEATED[kind] = not issubclass(kind, _SCALARS) and issubclass(
+                    kind, Sequence
+                )
+            values[name] = tuple(value) if repeated else value
     return cls(**values)
 
 

@@ -15,9 +15,10 @@ from flexjob.trainer.sampler import Batch, ElasticSampler, NoShard, ShardSamples
 from flexjob.trainer.world import Generation, WorldInfo, world_info
 
 if TYPE_CHECKING:
+    from flexjob.trainer.batch import Step
     from flexjob.trainer.checkpoint import Checkpointer
     from flexjob.trainer.data_sampler import ElasticDistributedSampler
-    from flexjob.trainer.elastic import ElasticTrainer, Step
+    from flexjob.trainer.elastic import ElasticTrainer
     from flexjob.trainer.link import replica_link
     from flexjob.trainer.ps_set import PsSet
     from flexjob.trainer.ps_torch import PsEmbedding, PsSync
@@ -47,7 +48,7 @@ _LAZY = {
     "Checkpointer": "flexjob.trainer.checkpoint",
     "ElasticDistributedSampler": "flexjob.trainer.data_sampler",
     "ElasticTrainer": "flexjob.trainer.elastic",
-    "Step": "flexjob.trainer.elastic",
+    "Step": "flexjob.trainer.batch",
     "PsSet": "flexjob.trainer.ps_set",
     "PsEmbedding": "flexjob.trainer.ps_torch",
     "PsSync": "flexjob.trainer.ps_torch",

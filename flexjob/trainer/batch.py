@@ -13,13 +13,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from flexjob.api.errors import NotFoundError
 from flexjob.core.batch import BatchPlan, RankBatch
-
-if TYPE_CHECKING:
-    from flexjob.trainer.elastic import Step
 
 
 def accumulation_steps(total_micro_batches: int, rank: int, world_size: int) -> int:
@@ -58,6 +55,25 @@ def fetch_plan(source: Any, rank: int, world_size: int, sampler_batch: int) -> R
 def micro_batches_of(plan: RankBatch | None) -> int:
     """How many sampler batches one step takes: the plan's micro-batches, else 1."""
     return 1 if plan is None else plan.micro_batches
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Step:
+    """One training step for this rank: its indices and how to scale a summed loss."""
+
+    number: int
+    indices: list[int]
+    epoch: int
+    global_samples: int
+    world_size: int
+    #: With a fixed global batch: this rank's micro-batches (their indices make up
+    #: ``indices``); run them with ``ElasticTrainer.micro_steps``.
+    micro: tuple[list[int], ...] = ()
+
+    @property
+    def loss_scale(self) -> float:
+        """Multiply a per-sample *summed* loss by this: DDP's averaging then yields the mean."""
+        return self.world_size / self.global_samples
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -16,8 +16,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.distributed as dist
@@ -26,7 +25,7 @@ from torch.nn.parallel import DistributedDataParallel
 from flexjob.api import names
 from flexjob.core.batch import RankBatch
 from flexjob.trainer import group, preflight, world
-from flexjob.trainer.batch import MicroSteps, fetch_plan, micro_batches_of
+from flexjob.trainer.batch import MicroSteps, Step, fetch_plan, micro_batches_of
 from flexjob.trainer.checkpoint import Checkpointer
 from flexjob.trainer.flash import FlashCheckpoint, flash_enabled
 from flexjob.trainer.peer_shards import PeerShards
@@ -36,30 +35,14 @@ from flexjob.trainer.sampler import Batch, ElasticSampler, NoShard, ShardSource
 from flexjob.trainer.status import StatusWriter
 from flexjob.trainer.step_time import OwnStepTimer
 
+if TYPE_CHECKING:
+    from flexjob.trainer.batch_adapter import BatchAdapter
+
 log = logging.getLogger(__name__)
 
 PUBLISH_EVERY_S = 0.5
 #: Steps between two checkpoints of rank 0 (and one at the end).
 DEFAULT_CHECKPOINT_EVERY = 50
-
-
-@dataclass(frozen=True, slots=True)
-class Step:
-    """One training step for this rank: its indices and how to scale a summed loss."""
-
-    number: int
-    indices: list[int]
-    epoch: int
-    global_samples: int
-    world_size: int
-    #: With a fixed global batch: this rank's micro-batches (their indices make up
-    #: ``indices``); run them with ``ElasticTrainer.micro_steps``.
-    micro: tuple[list[int], ...] = ()
-
-    @property
-    def loss_scale(self) -> float:
-        """Multiply a per-sample *summed* loss by this: DDP's averaging then yields the mean."""
-        return self.world_size / self.global_samples
 
 
 class ElasticTrainer:
@@ -127,6 +110,8 @@ class ElasticTrainer:
         #: This rank's share of the job's fixed global batch in the current world (None: the
         #: job has no ``spec.batch``; one sampler batch per step).
         self.batch_plan: RankBatch | None = None
+        #: With ``spec.batch.adaptive``: re-plans the global batch (``trainer.batch_adapter``).
+        self._adapter: BatchAdapter | None = None
 
     # ---- lifecycle ----
     def __enter__(self) -> ElasticTrainer:
@@ -296,7 +281,9 @@ class ElasticTrainer:
         wants = 1 if self._watcher is not None and self._watcher.waiting > 0 else 0
         batches = got if isinstance(got, list) else []
         slots = self._peers.encode(batches, dist.get_world_size())
-        ctl = torch.tensor([n, more, wants, *slots], dtype=torch.int64)
+        # Rank 0's adaptive-batch proposal rides here: every rank applies it from the next step.
+        batch, gain = self._adapter.proposal(dist.get_rank()) if self._adapter else (0, 0)
+        ctl = torch.tensor([n, more, wants, batch, gain, *slots], dtype=torch.int64)
         self.step_timer.control_entered()
         try:
             dist.all_reduce(ctl)
@@ -308,8 +295,11 @@ class ElasticTrainer:
             log.info("control all-reduce failed in round %s: %s", self.round, exc)
             return None
         values = [int(v) for v in ctl.tolist()]
-        total, more_sum, wants_sum = values[:3]
-        self._peers.control_done(values[3:])
+        total, more_sum, wants_sum, batch, gain = values[:5]
+        self._peers.control_done(values[5:])
+        if batch and self._adapter is not None:
+            rank, size = dist.get_rank(), dist.get_world_size()
+            self.batch_plan = self._adapter.apply(batch, gain, rank, size)
         return total, more_sum > 0, wants_sum > 0
 
     def _after_step(self) -> None:
@@ -438,6 +428,13 @@ class ElasticTrainer:
         dataset = self.sampler.dataset
         self._peers.report(lambda process, shard: bool(report_as(process, dataset, shard)))
 
+    def _adapt(self, nodes: int, size: int) -> None:
+        if self.batch_plan is not None and self.batch_plan.adaptive and self._ddp is not None:
+            from flexjob.trainer.batch_adapter import BatchAdapter  # numpy: only when adaptive
+
+            self._adapter = self._adapter or BatchAdapter.start(self, self.batch_plan)
+            self._adapter.formed(nodes, size, self._ddp, self.batch_plan)
+
     def _form(self, gen: world.Generation) -> None:
         while True:
             rank = gen.rank(self.ident.local_rank, self.ident.local_world_size)
@@ -478,6 +475,7 @@ class ElasticTrainer:
         os.environ.update(env)
         info = world.world_info_of(gen, self.ident)
         world.set_current(info)
+        self._adapt(info.num_nodes, size)
         self._write_status(size, force=True)  # self.round is gen.round from here
         if self._watcher is not None:
             self._watcher.clear()

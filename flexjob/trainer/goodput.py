@@ -32,7 +32,8 @@ from flexjob.core.policies.goodput_model import StepSample, ThroughputParams, fi
 if TYPE_CHECKING:
     import torch
 
-    from flexjob.trainer.elastic import ElasticTrainer, Step
+    from flexjob.trainer.batch import Step
+    from flexjob.trainer.elastic import ElasticTrainer
     from flexjob.trainer.world import WorldInfo
 
 #: Shape of a step: (nodes, replicas, local batch).

@@ -32,13 +32,17 @@ class RunResult:
     output: str
 
 
-def _start_master(tmp: Path, max_nodes: int) -> subprocess.Popen[bytes]:
+def start_master(
+    tmp: Path, max_nodes: int, batch: BatchPlan | None = None
+) -> subprocess.Popen[bytes]:
+    """A ``flexjob master`` for a job whose ``spec.batch`` is ``batch`` (default: this
+    module's fixed global batch); its output goes to ``tmp/master.out``."""
     config = MasterConfig(
         job_name="fidelity",
         min_nodes=1,
         max_nodes=max_nodes,
         heartbeat_timeout=5.0,
-        batch=BatchPlan.for_global_batch(GLOBAL_BATCH, MICRO_BATCH),
+        batch=batch or BatchPlan.for_global_batch(GLOBAL_BATCH, MICRO_BATCH),
     )
     job_dir = tmp / "job"
     job_dir.mkdir(parents=True)
@@ -55,7 +59,7 @@ def _final_loss(*texts: str) -> float:
 
 
 def _run(tmp: Path, *, elastic: bool, timeout: float) -> RunResult:
-    master = _start_master(tmp, max_nodes=3 if elastic else 2)
+    master = start_master(tmp, max_nodes=3 if elastic else 2)
     job: Job | None = None
     try:
         probe = Job(master, tmp / "job", tmp / "master.out", [])

@@ -25,6 +25,15 @@ def test_worker_bounds_dataset_and_batch_come_from_the_job() -> None:
     assert cfg.batch is not None and cfg.batch.global_batch_size == 48
 
 
+def test_an_adaptive_batch_gives_the_plan_its_bound_and_a_fixed_one_none() -> None:
+    batch = {"globalBatchSize": 64, "microBatchSize": 8, "maxGlobalBatchSize": 512}
+    adaptive = MasterConfig.from_job(job({"batch": {**batch, "adaptive": True}})).batch
+    fixed = MasterConfig.from_job(job({"batch": batch})).batch
+    assert adaptive is not None and fixed is not None
+    assert (adaptive.global_batch_size, adaptive.max_global_batch_size) == (64, 512)
+    assert (fixed.global_batch_size, fixed.max_global_batch_size) == (64, 0)
+
+
 def test_fixed_replicas_give_a_fixed_world() -> None:
     cfg = MasterConfig.from_job(job({"replicaSpecs": {"worker": {"replicas": 3}}}))
     assert (cfg.min_nodes, cfg.max_nodes) == (3, 3)

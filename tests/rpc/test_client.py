@@ -1,11 +1,14 @@
 """MasterClient against a real in-process master over gRPC on loopback."""
 
+import dataclasses
 import socket
 import threading
 
 import pytest
 
 from flexjob.api.errors import InvalidSpecError, NotFoundError, UnavailableError
+from flexjob.core.batch import BatchPlan
+from flexjob.core.master_config import MasterConfig
 from flexjob.master.main import MasterHandle, start_master
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.messages import NodeRef, NodeStats
@@ -51,6 +54,20 @@ def test_batch_plan_keeps_the_global_batch(master: MasterHandle) -> None:
     plans = [a.get_batch_plan(rank, 3) for rank in range(3)]
     assert [p.micro_batches for p in plans] == [2, 1, 1]
     assert plans[0].global_batch_size == 16
+
+
+def test_an_adaptive_batch_plan_carries_its_bound_over_the_wire(
+    master_config: MasterConfig,
+) -> None:
+    adaptive = dataclasses.replace(BatchPlan.for_global_batch(16, 4), max_global_batch_size=64)
+    handle = start_master(dataclasses.replace(master_config, batch=adaptive))
+    try:
+        (a,) = clients(handle, 1)
+        plan = a.get_batch_plan(0, 2)
+        assert (plan.global_batch_size, plan.max_global_batch_size, plan.adaptive) == (16, 64, True)
+    finally:
+        handle.stop()
+    assert not BatchPlan.for_global_batch(16, 4).for_rank(0, 2).adaptive  # fixed: bound 0
 
 
 def test_bad_rank_is_an_invalid_argument(master: MasterHandle) -> None:

@@ -9,7 +9,7 @@ import pytest
 from flexjob.api import names
 from flexjob.core.policies import GoodputModel, ThroughputParams
 from flexjob.scheduler.profilings import goodput_model
-from flexjob.trainer.elastic import Step
+from flexjob.trainer.batch import Step
 from flexjob.trainer.goodput import GoodputReporter, NoiseScaleMeter, ThroughputMeter
 from flexjob.trainer.world import WorldInfo
 

@@ -164,10 +164,14 @@ def _features(sample: StepSample) -> list[float]:
 def fit_throughput(
     samples: Sequence[StepSample], prior: ThroughputParams | None = None
 ) -> ThroughputParams:
-    """Least-squares fit with non-negative terms; terms the samples cannot tell keep the prior.
+    """Least-squares fit with non-negative terms; what the samples cannot tell keeps the prior.
 
-    With samples only at one replica, the sync terms stay at the prior; with one local batch
-    size, alpha and beta are split arbitrarily but predict that batch size exactly.
+    Of all the fits, the one with the smallest relative change from the prior: terms no
+    sample exercises stay at the prior (the sync terms with samples only at one replica), and
+    terms the samples cannot tell apart (alpha and beta with one local batch size) scale
+    together, keeping roughly the prior's proportions - a job that has run one batch size expects a
+    bigger one to cost per sample what the prior's split says, and measures it once it runs
+    it. With samples that determine every term this is the plain least-squares fit.
     """
     prior = prior or ThroughputParams()
     coefs = [getattr(prior, f.name) for f in fields(ThroughputParams)]
@@ -181,7 +185,11 @@ def fit_throughput(
     y_free = y - x[:, fixed] @ np.array([coefs[j] for j in fixed]) if fixed else y
     solution: dict[int, float] = {}
     while active:
-        beta, *_ = np.linalg.lstsq(x[:, active], y_free, rcond=None)
+        start = np.array([coefs[j] for j in active])
+        scale = np.where(start > 0, start, 1.0)  # relative change; absolute for a zero prior
+        residual = y_free - x[:, active] @ start
+        change, *_ = np.linalg.lstsq(x[:, active] * scale, residual, rcond=None)
+        beta = start + scale * change  # the minimum-norm relative change from the prior
         worst = int(np.argmin(beta))
         if beta[worst] >= 0:
             solution = {j: float(b) for j, b in zip(active, beta, strict=True)}

@@ -245,14 +245,16 @@ class BatchPlanRequest(_message.Message):
     def __init__(self, node: _Optional[_Union[NodeRef, _Mapping]] = ..., rank: _Optional[int] = ..., world_size: _Optional[int] = ...) -> None: ...
 
 class BatchPlanResponse(_message.Message):
-    __slots__ = ("micro_batches", "micro_batch_size", "global_batch_size")
+    __slots__ = ("micro_batches", "micro_batch_size", "global_batch_size", "max_global_batch_size")
     MICRO_BATCHES_FIELD_NUMBER: _ClassVar[int]
     MICRO_BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
     GLOBAL_BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
+    MAX_GLOBAL_BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
     micro_batches: int
     micro_batch_size: int
     global_batch_size: int
-    def __init__(self, micro_batches: _Optional[int] = ..., micro_batch_size: _Optional[int] = ..., global_batch_size: _Optional[int] = ...) -> None: ...
+    max_global_batch_size: int
+    def __init__(self, micro_batches: _Optional[int] = ..., micro_batch_size: _Optional[int] = ..., global_batch_size: _Optional[int] = ..., max_global_batch_size: _Optional[int] = ...) -> None: ...
 
 class KVSetRequest(_message.Message):
     __slots__ = ("key", "value")

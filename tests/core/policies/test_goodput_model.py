@@ -35,6 +35,14 @@ def test_fit_keeps_the_prior_for_terms_single_replica_samples_cannot_tell() -> N
     assert fitted.step_time(1, 1, 32.0) == pytest.approx(0.2)
 
 
+def test_fit_of_one_batch_size_keeps_the_priors_split_between_alpha_and_beta() -> None:
+    prior = ThroughputParams(alpha=0.05, beta=0.001)  # 32 samples: 0.05 s fixed, 0.032 s
+    fitted = fit_throughput([StepSample(1, 1, 32.0, 0.164)], prior)  # twice the prior's
+    assert fitted.step_time(1, 1, 32.0) == pytest.approx(0.164)
+    assert fitted.alpha > 0.05 and fitted.beta > 0.001  # both grow: neither takes it all
+    assert fitted.beta / fitted.alpha == pytest.approx(0.001 / 0.05, rel=0.25)
+
+
 def test_fit_never_returns_negative_terms() -> None:
     noisy = [StepSample(1, n, 32.0, 0.3 - 0.01 * n) for n in (1, 2, 3, 4)]
     fitted = fit_throughput(noisy)

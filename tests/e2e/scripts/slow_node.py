@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from flexjob.trainer import ElasticSampler, ElasticTrainer, preflight
-from flexjob.trainer.elastic import Step
+from flexjob.trainer.batch import Step
 
 BATCH = 4
 

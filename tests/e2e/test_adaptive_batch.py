@@ -1,0 +1,55 @@
+"""``spec.batch.adaptive``: a two-node digits run against a master whose job allows the
+global batch to grow from 32 to 512 samples measures its own gradient noise scale, grows the
+batch during training and scales its learning rate (AdaScale), and finishes; with the same
+script and a fixed batch, the batch and the rate stay what the user set."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from flexjob.core.batch import BatchPlan
+from tests.e2e.fidelity import STARTUP_TIMEOUT, start_master
+from tests.e2e.jobs import Job, start_run
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
+
+DONE = re.compile(r"digits: accuracy=([0-9.]+) .* global_batch=(\d+) lr=([0-9.e-]+)")
+LR = 0.05
+
+
+def _run(tmp: Path, batch: BatchPlan) -> tuple[float, int, float]:
+    master = start_master(tmp, max_nodes=2, batch=batch)
+    job: Job | None = None
+    try:
+        address = Job(master, tmp / "job", tmp / "master.out", []).master_address()
+        args = ("--epochs", "6", "--batch-size", "16", "--momentum", "0", "--lr", str(LR))
+        job = start_run(tmp, "--master", address, "--nnodes", "2", script_args=args)
+        assert job.wait(STARTUP_TIMEOUT + 60) == 0, job.output()
+        found = DONE.search(job.output())
+        assert found, job.output()
+        return float(found[1]), int(found[2]), float(found[3])
+    finally:
+        if job is not None:
+            job.stop()
+        master.terminate()
+        try:
+            master.wait(15)
+        except subprocess.TimeoutExpired:
+            master.kill()
+            master.wait()
+
+
+def test_an_adaptive_batch_grows_with_its_lr_scaled_and_a_fixed_one_stays(tmp_path: Path) -> None:
+    fixed = BatchPlan.for_global_batch(32, 16)
+    adaptive = dataclasses.replace(fixed, max_global_batch_size=512)
+    accuracy, batch, lr = _run(tmp_path / "adaptive", adaptive)
+    assert 32 < batch <= 512 and batch % 16 == 0, batch
+    assert lr > LR  # AdaScale's gain for a bigger batch is above 1
+    assert accuracy > 0.7  # trains (an over-scaled rate would not)
+    accuracy, batch, lr = _run(tmp_path / "fixed", fixed)
+    assert (batch, lr) == (32, LR) and accuracy > 0.7
