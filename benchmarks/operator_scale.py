@@ -10,12 +10,13 @@ creates took from the pass handing them off to the last answer; and how late the
 event loop (kopf's) wakes from a 10 ms sleep.
 
 What a pass covers (``reconcile_pass.reconcile_job``, timed by the work queue): reading the
-job, its pods, services and ScalePlans (from the watch cache; listed from the API on the job's
-first pass), deciding (``core.reconcile``), handing the runs of actions that create replicas to
-the dispatcher (``create_dispatch``: the replicas are expected in the cache, the creates go out
-on its threads) without waiting for them, applying the other actions, and patching the job's
-status. A pass that creates replicas does not include their round trips; the creates' own time
-is the "job's creates" row, and end to end the "all replicas created" row.
+job, its pods, services and ScalePlans (from the watch cache, which the pod watch's list at
+start and the watches fill; listed from the API only every 60 s per job), deciding
+(``core.reconcile``), handing the runs of actions that create replicas (and those that only
+record events) to the dispatcher (``create_dispatch``: the replicas are expected in the cache,
+the requests go out on its threads) without waiting for them, applying the other actions, and
+patching the job's status. A pass that creates replicas does not include their round trips;
+the creates' own time is the "job's creates" row, and end to end the "all replicas created" row.
 
 Baseline: the same pods created straight through the platform (no kopf, no reconcile) against
 a fresh emulator process, the same number of jobs at a time and each job's pods as many at a
@@ -359,8 +360,7 @@ def main() -> None:
         f"\n{args.workers} reconcile workers; a dispatch has up to {args.parallel} creates in "
         f"flight, the operator process {in_flight} at most; baseline: "
         f"{args.workers} jobs at a time, each job's pods created {args.parallel} at a time and "
-        "nothing else (the operator also lists the job, its pods, services and ScalePlans on "
-        "its first pass and reads its watch cache afterwards, writes one Event per replica type "
+        "nothing else (the operator also reads its watch cache, writes one Event per replica type "
         "per pass and the job status, its pod watch handles every pod event and kopf every "
         "job event). A pass does not wait for the creates it dispatches; the baseline's one "
         "job's creates are the floor of a job's dispatched creates on this machine. "

@@ -4,7 +4,8 @@ An informer-style cache of the jobs, their pods (as ``Replica``), services and S
 by the kopf event handlers (``kubernetes.handlers``) on the event loop and read by passes on
 worker threads (``reconcile_pass.reconcile_job``). A job's first pass lists its objects from the
 API (``prime``: events that came before the operator's watches had caught up would otherwise be
-missing); from then on the watch keeps its entries current and a pass sends no reads. Every
+missing), or, once the pod watch has listed every pod (``watching``), takes what the watches
+brought; from then on the watch keeps its entries current and a pass sends no reads. Every
 ``relist_after`` seconds a job's pass lists again, and what the cache learned before that list
 began but the list lacks is dropped: a watch that broke and resumed never reports what was
 deleted meanwhile (Kubernetes' informers re-list for the same reason).
@@ -80,10 +81,20 @@ class WatchCache:
         self._entries: dict[JobKey, _Entry] = {}
         self._relist_after = relist_after
         self._ttl = expectation_ttl
+        self._watched = False
+        self._forgotten: set[JobKey] = set()  # listed from the API on their next pass
         self.clock = clock
 
     def _entry(self, key: JobKey) -> _Entry:
         return self._entries.setdefault(key, _Entry())
+
+    def watching(self) -> None:
+        """The pod watch has listed every pod and watches on: from now on a job the cache holds
+        no list of yet is read from the watches too (its pods from the pod watch's list and
+        events, its services and ScalePlans as kopf's watches bring them), and listed from the
+        API ``relist_after`` seconds later, like every job."""
+        with self._lock:
+            self._watched = True
 
     # --- fed by the watches (event loop) ---------------------------------------------------
     def job_seen(self, job: ElasticJob) -> None:
@@ -98,10 +109,12 @@ class WatchCache:
     job_written = job_seen
 
     def forget(self, key: JobKey) -> None:
-        """The job is gone: drop it and everything kept for it."""
+        """The job is gone (or unreadable): drop it and everything kept for it; a pass of that
+        name lists from the API again."""
         with self._lock:
             self._jobs.pop(key, None)
             self._entries.pop(key, None)
+            self._forgotten.add(key)
 
     def pod_seen(self, key: JobKey, replica: Replica, version: str | None, deleted: bool) -> None:
         with self._lock:
@@ -207,17 +220,22 @@ class WatchCache:
                 else:
                     entry.plans.pop(name, None)
             entry.primed_at = listed_at
+            self._forgotten.discard(key)
 
     # --- read by passes --------------------------------------------------------------------
     def read(
         self, key: JobKey
     ) -> tuple[ElasticJob | None, list[Replica], list[Service], ScalePlan | None] | None:
         """The job (None when not seen yet), its pods oldest first then the replicas still
-        expected, services, and pending ScalePlan; None when the job was never primed or its
-        last list is too old."""
+        expected, services, and pending ScalePlan; None when the job was never primed (and the
+        cache is not ``watching`` yet) or its last list is too old."""
         with self._lock:
             entry = self._entries.get(key)
             now = self.clock()
+            unlisted = entry is None or entry.primed_at is None
+            if unlisted and self._watched and key not in self._forgotten:
+                entry = self._entry(key)
+                entry.primed_at = now
             if entry is None or entry.primed_at is None:
                 return None
             if now - entry.primed_at > self._relist_after:

@@ -100,3 +100,18 @@ def test_a_relist_drops_what_was_deleted_while_no_watch_said_so() -> None:
     cache.created(KEY, pod(2, "c"))  # created while the list was on its way: not in it
     cache.prime(KEY, [pod(0, "a")], [], [], listed_at)  # worker-1 went during a watch gap
     assert set(pods_of(cache)) == {"mnist-worker-0", "mnist-worker-2"}
+
+
+def test_once_the_pod_watch_listed_a_new_job_is_read_from_the_watches() -> None:
+    now = [0.0]
+    cache = WatchCache(relist_after=60, clock=lambda: now[0])
+    cache.pod_seen(KEY, pod(0, "a"), "5", deleted=False)  # from the pod watch's list
+    assert cache.read(KEY) is None  # before it listed everything: the pass lists
+    cache.watching()
+    assert pods_of(cache) == {"mnist-worker-0": ("a", ReplicaPhase.PENDING)}
+    now[0] = 61.0
+    assert cache.read(KEY) is None  # and lists after relist_after, as every job
+    cache.forget(KEY)  # gone, or unreadable: its next pass lists
+    assert cache.read(KEY) is None
+    cache.prime(KEY, [], [], [], now[0])
+    assert pods_of(cache) == {}

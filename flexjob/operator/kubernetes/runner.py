@@ -293,6 +293,7 @@ async def run_operator(
         asyncio.create_task(queue.run(), name="flexjob-reconcile-workers"),
         asyncio.create_task(pods.run(), name="flexjob-pod-watch"),
         asyncio.create_task(_all_set(ready, kopf_ready, pods.listed, settle=options.settle_heap)),
+        asyncio.create_task(_trust_watches(queue, pods.listed)),
     ]
     endpoint = metrics_http.serve_configured(options.metrics_addr)
     try:
@@ -313,6 +314,13 @@ async def run_operator(
         for helper in helpers:
             with contextlib.suppress(asyncio.CancelledError):
                 await helper
+
+
+async def _trust_watches(queue: JobQueue, listed: asyncio.Event) -> None:
+    """Once the pod watch listed every pod, a job's first pass reads the watch cache instead
+    of listing (``WatchCache.watching``)."""
+    await listed.wait()
+    queue.cache.watching()
 
 
 #: The collector's thresholds once the operator runs (Python's are 700, 10, 10).
