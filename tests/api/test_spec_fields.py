@@ -234,7 +234,62 @@ def test_dlrover_elastic_job_gets_a_job_master() -> None:
     assert ReplicaType.MASTER in with_master.spec.replica_specs
     opted_out = _dlrover_allreduce()
     opted_out["spec"]["enableDynamicSharding"] = False
+    problems = validate(opted_out)
+    assert [p.path for p in problems] == ["spec.brainService"]  # no master, no brain client
+    del opted_out["spec"]["brainService"]
     assert not needs_job_master(job_from_dict(opted_out))
+
+
+_NO_MASTER = "only flexjob's job master acts on it, and this job has none"
+_OWN_MASTER = "only flexjob's job master acts on it, and this job runs its own master"
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("stragglers", {"policy": "exclude"}),
+        ("brainService", "brain:50001"),
+    ],
+)
+def test_a_master_only_field_on_a_job_without_flexjobs_master_is_rejected(
+    field: str, value: Any
+) -> None:
+    doc = _native(set_(f"spec.{field}", value))
+    problems = validate(doc)
+    assert [p.path for p in problems] == [f"spec.{field}"]
+    assert problems[0].message.startswith(_NO_MASTER)
+    with_master = _native(
+        set_(f"spec.{field}", value), set_("spec.elasticPolicy", {"rdzvBackend": "flexjob"})
+    )
+    assert validate(with_master) == []
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("dataset", {"size": 100}),
+        ("batch", {"globalBatchSize": 64}),
+        ("stragglers", {"policy": "exclude"}),
+        ("brainService", "brain:50001"),
+    ],
+)
+def test_a_master_only_field_on_a_job_with_its_own_master_is_rejected(
+    field: str, value: Any
+) -> None:
+    own_master = {
+        "replicas": 1,
+        "template": {
+            "spec": {
+                "containers": [
+                    {"name": "main", "image": "my/master:1", "command": ["python", "my_master.py"]}
+                ]
+            }
+        },
+    }
+    doc = _native(set_("spec.replicaSpecs.master", own_master), set_(f"spec.{field}", value))
+    problems = validate(doc)
+    assert [p.path for p in problems] == [f"spec.{field}"]
+    assert problems[0].message.startswith(_OWN_MASTER)
 
 
 def _agent_config(env: dict[str, str], tmp_path: Any, monkeypatch: Any) -> Any:
