@@ -44,112 +44,31 @@ each ``--rpc-server`` to compare the master's two servers.
 """
 
 import argparse
-import asyncio
 import multiprocessing as mp
 import os
 import queue
-import resource
 import statistics
 import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from collections.abc import Callable
-from concurrent import futures
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import grpc
-
+from benchmarks.bare_servers import bare_aio_server, bare_server
+from benchmarks.cpu_layout import LAYOUTS, Cpus, on_cpus
+from benchmarks.proc_cpu import CpuWindow, children_cpu_s, process_cpu_s
 from benchmarks.table import print_table
 from flexjob.core.dataset import Dataset
 from flexjob.core.master_config import RPC_SERVERS, MasterConfig
 from flexjob.master.launch import spawn_master
+from flexjob.master.main import METRICS_ADDR_FILE
 from flexjob.rpc.client import MasterClient, open_channel
-from flexjob.rpc.gen import master_pb2 as pb
-from flexjob.rpc.gen import master_pb2_grpc as pb_grpc
-from flexjob.rpc.server import MASTER_SERVER_OPTIONS
 from flexjob.trainer.lease import ShardLeaser
 from flexjob.trainer.sampler import NoShard
-
-
-class _ConstantServicer(pb_grpc.MasterServicer):
-    def GetShard(self, request: pb.GetShardRequest, context: object) -> pb.Shard:
-        return pb.Shard(has_shard=True, shard_id=1, start=0, end=10)
-
-
-class _AioConstantServicer(pb_grpc.MasterServicer):
-    async def GetShard(self, request: pb.GetShardRequest, context: object) -> pb.Shard:
-        return pb.Shard(has_shard=True, shard_id=1, start=0, end=10)
-
-
-def _bare_server(workers: int, port_out: Any, stop: Any) -> None:
-    server = grpc.server(futures.ThreadPoolExecutor(workers), options=MASTER_SERVER_OPTIONS)
-    pb_grpc.add_MasterServicer_to_server(_ConstantServicer(), server)  # type: ignore[no-untyped-call]
-    port_out.put(server.add_insecure_port("127.0.0.1:0"))
-    server.start()
-    stop.wait()
-    server.stop(0)
-
-
-def _bare_aio_server(workers: int, port_out: Any, stop: Any) -> None:
-    async def serve() -> None:
-        server = grpc.aio.server(options=MASTER_SERVER_OPTIONS)
-        pb_grpc.add_MasterServicer_to_server(_AioConstantServicer(), server)  # type: ignore[no-untyped-call]
-        port_out.put(server.add_insecure_port("127.0.0.1:0"))
-        await server.start()
-        await asyncio.get_running_loop().run_in_executor(None, stop.wait)
-        await server.stop(0)
-
-    asyncio.run(serve())
-
-
-#: ``--pin``'s layouts: where the server (the master or a bare one) and the clients run.
-LAYOUTS = ("off", "master", "split")
-
-
-@dataclass(frozen=True)
-class _Cpus:
-    """Where a phase's processes run: the server (the master, by ``MasterConfig.cpu``, or a
-    bare one) and the client processes (None: anywhere)."""
-
-    server: int | None = None
-    clients: frozenset[int] | None = None
-
-    @staticmethod
-    def layout(name: str) -> "_Cpus":
-        """``off``: anywhere; ``master``: the server on the first CPU this process may use, the
-        clients anywhere; ``split``: the server there, the clients on the others."""
-        cpus = sorted(os.sched_getaffinity(0))
-        if name == "off":
-            return _Cpus()
-        return _Cpus(cpus[0], frozenset(cpus[1:]) if name == "split" else None)
-
-    def others_label(self) -> str:
-        """What the "others" row measures: whatever else kept the master's CPU busy (other
-        jobs on a shared machine; the clients too unless split)."""
-        if self.server is None:
-            return "other processes' CPU, all CPUs (CPUs)"
-        if self.clients:
-            return f"CPU {self.server} busy besides the master (CPUs)"
-        return f"CPU {self.server} busy besides the master (clients too) (CPUs)"
-
-    def describe(self) -> str:
-        everywhere = f"any of CPUs {sorted(os.sched_getaffinity(0))}"
-        if self.server is None:
-            return f"unpinned: master, clients and bare servers on {everywhere}"
-        clients = f"CPU {sorted(self.clients)}" if self.clients else everywhere
-        return (
-            f"pinned: the master (and each bare server) on CPU {self.server}, clients on {clients}"
-        )
-
-
-def _on_cpus(cpus: frozenset[int] | None, target: Callable[..., None], *args: Any) -> None:
-    """Run ``target(*args)`` in this (child) process, confined to ``cpus`` (None: anywhere)."""
-    if cpus:
-        os.sched_setaffinity(0, cpus)
-    target(*args)
 
 
 @dataclass
@@ -170,15 +89,15 @@ def _bare_grpc(
     workers: int,
     paced: list[float],
     aio: bool,
-    cpus: _Cpus,
+    cpus: Cpus,
 ) -> _Bare:
     """``paced``: seconds between one thread's calls, one run each (after the run back to
     back); ``aio``: the ``grpc.aio`` server (one event loop) instead of the thread pool."""
     ctx = mp.get_context("fork")
     port_q, stop = ctx.Queue(), ctx.Event()
-    target = _bare_aio_server if aio else _bare_server
+    target = bare_aio_server if aio else bare_server
     on = None if cpus.server is None else frozenset({cpus.server})
-    server = ctx.Process(target=_on_cpus, args=(on, target, workers, port_q, stop))
+    server = ctx.Process(target=on_cpus, args=(on, target, workers, port_q, stop))
     server.start()
     address = f"127.0.0.1:{port_q.get(timeout=30)}"
     try:
@@ -186,21 +105,15 @@ def _bare_grpc(
         cpu = 0.0
         for interval in (0.0, *paced):
             per = [(address, f"bare{p}", threads, seconds, "get", interval) for p in range(procs)]
-            before = _cpu_s(server.pid)
+            before = process_cpu_s(server.pid)
             _, *out = _run_procs(_shard_worker, per, cpus.clients)
-            cpu = cpu or _cpu_s(server.pid) - before
+            cpu = cpu or process_cpu_s(server.pid) - before
             lats[interval] = sorted(x for lat in out for x in lat)
     finally:
         stop.set()
         server.join(10)
     back_to_back = lats.pop(0.0)
     return _Bare(len(back_to_back) / seconds, back_to_back, lats, cpu / max(1, len(back_to_back)))
-
-
-def _cpu_s(pid: int | None) -> float:
-    """CPU seconds (user + system) process ``pid`` used so far (Linux ``/proc``)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _pct_ms(latencies: list[float], pct: int) -> float:
@@ -212,22 +125,25 @@ def _p99_ms(latencies: list[float]) -> float:
     return _pct_ms(latencies, 99)
 
 
-def _busy_s(cpu: int | None) -> float:
-    """Seconds CPU ``cpu`` (None: all CPUs together) was busy so far, whoever ran (Linux
-    ``/proc/stat``: all but idle and I/O wait)."""
-    name = "cpu" if cpu is None else f"cpu{cpu}"
-    for line in Path("/proc/stat").read_text().splitlines():
-        fields = line.split()
-        if fields[0] == name:
-            ticks = [int(x) for x in fields[1:9]]
-            return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
-    raise ValueError(f"/proc/stat has no {name} line")
-
-
-def _children_cpu_s() -> float:
-    """CPU seconds of this process's children that ended (and were waited for) so far."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+def _inside_p99_ms(job_dir: Path) -> float:
+    """The p99 of the master's own time per call (from receiving the request to returning
+    the reply: ``flexjob_master_rpc_seconds``, all methods) as the upper bound of its
+    histogram bucket, in ms, scraped from the master's ``/metrics``; 0 when not served."""
+    try:
+        address = (job_dir / METRICS_ADDR_FILE).read_text().strip()
+        with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as reply:
+            text = reply.read().decode()
+    except OSError:
+        return 0.0
+    counts: dict[float, float] = {}
+    for line in text.splitlines():
+        if line.startswith("flexjob_master_rpc_seconds_bucket{") and 'code="OK"' in line:
+            le = line.split('le="', 1)[1].split('"', 1)[0]
+            bound = float("inf") if le == "+Inf" else float(le)
+            counts[bound] = counts.get(bound, 0.0) + float(line.rsplit(" ", 1)[1])
+    total = counts.get(float("inf"), 0.0)
+    bound = next((b for b in sorted(counts) if counts[b] >= 0.99 * total), 0.0)
+    return bound * 1000 if total else 0.0
 
 
 def _rendezvous_worker(address: str, nodes: list[str], threads: int, start: Any, out: Any) -> None:
@@ -317,38 +233,18 @@ def _batched(client: MasterClient, k: int, stop_at: float, lat: list[float]) -> 
         done = [s.shard_id for s in lease.shards]
 
 
-@dataclass
-class _Window:
-    """While the clients ran (their start to the last result): its seconds, the CPU seconds
-    of process ``pid`` (the master) and the busy seconds of CPU ``cpu`` (None: all CPUs)."""
-
-    pid: int
-    cpu: int | None
-    wall: float = 0.0
-    used: float = 0.0
-    busy: float = 0.0
-
-    def begin(self) -> None:
-        self.wall, self.used, self.busy = time.monotonic(), _cpu_s(self.pid), _busy_s(self.cpu)
-
-    def end(self) -> None:
-        self.wall = time.monotonic() - self.wall
-        self.used = _cpu_s(self.pid) - self.used
-        self.busy = _busy_s(self.cpu) - self.busy
-
-
 def _run_procs(
     target: Callable[..., None],
     args_per_proc: list[tuple[Any, ...]],
     cpus: frozenset[int] | None = None,
-    window: _Window | None = None,
+    window: CpuWindow | None = None,
 ) -> list[Any]:
     """One process per args, each confined to ``cpus`` (None: anywhere); started together,
     their results once each is done, after the start time; ``window`` measured meanwhile."""
     ctx = mp.get_context("fork")
     start, out = ctx.Event(), ctx.Queue()
     procs = [
-        ctx.Process(target=_on_cpus, args=(cpus, target, *a, start, out)) for a in args_per_proc
+        ctx.Process(target=on_cpus, args=(cpus, target, *a, start, out)) for a in args_per_proc
     ]
     for p in procs:
         p.start()
@@ -376,12 +272,13 @@ class _Row:
     """One shard phase: shard requests/s, p50 and p99 per shard, the master's CPU seconds per
     shard, the seconds between one thread's shards (0: back to back), the client
     processes' CPU seconds per second (1.0: one CPU busy) and the CPU seconds per second of
-    whatever else ran where the master ran (``_Cpus.others``)."""
+    whatever else ran where the master ran (``Cpus.others``)."""
 
     name: str
     rate: float
     p50_ms: float
     p99_ms: float
+    inside_p99_ms: float
     cpu: float
     interval: float
     clients_cpu: float
@@ -452,39 +349,42 @@ def _rendezvous_s(args: argparse.Namespace, tmp: Path) -> float:
 
 
 def _shard_rows(
-    args: argparse.Namespace, tmp: Path, phases: list[tuple[str, str, float]], cpus: _Cpus
+    args: argparse.Namespace, tmp: Path, phases: list[tuple[str, str, float]], cpus: Cpus
 ) -> list[_Row]:
     rows = []
     for name, mode, interval in phases:
         # A fresh master per phase: what one phase leaves (the get_shard phase's shards are
         # never reported) does not weigh on the next.
-        master = spawn_master(_config(args, Path(tempfile.mkdtemp(dir=tmp)), cpus.server))
+        job_dir = Path(tempfile.mkdtemp(dir=tmp))
+        master = spawn_master(_config(args, job_dir, cpus.server))
         try:
             per_s = [
                 (master.address, f"p{p}", args.threads, args.seconds, mode, interval)
                 for p in range(args.procs)
             ]
-            before, clients_before = _cpu_s(master.process.pid), _children_cpu_s()
-            window = _Window(master.process.pid, cpus.server)
+            before, clients_before = process_cpu_s(master.process.pid), children_cpu_s()
+            window = CpuWindow(master.process.pid, cpus.server)
             _, *lats = _run_procs(_shard_worker, per_s, cpus.clients, window)
-            cpu = _cpu_s(master.process.pid) - before
+            cpu = process_cpu_s(master.process.pid) - before
             # the client processes: the only children that ended meanwhile (the master runs on)
-            clients = _children_cpu_s() - clients_before
+            clients = children_cpu_s() - clients_before
             # pinned: only the master's CPU (the clients too unless split); else all CPUs
             mine = window.used + (clients if cpus.server is None else 0.0)
             others = max(0.0, window.busy - mine) / window.wall
+            inside = _inside_p99_ms(job_dir)
         finally:
             master.stop()
         flat = sorted(x for lat in lats for x in lat)
         per_shard = 1 if mode == "get" else 2  # a get and its report: two requests
         rate = len(flat) * per_shard / args.seconds
         p50, p99, cpu_per = _pct_ms(flat, 50), _p99_ms(flat), cpu / max(1, len(flat))
-        rows.append(_Row(name, rate, p50, p99, cpu_per, interval, clients / args.seconds, others))
+        clients_cpu = clients / args.seconds
+        rows.append(_Row(name, rate, p50, p99, inside, cpu_per, interval, clients_cpu, others))
     return rows
 
 
 def _table(
-    args: argparse.Namespace, rows: list[_Row], bares: list[_Bare], where: _Cpus
+    args: argparse.Namespace, rows: list[_Row], bares: list[_Bare], where: Cpus
 ) -> list[list[str]]:
     def vs(value: float, *bases: float) -> list[str]:
         return [x for b in bases for x in (f"{b:,.1f}", f"{value / b:.2f}" if b else "-")]
@@ -502,6 +402,9 @@ def _table(
         table[-1] += [*vs(r.p50_ms, *(_pct_ms(lat, 50) for lat in bare_lats)), "-"]
         table.append(["  p99 latency per shard (ms)", clients, f"{r.p99_ms:.1f}", "< 10"])
         table[-1] += [*vs(r.p99_ms, *(_p99_ms(lat) for lat in bare_lats)), "-"]
+        inside = f"<= {r.inside_p99_ms:g}" if r.inside_p99_ms else "-"
+        table.append(["  p99 inside the master (ms)", clients, inside, "-"])
+        table[-1] += ["-"] * (len(bares) * 2 + 1)
         if not r.interval:
             cpus = [b.cpu_per_call * 1e6 for b in bares]
             table.append(["  master CPU per shard (us)", clients, f"{r.cpu * 1e6:.0f}", "-"])
@@ -539,7 +442,7 @@ def main() -> int:
         rdzv_s = _rendezvous_s(args, Path(tmp))
         print(f"rendezvous completion of {args.agents} agents: {rdzv_s:.2f} s (goal < 2.00)\n")
         for name in layouts:
-            where = _Cpus.layout(name)
+            where = Cpus.layout(name)
             rows = _shard_rows(args, Path(tmp), phases, where)
             bares = [
                 _bare_grpc(
@@ -561,7 +464,9 @@ def main() -> int:
         "processes' CPU: CPU-seconds a second of all client processes together; busy besides "
         "the master: what else ran on the master's CPU meanwhile (other jobs of a shared "
         "machine: the master waits for it; unpinned: all CPUs, less the master and clients). "
-        "Load "
+        "p99 inside the master: its own time per call, request received to reply returned "
+        "(flexjob_master_rpc_seconds, all calls; the bound of its histogram bucket); the rest "
+        "of a caller's p99 is gRPC's queues, the transport and the clients. Load "
         f"average (1 min) at the start {load[0]:.2f}, at the end {os.getloadavg()[0]:.2f} on "
         f"{os.cpu_count()} CPUs: latency on a shared machine follows it."
     )

@@ -6,13 +6,20 @@ its command line says it is (``role``: run, master, agent, torchrun, worker). A 
 exits between two samples keeps its last reading (it may miss up to 20 ms). For
 ``benchmarks/startup.py``: where a start-up's CPU goes, which is what costs wall time under
 CPU contention. Not a general profiler.
+
+Also for ``benchmarks/master_load.py``: one process's CPU-seconds (``process_cpu_s``), a CPU's
+busy seconds whoever ran (``busy_s``, ``/proc/stat``), the waited-for children's
+(``children_cpu_s``), and all three over a measured window (``CpuWindow``).
 """
 
 from __future__ import annotations
 
 import os
+import resource
 import threading
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -93,3 +100,54 @@ class CpuWatch:
         for pid, cpu in self.cpu.items():
             out.setdefault(self.roles.get(pid, "?"), []).append(cpu)
         return {name: sorted(v, reverse=True) for name, v in sorted(out.items())}
+
+
+def process_cpu_s(pid: int | None) -> float:
+    """CPU seconds (user + system) process ``pid`` used so far; ``ProcessLookupError`` once it
+    is gone."""
+    got = _stat(str(pid))
+    if got is None:
+        raise ProcessLookupError(f"no process {pid}")
+    return got[1]
+
+
+def busy_s(cpu: int | None) -> float:
+    """Seconds CPU ``cpu`` (None: all CPUs together) was busy so far, whoever ran (Linux
+    ``/proc/stat``: all but idle and I/O wait)."""
+    name = "cpu" if cpu is None else f"cpu{cpu}"
+    for line in Path("/proc/stat").read_text().splitlines():
+        fields = line.split()
+        if fields[0] == name:
+            ticks = [int(x) for x in fields[1:9]]
+            return (sum(ticks) - ticks[3] - ticks[4]) / TICK
+    raise ValueError(f"/proc/stat has no {name} line")
+
+
+def children_cpu_s() -> float:
+    """CPU seconds of this process's children that ended (and were waited for) so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+@dataclass
+class CpuWindow:
+    """While the clients ran (their start to the last result): its seconds, the CPU seconds
+    of process ``pid`` (the master) and the busy seconds of CPU ``cpu`` (None: all CPUs)."""
+
+    pid: int
+    cpu: int | None
+    wall: float = 0.0
+    used: float = 0.0
+    busy: float = 0.0
+
+    def begin(self) -> None:
+        self.wall, self.used, self.busy = (
+            time.monotonic(),
+            process_cpu_s(self.pid),
+            busy_s(self.cpu),
+        )
+
+    def end(self) -> None:
+        self.wall = time.monotonic() - self.wall
+        self.used = process_cpu_s(self.pid) - self.used
+        self.busy = busy_s(self.cpu) - self.busy

@@ -130,6 +130,10 @@ ENV_PREFLIGHT = "FLEXJOB_PREFLIGHT"
 # Where warm spares (`flexjob agent --spare`) wait for a node, and where `flexjob agent` looks
 # for one (default: flexjob-spares-<uid> in the temporary directory; agent.spare).
 ENV_SPARE_DIR = "FLEXJOB_SPARE_DIR"
+# The job's elasticPolicy.nProcPerNode and maxRestarts, set by the operator for every replica
+# that trains; `flexjob agent` takes them as the defaults of --nproc-per-node and --max-restarts.
+ENV_NPROC_PER_NODE = "FLEXJOB_NPROC_PER_NODE"
+ENV_MAX_RESTARTS = "FLEXJOB_MAX_RESTARTS"
 
 # Keys in the job master's KV store.
 KV_STEP = "flexjob/progress/step"  # rank 0's step, for progress displays

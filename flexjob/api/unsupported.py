@@ -19,6 +19,28 @@ JOB_FIELDS: Mapping[str, str] = {
         "a job-wide resource cap; remove spec.resourceLimits and bound the job with each "
         "replica type's maxReplicas and its containers' resources"
     ),
+    "schedulingPolicy": (
+        "gang-scheduling settings (minAvailable, queue, priorityClass); remove it (replicas are "
+        "created as the job asks, and spec.priorityClassName reaches every pod)"
+    ),
+    "enableElasticScheduling": (
+        "DLRover's elastic-scheduling switch; remove it (spec.optimizeMode: manual turns the "
+        "optimizer's scaling off)"
+    ),
+}
+
+#: ``spec.elasticPolicy`` fields (camelCase) → what to do instead. rdzvBackend, nProcPerNode
+#: and maxRestarts act (``core.job_master``, ``core.job_pod_fields.elastic_policy_env``).
+POLICY_FIELDS: Mapping[str, str] = {
+    "rdzvHost": "a rendezvous host; remove it (the job master is the rendezvous: $FLEXJOB_MASTER)",
+    "rdzvPort": "a rendezvous port; remove it (the job master is the rendezvous: $FLEXJOB_MASTER)",
+    "rdzvId": "a rendezvous id; remove it (the job's name is its rendezvous id)",
+    "rdzvConf": (
+        "rendezvous settings in the spec; remove them and give the agent's command "
+        "--rdzv-conf join_timeout=S"
+    ),
+    "standalone": "a standalone rendezvous per pod; remove it",
+    "metrics": ("HPA metrics; remove them (the optimizer scales by throughput: spec.optimizeMode)"),
 }
 
 #: Per-replica-type fields (camelCase) → what to do instead.
@@ -40,6 +62,13 @@ def unsupported_fields(spec: Mapping[str, Any]) -> list[Problem]:
         for key, hint in JOB_FIELDS.items()
         if spec.get(key) is not None
     ]
+    policy = spec.get("elasticPolicy")
+    if isinstance(policy, Mapping):
+        problems += [
+            Problem(f"spec.elasticPolicy.{key}", policy[key], f"{_NOT_SUPPORTED} {hint}")
+            for key, hint in POLICY_FIELDS.items()
+            if policy.get(key) is not None
+        ]
     replica_specs = spec.get("replicaSpecs")
     if isinstance(replica_specs, Mapping):
         for rtype, rspec in replica_specs.items():

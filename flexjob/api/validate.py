@@ -18,6 +18,7 @@ from flexjob.api.bounds import replica_bounds
 from flexjob.api.enums import ReplicaType
 from flexjob.api.job import ElasticJob
 from flexjob.api.limits import MAX_REPLICAS_BY_PLATFORM
+from flexjob.api.master_rule import master_field_problems
 from flexjob.api.model_errors import problems_from
 from flexjob.api.names import API_VERSION, KIND_JOB, KIND_SCALE_PLAN
 from flexjob.api.problems import MISSING, Problem, join_path, one_of
@@ -67,8 +68,10 @@ def _unknown_format(api_version: Any, kind: Any) -> list[Problem]:
 
 def _validate_native(raw: dict[str, Any], model: type[BaseModel]) -> list[Problem]:
     try:
-        model.model_validate(raw)
+        parsed = model.model_validate(raw)
         problems: list[Problem] = []
+        if isinstance(parsed, ElasticJob):
+            problems += master_field_problems(parsed)
     except ValidationError as exc:
         problems = problems_from(exc, model)
     problems += _check_metadata(raw.get("metadata"))

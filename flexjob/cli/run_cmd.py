@@ -14,6 +14,7 @@ from typing import Any
 import typer
 
 from flexjob.api.enums import StragglerPolicy
+from flexjob.api.names import ENV_MAX_RESTARTS, ENV_NPROC_PER_NODE
 from flexjob.cli import torchrun_flags
 from flexjob.cli.errors import usage_error
 from flexjob.cli.master_flags import master_flag
@@ -57,6 +58,21 @@ SCRIPT = typer.Argument(..., help="Training script (or module with -m).")
 SCRIPT_ARGS = typer.Argument(None, help="Arguments for the script.")
 NPROC = typer.Option("1", "--nproc-per-node", "--nproc_per_node", help="N, cpu, gpu or auto.")
 MAX_RESTARTS = typer.Option(3, "--max-restarts", "--max_restarts")
+# `flexjob agent` in a job's replica: the job's elasticPolicy (the operator sets the variables).
+AGENT_NPROC = typer.Option(
+    "1",
+    "--nproc-per-node",
+    "--nproc_per_node",
+    envvar=ENV_NPROC_PER_NODE,
+    help=f"N, cpu, gpu or auto [${ENV_NPROC_PER_NODE}: the job's elasticPolicy.nProcPerNode].",
+)
+AGENT_MAX_RESTARTS = typer.Option(
+    3,
+    "--max-restarts",
+    "--max_restarts",
+    envvar=ENV_MAX_RESTARTS,
+    help=f"[${ENV_MAX_RESTARTS}: the job's elasticPolicy.maxRestarts].",
+)
 MONITOR = typer.Option(0.5, "--monitor-interval", "--monitor_interval")
 RDZV_BACKEND = typer.Option(
     "flexjob", "--rdzv-backend", "--rdzv_backend", help="flexjob (c10d means the same)."
@@ -227,8 +243,8 @@ def agent(
     job_name: str = typer.Option(
         "job", "--job-name", "--rdzv-id", "--rdzv_id", envvar="FLEXJOB_JOB_NAME"
     ),
-    nproc_per_node: str = NPROC,
-    max_restarts: int = MAX_RESTARTS,
+    nproc_per_node: str = AGENT_NPROC,
+    max_restarts: int = AGENT_MAX_RESTARTS,
     monitor_interval: float = MONITOR,
     rdzv_backend: str = RDZV_BACKEND,
     rdzv_conf: str = RDZV_CONF,

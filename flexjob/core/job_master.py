@@ -6,7 +6,8 @@ reconciles (``with_job_master``), so the master is created first, gets a service
 worker finds it in ``FLEXJOB_MASTER``. The stored job is not changed; the replica is visible
 as ``<job>-master-0``.
 
-The rule (``needs_job_master``): the job has no ``master`` replica spec, and it has
+The rule (``needs_job_master``, owned by ``api.master_rule``): the job has no ``master``
+replica spec, and it has
 ``elasticPolicy.rdzvBackend: flexjob``, a ``dataset`` or ``batch`` block, ``ps`` replicas
 (a parameter-server job: its PS replicas register with the master), or
 ``enableDynamicSharding: true`` (a DLRover ``ElasticJob`` defaults to it). A declared ``master``
@@ -45,6 +46,9 @@ from flexjob.api import (
     RestartPolicy,
     names,
 )
+from flexjob.api.master_rule import flexjob_runs_master as flexjob_runs_master  # re-exported
+from flexjob.api.master_rule import has_own_command
+from flexjob.api.master_rule import needs_job_master as needs_job_master  # re-exported
 from flexjob.api.names import (
     ENV_BRAIN_TOKEN,
     ENV_MASTER_CONFIG,
@@ -55,7 +59,6 @@ from flexjob.api.pod import ContainerPort, PodSpec, PodTemplateSpec
 from flexjob.api.roles import traits
 from flexjob.core.master_config import MasterConfig
 
-RDZV_BACKEND_FLEXJOB = "flexjob"
 MASTER_CONTAINER = "master"
 #: The service account implicit masters run as on Kubernetes (``flexjob manifests install``
 #: creates it with ``operator.manifests.JOB_MASTER_RULES``).
@@ -138,33 +141,6 @@ def kubernetes_job_master(
         state_claim=state_claim,
         brain_token_secret=brain_token_secret,
     )
-
-
-def _has_own_command(spec: ReplicaSpec) -> bool:
-    containers = spec.template.spec.containers
-    return bool(containers and containers[0].command)
-
-
-def flexjob_runs_master(job: ElasticJob) -> bool:
-    """True when the job's master is flexjob's (added, or declared without a command); its
-    success is then decided on its workers."""
-    declared = job.spec.replica_specs.get(ReplicaType.MASTER)
-    if declared is not None:
-        return not _has_own_command(declared)
-    return needs_job_master(job)
-
-
-def needs_job_master(job: ElasticJob) -> bool:
-    """True when the operator must add a flexjob job master to ``job`` (see module doc)."""
-    spec = job.spec
-    declared = spec.replica_specs.get(ReplicaType.MASTER)
-    if declared is not None:
-        return not _has_own_command(declared)
-    policy = spec.elastic_policy
-    flexjob_rdzv = policy is not None and (policy.rdzv_backend or "") == RDZV_BACKEND_FLEXJOB
-    has_ps = ReplicaType.PS in spec.replica_specs
-    uses_master = spec.dataset is not None or spec.batch is not None or has_ps
-    return flexjob_rdzv or uses_master or spec.enable_dynamic_sharding is True
 
 
 def incarnation_dir(state_root: str, job: ElasticJob, kind: str) -> str:
@@ -255,7 +231,7 @@ def with_job_master(job: ElasticJob, options: JobMasterConfig | None) -> Elastic
         specs.pop(ReplicaType.MASTER, None)
         specs = {ReplicaType.MASTER: master_replica_spec(job, options), **specs}
     ps = specs.get(ReplicaType.PS)
-    if ps is not None and not _has_own_command(ps):
+    if ps is not None and not has_own_command(ps):
         checkpoints = incarnation_dir(options.state_root, job, "ps") if options.state_root else ""
         specs[ReplicaType.PS] = ps_replica_spec(ps, options, checkpoints)
     if flexjob_runs_master(job):

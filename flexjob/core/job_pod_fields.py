@@ -4,11 +4,14 @@ For: ``render_replica`` (``core.replica_plan``). ``spec.volumes`` are shared by 
 (a replica's own volume of the same name wins), ``spec.priorityClassName`` becomes each pod's
 ``priorityClassName`` unless its template names one, and ``spec.jobArgs`` (ElasticDL) are
 appended to the master's main container as ``--name value`` (validation accepts them only for
-a declared master with its own command, never flexjob's). No I/O.
+a declared master with its own command, never flexjob's). ``spec.elasticPolicy``'s
+``nProcPerNode`` and ``maxRestarts`` reach every replica that trains as environment
+(``elastic_policy_env``), which ``flexjob agent`` reads. No I/O.
 """
 
-from flexjob.api import ElasticJob, ReplicaType
+from flexjob.api import ElasticJob, ReplicaType, names
 from flexjob.api.pod import PodTemplateSpec
+from flexjob.api.roles import TRAINING_TYPES
 
 
 def apply_job_fields(job: ElasticJob, rtype: ReplicaType, template: PodTemplateSpec) -> None:
@@ -27,3 +30,17 @@ def apply_job_fields(job: ElasticJob, rtype: ReplicaType, template: PodTemplateS
 def job_args_argv(job_args: dict[str, str]) -> list[str]:
     """``{"minibatch_size": "64"}`` → ``["--minibatch_size", "64"]`` (in spec order)."""
     return [part for key, value in job_args.items() for part in (f"--{key}", value)]
+
+
+def elastic_policy_env(job: ElasticJob, rtype: ReplicaType) -> dict[str, str]:
+    """``FLEXJOB_NPROC_PER_NODE`` / ``FLEXJOB_MAX_RESTARTS`` for a replica that trains, from
+    ``spec.elasticPolicy`` (``{}`` for other replicas or when the policy leaves them unset)."""
+    policy = job.spec.elastic_policy
+    if policy is None or rtype not in TRAINING_TYPES:
+        return {}
+    env = {}
+    if policy.n_proc_per_node is not None:
+        env[names.ENV_NPROC_PER_NODE] = str(policy.n_proc_per_node)
+    if policy.max_restarts is not None:
+        env[names.ENV_MAX_RESTARTS] = str(policy.max_restarts)
+    return env

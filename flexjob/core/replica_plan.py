@@ -25,7 +25,7 @@ from flexjob.api import (
 from flexjob.api.bounds import replica_bounds
 from flexjob.api.errors import InvalidSpecError
 from flexjob.api.roles import ROLE_TRAITS, creation_order, driving_type, on_request_types
-from flexjob.core.job_pod_fields import apply_job_fields
+from flexjob.core.job_pod_fields import apply_job_fields, elastic_policy_env
 from flexjob.core.replica_resources import apply_resources
 from flexjob.core.replicas import (
     Replica,
@@ -206,6 +206,7 @@ def replica_env(
     }
     if master_address is not None:
         env[names.ENV_MASTER] = master_address
+    env.update(elastic_policy_env(job, rtype))
     if ReplicaType.PS in job.spec.replica_specs:
         ps_spec = job.spec.replica_specs[ReplicaType.PS]
         num_ps = (

@@ -158,7 +158,6 @@ def test_pytorchjob_elastic_policy_bounds_go_to_the_worker() -> None:
     assert policy is not None
     assert (policy.rdzv_backend, policy.n_proc_per_node, policy.max_restarts) == ("c10d", 2, 100)
     assert job.spec.backoff_limit == 5
-    assert job.spec.scheduling_policy == {"minAvailable": 2, "queue": "training"}
 
 
 def test_pytorchjob_master_becomes_chief() -> None:

@@ -35,6 +35,12 @@ def _dlrover(path: str, value: Any) -> dict[str, Any]:
     return doc
 
 
+def _pytorchjob(path: str, value: Any) -> dict[str, Any]:
+    doc = _example("pytorchjob.yaml")
+    set_(path, value)(doc)
+    return doc
+
+
 def _dijob_v1(path: str, value: Any) -> dict[str, Any]:
     doc = _example("dijob-v1.yaml")
     set_(path, value)(doc)
@@ -79,6 +85,46 @@ UNSUPPORTED: list[tuple[str, dict[str, Any], str]] = [
         "spec.replicaSpecs.ps.priority",
     ),
     ("dijob-v1-group", _dijob_v1("spec.group", "cartpole"), "spec.group"),
+    *[
+        (
+            f"native-elastic-policy-{key}",
+            _native(set_("spec.elasticPolicy", {"rdzvBackend": "flexjob", key: value})),
+            f"spec.elasticPolicy.{key}",
+        )
+        for key, value in [
+            ("rdzvHost", "10.0.0.1"),
+            ("rdzvPort", 29400),
+            ("rdzvId", "abc"),
+            ("rdzvConf", [{"key": "join_timeout", "value": "900"}]),
+            ("standalone", True),
+            ("metrics", [{"type": "Resource"}]),
+        ]
+    ],
+    (
+        "native-scheduling-policy",
+        _native(set_("spec.schedulingPolicy", {"minAvailable": 2})),
+        "spec.schedulingPolicy",
+    ),
+    (
+        "pytorchjob-scheduling-policy",
+        _pytorchjob("spec.runPolicy.schedulingPolicy", {"minAvailable": 2, "queue": "q"}),
+        "spec.runPolicy.schedulingPolicy",
+    ),
+    (
+        "pytorchjob-metrics",
+        _pytorchjob("spec.elasticPolicy.metrics", [{"type": "Resource"}]),
+        "spec.elasticPolicy.metrics",
+    ),
+    (
+        "pytorchjob-rdzv-conf",
+        _pytorchjob("spec.elasticPolicy.rdzvConf", [{"key": "timeout", "value": "900"}]),
+        "spec.elasticPolicy.rdzvConf",
+    ),
+    (
+        "dlrover-enable-elastic-scheduling",
+        _dlrover("spec.enableElasticScheduling", True),
+        "spec.enableElasticScheduling",
+    ),
 ]
 
 
@@ -94,7 +140,14 @@ def test_an_unsupported_field_is_rejected_naming_it(doc: dict[str, Any], path: s
 
 
 def test_the_examples_carry_no_unsupported_field() -> None:
-    for name in ("dlrover-elasticjob.yaml", "dijob-v1.yaml", "elasticaijob.yaml"):
+    for name in (
+        "dlrover-elasticjob.yaml",
+        "dijob-v1.yaml",
+        "elasticaijob.yaml",
+        "pytorchjob.yaml",
+        "elasticjob.yaml",
+        "digits-elastic.yaml",
+    ):
         assert validate(_example(name)) == [], name
 
 
@@ -181,4 +234,105 @@ def test_dlrover_elastic_job_gets_a_job_master() -> None:
     assert ReplicaType.MASTER in with_master.spec.replica_specs
     opted_out = _dlrover_allreduce()
     opted_out["spec"]["enableDynamicSharding"] = False
+    problems = validate(opted_out)
+    assert [p.path for p in problems] == ["spec.brainService"]  # no master, no brain client
+    del opted_out["spec"]["brainService"]
     assert not needs_job_master(job_from_dict(opted_out))
+
+
+_NO_MASTER = "only flexjob's job master acts on it, and this job has none"
+_OWN_MASTER = "only flexjob's job master acts on it, and this job runs its own master"
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("stragglers", {"policy": "exclude"}),
+        ("brainService", "brain:50001"),
+    ],
+)
+def test_a_master_only_field_on_a_job_without_flexjobs_master_is_rejected(
+    field: str, value: Any
+) -> None:
+    doc = _native(set_(f"spec.{field}", value))
+    problems = validate(doc)
+    assert [p.path for p in problems] == [f"spec.{field}"]
+    assert problems[0].message.startswith(_NO_MASTER)
+    with_master = _native(
+        set_(f"spec.{field}", value), set_("spec.elasticPolicy", {"rdzvBackend": "flexjob"})
+    )
+    assert validate(with_master) == []
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("dataset", {"size": 100}),
+        ("batch", {"globalBatchSize": 64}),
+        ("stragglers", {"policy": "exclude"}),
+        ("brainService", "brain:50001"),
+    ],
+)
+def test_a_master_only_field_on_a_job_with_its_own_master_is_rejected(
+    field: str, value: Any
+) -> None:
+    own_master = {
+        "replicas": 1,
+        "template": {
+            "spec": {
+                "containers": [
+                    {"name": "main", "image": "my/master:1", "command": ["python", "my_master.py"]}
+                ]
+            }
+        },
+    }
+    doc = _native(set_("spec.replicaSpecs.master", own_master), set_(f"spec.{field}", value))
+    problems = validate(doc)
+    assert [p.path for p in problems] == [f"spec.{field}"]
+    assert problems[0].message.startswith(_OWN_MASTER)
+
+
+def _agent_config(env: dict[str, str], tmp_path: Any, monkeypatch: Any) -> Any:
+    """The AgentConfig ``flexjob agent SCRIPT`` builds in a replica with ``env``."""
+    from typer.testing import CliRunner
+
+    from flexjob.agent import process
+    from flexjob.cli.main import app
+
+    seen: list[Any] = []
+    monkeypatch.setattr(process, "run_node", lambda config, spare_dir: seen.append(config) or 0)
+    script = tmp_path / "train.py"
+    script.write_text("")
+    result = CliRunner().invoke(app, ["agent", str(script)], env=env)
+    assert result.exit_code == 0, result.output
+    return seen[0]
+
+
+def test_elastic_policy_nprocs_and_max_restarts_reach_the_workers_agent(
+    tmp_path: Any, monkeypatch: Any
+) -> None:
+    doc = _native(
+        set_("spec.elasticPolicy", {"rdzvBackend": "flexjob", "nProcPerNode": 3, "maxRestarts": 7})
+    )
+    job = job_from_dict(doc)
+    worker = render_replica(
+        job, ReplicaType.WORKER, 0, master_address="127.0.0.1:1", own_address=None, node=None
+    )
+    config = _agent_config(worker.env, tmp_path, monkeypatch)
+    assert (config.nproc_per_node, config.max_restarts) == (3, 7)
+    job_master = with_job_master(job_from_dict(doc), JobMasterConfig())
+    master = render_replica(
+        job_master, ReplicaType.MASTER, 0, master_address=None, own_address=None, node=None
+    )
+    assert "FLEXJOB_NPROC_PER_NODE" not in master.env
+
+
+def test_without_an_elastic_policy_the_agent_keeps_its_defaults(
+    tmp_path: Any, monkeypatch: Any
+) -> None:
+    job = job_from_dict(_native())
+    worker = render_replica(
+        job, ReplicaType.WORKER, 0, master_address="127.0.0.1:1", own_address=None, node=None
+    )
+    config = _agent_config(worker.env, tmp_path, monkeypatch)
+    assert (config.nproc_per_node, config.max_restarts) == (1, 3)

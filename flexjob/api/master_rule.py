@@ -1,0 +1,69 @@
+"""Which jobs have flexjob's job master, and the spec fields only that master acts on.
+
+For: the operator (``core.job_master`` adds the master by ``needs_job_master``; phases decide
+such a job on its workers by ``flexjob_runs_master``) and validation (``api.validate`` rejects
+``MASTER_ONLY_FIELDS`` on a job that will have no flexjob master, naming the field, instead of
+accepting and dropping them). The rule: a job has flexjob's master when it declares a
+``master`` whose main container names no command, or declares none and has
+``elasticPolicy.rdzvBackend: flexjob``, a ``dataset`` or ``batch`` block, ``ps`` replicas or
+``enableDynamicSharding: true``. No I/O.
+"""
+
+from flexjob.api.enums import ReplicaType
+from flexjob.api.job import ElasticJob, ReplicaSpec
+from flexjob.api.problems import Problem
+
+RDZV_BACKEND_FLEXJOB = "flexjob"
+
+#: Spec fields (camelCase) that only flexjob's job master acts on (``core.master_config``).
+#: Not ``optimizeMode``: defaulting sets it on every job, and without a master no optimizer runs.
+MASTER_ONLY_FIELDS = ("dataset", "batch", "stragglers", "brainService")
+
+
+def has_own_command(spec: ReplicaSpec) -> bool:
+    containers = spec.template.spec.containers
+    return bool(containers and containers[0].command)
+
+
+def needs_job_master(job: ElasticJob) -> bool:
+    """True when the operator must add a flexjob job master to ``job`` (see module doc)."""
+    spec = job.spec
+    declared = spec.replica_specs.get(ReplicaType.MASTER)
+    if declared is not None:
+        return not has_own_command(declared)
+    policy = spec.elastic_policy
+    flexjob_rdzv = policy is not None and (policy.rdzv_backend or "") == RDZV_BACKEND_FLEXJOB
+    has_ps = ReplicaType.PS in spec.replica_specs
+    uses_master = spec.dataset is not None or spec.batch is not None or has_ps
+    return flexjob_rdzv or uses_master or spec.enable_dynamic_sharding is True
+
+
+def flexjob_runs_master(job: ElasticJob) -> bool:
+    """True when the job's master is flexjob's (added, or declared without a command); its
+    success is then decided on its workers."""
+    declared = job.spec.replica_specs.get(ReplicaType.MASTER)
+    if declared is not None:
+        return not has_own_command(declared)
+    return needs_job_master(job)
+
+
+def master_field_problems(job: ElasticJob) -> list[Problem]:
+    """One problem per ``MASTER_ONLY_FIELDS`` field set on a job without flexjob's master."""
+    if flexjob_runs_master(job):
+        return []
+    if ReplicaType.MASTER in job.spec.replica_specs:
+        why = (
+            "this job runs its own master (spec.replicaSpecs.master has a command): remove it, "
+            "or drop that command so that flexjob's master runs"
+        )
+    else:
+        why = (
+            "this job has none: set spec.elasticPolicy.rdzvBackend: flexjob (its workers run "
+            "`flexjob agent`), or remove it"
+        )
+    wire = job.spec.to_wire()
+    return [
+        Problem(f"spec.{key}", wire[key], f"only flexjob's job master acts on it, and {why}")
+        for key in MASTER_ONLY_FIELDS
+        if wire.get(key) is not None
+    ]
