@@ -13,10 +13,12 @@ What a pass covers (``reconcile_pass.reconcile_job``, timed by the work queue): 
 job, its pods, services and ScalePlans (from the watch cache, which the pod watch's list at
 start and the watches fill; listed from the API only every 60 s per job), deciding
 (``core.reconcile``), handing the runs of actions that create replicas (and those that only
-record events) to the dispatcher (``create_dispatch``: the replicas are expected in the cache,
-the requests go out on its threads) without waiting for them, applying the other actions, and
-patching the job's status. A pass that creates replicas does not include their round trips;
-the creates' own time is the "job's creates" row, and end to end the "all replicas created" row.
+record events) and its patch of the job's status to the dispatcher (``create_dispatch``: the
+replicas are expected in the cache, the status patch applied to the cached job until answered,
+the requests go out on its threads) without waiting for them, and applying the other actions
+(deletes, services, ScalePlan updates) itself. A pass does not include the round trips of its
+creates or its status patch; the creates' own time is the "job's creates" row, and end to end
+the "all replicas created" and "status counts them Running" rows.
 
 Baseline: the same pods created straight through the platform (no kopf, no reconcile) against
 a fresh emulator process, the same number of jobs at a time and each job's pods as many at a
@@ -362,7 +364,8 @@ def main() -> None:
         f"{args.workers} jobs at a time, each job's pods created {args.parallel} at a time and "
         "nothing else (the operator also reads its watch cache, writes one Event per replica type "
         "per pass and the job status, its pod watch handles every pod event and kopf every "
-        "job event). A pass does not wait for the creates it dispatches; the baseline's one "
+        "job event). A pass does not wait for the creates or the status patch it dispatches; "
+        "the baseline's one "
         "job's creates are the floor of a job's dispatched creates on this machine. "
         "Collector: "
         + (

@@ -132,6 +132,19 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return merged
 
 
+def compose_patches(first: StatusPatch, then: StatusPatch) -> dict[str, Any]:
+    """One merge patch that does what applying ``first`` and then ``then`` does (a ``None`` of
+    ``then`` stays: it removes what ``first`` or the target had)."""
+    composed = dict(first)
+    for key, value in then.items():
+        before = composed.get(key)
+        if isinstance(value, Mapping) and isinstance(before, Mapping):
+            composed[key] = compose_patches(before, value)
+        else:
+            composed[key] = value
+    return composed
+
+
 def _unknown_message(unknown: Iterable[str]) -> str:
     names = ", ".join(sorted(unknown))
     return f"status patch: unknown field(s) {names}; allowed: {', '.join(sorted(STATUS_FIELDS))}"

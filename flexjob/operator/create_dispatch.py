@@ -15,6 +15,11 @@ whatever it did not create are cleared (refused, never sent, already there), so 
 decides from what the watch shows. The dispatcher's threads (``in_flight`` of them) bound the
 creates the process has in flight, whatever the number of passes dispatching.
 
+The job's status patch goes out the same way (``write_status``): one request at a time per job,
+in the order the passes wrote them (those that queued meanwhile composed into one), each
+applied to the job the cache gives later passes until it is answered; a refused patch retries
+the job like a refused create.
+
 A job being deleted is ``halt``ed first: its runs send nothing more, and its release waits for
 what they have in flight, so that no pod is created after the release listed the job's pods.
 """
@@ -27,9 +32,10 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from flexjob.core.actions import Action, CreateReplica
+from flexjob.core.status_patch import StatusPatch, compose_patches
 from flexjob.operator.reconcile_pass import ActionFailed, apply_one, feed, report_failure
 from flexjob.operator.watch_cache import JobKey, WatchCache
-from flexjob.platform.api import Platform
+from flexjob.platform.api import NotFoundError, Platform
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +61,8 @@ class CreateDispatcher:
         self._runs = itertools.count(1)
         self._changed = threading.Condition()
         self._halted: set[JobKey] = set()
-        self._active: dict[JobKey, int] = {}  # runs not ended yet, by job
+        self._active: dict[JobKey, int] = {}  # runs and status writes not ended, by job
+        self._writes: dict[JobKey, list[tuple[int, StatusPatch]]] = {}  # queued, in order
         #: Seconds from each run's dispatch to its end, in the order they ended (benchmarks).
         self.durations: list[float] = []
         self._pool = ThreadPoolExecutor(max_workers=in_flight, thread_name_prefix="flexjob-create")
@@ -67,6 +74,54 @@ class CreateDispatcher:
         with self._changed:
             self._active[key] = self._active.get(key, 0) + 1
         _Dispatch(self, key, actions, run).pump()
+
+    def write_status(self, key: JobKey, patch: StatusPatch) -> None:
+        """Send the job's status ``patch`` after the ones sent before it (one at a time per
+        job, in order); the cache applies it to the job until answered (returns at once)."""
+        write = next(self._runs)
+        self._cache.status_sent(key, patch, write)
+        with self._changed:
+            self._active[key] = self._active.get(key, 0) + 1
+            chain = self._writes.setdefault(key, [])
+            chain.append((write, patch))
+            first = len(chain) == 1
+        if first:
+            try:
+                self._pool.submit(self._write_chain, key)
+            except RuntimeError:  # shut down: the process is stopping
+                logger.debug("job %s/%s: status not written, the operator stops", *key)
+
+    def _write_chain(self, key: JobKey) -> None:
+        """Write the job's queued status patches in order until none is left; those queued
+        while one was on its way go out as one (``compose_patches``)."""
+        while True:
+            with self._changed:
+                queued = list(self._writes[key])
+            patch: StatusPatch = {}
+            for _, later in queued:
+                patch = compose_patches(patch, later)
+            ok, job = True, None
+            try:
+                job = self._platform.patch_job_status(*key, patch)
+            except NotFoundError:
+                logger.info("job %s/%s disappeared while its status was written", *key)
+            except Exception:
+                logger.exception("writing the status of job %s/%s failed", *key)
+                ok = False
+            for write, _ in queued:
+                self._cache.status_answered(key, write, job)
+                try:
+                    self._settled(key, ok)
+                except Exception:  # the loop is closed: the process is stopping
+                    logger.debug("job %s/%s: status written after the operator", *key)
+                finally:
+                    self._ended(key)
+            with self._changed:  # one writer per job: the next patches, or this one ends
+                chain = self._writes[key]
+                del chain[: len(queued)]
+                if not chain:
+                    del self._writes[key]
+                    return
 
     def halted(self, key: JobKey) -> bool:
         with self._changed:

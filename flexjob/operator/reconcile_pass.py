@@ -45,7 +45,7 @@ from flexjob.core.job_master import (
     needs_job_master,
 )
 from flexjob.core.reconcile import reconcile
-from flexjob.core.status_patch import StatusOwner, owner_patch
+from flexjob.core.status_patch import StatusOwner, StatusPatch, owner_patch
 from flexjob.operator import observing
 from flexjob.operator.apply import Done, apply_actions
 from flexjob.operator.watch_cache import WatchCache, first_pending
@@ -70,8 +70,9 @@ class PassResult:
     replicas: list[Replica]
     result: ReconcileResult
     deleted: bool
-    #: Whether the pass handed creates to a dispatcher instead of waiting for them.
-    dispatched: bool = False
+    #: How many runs of actions and status writes the pass handed to a dispatcher instead of
+    #: waiting for them (each settles once: ``JobQueue.settled``).
+    dispatched: int = 0
 
     @property
     def acted(self) -> bool:
@@ -89,6 +90,8 @@ _INDEPENDENT = (CreateReplica, DeleteReplica, RecordEvent)
 
 #: Sends a run of actions that creates replicas without the pass waiting (``create_dispatch``).
 Dispatch = Callable[[tuple[str, str], Sequence[Action]], None]
+#: Sends the job's status patch without the pass waiting (``create_dispatch``).
+WriteStatus = Callable[[tuple[str, str], StatusPatch], None]
 
 
 def batches(actions: Sequence[Action]) -> list[list[Action]]:
@@ -282,6 +285,7 @@ def reconcile_job(
     cache: WatchCache | None = None,
     pool: ThreadPoolExecutor | None = None,
     dispatch: Dispatch | None = None,
+    write_status: WriteStatus | None = None,
 ) -> PassResult | None:
     """Run one pass; None when there was no job to reconcile (gone, or being deleted).
     ``job_master``: how to run the master of jobs that need one (``core.job_master``);
@@ -289,7 +293,8 @@ def reconcile_job(
     with ``server_token`` (``FLEXJOB_SERVER_TOKEN``) they reach through their job's key.
     ``pool``: threads for the reads and actions sent at once (else each pass starts its own).
     ``dispatch`` (with ``cache``): where the runs of actions that create replicas go instead
-    of the pass waiting for them (``create_dispatch``; the cache expects their replicas)."""
+    of the pass waiting for them (``create_dispatch``; the cache expects their replicas);
+    ``write_status`` (with ``cache``): where its status patch goes, the same way."""
     seen = observe(platform, namespace, name, parallel, cache, pool)
     if seen is None:
         return None
@@ -316,8 +321,11 @@ def reconcile_job(
         report_failure(platform, namespace, name, failed)
         raise
     if any(isinstance(a, DeleteJob) for a in result.actions):
-        return PassResult(job, replicas, result, deleted=True, dispatched=bool(handed))
+        return PassResult(job, replicas, result, deleted=True, dispatched=int(bool(handed)))
     patch = owner_patch(job.status, result.status, StatusOwner.OPERATOR)
+    if patch and write_status is not None and cache is not None:
+        write_status((namespace, name), patch)
+        return PassResult(job, replicas, result, deleted=False, dispatched=int(bool(handed)) + 1)
     if patch:
         try:
             job = platform.patch_job_status(namespace, name, patch)
@@ -325,7 +333,7 @@ def reconcile_job(
                 cache.job_written(job)
         except NotFoundError:
             logger.info("job %s/%s disappeared while reconciling", namespace, name)
-    return PassResult(job, replicas, result, deleted=False, dispatched=bool(handed))
+    return PassResult(job, replicas, result, deleted=False, dispatched=int(bool(handed)))
 
 
 def hand_off(actions: Sequence[Action]) -> tuple[list[Action], list[Action]]:

@@ -18,10 +18,12 @@ pod by another incarnation (uid) or, for the same uid, a higher resourceVersion 
 answer carries none here); a deleted incarnation's uid is remembered so that a late event or a
 list that still held it cannot bring it back. Not a general client cache: only what a pass reads.
 
-Creates a pass dispatched and did not wait for (``create_dispatch``) are expected (``expect``;
-the rule is ``core.expectations``): until the create's answer (``created``) or the end of the
-dispatch without it (``settle``), ``read`` counts it as a Pending replica while no pod of its
-name is in the cache.
+A status patch a pass sent and did not wait for (``status_sent``) is applied to the job ``read``
+returns until it is answered (``status_answered``), so that the next pass decides on the status
+the last one wrote. Creates a pass dispatched and did not wait for (``create_dispatch``) are
+expected (``expect``; the rule is ``core.expectations``): until the create's answer
+(``created``) or the end of the dispatch without it (``settle``), ``read`` counts it as a
+Pending replica while no pod of its name is in the cache.
 """
 
 import threading
@@ -39,6 +41,7 @@ from flexjob.core.expectations import (
     expect,
     settled,
 )
+from flexjob.core.status_patch import StatusPatch, apply_status_patch
 from flexjob.platform.api import Replica, ReplicaRequest, Service
 
 JobKey = tuple[str, str]
@@ -83,6 +86,8 @@ class WatchCache:
         self._ttl = expectation_ttl
         self._watched = False
         self._forgotten: set[JobKey] = set()  # listed from the API on their next pass
+        # Status patches sent and not answered yet, by job, in the order they were sent.
+        self._writing: dict[JobKey, list[tuple[int, StatusPatch]]] = {}
         self.clock = clock
 
     def _entry(self, key: JobKey) -> _Entry:
@@ -114,6 +119,7 @@ class WatchCache:
         with self._lock:
             self._jobs.pop(key, None)
             self._entries.pop(key, None)
+            self._writing.pop(key, None)
             self._forgotten.add(key)
 
     def pod_seen(self, key: JobKey, replica: Replica, version: str | None, deleted: bool) -> None:
@@ -154,6 +160,24 @@ class WatchCache:
                 entry.stored_at["plan", plan.metadata.name] = self.clock()
 
     # --- fed by passes (worker threads) ----------------------------------------------------
+    def status_sent(self, key: JobKey, patch: StatusPatch, write: int) -> None:
+        """A pass sent the status patch ``write`` of the job: ``read`` applies it to the job
+        until it is answered, so the next pass decides on the status this one wrote."""
+        with self._lock:
+            self._writing.setdefault(key, []).append((write, patch))
+
+    def status_answered(self, key: JobKey, write: int, job: ElasticJob | None) -> None:
+        """The patch ``write`` was answered: ``job`` as stored after it (None: refused or the
+        job is gone; the next list or watch event says what is stored)."""
+        if job is not None:
+            self.job_seen(job)
+        with self._lock:
+            left = [(w, p) for w, p in self._writing.get(key, []) if w != write]
+            if left:
+                self._writing[key] = left
+            else:
+                self._writing.pop(key, None)
+
     def expect(self, key: JobKey, requests: Iterable[ReplicaRequest], run: int) -> None:
         """Creates dispatch ``run`` is about to send: counted until settled or observed."""
         with self._lock:
@@ -241,6 +265,7 @@ class WatchCache:
             if now - entry.primed_at > self._relist_after:
                 return None
             known = self._jobs.get(key)
+            writing = list(self._writing.get(key, ()))
             observed = sorted(
                 (r for r, _ in entry.pods.values()), key=lambda r: (r.created or _OLDEST, r.name)
             )
@@ -249,7 +274,13 @@ class WatchCache:
             plans = [p for p, _ in entry.plans.values()]
         plans.sort(key=lambda p: (p.metadata.creation_timestamp or "", p.metadata.name))
         services.sort(key=lambda s: s.name)
-        return known[0] if known else None, replicas, services, first_pending(plans)
+        job = known[0] if known else None
+        if job is not None and writing:  # merge patches: in order, each idempotent
+            status = job.status
+            for _, patch in writing:
+                status = apply_status_patch(status, patch)
+            job = job.model_copy(update={"status": status})
+        return job, replicas, services, first_pending(plans)
 
 
 def first_pending(plans: Iterable[ScalePlan]) -> ScalePlan | None:

@@ -10,9 +10,10 @@ Jobs waiting in the queue come out highest ``spec.priority`` first (``JobPriorit
 in arrival order, so a burst of new jobs is created in priority order. An event that does not
 carry the job's priority (a pod's, a ScalePlan's) keeps the rank last given for that job.
 
-A pass that hands its creates to ``create_dispatch`` returns ``dispatched``; when they end the
-dispatcher calls ``settled``: a refused create retries the job with the same backoff as a failed
-pass, and the job's run of failures ends only once its creates went through.
+A pass that hands its creates or its status patch to ``create_dispatch`` returns how many it
+handed off (``dispatched``); as each ends the dispatcher calls ``settled``: a refused one retries
+the job with the same backoff as a failed pass, and the job's run of failures ends only once
+they went through.
 
 An event that only brings back what the job's last pass already saw (``handled``: the job's
 version that pass left behind, e.g. its own status patch coming back over the watch; a pod as
@@ -138,8 +139,9 @@ class JobQueue:
             result: object = None
             try:
                 result = await self._handle(key)
-                if getattr(result, "dispatched", False):  # its creates settle it
-                    self._count_unsettled(key, +1)
+                dispatched = int(getattr(result, "dispatched", 0))
+                if dispatched:  # what it dispatched settles it
+                    self._count_unsettled(key, dispatched)
                 else:
                     self._failures.pop(key, None)
             except Exception:

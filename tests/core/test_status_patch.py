@@ -9,6 +9,7 @@ from flexjob.core.status_patch import (
     InvalidStatusPatchError,
     StatusOwner,
     apply_status_patch,
+    compose_patches,
     merge_patch,
     normalize_status_patch,
     owner_patch,
@@ -94,3 +95,12 @@ def test_every_owned_field_is_a_status_field_and_every_field_has_an_owner() -> N
     owned = set().union(*OWNED_FIELDS.values())
     assert owned <= STATUS_FIELDS
     assert STATUS_FIELDS - owned == set()
+
+
+def test_two_patches_composed_do_what_applying_one_then_the_other_does() -> None:
+    status = ElasticJobStatus(phase=JobPhase.RUNNING, restart_count=2, message="ok")
+    first = {"phase": "Restarting", "restartCount": 3, "replicaStatuses": {"worker": {"active": 1}}}
+    then = {"phase": "Running", "message": None, "replicaStatuses": {"worker": {"failed": 1}}}
+    one_by_one = apply_status_patch(apply_status_patch(status, first), then)
+    assert apply_status_patch(status, compose_patches(first, then)) == one_by_one
+    assert one_by_one.message == "" and one_by_one.restart_count == 3

@@ -1,7 +1,7 @@
 """The operator's watch cache: a pass sees what the watches and its own writes saw, and an
 object is only ever replaced by a newer state of itself."""
 
-from flexjob.api import ElasticJob, ReplicaPhase, ReplicaType
+from flexjob.api import ElasticJob, JobPhase, ReplicaPhase, ReplicaType
 from flexjob.operator.watch_cache import WatchCache
 from flexjob.platform.api import Replica
 
@@ -115,3 +115,24 @@ def test_once_the_pod_watch_listed_a_new_job_is_read_from_the_watches() -> None:
     assert cache.read(KEY) is None
     cache.prime(KEY, [], [], [], now[0])
     assert pods_of(cache) == {}
+
+
+def test_a_status_patch_in_flight_is_what_the_next_pass_reads() -> None:
+    cache = WatchCache()
+    cache.prime(KEY, [], [], [], cache.clock())
+    cache.job_seen(job("7"))
+    cache.status_sent(KEY, {"phase": "Starting", "restartCount": 1}, write=1)
+    cache.status_sent(KEY, {"phase": "Running"}, write=2)  # sent after it: applied after it
+    seen = cache.read(KEY)
+    assert seen is not None and seen[0] is not None and seen[0].status is not None
+    assert (seen[0].status.phase.value, seen[0].status.restart_count) == ("Running", 1)
+    stored = job("8")
+    stored.status = seen[0].status.model_copy(update={"phase": JobPhase.STARTING})
+    cache.status_answered(KEY, 1, stored)  # write 1 stored; write 2 still on its way
+    seen = cache.read(KEY)
+    assert seen is not None and seen[0] is not None and seen[0].status is not None
+    assert seen[0].status.phase is JobPhase.RUNNING
+    cache.status_answered(KEY, 2, None)  # refused: what is stored is the truth again
+    seen = cache.read(KEY)
+    assert seen is not None and seen[0] is not None and seen[0].status is not None
+    assert seen[0].status.phase is JobPhase.STARTING

@@ -28,6 +28,10 @@ from flexjob.api.names import LABEL_JOB_NAME
 
 logger = logging.getLogger(__name__)
 
+#: Events handled between two turns of the event loop's other work: lines a burst brought in
+#: at once are read without the loop running anything else (kopf, the passes' completions).
+YIELD_EVERY = 16
+
 #: Called with each event's type (None: listed) and the pod's body.
 PodHandler = Callable[[str | None, Mapping[str, Any]], None]
 BACKOFF = (0.1, 0.5, 1.0, 2.0, 5.0)
@@ -158,11 +162,15 @@ class PodWatch:
             "timeoutSeconds": str(self._timeout),
         }
         limit = aiohttp.ClientTimeout(total=None, sock_read=self._timeout + 30)
+        handled = 0
         async with session.get(path, params=params, timeout=limit) as response:
             if response.status == 410:
                 raise Gone()
             response.raise_for_status()
             async for line in _lines(response):
+                handled += 1
+                if handled % YIELD_EVERY == 0:  # a burst read at once: let the loop run
+                    await asyncio.sleep(0)
                 event = json.loads(line)
                 kind, body = event.get("type"), event.get("object") or {}
                 if kind == "ERROR":

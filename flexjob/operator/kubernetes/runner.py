@@ -251,6 +251,7 @@ def make_queue(
                 queue.cache,
                 pool,
                 dispatcher.send,
+                dispatcher.write_status,
             ),
         )
         if passed is not None and not passed.deleted:
