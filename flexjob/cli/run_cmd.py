@@ -183,6 +183,16 @@ def run(
             raise ValueError(f"--node-rank must be >= 0, got {node_rank}")
         torchrun_flags.check_backend(rdzv_backend)
         conf = torchrun_flags.parse_rdzv_conf(rdzv_conf)
+        if master is not None:
+            _no_master_flags(
+                "with --master `flexjob run` starts no master",
+                ("--last-call-timeout", last_call_timeout, 1.0),
+                ("--rdzv-conf last_call_timeout", conf.last_call_timeout, None),
+                ("--heartbeat-timeout", heartbeat_timeout, 10.0),
+                ("--stragglers", stragglers, StragglerPolicy.REPORT),
+                ("--straggler-ratio", straggler_ratio, DEFAULT_RATIO),
+                ("--straggler-window", straggler_window, DEFAULT_WINDOW_S),
+            )
         opts = RunConfig(
             target=script,
             args=tuple(script_args or ()),
@@ -216,6 +226,17 @@ def run(
     from flexjob.agent.launcher import run_job
 
     raise typer.Exit(run_job(opts))
+
+
+def _no_master_flags(why: str, *flags: tuple[str, object, object]) -> None:
+    """A flag that tunes the job's master, given to a command that starts none (``agent``,
+    ``run --master``), would be dropped: one set to other than its default is an error."""
+    for flag, value, default in flags:
+        if value != default:
+            raise ValueError(
+                f"{flag} is a setting of the job's master, and {why}: give it to the master "
+                "(`flexjob master`)"
+            )
 
 
 SPARE_DIR = typer.Option(
@@ -283,6 +304,11 @@ def agent(
 
     try:
         torchrun_flags.check_backend(rdzv_backend)
+        conf = torchrun_flags.parse_rdzv_conf(rdzv_conf)
+        _no_master_flags(
+            "`flexjob agent` joins a running master",
+            ("--rdzv-conf last_call_timeout", conf.last_call_timeout, None),
+        )
         config = AgentConfig(
             master=master,
             target=script,
@@ -295,7 +321,7 @@ def agent(
             nproc_per_node=torchrun_flags.parse_nproc(nproc_per_node),
             max_restarts=max_restarts,
             monitor_interval=monitor_interval,
-            rendezvous_timeout=torchrun_flags.parse_rdzv_conf(rdzv_conf).join_timeout,
+            rendezvous_timeout=conf.join_timeout,
             address=address,
             run_dir=run_dir,
             output=OutputConfig(log_dir=log_dir, redirects=redirects, tee=tee),
