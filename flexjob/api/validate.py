@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from flexjob.api.bounds import replica_bounds
-from flexjob.api.enums import ReplicaType
+from flexjob.api.enums import DistributionStrategy, ReplicaType
 from flexjob.api.job import ElasticJob
 from flexjob.api.limits import MAX_REPLICAS_BY_PLATFORM
 from flexjob.api.master_rule import master_field_problems
@@ -164,10 +164,32 @@ def _check_job_spec(spec: Mapping[str, Any]) -> list[Problem]:
                 )
             )
     problems += unsupported_fields(spec)
+    if isinstance(replica_specs, Mapping):
+        problems += _check_strategy(spec.get("distributionStrategy"), replica_specs)
     batch = spec.get("batch")
     if isinstance(batch, Mapping):
         problems += _check_batch(batch)
     return problems
+
+
+def _check_strategy(strategy: Any, replica_specs: Mapping[str, Any]) -> list[Problem]:
+    """``distributionStrategy`` names what the replicas do; nothing else reads it, so a
+    strategy the replicas contradict would be a field that says one thing and does another."""
+    has_ps = str(ReplicaType.PS) in replica_specs
+    path = "spec.distributionStrategy"
+    if strategy == DistributionStrategy.PARAMETER_SERVER and not has_ps:
+        message = (
+            "ParameterServerStrategy needs parameter servers: add spec.replicaSpecs.ps, or use "
+            "AllreduceStrategy (what a job without ps replicas runs)"
+        )
+        return [Problem(path, strategy, message)]
+    if strategy == DistributionStrategy.ALLREDUCE and has_ps:
+        message = (
+            "a job with spec.replicaSpecs.ps runs parameter servers: use "
+            "ParameterServerStrategy, or remove the ps replicas"
+        )
+        return [Problem(path, strategy, message)]
+    return []
 
 
 def _own_master(replica_specs: Mapping[str, Any]) -> bool:

@@ -336,3 +336,22 @@ def test_without_an_elastic_policy_the_agent_keeps_its_defaults(
     )
     config = _agent_config(worker.env, tmp_path, monkeypatch)
     assert (config.nproc_per_node, config.max_restarts) == (1, 3)
+
+
+def test_a_strategy_the_replicas_contradict_is_rejected() -> None:
+    no_ps = validate(_native(set_("spec.distributionStrategy", "ParameterServerStrategy")))
+    assert [p.path for p in no_ps] == ["spec.distributionStrategy"]
+    assert "needs parameter servers" in no_ps[0].message
+    ps = {"replicas": 1, "template": {"spec": {"containers": [{"name": "ps", "image": "i"}]}}}
+    with_ps = validate(
+        _native(
+            set_("spec.distributionStrategy", "AllreduceStrategy"),
+            set_("spec.replicaSpecs.ps", ps),
+        )
+    )
+    assert [p.path for p in with_ps] == ["spec.distributionStrategy"]
+    assert "runs parameter servers" in with_ps[0].message
+    dlrover = _dlrover("spec.distributionStrategy", "AllreduceStrategy")  # it has ps replicas
+    assert [p.path for p in validate(dlrover)] == ["spec.distributionStrategy"]
+    for strategy in ("AllreduceStrategy", "Custom"):
+        assert validate(_native(set_("spec.distributionStrategy", strategy))) == []
