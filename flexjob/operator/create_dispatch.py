@@ -109,8 +109,8 @@ class CreateDispatcher:
                 logger.exception("writing the status of job %s/%s failed", *key)
                 ok = False
             for write, _ in queued:
-                self._cache.status_answered(key, write, job)
-                try:
+                try:  # nothing here may stop the chain: the job's later patches wait on it
+                    self._cache.status_answered(key, write, job)
                     self._settled(key, ok)
                 except Exception:  # the loop is closed: the process is stopping
                     logger.debug("job %s/%s: status written after the operator", *key)
