@@ -169,6 +169,15 @@ def _check_job_spec(spec: Mapping[str, Any]) -> list[Problem]:
     batch = spec.get("batch")
     if isinstance(batch, Mapping):
         problems += _check_batch(batch)
+    dataset = spec.get("dataset")
+    if isinstance(dataset, Mapping) and (dataset.get("size") is None) == (not dataset.get("files")):
+        problems.append(
+            Problem(
+                "spec.dataset",
+                dict(dataset),
+                "give exactly one of spec.dataset.size (samples) or spec.dataset.files",
+            )
+        )
     return problems
 
 
@@ -209,7 +218,21 @@ def _check_batch(batch: Mapping[str, Any]) -> list[Problem]:
         _int_or_none(batch.get(k))
         for k in ("globalBatchSize", "microBatchSize", "maxGlobalBatchSize")
     )
+    workers = _int_or_none(batch.get("maxWorkers"))
     problems: list[Problem] = []
+    if base is None and workers is None:
+        problems.append(
+            Problem("spec.batch", dict(batch), "give globalBatchSize or maxWorkers (or both)")
+        )
+    elif micro is None and (base is None or workers is None) and "microBatchSize" not in batch:
+        problems.append(
+            Problem(
+                "spec.batch.microBatchSize",
+                MISSING,
+                "required unless globalBatchSize and maxWorkers are both given (then it is "
+                "globalBatchSize / maxWorkers)",
+            )
+        )
     if base is not None and micro is not None and micro >= 1 and base % micro:
         problems.append(
             Problem(

@@ -268,7 +268,7 @@ def test_a_master_only_field_on_a_job_without_flexjobs_master_is_rejected(
     ("field", "value"),
     [
         ("dataset", {"size": 100}),
-        ("batch", {"globalBatchSize": 64}),
+        ("batch", {"globalBatchSize": 64, "microBatchSize": 8}),
         ("stragglers", {"policy": "exclude"}),
         ("brainService", "brain:50001"),
     ],
@@ -355,3 +355,25 @@ def test_a_strategy_the_replicas_contradict_is_rejected() -> None:
     assert [p.path for p in validate(dlrover)] == ["spec.distributionStrategy"]
     for strategy in ("AllreduceStrategy", "Custom"):
         assert validate(_native(set_("spec.distributionStrategy", strategy))) == []
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "path"),
+    [
+        ("batch", {"globalBatchSize": 64}, "spec.batch.microBatchSize"),
+        ("batch", {"microBatchSize": 8}, "spec.batch"),
+        ("dataset", {"name": "train"}, "spec.dataset"),
+        ("dataset", {"size": 10, "files": ["a.csv"]}, "spec.dataset"),
+    ],
+)
+def test_a_dataset_or_batch_the_master_cannot_build_is_rejected_at_submit(
+    field: str, value: Any, path: str
+) -> None:
+    """Before, these passed validation and the master's config raised when the operator
+    rendered the master."""
+    doc = _native(set_(f"spec.{field}", value))
+    assert [p.path for p in validate(doc)] == [path]
+    with pytest.raises(SpecError):
+        job_from_dict(doc)
+    ok = {"batch": {"globalBatchSize": 64, "maxWorkers": 4}, "dataset": {"size": 10}}[field]
+    assert validate(_native(set_(f"spec.{field}", ok))) == []
