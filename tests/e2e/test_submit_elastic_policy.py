@@ -1,0 +1,59 @@
+"""``elasticPolicy.nProcPerNode`` does what it says on ``flexjob submit``: one worker replica
+with ``nProcPerNode: 2`` runs two ranks (before, the field was dropped and every agent ran one
+process). The operator passes it as ``FLEXJOB_NPROC_PER_NODE``; ``flexjob agent`` reads it."""
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.support.local_jobs import run_flexjob
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
+REPO = Path(__file__).resolve().parents[2]
+NAME = "nprocs"
+
+
+def test_n_proc_per_node_gives_one_replica_that_many_ranks(home: Path, tmp_path: Path) -> None:
+    spec = {
+        "apiVersion": "flexjob.dev/v1alpha1",
+        "kind": "ElasticJob",
+        "metadata": {"name": NAME, "namespace": "default"},
+        "spec": {
+            "elasticPolicy": {"rdzvBackend": "flexjob", "nProcPerNode": 2},
+            "replicaSpecs": {
+                "worker": {
+                    "replicas": 1,
+                    "restartPolicy": "Never",
+                    "template": {
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": "main",
+                                    "image": "flexjob:latest",
+                                    "command": ["python", "-m", "flexjob", "agent"],
+                                    "args": ["tests/agent/plain_allreduce.py"],
+                                }
+                            ]
+                        }
+                    },
+                }
+            },
+        },
+    }
+    path = tmp_path / "nprocs.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    pythonpath = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
+    env = {
+        **os.environ,
+        "FLEXJOB_HOME": str(home),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONPATH": pythonpath,
+    }
+    out = run_flexjob(env, "submit", str(path), timeout=80, cwd=REPO)
+    assert out.returncode == 0, out.stdout + out.stderr
+    logs = run_flexjob(env, "logs", NAME, "--replica", "worker-0", timeout=30, cwd=REPO).stdout
+    assert "sum=3 world=2 rank=0" in logs, logs
+    assert "sum=3 world=2 rank=1" in logs, logs
