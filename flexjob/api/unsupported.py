@@ -8,7 +8,7 @@ implemented, remove it from these tables and test what it does. No I/O.
 from collections.abc import Mapping
 from typing import Any
 
-from flexjob.api.problems import Problem
+from flexjob.api.problems import Problem, join_path
 
 _NOT_SUPPORTED = "flexjob does not support"
 
@@ -79,4 +79,39 @@ def unsupported_fields(spec: Mapping[str, Any]) -> list[Problem]:
                 for key, hint in REPLICA_FIELDS.items()
                 if rspec.get(key) is not None
             ]
+    return problems
+
+
+def unsupported_plan_fields(spec: Mapping[str, Any]) -> list[Problem]:
+    """One problem per ScalePlan field (a ScalePlan spec wire dict) that flexjob would drop:
+    a pod's ``rankIndex`` (ranks follow the rendezvous' join order) and a created pod's
+    ``resource`` (a new replica gets its type's resources)."""
+    problems = []
+    for part in ("createPods", "removePods", "migratePods"):
+        pods = spec.get(part)
+        if not isinstance(pods, list):
+            continue
+        for i, pod in enumerate(pods):
+            if not isinstance(pod, Mapping):
+                continue
+            path = join_path(f"spec.{part}", i)
+            if pod.get("rankIndex") is not None:
+                problems.append(
+                    Problem(
+                        f"{path}.rankIndex",
+                        pod["rankIndex"],
+                        f"{_NOT_SUPPORTED} choosing a pod's rank; remove it (ranks follow the "
+                        "order nodes join the rendezvous)",
+                    )
+                )
+            if part == "createPods" and pod.get("resource"):
+                problems.append(
+                    Problem(
+                        f"{path}.resource",
+                        pod["resource"],
+                        f"{_NOT_SUPPORTED} resources of one created pod; set "
+                        "spec.replicaResourceSpecs.<type>.resource (every new replica of the "
+                        "type gets it), or migratePods for an existing one",
+                    )
+                )
     return problems

@@ -26,7 +26,7 @@ from flexjob.api.quantity import parse_quantity
 from flexjob.api.readers import READERS, convert, find_reader
 from flexjob.api.roles import TRAINING_TYPES, on_request_types
 from flexjob.api.scaleplan import ScalePlan
-from flexjob.api.unsupported import unsupported_fields
+from flexjob.api.unsupported import unsupported_fields, unsupported_plan_fields
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _JOB_ARG_KEY = re.compile(r"^[a-z0-9_]+$")
@@ -398,4 +398,5 @@ def _check_job_args(args: Mapping[str, Any]) -> list[Problem]:
 
 def _check_plan_spec(spec: Mapping[str, Any]) -> list[Problem]:
     owner = spec.get("ownerJob", MISSING)
-    return [] if owner is MISSING else list(_check_name("spec.ownerJob", owner))
+    problems = [] if owner is MISSING else list(_check_name("spec.ownerJob", owner))
+    return problems + unsupported_plan_fields(spec)

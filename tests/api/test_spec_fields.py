@@ -377,3 +377,16 @@ def test_a_dataset_or_batch_the_master_cannot_build_is_rejected_at_submit(
         job_from_dict(doc)
     ok = {"batch": {"globalBatchSize": 64, "maxWorkers": 4}, "dataset": {"size": 10}}[field]
     assert validate(_native(set_(f"spec.{field}", ok))) == []
+
+
+def test_scale_plan_fields_flexjob_would_drop_are_rejected_naming_them() -> None:
+    plan = _example("scaleplan.yaml")
+    assert validate(plan) == []
+    plan["spec"]["migratePods"][0]["rankIndex"] = 1
+    plan["spec"]["createPods"] = [{"type": "worker", "resource": {"memory": 4096}}]
+    problems = validate(plan)
+    assert sorted(p.path for p in problems) == [
+        "spec.createPods[0].resource",
+        "spec.migratePods[0].rankIndex",
+    ]
+    assert all("flexjob does not support" in p.message for p in problems)
