@@ -193,6 +193,11 @@ def run(
                 ("--straggler-ratio", straggler_ratio, DEFAULT_RATIO),
                 ("--straggler-window", straggler_window, DEFAULT_WINDOW_S),
             )
+            if plot is not None:  # the timeline is written by the master, in its job dir
+                raise ValueError(
+                    "--plot draws the timeline of the master `flexjob run` starts, and with "
+                    "--master it starts none: plot that master's job dir (`flexjob plot DIR`)"
+                )
         opts = RunConfig(
             target=script,
             args=tuple(script_args or ()),

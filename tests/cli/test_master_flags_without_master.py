@@ -38,3 +38,13 @@ def test_agent_refuses_the_masters_last_call_timeout(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, [*args, str(script)])
     assert result.exit_code == 2, result.output
     assert "error: --rdzv-conf last_call_timeout is a setting of the job's master" in result.output
+
+
+def test_run_with_a_running_master_refuses_plot(tmp_path: Path) -> None:
+    """The timeline is in the running master's job dir: run's own would plot nothing."""
+    script = tmp_path / "train.py"
+    script.write_text("")
+    args = ["run", "--master", "127.0.0.1:1", "--plot", str(tmp_path / "t.png")]
+    result = CliRunner().invoke(app, [*args, str(script)])
+    assert result.exit_code == 2, result.output
+    assert "error: --plot draws the timeline of the master" in result.output
