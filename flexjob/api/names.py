@@ -116,6 +116,9 @@ ENV_COLLECTIVE_TIMEOUT = "FLEXJOB_COLLECTIVE_TIMEOUT"
 # calls, a longer tail at the end of the data). Unset: ``auto`` for ElasticDistributedSampler,
 # 1 for ElasticSampler (each of its reports is a call that leases the next shard anyway).
 ENV_SHARD_LEASE = "FLEXJOB_SHARD_LEASE"
+# Seconds between rank 0's re-plans of an adaptive global batch (``spec.batch.adaptive``,
+# ``trainer.batch_adapter``) while the world stays the same; a number > 0, default 30 (user).
+ENV_BATCH_REPLAN_S = "FLEXJOB_BATCH_REPLAN_S"
 # Flash checkpoints (docs/flash-checkpoint.md): ``1`` turns them on in ElasticTrainer (user);
 # the agent hands each worker the socket it notes its saves on and its shared-memory directory.
 ENV_FLASH_CHECKPOINT = "FLEXJOB_FLASH_CHECKPOINT"

@@ -8,9 +8,9 @@ class, re-plans the global batch:
 
 - rank 0 proposes a global batch (``AdaptiveBatch.plan``: the goodput-maximising batch for
   the world's nodes and replicas) at the first step of every world, at the first step where
-  the gradient noise scale is known, and every ``REPLAN_EVERY_S`` after; the proposal rides
-  on the step's control all-reduce (only rank 0 adds to those slots), so every rank applies
-  the same batch from the same step on;
+  the gradient noise scale is known, and every ``replan_every()`` seconds after; the
+  proposal rides on the step's control all-reduce (only rank 0 adds to those slots), so
+  every rank applies the same batch from the same step on;
 - each rank then takes its share of the new batch (``BatchPlan.for_rank``) and sets its
   optimizer's learning rates to their base times AdaScale's gain (``scale_lr``);
 - a re-formed world starts again from the job's base batch (``globalBatchSize``) and gain 1.
@@ -25,10 +25,13 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
+from flexjob.api import names
 from flexjob.core.batch import BatchPlan, RankBatch
 from flexjob.trainer.adaptive import AdaptiveBatch, scale_lr
 from flexjob.trainer.goodput import GoodputReporter, noise_hook
@@ -40,8 +43,24 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: Seconds between rank 0's re-plans while the world stays the same.
+#: Seconds between rank 0's re-plans in a steady world (``$FLEXJOB_BATCH_REPLAN_S``).
 REPLAN_EVERY_S = 30.0
+
+
+def replan_every(env: Mapping[str, str] | None = None) -> float:
+    """``$FLEXJOB_BATCH_REPLAN_S`` (a number of seconds > 0), else ``REPLAN_EVERY_S``."""
+    raw = (os.environ if env is None else env).get(names.ENV_BATCH_REPLAN_S, "").strip()
+    if not raw:
+        return REPLAN_EVERY_S
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds < math.inf:
+        raise ValueError(f"{names.ENV_BATCH_REPLAN_S} must be a number of seconds > 0, got {raw!r}")
+    return seconds
+
+
 #: Where each parameter group keeps the user's learning rate (saved with the optimizer).
 BASE_LR_KEY = "flexjob_base_lr"
 #: The gain crosses the control all-reduce as an integer in millionths.
@@ -63,6 +82,7 @@ class BatchAdapter:
         self.optimizer = optimizer
         self.reporter = reporter
         self._clock = clock
+        self.every = replan_every()
         self.base_lrs = [g.setdefault(BASE_LR_KEY, g["lr"]) for g in optimizer.param_groups]
         self.global_batch = bounds.base
         self.gain = 1.0
@@ -103,7 +123,7 @@ class BatchAdapter:
         first = noise is not None and not self._knew_noise  # the noise scale just became known
         if rank != 0 or (now < self._due and not first):
             return 0, 0
-        self._due = now + REPLAN_EVERY_S
+        self._due = now + self.every
         self._knew_noise = noise is not None
         choice = self.bounds.plan(*self._shape, self.reporter.meter.fitted(), noise)
         gain = max(1, round(choice.lr_gain * GAIN_UNIT))

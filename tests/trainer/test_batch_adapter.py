@@ -14,7 +14,13 @@ import torch.nn.functional as F
 from flexjob.core.batch import BatchPlan
 from flexjob.trainer import ElasticSampler, ElasticTrainer
 from flexjob.trainer.adaptive import AdaptiveBatch
-from flexjob.trainer.batch_adapter import BASE_LR_KEY, GAIN_UNIT, REPLAN_EVERY_S, BatchAdapter
+from flexjob.trainer.batch_adapter import (
+    BASE_LR_KEY,
+    GAIN_UNIT,
+    REPLAN_EVERY_S,
+    BatchAdapter,
+    replan_every,
+)
 from flexjob.trainer.goodput import GoodputReporter
 from tests.trainer.fakes import shards
 from tests.trainer.test_fixed_batch_trainer import PlannedMaster, X, Y, store  # noqa: F401
@@ -122,3 +128,11 @@ def test_a_new_world_starts_from_the_base_batch_and_a_restart_from_the_users_lr(
     restored = adapter.optimizer
     again = BatchAdapter(AdaptiveBatch(12, 24, 4), restored, GoodputReporter(4.0))
     assert again.base_lrs == [0.1] and restored.param_groups[0]["lr"] == pytest.approx(0.1)
+
+
+def test_the_replan_period_comes_from_the_environment_and_a_bad_one_is_named() -> None:
+    assert replan_every({}) == REPLAN_EVERY_S
+    assert replan_every({"FLEXJOB_BATCH_REPLAN_S": "2.5"}) == 2.5
+    for bad in ("0", "-1", "soon", "inf"):
+        with pytest.raises(ValueError, match="FLEXJOB_BATCH_REPLAN_S must be a number"):
+            replan_every({"FLEXJOB_BATCH_REPLAN_S": bad})
