@@ -5,7 +5,9 @@ imported on first use, so a command that only reads the client config (``flexjob
 e.g. a relaunched ``flexjob ps``) does not pay for it.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from flexjob.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from flexjob.client.client import FlexjobClient, JobFailedError
@@ -13,9 +15,6 @@ if TYPE_CHECKING:
 __all__ = ["FlexjobClient", "JobFailedError"]
 
 
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from flexjob.client import client
-
-        return getattr(client, name)
-    raise AttributeError(f"module 'flexjob.client' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(
+    __name__, {"FlexjobClient": "client", "JobFailedError": "client"}
+)

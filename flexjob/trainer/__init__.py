@@ -7,15 +7,15 @@ Importing this package is light; the torch-based pieces load on first use.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from flexjob.core.batch import RankBatch
-from flexjob.trainer.batch import accumulation_steps, fixed_batch_plan
+from flexjob.lazy import lazy_exports
+from flexjob.trainer.batch import Step, accumulation_steps, fixed_batch_plan
 from flexjob.trainer.sampler import Batch, ElasticSampler, NoShard, ShardSamples
 from flexjob.trainer.world import Generation, WorldInfo, world_info
 
 if TYPE_CHECKING:
-    from flexjob.trainer.batch import Step
     from flexjob.trainer.checkpoint import Checkpointer
     from flexjob.trainer.data_sampler import ElasticDistributedSampler
     from flexjob.trainer.elastic import ElasticTrainer
@@ -44,22 +44,15 @@ __all__ = [
     "world_info",
 ]
 
-_LAZY = {
-    "Checkpointer": "flexjob.trainer.checkpoint",
-    "ElasticDistributedSampler": "flexjob.trainer.data_sampler",
-    "ElasticTrainer": "flexjob.trainer.elastic",
-    "Step": "flexjob.trainer.batch",
-    "PsSet": "flexjob.trainer.ps_set",
-    "PsEmbedding": "flexjob.trainer.ps_torch",
-    "PsSync": "flexjob.trainer.ps_torch",
-    "replica_link": "flexjob.trainer.link",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'flexjob.trainer' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "Checkpointer": "checkpoint",
+        "ElasticDistributedSampler": "data_sampler",
+        "ElasticTrainer": "elastic",
+        "PsSet": "ps_set",
+        "PsEmbedding": "ps_torch",
+        "PsSync": "ps_torch",
+        "replica_link": "link",
+    },
+)
