@@ -52,6 +52,18 @@ def start_master(
         return subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env)
 
 
+def stop_all(job: Job | None, master: subprocess.Popen[bytes]) -> None:
+    """Stop the run (when it started) and its master (SIGTERM, SIGKILL after 15 s)."""
+    if job is not None:
+        job.stop()
+    master.terminate()
+    try:
+        master.wait(15)
+    except subprocess.TimeoutExpired:
+        master.kill()
+        master.wait()
+
+
 def _final_loss(*texts: str) -> float:
     found = re.findall(r"loss=([0-9.]+)", "".join(texts))
     assert found, "no loss line in the output:\n" + "".join(texts)
@@ -87,14 +99,7 @@ def _run(tmp: Path, *, elastic: bool, timeout: float) -> RunResult:
         texts = [job.output(), *(p.read_text(errors="replace") for p in extra)]
         return RunResult(_final_loss(*texts), "".join(texts))
     finally:
-        if job is not None:
-            job.stop()
-        master.terminate()
-        try:
-            master.wait(15)
-        except subprocess.TimeoutExpired:
-            master.kill()
-            master.wait()
+        stop_all(job, master)
 
 
 def fixed_world_run(tmp: Path, timeout: float = 240.0) -> RunResult:

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from flexjob.core.batch import BatchPlan
-from tests.e2e.fidelity import STARTUP_TIMEOUT, start_master
+from tests.e2e.fidelity import STARTUP_TIMEOUT, start_master, stop_all
 from tests.e2e.jobs import Job, start_run
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
@@ -42,14 +41,7 @@ def _run(tmp: Path, batch: BatchPlan) -> tuple[float, int, int, float]:
         assert found, job.output()
         return float(found[1]), int(found[2]), int(found[3]), float(found[4])
     finally:
-        if job is not None:
-            job.stop()
-        master.terminate()
-        try:
-            master.wait(15)
-        except subprocess.TimeoutExpired:
-            master.kill()
-            master.wait()
+        stop_all(job, master)
 
 
 def test_an_adaptive_batch_grows_with_its_lr_scaled_and_a_fixed_one_stays(tmp_path: Path) -> None:
