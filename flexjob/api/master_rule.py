@@ -6,12 +6,15 @@ such a job on its workers by ``flexjob_runs_master``) and validation (``api.vali
 accepting and dropping them). The rule: a job has flexjob's master when it declares a
 ``master`` whose main container names no command, or declares none and has
 ``elasticPolicy.rdzvBackend: flexjob``, a ``dataset`` or ``batch`` block, ``ps`` replicas or
-``enableDynamicSharding: true``. No I/O.
+``enableDynamicSharding: true``. A job with no master at all (none declared, none added, no DI
+coordinator) forms a plain torch world instead (``plain_torch_world``; ``core.torch_world``
+renders its environment). No I/O.
 """
 
 from flexjob.api.enums import ReplicaType
 from flexjob.api.job import ElasticJob, ReplicaSpec
 from flexjob.api.problems import Problem
+from flexjob.api.roles import controlling_type
 
 RDZV_BACKEND_FLEXJOB = "flexjob"
 
@@ -45,6 +48,14 @@ def flexjob_runs_master(job: ElasticJob) -> bool:
     if declared is not None:
         return not has_own_command(declared)
     return needs_job_master(job)
+
+
+def plain_torch_world(job: ElasticJob) -> bool:
+    """True when ``job``'s training replicas form one torch world on their own, as Kubeflow's
+    PyTorchJob pods do (``MASTER_ADDR``/``RANK``/``WORLD_SIZE`` from the operator, ``env://``
+    in the user's code): the job has no master of any kind: it declares none (nor a DI
+    coordinator) and flexjob adds none (``needs_job_master``)."""
+    return controlling_type(job.spec.replica_specs) is None and not needs_job_master(job)
 
 
 def master_field_problems(job: ElasticJob) -> list[Problem]:

@@ -59,6 +59,7 @@ from flexjob.core.replica_resources import (
     resolve_migrations,
 )
 from flexjob.core.replicas import OOM_KILLED, Replica, Service, service_name
+from flexjob.core.torch_world import world_leader
 
 SUSPENDED_MESSAGE = "job is suspended"
 _WARNING_PHASES = (JobPhase.FAILED, JobPhase.RESTARTING)
@@ -183,8 +184,13 @@ class _Round:
         """Owned replicas that are not being deleted (nor deleted in this round)."""
         return [r for r in self.own if not r.deleting and r.name not in self.deleted]
 
+    def _master_type(self) -> ReplicaType | None:
+        """The type whose replica 0 every other replica must find first: the master, or a
+        plain torch world's rank-0 type (``core.torch_world``); None when there is none."""
+        return controlling_type(self.job.spec.replica_specs) or world_leader(self.job)
+
     def _master_address(self) -> str | None:
-        master = controlling_type(self.job.spec.replica_specs)
+        master = self._master_type()
         if master is None:
             return None
         svc = self.services.get(service_name(self.job.name, master, 0))
@@ -385,12 +391,12 @@ class _Round:
         missing = wanted - len(occupied)
         if missing <= 0:
             return
-        needs_master = controlling_type(self.job.spec.replica_specs) is not None
-        port = service_port(self.job, rtype)
+        needs_master = self._master_type() is not None
         free = (i for i in count() if i not in occupied)
         created: list[str] = []
         for index, _ in zip(free, range(missing), strict=False):
             own_address: str | None = None
+            port = service_port(self.job, rtype, index)
             if port is not None:
                 svc = self.services.get(service_name(self.job.name, rtype, index))
                 if svc is None:

@@ -330,7 +330,7 @@ def test_elastic_policy_nprocs_and_max_restarts_reach_the_workers_agent(
 def test_without_an_elastic_policy_the_agent_keeps_its_defaults(
     tmp_path: Any, monkeypatch: Any
 ) -> None:
-    job = job_from_dict(_native())
+    job = job_from_dict(_native(set_("spec.enableDynamicSharding", True)))  # flexjob's master
     worker = render_replica(
         job, ReplicaType.WORKER, 0, master_address="127.0.0.1:1", own_address=None, node=None
     )

@@ -28,8 +28,9 @@ def test_master_replica_is_created_before_the_workers() -> None:
     assert sim.phase is JobPhase.STARTING
 
 
-def test_job_without_master_creates_workers_at_once() -> None:
+def test_job_without_master_creates_the_rank_0_service_then_every_worker() -> None:
     sim = Sim(make_job(master=False, workers=3))
+    assert kinds(sim.step()) == ["service demo-worker-0"]
     assert kinds(sim.step()) == [f"create demo-worker-{i}" for i in range(3)]
     assert sim.phase is JobPhase.STARTING
 
