@@ -28,17 +28,31 @@ def has_own_command(spec: ReplicaSpec) -> bool:
     return bool(containers and containers[0].command)
 
 
-def needs_job_master(job: ElasticJob) -> bool:
-    """True when the operator must add a flexjob job master to ``job`` (see module doc)."""
+def master_trigger(job: ElasticJob) -> str | None:
+    """The spec field that makes the operator run flexjob's job master for ``job`` (see module
+    doc), as the user wrote it (``spec.dataset``, ``spec.elasticPolicy.rdzvBackend:
+    flexjob``...), or None when the job gets none."""
     spec = job.spec
     declared = spec.replica_specs.get(ReplicaType.MASTER)
     if declared is not None:
-        return not has_own_command(declared)
+        return None if has_own_command(declared) else "spec.replicaSpecs.master (no command)"
     policy = spec.elastic_policy
-    flexjob_rdzv = policy is not None and (policy.rdzv_backend or "") == RDZV_BACKEND_FLEXJOB
-    has_ps = ReplicaType.PS in spec.replica_specs
-    uses_master = spec.dataset is not None or spec.batch is not None or has_ps
-    return flexjob_rdzv or uses_master or spec.enable_dynamic_sharding is True
+    if policy is not None and (policy.rdzv_backend or "") == RDZV_BACKEND_FLEXJOB:
+        return f"spec.elasticPolicy.rdzvBackend: {RDZV_BACKEND_FLEXJOB}"
+    if spec.dataset is not None:
+        return "spec.dataset"
+    if spec.batch is not None:
+        return "spec.batch"
+    if ReplicaType.PS in spec.replica_specs:
+        return "spec.replicaSpecs.ps"
+    if spec.enable_dynamic_sharding is True:
+        return "spec.enableDynamicSharding: true"
+    return None
+
+
+def needs_job_master(job: ElasticJob) -> bool:
+    """True when the operator must add a flexjob job master to ``job`` (see module doc)."""
+    return master_trigger(job) is not None
 
 
 def flexjob_runs_master(job: ElasticJob) -> bool:

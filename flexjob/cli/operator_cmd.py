@@ -133,6 +133,12 @@ def operator(
         job_master_brain_token_secret=brain_token_secret,
         settle_heap=True,
     )
+    if options.job_master_image is None:
+        logging.getLogger(__name__).warning(
+            "%s is not set: this operator runs no job masters, so a job that needs flexjob's "
+            "(rdzvBackend: flexjob, dataset, batch, ps replicas...) fails (NoJobMaster)",
+            ENV_IMAGE,
+        )
     platform = KubernetesPlatform.from_config(options.kubeconfig, context, server)
     try:
         asyncio.run(run_operator(platform, options))

@@ -73,10 +73,14 @@ def test_every_replica_gets_the_flexjob_labels() -> None:
 
 
 def test_replica_with_a_port_gets_a_service_and_its_address() -> None:
-    sim = Sim(make_job(master=False, workers=1, ps=1))
+    sim = Sim(make_job(master=True, workers=1, ps=1))
     first = sim.step()
     assert "service demo-ps-0" in kinds(first)
-    ps = [a.request for a in sim.step() if isinstance(a, CreateReplica)]
+    ps = [
+        a.request
+        for a in sim.step()
+        if isinstance(a, CreateReplica) and a.request.type.value == "ps"
+    ]
     assert ps[0].name == "demo-ps-0"
     assert ps[0].env["FLEXJOB_REPLICA_ADDRESS"] == "demo-ps-0:2222"
     assert ps[0].service == "demo-ps-0"

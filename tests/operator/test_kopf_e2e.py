@@ -189,3 +189,28 @@ async def test_a_job_without_master_gets_a_torch_world_on_kubernetes(
         assert env["MASTER_ADDR"] == "plain-chief-0.default.svc", env
         assert (env["MASTER_PORT"], env["WORLD_SIZE"], env["RANK"]) == ("23456", "2", rank)
         assert "FLEXJOB_MASTER" not in env
+
+
+async def test_a_job_needing_flexjobs_master_fails_naming_it_without_flexjob_image(
+    operator: OperatorHarness,
+) -> None:
+    """This operator has no FLEXJOB_IMAGE, so it runs no job master: a job with
+    ``rdzvBackend: flexjob`` fails at once with a condition naming the field and the fix,
+    and no pod starts (before, its workers started and failed with "--master is required")."""
+    body = job_body("needs-master")
+    del body["spec"]["replicaSpecs"]["master"]
+    body["spec"]["elasticPolicy"] = {"rdzvBackend": "flexjob"}
+    await create_job(operator, body)
+
+    async def failed() -> bool:
+        return await job_phase(operator, "needs-master") == JobPhase.FAILED.value
+
+    await wait_for(failed, DEADLINE)
+    stored = await operator.custom(
+        "get_namespaced_custom_object", "default", "elasticjobs", "needs-master"
+    )
+    condition = stored["status"]["conditions"][-1]
+    assert condition["reason"] == "NoJobMaster"
+    assert "spec.elasticPolicy.rdzvBackend: flexjob" in condition["message"]
+    assert "set FLEXJOB_IMAGE" in condition["message"]
+    assert await pod_names(operator, "needs-master") == []
