@@ -390,3 +390,41 @@ def test_scale_plan_fields_flexjob_would_drop_are_rejected_naming_them() -> None
         "spec.migratePods[0].rankIndex",
     ]
     assert all("flexjob does not support" in p.message for p in problems)
+
+
+def _dijob_v1_native() -> dict[str, Any]:
+    """The example DIJob v1 (with its AggregatorConfig) as the ElasticJob flexjob stores and
+    the admission webhook checks: converted, defaulted."""
+    from flexjob.api.defaults import apply_defaults
+    from flexjob.api.load import load_job
+
+    wire: dict[str, Any] = apply_defaults(load_job(EXAMPLES / "dijob-v1.yaml")).to_wire()
+    return wire
+
+
+def test_a_converted_dijob_v1_keeps_its_aggregator_config_as_a_valid_record() -> None:
+    job = _dijob_v1_native()
+    assert job["spec"]["aggregatorConfig"]["metadata"]["name"] == "aggregator-config"
+    assert validate(job) == []
+
+
+def test_an_aggregator_config_written_on_an_elastic_job_is_rejected_naming_it() -> None:
+    """Nothing reads spec.aggregatorConfig (the aggregators run from replicaSpecs.aggregator):
+    one with no aggregator replicas, or one that says other than what runs, is refused."""
+    alone = _native(set_("spec.aggregatorConfig", _dijob_v1_native()["spec"]["aggregatorConfig"]))
+    problems = validate(alone)
+    assert [p.path for p in problems] == ["spec.aggregatorConfig"]
+    assert "nothing reads it" in problems[0].message
+    assert "spec.replicaSpecs.aggregator" in problems[0].message
+
+    other = _dijob_v1_native()
+    other["spec"]["aggregatorConfig"]["spec"]["aggregator"]["template"]["spec"]["containers"][0][
+        "image"
+    ] = "my/aggregator:2"
+    problems = validate(other)
+    assert [p.path for p in problems] == ["spec.aggregatorConfig.spec.aggregator.template"]
+    assert "differs from spec.replicaSpecs.aggregator.template" in problems[0].message
+
+    broken = _dijob_v1_native()
+    del broken["spec"]["aggregatorConfig"]["spec"]["aggregator"]
+    assert [p.path for p in validate(broken)] == ["spec.aggregatorConfig.spec.aggregator"]
