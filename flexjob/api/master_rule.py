@@ -11,7 +11,7 @@ coordinator) forms a plain torch world instead (``plain_torch_world``; ``core.to
 renders its environment). No I/O.
 """
 
-from flexjob.api.enums import ReplicaType
+from flexjob.api.enums import OptimizeMode, ReplicaType
 from flexjob.api.job import ElasticJob, ReplicaSpec
 from flexjob.api.problems import Problem
 from flexjob.api.roles import controlling_type
@@ -19,8 +19,11 @@ from flexjob.api.roles import controlling_type
 RDZV_BACKEND_FLEXJOB = "flexjob"
 
 #: Spec fields (camelCase) that only flexjob's job master acts on (``core.master_config``).
-#: Not ``optimizeMode``: defaulting sets it on every job, and without a master no optimizer runs.
 MASTER_ONLY_FIELDS = ("dataset", "batch", "stragglers", "brainService")
+#: ``optimizeMode`` values only flexjob's master acts on (its optimizer); ``manual`` (no
+#: optimizer) says what a job without that master does anyway. Defaulting sets ``single-job``
+#: only on a job with flexjob's master (``api.defaults``).
+MASTER_ONLY_OPTIMIZE_MODES = (OptimizeMode.SINGLE_JOB, OptimizeMode.CLUSTER)
 
 
 def has_own_command(spec: ReplicaSpec) -> bool:
@@ -87,8 +90,16 @@ def master_field_problems(job: ElasticJob) -> list[Problem]:
             "`flexjob agent`), or remove it"
         )
     wire = job.spec.to_wire()
-    return [
+    problems = [
         Problem(f"spec.{key}", wire[key], f"only flexjob's job master acts on it, and {why}")
         for key in MASTER_ONLY_FIELDS
         if wire.get(key) is not None
     ]
+    mode = job.spec.optimize_mode
+    if mode in MASTER_ONLY_OPTIMIZE_MODES:
+        message = (
+            f"only flexjob's job master runs the optimizer ({mode.value}), and {why}; "
+            f"or set {OptimizeMode.MANUAL.value} (no optimizer)"
+        )
+        problems.append(Problem("spec.optimizeMode", mode.value, message))
+    return problems

@@ -235,8 +235,10 @@ def test_dlrover_elastic_job_gets_a_job_master() -> None:
     opted_out = _dlrover_allreduce()
     opted_out["spec"]["enableDynamicSharding"] = False
     problems = validate(opted_out)
-    assert [p.path for p in problems] == ["spec.brainService"]  # no master, no brain client
+    # no master: no brain client, no optimizer
+    assert [p.path for p in problems] == ["spec.brainService", "spec.optimizeMode"]
     del opted_out["spec"]["brainService"]
+    opted_out["spec"]["optimizeMode"] = "manual"
     assert not needs_job_master(job_from_dict(opted_out))
 
 
@@ -428,3 +430,17 @@ def test_an_aggregator_config_written_on_an_elastic_job_is_rejected_naming_it() 
     broken = _dijob_v1_native()
     del broken["spec"]["aggregatorConfig"]["spec"]["aggregator"]
     assert [p.path for p in validate(broken)] == ["spec.aggregatorConfig.spec.aggregator"]
+
+
+@pytest.mark.parametrize("mode", ["single-job", "cluster"])
+def test_an_optimize_mode_on_a_job_without_flexjobs_master_is_rejected(mode: str) -> None:
+    """Only flexjob's master runs the optimizer: single-job or cluster on a job without it
+    would be dropped. manual (no optimizer) is what such a job does, and stays valid."""
+    problems = validate(_native(set_("spec.optimizeMode", mode)))
+    assert [p.path for p in problems] == ["spec.optimizeMode"]
+    assert problems[0].message.startswith("only flexjob's job master runs the optimizer")
+    assert validate(_native(set_("spec.optimizeMode", "manual"))) == []
+    with_master = _native(
+        set_("spec.optimizeMode", mode), set_("spec.elasticPolicy", {"rdzvBackend": "flexjob"})
+    )
+    assert validate(with_master) == []
