@@ -41,6 +41,9 @@ class RoleTraits:
     its service gets on Kubernetes when its container declares none (DI's defaults).
     ``builtin_command``: the ``flexjob`` command a replica of this type runs when its main
     container names no command of its own (``core.job_master``); ``None``: it must name one.
+    ``leads_world``: in a plain torch world (a job with no master, ``core.torch_world``) its
+    replicas take the first ranks, and its replica 0 is rank 0, the world's ``MASTER_ADDR``
+    (Kubeflow's PyTorchJob ``Master``).
     """
 
     trains: bool = False
@@ -53,6 +56,7 @@ class RoleTraits:
     port_env: str | None = None
     default_port: int | None = None
     builtin_command: str | None = None
+    leads_world: bool = False
 
 
 def _on_request(scale_rank: int, port_env: str, default_port: int) -> RoleTraits:
@@ -76,7 +80,7 @@ ROLE_TRAITS: Mapping[ReplicaType, RoleTraits] = MappingProxyType(
             2, names.ENV_COLLECTOR_PORT, names.DEFAULT_COLLECTOR_PORT
         ),
         ReplicaType.PS: RoleTraits(scale_rank=3, builtin_command="ps"),
-        ReplicaType.CHIEF: RoleTraits(trains=True),
+        ReplicaType.CHIEF: RoleTraits(trains=True, leads_world=True),
         ReplicaType.EVALUATOR: RoleTraits(),
         ReplicaType.COORDINATOR: RoleTraits(
             scalable=False,
@@ -137,6 +141,13 @@ def scalable_types(types: Iterable[ReplicaType]) -> list[ReplicaType]:
 def creation_order(types: Iterable[ReplicaType]) -> list[ReplicaType]:
     """``types`` with the controlling type first, then in the given order."""
     return sorted(types, key=lambda t: 0 if ROLE_TRAITS[t].controls_job else 1)
+
+
+def world_types(types: Iterable[ReplicaType]) -> list[ReplicaType]:
+    """The training types among ``types`` in rank order: those that ``leads_world`` first,
+    then the others in the given order."""
+    kept = [t for t in types if ROLE_TRAITS[t].trains]
+    return sorted(kept, key=lambda t: 0 if ROLE_TRAITS[t].leads_world else 1)
 
 
 def _rank(rtype: ReplicaType) -> int:

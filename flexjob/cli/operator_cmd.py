@@ -143,6 +143,12 @@ def operator(
     )
     if pod_batch is not None:
         options = dataclasses.replace(options, pod_event_batch=pod_batch)
+    if options.job_master_image is None:
+        logging.getLogger(__name__).warning(
+            "%s is not set: this operator runs no job masters, so a job that needs flexjob's "
+            "(rdzvBackend: flexjob, dataset, batch, ps replicas...) fails (NoJobMaster)",
+            ENV_IMAGE,
+        )
     platform = KubernetesPlatform.from_config(options.kubeconfig, context, server)
     try:
         asyncio.run(run_operator(platform, options))

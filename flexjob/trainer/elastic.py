@@ -426,7 +426,10 @@ class ElasticTrainer:
             self._peers.report(lambda _process, _shard: False)
             return
         dataset = self.sampler.dataset
-        self._peers.report(lambda process, shard: bool(report_as(process, dataset, shard)))
+        self._peers.report(
+            lambda process, shard: bool(report_as(process, dataset, shard)),
+            self.sampler.drop_shards,
+        )
 
     def _adapt(self, nodes: int, size: int) -> None:
         if self.batch_plan is not None and self.batch_plan.adaptive and self._ddp is not None:

@@ -34,7 +34,7 @@ from __future__ import annotations
 import os
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from flexjob.api import names
 from flexjob.api.limits import MAX_SHARD_LEASE
@@ -100,6 +100,15 @@ class ShardLeaser:
     def holding(self, dataset: str) -> list[int]:
         """The shards of ``dataset`` leased here and not reported (queued or training)."""
         return sorted(self._held.get(dataset, ()))
+
+    def unqueue(self, dataset: str, shard_ids: Collection[int]) -> list[int]:
+        """Take the shards of ``shard_ids`` out of the queue (not handed out yet; still held
+        here, so still to be reported); returns their ids."""
+        queue = self._queue(dataset)
+        taken = [s.shard_id for s in queue if s.shard_id in shard_ids]
+        if taken:
+            self._queued[dataset] = deque(s for s in queue if s.shard_id not in shard_ids)
+        return taken
 
     def report_shard(self, dataset: str, shard_id: int) -> bool:
         """Report at once; lease the next shards in the same call when none is queued."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 
 from flexjob.api import names
@@ -77,6 +77,9 @@ class MasterLink:
 
     def report_shards(self, dataset: str, shard_ids: Sequence[int]) -> list[bool]:
         return self.shards.report_shards(dataset, shard_ids)
+
+    def unqueue(self, dataset: str, shard_ids: Collection[int]) -> list[int]:
+        return self.shards.unqueue(dataset, shard_ids)
 
     def report_shard_as(self, process_id: str, dataset: str, shard_id: int) -> bool:
         """Report ``shard_id`` done as the process ``process_id``: a peer that finished it in

@@ -10,6 +10,12 @@ control all-reduce (the one that proves every rank committed), the survivor repo
 ranks' shards as those ranks (their process ids, gathered when the world formed). A report of a
 rank that did report is acknowledged by the master, not counted twice.
 
+The master may already have handed such a shard out again: it took the dead rank's shards back
+when it saw the rank go, possibly before the survivors could vouch for them, and a survivor may
+now hold the shard (its step that broke, to be retried, may even train it). So a survivor first
+drops the shards it holds among those and reports them as its own (the master
+counts them: they are DOING for it), and vouches for the rest.
+
 Not covered: a shard whose earlier batches a dead rank trained but whose last batch it never
 reached (the master hands the whole shard out again; keep ``shard_size`` a multiple of the batch
 for exactly-once), and more than ``SLOTS`` finished shards of one rank in one step.
@@ -18,7 +24,7 @@ for exactly-once), and more than ``SLOTS`` finished shards of one rank in one st
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from flexjob.trainer.sampler import Batch
 
@@ -73,15 +79,26 @@ class PeerShards:
         """The step's body completed here (its gradient all-reduce included every rank)."""
         self._trained, self._step = self._step, {}
 
-    def report(self, report_as: Callable[[str, int], bool]) -> int:
+    def report(
+        self,
+        report_as: Callable[[str, int], bool],
+        drop_held: Callable[[set[int]], Collection[int]] = lambda _ids: (),
+    ) -> int:
         """The world broke: report, as their ranks, the shards the other ranks finished in the
-        last step that completed here; returns how many the master accepted."""
+        last step that completed here; returns how many the master accepted. First
+        ``drop_held`` (``ElasticSampler.drop_shards``) takes those this rank holds itself (the
+        master handed them out again) off its hands and reports them as its own."""
         trained, self._trained, self._step = self._trained, {}, {}
+        skip = set(drop_held({s for ids in trained.values() for s in ids}))
+        if skip:
+            log.warning("shards %s, handed out here again, were trained by a peer", sorted(skip))
         accepted = 0
         for r, shard_ids in trained.items():
             if r >= len(self._ids):
                 continue
             for shard_id in shard_ids:
+                if shard_id in skip:
+                    continue
                 try:
                     ok = report_as(self._ids[r], shard_id)
                 except Exception as exc:  # the master may be away: it hands the shard out again

@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -164,6 +164,24 @@ class ElasticSampler:
         self.samples_committed += len(batch.indices)
         if batch.last:
             self._report_id(batch.shard_id)
+
+    def drop_shards(self, shard_ids: Collection[int]) -> list[int]:
+        """Stop training the shards of ``shard_ids`` this process holds and report them done:
+        another process trained them (``trainer.peer_shards``) after the master had handed them
+        out again to this one. Their pending batches, the shard being cut and those the source
+        still queues here are dropped; returns their ids."""
+        dropped = {b.shard_id for b in self._pending if b.shard_id in shard_ids}
+        self._pending = [b for b in self._pending if b.shard_id not in shard_ids]
+        if self._shard is not None and self._shard.shard_id in shard_ids:
+            dropped.add(self._shard.shard_id)
+            self._shard = None
+        unqueue = getattr(self._source, "unqueue", None)  # a source that leases ahead
+        if unqueue is not None:
+            dropped.update(unqueue(self.dataset, shard_ids))
+        if dropped:
+            assert self._source is not None
+            self._source.report_shards(self.dataset, sorted(dropped))
+        return sorted(dropped)
 
     def _report(self, shard: ShardSamples) -> None:
         self._report_id(shard.shard_id)

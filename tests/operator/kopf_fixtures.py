@@ -122,6 +122,18 @@ async def operator(k8s_emulator: K8sEmulator) -> AsyncIterator[OperatorHarness]:
         yield harness
 
 
+#: The image an operator's implicit job masters run in, for ``operator_with_image``.
+TEST_IMAGE = "flexjob:test"
+
+
+@pytest_asyncio.fixture()
+async def operator_with_image(k8s_emulator: K8sEmulator) -> AsyncIterator[OperatorHarness]:
+    """An operator that runs flexjob's job masters (``FLEXJOB_IMAGE`` set), as
+    ``flexjob manifests install`` deploys it."""
+    async with running_operator(k8s_emulator, job_master_image=TEST_IMAGE) as harness:
+        yield harness
+
+
 async def install_webhooks(operator: OperatorHarness) -> OperatorHarness:
     """The generated webhook service and configurations, the service's endpoints being the
     operator's webhook server (it runs outside the emulated cluster)."""
