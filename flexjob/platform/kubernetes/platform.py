@@ -158,6 +158,11 @@ class KubernetesPlatform:
             _content_type=JSON_PATCH,
         )
 
+    def owner(self, namespace: str, job: str) -> Body | None:
+        """The job's controller reference for its pods and services (None if the job is gone);
+        read once, then remembered."""
+        return self._owner(namespace, job)
+
     def _owner(self, namespace: str, job: str) -> Body | None:
         """The job's controller reference for its pods and services (None if the job is gone)."""
         with self._lock:
