@@ -21,8 +21,10 @@ from flexjob.api import (
     ElasticJob,
     ElasticJobStatus,
     JobPhase,
+    PodTemplateSpec,
     ReplicaPhase,
     ReplicaType,
+    ResourceSpec,
     ScalePlan,
     ScalePlanPhase,
 )
@@ -55,6 +57,7 @@ from flexjob.core.replica_plan import (
     replica_types,
     service_port,
     service_request,
+    type_template,
 )
 from flexjob.core.replica_resources import (
     UnknownReplicaError,
@@ -411,6 +414,7 @@ class _Round:
         needs_master = self._master_type() is not None
         free = (i for i in count() if i not in occupied)
         created: list[str] = []
+        shared: list[tuple[ResourceSpec | None, PodTemplateSpec]] = []  # made once per resources
         for index, _ in zip(free, range(missing), strict=False):
             own_address: str | None = None
             port = service_port(self.job, rtype, index)
@@ -425,6 +429,11 @@ class _Round:
             if needs_master and master_address is None:
                 continue
             node = allocation[index] if index < len(allocation) and allocation[index] else None
+            resources = replica_resources(self.status, rtype, index)
+            template = next((t for r, t in shared if r == resources), None)
+            if template is None:
+                template = type_template(self.job, rtype, resources)
+                shared.append((resources, template))
             request = render_replica(
                 self.job,
                 rtype,
@@ -432,8 +441,9 @@ class _Round:
                 master_address=master_address,
                 own_address=own_address,
                 node=node,
-                resources=replica_resources(self.status, rtype, index),
+                resources=resources,
                 server_url=self.server_url,
+                shared=template,
             )
             self.actions.append(CreateReplica(request))
             created.append(request.name)

@@ -16,6 +16,7 @@ from flexjob.api import (
     ElasticJob,
     ElasticJobStatus,
     EnvVar,
+    PodTemplateSpec,
     ReplicaSpec,
     ReplicaType,
     ResourceSpec,
@@ -278,6 +279,29 @@ def _merge_env(container: Container, extra: Mapping[str, str]) -> None:
     container.env = kept + [EnvVar(name=k, value=v) for k, v in extra.items()]
 
 
+def type_template(
+    job: ElasticJob, rtype: ReplicaType, resources: ResourceSpec | None = None
+) -> PodTemplateSpec:
+    """What every replica of ``rtype`` with ``resources`` shares: a copy of the type's pod
+    template (a container named for the type when it has none) with ``resources`` as the main
+    container's requests and limits and the job-level pod fields (``apply_job_fields``)."""
+    template = job.spec.replica_specs[rtype].template.model_copy(deep=True)
+    if not template.spec.containers:
+        template.spec.containers = [Container(name=rtype.value)]
+    if resources is not None:
+        apply_resources(template, resources)
+    apply_job_fields(job, rtype, template)
+    return template
+
+
+def _own_copy(shared: PodTemplateSpec) -> PodTemplateSpec:
+    """``shared`` with its own template, pod spec and containers, the parts ``render_replica``
+    sets fields of; whatever is below them (volumes, resources, ...) stays shared, read only."""
+    containers = [c.model_copy() for c in shared.spec.containers]
+    spec = shared.spec.model_copy(update={"containers": containers})
+    return shared.model_copy(update={"spec": spec})
+
+
 def render_replica(
     job: ElasticJob,
     rtype: ReplicaType,
@@ -288,17 +312,14 @@ def render_replica(
     node: str | None,
     resources: ResourceSpec | None = None,
     server_url: str | None = None,
+    shared: PodTemplateSpec | None = None,
 ) -> ReplicaRequest:
     """The full request for replica ``index`` of ``rtype``: template + env + labels, and
     ``resources`` (set by ScalePlans) as the main container's requests and limits;
-    ``server_url``: the flexjob server DI coordinators ask (``KUBERNETES_SERVER_URL``)."""
-    spec = job.spec.replica_specs[rtype]
-    template = spec.template.model_copy(deep=True)
-    if not template.spec.containers:
-        template.spec.containers = [Container(name=rtype.value)]
-    if resources is not None:
-        apply_resources(template, resources)
-    apply_job_fields(job, rtype, template)
+    ``server_url``: the flexjob server DI coordinators ask (``KUBERNETES_SERVER_URL``);
+    ``shared``: ``type_template(job, rtype, resources)`` when the caller made it already (a
+    pass rendering many replicas of a type makes it once; a deep copy is most of the cost)."""
+    template = _own_copy(shared if shared is not None else type_template(job, rtype, resources))
     ours = replica_env(job, rtype, index, master_address, own_address, server_url)
     for container in template.spec.containers:
         _merge_env(container, {**job.spec.envs, **ours})

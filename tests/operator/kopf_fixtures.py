@@ -94,7 +94,12 @@ async def running_operator(
     port = free_port()
     options = fast_options(emulator.base_url, port, **overrides)
     queue = make_queue(
-        platform, options.workers, _now, options.parallel, job_master=options.job_master()
+        platform,
+        options.workers,
+        _now,
+        options.parallel,
+        job_master=options.job_master(),
+        batch_period=options.pod_event_batch,
     )
     ready = asyncio.Event()
     task = asyncio.create_task(run_operator(platform, options, queue=queue, ready=ready))
