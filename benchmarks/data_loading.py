@@ -34,6 +34,7 @@ from pathlib import Path
 import torch
 from torch.utils.data import DataLoader, DistributedSampler, Sampler
 
+from benchmarks.proc_cpu import children_cpu_s, process_cpu_s
 from flexjob.api import names
 from flexjob.core.master_config import MasterConfig
 from flexjob.master.launch import spawn_master
@@ -58,29 +59,20 @@ class DecodedDataset(torch.utils.data.Dataset[torch.Tensor]):
         return torch.full((16,), float(index))
 
 
-def _cpu_seconds(pid: int) -> float:
-    """CPU seconds (user + system) process ``pid`` used so far (Linux ``/proc``)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _epoch(loader: Iterable[torch.Tensor], master_pid: int) -> tuple[float, float, int]:
     """Wall seconds to consume one epoch, the CPU seconds it took (this process, the loader's
     workers, which exit with the epoch, and the master), and the samples it held."""
-    cpu0 = _own_and_children_cpu() + _cpu_seconds(master_pid)
+    cpu0 = _own_and_children_cpu() + process_cpu_s(master_pid)
     start, seen = time.perf_counter(), 0
     for batch in loader:
         seen += len(batch)
     wall = time.perf_counter() - start
-    return wall, _own_and_children_cpu() + _cpu_seconds(master_pid) - cpu0, seen
+    return wall, _own_and_children_cpu() + process_cpu_s(master_pid) - cpu0, seen
 
 
 def _own_and_children_cpu() -> float:
-    own, kids = (
-        resource.getrusage(resource.RUSAGE_SELF),
-        resource.getrusage(resource.RUSAGE_CHILDREN),
-    )
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    return own.ru_utime + own.ru_stime + children_cpu_s()
 
 
 def _spread(values: list[float]) -> str:

@@ -3,7 +3,9 @@ function ``ElasticJob -> ElasticJob`` (idempotent), and ``defaults_patch`` is th
 list the webhook sends back for a raw object.
 
 The defaults (after DI Orchestrator v2, DLRover and Kubeflow): cleanPodPolicy Running,
-backoffLimit 3, priority normal, preemptible false, optimizeMode single-job, the distribution
+backoffLimit 3, priority normal, preemptible false, optimizeMode single-job on a job that has
+flexjob's job master (``api.master_rule``; only that master runs the optimizer, so a job
+without it keeps none), the distribution
 strategy from the replica types (ps → ParameterServerStrategy, else AllreduceStrategy); per
 replica type: the bounds of ``api.bounds``, restartPolicy OnFailure, and a container without a
 name named ``main``. Validation is not done here (``api.validate``).
@@ -23,6 +25,7 @@ from flexjob.api.enums import (
     RestartPolicy,
 )
 from flexjob.api.job import ElasticJob, ElasticJobSpec, ReplicaSpec
+from flexjob.api.master_rule import flexjob_runs_master
 
 DEFAULT_BACKOFF_LIMIT = 3
 DEFAULT_CONTAINER_NAME = "main"
@@ -57,6 +60,10 @@ def _strategy(spec: ElasticJobSpec) -> DistributionStrategy:
     return DistributionStrategy.ALLREDUCE
 
 
+def _optimize_mode(job: ElasticJob) -> OptimizeMode | None:
+    return OptimizeMode.SINGLE_JOB if flexjob_runs_master(job) else None
+
+
 def apply_defaults(job: ElasticJob) -> ElasticJob:
     """``job`` with every default filled in; ``job`` itself is not changed."""
     spec = job.spec
@@ -69,7 +76,7 @@ def apply_defaults(job: ElasticJob) -> ElasticJob:
             ),
             "priority": spec.priority or JobPriority.NORMAL,
             "preemptible": spec.preemptible if spec.preemptible is not None else False,
-            "optimize_mode": spec.optimize_mode or OptimizeMode.SINGLE_JOB,
+            "optimize_mode": spec.optimize_mode or _optimize_mode(job),
             "distribution_strategy": _strategy(spec),
         }
     )

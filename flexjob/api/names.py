@@ -97,6 +97,16 @@ ENV_WORLD_SIZE = "WORLD_SIZE"
 ENV_LOCAL_WORLD_SIZE = "LOCAL_WORLD_SIZE"
 ENV_MASTER_ADDR = "MASTER_ADDR"
 ENV_MASTER_PORT = "MASTER_PORT"
+# A plain torch world (a job with no master, core.torch_world): the operator sets MASTER_ADDR,
+# MASTER_PORT, WORLD_SIZE and RANK on every training replica (as Kubeflow's PyTorchJob does),
+# and with an elasticPolicy the flags torchrun reads from PET_<FLAG>. Its rank-0 replica's
+# service port on Kubernetes when the container declares none (Kubeflow's; locally a free port).
+ENV_PET_NNODES = "PET_NNODES"
+ENV_PET_RDZV_ENDPOINT = "PET_RDZV_ENDPOINT"
+ENV_PET_RDZV_BACKEND = "PET_RDZV_BACKEND"
+ENV_PET_NPROC_PER_NODE = "PET_NPROC_PER_NODE"
+ENV_PET_MAX_RESTARTS = "PET_MAX_RESTARTS"
+DEFAULT_TORCH_MASTER_PORT = 23456
 
 # Agent → training process: the rendezvous round the process starts in, the store of that
 # round, and the file where the trainer helpers publish progress for the agent to report.

@@ -24,6 +24,7 @@ from flexjob.api.names import API_VERSION, KIND_JOB, KIND_SCALE_PLAN
 from flexjob.api.problems import MISSING, Problem, join_path, one_of
 from flexjob.api.quantity import parse_quantity
 from flexjob.api.readers import READERS, convert, find_reader
+from flexjob.api.readers.dijob import aggregator_record_problems
 from flexjob.api.roles import TRAINING_TYPES, on_request_types
 from flexjob.api.scaleplan import ScalePlan
 from flexjob.api.unsupported import unsupported_fields, unsupported_plan_fields
@@ -72,6 +73,7 @@ def _validate_native(raw: dict[str, Any], model: type[BaseModel]) -> list[Proble
         problems: list[Problem] = []
         if isinstance(parsed, ElasticJob):
             problems += master_field_problems(parsed)
+            problems += aggregator_record_problems(parsed)
     except ValidationError as exc:
         problems = problems_from(exc, model)
     problems += _check_metadata(raw.get("metadata"))

@@ -8,6 +8,7 @@ so that ``flexjob --help`` stays fast.
 """
 
 import asyncio
+import dataclasses
 import logging
 import os
 from pathlib import Path
@@ -49,6 +50,13 @@ def operator(
         16,
         min=1,
         help="Pod creations one job's dispatch (or deletions one pass) sends at once (at most).",
+    ),
+    pod_batch: float | None = typer.Option(
+        None,
+        min=0,
+        help="Seconds a job waits for more pod events before it is reconciled (not for a pod "
+        "that failed or is gone; 0: never waits) [default: runner.POD_EVENT_BATCH, 0.1].",
+        show_default=False,
     ),
     resync: float = typer.Option(
         60.0, min=0, help="Re-check every job this often (seconds; 0: never)."
@@ -133,6 +141,14 @@ def operator(
         job_master_brain_token_secret=brain_token_secret,
         settle_heap=True,
     )
+    if pod_batch is not None:
+        options = dataclasses.replace(options, pod_event_batch=pod_batch)
+    if options.job_master_image is None:
+        logging.getLogger(__name__).warning(
+            "%s is not set: this operator runs no job masters, so a job that needs flexjob's "
+            "(rdzvBackend: flexjob, dataset, batch, ps replicas...) fails (NoJobMaster)",
+            ENV_IMAGE,
+        )
     platform = KubernetesPlatform.from_config(options.kubeconfig, context, server)
     try:
         asyncio.run(run_operator(platform, options))

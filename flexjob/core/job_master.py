@@ -51,6 +51,7 @@ from flexjob.api.master_rule import has_own_command
 from flexjob.api.master_rule import needs_job_master as needs_job_master  # re-exported
 from flexjob.api.names import (
     ENV_BRAIN_TOKEN,
+    ENV_IMAGE,
     ENV_MASTER_CONFIG,
     ENV_MASTER_TOKEN,
     ENV_MASTER_TOKEN_FILE,
@@ -107,6 +108,17 @@ class JobMasterConfig:
     token_secret: bool = False
     state_claim: str = ""
     brain_token_secret: str = ""
+
+
+def no_job_master_message(trigger: str) -> str:
+    """Why a job that needs flexjob's job master (``trigger``: the field that needs it,
+    ``api.master_rule.master_trigger``) cannot run on an operator that runs none (a Kubernetes
+    operator without ``FLEXJOB_IMAGE``)."""
+    return (
+        f"{trigger} needs flexjob's job master, and this operator runs none: set {ENV_IMAGE} "
+        "(the image job masters run; `flexjob manifests install` sets it) in the operator's "
+        "environment, then submit the job again"
+    )
 
 
 def master_token_file(root: str, namespace: str, job: str) -> str:

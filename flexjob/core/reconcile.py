@@ -21,12 +21,15 @@ from flexjob.api import (
     ElasticJob,
     ElasticJobStatus,
     JobPhase,
+    PodTemplateSpec,
     ReplicaPhase,
     ReplicaType,
+    ResourceSpec,
     ScalePlan,
     ScalePlanPhase,
 )
 from flexjob.api.errors import InvalidSpecError
+from flexjob.api.master_rule import master_trigger
 from flexjob.api.roles import controlling_type, driving_type, on_request_types, scalable_types
 from flexjob.core import phases
 from flexjob.core.actions import (
@@ -41,7 +44,12 @@ from flexjob.core.actions import (
     RecordEvent,
     UpdateScalePlan,
 )
-from flexjob.core.job_master import JobMasterConfig, flexjob_runs_master, with_job_master
+from flexjob.core.job_master import (
+    JobMasterConfig,
+    flexjob_runs_master,
+    no_job_master_message,
+    with_job_master,
+)
 from flexjob.core.replica_plan import (
     desired_counts,
     fold_plan,
@@ -49,6 +57,7 @@ from flexjob.core.replica_plan import (
     replica_types,
     service_port,
     service_request,
+    type_template,
 )
 from flexjob.core.replica_resources import (
     UnknownReplicaError,
@@ -59,8 +68,12 @@ from flexjob.core.replica_resources import (
     resolve_migrations,
 )
 from flexjob.core.replicas import OOM_KILLED, Replica, Service, service_name
+from flexjob.core.torch_world import world_leader
 
 SUSPENDED_MESSAGE = "job is suspended"
+#: Condition reasons of a job that cannot run: its spec, or no job master where it needs one.
+INVALID_SPEC = "InvalidSpec"
+NO_JOB_MASTER = "NoJobMaster"
 _WARNING_PHASES = (JobPhase.FAILED, JobPhase.RESTARTING)
 
 
@@ -80,11 +93,18 @@ def reconcile(
     folded into ``status.replicas`` and marked Succeeded by an ``UpdateScalePlan`` action.
     Observed objects of other jobs are ignored (never deleted). ``now`` must be timezone-aware.
     With ``job_master``, a job that needs a flexjob job master and declares none gets one
-    (``core.job_master``); its success is still decided on its workers. ``server_url``: the
+    (``core.job_master``); its success is still decided on its workers. Without it (a
+    Kubernetes operator with no ``FLEXJOB_IMAGE``) such a job fails at once, naming the field
+    that needs the master (``no_job_master_message``), instead of starting workers that cannot
+    find one. ``server_url``: the
     flexjob server, told to the roles of DI-driven jobs (``core.replica_plan.di_env``).
     """
     if now.tzinfo is None:
         raise ValueError("reconcile: now must be timezone-aware (e.g. datetime.now(UTC))")
+    trigger = master_trigger(job)
+    if job_master is None and trigger is not None:
+        message = no_job_master_message(trigger)
+        return _Round(job, replicas, services, now).reject(message, NO_JOB_MASTER)
     try:
         effective = with_job_master(job, job_master)
     except ValueError as exc:  # no master can run this spec (InvalidSpecError)
@@ -152,13 +172,14 @@ class _Round:
             self._progress(plan)
         return ReconcileResult(tuple(self.actions), self.status)
 
-    def reject(self, message: str) -> ReconcileResult:
-        """The job fails (once) because its spec cannot run; finished jobs are cleaned up."""
+    def reject(self, message: str, reason: str = INVALID_SPEC) -> ReconcileResult:
+        """The job fails (once, ``reason``) because it cannot run; finished jobs are cleaned
+        up."""
         self.status.replica_statuses = phases.replica_statuses(self.own)
         if self.status.phase.finished:
             self._after_finish()
         else:
-            self._finish(JobPhase.FAILED, "InvalidSpec", message)
+            self._finish(JobPhase.FAILED, reason, message)
         return ReconcileResult(tuple(self.actions), self.status)
 
     def _progress(self, plan: ScalePlan | None) -> None:
@@ -183,8 +204,13 @@ class _Round:
         """Owned replicas that are not being deleted (nor deleted in this round)."""
         return [r for r in self.own if not r.deleting and r.name not in self.deleted]
 
+    def _master_type(self) -> ReplicaType | None:
+        """The type whose replica 0 every other replica must find first: the master, or a
+        plain torch world's rank-0 type (``core.torch_world``); None when there is none."""
+        return controlling_type(self.job.spec.replica_specs) or world_leader(self.job)
+
     def _master_address(self) -> str | None:
-        master = controlling_type(self.job.spec.replica_specs)
+        master = self._master_type()
         if master is None:
             return None
         svc = self.services.get(service_name(self.job.name, master, 0))
@@ -385,12 +411,13 @@ class _Round:
         missing = wanted - len(occupied)
         if missing <= 0:
             return
-        needs_master = controlling_type(self.job.spec.replica_specs) is not None
-        port = service_port(self.job, rtype)
+        needs_master = self._master_type() is not None
         free = (i for i in count() if i not in occupied)
         created: list[str] = []
+        shared: list[tuple[ResourceSpec | None, PodTemplateSpec]] = []  # made once per resources
         for index, _ in zip(free, range(missing), strict=False):
             own_address: str | None = None
+            port = service_port(self.job, rtype, index)
             if port is not None:
                 svc = self.services.get(service_name(self.job.name, rtype, index))
                 if svc is None:
@@ -402,6 +429,11 @@ class _Round:
             if needs_master and master_address is None:
                 continue
             node = allocation[index] if index < len(allocation) and allocation[index] else None
+            resources = replica_resources(self.status, rtype, index)
+            template = next((t for r, t in shared if r == resources), None)
+            if template is None:
+                template = type_template(self.job, rtype, resources)
+                shared.append((resources, template))
             request = render_replica(
                 self.job,
                 rtype,
@@ -409,8 +441,9 @@ class _Round:
                 master_address=master_address,
                 own_address=own_address,
                 node=node,
-                resources=replica_resources(self.status, rtype, index),
+                resources=resources,
                 server_url=self.server_url,
+                shared=template,
             )
             self.actions.append(CreateReplica(request))
             created.append(request.name)

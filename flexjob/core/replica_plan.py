@@ -16,6 +16,7 @@ from flexjob.api import (
     ElasticJob,
     ElasticJobStatus,
     EnvVar,
+    PodTemplateSpec,
     ReplicaSpec,
     ReplicaType,
     ResourceSpec,
@@ -24,7 +25,13 @@ from flexjob.api import (
 )
 from flexjob.api.bounds import replica_bounds
 from flexjob.api.errors import InvalidSpecError
-from flexjob.api.roles import ROLE_TRAITS, creation_order, driving_type, on_request_types
+from flexjob.api.roles import (
+    ROLE_TRAITS,
+    creation_order,
+    driving_type,
+    on_request_types,
+    world_types,
+)
 from flexjob.core.job_pod_fields import apply_job_fields, elastic_policy_env
 from flexjob.core.replica_resources import apply_resources
 from flexjob.core.replicas import (
@@ -34,6 +41,7 @@ from flexjob.core.replicas import (
     replica_name,
     service_name,
 )
+from flexjob.core.torch_world import torch_env, world_leader
 
 NODE_SELECTOR_KEY = "kubernetes.io/hostname"
 
@@ -153,17 +161,21 @@ def _main_container(spec: ReplicaSpec, rtype: ReplicaType) -> Container:
     return containers[0] if containers else Container(name=rtype.value)
 
 
-def service_port(job: ElasticJob, rtype: ReplicaType) -> int | None:
-    """The port of the service a replica of ``rtype`` needs, or None when it needs none: the
-    port its main container declares; else every role of a DI-driven job has one (its DI
-    default port), and the master (the controlling type) always has one."""
+def service_port(job: ElasticJob, rtype: ReplicaType, index: int) -> int | None:
+    """The port of the service replica ``index`` of ``rtype`` needs, or None when it needs
+    none: the port its main container declares; else every role of a DI-driven job has one
+    (its DI default port), the master (the controlling type) always has one, and so has
+    replica 0 of a plain torch world's leading type (``core.torch_world``: ``MASTER_ADDR``)."""
     main = _main_container(job.spec.replica_specs[rtype], rtype)
     if main.ports:
         return main.ports[0].container_port
     traits = ROLE_TRAITS[rtype]
     if traits.default_port is not None and driving_type(job.spec.replica_specs) is not None:
         return traits.default_port
-    return names.DEFAULT_MASTER_PORT if traits.controls_job else None
+    if traits.controls_job:
+        return names.DEFAULT_MASTER_PORT
+    leads = index == 0 and rtype is world_leader(job)
+    return names.DEFAULT_TORCH_MASTER_PORT if leads else None
 
 
 def service_request(job: ElasticJob, rtype: ReplicaType, index: int, port: int) -> ServiceRequest:
@@ -188,6 +200,24 @@ def flexjob_labels(job: ElasticJob, rtype: ReplicaType, index: int) -> dict[str,
     }
 
 
+def current_count(job: ElasticJob, rtype: ReplicaType) -> int:
+    """How many ``rtype`` replicas ``job`` has now: ``desired_count`` of its status, the
+    spec's count before it has one."""
+    if job.status is not None:
+        return desired_count(job, job.status, rtype)
+    return replica_bounds(job.spec.replica_specs[rtype]).replicas
+
+
+def master_env(job: ElasticJob, rtype: ReplicaType, index: int, address: str) -> dict[str, str]:
+    """How a replica finds the job's master at ``address``: ``FLEXJOB_MASTER``, or in a plain
+    torch world (no master; ``address`` is its rank-0 service) torch's ``MASTER_ADDR``,
+    ``RANK``... (``core.torch_world``)."""
+    if world_leader(job) is None:
+        return {names.ENV_MASTER: address}
+    counts = {t: current_count(job, t) for t in world_types(job.spec.replica_specs)}
+    return torch_env(job, rtype, index, address, counts)
+
+
 def replica_env(
     job: ElasticJob,
     rtype: ReplicaType,
@@ -197,24 +227,19 @@ def replica_env(
     server_url: str | None = None,
 ) -> dict[str, str]:
     """The flexjob environment of one replica (``api.names``; docs/architecture.md
-    "Environment"), and DI-engine's own for every role of a DI-driven job (``di_env``); it
-    overrides the user's."""
+    "Environment"), torch's in a plain torch world (``master_env``), and DI-engine's own for
+    every role of a DI-driven job (``di_env``); it overrides the user's. ``master_address``:
+    the service of the job's master, or of a plain torch world's rank-0 replica."""
     env = {
         names.ENV_JOB_NAME: job.name,
         names.ENV_REPLICA_TYPE: rtype.value,
         names.ENV_REPLICA_INDEX: str(index),
     }
     if master_address is not None:
-        env[names.ENV_MASTER] = master_address
+        env.update(master_env(job, rtype, index, master_address))
     env.update(elastic_policy_env(job, rtype))
     if ReplicaType.PS in job.spec.replica_specs:
-        ps_spec = job.spec.replica_specs[ReplicaType.PS]
-        num_ps = (
-            desired_count(job, job.status, ReplicaType.PS)
-            if job.status is not None
-            else replica_bounds(ps_spec).replicas
-        )
-        env[names.ENV_NUM_PS] = str(num_ps)
+        env[names.ENV_NUM_PS] = str(current_count(job, ReplicaType.PS))
     if own_address is not None and not ROLE_TRAITS[rtype].controls_job:
         env[names.ENV_REPLICA_ADDRESS] = own_address
     if driving_type(job.spec.replica_specs) is not None:
@@ -254,6 +279,29 @@ def _merge_env(container: Container, extra: Mapping[str, str]) -> None:
     container.env = kept + [EnvVar(name=k, value=v) for k, v in extra.items()]
 
 
+def type_template(
+    job: ElasticJob, rtype: ReplicaType, resources: ResourceSpec | None = None
+) -> PodTemplateSpec:
+    """What every replica of ``rtype`` with ``resources`` shares: a copy of the type's pod
+    template (a container named for the type when it has none) with ``resources`` as the main
+    container's requests and limits and the job-level pod fields (``apply_job_fields``)."""
+    template = job.spec.replica_specs[rtype].template.model_copy(deep=True)
+    if not template.spec.containers:
+        template.spec.containers = [Container(name=rtype.value)]
+    if resources is not None:
+        apply_resources(template, resources)
+    apply_job_fields(job, rtype, template)
+    return template
+
+
+def _own_copy(shared: PodTemplateSpec) -> PodTemplateSpec:
+    """``shared`` with its own template, pod spec and containers, the parts ``render_replica``
+    sets fields of; whatever is below them (volumes, resources, ...) stays shared, read only."""
+    containers = [c.model_copy() for c in shared.spec.containers]
+    spec = shared.spec.model_copy(update={"containers": containers})
+    return shared.model_copy(update={"spec": spec})
+
+
 def render_replica(
     job: ElasticJob,
     rtype: ReplicaType,
@@ -264,17 +312,14 @@ def render_replica(
     node: str | None,
     resources: ResourceSpec | None = None,
     server_url: str | None = None,
+    shared: PodTemplateSpec | None = None,
 ) -> ReplicaRequest:
     """The full request for replica ``index`` of ``rtype``: template + env + labels, and
     ``resources`` (set by ScalePlans) as the main container's requests and limits;
-    ``server_url``: the flexjob server DI coordinators ask (``KUBERNETES_SERVER_URL``)."""
-    spec = job.spec.replica_specs[rtype]
-    template = spec.template.model_copy(deep=True)
-    if not template.spec.containers:
-        template.spec.containers = [Container(name=rtype.value)]
-    if resources is not None:
-        apply_resources(template, resources)
-    apply_job_fields(job, rtype, template)
+    ``server_url``: the flexjob server DI coordinators ask (``KUBERNETES_SERVER_URL``);
+    ``shared``: ``type_template(job, rtype, resources)`` when the caller made it already (a
+    pass rendering many replicas of a type makes it once; a deep copy is most of the cost)."""
+    template = _own_copy(shared if shared is not None else type_template(job, rtype, resources))
     ours = replica_env(job, rtype, index, master_address, own_address, server_url)
     for container in template.spec.containers:
         _merge_env(container, {**job.spec.envs, **ours})

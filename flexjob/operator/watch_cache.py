@@ -20,7 +20,8 @@ list that still held it cannot bring it back. Not a general client cache: only w
 
 A status patch a pass sent and did not wait for (``status_sent``) is applied to the job ``read``
 returns until it is answered (``status_answered``), so that the next pass decides on the status
-the last one wrote. Creates a pass dispatched and did not wait for (``create_dispatch``) are
+the last one wrote (and its watch event, once it comes, is ``nothing_new``). Creates a pass
+dispatched and did not wait for (``create_dispatch``) are
 expected (``expect``; the rule is ``core.expectations``): until the create's answer
 (``created``) or the end of the dispatch without it (``settle``), ``read`` counts it as a
 Pending replica while no pod of its name is in the cache.
@@ -112,6 +113,29 @@ class WatchCache:
                 self._jobs[key] = (job, version)
 
     job_written = job_seen
+
+    def generation(self, key: JobKey) -> int | None:
+        """The ``metadata.generation`` of the job as last seen (None: not seen, or none)."""
+        with self._lock:
+            known = self._jobs.get(key)
+            return known[0].metadata.generation if known is not None else None
+
+    def nothing_new(self, job: ElasticJob) -> bool:
+        """Whether ``job`` (from a watch event) holds nothing a pass would read differently
+        from the job the cache gives passes now (the status patches on their way applied):
+        the same spec, status and metadata but its version. Such as a status patch of ours
+        coming back; every state the cache gives was brought by an event that queued a pass,
+        or is what a pass wrote."""
+        key = (job.metadata.namespace, job.metadata.name)
+        with self._lock:
+            known = self._jobs.get(key)
+            writing = [patch for _, patch in self._writing.get(key, ())]
+        if known is None:
+            return False
+        status = known[0].status
+        for patch in writing:
+            status = apply_status_patch(status, patch)
+        return status == job.status and known[0].spec == job.spec and _meta(known[0]) == _meta(job)
 
     def forget(self, key: JobKey) -> None:
         """The job is gone (or unreadable): drop it and everything kept for it; a pass of that
@@ -281,6 +305,11 @@ class WatchCache:
                 status = apply_status_patch(status, patch)
             job = job.model_copy(update={"status": status})
         return job, replicas, services, first_pending(plans)
+
+
+def _meta(job: ElasticJob) -> dict[str, object]:
+    """The job's metadata but what changes with every write (version, managed fields)."""
+    return job.metadata.model_dump(exclude={"resource_version", "managedFields"})
 
 
 def first_pending(plans: Iterable[ScalePlan]) -> ScalePlan | None:

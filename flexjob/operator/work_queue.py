@@ -20,6 +20,13 @@ version that pass left behind, e.g. its own status patch coming back over the wa
 that pass listed it) queues nothing: a pass now would decide what that one did. Objects that
 pass did not see (a pod it created) still queue one.
 
+An event may also wait (``put(..., batched=True)``: the pod events that do not report a
+failure or a deletion): its job is queued ``batch_period`` seconds later, and every event of
+that job meanwhile folds into that one pass (Kubernetes' Job controller batches pod events the
+same way). The pass reads the cache after the last of them, so none is lost; an event that may
+not wait queues the job at once and the waiting one is dropped. Events during a job's pass
+queue it once more when it ends, after ``batch_period`` unless one of them may not wait.
+
 The queue also holds the operator's ``WatchCache`` (``cache``): the handlers feed it before they
 queue, the passes read it, and ``forget`` drops a gone job from it.
 """
@@ -52,8 +59,12 @@ class JobQueue:
         cache: WatchCache | None = None,
         max_retry_delay: float = 60.0,
         dispatcher: CreateDispatcher | None = None,
+        batch_period: float = 0.0,
     ) -> None:
         self._handle = handle
+        #: Seconds a batched event waits before its job is queued (0: none waits).
+        self.batch_period = batch_period
+        self._batching: dict[JobKey, asyncio.TimerHandle] = {}
         #: What the watches saw, which the passes read (``reconcile_pass.observe``).
         self.cache = cache or WatchCache()
         self._workers = workers
@@ -65,7 +76,7 @@ class JobQueue:
         self._ranks: dict[JobKey, int] = {}
         self._pending: set[JobKey] = set()
         self._running: set[JobKey] = set()
-        self._again: set[JobKey] = set()
+        self._again: dict[JobKey, bool] = {}  # -> whether every event since may wait
         # Passes whose dispatched creates have not settled yet, by job (``settled``).
         self._unsettled: dict[JobKey, int] = {}
         #: Where passes send their creates (``create_dispatch``); None: passes wait for them.
@@ -75,26 +86,49 @@ class JobQueue:
         #: Seconds each pass took, in completion order, and what it returned (None: it failed).
         self.durations: list[float] = []
         self.results: list[object] = []
+        #: Seconds each pass's own work took on its thread, and what it returned (the kopf
+        #: operator's passes; the rest of a duration is the event loop's part: starting the
+        #: pass, taking its result).
+        self.on_thread: list[tuple[float, object]] = []
 
     def put(
-        self, key: JobKey, rank: int | None = None, seen: tuple[str, object] | None = None
+        self,
+        key: JobKey,
+        rank: int | None = None,
+        seen: tuple[str, object] | None = None,
+        batched: bool = False,
     ) -> None:
         """Queue ``key``; ``rank``: its job's ``JobPriority.rank`` when the event carries it;
         ``seen``: the object the event is about and its state, as ``handled`` takes them
-        (nothing is queued when the last pass saw that object in that state)."""
+        (nothing is queued when the last pass saw that object in that state); ``batched``:
+        the job may wait ``batch_period`` seconds for more events (on the loop's thread)."""
         if rank is not None:
             self._ranks[key] = rank
         if seen is not None:
             last = self._handled.get(key, {})
             if seen[0] in last and last[seen[0]] == seen[1]:
                 return
-        if key in self._running:
-            self._again.add(key)  # picked up again once the running pass ends
-        elif key not in self._pending:
+        batched = batched and self.batch_period > 0
+        if key in self._running:  # picked up again once the running pass ends
+            self._again[key] = self._again.get(key, True) and batched
+        elif key in self._pending:
+            return
+        elif batched:
+            if key not in self._batching:
+                loop = asyncio.get_running_loop()
+                self._batching[key] = loop.call_later(self.batch_period, self._batch_ended, key)
+        else:
+            waiting = self._batching.pop(key, None)
+            if waiting is not None:
+                waiting.cancel()
             self._pending.add(key)
             order = -self._ranks.get(key, JobPriority.NORMAL.rank)
             self._queue.put_nowait((order, next(self._order), key))
             observing.queue_depth(len(self._pending))
+
+    def _batch_ended(self, key: JobKey) -> None:
+        if self._batching.pop(key, None) is not None:
+            self.put(key)
 
     def handled(self, key: JobKey, seen: Mapping[str, object]) -> None:
         """A pass of ``key`` ended having seen these objects (name -> state)."""
@@ -117,8 +151,11 @@ class JobQueue:
 
     @property
     def idle(self) -> bool:
-        """Nothing pending, running, or dispatched by a pass and not settled yet."""
-        return not self._pending and not self._running and not self._unsettled
+        """Nothing pending, waiting for its batch, running, or dispatched by a pass and not
+        settled yet."""
+        return (
+            not self._pending and not self._running and not self._unsettled and not self._batching
+        )
 
     async def run(self) -> None:
         try:
@@ -154,8 +191,7 @@ class JobQueue:
                 observing.reconciled(self.durations[-1], "kubernetes")
                 self._running.discard(key)
                 if key in self._again:
-                    self._again.discard(key)
-                    self.put(key)
+                    self.put(key, batched=self._again.pop(key))
 
     def settled(self, key: JobKey, ok: bool) -> None:
         """The creates a pass of ``key`` dispatched ended (``create_dispatch``): all went

@@ -53,8 +53,10 @@ def test_job_level_defaults() -> None:
     assert spec.clean_pod_policy is CleanPodPolicy.RUNNING
     assert spec.backoff_limit == 3
     assert spec.preemptible is False
-    assert spec.optimize_mode is OptimizeMode.SINGLE_JOB
+    assert spec.optimize_mode is None  # no flexjob master, so no optimizer: no mode to default
     assert spec.distribution_strategy is DistributionStrategy.ALLREDUCE
+    with_master = edited(set_("spec.elasticPolicy", {"rdzvBackend": "flexjob"}))
+    assert apply_defaults(_job(with_master)).spec.optimize_mode is OptimizeMode.SINGLE_JOB
 
 
 def test_ps_replicas_default_to_parameter_server_strategy() -> None:

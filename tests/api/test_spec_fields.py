@@ -235,8 +235,10 @@ def test_dlrover_elastic_job_gets_a_job_master() -> None:
     opted_out = _dlrover_allreduce()
     opted_out["spec"]["enableDynamicSharding"] = False
     problems = validate(opted_out)
-    assert [p.path for p in problems] == ["spec.brainService"]  # no master, no brain client
+    # no master: no brain client, no optimizer
+    assert [p.path for p in problems] == ["spec.brainService", "spec.optimizeMode"]
     del opted_out["spec"]["brainService"]
+    opted_out["spec"]["optimizeMode"] = "manual"
     assert not needs_job_master(job_from_dict(opted_out))
 
 
@@ -330,7 +332,7 @@ def test_elastic_policy_nprocs_and_max_restarts_reach_the_workers_agent(
 def test_without_an_elastic_policy_the_agent_keeps_its_defaults(
     tmp_path: Any, monkeypatch: Any
 ) -> None:
-    job = job_from_dict(_native())
+    job = job_from_dict(_native(set_("spec.enableDynamicSharding", True)))  # flexjob's master
     worker = render_replica(
         job, ReplicaType.WORKER, 0, master_address="127.0.0.1:1", own_address=None, node=None
     )
@@ -390,3 +392,55 @@ def test_scale_plan_fields_flexjob_would_drop_are_rejected_naming_them() -> None
         "spec.migratePods[0].rankIndex",
     ]
     assert all("flexjob does not support" in p.message for p in problems)
+
+
+def _dijob_v1_native() -> dict[str, Any]:
+    """The example DIJob v1 (with its AggregatorConfig) as the ElasticJob flexjob stores and
+    the admission webhook checks: converted, defaulted."""
+    from flexjob.api.defaults import apply_defaults
+    from flexjob.api.load import load_job
+
+    wire: dict[str, Any] = apply_defaults(load_job(EXAMPLES / "dijob-v1.yaml")).to_wire()
+    return wire
+
+
+def test_a_converted_dijob_v1_keeps_its_aggregator_config_as_a_valid_record() -> None:
+    job = _dijob_v1_native()
+    assert job["spec"]["aggregatorConfig"]["metadata"]["name"] == "aggregator-config"
+    assert validate(job) == []
+
+
+def test_an_aggregator_config_written_on_an_elastic_job_is_rejected_naming_it() -> None:
+    """Nothing reads spec.aggregatorConfig (the aggregators run from replicaSpecs.aggregator):
+    one with no aggregator replicas, or one that says other than what runs, is refused."""
+    alone = _native(set_("spec.aggregatorConfig", _dijob_v1_native()["spec"]["aggregatorConfig"]))
+    problems = validate(alone)
+    assert [p.path for p in problems] == ["spec.aggregatorConfig"]
+    assert "nothing reads it" in problems[0].message
+    assert "spec.replicaSpecs.aggregator" in problems[0].message
+
+    other = _dijob_v1_native()
+    other["spec"]["aggregatorConfig"]["spec"]["aggregator"]["template"]["spec"]["containers"][0][
+        "image"
+    ] = "my/aggregator:2"
+    problems = validate(other)
+    assert [p.path for p in problems] == ["spec.aggregatorConfig.spec.aggregator.template"]
+    assert "differs from spec.replicaSpecs.aggregator.template" in problems[0].message
+
+    broken = _dijob_v1_native()
+    del broken["spec"]["aggregatorConfig"]["spec"]["aggregator"]
+    assert [p.path for p in validate(broken)] == ["spec.aggregatorConfig.spec.aggregator"]
+
+
+@pytest.mark.parametrize("mode", ["single-job", "cluster"])
+def test_an_optimize_mode_on_a_job_without_flexjobs_master_is_rejected(mode: str) -> None:
+    """Only flexjob's master runs the optimizer: single-job or cluster on a job without it
+    would be dropped. manual (no optimizer) is what such a job does, and stays valid."""
+    problems = validate(_native(set_("spec.optimizeMode", mode)))
+    assert [p.path for p in problems] == ["spec.optimizeMode"]
+    assert problems[0].message.startswith("only flexjob's job master runs the optimizer")
+    assert validate(_native(set_("spec.optimizeMode", "manual"))) == []
+    with_master = _native(
+        set_("spec.optimizeMode", mode), set_("spec.elasticPolicy", {"rdzvBackend": "flexjob"})
+    )
+    assert validate(with_master) == []

@@ -81,6 +81,13 @@ def make_job(
     )
 
 
+def rank0_service(job: ElasticJob) -> Service:
+    """The service of worker-0, rank 0 of a job with no master (``core.torch_world``): what a
+    test of worker creates alone gives ``reconcile`` so that the workers are due at once."""
+    name = f"{job.name}-worker-0"
+    return Service(job.namespace, job.name, name, name, f"{name}:23456")
+
+
 @dataclass
 class Sim:
     """The job, what runs, and the clock; ``step`` reconciles once and applies the actions."""

@@ -5,13 +5,14 @@ from flexjob.core.actions import CreateReplica
 from flexjob.core.expectations import EXPECTATION_TTL, answered, counted, expect, settled
 from flexjob.core.reconcile import reconcile
 from flexjob.core.replicas import Replica
-from tests.core.reconcile_sim import T0, make_job
+from tests.core.reconcile_sim import T0, make_job, rank0_service
 
 JOB = make_job(master=False, workers=3)
 
 
 def requests() -> list[CreateReplica]:
-    return [a for a in reconcile(JOB, [], T0).actions if isinstance(a, CreateReplica)]
+    actions = reconcile(JOB, [], T0, services=[rank0_service(JOB)]).actions
+    return [a for a in actions if isinstance(a, CreateReplica)]
 
 
 def pod(index: int, uid: str, phase: ReplicaPhase = ReplicaPhase.RUNNING) -> Replica:

@@ -250,3 +250,54 @@ def test_without_a_brain_token_secret_the_master_gets_no_brain_token() -> None:
     sim.settle()
     env = master_request(sim).request.template.to_wire()["spec"]["containers"][0]["env"]
     assert not any(e["name"] == names.ENV_BRAIN_TOKEN for e in env)
+
+
+def _no_master_cases() -> list[tuple[str, ElasticJob, str]]:
+    own = make_job(master=True, workers=1)
+    own.spec.replica_specs[ReplicaType.MASTER].template.spec.containers[0].command = []
+    sharding = make_job(master=False, workers=1)
+    sharding.spec.enable_dynamic_sharding = True
+    dataset = make_job(master=False, workers=1)
+    dataset.spec.dataset = DatasetSpec(size=10)
+    batch = make_job(master=False, workers=1)
+    batch.spec.batch = BatchSpec(global_batch_size=8, micro_batch_size=4)
+    return [
+        ("rdzv", elastic_job(), "spec.elasticPolicy.rdzvBackend: flexjob"),
+        ("dataset", dataset, "spec.dataset"),
+        ("batch", batch, "spec.batch"),
+        ("ps", make_job(master=False, workers=1, ps=1), "spec.replicaSpecs.ps"),
+        ("sharding", sharding, "spec.enableDynamicSharding: true"),
+        ("command-less-master", own, "spec.replicaSpecs.master (no command)"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("job", "trigger"),
+    [pytest.param(job, trigger, id=name) for name, job, trigger in _no_master_cases()],
+)
+def test_a_job_that_needs_flexjobs_master_fails_naming_why_where_the_operator_runs_none(
+    job: ElasticJob, trigger: str
+) -> None:
+    """A Kubernetes operator without FLEXJOB_IMAGE runs no job master: the job fails at once
+    (no replica started that could not find one), naming the field and the fix."""
+    sim = Sim(job)  # no JobMasterConfig
+    acts = sim.step()
+    assert kinds(acts) == []
+    assert sim.phase is JobPhase.FAILED
+    assert sim.job.status is not None
+    condition = sim.job.status.conditions[-1]
+    assert condition.reason == "NoJobMaster"
+    assert condition.message.startswith(f"{trigger} needs flexjob's job master")
+    assert "set FLEXJOB_IMAGE" in condition.message
+    assert kinds(sim.step()) == []  # decided once
+    with_master = Sim(job, job_master=OPTIONS)
+    with_master.settle()
+    assert with_master.phase is JobPhase.RUNNING
+    assert "demo-master-0" in with_master.replicas
+
+
+def test_a_job_that_needs_no_flexjob_master_runs_without_one() -> None:
+    for job in (make_job(master=True, workers=1), elastic_job(rdzv="c10d")):
+        sim = Sim(job)
+        sim.settle()
+        assert sim.phase is JobPhase.RUNNING

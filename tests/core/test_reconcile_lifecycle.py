@@ -114,7 +114,11 @@ def test_deadline_failure_stops_running_replicas_and_says_why() -> None:
     sim = Sim(make_job(deadline=1, master=False))
     sim.settle()
     sim.advance(2)
-    assert sorted(kinds(sim.step())) == ["delete demo-worker-0", "delete demo-worker-1"]
+    assert sorted(kinds(sim.step())) == [
+        "delete demo-worker-0",
+        "delete demo-worker-1",
+        "unservice demo-worker-0",
+    ]
     assert sim.job.status is not None
     assert sim.job.status.conditions[-1].reason == "DeadlineExceeded"
 

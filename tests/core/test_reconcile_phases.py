@@ -28,8 +28,9 @@ def test_master_replica_is_created_before_the_workers() -> None:
     assert sim.phase is JobPhase.STARTING
 
 
-def test_job_without_master_creates_workers_at_once() -> None:
+def test_job_without_master_creates_the_rank_0_service_then_every_worker() -> None:
     sim = Sim(make_job(master=False, workers=3))
+    assert kinds(sim.step()) == ["service demo-worker-0"]
     assert kinds(sim.step()) == [f"create demo-worker-{i}" for i in range(3)]
     assert sim.phase is JobPhase.STARTING
 
@@ -72,10 +73,14 @@ def test_every_replica_gets_the_flexjob_labels() -> None:
 
 
 def test_replica_with_a_port_gets_a_service_and_its_address() -> None:
-    sim = Sim(make_job(master=False, workers=1, ps=1))
+    sim = Sim(make_job(master=True, workers=1, ps=1))
     first = sim.step()
     assert "service demo-ps-0" in kinds(first)
-    ps = [a.request for a in sim.step() if isinstance(a, CreateReplica)]
+    ps = [
+        a.request
+        for a in sim.step()
+        if isinstance(a, CreateReplica) and a.request.type.value == "ps"
+    ]
     assert ps[0].name == "demo-ps-0"
     assert ps[0].env["FLEXJOB_REPLICA_ADDRESS"] == "demo-ps-0:2222"
     assert ps[0].service == "demo-ps-0"

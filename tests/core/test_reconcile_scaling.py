@@ -99,7 +99,7 @@ def test_finished_plan_is_ignored(running: Sim) -> None:
 def test_status_replicas_override_the_spec() -> None:
     job = make_job(master=False, workers=1)
     sim = Sim(job)
-    sim.step()
+    sim.settle()
     assert sim.job.status is not None
     sim.job.status.replicas = {ReplicaType.WORKER: 2}
     assert kinds(sim.step()) == ["create demo-worker-1"]

@@ -2,14 +2,12 @@
 with ``nProcPerNode: 2`` runs two ranks (before, the field was dropped and every agent ran one
 process). The operator passes it as ``FLEXJOB_NPROC_PER_NODE``; ``flexjob agent`` reads it."""
 
-import os
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.support.local_jobs import run_flexjob
+from tests.support.local_jobs import run_flexjob, user_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
 REPO = Path(__file__).resolve().parents[2]
@@ -45,13 +43,7 @@ def test_n_proc_per_node_gives_one_replica_that_many_ranks(home: Path, tmp_path:
     }
     path = tmp_path / "nprocs.yaml"
     path.write_text(yaml.safe_dump(spec))
-    pythonpath = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
-    env = {
-        **os.environ,
-        "FLEXJOB_HOME": str(home),
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        "PYTHONPATH": pythonpath,
-    }
+    env = user_env(home, REPO)
     out = run_flexjob(env, "submit", str(path), timeout=80, cwd=REPO)
     assert out.returncode == 0, out.stdout + out.stderr
     logs = run_flexjob(env, "logs", NAME, "--replica", "worker-0", timeout=30, cwd=REPO).stdout

@@ -1,6 +1,6 @@
 """Fixtures for the Kubernetes operator tests: the emulator and a running kopf operator."""
 
-from tests.operator.kopf_fixtures import operator
+from tests.operator.kopf_fixtures import operator, operator_with_image
 from tests.support.k8s_fixtures import k8s_emulator
 
-__all__ = ["k8s_emulator", "operator"]
+__all__ = ["k8s_emulator", "operator", "operator_with_image"]

@@ -94,7 +94,12 @@ async def running_operator(
     port = free_port()
     options = fast_options(emulator.base_url, port, **overrides)
     queue = make_queue(
-        platform, options.workers, _now, options.parallel, job_master=options.job_master()
+        platform,
+        options.workers,
+        _now,
+        options.parallel,
+        job_master=options.job_master(),
+        batch_period=options.pod_event_batch,
     )
     ready = asyncio.Event()
     task = asyncio.create_task(run_operator(platform, options, queue=queue, ready=ready))
@@ -114,6 +119,18 @@ def _now() -> datetime:
 @pytest_asyncio.fixture()
 async def operator(k8s_emulator: K8sEmulator) -> AsyncIterator[OperatorHarness]:
     async with running_operator(k8s_emulator) as harness:
+        yield harness
+
+
+#: The image an operator's implicit job masters run in, for ``operator_with_image``.
+TEST_IMAGE = "flexjob:test"
+
+
+@pytest_asyncio.fixture()
+async def operator_with_image(k8s_emulator: K8sEmulator) -> AsyncIterator[OperatorHarness]:
+    """An operator that runs flexjob's job masters (``FLEXJOB_IMAGE`` set), as
+    ``flexjob manifests install`` deploys it."""
+    async with running_operator(k8s_emulator, job_master_image=TEST_IMAGE) as harness:
         yield harness
 
 

@@ -20,9 +20,11 @@ from flexjob.core.actions import CreateReplica
 from flexjob.core.reconcile import reconcile
 from flexjob.operator.watch_cache import WatchCache
 from flexjob.platform.api import Replica
-from tests.core.reconcile_sim import T0, make_job
+from tests.core.reconcile_sim import T0, make_job, rank0_service
 
 JOB = make_job(master=False, workers=2)
+#: Services are not modelled: worker-0's (rank 0's, ``core.torch_world``) exists from the start.
+SERVICES = [rank0_service(JOB)]
 KEY = (JOB.namespace, JOB.name)
 PENDING = ReplicaPhase.PENDING
 WANTED = {f"{JOB.name}-worker-0", f"{JOB.name}-worker-1"}
@@ -84,7 +86,8 @@ class World:
             self.cache.prime(KEY, listed, [], [], self.clock[0])
             seen = self.cache.read(KEY)
             assert seen is not None
-        creates = [a for a in reconcile(JOB, seen[1], T0).actions if isinstance(a, CreateReplica)]
+        actions = reconcile(JOB, seen[1], T0, services=SERVICES).actions
+        creates = [a for a in actions if isinstance(a, CreateReplica)]
         for a in creates:
             name = a.request.name
             if name in self.api and self.api[name][0] in self.known:

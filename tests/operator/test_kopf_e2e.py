@@ -162,3 +162,55 @@ async def test_deleting_a_job_removes_its_pods_and_releases_it(operator: Operato
         return not jobs["items"] and not await pod_names(operator)
 
     await wait_for(gone, DEADLINE)
+
+
+async def test_a_job_without_master_gets_a_torch_world_on_kubernetes(
+    operator: OperatorHarness,
+) -> None:
+    """A chief and a worker running plain torch (no master): the chief's pod gets a service on
+    Kubeflow's port and every pod MASTER_ADDR (that service's name), MASTER_PORT, WORLD_SIZE and
+    RANK (``core.torch_world``)."""
+    body = job_body("plain", workers=1)
+    specs = body["spec"]["replicaSpecs"]
+    specs["chief"] = specs.pop("master")
+    await create_job(operator, body)
+
+    async def both_up() -> bool:
+        return await pod_names(operator, "plain") == ["plain-chief-0", "plain-worker-0"]
+
+    await wait_for(both_up, DEADLINE)
+    services = await operator.core("list_namespaced_service", "default")
+    ours = {s.metadata.name: s for s in services.items if s.metadata.name.startswith("plain-")}
+    assert sorted(ours) == ["plain-chief-0"]
+    assert [p.port for p in ours["plain-chief-0"].spec.ports] == [23456]
+    for name, rank in (("plain-chief-0", "0"), ("plain-worker-0", "1")):
+        pod = await operator.core("read_namespaced_pod", name, "default")
+        env = {e.name: e.value for e in pod.spec.containers[0].env}
+        assert env["MASTER_ADDR"] == "plain-chief-0.default.svc", env
+        assert (env["MASTER_PORT"], env["WORLD_SIZE"], env["RANK"]) == ("23456", "2", rank)
+        assert "FLEXJOB_MASTER" not in env
+
+
+async def test_a_job_needing_flexjobs_master_fails_naming_it_without_flexjob_image(
+    operator: OperatorHarness,
+) -> None:
+    """This operator has no FLEXJOB_IMAGE, so it runs no job master: a job with
+    ``rdzvBackend: flexjob`` fails at once with a condition naming the field and the fix,
+    and no pod starts (before, its workers started and failed with "--master is required")."""
+    body = job_body("needs-master")
+    del body["spec"]["replicaSpecs"]["master"]
+    body["spec"]["elasticPolicy"] = {"rdzvBackend": "flexjob"}
+    await create_job(operator, body)
+
+    async def failed() -> bool:
+        return await job_phase(operator, "needs-master") == JobPhase.FAILED.value
+
+    await wait_for(failed, DEADLINE)
+    stored = await operator.custom(
+        "get_namespaced_custom_object", "default", "elasticjobs", "needs-master"
+    )
+    condition = stored["status"]["conditions"][-1]
+    assert condition["reason"] == "NoJobMaster"
+    assert "spec.elasticPolicy.rdzvBackend: flexjob" in condition["message"]
+    assert "set FLEXJOB_IMAGE" in condition["message"]
+    assert await pod_names(operator, "needs-master") == []

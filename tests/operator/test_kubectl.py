@@ -40,10 +40,12 @@ async def kubectl(*args: str, stdin: str | None = None) -> subprocess.CompletedP
 
 @pytest.fixture
 async def installed(
-    operator: OperatorHarness, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    operator_with_image: OperatorHarness, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> OperatorHarness:
     """``flexjob manifests install --no-cert-manager | kubectl apply -f -``; the webhook
-    service's endpoints are the test's operator (the Deployment has no kubelet to run it)."""
+    service's endpoints are the test's operator (the Deployment has no kubelet to run it),
+    which runs job masters, as the Deployment does (``FLEXJOB_IMAGE``)."""
+    operator = operator_with_image
     use_kubeconfig(tmp_path / "kubeconfig", operator.emulator.base_url, monkeypatch)
     monkeypatch.setenv("KUBECACHEDIR", str(tmp_path / "cache"))
     monkeypatch.setenv("HOME", str(tmp_path))

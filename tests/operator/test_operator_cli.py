@@ -35,7 +35,8 @@ def test_operator_command_creates_the_master_of_a_new_job(
         "0",
     ]
     log = (tmp_path / "operator.log").open("wb")
-    process = subprocess.Popen(command, env=os.environ.copy(), stdout=log, stderr=subprocess.STDOUT)
+    env = {**os.environ, "FLEXJOB_IMAGE": "flexjob:test"}  # it runs flexjob's job masters
+    process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         client = kubernetes.client.ApiClient(kubernetes.client.Configuration(host=emulator_url))
         template = {"spec": {"containers": [{"name": "main", "image": "python:3.11"}]}}

@@ -35,6 +35,7 @@ def test_reads_sent_at_once_observe_what_reads_one_by_one_do(tmp_path: Path) -> 
     platform = LocalPlatform(tmp_path / "home")
     try:
         platform.create_job(local_job("seen", master=None, worker="import time", workers=2))
+        reconcile_job(platform, "default", "seen", datetime.now(UTC))  # rank 0's service
         reconcile_job(platform, "default", "seen", datetime.now(UTC))  # creates the workers
         one_by_one = observe(platform, "default", "seen", parallel=1)
         at_once = observe(platform, "default", "seen", parallel=4)

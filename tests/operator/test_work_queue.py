@@ -196,3 +196,74 @@ async def test_a_job_whose_creates_are_in_flight_keeps_the_queue_busy() -> None:
     await queue.wait_idle(5)
     task.cancel()
     assert queue.idle
+
+
+async def test_batched_events_of_a_job_wait_and_fold_into_one_pass() -> None:
+    """Pod events that may wait (``batched``) queue their job once, after ``batch_period``:
+    a burst of them runs one pass, after the last of them, and none is lost."""
+    seen: list[JobKey] = []
+
+    async def handle(key: JobKey) -> None:
+        seen.append(key)
+
+    queue = JobQueue(handle, workers=2, batch_period=0.05)
+    task = await run_queue(queue)
+    for _ in range(50):
+        queue.put(("ns", "a"), batched=True)
+    queue.put(("ns", "b"), batched=True)
+    assert not queue.idle  # waiting for its batch
+    await queue.wait_idle(5)
+    task.cancel()
+    assert sorted(seen) == [("ns", "a"), ("ns", "b")]
+
+
+async def test_an_event_that_may_not_wait_runs_the_waiting_job_at_once() -> None:
+    """A job waiting for its batch (an hour here) is queued at once by an event that may not
+    wait (a failed pod): one pass, and nothing left waiting."""
+    seen: list[JobKey] = []
+
+    async def handle(key: JobKey) -> None:
+        seen.append(key)
+
+    queue = JobQueue(handle, workers=1, batch_period=3600)
+    task = await run_queue(queue)
+    queue.put(("ns", "a"), batched=True)
+    queue.put(("ns", "a"))
+    await queue.wait_idle(5)
+    task.cancel()
+    assert seen == [("ns", "a")]
+    assert queue.idle
+
+
+async def test_events_during_a_pass_run_the_job_again_at_once_unless_all_may_wait() -> None:
+    """Events while a job's pass runs queue it once more when it ends: at once when one of
+    them may not wait, after the batch period (an hour here: still waiting) when all may."""
+    release = asyncio.Event()
+    calls = 0
+
+    async def handle(key: JobKey) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            await release.wait()
+
+    async def first_pass_then(*batched: bool, wait: float = 5) -> JobQueue:
+        nonlocal calls
+        calls = 0
+        release.clear()
+        queue = JobQueue(handle, workers=1, batch_period=3600)
+        task = await run_queue(queue)
+        queue.put(("ns", "a"))
+        while calls == 0:
+            await asyncio.sleep(0.01)
+        for each in batched:
+            queue.put(("ns", "a"), batched=each)
+        release.set()
+        await queue.wait_idle(wait)
+        task.cancel()
+        return queue
+
+    queue = await first_pass_then(True, False, True)
+    assert (calls, queue.idle) == (2, True)
+    queue = await first_pass_then(True, True, wait=0.5)  # never idle: bounded
+    assert (calls, queue.idle) == (1, False)  # the job waits for its batch

@@ -1,5 +1,6 @@
 """Building small local ElasticJobs whose replicas are plain Python one-liners."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -73,6 +74,19 @@ def write_spec(directory: Path, job: ElasticJob) -> str:
     path = directory / f"{job.name}.yaml"
     path.write_text(yaml.safe_dump(job.to_wire()))
     return str(path)
+
+
+def user_env(home: Path, repo: Path) -> dict[str, str]:
+    """A user's shell for ``flexjob submit`` of a spec whose pods run ``python`` on files of
+    ``repo``: ``FLEXJOB_HOME`` is ``home``, ``python`` is this interpreter, ``repo`` is
+    importable."""
+    pythonpath = os.pathsep.join(p for p in (str(repo), os.environ.get("PYTHONPATH")) if p)
+    return {
+        **os.environ,
+        "FLEXJOB_HOME": str(home),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONPATH": pythonpath,
+    }
 
 
 def run_flexjob(

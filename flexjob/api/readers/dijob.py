@@ -18,8 +18,9 @@ from pydantic import Field
 
 from flexjob.api.base import ApiModel
 from flexjob.api.bounds import DI_MAX_REPLICAS
+from flexjob.api.defaults import default_replica_spec
 from flexjob.api.enums import CleanPodPolicy, ReplicaType
-from flexjob.api.job import ElasticJobSpec, NonNegative, ReplicaSpec
+from flexjob.api.job import ElasticJob, ElasticJobSpec, NonNegative, ReplicaSpec
 from flexjob.api.meta import ObjectMeta
 from flexjob.api.pod import PodTemplateSpec
 from flexjob.api.problems import Problem, SpecError
@@ -182,6 +183,42 @@ def on_request_spec(role: RoleSpec) -> ReplicaSpec:
     return ReplicaSpec(
         replicas=0, min_replicas=0, max_replicas=DI_MAX_REPLICAS, template=role.template
     )
+
+
+def aggregator_record_problems(job: ElasticJob) -> list[Problem]:
+    """``spec.aggregatorConfig`` is a record: the AggregatorConfig a DIJob v1 was converted
+    with; the aggregators run from ``spec.replicaSpecs.aggregator``, which the conversion fills
+    from it. A record nothing acts on (no aggregator replica spec: one written by hand on an
+    ElasticJob) or one that says other than what runs is a problem naming the field."""
+    record = job.spec.aggregator_config
+    if record is None:
+        return []
+    path = "spec.aggregatorConfig"
+    runs = job.spec.replica_specs.get(ReplicaType.AGGREGATOR)
+    if runs is None:
+        message = (
+            "nothing reads it on an ElasticJob (it records the AggregatorConfig a DIJob v1 was "
+            "converted with): give the aggregators as spec.replicaSpecs.aggregator, or submit "
+            "the DIJob v1 with its AggregatorConfig document; remove spec.aggregatorConfig"
+        )
+        return [Problem(path, record, message)]
+    raw = {"apiVersion": V1_VERSIONS[0], "kind": KIND_AGGREGATOR_CONFIG, **record}
+    try:
+        config = aggregator_config(raw)
+    except SpecError as exc:
+        return [
+            Problem(f"{path}{p.path.removeprefix(KIND_AGGREGATOR_CONFIG)}", p.value, p.message)
+            for p in exc.problems
+        ]
+    said = default_replica_spec(on_request_spec(config.spec.aggregator)).template
+    if said != default_replica_spec(runs).template:
+        message = (
+            "its spec.aggregator.template differs from spec.replicaSpecs.aggregator.template, "
+            "which is what the aggregators run: remove spec.aggregatorConfig (a record of a "
+            "converted DIJob v1) or make the two agree"
+        )
+        return [Problem(f"{path}.spec.aggregator.template", record, message)]
+    return []
 
 
 READERS = (

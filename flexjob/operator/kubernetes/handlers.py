@@ -2,25 +2,28 @@
 finalizer; and the pod handler, which ``pod_watch`` calls (pods are watched without kopf).
 
 Every event updates the queue's ``WatchCache`` and queues its job (``work_queue.JobQueue``;
-a service only when deleted); the queue's workers run ``reconcile_pass.reconcile_job`` off the
-event loop, reading the cache. The handlers are coroutines: kopf runs a plain function on a
-thread of its executor, and the queue (an ``asyncio`` one) must be fed on the loop's thread (a
-put from another thread may not wake a waiting worker); one thread hop per event also cost
-more than the put itself. The ElasticJob delete handler is what
-kopf guards with the finalizer: it removes the job's pods, services and ScalePlans, then kopf
-releases the object. Admission webhooks live in ``admission``; settings and the run loop
-in ``runner``.
+a service only when deleted; a job that brings nothing new, ``WatchCache.nothing_new``, such
+as the operator's own status patch coming back, not at all); pod events and job events that
+leave the spec's generation as it was may wait for more of the job's events (``batched``).
+The queue's workers run
+``reconcile_pass.reconcile_job`` off the event loop, reading the cache. The handlers are
+coroutines: kopf runs a plain function on a thread of its executor, and the queue (an
+``asyncio`` one) must be fed on the loop's thread (a put from another thread may not wake a
+waiting worker); one thread hop per event also cost more than the put itself. The ElasticJob
+delete handler is what kopf guards with the finalizer: it removes the job's pods, services and
+ScalePlans, then kopf releases the object. Admission webhooks live in ``admission``; settings
+and the run loop in ``runner``.
 """
 
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import kopf
 
-from flexjob.api import JobPriority
+from flexjob.api import JobPriority, ReplicaPhase
 from flexjob.api.names import (
     JOB_RESOURCE,
     KIND_JOB,
@@ -68,7 +71,8 @@ def release_job(platform: Platform, namespace: str, name: str) -> int:
 
 def pod_handler(queue: JobQueue) -> Callable[[str | None, Mapping[str, Any]], None]:
     """What a pod's event does (``pod_watch.PodWatch`` calls it): update the watch cache and
-    queue the pod's job, unless the job's last pass saw the pod in this state."""
+    queue the pod's job, unless the job's last pass saw the pod in this state; batched
+    (``JobQueue.put``) unless the pod failed or is gone."""
     cache = queue.cache
 
     def pod_event(type: str | None, body: Mapping[str, Any]) -> None:
@@ -82,10 +86,43 @@ def pod_handler(queue: JobQueue) -> Callable[[str | None, Mapping[str, Any]], No
             cache.pod_seen(key, replica, meta.get("resourceVersion"), deleted=type == "DELETED")
         if type == "DELETED" or replica is None:  # a deleted pod's last state is not an echo
             queue.put(key)
-        else:
-            queue.put(key, seen=(meta.get("name") or "", replica.decided_on))
+        else:  # a failure is acted on at once; other news may wait for the job's next ones
+            batched = replica.phase is not ReplicaPhase.FAILED
+            queue.put(key, seen=(meta.get("name") or "", replica.decided_on), batched=batched)
 
     return pod_event
+
+
+def job_handler(queue: JobQueue) -> Callable[..., Awaitable[None]]:
+    """What an ElasticJob's event does: update the watch cache and queue the job (at once
+    when it is new or its spec changed; batched when only its status or metadata did),
+    unless the event brings nothing new (``WatchCache.nothing_new``: our own status patch
+    come back) or the job is being deleted."""
+    cache = queue.cache
+
+    async def job_event(type: str | None, body: kopf.Body, **_: Any) -> None:
+        key = (body.metadata.namespace or "", body.metadata.name or "")
+        if type == "DELETED":
+            queue.forget(key)
+            return
+        version = body.metadata.get("resourceVersion")
+        before = cache.generation(key)
+        try:
+            job = job_from_body(body)
+        except ValueError:  # a job the API cannot read: let a pass fetch it and say so
+            cache.forget(key)
+        else:
+            if cache.nothing_new(job):  # e.g. our own status patch come back
+                cache.job_seen(job)
+                return
+            cache.job_seen(job)
+        if not body.metadata.get("deletionTimestamp"):
+            rank = JobPriority.rank_of(body.spec.get("priority"))
+            # the same spec (its status or metadata changed): may wait for the pod events
+            same_spec = before is not None and before == body.metadata.get("generation")
+            queue.put(key, rank, (JOB_SEEN, version), batched=same_spec)
+
+    return job_event
 
 
 def register_handlers(
@@ -98,19 +135,7 @@ def register_handlers(
 
     cache = queue.cache
 
-    @kopf.on.event(*JOB_RESOURCE, registry=registry)
-    async def job_event(type: str | None, body: kopf.Body, **_: Any) -> None:
-        key = (body.metadata.namespace or "", body.metadata.name or "")
-        if type == "DELETED":
-            queue.forget(key)
-            return
-        try:
-            cache.job_seen(job_from_body(body))
-        except ValueError:  # a job the API cannot read: let a pass fetch it and say so
-            cache.forget(key)
-        if not body.metadata.get("deletionTimestamp"):
-            rank = JobPriority.rank_of(body.spec.get("priority"))
-            queue.put(key, rank, (JOB_SEEN, body.metadata.get("resourceVersion")))
+    kopf.on.event(*JOB_RESOURCE, registry=registry)(job_handler(queue))
 
     @kopf.on.event(*SCALE_PLAN_RESOURCE, registry=registry)
     async def scale_plan_event(type: str | None, body: kopf.Body, **_: Any) -> None:

@@ -13,6 +13,7 @@ import functools
 import gc
 import logging
 import os
+import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
@@ -40,7 +41,7 @@ from flexjob.operator.kubernetes.handlers import (
     seen_by,
 )
 from flexjob.operator.kubernetes.pod_watch import PodWatch
-from flexjob.operator.reconcile_pass import reconcile_job
+from flexjob.operator.reconcile_pass import PassResult, reconcile_job
 from flexjob.operator.watch_cache import WatchCache
 from flexjob.operator.work_queue import JobKey, JobQueue
 from flexjob.platform.api import Platform
@@ -73,6 +74,10 @@ class WebhookConfig:
         )
 
 
+#: Default seconds a job waits for more pod events before its pass (``OperatorConfig``).
+POD_EVENT_BATCH = 0.1
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class OperatorConfig:
     """How the operator runs. ``server`` set: talk to that API URL without credentials (tests,
@@ -88,6 +93,9 @@ class OperatorConfig:
     #: a slow-start window of 1, 2, 4, ...: ``reconcile_pass``).
     parallel: int = 16
     resync_interval: float | None = 60.0
+    #: Seconds a job waits for more pod events before its pass (``JobQueue.batch_period``;
+    #: not for a pod that failed or is gone); 0: none waits.
+    pod_event_batch: float = POD_EVENT_BATCH
     webhooks: WebhookConfig | None = None
     post_events: bool = True
     #: Once started, freeze what start-up made out of the collector's sight and collect less
@@ -210,13 +218,15 @@ def make_queue(
     parallel: int = 1,
     job_master: JobMasterConfig | None = None,
     in_flight: int | None = None,
+    batch_period: float = 0.0,
 ) -> JobQueue:
     """The work queue whose workers run ``reconcile_job`` (each applying ``parallel`` actions
     at a time) on threads of their own (a pass never waits behind the loop's other
     ``to_thread`` work); the passes share one pool for what they send at once, so that its
     threads are started once, not for every pass. A pass hands the runs of actions that
     create replicas to a ``CreateDispatcher`` (``in_flight`` creates at most in flight in the
-    process, default ``workers * parallel``) and does not wait for them."""
+    process, default ``workers * parallel``) and does not wait for them. ``batch_period``:
+    how long a job waits for more pod events (``JobQueue.batch_period``)."""
 
     server_url = os.environ.get(ENV_SERVER_URL)
     server_token = os.environ.get(ENV_SERVER_TOKEN)
@@ -239,6 +249,8 @@ def make_queue(
         passed = await loops[0].run_in_executor(
             passes,
             functools.partial(
+                _timed,
+                queue.on_thread,
                 reconcile_job,
                 platform,
                 key[0],
@@ -262,8 +274,24 @@ def make_queue(
             queue.put(key)
         return passed
 
-    queue = JobQueue(handle, workers=workers, cache=cache, dispatcher=dispatcher)
+    queue = JobQueue(
+        handle, workers=workers, cache=cache, dispatcher=dispatcher, batch_period=batch_period
+    )
     return queue
+
+
+def _timed(
+    seconds: list[tuple[float, object]], work: Callable[..., PassResult | None], *args: Any
+) -> PassResult | None:
+    """``work(*args)``; its seconds on this thread and what it returned (None: it failed)
+    appended to ``seconds``."""
+    started = time.perf_counter()
+    result = None
+    try:
+        result = work(*args)
+        return result
+    finally:
+        seconds.append((time.perf_counter() - started, result))
 
 
 async def run_operator(
@@ -276,7 +304,12 @@ async def run_operator(
 ) -> None:
     """Run kopf and the reconcile workers until cancelled."""
     queue = queue or make_queue(
-        platform, options.workers, clock, options.parallel, options.job_master()
+        platform,
+        options.workers,
+        clock,
+        options.parallel,
+        options.job_master(),
+        batch_period=options.pod_event_batch,
     )
     settings = kopf.OperatorSettings()
     configure(settings, options)
