@@ -229,9 +229,12 @@ class _Plan:
         self.ids = {job.id for job in jobs}
         self.previous = previous
         self.total = free.total()
-        self.per_node = {
-            job.id: max(free.capacity_for(job.resources).values(), default=0) for job in jobs
-        }
+        by_shape: dict[Resources, int] = {}  # most jobs share a replica shape: one scan each
+        for job in jobs:
+            if job.resources not in by_shape:
+                capacity = free.capacity_for(job.resources).values()
+                by_shape[job.resources] = max(capacity, default=0)
+        self.per_node = {job.id: by_shape[job.resources] for job in jobs}
         self.idle = idle_utility(policy.p)
         self.quiet = policy.is_quiet(jobs)
         #: (job id, count) -> nodes a placement pass actually needed for that count.
