@@ -41,9 +41,10 @@ class RoleTraits:
     its service gets on Kubernetes when its container declares none (DI's defaults).
     ``builtin_command``: the ``flexjob`` command a replica of this type runs when its main
     container names no command of its own (``core.job_master``); ``None``: it must name one.
-    ``leads_world``: in a plain torch world (a job with no master, ``core.torch_world``) its
-    replicas take the first ranks, and its replica 0 is rank 0, the world's ``MASTER_ADDR``
-    (Kubeflow's PyTorchJob ``Master``).
+    ``world_rank``: its place in a plain torch world (a job with no master whose training types
+    all have one, ``core.torch_world``): the replicas of the lowest take the first ranks, its
+    replica 0 is rank 0, the world's ``MASTER_ADDR`` (Kubeflow's PyTorchJob ``Master``, then
+    ``Worker``); ``None``: a role that forms no torch world (DI's learners and collectors).
     """
 
     trains: bool = False
@@ -56,7 +57,7 @@ class RoleTraits:
     port_env: str | None = None
     default_port: int | None = None
     builtin_command: str | None = None
-    leads_world: bool = False
+    world_rank: int | None = None
 
 
 def _on_request(scale_rank: int, port_env: str, default_port: int) -> RoleTraits:
@@ -74,13 +75,13 @@ def _on_request(scale_rank: int, port_env: str, default_port: int) -> RoleTraits
 ROLE_TRAITS: Mapping[ReplicaType, RoleTraits] = MappingProxyType(
     {
         ReplicaType.MASTER: RoleTraits(scalable=False, controls_job=True, builtin_command="master"),
-        ReplicaType.WORKER: RoleTraits(trains=True, scale_rank=0),
+        ReplicaType.WORKER: RoleTraits(trains=True, scale_rank=0, world_rank=1),
         ReplicaType.LEARNER: _on_request(1, names.ENV_LEARNER_PORT, names.DEFAULT_LEARNER_PORT),
         ReplicaType.COLLECTOR: _on_request(
             2, names.ENV_COLLECTOR_PORT, names.DEFAULT_COLLECTOR_PORT
         ),
         ReplicaType.PS: RoleTraits(scale_rank=3, builtin_command="ps"),
-        ReplicaType.CHIEF: RoleTraits(trains=True, leads_world=True),
+        ReplicaType.CHIEF: RoleTraits(trains=True, world_rank=0),
         ReplicaType.EVALUATOR: RoleTraits(),
         ReplicaType.COORDINATOR: RoleTraits(
             scalable=False,
@@ -144,10 +145,12 @@ def creation_order(types: Iterable[ReplicaType]) -> list[ReplicaType]:
 
 
 def world_types(types: Iterable[ReplicaType]) -> list[ReplicaType]:
-    """The training types among ``types`` in rank order: those that ``leads_world`` first,
-    then the others in the given order."""
+    """The types among ``types`` that form a plain torch world, in ``world_rank`` order; ``[]``
+    when a training type among them forms none (a DI job)."""
     kept = [t for t in types if ROLE_TRAITS[t].trains]
-    return sorted(kept, key=lambda t: 0 if ROLE_TRAITS[t].leads_world else 1)
+    if any(ROLE_TRAITS[t].world_rank is None for t in kept):
+        return []
+    return sorted(kept, key=lambda t: ROLE_TRAITS[t].world_rank or 0)
 
 
 def _rank(rtype: ReplicaType) -> int:

@@ -3,7 +3,8 @@
 A job with no master of any kind (``api.master_rule.plain_torch_world``: a PyTorchJob or an
 ElasticJob whose pods run ``python train.py`` or ``torchrun``, ``rdzvBackend`` not ``flexjob``)
 forms its world through torch's ``env://``. Its leading replica (the ``chief``, Kubeflow's
-``Master``, else ``worker-0``; ``api.roles.world_types``) gets a service, and every training
+``Master``, else ``worker-0``; ``api.roles.world_types``; a DI job, whose learners and
+collectors form no torch world, gets none of this) gets a service, and every training
 replica gets ``MASTER_ADDR``/``MASTER_PORT`` (that service's host and port), ``WORLD_SIZE`` (the
 training replicas the job has now) and ``RANK`` (the chief 0, then the workers by index). With
 an ``elasticPolicy`` also the flags ``torchrun`` reads from ``PET_<FLAG>``: ``PET_NNODES``

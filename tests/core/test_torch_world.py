@@ -8,10 +8,11 @@ from typing import Any
 import pytest
 
 from flexjob.api import ElasticJob, ElasticPolicy, ReplicaSpec, ReplicaType, names
-from flexjob.api.load import job_from_dict
+from flexjob.api.load import job_from_dict, load_job
 from flexjob.core.actions import CreateReplica
 from flexjob.core.job_master import JobMasterConfig
 from flexjob.core.torch_world import world_rank
+from tests.api.specs import EXAMPLES
 from tests.core.reconcile_sim import Sim, kinds, make_job, template
 
 TORCH_VARS = (
@@ -183,3 +184,14 @@ def test_a_job_with_a_master_gets_no_torch_world(job: ElasticJob) -> None:
 def test_a_replica_that_does_not_train_has_no_rank() -> None:
     with pytest.raises(ValueError, match="evaluator"):
         world_rank({ReplicaType.WORKER: 2}, ReplicaType.EVALUATOR, 0)
+
+
+def test_a_di_job_forms_no_torch_world() -> None:
+    """DI's learners and collectors talk DI-engine's own protocol: a DIJob v2 (no coordinator,
+    no master) gets no rank-0 service and no torch variables."""
+    job = load_job(EXAMPLES / "dijob-v2.yaml")
+    job.metadata.name = "demo"
+    sim = Sim(job)
+    sim.settle()
+    assert envs(sim) and sim.services == {}
+    assert not any(k in e for e in envs(sim).values() for k in (*TORCH_VARS, *PET_VARS))

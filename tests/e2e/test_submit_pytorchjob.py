@@ -16,12 +16,13 @@ REPO = Path(__file__).resolve().parents[2]
 NAME = "plain-torch"
 
 
-def _replica(replicas: int) -> dict[str, object]:
-    container = {
-        "name": "pytorch",
-        "image": "pytorch:latest",
-        "command": ["python", "tests/agent/plain_allreduce.py"],
-    }
+PLAIN = ["python", "tests/agent/plain_allreduce.py"]
+#: torchrun with no flags: it reads them from PET_NNODES, PET_RDZV_ENDPOINT, PET_RDZV_BACKEND...
+TORCHRUN = ["python", "-m", "torch.distributed.run", "tests/agent/plain_allreduce.py"]
+
+
+def _replica(replicas: int, command: list[str] = PLAIN) -> dict[str, object]:
+    container = {"name": "pytorch", "image": "pytorch:latest", "command": command}
     return {
         "replicas": replicas,
         "restartPolicy": "Never",
@@ -44,3 +45,28 @@ def test_a_pytorchjob_running_plain_torch_forms_one_world(home: Path, tmp_path: 
     for replica, rank in (("chief-0", 0), ("worker-0", 1)):
         logs = run_flexjob(env, "logs", NAME, "--replica", replica, timeout=30, cwd=REPO).stdout
         assert f"sum=3 world=2 rank={rank}" in logs, logs
+
+
+def test_an_elastic_pytorchjob_running_torchrun_forms_one_world(home: Path, tmp_path: Path) -> None:
+    """Two workers run bare ``torchrun script``: the c10d rendezvous on worker-0's service and
+    the node count come from the PET_* variables the operator sets for an elasticPolicy; two
+    processes per node from ``nProcPerNode``."""
+    spec = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": NAME, "namespace": "default"},
+        "spec": {
+            "elasticPolicy": {"rdzvBackend": "c10d", "nProcPerNode": 2},
+            "pytorchReplicaSpecs": {"Worker": _replica(2, TORCHRUN)},
+        },
+    }
+    path = tmp_path / "torchrun.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    env = user_env(home, REPO)
+    out = run_flexjob(env, "submit", str(path), timeout=80, cwd=REPO)
+    assert out.returncode == 0, out.stdout + out.stderr
+    ranks = set()
+    for replica in ("worker-0", "worker-1"):
+        logs = run_flexjob(env, "logs", NAME, "--replica", replica, timeout=30, cwd=REPO).stdout
+        ranks |= {r for r in range(4) if f"sum=10 world=4 rank={r}" in logs}
+    assert ranks == {0, 1, 2, 3}
