@@ -45,6 +45,11 @@ def test_pods_created_from_the_loop_are_the_platforms(k8s_emulator_thread: Emula
         assert pod["spec"]["containers"][0]["image"] == "flexjob/mnist:0.1"
         with pytest.raises(AlreadyExistsError):
             creates.create(request(0)).result(10)
+        platform.delete_job("default", "mnist")
+        again = platform.create_job(JOB)  # a new job of that name: its pods are owned by it
+        creates.create(request(4)).result(10)
+        owners = _pod(url, "mnist-worker-4")["metadata"]["ownerReferences"]
+        assert [o["uid"] for o in owners] == [again.metadata.uid] != [stored.metadata.uid]
     finally:
         creates.close()
     with pytest.raises(RuntimeError):  # closed: no loop to send from

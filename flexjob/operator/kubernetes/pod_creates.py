@@ -7,7 +7,7 @@ with the passes, kopf and the pod watch. ``PodCreates`` sends them from one thre
 ``asyncio`` loop and an aiohttp session (``pod_watch.api_session``: the same credentials and
 TLS settings, read again whenever the session is made anew): ~0.5 ms per create, one thread.
 The pod is the one ``KubernetesPlatform.create_replica`` sends (``bodies.pod_body`` with the
-job's controller reference, read once per job); its answer becomes the same ``Replica``, and
+job's controller reference the platform remembers); its answer becomes the same ``Replica``, and
 errors the same platform errors: 409 ``AlreadyExistsError``, 404 ``NotFoundError``, anything
 else ``UnavailableError`` (a 401 also makes the next create use a new session: a rotated
 token). At most ``limit`` creates are in flight.
@@ -19,7 +19,6 @@ import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any
 
 import aiohttp
 import kopf
@@ -49,7 +48,6 @@ class PodCreates:
         self._platform = platform
         self._connection = connection
         self._limit = max(1, limit)
-        self._owners: dict[tuple[str, str], Any] = {}
         self._session: aiohttp.ClientSession | None = None
         self._loop = asyncio.new_event_loop()
         self._slots = asyncio.Semaphore(self._limit)
@@ -67,9 +65,10 @@ class PodCreates:
     async def _create(self, request: ReplicaRequest) -> Replica:
         async with self._slots:
             key = (request.namespace, request.job)
-            if key not in self._owners:  # one read per job, off this loop
-                self._owners[key] = await asyncio.to_thread(self._platform.owner, *key)
-            body = bodies.pod_body(request, self._owners[key])
+            owner = self._platform.known_owner(*key)
+            if owner is None:  # read once per job (the platform remembers it), off this loop
+                owner = await asyncio.to_thread(self._platform.owner, *key)
+            body = bodies.pod_body(request, owner)
             what = f"pod {request.namespace}/{request.name}"
             if self._session is None:
                 self._session = api_session(self._connection(), self._limit)

@@ -160,8 +160,13 @@ class KubernetesPlatform:
 
     def owner(self, namespace: str, job: str) -> Body | None:
         """The job's controller reference for its pods and services (None if the job is gone);
-        read once, then remembered."""
+        read once, then remembered (until this platform creates or deletes the job)."""
         return self._owner(namespace, job)
+
+    def known_owner(self, namespace: str, job: str) -> Body | None:
+        """``owner`` when remembered, else None (never reads)."""
+        with self._lock:
+            return self._owners.get((namespace, job))
 
     def _owner(self, namespace: str, job: str) -> Body | None:
         """The job's controller reference for its pods and services (None if the job is gone)."""
