@@ -10,7 +10,7 @@ The pod is the one ``KubernetesPlatform.create_replica`` sends (``bodies.pod_bod
 job's controller reference the platform remembers); its answer becomes the same ``Replica``, and
 errors the same platform errors: 409 ``AlreadyExistsError``, 404 ``NotFoundError``, anything
 else ``UnavailableError`` (a 401 also makes the next create use a new session: a rotated
-token). At most ``limit`` creates are in flight.
+token). At most ``limit`` creates are in flight, each for the platform's request timeout.
 """
 
 import asyncio
@@ -75,7 +75,10 @@ class PodCreates:
             path = f"api/v1/namespaces/{request.namespace}/pods"
             try:
                 async with self._session.post(
-                    path, data=json.dumps(body), headers={"Content-Type": "application/json"}
+                    path,
+                    data=json.dumps(body),
+                    headers={"Content-Type": "application/json"},
+                    timeout=aiohttp.ClientTimeout(total=self._platform.request_timeout),
                 ) as response:
                     data = await response.read()
                     status, reason = response.status, response.reason

@@ -163,6 +163,11 @@ class KubernetesPlatform:
         read once, then remembered (until this platform creates or deletes the job)."""
         return self._owner(namespace, job)
 
+    @property
+    def request_timeout(self) -> float:
+        """Seconds a request may take before it fails."""
+        return self._timeout
+
     def known_owner(self, namespace: str, job: str) -> Body | None:
         """``owner`` when remembered, else None (never reads)."""
         with self._lock:
