@@ -22,7 +22,9 @@ the "all replicas created" and "status counts them Running" rows. Nor the time a
 the queue: after a pod event (one that is not a failure or a deletion) or a change of the job's
 status or metadata, up to ``--pod-batch`` seconds for more of its events to fold into one pass
 (``work_queue.JobQueue.batch_period``), which the end-to-end rows include. "passes per job" and
-"job status patches per job" say how many passes and status writes the run took.
+"job status patches per job" say how many passes and status writes the run took. The pod
+creates go out from one event loop of their own (``operator.kubernetes.pod_creates``);
+``--client-creates`` sends them through the Kubernetes client, a thread each, as before.
 
 Baseline: the same pods created straight through the platform (no kopf, no reconcile) against
 a fresh emulator process, the same number of jobs at a time and each job's pods as many at a
@@ -107,6 +109,7 @@ async def run_operator_case(
     in_flight: int | None,
     settle_heap: bool = True,
     pod_batch: float = POD_EVENT_BATCH,
+    client_creates: bool = False,
 ) -> tuple[dict[str, float], dict[str, int]]:
     """The run's measures, and the requests the emulator served by verb and resource (the
     operator's, kopf's and the benchmark's own job creates)."""
@@ -128,6 +131,7 @@ async def run_operator_case(
             parallel,
             in_flight=in_flight,
             batch_period=pod_batch,
+            connection=None if client_creates else options.connection,
         )
         ready = asyncio.Event()
         operator = asyncio.create_task(run_operator(platform, options, queue=queue, ready=ready))
@@ -278,6 +282,11 @@ def main() -> None:
         default=POD_EVENT_BATCH,
         help="seconds a job waits for more pod events before its pass (0: none)",
     )
+    parser.add_argument(
+        "--client-creates",
+        action="store_true",
+        help="send pod creates through the Kubernetes client, a thread each (as before)",
+    )
     parser.add_argument("--timeout", type=float, default=900.0, help="give up after (seconds)")
     args = parser.parse_args()
     if args.switch_interval is not None:
@@ -297,6 +306,7 @@ def main() -> None:
             args.in_flight,
             not args.python_gc,
             args.pod_batch,
+            args.client_creates,
         )
     )
     baseline, per_job, base_cpu = asyncio.run(
@@ -413,7 +423,13 @@ def main() -> None:
         "per pass and the job status, its pod watch handles every pod event and kopf every "
         "job event). A pod event lets its job wait "
         f"{args.pod_batch:g} s for more before its pass (--pod-batch). "
-        "A pass does not wait for the creates or the status patch it dispatches; "
+        + (
+            "Creates go through the Kubernetes client, a thread each (--client-creates). "
+            if args.client_creates
+            else "Creates go out from one event loop of their own (operator.kubernetes."
+            "pod_creates). "
+        )
+        + "A pass does not wait for the creates or the status patch it dispatches; "
         "the baseline's one "
         "job's creates are the floor of a job's dispatched creates on this machine. "
         "Collector: "

@@ -20,6 +20,9 @@ in the order the passes wrote them (those that queued meanwhile composed into on
 applied to the job the cache gives later passes until it is answered; a refused patch retries
 the job like a refused create.
 
+With ``PodCreates`` (the kopf operator's default) the pod creates go out from its one event
+loop instead of a thread each (``kubernetes.pod_creates``), through the same window.
+
 A job being deleted is ``halt``ed first: its runs send nothing more, and its release waits for
 what they have in flight, so that no pod is created after the release listed the job's pods.
 """
@@ -30,12 +33,16 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 from flexjob.core.actions import Action, CreateReplica
 from flexjob.core.status_patch import StatusPatch, compose_patches
 from flexjob.operator.reconcile_pass import ActionFailed, apply_one, feed, report_failure
 from flexjob.operator.watch_cache import JobKey, WatchCache
-from flexjob.platform.api import NotFoundError, Platform
+
+if TYPE_CHECKING:
+    from flexjob.operator.kubernetes.pod_creates import PodCreates
+from flexjob.platform.api import AlreadyExistsError, NotFoundError, Platform, Replica
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +60,10 @@ class CreateDispatcher:
         parallel: int,
         in_flight: int,
         settled: Settled,
+        creates: "PodCreates | None" = None,
     ) -> None:
+        #: Where pod creates go when given (one event loop, not a thread each: ``pod_creates``).
+        self._creates = creates
         self._platform = platform
         self._cache = cache
         self._parallel = max(1, parallel)
@@ -150,6 +160,8 @@ class CreateDispatcher:
 
     def shutdown(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._creates is not None:
+            self._creates.close()
 
 
 class _Dispatch:
@@ -198,12 +210,35 @@ class _Dispatch:
 
     def _submit(self, index: int) -> None:
         action = self._actions[index]
+        creates = self._d._creates
+        if creates is not None and isinstance(action, CreateReplica):
+            try:
+                sent = creates.create(action.request)
+            except RuntimeError as exc:  # its loop is closed: the process is stopping
+                self._completed(index, ActionFailed(action, exc))
+                return
+            sent.add_done_callback(lambda f: self._completed(index, self._created(f, action)))
+            return
         try:
             future = self._d._pool.submit(apply_one, self._d._platform, action, self._done)
         except RuntimeError as exc:  # shut down: the process is stopping
             self._completed(index, ActionFailed(action, exc))
             return
         future.add_done_callback(lambda f: self._completed(index, _outcome(f, action)))
+
+    def _created(self, future: "Future[Replica]", action: CreateReplica) -> ActionFailed | None:
+        """What a create sent through ``PodCreates`` ended with, as ``apply_one`` says it:
+        its pod fed to the cache; one already there or whose job is gone skipped."""
+        if future.cancelled():
+            return ActionFailed(action, RuntimeError("cancelled: the operator is stopping"))
+        error = future.exception()
+        if isinstance(error, AlreadyExistsError | NotFoundError):
+            logger.debug("skipped %s: %s", type(action).__name__, error)
+            return None
+        if isinstance(error, Exception):
+            return ActionFailed(action, error)
+        self._done(action, future.result())
+        return None
 
     def _completed(self, index: int, outcome: ActionFailed | None) -> None:
         with self._lock:
@@ -222,7 +257,10 @@ class _Dispatch:
         if not ok:
             failed = min(self._failures, key=lambda failure: failure[0])[1]
             logger.warning("job %s/%s: %s", *self._key, failed)
-            report_failure(self._d._platform, *self._key, failed)
+            try:  # a request of its own: not on the pod creates' loop, which may be this one
+                self._d._pool.submit(report_failure, self._d._platform, *self._key, failed)
+            except RuntimeError:  # shut down: the process is stopping
+                logger.debug("job %s/%s: FailedCreate not recorded, stopping", *self._key)
         try:
             self._d._settled(self._key, ok)
         except Exception:  # the loop is closed: the process is stopping

@@ -100,6 +100,7 @@ async def running_operator(
         options.parallel,
         job_master=options.job_master(),
         batch_period=options.pod_event_batch,
+        connection=options.connection,
     )
     ready = asyncio.Event()
     task = asyncio.create_task(run_operator(platform, options, queue=queue, ready=ready))

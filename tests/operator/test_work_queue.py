@@ -27,27 +27,32 @@ async def test_a_burst_of_events_for_one_job_runs_one_pass() -> None:
     assert sorted(seen) == [("ns", "a"), ("ns", "b")]
 
 
+class FirstPassWaits:
+    """A handler whose first pass waits for ``release``; ``calls`` counts its passes."""
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.calls = 0
+
+    async def __call__(self, key: JobKey) -> None:
+        self.calls += 1
+        if self.calls == 1:
+            await self.release.wait()
+
+
 async def test_an_event_during_a_pass_runs_the_job_once_more() -> None:
-    release = asyncio.Event()
-    calls = 0
-
-    async def handle(key: JobKey) -> None:
-        nonlocal calls
-        calls += 1
-        if calls == 1:
-            await release.wait()
-
+    handle = FirstPassWaits()
     queue = JobQueue(handle, workers=2)
     queue.put(("ns", "a"))
     task = await run_queue(queue)
-    while calls == 0:
+    while handle.calls == 0:
         await asyncio.sleep(0.01)
     queue.put(("ns", "a"))
     queue.put(("ns", "a"))
-    release.set()
+    handle.release.set()
     await queue.wait_idle(5)
     task.cancel()
-    assert calls == 2
+    assert handle.calls == 2
 
 
 async def test_a_failed_pass_is_retried() -> None:
@@ -238,32 +243,21 @@ async def test_an_event_that_may_not_wait_runs_the_waiting_job_at_once() -> None
 async def test_events_during_a_pass_run_the_job_again_at_once_unless_all_may_wait() -> None:
     """Events while a job's pass runs queue it once more when it ends: at once when one of
     them may not wait, after the batch period (an hour here: still waiting) when all may."""
-    release = asyncio.Event()
-    calls = 0
 
-    async def handle(key: JobKey) -> None:
-        nonlocal calls
-        calls += 1
-        if calls == 1:
-            await release.wait()
-
-    async def first_pass_then(*batched: bool, wait: float = 5) -> JobQueue:
-        nonlocal calls
-        calls = 0
-        release.clear()
+    async def first_pass_then(*batched: bool, wait: float = 5) -> tuple[int, bool]:
+        handle = FirstPassWaits()
         queue = JobQueue(handle, workers=1, batch_period=3600)
         task = await run_queue(queue)
         queue.put(("ns", "a"))
-        while calls == 0:
+        while handle.calls == 0:
             await asyncio.sleep(0.01)
         for each in batched:
             queue.put(("ns", "a"), batched=each)
-        release.set()
+        handle.release.set()
         await queue.wait_idle(wait)
         task.cancel()
-        return queue
+        return handle.calls, queue.idle
 
-    queue = await first_pass_then(True, False, True)
-    assert (calls, queue.idle) == (2, True)
-    queue = await first_pass_then(True, True, wait=0.5)  # never idle: bounded
-    assert (calls, queue.idle) == (1, False)  # the job waits for its batch
+    assert await first_pass_then(True, False, True) == (2, True)
+    # never idle (bounded wait): the job waits for its batch
+    assert await first_pass_then(True, True, wait=0.5) == (1, False)

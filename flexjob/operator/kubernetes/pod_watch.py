@@ -56,6 +56,16 @@ def _headers(info: kopf.ConnectionInfo) -> dict[str, str]:
     return {}
 
 
+def api_session(info: kopf.ConnectionInfo, limit: int = 100) -> aiohttp.ClientSession:
+    """An aiohttp session to the API server ``info`` names (paths relative to its URL), its
+    credentials and TLS settings, at most ``limit`` connections."""
+    return aiohttp.ClientSession(
+        base_url=info.server.rstrip("/") + "/",
+        headers=_headers(info),
+        connector=aiohttp.TCPConnector(ssl=_ssl(info), limit=limit),
+    )
+
+
 async def _lines(response: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
     """The stream's lines, whatever their length (a pod may exceed aiohttp's line limit)."""
     pending = b""
@@ -120,11 +130,7 @@ class PodWatch:
         while True:
             info = self._connection()
             try:
-                async with aiohttp.ClientSession(
-                    base_url=info.server.rstrip("/") + "/",
-                    headers=_headers(info),
-                    connector=aiohttp.TCPConnector(ssl=_ssl(info)),
-                ) as session:
+                async with api_session(info) as session:
                     if version is None:
                         version = await self._list(session, namespace, path.lstrip("/"))
                         listed.set()

@@ -40,11 +40,13 @@ from flexjob.operator.kubernetes.handlers import (
     register_handlers,
     seen_by,
 )
+from flexjob.operator.kubernetes.pod_creates import PodCreates
 from flexjob.operator.kubernetes.pod_watch import PodWatch
 from flexjob.operator.reconcile_pass import PassResult, reconcile_job
 from flexjob.operator.watch_cache import WatchCache
 from flexjob.operator.work_queue import JobKey, JobQueue
 from flexjob.platform.api import Platform
+from flexjob.platform.kubernetes import KubernetesPlatform
 from flexjob.platform.kubernetes.connection import load_configuration
 
 logger = logging.getLogger(__name__)
@@ -118,6 +120,10 @@ class OperatorConfig:
     #: token from (``core.job_master``); "": none.
     job_master_brain_token_secret: str = ""
 
+    def connection(self) -> kopf.ConnectionInfo:
+        """The API server's URL and credentials, read now (rotated tokens included)."""
+        return connection_info(load_configuration(self.kubeconfig, self.context, self.server))
+
     def job_master(self) -> JobMasterConfig | None:
         if not self.job_master_image:
             return None
@@ -187,9 +193,7 @@ def build_registry(
     @kopf.on.login(registry=registry)
     def login(**_: Any) -> kopf.ConnectionInfo:
         # Reloaded on every (re-)login: rotated service-account tokens are picked up.
-        return connection_info(
-            load_configuration(options.kubeconfig, options.context, options.server)
-        )
+        return options.connection()
 
     return registry
 
@@ -219,6 +223,7 @@ def make_queue(
     job_master: JobMasterConfig | None = None,
     in_flight: int | None = None,
     batch_period: float = 0.0,
+    connection: Callable[[], kopf.ConnectionInfo] | None = None,
 ) -> JobQueue:
     """The work queue whose workers run ``reconcile_job`` (each applying ``parallel`` actions
     at a time) on threads of their own (a pass never waits behind the loop's other
@@ -226,7 +231,9 @@ def make_queue(
     threads are started once, not for every pass. A pass hands the runs of actions that
     create replicas to a ``CreateDispatcher`` (``in_flight`` creates at most in flight in the
     process, default ``workers * parallel``) and does not wait for them. ``batch_period``:
-    how long a job waits for more pod events (``JobQueue.batch_period``)."""
+    how long a job waits for more pod events (``JobQueue.batch_period``). ``connection``
+    (with a ``KubernetesPlatform``): the API server's, for sending the pod creates from one
+    event loop of their own (``pod_creates``) instead of a thread each."""
 
     server_url = os.environ.get(ENV_SERVER_URL)
     server_token = os.environ.get(ENV_SERVER_TOKEN)
@@ -240,9 +247,11 @@ def make_queue(
         loops[0].call_soon_threadsafe(queue.settled, key, ok)
 
     cache = WatchCache()
-    dispatcher = CreateDispatcher(
-        platform, cache, parallel, in_flight or workers * max(parallel, 1), settled
-    )
+    limit = in_flight or workers * max(parallel, 1)
+    creates = None
+    if connection is not None and isinstance(platform, KubernetesPlatform):
+        creates = PodCreates(platform, connection, limit)
+    dispatcher = CreateDispatcher(platform, cache, parallel, limit, settled, creates)
 
     async def handle(key: JobKey) -> object:
         loops[:] = [asyncio.get_running_loop()]
@@ -310,14 +319,13 @@ async def run_operator(
         options.parallel,
         options.job_master(),
         batch_period=options.pod_event_batch,
+        connection=options.connection,
     )
     settings = kopf.OperatorSettings()
     configure(settings, options)
     registry = build_registry(platform, queue, options)
     pods = PodWatch(
-        lambda: connection_info(
-            load_configuration(options.kubeconfig, options.context, options.server)
-        ),
+        options.connection,
         pod_handler(queue),
         options.namespaces,
         options.watch_timeout,

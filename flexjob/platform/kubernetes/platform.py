@@ -158,6 +158,21 @@ class KubernetesPlatform:
             _content_type=JSON_PATCH,
         )
 
+    def owner(self, namespace: str, job: str) -> Body | None:
+        """The job's controller reference for its pods and services (None if the job is gone);
+        read once, then remembered (until this platform creates or deletes the job)."""
+        return self._owner(namespace, job)
+
+    @property
+    def request_timeout(self) -> float:
+        """Seconds a request may take before it fails."""
+        return self._timeout
+
+    def known_owner(self, namespace: str, job: str) -> Body | None:
+        """``owner`` when remembered, else None (never reads)."""
+        with self._lock:
+            return self._owners.get((namespace, job))
+
     def _owner(self, namespace: str, job: str) -> Body | None:
         """The job's controller reference for its pods and services (None if the job is gone)."""
         with self._lock:
