@@ -68,6 +68,37 @@ async def test_validating_webhook_rejects_a_bad_spec_naming_the_field(
     assert "'Sometimes' is not one of" in answer["status"]["message"]
 
 
+def update_review(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    body = review("elasticjobs", "ElasticJob", new)
+    body["request"].update(operation="UPDATE", oldObject=old)
+    return body
+
+
+async def test_an_update_may_keep_a_field_a_later_rule_refuses_but_not_change_it(
+    operator: OperatorHarness,
+) -> None:
+    """A job stored when defaulting set optimizeMode single-job on every job (now refused on a
+    job without flexjob's master) can still be scaled; a changed or new bad field cannot."""
+    stored = sparse_job(optimizeMode="single-job")
+    created = await post(operator, VALIDATE_JOB, review("elasticjobs", "ElasticJob", stored))
+    assert created["allowed"] is False and "spec.optimizeMode" in created["status"]["message"]
+
+    scaled = sparse_job(optimizeMode="single-job")
+    scaled["spec"]["replicaSpecs"]["worker"]["replicas"] = 3
+    answer = await post(operator, VALIDATE_JOB, update_review(stored, scaled))
+    assert answer["allowed"] is True
+
+    changed = sparse_job(optimizeMode="cluster")
+    answer = await post(operator, VALIDATE_JOB, update_review(stored, changed))
+    assert answer["allowed"] is False and "spec.optimizeMode" in answer["status"]["message"]
+
+    worse = sparse_job(optimizeMode="single-job", cleanPodPolicy="Sometimes")
+    answer = await post(operator, VALIDATE_JOB, update_review(stored, worse))
+    assert answer["allowed"] is False
+    assert "spec.cleanPodPolicy" in answer["status"]["message"]
+    assert "spec.optimizeMode" not in answer["status"]["message"]
+
+
 async def test_validating_webhook_admits_a_good_spec(operator: OperatorHarness) -> None:
     answer = await post(operator, VALIDATE_JOB, review("elasticjobs", "ElasticJob", sparse_job()))
     assert answer["allowed"] is True

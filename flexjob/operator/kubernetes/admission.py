@@ -28,19 +28,29 @@ def validate_foreign(kind: ForeignKind) -> str:
     return f"validate-{kind.kind.lower()}"
 
 
-def _check(body: kopf.Body) -> None:
-    raw = {key: value for key, value in body.items() if key != "status"}
-    problems = validate(raw)
+def _check(body: kopf.Body, old: kopf.Body | None = None) -> None:
+    """Reject ``body`` naming every bad field. An update (``old``: the stored object) may keep
+    a field it already had, as it was, even where a later version of the rules refuses it
+    (Kubernetes' ratcheting validation: e.g. ``optimizeMode: single-job``, which an earlier
+    defaulting set on every job); a changed or new field must pass."""
+    problems = validate(_without_status(body))
+    if problems and old is not None:
+        stored = {(p.path, repr(p.value)) for p in validate(_without_status(old))}
+        problems = [p for p in problems if (p.path, repr(p.value)) not in stored]
     if problems:
         raise kopf.AdmissionError("; ".join(str(p) for p in problems), code=422)
+
+
+def _without_status(body: kopf.Body) -> dict[str, Any]:
+    return {key: value for key, value in body.items() if key != "status"}
 
 
 def register_admission(registry: kopf.OperatorRegistry) -> None:
     """Register the validating and mutating handlers on ``registry``."""
 
     @kopf.on.validate(*JOB_RESOURCE, id=VALIDATE_JOB, registry=registry)
-    def validate_job(body: kopf.Body, **_: Any) -> None:
-        _check(body)
+    def validate_job(body: kopf.Body, old: kopf.Body | None = None, **_: Any) -> None:
+        _check(body, old)
 
     @kopf.on.validate(*SCALE_PLAN_RESOURCE, id=VALIDATE_PLAN, registry=registry)
     def validate_plan(body: kopf.Body, **_: Any) -> None:
@@ -52,9 +62,8 @@ def register_admission(registry: kopf.OperatorRegistry) -> None:
 
     @kopf.on.mutate(*JOB_RESOURCE, id=MUTATE_JOB, registry=registry)
     def default_job(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
-        raw = {key: value for key, value in body.items() if key != "status"}
         try:
-            job = ElasticJob.model_validate(raw)
+            job = ElasticJob.model_validate(_without_status(body))
         except ValueError:
             return  # invalid: the validating webhook rejects it with the field messages
         patch["spec"] = apply_defaults(job).to_wire()["spec"]
