@@ -50,6 +50,7 @@ from flexjob.core.job_master import (
     no_job_master_message,
     with_job_master,
 )
+from flexjob.core.replica_messages import created_message, failure_message
 from flexjob.core.replica_plan import (
     desired_counts,
     fold_plan,
@@ -67,7 +68,7 @@ from flexjob.core.replica_resources import (
     replica_resources,
     resolve_migrations,
 )
-from flexjob.core.replicas import OOM_KILLED, Replica, Service, service_name
+from flexjob.core.replicas import Replica, Service, service_name
 from flexjob.core.torch_world import world_leader
 
 SUSPENDED_MESSAGE = "job is suspended"
@@ -110,16 +111,6 @@ def reconcile(
     except ValueError as exc:  # no master can run this spec (InvalidSpecError)
         return _Round(job, replicas, services, now).reject(str(exc))
     return _Round(effective, replicas, services, now, declared=job, server_url=server_url).run(plan)
-
-
-def _failure(replica: Replica) -> str:
-    """``replica NAME failed with exit code N``, and the last line of why when known."""
-    code = "unknown" if replica.exit_code is None else str(replica.exit_code)
-    text = f"replica {replica.name} failed with exit code {code}"
-    if replica.reason == OOM_KILLED:
-        text += f" ({OOM_KILLED})"
-    last = replica.message.strip().rsplit("\n", 1)[-1].strip()
-    return f"{text}: {last}" if last else text
 
 
 class _Round:
@@ -363,7 +354,7 @@ class _Round:
             if key in self.status.restarted_replicas:
                 self._delete(r, "replaced after failure")
                 continue
-            failed = _failure(r)
+            failed = failure_message(r)
             if not phases.is_retryable(self.job, r):
                 policy = phases.restart_policy(self.job, r.type).value
                 why = (
@@ -490,15 +481,3 @@ class _Round:
             self._set_phase(JobPhase.UNKNOWN, "CoordinatorUnknown")
         elif driver or any(isinstance(a, CreateReplica) for a in self.actions):
             self._set_phase(JobPhase.STARTING, "CoordinatorCreated")
-
-
-#: How many replica names a SuccessfulCreate Event lists before it abbreviates.
-_NAMES_LISTED = 8
-
-
-def created_message(rtype: ReplicaType, names: list[str]) -> str:
-    """The one SuccessfulCreate message for the replicas of ``rtype`` one pass created."""
-    if len(names) == 1:
-        return f"created replica {names[0]}"
-    listed = names if len(names) <= _NAMES_LISTED else [*names[:3], "...", names[-1]]
-    return f"created {len(names)} {rtype.value} replicas: {', '.join(listed)}"
