@@ -124,15 +124,27 @@ def abort_group() -> int:
     return done
 
 
+#: The group ``destroy_group`` tore down last, kept alive until the next one is torn down.
+#: A gloo group's destructor joins its worker threads holding the GIL, and a worker that is
+#: still letting go of a just-finished collective's Python tensors needs the GIL: when the
+#: last reference to a group went with a DDP model right after a collective (a trainer
+#: closed, a world re-formed), the process deadlocked. A group kept one world longer dies
+#: when its workers have long been idle.
+_retired: list[object] = []
+
+
 def destroy_group() -> None:
-    """Tear down the default group if there is one; errors of a broken group are ignored."""
+    """Tear down the default group if there is one; errors of a broken group are ignored.
+    The group object itself lives on until the next call (``_retired``)."""
     _group_sockets.clear()
     if not dist.is_initialized():
         return
+    retired = dist.group.WORLD
     try:
         dist.destroy_process_group()
     except Exception as exc:  # a broken group may fail to shut down cleanly
         log.debug("destroying a broken process group: %s", exc)
+    _retired[:] = [retired]
 
 
 def _reset_group_names() -> None:
