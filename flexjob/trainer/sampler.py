@@ -178,10 +178,11 @@ class ElasticSampler:
         unqueue = getattr(self._source, "unqueue", None)  # a source that leases ahead
         if unqueue is not None:
             dropped.update(unqueue(self.dataset, shard_ids))
-        if dropped:
+        ids = sorted(dropped)
+        if ids:
             assert self._source is not None
-            self._source.report_shards(self.dataset, sorted(dropped))
-        return sorted(dropped)
+            self._source.report_shards(self.dataset, ids)
+        return ids
 
     def _report(self, shard: ShardSamples) -> None:
         self._report_id(shard.shard_id)
