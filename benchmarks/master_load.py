@@ -10,7 +10,10 @@ and the client processes' CPU (whether the callers, not the master, ran out of C
   pairs                ``get_shard`` + ``report_shard``, two calls per shard (flexjob before
                        leases, and the plain client's calls),
   lease-K              the trainer's ``ShardLeaser``: each report is sent at once and leases the
-                       next K shards when none is queued (``LeaseShards``, ~one call per shard),
+                       next K shards when none is queued (~one request per shard, on the
+                       client's shard stream, ``rpc.shard_stream``),
+  lease-K unary        the same, each request a unary ``LeaseShards`` call (the previous
+                       flexjob, before shard streams),
   batched-K            (``--batched``) reports held back to ride on the next lease call: each
                        call reports the K shards of the call before and leases K more, one
                        call per K shards (the trainer does not: ``trainer.lease`` says why),
@@ -182,7 +185,12 @@ def _shard_worker(
     """``threads`` clients run ``mode`` (get, pairs, lease-K, batched-K) for ``seconds``; each
     shard at most every ``interval`` seconds (0: back to back). Puts the latencies per shard."""
     channel = open_channel(address)
-    clients = [MasterClient(address, f"{prefix}-{i}", channel=channel) for i in range(threads)]
+    stream = not mode.startswith("unary ")
+    mode = mode.removeprefix("unary ")
+    clients = [
+        MasterClient(address, f"{prefix}-{i}", channel=channel, shard_stream=stream)
+        for i in range(threads)
+    ]
     clients[0].get_shard()  # connect before the clock starts
     lease = int(mode.removeprefix("lease-")) if mode.startswith("lease-") else 0
     batched = int(mode.removeprefix("batched-")) if mode.startswith("batched-") else 0
@@ -426,9 +434,12 @@ def main() -> int:
     phases = [("get_shard", "get", 0.0), ("pairs", "pairs", 0.0)]
     phases += [(f"lease-{k}", f"lease-{k}", 0.0) for k in leases]
     k = leases[-1] if leases else 1
+    phases.append((f"lease-{k} unary", f"unary lease-{k}", 0.0))
     if args.batched:
         phases.append((f"batched-{k}", f"batched-{k}", 0.0))
-    phases += [(f"paced lease-{k} @{r:,.0f}/s", f"lease-{k}", clients / r) for r in paced_rates]
+    for r in paced_rates:
+        phases.append((f"paced lease-{k} @{r:,.0f}/s", f"lease-{k}", clients / r))
+        phases.append((f"  unary @{r:,.0f}/s", f"unary lease-{k}", clients / r))
     paced = [clients / r for r in paced_rates]
     layouts = [x for x in args.pin.split(",") if x]
     if bad := [x for x in layouts if x not in LAYOUTS]:

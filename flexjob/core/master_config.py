@@ -59,6 +59,11 @@ class MasterConfig:
     #: not ahead of the thread pool in ``benchmarks/master_load.py``, so not the default).
     rpc_server: str = "threads"
     rpc_workers: int = 32
+    #: Training processes that may each hold a shard stream (``LeaseShardsStream``: a message
+    #: on an open stream costs the master ~0.6x the CPU of a ``LeaseShards`` call, per
+    #: ``benchmarks/master_load.py``); the thread pool holds one thread for each. A process
+    #: beyond them is refused one and uses ``LeaseShards``; 0: no streams.
+    shard_streams: int = 64
     #: The one CPU that ``flexjob master`` confines its process to (None: any CPU it may use).
     #: Its Python threads share one interpreter lock; on one CPU they hand it over without
     #: waking each other across CPUs (``benchmarks/master_load.py --pin off,master``: less CPU
@@ -111,6 +116,8 @@ class MasterConfig:
             raise ValueError(f"rpc_server must be one of {RPC_SERVERS}, got {self.rpc_server!r}")
         if self.cpu is not None and self.cpu < 0:
             raise ValueError(f"cpu must be a CPU number (>= 0) or None, got {self.cpu}")
+        if self.shard_streams < 0:
+            raise ValueError(f"shard_streams must be >= 0, got {self.shard_streams}")
         if self.snapshot_every < 1:
             raise ValueError(f"snapshot_every must be >= 1, got {self.snapshot_every}")
         if not 0 <= self.port <= 65535:

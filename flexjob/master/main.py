@@ -150,7 +150,15 @@ def serve_master(service: MasterService, token: str | None) -> BoundServer:
     returns once it serves."""
     config = service.config
     if config.rpc_server == "aio":
-        return serve_aio(service, service.persistence, config.host, config.port, token, observe_rpc)
+        return serve_aio(
+            service,
+            service.persistence,
+            config.host,
+            config.port,
+            token,
+            observe_rpc,
+            shard_streams=config.shard_streams,
+        )
     return serve(
         service,
         config.host,
@@ -158,6 +166,8 @@ def serve_master(service: MasterService, token: str | None) -> BoundServer:
         config.rpc_workers + config.max_nodes,  # each node's agent holds one for its stream
         token,
         interceptors=[RpcLatency()],
+        shard_streams=config.shard_streams,
+        on_call=observe_rpc,
     )
 
 

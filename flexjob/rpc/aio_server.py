@@ -6,7 +6,8 @@ pool thread and no contention between handler threads for the master's lock. Wha
 changed is saved before it answers: journal lines are written on the loop when that is all
 there is (a write to the page cache), else (a snapshot due, or ``fsync``) by one writer thread
 that the call awaits while the loop serves others, so that concurrent calls share its writes
-(group commit). An agent's ``Attach`` stream is a coroutine instead of a held thread. With a
+(group commit). An agent's ``Attach`` stream and a trainer's shard stream are coroutines instead
+of held threads. With a
 token every call must carry it (``UNAUTHENTICATED`` otherwise), as in ``rpc.server``. Measured
 against the thread-pool server by ``benchmarks/master_load.py``. Not where master logic lives.
 """
@@ -15,7 +16,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from concurrent import futures
 from dataclasses import dataclass
 from typing import Any, NoReturn, Protocol
@@ -36,12 +37,11 @@ from flexjob.rpc.server import (
     BoundServer,
     MasterControlServicer,
     MasterServicer,
+    OnCall,
+    StreamSlots,
 )
 
 log = logging.getLogger(__name__)
-
-#: Called after every unary call: method name, status code name, seconds (metrics).
-OnCall = Callable[[str, str, float], None]
 
 _START_TIMEOUT_S = 30.0
 
@@ -81,11 +81,14 @@ class AioServer(BoundServer):
     loop: asyncio.AbstractEventLoop
     thread: threading.Thread
     writer: futures.ThreadPoolExecutor
+    streams: "StreamSlots[asyncio.Task[Any]]"
 
     def stop(self, grace: float | None = 1.0) -> None:
-        """Stop serving (calls in flight get ``grace`` seconds), then the loop and the writer."""
+        """Stop serving (shard streams at once, other calls in flight get ``grace`` seconds),
+        then the loop and the writer."""
         if self.loop.is_closed():
             return
+        self.loop.call_soon_threadsafe(self.streams.end_all, lambda task: task.cancel())
         asyncio.run_coroutine_threadsafe(self.server.stop(grace), self.loop).result()
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join()
@@ -102,36 +105,71 @@ class _Servicer:
         saves: Saves,
         writer: futures.ThreadPoolExecutor,
         on_call: OnCall | None,
+        streams: "StreamSlots[asyncio.Task[Any]]",
     ) -> None:
         self._b = backend
         self._saves = saves
         self._writer = writer
         self._on_call = on_call
+        self._streams = streams
 
     def unary(
         self, sync: object, name: str
     ) -> Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]:
         """The coroutine that serves ``sync``'s (an ``rpc.server`` servicer's) method ``name``."""
         method = getattr(sync, name)
-        saves, writer, on_call = self._saves, self._writer, self._on_call
 
         async def handle(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            started = time.perf_counter()
-            aborted: _Aborted | None = None
-            reply = None
+            return await self._serve_one(method, name, request, context)
+
+        return handle
+
+    async def _serve_one(
+        self,
+        method: Callable[[Any, Any], Any],
+        name: str,
+        request: Any,
+        context: grpc.aio.ServicerContext,
+    ) -> Any:
+        """``method``'s reply to ``request``, once what it changed is written; an abort of
+        the method becomes the call's (or stream's) status."""
+        started = time.perf_counter()
+        aborted: _Aborted | None = None
+        reply = None
+        try:
+            reply = method(request, _CONTEXT)
+        except _Aborted as exc:
+            aborted = exc
+        finally:  # even after a failure: what it changed is written before it answers
+            if not self._saves.flush_inline():
+                await asyncio.get_running_loop().run_in_executor(self._writer, self._saves.flush)
+            if self._on_call is not None:
+                code = aborted.code.name if aborted is not None else "OK"
+                self._on_call(name, code, time.perf_counter() - started)
+        if aborted is not None:
+            await context.abort(aborted.code, aborted.details)
+        return reply
+
+    def lease_stream(
+        self, sync: MasterServicer
+    ) -> Callable[[AsyncIterable[Any], grpc.aio.ServicerContext], AsyncIterator[Any]]:
+        """The coroutine that serves ``LeaseShardsStream``: ``sync.LeaseShards`` per request,
+        in order, saved before each reply (``rpc.server.MasterServicer.LeaseShardsStream``)."""
+
+        async def handle(
+            requests: AsyncIterable[Any], context: grpc.aio.ServicerContext
+        ) -> AsyncIterator[Any]:
+            task = asyncio.current_task()
+            assert task is not None
+            if not self._streams.take(task):
+                await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, self._streams.refusal())
             try:
-                reply = method(request, _CONTEXT)
-            except _Aborted as exc:
-                aborted = exc
-            finally:  # even after a failure: what it changed is written before it answers
-                if not saves.flush_inline():
-                    await asyncio.get_running_loop().run_in_executor(writer, saves.flush)
-                if on_call is not None:
-                    code = aborted.code.name if aborted is not None else "OK"
-                    on_call(name, code, time.perf_counter() - started)
-            if aborted is not None:
-                await context.abort(aborted.code, aborted.details)
-            return reply
+                async for request in requests:
+                    yield await self._serve_one(
+                        sync.LeaseShards, "LeaseShardsStream", request, context
+                    )
+            finally:
+                self._streams.give_back(task)
 
         return handle
 
@@ -203,6 +241,7 @@ def serve_aio(
     port: int = 0,
     token: str | None = None,
     on_call: OnCall | None = None,
+    shard_streams: int = 0,
 ) -> AioServer:
     """Serve ``backend`` on ``host:port`` (0: a free port) from a new event-loop thread;
     returns once it serves. ``saves`` writes what the backend's calls changed (their own
@@ -212,10 +251,11 @@ def serve_aio(
     thread = threading.Thread(target=loop.run_forever, name="master-rpc-loop", daemon=True)
     thread.start()
     writer = futures.ThreadPoolExecutor(1, thread_name_prefix="master-save")
+    streams: StreamSlots[asyncio.Task[Any]] = StreamSlots(shard_streams)
 
     async def start() -> tuple[grpc.aio.Server, int]:
         saves.defer_flushes_here()  # this loop's calls save in their coroutine
-        servicer = _Servicer(backend, saves, writer, on_call)
+        servicer = _Servicer(backend, saves, writer, on_call, streams)
         server = grpc.aio.server(
             interceptors=[_token_interceptor(token)] if token else None,
             options=list(MASTER_SERVER_OPTIONS),
@@ -226,7 +266,9 @@ def serve_aio(
                 if not (method.client_streaming or method.server_streaming):
                     setattr(handlers, method.name, servicer.unary(sync, method.name))
             if isinstance(handlers, pb_grpc.MasterServicer):
+                assert isinstance(sync, MasterServicer)
                 handlers.Attach = servicer.attach  # type: ignore[method-assign]
+                handlers.LeaseShardsStream = servicer.lease_stream(sync)  # type: ignore[method-assign]
             add(handlers, server)
         bound = server.add_insecure_port(f"{host}:{port}")
         if bound == 0:
@@ -245,4 +287,4 @@ def serve_aio(
     log.info(
         "event=rpc_serving address=%s:%d token=%s aio=yes", host, bound, "yes" if token else "no"
     )
-    return AioServer(host, bound, server, loop, thread, writer)
+    return AioServer(host, bound, server, loop, thread, writer, streams)

@@ -34,6 +34,7 @@ from flexjob.rpc.messages import (
     ShardLease,
 )
 from flexjob.rpc.retry import RetryingClient
+from flexjob.rpc.shard_stream import ShardStream, StreamHolder
 
 _CHANNEL_OPTIONS = [
     ("grpc.initial_reconnect_backoff_ms", 100),
@@ -55,7 +56,9 @@ class MasterClient(RetryingClient):
     ``timeout``: seconds per attempt; ``retry_deadline``: seconds to keep retrying an
     unreachable master; ``channel``: share one channel between many clients (e.g. simulated
     agents), else each client opens its own; ``token``: the master's bearer token (default:
-    from the environment, ``rpc.auth.master_token``)."""
+    from the environment, ``rpc.auth.master_token``); ``shard_stream``: send ``lease_shards``
+    over one ``LeaseShardsStream`` while the master serves one (``rpc.shard_stream``), else
+    each as a unary call."""
 
     SERVER = "master"
 
@@ -69,6 +72,7 @@ class MasterClient(RetryingClient):
         max_backoff: float = 1.0,
         channel: grpc.Channel | None = None,
         token: str | None = None,
+        shard_stream: bool = True,
     ) -> None:
         super().__init__(address, timeout, retry_deadline, max_backoff, token)
         self._node = convert.node_to_pb(node)
@@ -76,13 +80,16 @@ class MasterClient(RetryingClient):
         self._channel = channel or open_channel(address)
         self._stub = pb_grpc.MasterStub(self._channel)  # type: ignore[no-untyped-call]
         self._control = ctl_grpc.MasterControlStub(self._channel)  # type: ignore[no-untyped-call]
+        self._shards = StreamHolder(self._open_shard_stream, enabled=shard_stream)
 
     @property
     def node_id(self) -> str:
         return str(self._node.node_id)
 
     def close(self) -> None:
-        """Close the channel, unless it was passed in (then its owner closes it)."""
+        """End the shard stream; close the channel, unless it was passed in (then its owner
+        closes it)."""
+        self._shards.close()
         if self._own_channel:
             self._channel.close()
 
@@ -141,7 +148,16 @@ class MasterClient(RetryingClient):
         lease up to ``count`` more, in one call."""
         ask = LeaseRequest(dataset, count, tuple(done), tuple(release))
         req = convert.lease_request_to_pb(self._node, ask)
-        return convert.lease_from_pb(self._call(self._stub.LeaseShards, req))
+        reply = self._shards.ask(req)
+        if reply is None:
+            reply = self._call(self._stub.LeaseShards, req)
+        return convert.lease_from_pb(reply)
+
+    def _open_shard_stream(self) -> ShardStream:
+        method = self._stub.LeaseShardsStream
+        return ShardStream(
+            lambda requests: method(requests, metadata=self._metadata), self._timeout
+        )
 
     def get_progress(self, dataset: str = DEFAULT_DATASET) -> Progress:
         req = pb.ProgressRequest(node=self._node, dataset=dataset)

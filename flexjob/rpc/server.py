@@ -9,10 +9,12 @@ logic lives (``flexjob.master.service`` is).
 """
 
 import logging
+import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent import futures
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 import grpc
 
@@ -27,6 +29,11 @@ from flexjob.rpc.messages import MasterBackend
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+H = TypeVar("H")
+
+#: Called after every call (and every message of a shard stream) of a server that times them:
+#: method name, status code name, seconds (``master.observing.observe_rpc``).
+OnCall = Callable[[str, str, float], None]
 
 #: Seconds between two keep-alive events on an agent's ``Attach`` stream.
 ATTACH_KEEPALIVE_S = 5.0
@@ -63,11 +70,49 @@ def _call(context: grpc.ServicerContext, fn: Callable[[], T]) -> T:
         raise  # unreachable: abort raises
 
 
-class MasterServicer(pb_grpc.MasterServicer):
-    """The ``Master`` service: rendezvous, the Attach stream and shards."""
+class StreamSlots(Generic[H]):
+    """The shard streams a server holds open: at most ``limit`` at once, each known by a
+    handle (its context or task) so that ``end_all`` can end them when the server stops."""
 
-    def __init__(self, backend: MasterBackend) -> None:
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._open: set[H] = set()
+
+    def take(self, handle: H) -> bool:
+        with self._lock:
+            if len(self._open) >= self.limit:
+                return False
+            self._open.add(handle)
+            return True
+
+    def give_back(self, handle: H) -> None:
+        with self._lock:
+            self._open.discard(handle)
+
+    def end_all(self, end: Callable[[H], object]) -> None:
+        with self._lock:
+            handles = list(self._open)
+        for handle in handles:
+            end(handle)
+
+    def refusal(self) -> str:
+        return f"all {self.limit} shard streams of this master are open: use LeaseShards"
+
+
+class MasterServicer(pb_grpc.MasterServicer):
+    """The ``Master`` service: rendezvous, the Attach stream and shards. ``streams``: the
+    shard streams it may hold (none by default); ``on_call`` times each of their messages."""
+
+    def __init__(
+        self,
+        backend: MasterBackend,
+        streams: "StreamSlots[grpc.ServicerContext] | None" = None,
+        on_call: OnCall | None = None,
+    ) -> None:
         self._b = backend
+        self._streams: StreamSlots[grpc.ServicerContext] = streams or StreamSlots(0)
+        self._on_call = on_call
 
     def JoinRendezvous(
         self, request: pb.JoinRequest, context: grpc.ServicerContext
@@ -105,6 +150,30 @@ class MasterServicer(pb_grpc.MasterServicer):
         node = convert.node_from_pb(request.node)
         ask = convert.lease_request_from_pb(request)
         return convert.lease_to_pb(_call(context, lambda: self._b.lease_shards(node, ask)))
+
+    def LeaseShardsStream(
+        self, requests: Iterator[pb.LeaseShardsRequest], context: grpc.ServicerContext
+    ) -> Iterator[pb.LeaseShardsResponse]:
+        """``LeaseShards`` for each request, in order, on a stream that one training process
+        holds open (one server thread each, ``streams.limit`` at most: more are refused before
+        a request is read). An answered error ends the stream with its status."""
+        if not self._streams.take(context):
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, self._streams.refusal())
+        try:
+            for request in requests:
+                started = time.perf_counter()
+                code = "OK"
+                try:
+                    reply = self.LeaseShards(request, context)
+                except Exception:
+                    code = getattr(context.code(), "name", None) or "UNKNOWN"
+                    raise
+                finally:
+                    if self._on_call is not None:
+                        self._on_call("LeaseShardsStream", code, time.perf_counter() - started)
+                yield reply
+        finally:
+            self._streams.give_back(context)
 
     def RegisterDataset(
         self, request: pb.RegisterDatasetRequest, context: grpc.ServicerContext
@@ -248,8 +317,12 @@ class RunningServer(BoundServer):
     """A server of ``grpc.server``'s thread pool (``serve``, ``rpc.ps_server.serve_ps``)."""
 
     server: grpc.Server
+    #: The shard streams it holds open (ended first when it stops: they wait for no reply).
+    streams: "StreamSlots[grpc.ServicerContext] | None" = None
 
     def stop(self, grace: float | None = 1.0) -> None:
+        if self.streams is not None:
+            self.streams.end_all(lambda context: context.cancel())
         self.server.stop(grace).wait()
 
 
@@ -260,21 +333,27 @@ def serve(
     max_workers: int = 32,
     token: str | None = None,
     interceptors: Sequence[grpc.ServerInterceptor] = (),
+    shard_streams: int = 0,
+    on_call: OnCall | None = None,
 ) -> RunningServer:
     """Start serving ``backend`` on ``host:port`` (0: a free port); returns at once. With
     ``token`` every call must present it; without one only a loopback ``host`` is allowed
-    (``InsecureBindError``)."""
+    (``InsecureBindError``). ``max_workers`` threads serve calls, and up to ``shard_streams``
+    more each hold a shard stream (``on_call`` times their messages)."""
     check_bind(host, token, f"set {ENV_MASTER_TOKEN} or {ENV_MASTER_TOKEN_FILE}")
+    pool = max_workers + shard_streams
     server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="master-rpc"),
+        futures.ThreadPoolExecutor(max_workers=pool, thread_name_prefix="master-rpc"),
         interceptors=[*([TokenInterceptor(token)] if token else []), *interceptors],
         options=list(MASTER_SERVER_OPTIONS),
     )
-    pb_grpc.add_MasterServicer_to_server(MasterServicer(backend), server)  # type: ignore[no-untyped-call]
+    streams: StreamSlots[grpc.ServicerContext] = StreamSlots(shard_streams)
+    servicer = MasterServicer(backend, streams, on_call)
+    pb_grpc.add_MasterServicer_to_server(servicer, server)  # type: ignore[no-untyped-call]
     ctl_grpc.add_MasterControlServicer_to_server(MasterControlServicer(backend), server)  # type: ignore[no-untyped-call]
     bound = server.add_insecure_port(f"{host}:{port}")
     if bound == 0:
         raise OSError(f"cannot bind the master RPC server to {host}:{port}")
     server.start()
     log.info("event=rpc_serving address=%s:%d token=%s", host, bound, "yes" if token else "no")
-    return RunningServer(host, bound, server)
+    return RunningServer(host, bound, server, streams)

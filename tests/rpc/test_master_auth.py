@@ -56,6 +56,8 @@ def test_a_client_without_the_token_is_unauthenticated(guarded: str, token: str)
             client.report_shard(0)
         with pytest.raises(FlexjobError, match="UNAUTHENTICATED"):
             client.kv_set("k", b"v")
+        with pytest.raises(FlexjobError, match="UNAUTHENTICATED"):  # on the shard stream
+            client.lease_shards(1)
 
 
 def test_a_client_with_the_token_from_its_file_is_served(guarded: str, tmp_path: Path) -> None:
@@ -65,3 +67,4 @@ def test_a_client_with_the_token_from_its_file_is_served(guarded: str, tmp_path:
     with MasterClient(guarded, "worker-0", token=token) as client:
         shard = client.get_shard()
         assert shard.has_shard and client.report_shard(shard.shard_id)
+        assert client.lease_shards(1, [shard.shard_id]).accepted == (True,)  # on the stream

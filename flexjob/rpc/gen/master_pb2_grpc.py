@@ -77,6 +77,11 @@ class MasterStub:
                 request_serializer=master__pb2.LeaseShardsRequest.SerializeToString,
                 response_deserializer=master__pb2.LeaseShardsResponse.FromString,
                 _registered_method=True)
+        self.LeaseShardsStream = channel.stream_stream(
+                '/flexjob.rpc.v1.Master/LeaseShardsStream',
+                request_serializer=master__pb2.LeaseShardsRequest.SerializeToString,
+                response_deserializer=master__pb2.LeaseShardsResponse.FromString,
+                _registered_method=True)
         self.GetProgress = channel.unary_unary(
                 '/flexjob.rpc.v1.Master/GetProgress',
                 request_serializer=master__pb2.ProgressRequest.SerializeToString,
@@ -138,6 +143,17 @@ class MasterServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def LeaseShardsStream(self, request_iterator, context):
+        """Added after v2: LeaseShards over one long-lived stream per training process, one reply per
+        request in order (a message on an open stream costs the master less CPU than a call). The
+        master holds a bounded number of them and refuses more with RESOURCE_EXHAUSTED before
+        reading a request; a refused, broken or unknown (UNIMPLEMENTED) stream leaves its caller to
+        LeaseShards. An error answered to a request ends its stream with that status.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetProgress(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -184,6 +200,11 @@ def add_MasterServicer_to_server(servicer, server):
             ),
             'LeaseShards': grpc.unary_unary_rpc_method_handler(
                     servicer.LeaseShards,
+                    request_deserializer=master__pb2.LeaseShardsRequest.FromString,
+                    response_serializer=master__pb2.LeaseShardsResponse.SerializeToString,
+            ),
+            'LeaseShardsStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.LeaseShardsStream,
                     request_deserializer=master__pb2.LeaseShardsRequest.FromString,
                     response_serializer=master__pb2.LeaseShardsResponse.SerializeToString,
             ),
@@ -410,6 +431,33 @@ class Master:
             request,
             target,
             '/flexjob.rpc.v1.Master/LeaseShards',
+            master__pb2.LeaseShardsRequest.SerializeToString,
+            master__pb2.LeaseShardsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def LeaseShardsStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/flexjob.rpc.v1.Master/LeaseShardsStream',
             master__pb2.LeaseShardsRequest.SerializeToString,
             master__pb2.LeaseShardsResponse.FromString,
             options,
