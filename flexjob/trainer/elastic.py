@@ -2,10 +2,11 @@
 
 ``ElasticTrainer`` forms the world of the current generation, wraps the model in DDP, and
 yields one ``Step`` at a time. Every step starts with a tiny control all-reduce (samples in
-hand, data left, "re-form now") so all ranks agree on when to stop and when to take in nodes
-that wait. When a collective fails because a peer died, ``trainer.step()`` swallows the error,
-the trainer joins the next generation, re-forms the process group in the same process, copies
-state from the most advanced rank and retries the same batch. Not for restarting processes
+hand, data left, "re-form now": ``trainer.step_control``) so all ranks agree on when to stop
+and when to take in nodes that wait; rank 0 saves through ``trainer.state_saver``. When a
+collective fails because a peer died, ``trainer.step()`` swallows the error, the trainer joins
+the next generation, re-forms the process group in the same process, copies state from the
+most advanced rank and retries the same batch. Not for restarting processes
 (the agent does that) nor for choosing ranks (the master does).
 """
 
