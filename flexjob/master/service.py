@@ -1,6 +1,6 @@
 """``MasterService``: the job master's state and one method per RPC (the ``MasterBackend``).
 
-Wires the core pieces together — ``Rendezvous``, the datasets' shards (``master.datasets``),
+Wires the core pieces together — ``Rendezvous``, the datasets' shards (``master.shard_desk``),
 ``BatchPlan`` — with heartbeats, stats and a small KV store. One lock guards the state; every
 change that must survive a master restart (an accepted shard report, a new epoch, a completed
 round, a dead node) is saved before the call that made it returns (``master.persistence``:
@@ -16,13 +16,10 @@ from dataclasses import replace
 from typing import Any
 
 from flexjob.api.errors import InvalidSpecError, NotFoundError
-from flexjob.api.limits import MAX_SHARD_LEASE
 from flexjob.core.batch import BatchPlan, RankBatch
 from flexjob.core.dataset import Dataset
-from flexjob.core.fields import build
 from flexjob.core.master_config import MasterConfig
 from flexjob.core.rendezvous import NodeStatus, Rendezvous
-from flexjob.core.shards import ReportResult, ShardManager
 from flexjob.core.stragglers import StragglerWatch
 from flexjob.master.attachments import Attachments
 from flexjob.master.datasets import DatasetBook
@@ -31,6 +28,7 @@ from flexjob.master.kv import KVStore, check_kv
 from flexjob.master.logs import event
 from flexjob.master.observing import MasterView, master_view
 from flexjob.master.persistence import Persistence, saves
+from flexjob.master.shard_desk import ShardDesk, check_lease
 from flexjob.master.snapshot import SnapshotWriter, dataset_json
 from flexjob.master.state_file import StateFile
 from flexjob.master.stats import NodeRecord, StatsBook
@@ -93,6 +91,7 @@ class MasterService:
             lock=self._lock,
             snapshot=self._snapshot,
         )
+        self._shards = ShardDesk(config.job_name, self._datasets, self.persistence)
         self.persistence.restore(
             self._job,
             self._datasets,
@@ -156,49 +155,32 @@ class MasterService:
             self._after_rendezvous()
             return NodesWaiting(waiting, self._rdzv.round)
 
-    # ---- shards ----
+    # ---- shards (``master.shard_desk``) ----
     @saves
     def get_shard(self, node: NodeRef, dataset: str) -> ShardInfo:
         with self._lock:
             self._seen(node.node_id)
-            mgr = self._dataset(dataset)
-            shard = self._hand_out(mgr, dataset, node.node_id)
-            return shard or ShardInfo(has_shard=False, end_of_data=mgr.finished)
+            return self._shards.get_shard(dataset, node.node_id)
 
     @saves
     def report_shard(self, node: NodeRef, dataset: str, shard_id: int) -> bool:
         with self._lock:
             self._seen(node.node_id)
-            return self._report(self._dataset(dataset), dataset, shard_id, node.node_id)
+            return self._shards.report_shard(dataset, shard_id, node.node_id)
 
     @saves
     def lease_shards(self, node: NodeRef, request: LeaseRequest) -> ShardLease:
         """Report ``done`` in order, put ``release`` back in TODO, then hand out up to
         ``count`` shards: what ``report_shard`` and ``get_shard`` do, in one call under one
         lock, saved by one write."""
-        count, dataset, who = request.count, request.dataset, node.node_id
-        if not 0 <= count <= MAX_SHARD_LEASE:
-            raise InvalidSpecError(f"count must be in 0..{MAX_SHARD_LEASE}, got {count}")
-        for field, ids in (("done", request.done), ("release", request.release)):
-            if len(ids) > MAX_SHARD_LEASE:
-                raise InvalidSpecError(f"{field} may list at most {MAX_SHARD_LEASE} shards")
+        check_lease(request)
         with self._lock:
-            self._seen(who)
-            mgr = self._dataset(dataset)
-            accepted = tuple(self._report(mgr, dataset, sid, who) for sid in request.done)
-            if mgr.give_back(request.release, who):
-                self._persist()  # rare (a trainer closing): a snapshot, not a journal kind
-            shards: list[ShardInfo] = []
-            while len(shards) < count and (got := self._hand_out(mgr, dataset, who)):
-                shards.append(got)
-            return ShardLease(tuple(shards), accepted, mgr.finished)
+            self._seen(node.node_id)
+            return self._shards.lease_shards(request, node.node_id)
 
     def get_progress(self, node: NodeRef, dataset: str) -> Progress:
         with self._lock:
-            p = self._dataset(dataset).progress()
-            world = self._rdzv.world
-            size = len(world.members) if world else 0
-            return build(Progress, p, finished=p.finished, round=self._rdzv.round, world_size=size)
+            return self._shards.progress(dataset, self._rdzv)
 
     # ---- stats, health ----
     def report_stats(self, node: NodeRef, stats: NodeStats) -> None:
@@ -273,7 +255,7 @@ class MasterService:
             )
             if restarting:
                 # Its process is gone: it leaves the world and re-joins once restarted.
-                self._recover_shards(node.node_id)
+                self._shards.recover(node.node_id)
                 self._rdzv.remove(node.node_id)
                 self._after_rendezvous()
                 self._persist()
@@ -288,14 +270,7 @@ class MasterService:
         with self._lock:
             self._stats.failure(node, reason)
             event(log, "replica_gone", self._job, node=node.node_id, reason=reason)
-            processes = {
-                w
-                for mgr in self._datasets.managers.values()
-                for w in mgr.doing().values()
-                if w.startswith(node.node_id + ".")
-            }
-            for process in sorted(processes):
-                self._recover_shards(process)
+            self._shards.recover_processes(node.node_id)
             self._node_dead(node.node_id, "replica gone")
 
     @saves
@@ -373,9 +348,7 @@ class MasterService:
         with self._lock:
             for node_id in self._health.expired():
                 self._node_dead(node_id, "heartbeat timeout")
-            for name, mgr in self._datasets.managers.items():
-                for sid in mgr.expire_stragglers():
-                    event(log, "shard_timed_out", self._job, dataset=name or "-", shard=sid)
+            self._shards.expire_stragglers()
             for node_id, entry in self._stragglers.check(self._rdzv, self._kv, self._clock()):
                 # Out of the world: the others re-form after their step; its agent, told so
                 # by its heartbeat, stops its workers once they are idle (``agent.agent``).
@@ -389,9 +362,6 @@ class MasterService:
     # ---- internals ----
     def _seen(self, node_id: str) -> None:
         self._health.beat(node_id)
-
-    def _dataset(self, name: str) -> ShardManager:
-        return self._datasets.get(name)
 
     def _store_for(self, members: tuple[str, ...]) -> str:
         if self.config.host_store:
@@ -418,51 +388,11 @@ class MasterService:
             )
             self._persist()
 
-    def _hand_out(self, mgr: ShardManager, dataset: str, worker: str) -> ShardInfo | None:
-        """The next shard of ``dataset``, now DOING for ``worker`` and journaled; None when
-        none is free now."""
-        opened = mgr.opened_epochs
-        shard = mgr.get_shard(worker)
-        if shard is None:
-            return None
-        if mgr.opened_epochs != opened:
-            event(log, "epoch_started", self._job, dataset=dataset or "-", epoch=shard.epoch)
-            self._persist()
-        self._append({"d": dataset, "s": shard.shard_id, "w": worker, "g": 1})
-        s = shard.spec
-        return ShardInfo(
-            True, False, shard.shard_id, shard.epoch, s.start, s.end, s.indices, s.name
-        )
-
-    def _report(self, mgr: ShardManager, dataset: str, shard_id: int, worker: str) -> bool:
-        """Count ``worker``'s report of ``shard_id`` (journaled); whether it is accepted."""
-        result = mgr.report_done(shard_id, worker)
-        if result is ReportResult.COUNTED:
-            self._journal(dataset, shard_id, worker)
-            if mgr.finished:
-                event(log, "dataset_finished", self._job, dataset=dataset or "-")
-        elif result is ReportResult.REJECTED:
-            event(log, "shard_report_rejected", self._job, node=worker, shard=shard_id)
-        return result.accepted
-
-    def _recover_shards(self, node_id: str) -> None:
-        for name, mgr in self._datasets.managers.items():
-            ids = mgr.recover(node_id)
-            if ids:
-                event(
-                    log,
-                    "shards_recovered",
-                    self._job,
-                    node=node_id,
-                    dataset=name or "-",
-                    shards=len(ids),
-                )
-
     def _node_dead(self, node_id: str, reason: str) -> None:
         event(log, "node_dead", self._job, node=node_id, reason=reason)
         self._health.forget(node_id)
         self._stats.set_alive(node_id, False)
-        self._recover_shards(node_id)
+        self._shards.recover(node_id)
         self._rdzv.remove(node_id)
         self._after_rendezvous()
         self._persist()
@@ -470,10 +400,6 @@ class MasterService:
     def _persist(self) -> None:
         """Note a change to snapshot; the ``@saves`` method that made it writes it."""
         self.persistence.note_change()
-
-    def _journal(self, dataset: str, shard_id: int, node_id: str) -> None:
-        """Save a counted report now (one appended line); snapshot every so often."""
-        self._append({"d": dataset, "s": shard_id, "w": node_id})
 
     def _append(self, entry: dict[str, Any] | None) -> None:
         """One journal line, written (by ``@saves``) before the call that made it returns."""

@@ -2,10 +2,11 @@
 
 ``ElasticTrainer`` forms the world of the current generation, wraps the model in DDP, and
 yields one ``Step`` at a time. Every step starts with a tiny control all-reduce (samples in
-hand, data left, "re-form now") so all ranks agree on when to stop and when to take in nodes
-that wait. When a collective fails because a peer died, ``trainer.step()`` swallows the error,
-the trainer joins the next generation, re-forms the process group in the same process, copies
-state from the most advanced rank and retries the same batch. Not for restarting processes
+hand, data left, "re-form now": ``trainer.step_control``) so all ranks agree on when to stop
+and when to take in nodes that wait; rank 0 saves through ``trainer.state_saver``. When a
+collective fails because a peer died, ``trainer.step()`` swallows the error, the trainer joins
+the next generation, re-forms the process group in the same process, copies state from the
+most advanced rank and retries the same batch. Not for restarting processes
 (the agent does that) nor for choosing ranks (the master does).
 """
 
@@ -26,13 +27,13 @@ from flexjob.api import names
 from flexjob.core.batch import RankBatch
 from flexjob.trainer import group, preflight, world
 from flexjob.trainer.batch import MicroSteps, Step, fetch_plan, micro_batches_of
-from flexjob.trainer.checkpoint import Checkpointer
-from flexjob.trainer.flash import FlashCheckpoint, flash_enabled
 from flexjob.trainer.peer_shards import PeerShards
 from flexjob.trainer.rank_sync import sync_state
 from flexjob.trainer.rendezvous import WaitingWatcher, WorldSource, next_generation
 from flexjob.trainer.sampler import Batch, ElasticSampler, NoShard, ShardSource
+from flexjob.trainer.state_saver import StateSaver
 from flexjob.trainer.status import StatusWriter
+from flexjob.trainer.step_control import all_reduce_control
 from flexjob.trainer.step_time import OwnStepTimer
 
 if TYPE_CHECKING:
@@ -69,21 +70,13 @@ class ElasticTrainer:
         self.sampler = sampler
         self.ident = world.node_identity()
         directory = world.default_checkpoint_dir(checkpoint_dir) if checkpoint else None
-        self.checkpointer = Checkpointer(directory) if directory else None
-        self.checkpoint_every = checkpoint_every
-        #: Flash checkpoints (``flash``, else ``$FLEXJOB_FLASH_CHECKPOINT``): rank 0 copies its
-        #: state to shared memory every ``flash_every`` steps; every ``checkpoint_every``
-        #: steps the agent writes that copy to storage instead of ``checkpointer``.
-        self.flash = (
-            FlashCheckpoint.for_process(directory, self.ident.node_id, self.ident.local_rank)
-            if directory and flash_enabled(flash)
-            else None
-        )
-        if flash_every < 1:
-            raise ValueError(f"flash_every must be >= 1, got {flash_every}")
-        self.flash_every = flash_every
+        #: Rank 0's checkpoints and flash copies, and the state a start resumes from.
+        self.saver = StateSaver(
+            model, optimizer, sampler, directory, self.ident,
+            checkpoint_every=checkpoint_every, flash=flash, flash_every=flash_every,
+        )  # fmt: skip
         #: Where ``start()`` found the state it resumed from: ``"memory"``/``"storage"`` (a
-        #: flash copy), ``"checkpoint"`` (``checkpointer``'s file), or None (a fresh start).
+        #: flash copy), ``"checkpoint"`` (the checkpoint file), or None (a fresh start).
         self.resumed_from: str | None = None
         self.timeout_s = timeout_s
         self.collective_timeout_s = world.collective_timeout(collective_timeout_s, timeout_s)
@@ -134,13 +127,7 @@ class ElasticTrainer:
         """Load the last checkpoint, then form the world and copy state from the survivors."""
         shards: ShardSource = self.source  # type: ignore[assignment]
         self.sampler.bind(shards)
-        state = (
-            self.flash.restore(model=self.module, optimizer=self.optimizer) if self.flash else None
-        )
-        if state is None and self.checkpointer is not None:
-            state = self.checkpointer.load(model=self.module, optimizer=self.optimizer)
-            if state is not None:
-                state["source"] = "checkpoint"
+        state = self.saver.restore()
         if state is not None:
             self.resumed_from = str(state["source"])
             self.step_count = int(state.get("step", 0))
@@ -161,8 +148,7 @@ class ElasticTrainer:
             self._watcher.stop()
             self._watcher = None
         group.destroy_group()
-        if self.flash is not None:
-            self.flash.close()
+        self.saver.close()
         close = getattr(self._link, "close", None)
         if close is not None:
             close()
@@ -231,11 +217,13 @@ class ElasticTrainer:
             if self._broken:
                 continue  # the same batches are retried in the next world
             self._peers.step_done()
-            self._commit(batches)
+            self.saver.commit(batches, self.step_count + 1, dist.get_rank())
+            self.step_count += 1
             for callback in self._on_step:
                 callback(step)
             self._after_step()
-        self._finish()
+        self.saver.finish(self.step_count, dist.get_rank())
+        self._write_status(dist.get_world_size(), force=True)
 
     @contextlib.contextmanager
     def step(self) -> Iterator[None]:
@@ -276,31 +264,22 @@ class ElasticTrainer:
 
     # ---- internals ----
     def _control(self, got: list[Batch] | NoShard) -> tuple[int, bool, bool] | None:
-        n = sum(len(b.indices) for b in got) if isinstance(got, list) else 0
-        more = 0 if got is NoShard.END or got == [] else 1  # [] : no micro-batch planned
-        wants = 1 if self._watcher is not None and self._watcher.waiting > 0 else 0
-        batches = got if isinstance(got, list) else []
-        slots = self._peers.encode(batches, dist.get_world_size())
+        """The step's control all-reduce (``trainer.step_control``); None when it failed."""
+        wants = self._watcher is not None and self._watcher.waiting > 0
         # Rank 0's adaptive-batch proposal rides here: every rank applies it from the next step.
-        batch, gain = self._adapter.proposal(dist.get_rank()) if self._adapter else (0, 0)
-        ctl = torch.tensor([n, more, wants, batch, gain, *slots], dtype=torch.int64)
-        self.step_timer.control_entered()
+        proposal = self._adapter.proposal(dist.get_rank()) if self._adapter else (0, 0)
         try:
-            dist.all_reduce(ctl)
-            self.step_timer.control_left()
+            ctl = all_reduce_control(got, wants, proposal, self._peers, self.step_timer)
         except Exception as exc:
             if not group.is_collective_error(exc):
                 raise
             self._world_broke()
             log.info("control all-reduce failed in round %s: %s", self.round, exc)
             return None
-        values = [int(v) for v in ctl.tolist()]
-        total, more_sum, wants_sum, batch, gain = values[:5]
-        self._peers.control_done(values[5:])
-        if batch and self._adapter is not None:
+        if ctl.batch and self._adapter is not None:
             rank, size = dist.get_rank(), dist.get_world_size()
-            self.batch_plan = self._adapter.apply(batch, gain, rank, size)
-        return total, more_sum > 0, wants_sum > 0
+            self.batch_plan = self._adapter.apply(ctl.batch, ctl.gain, rank, size)
+        return ctl.total, ctl.more, ctl.reform
 
     def _after_step(self) -> None:
         now = time.monotonic()
@@ -308,8 +287,7 @@ class ElasticTrainer:
             self._published = now
             self._publish(names.KV_STEP, str(self.step_count))
         self._write_status(dist.get_world_size(), step_seconds=self.step_timer.seconds)
-        if self.flash is None and dist.get_rank() == 0 and self._stored_after(self.step_count):
-            self._save()  # with flash checkpoints on, ``_commit`` saved
+        self.saver.after_step(self.step_count, dist.get_rank())
 
     def _beat(self) -> None:
         """Alive but not stepping (waiting for a world or for data): tell the agent, whose
@@ -337,48 +315,6 @@ class ElasticTrainer:
         if publish is not None:
             with contextlib.suppress(Exception):
                 publish(key, value)
-
-    def _save(self) -> None:
-        assert self.checkpointer is not None
-        self.checkpointer.save(
-            model=self.module,
-            optimizer=self.optimizer,
-            sampler_state=self.sampler.state_dict(),
-            step=self.step_count,
-        )
-
-    def _stored_after(self, step: int) -> bool:
-        """True when ``step`` is one that goes to storage (every ``checkpoint_every``)."""
-        every = self.checkpoint_every
-        return self.checkpointer is not None and every > 0 and step % every == 0
-
-    def _commit(self, batches: list[Batch]) -> None:
-        """Commit the step (its finished shards reported to the master); on rank 0, when a
-        flash copy is due, inside ``FlashCheckpoint.saving``: the tensors are copied before
-        the report, the copy sealed after it (its step and the master's shards agree)."""
-        step = self.step_count + 1
-        due = self._stored_after(step) or step % self.flash_every == 0
-        saving: contextlib.AbstractContextManager[dict[str, Any]] = contextlib.nullcontext({})
-        if self.flash is not None and due and dist.get_rank() == 0:
-            persist = self._stored_after(step)
-            saving = self.flash.saving(self.module, self.optimizer, step=step, persist=persist)
-        with saving as sampler_state:
-            for batch in batches:
-                self.sampler.commit(batch)
-            sampler_state.update(self.sampler.state_dict())
-        self.step_count = step
-
-    def _finish(self) -> None:
-        if self.flash is not None and dist.get_rank() == 0:
-            sampler, step = self.sampler.state_dict(), self.step_count
-            self.flash.save(
-                model=self.module, optimizer=self.optimizer, sampler_state=sampler, step=step,
-                persist=True,
-            )  # fmt: skip
-            self.flash.finish()
-        elif self.checkpointer is not None and dist.get_rank() == 0:
-            self._save()
-        self._write_status(dist.get_world_size(), force=True)
 
     def _world_broke(self) -> None:
         """A collective of this world failed: wake the peers still blocked in one with this

@@ -155,7 +155,7 @@ def test_flash_off_keeps_the_ordinary_checkpoint_and_no_shared_memory(
 ) -> None:
     with _trainer(master, tmp_path) as t:
         t.fit(lambda s: _train_step(t, s.indices))
-        assert t.flash is None
+        assert t.saver.flash is None
         shm = flash_files.default_shm_dir(tmp_path, t.ident.node_id, 0)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint.pt"]
     assert not shm.exists()
@@ -171,7 +171,7 @@ def test_flash_on_resumes_from_the_copy_in_memory_of_the_last_step(
         model, opt, ElasticSampler(batch_size=4), link=master, checkpoint_dir=tmp_path,
         checkpoint_every=100, flash=True,
     )  # fmt: skip
-    assert t.flash is not None
+    assert t.saver.flash is not None
     try:
         with t:
             for s in t.steps():
@@ -196,7 +196,7 @@ def test_flash_on_resumes_from_the_copy_in_memory_of_the_last_step(
         stored = flash_files.read_header(tmp_path / flash_files.FLASH_FILE)
         assert stored is not None and stored.step == r.step_count  # the end is on storage
     finally:
-        flash_files.remove_slots(t.flash.shm_dir)
+        flash_files.remove_slots(t.saver.flash.shm_dir)
 
 
 @dataclass
@@ -219,16 +219,16 @@ def test_a_flash_copy_is_sealed_only_after_its_steps_shards_are_reported(
         model, opt, ElasticSampler(batch_size=4), link=failing, checkpoint_dir=tmp_path,
         flash=True,
     )  # fmt: skip
-    assert t.flash is not None
+    assert t.saver.flash is not None
     try:
         with pytest.raises(ConnectionError), t:
             t.fit(lambda s: _train_step(t, s.indices))
-        newest = t.flash.memory_header()
+        newest = t.saver.flash.memory_header()
         # step 3's copy was staged but its shard never reported: the newest copy is step 2,
         # exactly the steps whose shards the master counts done
         assert newest is not None and newest.step == 2 and failing.reports == [0, 1]
     finally:
-        flash_files.remove_slots(t.flash.shm_dir)
+        flash_files.remove_slots(t.saver.flash.shm_dir)
 
 
 def test_a_step_whose_flash_copy_fails_reports_no_shard(
@@ -249,9 +249,9 @@ def test_a_step_whose_flash_copy_fails_reports_no_shard(
     monkeypatch.setattr(flash._Slot, "copy_in", shm_full_at_step_3)
     master.shards = shards(4, 4)
     t = _trainer(master, tmp_path)
-    t.flash = flash.FlashCheckpoint(tmp_path, tmp_path / "shm")
+    t.saver.flash = flash.FlashCheckpoint(tmp_path, tmp_path / "shm")
     with pytest.raises(OSError, match="No space left"), t:
         t.fit(lambda s: _train_step(t, s.indices))
-    newest = t.flash.memory_header()
+    newest = t.saver.flash.memory_header()
     # the copy comes before the report: step 3 failed whole, its shard goes back to the master
     assert newest is not None and newest.step == 2 and master.reports == [0, 1]
