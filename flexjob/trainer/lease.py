@@ -4,7 +4,8 @@ The sampler asks for one shard at a time and reports each as soon as its last ba
 committed; the leaser turns that into ``LeaseShards`` calls. A report goes out at once (a
 process killed after it keeps nothing unreported), and when the local queue is empty the same
 call leases the next shards, so a shard costs one call instead of two
-(``get_shard`` + ``report_shard``). A shard the master hands out again while this process still
+(``get_shard`` + ``report_shard``), sent over the client's shard stream
+(``rpc.shard_stream``). A shard the master hands out again while this process still
 holds it (a restarted master gives each holder back its shards) is not queued twice.
 ``report_shards`` sends many reports in one call and leases nothing (a ``DataLoader`` sampler
 reports an epoch at its end, or at exit). ``close``
