@@ -81,14 +81,12 @@ class AioServer(BoundServer):
     loop: asyncio.AbstractEventLoop
     thread: threading.Thread
     writer: futures.ThreadPoolExecutor
-    streams: "StreamSlots[asyncio.Task[Any]]"
 
     def stop(self, grace: float | None = 1.0) -> None:
-        """Stop serving (shard streams at once, other calls in flight get ``grace`` seconds),
-        then the loop and the writer."""
+        """Stop serving (calls in flight, and shard streams still open, get ``grace``
+        seconds), then the loop and the writer."""
         if self.loop.is_closed():
             return
-        self.loop.call_soon_threadsafe(self.streams.end_all, lambda task: task.cancel())
         asyncio.run_coroutine_threadsafe(self.server.stop(grace), self.loop).result()
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join()
@@ -287,4 +285,4 @@ def serve_aio(
     log.info(
         "event=rpc_serving address=%s:%d token=%s aio=yes", host, bound, "yes" if token else "no"
     )
-    return AioServer(host, bound, server, loop, thread, writer, streams)
+    return AioServer(host, bound, server, loop, thread, writer)

@@ -72,7 +72,9 @@ def _call(context: grpc.ServicerContext, fn: Callable[[], T]) -> T:
 
 class StreamSlots(Generic[H]):
     """The shard streams a server holds open: at most ``limit`` at once, each known by a
-    handle (its context or task) so that ``end_all`` can end them when the server stops."""
+    handle (its context or task); ``end_all`` ends them when the thread-pool server stops
+    (an open stream waits for no reply; on ``grpc.aio`` a cancelled handler would still hold
+    its call until the grace ends, so that server leaves them to its grace)."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
