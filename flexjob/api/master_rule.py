@@ -8,8 +8,7 @@ accepting and dropping them). The rule: a job has flexjob's master when it decla
 ``elasticPolicy.rdzvBackend: flexjob``, a ``dataset`` or ``batch`` block, ``ps`` replicas or
 ``enableDynamicSharding: true``. A job with no master at all (none declared, none added, no DI
 coordinator) forms a plain torch world instead (``plain_torch_world``; ``core.torch_world``
-renders its environment). ``ps`` replicas whose main container names no command run
-``flexjob ps`` (``runs_flexjob_ps``). No I/O.
+renders its environment). No I/O.
 """
 
 from flexjob.api.enums import OptimizeMode, ReplicaType
@@ -52,13 +51,6 @@ def master_trigger(job: ElasticJob) -> str | None:
     if spec.enable_dynamic_sharding is True:
         return "spec.enableDynamicSharding: true"
     return None
-
-
-def runs_flexjob_ps(job: ElasticJob) -> bool:
-    """True when ``job`` has ``ps`` replicas whose main container names no command: they run
-    ``flexjob ps`` (``core.job_master.ps_replica_spec``), in flexjob's image."""
-    ps = job.spec.replica_specs.get(ReplicaType.PS)
-    return ps is not None and not has_own_command(ps)
 
 
 def needs_job_master(job: ElasticJob) -> bool:

@@ -47,7 +47,7 @@ from flexjob.api import (
     names,
 )
 from flexjob.api.master_rule import flexjob_runs_master as flexjob_runs_master  # re-exported
-from flexjob.api.master_rule import master_trigger, runs_flexjob_ps
+from flexjob.api.master_rule import has_own_command
 from flexjob.api.master_rule import needs_job_master as needs_job_master  # re-exported
 from flexjob.api.names import (
     ENV_BRAIN_TOKEN,
@@ -110,31 +110,15 @@ class JobMasterConfig:
     brain_token_secret: str = ""
 
 
-#: How to give an operator flexjob's image (the end of every ``no_job_master_message``).
-_SET_IMAGE = (
-    f"set {ENV_IMAGE} (the image job masters run; `flexjob manifests install` sets it) in the "
-    "operator's environment"
-)
-
-
-def no_job_master_message(job: ElasticJob) -> str | None:
-    """Why ``job`` cannot run on an operator without flexjob's image (a Kubernetes operator
-    without ``FLEXJOB_IMAGE``), naming the field: one that needs flexjob's job master
-    (``api.master_rule.master_trigger``), or ``ps`` replicas with no command (they run
-    ``flexjob ps``: ``api.master_rule.runs_flexjob_ps``); None when it can."""
-    trigger = master_trigger(job)
-    if trigger is not None:
-        return (
-            f"{trigger} needs flexjob's job master, and this operator runs none: {_SET_IMAGE}, "
-            "then submit the job again"
-        )
-    if runs_flexjob_ps(job):
-        return (
-            "spec.replicaSpecs.ps.template.spec.containers[0].command is not set: such ps "
-            "replicas run `flexjob ps`, which needs flexjob's image, and this operator has "
-            f"none: {_SET_IMAGE}, or give the ps container a command, then submit the job again"
-        )
-    return None
+def no_job_master_message(trigger: str) -> str:
+    """Why a job that needs flexjob's job master (``trigger``: the field that needs it,
+    ``api.master_rule.master_trigger``) cannot run on an operator that runs none (a Kubernetes
+    operator without ``FLEXJOB_IMAGE``)."""
+    return (
+        f"{trigger} needs flexjob's job master, and this operator runs none: set {ENV_IMAGE} "
+        "(the image job masters run; `flexjob manifests install` sets it) in the operator's "
+        "environment, then submit the job again"
+    )
 
 
 def master_token_file(root: str, namespace: str, job: str) -> str:
@@ -258,9 +242,10 @@ def with_job_master(job: ElasticJob, options: JobMasterConfig | None) -> Elastic
     if needs_job_master(job):
         specs.pop(ReplicaType.MASTER, None)
         specs = {ReplicaType.MASTER: master_replica_spec(job, options), **specs}
-    if runs_flexjob_ps(job):
+    ps = specs.get(ReplicaType.PS)
+    if ps is not None and not has_own_command(ps):
         checkpoints = incarnation_dir(options.state_root, job, "ps") if options.state_root else ""
-        specs[ReplicaType.PS] = ps_replica_spec(specs[ReplicaType.PS], options, checkpoints)
+        specs[ReplicaType.PS] = ps_replica_spec(ps, options, checkpoints)
     if flexjob_runs_master(job):
         return _with_job_token(job, specs, options)
     if specs == job.spec.replica_specs:

@@ -29,6 +29,7 @@ from flexjob.api import (
     ScalePlanPhase,
 )
 from flexjob.api.errors import InvalidSpecError
+from flexjob.api.master_rule import master_trigger
 from flexjob.api.roles import controlling_type, driving_type, on_request_types, scalable_types
 from flexjob.core import phases
 from flexjob.core.actions import (
@@ -95,15 +96,15 @@ def reconcile(
     With ``job_master``, a job that needs a flexjob job master and declares none gets one
     (``core.job_master``); its success is still decided on its workers. Without it (a
     Kubernetes operator with no ``FLEXJOB_IMAGE``) such a job fails at once, naming the field
-    that needs the master (``no_job_master_message``; so does a job whose ``ps`` replicas name
-    no command: they would run ``flexjob ps``), instead of starting workers that cannot
+    that needs the master (``no_job_master_message``), instead of starting workers that cannot
     find one. ``server_url``: the
     flexjob server, told to the roles of DI-driven jobs (``core.replica_plan.di_env``).
     """
     if now.tzinfo is None:
         raise ValueError("reconcile: now must be timezone-aware (e.g. datetime.now(UTC))")
-    message = no_job_master_message(job) if job_master is None else None
-    if message is not None:
+    trigger = master_trigger(job)
+    if job_master is None and trigger is not None:
+        message = no_job_master_message(trigger)
         return _Round(job, replicas, services, now).reject(message, NO_JOB_MASTER)
     try:
         effective = with_job_master(job, job_master)

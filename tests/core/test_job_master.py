@@ -77,16 +77,11 @@ def test_a_declared_master_is_kept_as_the_user_wrote_it() -> None:
 
 
 def master_request(sim: Sim) -> CreateReplica:
-    return created(sim, ReplicaType.MASTER)
-
-
-def created(sim: Sim, rtype: ReplicaType) -> CreateReplica:
-    """The first replica of type ``rtype`` that ``sim`` created."""
     for actions in sim.history:
         for action in actions:
-            if isinstance(action, CreateReplica) and action.request.type is rtype:
+            if isinstance(action, CreateReplica) and action.request.type is ReplicaType.MASTER:
                 return action
-    raise AssertionError(f"no {rtype.value} was created")
+    raise AssertionError("no master was created")
 
 
 def shipped_config(sim: Sim) -> MasterConfig:
@@ -299,29 +294,6 @@ def test_a_job_that_needs_flexjobs_master_fails_naming_why_where_the_operator_ru
     with_master.settle()
     assert with_master.phase is JobPhase.RUNNING
     assert "demo-master-0" in with_master.replicas
-
-
-def test_command_less_ps_replicas_beside_a_master_of_its_own_fail_where_no_image_is_set() -> None:
-    """A job that runs its own master (one with a command) but whose ps replicas name no
-    command needs flexjob's image for them (``flexjob ps``): without FLEXJOB_IMAGE it fails at
-    once, naming the ps container's missing command and the fix; with it, it runs."""
-    job = make_job(master=True, workers=1, ps=1)
-    job.spec.replica_specs[ReplicaType.PS].template.spec.containers[0].command = []
-    sim = Sim(job)  # no JobMasterConfig
-    assert kinds(sim.step()) == []
-    assert sim.phase is JobPhase.FAILED
-    assert sim.job.status is not None
-    condition = sim.job.status.conditions[-1]
-    assert condition.reason == "NoJobMaster"
-    assert condition.message.startswith(
-        "spec.replicaSpecs.ps.template.spec.containers[0].command is not set"
-    )
-    assert "`flexjob ps`" in condition.message and "set FLEXJOB_IMAGE" in condition.message
-    with_image = Sim(job, job_master=OPTIONS)
-    with_image.settle()
-    assert with_image.phase is JobPhase.RUNNING
-    ps = created(with_image, ReplicaType.PS).request.template.to_wire()["spec"]["containers"][0]
-    assert ps["command"] == list(OPTIONS.command) and ps["args"][0] == "ps"
 
 
 def test_a_job_that_needs_no_flexjob_master_runs_without_one() -> None:
