@@ -10,7 +10,6 @@ event counts are made where the event happens (``observe.metrics``). Not for the
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -24,6 +23,7 @@ from flexjob.core.rendezvous import Rendezvous
 from flexjob.core.shards import ShardManager
 from flexjob.master.stats import StatsBook
 from flexjob.observe import metrics
+from flexjob.rpc.server import timed_call
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,15 +175,7 @@ def _timed(handler: Any, path: str) -> Any:
     inner = handler.unary_unary
 
     def timed(request: Any, context: grpc.ServicerContext) -> Any:
-        started = time.perf_counter()
-        code = "OK"
-        try:
-            return inner(request, context)
-        except Exception:
-            code = getattr(context.code(), "name", None) or "UNKNOWN"
-            raise
-        finally:
-            observe_rpc(method, code, time.perf_counter() - started)
+        return timed_call(observe_rpc, method, context, lambda: inner(request, context))
 
     return grpc.unary_unary_rpc_method_handler(
         timed,

@@ -8,6 +8,7 @@ With a token (``rpc.auth``) every call must carry ``authorization: Bearer <token
 logic lives (``flexjob.master.service`` is).
 """
 
+import functools
 import logging
 import threading
 import time
@@ -70,6 +71,26 @@ def _call(context: grpc.ServicerContext, fn: Callable[[], T]) -> T:
         raise  # unreachable: abort raises
 
 
+def _untimed(method: str, code: str, seconds: float) -> None:
+    """An ``OnCall`` that keeps nothing (a servicer whose server times nothing)."""
+
+
+def timed_call(
+    on_call: OnCall, method: str, context: grpc.ServicerContext, fn: Callable[[], T]
+) -> T:
+    """``fn()``, timed into ``on_call(method, code, seconds)``: the code is OK, or the one the
+    call was aborted with (UNKNOWN when it raised without one)."""
+    started = time.perf_counter()
+    code = "OK"
+    try:
+        return fn()
+    except Exception:
+        code = getattr(context.code(), "name", None) or "UNKNOWN"
+        raise
+    finally:
+        on_call(method, code, time.perf_counter() - started)
+
+
 class StreamSlots(Generic[H]):
     """The shard streams a server holds open: at most ``limit`` at once, each known by a
     handle (its context or task); ``end_all`` ends them when the thread-pool server stops
@@ -114,7 +135,7 @@ class MasterServicer(pb_grpc.MasterServicer):
     ) -> None:
         self._b = backend
         self._streams: StreamSlots[grpc.ServicerContext] = streams or StreamSlots(0)
-        self._on_call = on_call
+        self._on_call: OnCall = on_call or _untimed
 
     def JoinRendezvous(
         self, request: pb.JoinRequest, context: grpc.ServicerContext
@@ -163,17 +184,8 @@ class MasterServicer(pb_grpc.MasterServicer):
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, self._streams.refusal())
         try:
             for request in requests:
-                started = time.perf_counter()
-                code = "OK"
-                try:
-                    reply = self.LeaseShards(request, context)
-                except Exception:
-                    code = getattr(context.code(), "name", None) or "UNKNOWN"
-                    raise
-                finally:
-                    if self._on_call is not None:
-                        self._on_call("LeaseShardsStream", code, time.perf_counter() - started)
-                yield reply
+                serve = functools.partial(self.LeaseShards, request, context)
+                yield timed_call(self._on_call, "LeaseShardsStream", context, serve)
         finally:
             self._streams.give_back(context)
 

@@ -29,9 +29,6 @@ from flexjob.rpc.retry import answered_error
 REFUSED_RETRY_S = 30.0
 
 _REFUSED = frozenset({grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNIMPLEMENTED})
-_BROKEN = frozenset(
-    {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED}
-)
 
 
 class StreamRefused(Exception):
@@ -74,7 +71,8 @@ class ShardStream:
             code = exc.code()
             if code in _REFUSED:
                 raise StreamRefused(f"{code.name}: {exc.details()}") from None
-            answered = answered_error(exc) if code not in _BROKEN else None
+            # CANCELLED: our watchdog or the master's stop; the rest as a unary call's error
+            answered = None if code == grpc.StatusCode.CANCELLED else answered_error(exc)
             if answered is None:
                 raise StreamBroken(f"{code.name}: {exc.details()}") from None
             raise answered from None
