@@ -124,12 +124,15 @@ def ctr_job_meets_its_goals(
     logs = flexjob(env, "logs", "ctr-ps", "-r", "worker-0") + flexjob(
         env, "logs", "ctr-ps", "-r", "worker-1"
     )
-    assert_every_shard_once_and_auc_met(shard_log, logs)
+    master = flexjob(env, "logs", "ctr-ps", "-r", "master-0")
+    assert_every_shard_once_and_auc_met(shard_log, logs, context=master)
 
 
-def assert_every_shard_once_and_auc_met(shard_log: Path, logs: str) -> None:
+def assert_every_shard_once_and_auc_met(shard_log: Path, logs: str, context: str = "") -> None:
     """Each shard of every epoch accepted exactly once (the shard log), every sample of every
-    epoch in them, and each worker's held-out AUC within 3% of the ground truth's."""
+    epoch in them, and each worker's held-out AUC within 3% of the ground truth's. A missed
+    AUC goal shows the workers' logs and ``context`` (the master's log: when each worker
+    joined and left)."""
     shards_total = EPOCHS * -(-TRAIN_SIZE // SHARD_SIZE)
     lines = [line.split() for line in shard_log.read_text().splitlines()]
     shard_ids = sorted(int(line[0]) for line in lines)
@@ -139,7 +142,7 @@ def assert_every_shard_once_and_auc_met(shard_log: Path, logs: str) -> None:
     found = [(float(m), float(t)) for m, t in AUC.findall(logs)]
     assert found, logs
     for model_auc, truth_auc in found:
-        assert model_auc >= 0.97 * truth_auc, (model_auc, truth_auc)
+        assert model_auc >= 0.97 * truth_auc, (model_auc, truth_auc, logs, context)
 
 
 def test_ctr_job_survives_a_killed_worker_with_every_shard_done_once(
