@@ -10,13 +10,21 @@ FACTORS = 8
 
 
 class DeepFM(torch.nn.Module):
-    def __init__(self, ps: PsSet, fields: int, vocab: int, hidden: int = 64) -> None:
+    def __init__(
+        self, ps: PsSet, fields: int, vocab: int, hidden: int = 64, defer_push: bool = False
+    ) -> None:
+        """``defer_push``: a step's row gradients ride with the next step's lookup (one round
+        trip per PS and step instead of two), which every *other* worker sees one step late:
+        with asynchronous workers it can cost accuracy (``docs/parameter-server.md``)."""
         super().__init__()
-        # defer_push: a step's row gradients ride with the next step's lookup (one round trip
-        # per PS and step); train.py's ``sync.step(final=batch.last)`` sends them before a
-        # shard is reported done.
         self.features = PsEmbedding(
-            ps, "features", 1 + FACTORS, num_rows=vocab, init_scale=0.01, seed=1, defer_push=True
+            ps,
+            "features",
+            1 + FACTORS,
+            num_rows=vocab,
+            init_scale=0.01,
+            seed=1,
+            defer_push=defer_push,
         )
         self.bias = torch.nn.Parameter(torch.zeros(1))
         self.deep = torch.nn.Sequential(

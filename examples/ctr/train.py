@@ -83,13 +83,19 @@ def main() -> int:
     p.add_argument("--shard-log", type=Path, default=None)
     p.add_argument("--result", type=Path, default=None)
     p.add_argument("--step-delay", type=float, default=0.0, help="Seconds to wait per step.")
+    p.add_argument(
+        "--defer-push",
+        action="store_true",
+        help="Send a step's row gradients with the next step's lookup (fewer round trips; "
+        "other workers see them a step late, which can cost accuracy with several workers).",
+    )
     args = p.parse_args()
 
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
     train, test = ctr_data.splits(args.train_size, args.test_size, args.seed)
     ps = PsSet.from_env()
-    model = DeepFM(ps, len(ctr_data.VOCABS), ctr_data.TOTAL_VOCAB)
+    model = DeepFM(ps, len(ctr_data.VOCABS), ctr_data.TOTAL_VOCAB, defer_push=args.defer_push)
     sync = PsSync(ps, model, OptimizerSpec(OptimizerKind.ADAM, lr=args.lr))
     sync.configure()
     sampler = ElasticSampler(
