@@ -10,9 +10,10 @@ the PS processes; rows/s counts the batch's ids, unique rows/s the distinct ones
 CPU-s" divides rows by the CPU seconds the PS processes used in the window, a measure of PS
 efficiency that does not depend on how many cores the machine has. Baseline: the same lookup +
 update in process on one worker with ``torch.nn.EmbeddingBag`` (sparse gradients, SGD).
-CTR: ``examples/ctr`` DeepFM trained through 2 PS by 1 and 2 workers (``flexjob run --ps 2``),
-against the same model with an in-process ``torch.nn.EmbeddingBag`` on one worker. Then a
-profile of one PS round trip: where the time of a step goes.
+CTR: ``examples/ctr`` DeepFM trained through 2 PS by 1 and 2 workers (``flexjob run --ps 2``;
+with and without its ``--defer-push``), against the same model with an in-process
+``torch.nn.EmbeddingBag`` on one worker. Then a profile of one PS round trip: where the time
+of a step goes.
 
     PYTHONPATH=. python benchmarks/ps_throughput.py [--seconds 5] [--ps 1 2 4] [--skip-ctr]
 """
@@ -279,12 +280,14 @@ def profile_step() -> list[tuple[str, float, float | None]]:
     ]
 
 
-def ctr_samples_per_second(workers: int, train_size: int) -> float:
-    """Aggregate samples/s of the CTR example through 2 PS with ``workers`` workers."""
+def ctr_samples_per_second(workers: int, train_size: int, defer_push: bool = False) -> float:
+    """Aggregate samples/s of the CTR example through 2 PS with ``workers`` workers
+    (``defer_push``: its ``--defer-push``, one call per PS and step)."""
     with tempfile.TemporaryDirectory() as tmp:
         command = [sys.executable, "-m", "flexjob", "run", "--ps", "2", "--nnodes", str(workers)]
         command += ["--no-progress", "--job-dir", tmp, str(ROOT / "examples/ctr/train.py")]
         command += ["--train-size", str(train_size), "--epochs", "1", "--test-size", "2000"]
+        command += ["--defer-push"] if defer_push else []
         out = subprocess.run(
             command,
             capture_output=True,
@@ -392,10 +395,11 @@ def main() -> None:
         )
     if not args.skip_ctr:
         local = ctr_local_samples_per_second(args.ctr_train_size)
-        for workers in (1, 2):
-            rate = ctr_samples_per_second(workers, args.ctr_train_size)
+        for workers, defer in ((1, False), (2, False), (1, True), (2, True)):
+            rate = ctr_samples_per_second(workers, args.ctr_train_size, defer)
             row(
-                f"CTR DeepFM samples/s, 2 PS, {workers} worker(s)",
+                f"CTR DeepFM samples/s, 2 PS, {workers} worker(s)"
+                + (", --defer-push" if defer else ""),
                 f"{rate:,.0f}",
                 f"{local:,.0f}",
                 f"{rate / local:.2f}",
