@@ -1,12 +1,13 @@
 """Parameter-server accuracy with several workers: what ``PsEmbedding(defer_push=True)`` costs.
 
 The CTR example's DeepFM is trained through 2 in-process PS servers (real gRPC on loopback)
-by workers that take turns step by step in one process (deterministic: no thread decides the
-order), with ``defer_push`` on and off; a second worker starts at step 0 or half-way. Each row
-prints the held-out AUC and its ratio to the baseline: the same model trained by one worker
-(defer_push off). With ``defer_push`` a worker's row gradients reach the PS with its next
-lookup, so the other worker computes its step on rows without them: one step of staleness that
-a single worker never has. ~1 minute on 2 cores.
+by workers that take turns step by step in one process (the step order is fixed; pushes still
+run asynchronously, so runs differ in the third decimal), with ``defer_push`` on and off; a
+second worker starts at step 0 or half-way. Each row prints the held-out AUC and its ratio to
+the baseline: the same model trained by one worker (defer_push off). With ``defer_push`` a
+worker's row gradients reach the PS with its next lookup, so the other worker computes its
+step on rows without them: one step of staleness that a single worker never has. ~1 minute
+on 2 cores.
 
     PYTHONPATH=. python benchmarks/ps_async_accuracy.py [--train-size 200000] [--steps 195]
 """
@@ -27,6 +28,7 @@ from flexjob.trainer.ps_torch import PsSync
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "ctr"))
 import ctr_data
 from deepfm import DeepFM
+from train import evaluate
 
 BATCH, SHARD_BATCHES, NUM_PS = 1024, 8, 2
 
@@ -65,10 +67,7 @@ def train_auc(
             sync.finish()
         model, sync = workers[0]
         sync.pull(everything=True)
-        model.eval()
-        with torch.no_grad():
-            scores = model(torch.from_numpy(test.ids)).numpy()
-        return ctr_data.auc(scores, test.labels)
+        return evaluate(model, test)
     finally:
         for s in servers:
             s.stop(grace=None)
@@ -85,17 +84,17 @@ def main() -> int:
     base = train_auc(train, test, args.steps, None, defer=False)
     print(f"{'run':<50} {'AUC':>7} {'vs 1 worker':>12}")
     print(f"{'1 worker (baseline)':<50} {base:>7.4f} {1.0:>12.3f}")
-    for join, name in (
-        (None, "1 worker"),
-        (0, "2 workers from step 0"),
-        (args.steps // 2, "2 workers, the 2nd from half-way"),
-    ):
-        for defer in (False, True):
-            if join is None and not defer:
-                continue
-            auc = train_auc(train, test, args.steps, join, defer)
-            label = f"{name}, defer_push {'on' if defer else 'off'}"
-            print(f"{label:<50} {auc:>7.4f} {auc / base:>12.3f}", flush=True)
+    half = args.steps // 2
+    runs = (
+        ("1 worker, defer_push on", None, True),
+        ("2 workers from step 0, defer_push off", 0, False),
+        ("2 workers from step 0, defer_push on", 0, True),
+        ("2 workers, the 2nd from half-way, defer_push off", half, False),
+        ("2 workers, the 2nd from half-way, defer_push on", half, True),
+    )
+    for label, join, defer in runs:
+        auc = train_auc(train, test, args.steps, join, defer)
+        print(f"{label:<50} {auc:>7.4f} {auc / base:>12.3f}", flush=True)
     return 0
 
 
