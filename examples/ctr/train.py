@@ -4,9 +4,9 @@ ground-truth model's AUC.
 
 Run as a PS job's worker (``flexjob submit examples/specs/ctr.yaml`` or
 ``flexjob run --ps 2 --nnodes 2 examples/ctr/train.py``): the PS set comes from
-``FLEXJOB_PS_ADDRESSES`` or the master. ``--shard-log`` appends each shard this worker got
-accepted as done, with its sample indices (for tests that check every sample);
-``--result`` writes the AUCs as JSON.
+``FLEXJOB_PS_ADDRESSES`` or the master. ``--shard-log`` records each shard this worker
+reports done, with its sample indices, then the master's answer (for tests that check every
+sample); ``--result`` writes the AUCs as JSON.
 """
 
 import argparse
@@ -32,7 +32,9 @@ from flexjob.trainer.sampler import ElasticSampler, NoShard, ShardSamples
 
 
 class RecordingSource:
-    """The master's shards, recording each shard this worker got accepted as done."""
+    """The master's shards, recording each report in two lines: ``reporting <shard> <sample
+    indices>`` before asking, then ``accepted <shard>`` or ``rejected <shard>``. A worker killed
+    between the two leaves a report without an answer; the master may have accepted it."""
 
     def __init__(self, link: MasterLink, log: Path | None) -> None:
         self.link = link
@@ -49,15 +51,19 @@ class RecordingSource:
         return got
 
     def report_shard(self, dataset: str, shard_id: int) -> bool:
+        indices = self.indices.pop(shard_id, [])
+        self._record("reporting", shard_id, *indices)
         accepted = self.link.report_shard(dataset, shard_id)
-        if accepted and self.log is not None:
-            line = " ".join(map(str, [shard_id, *self.indices.pop(shard_id, [])]))
-            with self.log.open("a") as f:
-                f.write(line + "\n")
+        self._record("accepted" if accepted else "rejected", shard_id)
         return accepted
 
     def report_shards(self, dataset: str, shard_ids: Sequence[int]) -> list[bool]:
         return [self.report_shard(dataset, s) for s in shard_ids]
+
+    def _record(self, *words: object) -> None:
+        if self.log is not None:
+            with self.log.open("a") as f:  # one write per line: workers share the file
+                f.write(" ".join(map(str, words)) + "\n")
 
 
 def evaluate(model: DeepFM, data: ctr_data.CtrData, chunk: int = 8192) -> float:

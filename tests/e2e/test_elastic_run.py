@@ -90,7 +90,12 @@ def test_killed_worker_is_restarted_and_every_sample_is_done_once(tmp_path: Path
         assert ds["samples_done"] == 4 * 1437
         assert sorted(ds["completed"]) == [0, 1, 2, 3]
         assert "shard_report_rejected" not in job.master_log()
-        assert "shards_recovered" in job.master_log()
+        # Restarted in place, back in a world of two. Its shard, if it held one, went back to
+        # TODO (shards_recovered); it holds none when the other rank vouched for its last
+        # shard, so the exactly-once checks above are the test of its shards.
+        master_log = job.master_log()
+        assert re.search(r"node_failed .*node=worker-\d .*restarting=True", master_log), master_log
+        assert re.search(r"round_completed .*round=[2-9] world_size=2", master_log), master_log
 
 
 def test_killed_node_without_restarts_leaves_training_on_the_other_two(tmp_path: Path) -> None:

@@ -105,15 +105,16 @@ def ctr_job_meets_its_goals(
     step_delay: float = 0.01,
     max_ps: int = 2,
     after_shards: int = 12,
+    killed_workers: int = 0,
 ) -> None:
     """Run the CTR job, call ``kill`` once ``after_shards`` shards (a quarter) are done, then
     check the job succeeded with every sample of every epoch trained once and the AUC goal
-    met."""
+    met (``killed_workers``: how many workers ``kill`` kills)."""
     shard_log = tmp_path / "shards.log"
     spec = ctr_spec(tmp_path, shard_log, ps_checkpoint_s=1, step_delay=step_delay, max_ps=max_ps)
     flexjob(env, "submit", "--detach", str(spec))
     wait_until(
-        lambda: shard_log.exists() and len(shard_log.read_text().splitlines()) >= after_shards,
+        lambda: shards_accepted(shard_log) >= after_shards,
         timeout=120,
         interval=0.2,
         what=f"{after_shards} shards done",
@@ -125,19 +126,48 @@ def ctr_job_meets_its_goals(
         env, "logs", "ctr-ps", "-r", "worker-1"
     )
     master = flexjob(env, "logs", "ctr-ps", "-r", "master-0")
-    assert_every_shard_once_and_auc_met(shard_log, logs, context=master)
+    assert_every_shard_once_and_auc_met(shard_log, logs, master, unanswered=killed_workers)
 
 
-def assert_every_shard_once_and_auc_met(shard_log: Path, logs: str, context: str = "") -> None:
+def shards_accepted(shard_log: Path) -> int:
+    """How many shard reports the master has accepted so far (the workers' shard log)."""
+    if not shard_log.exists():
+        return 0
+    return sum(line.startswith("accepted ") for line in shard_log.read_text().splitlines())
+
+
+def assert_every_shard_once_and_auc_met(
+    shard_log: Path, logs: str, context: str = "", unanswered: int = 0
+) -> None:
     """Each shard of every epoch accepted exactly once (the shard log), every sample of every
-    epoch in them, and each worker's held-out AUC within 3% of the ground truth's. A missed
-    AUC goal shows the workers' logs and ``context`` (the master's log: when each worker
-    joined and left)."""
+    epoch in them, and each worker's held-out AUC within 3% of the ground truth's.
+
+    A worker killed between reporting a shard and writing the master's answer leaves the report
+    unanswered in the log: such a shard counts as done by that report when no other report of it
+    was accepted (the job succeeded, so the master had it done), and at most ``unanswered`` such
+    reports are allowed (one per killed worker). A missed AUC goal shows the workers' logs and
+    ``context`` (the master's log: when each worker joined and left)."""
+    reported: dict[int, list[list[int]]] = {}
+    answered: dict[int, list[str]] = {}
+    for word, shard, *indices in (line.split() for line in shard_log.read_text().splitlines()):
+        if word == "reporting":
+            reported.setdefault(int(shard), []).append([int(i) for i in indices])
+        else:
+            answered.setdefault(int(shard), []).append(word)
+    done: dict[int, list[int]] = {}
+    dangling = []
+    for shard, reports in reported.items():
+        accepted = answered.get(shard, []).count("accepted")
+        assert accepted <= 1, f"shard {shard} accepted {accepted} times"
+        if len(reports) > len(answered.get(shard, [])):
+            dangling.append(shard)
+        if accepted == 1 or len(reports) > len(answered.get(shard, [])):
+            done[shard] = reports[0]
+        assert all(r == reports[0] for r in reports), f"shard {shard} changed its samples"
+    assert len(dangling) <= unanswered, f"reports without an answer: {dangling}"
     shards_total = EPOCHS * -(-TRAIN_SIZE // SHARD_SIZE)
-    lines = [line.split() for line in shard_log.read_text().splitlines()]
-    shard_ids = sorted(int(line[0]) for line in lines)
-    assert shard_ids == list(range(shards_total))  # each shard accepted exactly once
-    samples = sorted(int(i) for line in lines for i in line[1:])
+    assert sorted(done) == list(range(shards_total))  # each shard done, none twice
+    samples = sorted(i for indices in done.values() for i in indices)
     assert samples == sorted(list(range(TRAIN_SIZE)) * EPOCHS)  # every sample, every epoch
     found = [(float(m), float(t)) for m, t in AUC.findall(logs)]
     assert found, logs
@@ -152,7 +182,7 @@ def test_ctr_job_survives_a_killed_worker_with_every_shard_done_once(
         victim = wait_until(lambda: worker_process(shard_log, 1), timeout=10, what="worker-1")
         victim.send_signal(signal.SIGKILL)
 
-    ctr_job_meets_its_goals(tmp_path, env, home, kill_worker)
+    ctr_job_meets_its_goals(tmp_path, env, home, kill_worker, killed_workers=1)
 
 
 def test_ctr_job_survives_a_killed_ps_restored_from_its_checkpoint(

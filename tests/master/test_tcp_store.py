@@ -47,6 +47,9 @@ def test_torch_clients_get_what_other_clients_set(server: TcpStoreServer) -> Non
     assert a.compare_set("fresh", "", "first") == b"first"
     a.append("log", "ab")
     a.append("log", "cd")
+    # torch sends APPEND without waiting for an answer: read on the same connection first (the
+    # server answers a connection's requests in order), then the other client sees both.
+    assert a.get("log") == b"abcd"
     assert b.get("log") == b"abcd"
     a.multi_set(["x", "y"], ["1", "2"])
     assert b.multi_get(["y", "x"]) == [b"2", b"1"]
