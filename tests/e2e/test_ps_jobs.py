@@ -157,11 +157,12 @@ def assert_every_shard_once_and_auc_met(
     done: dict[int, list[int]] = {}
     dangling = []
     for shard, reports in reported.items():
-        accepted = answered.get(shard, []).count("accepted")
+        answers = answered.get(shard, [])
+        accepted = answers.count("accepted")
         assert accepted <= 1, f"shard {shard} accepted {accepted} times"
-        if len(reports) > len(answered.get(shard, [])):
+        if len(reports) > len(answers):
             dangling.append(shard)
-        if accepted == 1 or len(reports) > len(answered.get(shard, [])):
+        if accepted or len(reports) > len(answers):
             done[shard] = reports[0]
         assert all(r == reports[0] for r in reports), f"shard {shard} changed its samples"
     assert len(dangling) <= unanswered, f"reports without an answer: {dangling}"
