@@ -77,7 +77,11 @@ async def test_a_killed_worker_pod_is_relaunched_and_nothing_is_lost(tmp_path: P
         await c.wait_log(MASTER, "epoch=2", 120)
         c.kill(WORKER_1)
         master_log = await finish(c)
-        assert "shards_recovered" in master_log
+        # Relaunched and back in a world of two (its shard, if it held one, went back to TODO;
+        # it holds none when the other rank vouched for its last one: finish() checks every
+        # sample once either way).
+        rounds = re.findall(r"round_completed .*round=(\d+) world_size=(\d+)", master_log)
+        assert rounds and int(rounds[-1][0]) >= 2 and rounds[-1][1] == "2", master_log
 
 
 async def test_a_killed_master_pod_is_relaunched_and_every_sample_is_trained_once(

@@ -81,9 +81,7 @@ def test_a_master_killed_mid_change_finishes_it_after_a_restart(
     finally:
         if ps is not None:
             ps.close()
-        for index in list(replicas.stops):
-            if replicas.threads[index].is_alive():
-                replicas.stop(index)
+        replicas.stop(*(i for i, thread in replicas.threads.items() if thread.is_alive()))
         probe.close()
         for m in masters:
             m.stop()
