@@ -160,9 +160,10 @@ def assert_every_shard_once_and_auc_met(
         answers = answered.get(shard, [])
         accepted = answers.count("accepted")
         assert accepted <= 1, f"shard {shard} accepted {accepted} times"
-        if len(reports) > len(answers):
+        unanswered_here = len(reports) > len(answers)
+        if unanswered_here:
             dangling.append(shard)
-        if accepted or len(reports) > len(answers):
+        if accepted or unanswered_here:
             done[shard] = reports[0]
         assert all(r == reports[0] for r in reports), f"shard {shard} changed its samples"
     assert len(dangling) <= unanswered, f"reports without an answer: {dangling}"

@@ -84,10 +84,14 @@ class Replicas:
             self.threads[index].join(timeout=60)
             assert not self.threads[index].is_alive()
 
+    def stop_all(self) -> None:
+        """Stop every replica still running, together."""
+        self.stop(*(index for index, thread in self.threads.items() if thread.is_alive()))
+
 
 @pytest.fixture
 def replicas(master: MasterHandle, tmp_path: Path) -> Iterator[Replicas]:
     """``run_ps`` replicas of the test module's ``master``, stopped at the end."""
     r = Replicas(master.address, master.service, tmp_path / "ps")
     yield r
-    r.stop(*(index for index, thread in r.threads.items() if thread.is_alive()))
+    r.stop_all()

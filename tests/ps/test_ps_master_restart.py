@@ -81,7 +81,7 @@ def test_a_master_killed_mid_change_finishes_it_after_a_restart(
     finally:
         if ps is not None:
             ps.close()
-        replicas.stop(*(i for i, thread in replicas.threads.items() if thread.is_alive()))
+        replicas.stop_all()
         probe.close()
         for m in masters:
             m.stop()
