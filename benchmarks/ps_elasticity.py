@@ -41,7 +41,7 @@ from flexjob.core.ps.optim import OptimizerKind, OptimizerSpec
 from flexjob.core.ps.store import ModelSpec
 from flexjob.core.ps.table import EmbeddingTable, TableSpec
 from flexjob.master.launch import spawn_master
-from flexjob.platform.local.runtime import free_port
+from flexjob.platform.ports import free_port
 from flexjob.ps.checkpoint_io import file_name, read_snapshot, write_snapshot
 from flexjob.ps.service import PsService
 from flexjob.rpc.client import MasterClient

@@ -25,7 +25,6 @@ import contextlib
 import itertools
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -36,6 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
+
+from flexjob.platform.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = str(ROOT / "benchmarks" / "recovery_train.py")
@@ -70,12 +71,6 @@ def wait_for(what: str, fn: Callable[[], object], timeout: float) -> object:
             return got
         time.sleep(0.1)
     raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass

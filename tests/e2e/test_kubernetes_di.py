@@ -15,11 +15,12 @@ from kubernetes.client import CustomObjectsApi
 
 from flexjob.api.foreign_kinds import DIJOB
 from flexjob.api.names import ENV_SERVER_URL
+from flexjob.platform.ports import free_port
 from tests.e2e.k8s_cluster import cluster
 from tests.e2e.test_di_cartpole import JOB, REACHED, TARGET, spec
 from tests.support.k8s_emulator import wait_for
 from tests.support.k8s_fixtures import in_thread
-from tests.support.server_process import flexjob_server, free_port
+from tests.support.server_process import flexjob_server
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(360)]
 pytest.importorskip("gymnasium", reason="examples/di_cartpole runs gymnasium: [examples] extra")

@@ -141,7 +141,7 @@ def test_master_command_serves_the_job_in_its_env_on_its_own_address(tmp_path: P
     from flexjob.api import names
     from flexjob.api.load import load_job
     from flexjob.core.master_config import MasterConfig
-    from flexjob.platform.local.runtime import free_port
+    from flexjob.platform.ports import free_port
 
     address = f"127.0.0.1:{free_port()}"
     config = MasterConfig.from_job(load_job(JOB.replace("EPOCHS", "1")))

@@ -7,7 +7,6 @@ queue and the webhook port; the fixture stops the operator by cancelling its tas
 import asyncio
 import contextlib
 import dataclasses
-import socket
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
@@ -30,16 +29,11 @@ from flexjob.operator.manifests import (
 )
 from flexjob.operator.work_queue import JobQueue
 from flexjob.platform.kubernetes import KubernetesPlatform
+from flexjob.platform.ports import free_port
 from tests.support.k8s_emulator import K8sEmulator
 from tests.support.k8s_fixtures import client_configuration, in_thread
 
 STARTUP_TIMEOUT = 15.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclasses.dataclass

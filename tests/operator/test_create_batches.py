@@ -15,7 +15,8 @@ import aiohttp.web
 from flexjob.api.names import LABEL_JOB_NAME
 from flexjob.core.actions import EventType
 from flexjob.platform.api import Event
-from tests.operator.kopf_fixtures import free_port, running_operator
+from flexjob.platform.ports import free_port
+from tests.operator.kopf_fixtures import running_operator
 from tests.support.k8s_emulator import K8sEmulator, wait_for
 from tests.support.k8s_fixtures import in_thread
 

@@ -2,7 +2,8 @@
 job by phase, errors — scraped and parsed with prometheus_client's parser."""
 
 from flexjob.api.names import LABEL_JOB_NAME
-from tests.operator.kopf_fixtures import free_port, running_operator
+from flexjob.platform.ports import free_port
+from tests.operator.kopf_fixtures import running_operator
 from tests.operator.test_kopf_e2e import create_job, job_body
 from tests.support.k8s_emulator import K8sEmulator, wait_for
 from tests.support.metrics import dashboard_metrics, scrape, value

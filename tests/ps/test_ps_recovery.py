@@ -12,7 +12,7 @@ import numpy as np
 
 from flexjob.core.ps.checkpoint import snapshot
 from flexjob.core.ps.store import PsStore
-from flexjob.platform.local.runtime import free_port
+from flexjob.platform.ports import free_port
 from flexjob.ps.checkpoint_io import file_name, latest_set, read_snapshot, write_snapshot
 from flexjob.rpc.ps_client import PsClient
 from tests.support.polling import wait_until

@@ -1,7 +1,6 @@
 """MasterClient against a real in-process master over gRPC on loopback."""
 
 import dataclasses
-import socket
 import threading
 
 import pytest
@@ -10,6 +9,7 @@ from flexjob.api.errors import InvalidSpecError, NotFoundError, UnavailableError
 from flexjob.core.batch import BatchPlan
 from flexjob.core.master_config import MasterConfig
 from flexjob.master.main import MasterHandle, start_master
+from flexjob.platform.ports import free_port
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.messages import NodeRef, NodeStats
 
@@ -98,14 +98,8 @@ def test_stats_and_failures_are_accepted(master: MasterHandle) -> None:
     assert master.service._stats.nodes["worker-0"].failures == 1
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_unreachable_master_raises_after_the_retry_deadline() -> None:
-    client = MasterClient(f"127.0.0.1:{_free_port()}", "w", timeout=0.2, retry_deadline=0.5)
+    client = MasterClient(f"127.0.0.1:{free_port()}", "w", timeout=0.2, retry_deadline=0.5)
     with pytest.raises(UnavailableError, match="unreachable"):
         client.heartbeat()
 

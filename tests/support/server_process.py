@@ -1,7 +1,6 @@
 """``flexjob server`` as a real process over the local platform, bound to 127.0.0.1."""
 
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -10,13 +9,8 @@ from pathlib import Path
 
 import httpx
 
+from flexjob.platform.ports import free_port
 from tests.support.polling import wait_until
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _healthy(url: str) -> bool:

@@ -9,16 +9,14 @@ import sys
 ROUNDS = 150
 
 CHILD = f"""
-import socket
 import torch
 import torch.distributed as dist
+from flexjob.platform.ports import free_port
 from flexjob.trainer import group
 
 for _ in range({ROUNDS}):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{{port}}", rank=0, world_size=1)
+    address = f"tcp://127.0.0.1:{{free_port()}}"
+    dist.init_process_group("gloo", init_method=address, rank=0, world_size=1)
     model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2), init_sync=False)
     ids = [None]
     dist.all_gather_object(ids, "worker-0")
