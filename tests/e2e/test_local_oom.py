@@ -2,19 +2,13 @@
 cgroup where this machine allows one), a worker that allocates past it dies ``OOMKilled``, and
 the operator relaunches it with more memory until the job finishes."""
 
-import json
-import os
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
 from flexjob.platform.cgroups import CgroupRoot
-from flexjob.platform.local import LocalPlatform
-from tests.support.local_jobs import local_job
+from tests.support.local_jobs import job_status, local_job, run_flexjob
 from tests.support.polling import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
@@ -36,30 +30,8 @@ def hungry_worker(out_dir: Path) -> str:
     )
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Iterator[Path]:
-    path = tmp_path / "home"
-    yield path
-    platform = LocalPlatform(path)
-    for job in platform.list_jobs(None):
-        platform.delete_job(job.namespace, job.name)
-
-
-def flexjob(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "FLEXJOB_HOME": str(home)}
-    return subprocess.run(
-        [sys.executable, "-m", "flexjob", *args], env=env, capture_output=True, text=True,
-        timeout=30,
-    )  # fmt: skip
-
-
-def status_of(home: Path, name: str) -> dict[str, object]:
-    out = flexjob(home, "get", name, "-o", "json")
-    return dict(json.loads(out.stdout)["status"]) if out.returncode == 0 else {}
-
-
 def test_a_worker_over_its_memory_limit_is_relaunched_with_more_and_the_job_finishes(
-    tmp_path: Path, home: Path
+    tmp_path: Path, env: dict[str, str]
 ) -> None:
     if not CgroupRoot(own_dir=False).available():
         pytest.skip("no writable memory cgroup here (RLIMIT_AS fallback is unit-tested)")
@@ -72,16 +44,16 @@ def test_a_worker_over_its_memory_limit_is_relaunched_with_more_and_the_job_fini
     }
     spec = tmp_path / "oom.yaml"
     spec.write_text(yaml.safe_dump(wire))
-    out = flexjob(home, "submit", "--detach", str(spec))
+    out = run_flexjob(env, "submit", "--detach", str(spec))
     assert out.returncode == 0, out.stdout + out.stderr
 
-    wait_until(lambda: status_of(home, "oom").get("phase") in ("Succeeded", "Failed"), timeout=60)
-    status = status_of(home, "oom")
+    wait_until(lambda: job_status(env, "oom").get("phase") in ("Succeeded", "Failed"), timeout=60)
+    status = job_status(env, "oom")
     assert status["phase"] == "Succeeded", status
     # The first incarnation ran under 256 MiB and was killed; the second got 384 MiB.
     assert (tmp_path / "mem-0").read_text().split() == [str(LIMIT_MIB), str(LIMIT_MIB * 3 // 2)]
     assert status["migratedReplicas"] == {"worker-0": {"memory": LIMIT_MIB * 3 // 2}}
     assert status["restartCount"] == 1
-    described = " ".join(flexjob(home, "describe", "oom").stdout.split())  # unwrap the table
+    described = " ".join(run_flexjob(env, "describe", "oom").stdout.split())  # unwrap the table
     assert "exit code 137 (OOMKilled)" in described, described
     assert f"relaunched with {LIMIT_MIB * 3 // 2} MiB" in described, described

@@ -122,6 +122,22 @@ class Cluster:
             t.join(30)
 
 
+def knee_job(job_dir: Path, name: str, mode: OptimizeMode, **extra: Any) -> MasterConfig:
+    """The master of a job of ``SHARDS`` shards, 1-8 workers, optimised every 0.25 s."""
+    return MasterConfig(
+        job_name=name,
+        job_dir=str(job_dir),
+        min_nodes=1,
+        max_nodes=8,
+        heartbeat_timeout=5.0,
+        host_store=False,
+        datasets=(Dataset(size=SHARDS * 2, shard_size=2),),
+        optimize_mode=mode,
+        optimize_interval=0.25,
+        **extra,
+    )
+
+
 @pytest.fixture
 def brain_url(tmp_path: Path) -> Iterator[str]:
     with brain_process(f"sqlite:///{tmp_path}/brain.sqlite", tmp_path / "brain.log") as (_, url):
@@ -132,18 +148,7 @@ def test_killed_cluster_mode_master_reloads_its_plans_from_the_brain_and_finishe
     brain_url: str, tmp_path: Path
 ) -> None:
     job_dir = tmp_path / "job"
-    config = MasterConfig(
-        job_name="default.job",
-        job_dir=str(job_dir),
-        min_nodes=1,
-        max_nodes=8,
-        heartbeat_timeout=5.0,
-        host_store=False,
-        datasets=(Dataset(size=SHARDS * 2, shard_size=2),),
-        optimize_mode=OptimizeMode.CLUSTER,
-        brain_url=brain_url,
-        optimize_interval=0.25,
-    )
+    config = knee_job(job_dir, "default.job", OptimizeMode.CLUSTER, brain_url=brain_url)
     master: MasterProcess = spawn_master(config)
     cluster = Cluster(master.address, job_dir / "scaleplans")
     try:
@@ -186,17 +191,7 @@ def test_killed_cluster_mode_master_reloads_its_plans_from_the_brain_and_finishe
 
 def test_single_job_mode_master_grows_the_job_to_the_knee_on_its_own(tmp_path: Path) -> None:
     job_dir = tmp_path / "job"
-    config = MasterConfig(
-        job_name="job",
-        job_dir=str(job_dir),
-        min_nodes=1,
-        max_nodes=8,
-        heartbeat_timeout=5.0,
-        host_store=False,
-        datasets=(Dataset(size=SHARDS * 2, shard_size=2),),
-        optimize_mode=OptimizeMode.SINGLE_JOB,
-        optimize_interval=0.25,
-    )
+    config = knee_job(job_dir, "job", OptimizeMode.SINGLE_JOB)
     master = spawn_master(config)
     cluster = Cluster(master.address, job_dir / "scaleplans")
     try:

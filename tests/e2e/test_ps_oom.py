@@ -3,7 +3,6 @@
 operator relaunches it with 1.5x the memory, the new PS restores its partition from its last
 checkpoint, the worker's calls reach it again and the job finishes."""
 
-import json
 import os
 import re
 import sys
@@ -15,7 +14,7 @@ import yaml
 from flexjob.api import names
 from flexjob.platform.cgroups import CgroupRoot
 from flexjob.platform.local import LocalPlatform
-from tests.support.local_jobs import run_flexjob
+from tests.support.local_jobs import job_status, run_flexjob
 from tests.support.polling import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
@@ -45,11 +44,6 @@ for start in range(0, {ROWS}, {STEP_ROWS}):
 rows, split = ps.lookup("t", np.arange({ROWS}, dtype=np.int64))
 print("rows pushed", {ROWS}, "rows kept", int((rows[:, 0] == -0.5).sum()), flush=True)
 """
-
-
-def status_of(env: dict[str, str], name: str) -> dict[str, object]:
-    out = run_flexjob(env, "get", name, "-o", "json")
-    return dict(json.loads(out.stdout)["status"]) if out.returncode == 0 else {}
 
 
 def test_an_oom_killed_ps_comes_back_with_more_memory_and_its_partition(
@@ -96,7 +90,7 @@ def test_an_oom_killed_ps_comes_back_with_more_memory_and_its_partition(
     assert out.returncode == 0, out.stdout + out.stderr
 
     wait_until(
-        lambda: status_of(env, "ps-oom").get("phase") in ("Succeeded", "Failed"),
+        lambda: job_status(env, "ps-oom").get("phase") in ("Succeeded", "Failed"),
         timeout=150,
         interval=1.0,
         what="the job to finish",
@@ -104,7 +98,7 @@ def test_an_oom_killed_ps_comes_back_with_more_memory_and_its_partition(
     platform = LocalPlatform(home)
     ps_log = "".join(platform.read_logs("default", "ps-oom-ps-0"))
     worker_log = "".join(platform.read_logs("default", "ps-oom-worker-0"))
-    status = status_of(env, "ps-oom")
+    status = job_status(env, "ps-oom")
     assert status["phase"] == "Succeeded", (status, ps_log[-3000:], worker_log[-3000:])
     restored = [int(n) for n in RESTORED.findall(ps_log)]
     assert restored and restored[0] > 0, ps_log[-3000:]  # the relaunched PS had its rows back

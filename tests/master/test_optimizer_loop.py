@@ -145,16 +145,13 @@ def test_job_info_without_a_spec_comes_from_the_node_bounds() -> None:
     assert (info.limits.min_workers, info.limits.max_workers) == (2, 5)
 
 
-def test_scale_plans_go_to_the_local_platform_for_its_operator(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("FLEXJOB_HOME", str(tmp_path))
-    platform = LocalPlatform()
-    platform.create_job(ElasticJob.model_validate({"metadata": {"name": "j", "namespace": "ns"}}))
+def tick_after_an_oom(scale_plan_platform: str) -> None:
+    """One tick of the single-job optimiser of job ``ns/j`` (1 worker of 1,024 MiB) after its
+    worker-0 was OOM-killed: it writes a ScalePlan through ``scale_plan_platform``."""
     config = MasterConfig(
         job_name="j",
         optimize_mode=OptimizeMode.SINGLE_JOB,
-        scale_plan_platform="local",
+        scale_plan_platform=scale_plan_platform,
         optimizer_job=planner.PlannedJob(
             planner.JobProfile("ns.j"),
             resources={ReplicaType.WORKER: planner.ReplicaResources(1, memory_mb=1024)},
@@ -164,6 +161,15 @@ def test_scale_plans_go_to_the_local_platform_for_its_operator(
     loop = OptimizerLoop.from_config(config, master)
     master.fail("worker-0", "OOMKilled")
     loop.tick()
+
+
+def test_scale_plans_go_to_the_local_platform_for_its_operator(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLEXJOB_HOME", str(tmp_path))
+    platform = LocalPlatform()
+    platform.create_job(ElasticJob.model_validate({"metadata": {"name": "j", "namespace": "ns"}}))
+    tick_after_an_oom("local")
     [plan] = platform.list_scale_plans("ns", "j")
     assert plan.spec.owner_job == "j" and plan.spec.migrate_pods[0].resource.memory == 1536
 

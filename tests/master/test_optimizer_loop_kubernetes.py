@@ -6,12 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from flexjob.api import ElasticJob, OptimizeMode, ReplicaType
-from flexjob.core import planner
-from flexjob.core.master_config import MasterConfig
-from flexjob.master.optimizer_loop import OptimizerLoop
+from flexjob.api import ElasticJob
 from flexjob.platform.kubernetes import KubernetesPlatform
-from tests.master.test_optimizer_loop import FakeMaster
+from tests.master.test_optimizer_loop import tick_after_an_oom
 from tests.support.k8s_fixtures import SCALEPLANS, EmulatorThread, use_kubeconfig
 
 
@@ -22,19 +19,7 @@ def test_master_creates_a_scale_plan_object_owned_by_its_job(
         use_kubeconfig(tmp_path / "kubeconfig", emulator.base_url, monkeypatch)
         job = ElasticJob.model_validate({"metadata": {"name": "j", "namespace": "ns"}})
         job = KubernetesPlatform().create_job(job)
-        config = MasterConfig(
-            job_name="j",
-            optimize_mode=OptimizeMode.SINGLE_JOB,
-            scale_plan_platform="kubernetes",
-            optimizer_job=planner.PlannedJob(
-                planner.JobProfile("ns.j"),
-                resources={ReplicaType.WORKER: planner.ReplicaResources(1, memory_mb=1024)},
-            ),
-        )
-        master = FakeMaster()
-        loop = OptimizerLoop.from_config(config, master)
-        master.fail("worker-0", "OOMKilled")
-        loop.tick()
+        tick_after_an_oom("kubernetes")
         [plan] = emulator.store.select(SCALEPLANS, "ns")
     assert plan["spec"]["ownerJob"] == "j"
     assert [o["uid"] for o in plan["metadata"]["ownerReferences"]] == [job.metadata.uid]

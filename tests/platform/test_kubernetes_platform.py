@@ -1,6 +1,7 @@
 """What the Kubernetes platform writes to the API server: pods, services, owners, status."""
 
 from collections.abc import Iterator
+from typing import Any
 
 import kubernetes.client
 import pytest
@@ -181,19 +182,20 @@ def test_job_status_is_written_through_the_status_subresource(
     assert body["metadata"]["generation"] == 1
 
 
+def patch_status_as_another_writer(client: kubernetes.client.ApiClient, patch: Any) -> None:
+    """Merge-patch job ``default/j``'s status subresource as kopf or a user would."""
+    CustomObjectsApi(client).patch_namespaced_custom_object_status(
+        "flexjob.dev", "v1alpha1", "default", "elasticjobs", "j", patch, _content_type=MERGE
+    )
+
+
 def test_status_patch_keeps_what_other_writers_put_in_the_status(
     cluster: tuple[KubernetesPlatform, kubernetes.client.ApiClient, EmulatorThread],
 ) -> None:
     platform, client, _ = cluster
     make_job(platform)
-    CustomObjectsApi(client).patch_namespaced_custom_object_status(
-        "flexjob.dev",
-        "v1alpha1",
-        "default",
-        "elasticjobs",
-        "j",
-        {"status": {"kopf": {"progress": {"h": {}}}, "replicas": {"worker": 3}}},
-        _content_type=MERGE,
+    patch_status_as_another_writer(
+        client, {"status": {"kopf": {"progress": {"h": {}}}, "replicas": {"worker": 3}}}
     )
     platform.patch_job_status("default", "j", {"phase": JobPhase.RUNNING})
     body = CustomObjectsApi(client).get_namespaced_custom_object(
@@ -208,15 +210,7 @@ def test_kopf_keys_in_job_status_are_ignored(
 ) -> None:
     platform, client, _ = cluster
     make_job(platform)
-    CustomObjectsApi(client).patch_namespaced_custom_object_status(
-        "flexjob.dev",
-        "v1alpha1",
-        "default",
-        "elasticjobs",
-        "j",
-        {"status": {"kopf": {"progress": {}}}},
-        _content_type=MERGE,
-    )
+    patch_status_as_another_writer(client, {"status": {"kopf": {"progress": {}}}})
     assert platform.get_job("default", "j").status == ElasticJobStatus()
 
 

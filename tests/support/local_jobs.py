@@ -1,5 +1,6 @@
 """Building small local ElasticJobs whose replicas are plain Python one-liners."""
 
+import json
 import os
 import subprocess
 import sys
@@ -101,3 +102,9 @@ def run_flexjob(
         text=True,
         timeout=timeout,
     )
+
+
+def job_status(env: dict[str, str], name: str) -> dict[str, object]:
+    """The job's ``status`` as ``flexjob get NAME -o json`` prints it; empty while it cannot."""
+    out = run_flexjob(env, "get", name, "-o", "json")
+    return dict(json.loads(out.stdout)["status"]) if out.returncode == 0 else {}
