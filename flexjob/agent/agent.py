@@ -9,6 +9,7 @@ with the new world, as torchrun does. Not for choosing ranks or shards (the mast
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import signal
@@ -104,7 +105,8 @@ class ElasticAgent:
         """Run until the workers finish; returns the node's exit code (128 + N after stop
         signal N: its workers get SIGTERM and a grace period first)."""
         beat = threading.Thread(target=self._heartbeats, name="flexjob-heartbeat", daemon=True)
-        threading.Thread(target=self._stay_attached, name="flexjob-attach", daemon=True).start()
+        attached = functools.partial(self.client.stay_attached, self._stopping)
+        threading.Thread(target=attached, name="flexjob-attach", daemon=True).start()
         with raise_on_stop_signals():
             beat.start()
             endpoint = observing.serve(self._run_dir, self.config.node_id)
@@ -243,19 +245,6 @@ class ElasticAgent:
                 self._beat_since = None
             if time.time() - started > MASTER_SLOW_S:  # it retried: the master was away
                 self._master_back_at = time.time()
-
-    def _stay_attached(self) -> None:
-        """Background thread: keep the node's ``Attach`` stream open while this agent lives
-        (re-opened after a master restart), so that its death is known to the master at once
-        (its connection closes) instead of after the heartbeat timeout."""
-        while not self._stopping.is_set():
-            try:
-                for _ in self.client.attach():
-                    if self._stopping.is_set():
-                        return
-            except Exception as exc:  # the master is away, or this agent is closing
-                log.debug("attach stream ended: %s", exc)
-            self._stopping.wait(1.0)
 
     def _check_job(self) -> None:
         """Raise ``JobFailedElsewhere`` once another node's agent gave up on the job."""

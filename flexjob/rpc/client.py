@@ -10,6 +10,8 @@ Not thread-safe across ``close()``; otherwise a client may be shared by threads.
 """
 
 import dataclasses
+import logging
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 
@@ -42,6 +44,8 @@ _CHANNEL_OPTIONS = [
     ("grpc.max_reconnect_backoff_ms", 1000),
     ("grpc.enable_retries", 0),
 ]
+
+log = logging.getLogger(__name__)
 
 
 def open_channel(address: str) -> grpc.Channel:
@@ -199,6 +203,20 @@ class MasterClient(RetryingClient):
         req = pb.AttachRequest(node=self._node)
         stream: Iterator[object] = self._stub.Attach(req, metadata=self._metadata)
         return stream
+
+    def stay_attached(self, stopping: threading.Event, retry_s: float = 1.0) -> None:
+        """Keep this node's ``Attach`` stream open until ``stopping`` is set, re-opening it
+        ``retry_s`` after it ends (a master restart), so that the death of this process is
+        known to the master at once (its connection closes) instead of after the heartbeat
+        timeout. Blocks: run it on a thread of its own."""
+        while not stopping.is_set():
+            try:
+                for _ in self.attach():
+                    if stopping.is_set():
+                        return
+            except Exception as exc:  # the master is away, or this process is closing
+                log.debug("attach stream ended: %s", exc)
+            stopping.wait(retry_s)
 
     def exclude_nodes(self, round: int, reasons: Mapping[str, str]) -> tuple[str, ...]:
         """Ask the master to keep nodes (id → why, worst first) out of world ``round`` and

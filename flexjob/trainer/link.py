@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 
@@ -42,6 +43,20 @@ class MasterLink:
             self.node if ident.process_id == ident.node_id else MasterClient(ident.master, proc)
         )
         self.shards = ShardLeaser(self.proc, lease_size(default=shard_lease))
+        self._closing = threading.Event()
+
+    def stay_attached(self) -> None:
+        """Hold the node's ``Attach`` stream on a thread while this process lives, so that the
+        master takes its death (the stream breaks) at once: the shards it held go back to TODO
+        without waiting for the heartbeat timeout or a restarted process. For a process that
+        is its node's only one and has no agent holding the stream for it."""
+        attached = threading.Thread(
+            target=self.node.stay_attached,
+            args=(self._closing,),
+            name="flexjob-attach",
+            daemon=True,
+        )
+        attached.start()
 
     @classmethod
     def from_identity(cls, ident: NodeIdentity) -> MasterLink:
@@ -98,6 +113,7 @@ class MasterLink:
         self.node.kv_set(key, value.encode())
 
     def close(self) -> None:
+        self._closing.set()
         with contextlib.suppress(UnavailableError):  # a gone master takes them back itself
             self.shards.close()
         if self.proc is not self.node:
@@ -109,8 +125,9 @@ def replica_link() -> MasterLink:
     """A link for a process that is its replica's only trainer, started without an agent
     (e.g. an asynchronous parameter-server worker). Unless ``FLEXJOB_NODE_ID`` names it, its
     node is the replica (``worker-1``), and it tells the master it (re)started, so the shards
-    an earlier process of the same replica held go back to TODO at once instead of after the
-    heartbeat timeout."""
+    an earlier process of the same replica held go back to TODO, and it holds the node's
+    ``Attach`` stream (``MasterLink.stay_attached``), so that its own death hands its shards
+    back at once, before a replacement process starts."""
     ident = node_identity()
     if os.environ.get(names.ENV_NODE_ID) or not os.environ.get(names.ENV_REPLICA_TYPE):
         return MasterLink(ident)
@@ -121,4 +138,5 @@ def replica_link() -> MasterLink:
         exit_code=0,
         restarting=True,
     )
+    link.stay_attached()
     return link

@@ -10,7 +10,12 @@ import pytest
 import yaml
 
 from tests.e2e.k8s_cluster import cluster
-from tests.e2e.test_ps_jobs import assert_every_shard_once_and_auc_met, ctr_spec, shards_accepted
+from tests.e2e.test_ps_jobs import (
+    assert_every_shard_once_and_auc_met,
+    assert_shards_back_before_the_replacement,
+    ctr_spec,
+    shards_accepted,
+)
 from tests.support.k8s_emulator import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
@@ -30,6 +35,7 @@ async def test_ctr_ps_job_survives_a_killed_worker_pod_with_every_shard_done_onc
         c.kill(WORKER_1)
         phase = await c.wait_phase(NAME, ("Succeeded", "Failed"), 150)
         logs = c.log(WORKER_0) + c.log(WORKER_1)
+        master_log = c.log(f"{NAME}-master-0")
         pods = sorted(p["metadata"]["name"] for p in c.pods(NAME))
         context = "\n".join(f"--- {p}\n{c.log(p)[-2000:]}" for p in pods)
         assert phase == "Succeeded", context
@@ -37,3 +43,4 @@ async def test_ctr_ps_job_survives_a_killed_worker_pod_with_every_shard_done_onc
         replicas = {f"{NAME}-ps-0", f"{NAME}-ps-1", WORKER_0, WORKER_1}
         assert replicas <= set(pods) <= replicas | {f"{NAME}-master-0"}, pods
     assert_every_shard_once_and_auc_met(shard_log, logs, unanswered=1)  # the killed worker
+    assert_shards_back_before_the_replacement(master_log)

@@ -185,6 +185,17 @@ def test_ctr_job_survives_a_killed_worker_with_every_shard_done_once(
         victim.send_signal(signal.SIGKILL)
 
     ctr_job_meets_its_goals(tmp_path, env, home, kill_worker, killed_workers=1)
+    assert_shards_back_before_the_replacement(flexjob(env, "logs", "ctr-ps", "-r", "master-0"))
+
+
+def assert_shards_back_before_the_replacement(master_log: str) -> None:
+    """The killed worker-1 was dead to the master (its shards back in TODO) before its
+    replacement's process started: its broken connection (``replica_link`` holds an ``Attach``
+    stream) or the platform's word, whichever came first, not the replacement's arrival."""
+    worker_1 = [line for line in master_log.splitlines() if " node=worker-1 " in line]
+    started = [i for i, line in enumerate(worker_1) if "replica process started" in line]
+    dead = [i for i, line in enumerate(worker_1) if "event=node_dead " in line]
+    assert len(started) == 2 and dead and started[0] < dead[0] < started[1], worker_1
 
 
 def test_ctr_job_survives_a_killed_ps_restored_from_its_checkpoint(
