@@ -195,7 +195,7 @@ def assert_shards_back_before_the_replacement(master_log: str) -> None:
     worker_1 = [line for line in master_log.splitlines() if " node=worker-1 " in line]
     started = [i for i, line in enumerate(worker_1) if "replica process started" in line]
     dead = [i for i, line in enumerate(worker_1) if "event=node_dead " in line]
-    assert len(started) == 2 and dead and started[0] < dead[0] < started[1], worker_1
+    assert len(started) >= 2 and dead and started[0] < dead[0] < started[1], worker_1
 
 
 def test_ctr_job_survives_a_killed_ps_restored_from_its_checkpoint(
