@@ -3,17 +3,21 @@
 For: comparing policies on a trace (``flexjob simulate``, ``benchmarks/scheduler.py``). Jobs
 arrive per the trace; every tick the simulator runs ``core.policies.schedule_round`` (placing
 new jobs; re-planning preemptible ones every ``period``); a job whose allocation changes to a
-non-empty one pays ``restart_delay`` seconds with no progress (also on its first start); a
-running job progresses at ``speedup(num_nodes, num_replicas)`` of its goodput model per second
-and finishes when its progress reaches its ``work``. Each job's attained service (GPU-seconds
-held) is passed to the policy; the CPU time of every scheduling round is recorded. Not for:
-live clusters, or fitting models (policies here see each job's true model).
+non-empty one pays ``restart_delay`` seconds with no progress (also on its first start), and
+every such change after its first start counts as a restart (a resize, or a resume after a
+preemption); a running job progresses at ``speedup(num_nodes, num_replicas)`` of its goodput
+model per second and finishes when its progress reaches its ``work``. Each job's attained
+service (GPU-seconds held) is passed to the policy; the CPU time of every scheduling round is
+recorded. ``observe``, when given, sees the work each job has left before every scheduling
+round: the truth an oracle in a bounds benchmark is told (``benchmarks/scheduler_bounds.py``),
+which the live Allocator is not. Not for: live clusters, or fitting models (policies here see
+each job's true model).
 """
 
 import logging
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from flexjob.core.policies import (
@@ -61,6 +65,7 @@ class _Running:
     restarts: int = 0
     blocked_until: float = 0.0
     attained: float = 0.0
+    started: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,8 +137,10 @@ def simulate(
     cluster: ClusterConfig | None = None,
     *,
     max_time: float = 365 * 86400.0,
+    observe: Callable[[Mapping[str, float]], None] | None = None,
 ) -> SimResult:
-    """Run ``trace`` under ``policy`` until every job finishes (or ``max_time``)."""
+    """Run ``trace`` under ``policy`` until every job finishes (or ``max_time``); ``observe``
+    gets each arrived job's work left (1-replica seconds) before every scheduling round."""
     cluster = cluster or ClusterConfig()
     nodes = cluster.node_infos()
     total_gpus = cluster.nodes * cluster.gpus_per_node
@@ -160,6 +167,8 @@ def simulate(
         ]
         optimize = now - last_optimize >= cluster.period
         if arrived or optimize:
+            if observe is not None:
+                observe({k: r.job.work - r.progress for k, r in running.items()})
             began = time.process_time()
             new = schedule_round(policy, infos, nodes, allocations, optimize=optimize)
             if optimize:
@@ -169,9 +178,10 @@ def simulate(
                 if new.get(job_id):
                     state = running[job_id]
                     state.blocked_until = now + cluster.restart_delay
-                    if allocations.get(job_id):
+                    if state.started:
                         state.restarts += 1
                         restarts += 1
+                    state.started = True
             allocations = {k: v for k, v in new.items() if v}
         finished = []
         for job_id, allocation in allocations.items():

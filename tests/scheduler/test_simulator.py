@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from flexjob.core.policies import GoodputPolicy, StaticPolicy
+from flexjob.core.policies import GoodputPolicy, StaticPolicy, TiresiasPolicy
 from flexjob.scheduler.simulator import ClusterConfig, percentile, simulate
 from flexjob.scheduler.trace import TraceJob, read_trace
 
@@ -59,3 +59,31 @@ def test_gpu_utilisation_is_a_fraction_of_the_cluster() -> None:
 def test_percentile_interpolates_between_ranks() -> None:
     assert percentile([1.0, 2.0, 3.0, 4.0, 5.0], 50.0) == 3.0
     assert percentile([0.0, 10.0], 99.0) == pytest.approx(9.9)
+
+
+def test_a_resume_after_a_preemption_counts_as_a_restart() -> None:
+    # One GPU: "long" passes the first service level (1 GPU-hour) before "short" arrives, so
+    # Tiresias preempts it for "short" and resumes it when "short" is done.
+    trace = [_job("long", 6000.0), _job("short", 600.0, submit=4000.0)]
+    result = simulate(trace, TiresiasPolicy(), ClusterConfig(nodes=1, gpus_per_node=1))
+    assert not result.unfinished
+    assert result.jct["short"] < 1000.0
+    assert result.restarts == 1
+
+
+def test_observe_sees_the_work_each_job_has_left_before_each_round() -> None:
+    seen: list[dict[str, float]] = []
+    job = _job("a", work=3600.0, replicas=2)
+    result = simulate(
+        [job],
+        StaticPolicy(),
+        ClusterConfig(nodes=1, gpus_per_node=4),
+        observe=lambda r: seen.append(dict(r)),
+    )
+    left = [s["a"] for s in seen]
+    assert left[0] == 3600.0
+    assert left == sorted(left, reverse=True) and left[-1] < 3600.0
+    rate = job.model().speedup(1, 2)
+    # Rounds run every 60 s; the first 30 s of the job are its start delay.
+    assert left[1] == pytest.approx(3600.0 - rate * 30.0)
+    assert result.jct["a"] == pytest.approx(30.0 + 3600.0 / rate)
