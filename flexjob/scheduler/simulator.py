@@ -3,8 +3,9 @@
 For: comparing policies on a trace (``flexjob simulate``, ``benchmarks/scheduler.py``). Jobs
 arrive per the trace; every tick the simulator runs ``core.policies.schedule_round`` (placing
 new jobs; re-planning preemptible ones every ``period``); a job whose allocation changes to a
-non-empty one pays ``restart_delay`` seconds with no progress (also on its first start), and
-every such change after its first start counts as a restart (a resize, or a resume after a
+non-empty one pays ``restart_delay`` seconds with no progress (its first start pays
+``start_delay``, the same unless set), and every such change after its first start counts as a
+restart (a resize, or a resume after a
 preemption); a running job progresses at ``speedup(num_nodes, num_replicas)`` of its goodput
 model per second and finishes when its progress reaches its ``work``. Each job's attained
 service (GPU-seconds held) is passed to the policy; the CPU time of every scheduling round is
@@ -44,13 +45,21 @@ class ClusterConfig:
     tick: float = 30.0
     period: float = 60.0
     restart_delay: float = 30.0
+    #: Seconds a job's first start takes; None: ``restart_delay``.
+    start_delay: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("nodes", "gpus_per_node", "tick", "period"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
-        if self.restart_delay < 0:
-            raise ValueError(f"restart_delay must be >= 0, got {self.restart_delay}")
+        for name in ("restart_delay", "start_delay"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ValueError(f"{name} must be >= 0, got {value}")
+
+    @property
+    def first_start_delay(self) -> float:
+        return self.restart_delay if self.start_delay is None else self.start_delay
 
     def node_infos(self) -> list[NodeInfo]:
         free = Resources(gpu=self.gpus_per_node)
@@ -177,7 +186,8 @@ def simulate(
             for job_id in changed_jobs(allocations, new):
                 if new.get(job_id):
                     state = running[job_id]
-                    state.blocked_until = now + cluster.restart_delay
+                    delay = cluster.restart_delay if state.started else cluster.first_start_delay
+                    state.blocked_until = now + delay
                     if state.started:
                         state.restarts += 1
                         restarts += 1

@@ -38,6 +38,13 @@ def test_a_lone_job_finishes_after_its_work_divided_by_its_speedup_plus_the_star
     assert result.jct["a"] == pytest.approx(expected, rel=1e-6)
 
 
+def test_a_first_start_pays_the_start_delay_when_it_is_set() -> None:
+    job = _job("a", work=3600.0, replicas=2)
+    cluster = ClusterConfig(nodes=1, gpus_per_node=4, restart_delay=30.0, start_delay=5.0)
+    result = simulate([job], StaticPolicy(), cluster)
+    assert result.jct["a"] == pytest.approx(5.0 + 3600.0 / job.model().speedup(1, 2), rel=1e-6)
+
+
 def test_a_job_waits_in_static_until_its_request_fits() -> None:
     trace = [_job("big", 600.0, replicas=4), _job("next", 600.0, replicas=4, submit=1.0)]
     result = simulate(trace, StaticPolicy(), ClusterConfig(nodes=1, gpus_per_node=4))
