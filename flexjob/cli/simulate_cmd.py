@@ -57,7 +57,14 @@ def _simulate(
     nodes: int = typer.Option(16, min=1, help="Nodes in the simulated cluster."),
     gpus_per_node: int = typer.Option(4, min=1, help="GPUs per node."),
     period: float = typer.Option(60.0, min=1.0, help="Seconds between optimize rounds."),
-    restart_delay: float = typer.Option(30.0, min=0.0, help="Seconds a re-allocation costs."),
+    restart_delay: float = typer.Option(
+        30.0,
+        min=0.0,
+        help="Seconds a re-allocation costs; restart-aware policies (goodput) are told it.",
+    ),
+    start_delay: float | None = typer.Option(
+        None, min=0.0, help="Seconds a job's first start costs (default: --restart-delay)."
+    ),
     plot: Path | None = typer.Option(None, help="Write JCT CDFs of all policies to this PNG."),
 ) -> None:
     """Simulate a trace under each --policy and print avg/p99 JCT, makespan, GPU utilisation."""
@@ -67,7 +74,7 @@ def _simulate(
         raise typer.BadParameter(
             "give exactly one of --trace (a CSV trace file) or --workload", param_hint="--trace"
         )
-    from flexjob.scheduler.registry import UnknownPolicyError, load_policy
+    from flexjob.scheduler.registry import UnknownPolicyError, load_policy_for
     from flexjob.scheduler.report import format_table
     from flexjob.scheduler.simulator import ClusterConfig, simulate
     from flexjob.scheduler.trace import TraceError, read_trace
@@ -76,16 +83,21 @@ def _simulate(
         trace_jobs = (
             read_trace(trace) if trace is not None else _generate(str(workload), jobs, seed)
         )
-        policies = [load_policy(name) for name in policy]
+        policies = [load_policy_for(name, restart_delay=restart_delay) for name in policy]
     except (TraceError, UnknownPolicyError) as exc:
         raise usage_error(exc) from None
     cluster = ClusterConfig(
-        nodes=nodes, gpus_per_node=gpus_per_node, period=period, restart_delay=restart_delay
+        nodes=nodes,
+        gpus_per_node=gpus_per_node,
+        period=period,
+        restart_delay=restart_delay,
+        start_delay=start_delay,
     )
     results = [simulate(trace_jobs, p, cluster) for p in policies]
     typer.echo(
         f"{len(trace_jobs)} jobs on {nodes} nodes x {gpus_per_node} GPUs "
-        f"(period {period:g}s, restart delay {restart_delay:g}s)"
+        f"(period {period:g}s, restart delay {restart_delay:g}s, "
+        f"start delay {cluster.first_start_delay:g}s)"
     )
     typer.echo(format_table(results, baseline=results[0].policy))
     if plot is not None:

@@ -6,6 +6,7 @@ defining policies (``flexjob.core.policies``).
 """
 
 import importlib
+import inspect
 import logging
 from importlib.metadata import entry_points
 from typing import Any
@@ -51,3 +52,15 @@ def load_policy(name: str, **options: Any) -> Policy:
     if not isinstance(policy, Policy):
         raise UnknownPolicyError(f"{name!r} is not a policy (needs name, allocate, optimize)")
     return policy
+
+
+def load_policy_for(name: str, **settings: Any) -> Policy:
+    """``load_policy`` with those of ``settings`` that the policy's constructor takes, e.g. a
+    simulated cluster's ``restart_delay`` for the restart-aware policies; a policy that takes
+    none of them is built with its defaults."""
+    try:
+        params = dict(inspect.signature(_policy_class(name)).parameters)
+    except (TypeError, ValueError):  # a constructor without a signature: give it nothing
+        params = {}
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    return load_policy(name, **{k: v for k, v in settings.items() if takes_any or k in params})

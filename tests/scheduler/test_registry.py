@@ -1,12 +1,24 @@
 import pytest
 
 from flexjob.core.policies import GoodputPolicy, StaticPolicy
-from flexjob.scheduler.registry import UnknownPolicyError, available_policies, load_policy
+from flexjob.core.policies.fair_goodput import FairGoodputPolicy
+from flexjob.scheduler.registry import (
+    UnknownPolicyError,
+    available_policies,
+    load_policy,
+    load_policy_for,
+)
 
 
 def test_builtin_policies_load_by_name() -> None:
     assert isinstance(load_policy("static"), StaticPolicy)
     assert load_policy("goodput", restart_delay=5.0).restart_delay == 5.0  # type: ignore[attr-defined]
+
+
+def test_load_policy_for_passes_only_the_settings_a_policy_takes() -> None:
+    goodput = load_policy_for("goodput", restart_delay=5.0)
+    assert isinstance(goodput, FairGoodputPolicy) and goodput.restart_delay == 5.0
+    assert isinstance(load_policy_for("static", restart_delay=5.0), StaticPolicy)
 
 
 def test_policy_loads_from_a_module_and_class_path() -> None:

@@ -2,13 +2,27 @@ import subprocess
 import sys
 from pathlib import Path
 
-SHIPPED = Path(__file__).resolve().parents[2] / "examples" / "traces" / "synthetic.csv"
+from flexjob.core.policies import StaticPolicy
+
+REPO = Path(__file__).resolve().parents[2]
+SHIPPED = REPO / "examples" / "traces" / "synthetic.csv"
 
 
 def _flexjob(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "flexjob", *args], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "flexjob", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
     )
+
+
+class ToldPolicy(StaticPolicy):
+    """``static`` whose name says the restart delay it was built with."""
+
+    def __init__(self, restart_delay: float = 30.0) -> None:
+        self.name = f"told-{restart_delay:g}s"
 
 
 def test_simulate_prints_a_row_per_policy_and_plots_the_jct_cdf(tmp_path: Path) -> None:
@@ -65,3 +79,14 @@ def test_simulate_needs_exactly_one_of_trace_and_workload() -> None:
     out = _flexjob("simulate", "--workload", "pollux", "--trace", str(SHIPPED))
     assert out.returncode == 2
     assert "--trace" in out.stderr
+
+
+def test_a_restart_aware_policy_is_told_the_simulated_restart_delay() -> None:
+    told = f"{__name__}:ToldPolicy"
+    out = _flexjob(
+        "simulate", "--trace", str(SHIPPED), "--policy", "static", "--policy", told,
+        "--restart-delay", "5", "--start-delay", "2",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "restart delay 5s, start delay 2s" in out.stdout
+    assert any(line.startswith("told-5s ") for line in out.stdout.splitlines()), out.stdout
