@@ -89,6 +89,7 @@ def _simulate(
     cluster = ClusterConfig(
         nodes=nodes,
         gpus_per_node=gpus_per_node,
+        tick=min(ClusterConfig().tick, period),  # a round every period, even a short one
         period=period,
         restart_delay=restart_delay,
         start_delay=start_delay,

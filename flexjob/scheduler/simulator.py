@@ -52,6 +52,10 @@ class ClusterConfig:
         for name in ("nodes", "gpus_per_node", "tick", "period"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        if self.period < self.tick:
+            raise ValueError(
+                f"period must be >= tick ({self.tick:g}s): rounds run on ticks, got {self.period:g}"
+            )
         for name in ("restart_delay", "start_delay"):
             value = getattr(self, name)
             if value is not None and value < 0:

@@ -94,3 +94,9 @@ def test_observe_sees_the_work_each_job_has_left_before_each_round() -> None:
     # Rounds run every 60 s; the first 30 s of the job are its start delay.
     assert left[1] == pytest.approx(3600.0 - rate * 30.0)
     assert result.jct["a"] == pytest.approx(30.0 + 3600.0 / rate)
+
+
+def test_a_period_shorter_than_a_tick_is_refused_naming_both() -> None:
+    with pytest.raises(ValueError, match=r"period must be >= tick \(30s\).*got 10"):
+        ClusterConfig(period=10.0)
+    assert ClusterConfig(tick=10.0, period=10.0).period == 10.0
