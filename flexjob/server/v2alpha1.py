@@ -11,6 +11,7 @@ from typing import Any
 
 from fastapi import APIRouter, Path
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.config import JsonDict
 
 from flexjob.api import ReplicaPhase, ReplicaType
 from flexjob.server.envelope import Envelope, ok
@@ -36,10 +37,18 @@ class ReplicasRequest(BaseModel):
     )
 
 
+#: What the Allocator reads from ``status.profilings`` (``scheduler.profilings``).
+PROFILINGS_EXAMPLE: JsonDict = {
+    "data": {
+        "steps": [{"replicas": 2, "nodes": 1, "localBatch": 32, "stepTime": 0.21}],
+        "localBatch": 32,
+        "gradNoiseScale": 800.0,
+    }
+}
+
+
 class ProfilingsRequest(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid", json_schema_extra={"examples": [{"data": {"stepTime": 0.2}}]}
-    )
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [PROFILINGS_EXAMPLE]})
 
     data: dict[str, Any] = Field(description="Merged into status.profilings (null removes).")
 

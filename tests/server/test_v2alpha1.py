@@ -1,5 +1,6 @@
 from typing import Any
 
+import pytest
 import yaml
 from fastapi.testclient import TestClient
 
@@ -8,6 +9,7 @@ from flexjob.api.bounds import DI_MAX_REPLICAS
 from flexjob.api.defaults import apply_defaults
 from flexjob.api.load import job_from_dict
 from flexjob.platform.api import Replica
+from flexjob.scheduler.profilings import goodput_model
 from tests.api.specs import EXAMPLES
 
 from .jobs import elastic_job
@@ -115,6 +117,18 @@ def test_profilings_are_merged_into_status(client: TestClient, memory: MemoryPla
     assert resp.status_code == 200
     expected = {"a": 1, "b": 2, "nested": {"x": 1, "y": 2}}
     assert memory.get_job("default", "mnist").status.profilings == expected
+
+
+def test_the_documented_profilings_example_is_what_the_allocator_fits(
+    client: TestClient, memory: MemoryPlatform
+) -> None:
+    memory.create_job(elastic_job())
+    schema = client.get("/openapi.json").json()["components"]["schemas"]["ProfilingsRequest"]
+    [example] = schema["examples"]
+    assert client.post(f"{JOB}/profilings", json=example).status_code == 200
+    model = goodput_model(memory.get_job("default", "mnist").status.profilings)
+    assert model.noise_scale == 800.0 and model.local_batch == 32
+    assert model.params.step_time(1, 2, 32) == pytest.approx(0.21)
 
 
 def test_profilings_without_data_is_422_naming_data(
