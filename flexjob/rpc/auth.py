@@ -79,12 +79,15 @@ def new_token() -> str:
 
 
 def write_token_file(path: Path, token: str) -> Path:
-    """Write ``token`` to ``path``, readable by its owner only (0600 from the start)."""
+    """Write ``token`` to ``path``, readable by its owner only (0600 from the start), at once:
+    a reader finds no file or the whole token, never an empty one (a temp file renamed)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as out:
         out.write(token)
-    os.chmod(path, 0o600)
+    os.chmod(temp, 0o600)
+    os.replace(temp, path)
     return path
 
 

@@ -63,6 +63,7 @@ def test_a_client_without_the_token_is_unauthenticated(guarded: str, token: str)
 def test_a_client_with_the_token_from_its_file_is_served(guarded: str, tmp_path: Path) -> None:
     path = write_token_file(tmp_path / "master.token", "s3cret")
     assert path.stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["master.token"]  # no temp file left
     token = master_token({"FLEXJOB_MASTER_TOKEN_FILE": str(path)})
     with MasterClient(guarded, "worker-0", token=token) as client:
         shard = client.get_shard()

@@ -35,7 +35,8 @@ name = os.environ["KUBERNETES_POD_NAME"]
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("127.0.0.1", int(os.environ[port_env]))); s.listen(); s.settimeout(0.05)
 env = {k: v for k, v in os.environ.items() if k.startswith("KUBERNETES_") or k.endswith("_PORT")}
-(out / f"{name}.json").write_text(json.dumps({"pid": os.getpid(), "env": env}))
+(out / f".{name}.tmp").write_text(json.dumps({"pid": os.getpid(), "env": env}))
+(out / f".{name}.tmp").rename(out / f"{name}.json")  # the test reads it once it exists
 end = time.time() + 120
 while not stop.exists() and time.time() < end:
     try:
