@@ -5,14 +5,13 @@ arrive per the trace; every tick the simulator runs ``core.policies.schedule_rou
 new jobs; re-planning preemptible ones every ``period``); a job whose allocation changes to a
 non-empty one pays ``restart_delay`` seconds with no progress (its first start pays
 ``start_delay``, the same unless set), and every such change after its first start counts as a
-restart (a resize, or a resume after a
-preemption); a running job progresses at ``speedup(num_nodes, num_replicas)`` of its goodput
-model per second and finishes when its progress reaches its ``work``. Each job's attained
-service (GPU-seconds held) is passed to the policy; the CPU time of every scheduling round is
-recorded. ``observe``, when given, sees the work each job has left before every scheduling
-round: the truth an oracle in a bounds benchmark is told (``benchmarks/scheduler_bounds.py``),
-which the live Allocator is not. Not for: live clusters, or fitting models (policies here see
-each job's true model).
+restart (a resize, or a resume after a preemption); a running job progresses at
+``speedup(num_nodes, num_replicas)`` of its goodput model per second and finishes when its
+progress reaches its ``work``. Each job's attained service (GPU-seconds held) is passed to the
+policy; the CPU time of every scheduling round is recorded. ``observe``, when given, sees the
+work each job has left before every scheduling round: the truth an oracle in a bounds
+benchmark is told (``benchmarks/scheduler_bounds.py``), which the live Allocator is not. Not
+for: live clusters, or fitting models (policies here see each job's true model).
 """
 
 import logging
