@@ -9,7 +9,6 @@ with the new world, as torchrun does. Not for choosing ranks or shards (the mast
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import signal
@@ -105,8 +104,7 @@ class ElasticAgent:
         """Run until the workers finish; returns the node's exit code (128 + N after stop
         signal N: its workers get SIGTERM and a grace period first)."""
         beat = threading.Thread(target=self._heartbeats, name="flexjob-heartbeat", daemon=True)
-        attached = functools.partial(self.client.stay_attached, self._stopping)
-        threading.Thread(target=attached, name="flexjob-attach", daemon=True).start()
+        self.client.attach_in_background(self._stopping)
         with raise_on_stop_signals():
             beat.start()
             endpoint = observing.serve(self._run_dir, self.config.node_id)

@@ -218,6 +218,19 @@ class MasterClient(RetryingClient):
                 log.debug("attach stream ended: %s", exc)
             stopping.wait(retry_s)
 
+    def attach_in_background(
+        self, stopping: threading.Event, retry_s: float = 1.0
+    ) -> threading.Thread:
+        """``stay_attached`` on a daemon thread of its own, started; returns the thread."""
+        thread = threading.Thread(
+            target=self.stay_attached,
+            args=(stopping, retry_s),
+            name="flexjob-attach",
+            daemon=True,
+        )
+        thread.start()
+        return thread
+
     def exclude_nodes(self, round: int, reasons: Mapping[str, str]) -> tuple[str, ...]:
         """Ask the master to keep nodes (id → why, worst first) out of world ``round`` and
         every later one; returns those it keeps out (``ExcludeNodes``)."""

@@ -50,13 +50,7 @@ class MasterLink:
         master takes its death (the stream breaks) at once: the shards it held go back to TODO
         without waiting for the heartbeat timeout or a restarted process. For a process that
         is its node's only one and has no agent holding the stream for it."""
-        attached = threading.Thread(
-            target=self.node.stay_attached,
-            args=(self._closing,),
-            name="flexjob-attach",
-            daemon=True,
-        )
-        attached.start()
+        self.node.attach_in_background(self._closing)
 
     @classmethod
     def from_identity(cls, ident: NodeIdentity) -> MasterLink:
