@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from flexjob.agent.bootstrap import NO_TORCH, READY_SUFFIX
@@ -241,7 +242,39 @@ def wait_ready(workers: list[Worker], timeout_s: float, poll_s: float = 0.02) ->
     return False
 
 
+STATUS_SUFFIX = ".status.json"
+
+
 def status_path(run_dir: str, node_id: str, local_rank: int) -> Path:
-    path = Path(run_dir) / f"{node_id}.{local_rank}.{os.getpid()}.status.json"
+    """Where this agent's worker of ``local_rank`` writes its status:
+    ``<run dir>/<node>.<local rank>.<agent pid>.status.json`` (``node_workers`` reads it)."""
+    path = Path(run_dir) / f"{node_id}.{local_rank}.{os.getpid()}{STATUS_SUFFIX}"
     path.parent.mkdir(parents=True, exist_ok=True)
     return path
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerRecord:
+    """A training process of a node as its agent's status file names it."""
+
+    node_id: str
+    local_rank: int
+    agent_pid: int
+    pid: int  # the training process (the last one that wrote the file)
+
+
+def node_workers(run_dir: str | os.PathLike[str], node_id: str) -> list[WorkerRecord]:
+    """The training processes of ``node_id`` whose status files are in ``run_dir``: a
+    process's identity from outside (a benchmark, a test), not from its command line. A
+    record may name a process that has died since (its agent restarts it under the same
+    file); whoever signals it checks that it lives."""
+    found = []
+    head = f"{node_id}."
+    for path in Path(run_dir).glob(f"{node_id}.*{STATUS_SUFFIX}"):
+        rest = path.name[len(head) : -len(STATUS_SUFFIX)].split(".")
+        if len(rest) != 2 or not all(part.isdigit() for part in rest):
+            continue  # another node whose id starts with this one's, or a temporary file
+        status = read_status(path)
+        if status is not None:
+            found.append(WorkerRecord(node_id, int(rest[0]), int(rest[1]), status.pid))
+    return sorted(found, key=lambda r: (r.local_rank, r.agent_pid))
