@@ -121,6 +121,9 @@ ENV_STATUS_FILE = "FLEXJOB_STATUS_FILE"
 # the agent's hang timeout, so a healthy peer of a hung process leaves the collective first).
 ENV_CHECKPOINT_DIR = "FLEXJOB_CHECKPOINT_DIR"
 ENV_COLLECTIVE_TIMEOUT = "FLEXJOB_COLLECTIVE_TIMEOUT"
+# The collective backend of a training process (``gloo`` or ``nccl``; unset: nccl on a CUDA
+# device, gloo on the CPU, ``core.devices``) (user).
+ENV_BACKEND = "FLEXJOB_BACKEND"
 # Shards a training process leases from the master per call: ``auto`` (from 1, doubling while
 # leases are used up quickly, up to 32, ``core.lease_size``) or a fixed number (more: fewer
 # calls, a longer tail at the end of the data). Unset: ``auto`` for ElasticDistributedSampler,

@@ -25,7 +25,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from flexjob.api import names
 from flexjob.core.batch import RankBatch
-from flexjob.trainer import group, preflight, world
+from flexjob.trainer import breaker, device, group, preflight, world
 from flexjob.trainer.batch import MicroSteps, Step, fetch_plan, micro_batches_of
 from flexjob.trainer.peer_shards import PeerShards
 from flexjob.trainer.rank_sync import sync_state
@@ -44,10 +44,18 @@ log = logging.getLogger(__name__)
 PUBLISH_EVERY_S = 0.5
 #: Steps between two checkpoints of rank 0 (and one at the end).
 DEFAULT_CHECKPOINT_EVERY = 50
+#: The exit code of a process whose broken world cannot re-form in place: its agent
+#: restarts it as a failed worker.
+EXIT_NOT_IN_PLACE = 75
 
 
 class ElasticTrainer:
-    """Runs steps over master shards with DDP on gloo, surviving deaths and joins in place."""
+    """Runs steps over master shards with DDP, surviving deaths and joins in place.
+
+    The model runs on this rank's device (``device``: ``cuda:<local rank>`` where CUDA sees
+    devices, else the CPU; ``trainer.device``) and its collectives on that device's backend
+    (``backend``: nccl or gloo, ``FLEXJOB_BACKEND`` overrides); a step's body moves its
+    batch to ``device``."""
 
     def __init__(
         self,
@@ -65,10 +73,13 @@ class ElasticTrainer:
         collective_timeout_s: float | None = None,
         poll_waiting_s: float = 0.2,
     ) -> None:
-        self.module = model
+        self.ident = world.node_identity()
+        #: This rank's device and its collectives' backend (``trainer.device``).
+        self.device = device.rank_device(self.ident.local_rank)
+        self.backend = device.backend_of(self.device)
+        self.module = model.to(self.device)
         self.optimizer = optimizer
         self.sampler = sampler
-        self.ident = world.node_identity()
         directory = world.default_checkpoint_dir(checkpoint_dir) if checkpoint else None
         #: Rank 0's checkpoints and flash copies, and the state a start resumes from.
         self.saver = StateSaver(
@@ -318,9 +329,15 @@ class ElasticTrainer:
 
     def _world_broke(self) -> None:
         """A collective of this world failed: wake the peers still blocked in one with this
-        rank (``group.abort_group``) so that all of them re-join now."""
+        rank (``group.abort_group``) so that all of them re-join now. Where this backend's
+        world cannot be re-formed in place (``breaker.in_place_problem``) the process ends
+        instead, and its agent restarts it (the restart path)."""
         self._broken = True
         group.abort_group()
+        problem = breaker.in_place_problem(self.backend)
+        if problem is not None:
+            log.warning("world of round %s broke; restarting the process: %s", self.round, problem)
+            raise SystemExit(EXIT_NOT_IN_PLACE)
 
     def _reform(self) -> None:
         """Leave the current world and form the next one, in this process. The peer shards
@@ -382,7 +399,9 @@ class ElasticTrainer:
                 # Agents start later workers without a world (they join by themselves).
                 self._publish(names.KV_IN_PLACE, "1")
             try:
-                group.form_group(gen, rank, size, self._stores, self.collective_timeout_s)
+                group.form_group(
+                    gen, rank, size, self._stores, self.collective_timeout_s, self.backend
+                )
                 if self._preflight and size > 1 and self._drop_failed(gen.round):
                     group.destroy_group()
                     gen = next_generation(
@@ -395,7 +414,8 @@ class ElasticTrainer:
                     process_ids = [None] * size
                     dist.all_gather_object(process_ids, self.ident.process_id)
                 # sync_state broadcast the state: DDP need not broadcast it again.
-                self._ddp = DistributedDataParallel(self.module, init_sync=False)
+                ids = [self.device] if self.device.type == "cuda" else None
+                self._ddp = DistributedDataParallel(self.module, device_ids=ids, init_sync=False)
                 self.batch_plan = fetch_plan(self.source, rank, size, self.sampler.batch_size)
                 break
             except Exception as exc:

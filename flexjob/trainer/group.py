@@ -8,24 +8,17 @@ Not for choosing ranks (the master does) or syncing model state (``flexjob.train
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import logging
-import os
-import socket
-import stat
 
 import torch.distributed as dist
 from torch.distributed import PrefixStore, TCPStore  # type: ignore[attr-defined]
 
+from flexjob.core import devices
+from flexjob.trainer.breaker import WorldBreaker, for_backend
 from flexjob.trainer.world import Generation
 
 log = logging.getLogger(__name__)
-
-BACKEND = "gloo"
-#: Where this process's open descriptors are listed (Linux); elsewhere ``abort_group`` cannot
-#: find the group's sockets and peers notice a broken world through their own collectives.
-FD_DIR = "/proc/self/fd"
 
 
 class CollectiveError(RuntimeError):
@@ -43,7 +36,9 @@ def is_collective_error(exc: BaseException) -> bool:
         return True
     if isinstance(exc, RuntimeError):
         text = str(exc)
-        markers = ("gloo", "Connection reset", "Connection closed", "Broken pipe", "Timed out")
+        markers = (
+            "gloo", "NCCL", "Connection reset", "Connection closed", "Broken pipe", "Timed out",
+        )  # fmt: skip
         return any(m in text for m in markers)
     return False
 
@@ -71,57 +66,15 @@ class StoreCache:
         self._stores.pop(address, None)
 
 
-def _sockets() -> dict[int, int]:
-    """This process's open sockets: descriptor → inode (empty where ``FD_DIR`` is missing)."""
-    found: dict[int, int] = {}
-    with contextlib.suppress(OSError):
-        for name in os.listdir(FD_DIR):
-            with contextlib.suppress(OSError, ValueError):
-                st = os.stat(f"{FD_DIR}/{name}")
-                if stat.S_ISSOCK(st.st_mode):
-                    found[int(name)] = st.st_ino
-    return found
-
-
-def _is_peer_connection(fd: int) -> bool:
-    """True for a connected stream socket; False for a listener (shutting one down makes
-    gloo's accept thread fail, which ends the process) and anything else."""
-    try:
-        with socket.socket(fileno=os.dup(fd)) as sock:
-            if sock.type != socket.SOCK_STREAM:
-                return False
-            if sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
-                return False
-            sock.getpeername()
-            return True
-    except OSError:
-        return False
-
-
-#: The current group's connections to its peers (not its listener): descriptor → inode.
-_group_sockets: dict[int, int] = {}
+#: The breaker of the current group (``trainer.breaker``), set when it forms.
+_breaker: list[WorldBreaker] = []
 
 
 def abort_group() -> int:
-    """Shut down the current group's sockets; returns how many.
-
-    A rank whose collective failed (a peer died) calls this at once: its peers blocked in a
-    collective with it read end-of-file and fail now, instead of waiting for a peer of
-    theirs to notice or for the collective timeout; gloo has no abort that wakes a blocked
-    collective (``ProcessGroup.abort`` leaves it waiting). The descriptors stay open (torch
-    closes them with the group); a descriptor reused since for another socket is left alone."""
-    done = 0
-    for fd, inode in list(_group_sockets.items()):
-        try:
-            if os.stat(f"{FD_DIR}/{fd}").st_ino != inode:
-                continue
-            with socket.socket(fileno=os.dup(fd)) as sock:
-                sock.shutdown(socket.SHUT_RDWR)
-            done += 1
-        except OSError:
-            continue  # closed meanwhile: nothing to wake
-    _group_sockets.clear()
-    return done
+    """Break the current group (``WorldBreaker.break_world``: gloo's connections shut down,
+    NCCL's communicators aborted) so that its peers blocked in a collective with this rank
+    fail now; returns how many connections or communicators it broke (0: no group)."""
+    return _breaker.pop().break_world() if _breaker else 0
 
 
 #: The group ``destroy_group`` tore down last, kept alive until the next one is torn down.
@@ -136,7 +89,7 @@ _retired: list[object] = []
 def destroy_group() -> None:
     """Tear down the default group if there is one; errors of a broken group are ignored.
     The group object itself lives on until the next call (``_retired``)."""
-    _group_sockets.clear()
+    _breaker.clear()
     if not dist.is_initialized():
         return
     retired = dist.group.WORLD
@@ -161,17 +114,24 @@ def _reset_group_names() -> None:
 
 
 def form_group(
-    gen: Generation, rank: int, world_size: int, stores: StoreCache, timeout_s: float
+    gen: Generation,
+    rank: int,
+    world_size: int,
+    stores: StoreCache,
+    timeout_s: float,
+    backend: str = devices.GLOO,
 ) -> None:
-    """Create the default process group of ``gen`` (blocks until all its ranks arrive)."""
+    """Create the default process group of ``gen`` on ``backend`` (blocks until all its ranks
+    arrive); its breaker (``trainer.breaker``) is what ``abort_group`` uses."""
     destroy_group()
     _reset_group_names()
     prefix = gen.store_prefix or f"flexjob/round-{gen.round}"
     store = PrefixStore(prefix.rstrip("/") + "/pg/", stores.get(gen.store_address))
-    before = _sockets()
+    breaker = for_backend(backend)
+    breaker.prepare()
     try:
         dist.init_process_group(
-            BACKEND,
+            backend,
             store=store,
             rank=rank,
             world_size=world_size,
@@ -180,6 +140,6 @@ def form_group(
     except Exception:
         stores.forget(gen.store_address)
         raise
-    opened = {fd: ino for fd, ino in _sockets().items() if before.get(fd) != ino}
-    _group_sockets.update({fd: ino for fd, ino in opened.items() if _is_peer_connection(fd)})
-    log.info("formed round %d: rank %d of %d", gen.round, rank, world_size)
+    breaker.formed()
+    _breaker[:] = [breaker]
+    log.info("formed round %d: rank %d of %d on %s", gen.round, rank, world_size, backend)

@@ -21,6 +21,7 @@ import torch.distributed as dist
 
 from flexjob.api import names
 from flexjob.core.preflight import CheckResult, failed_nodes
+from flexjob.trainer.device import collective_device
 
 #: The check's size: products of SIZE x SIZE matrices, ROUNDS of them.
 SIZE = 128
@@ -72,7 +73,7 @@ def preflight(node: str) -> dict[str, str]:
     failed (the same on every rank). A collective that fails raises (the world re-forms)."""
     mine = run_local(node)
     size = dist.get_world_size()
-    ones = torch.ones(REDUCE_ELEMENTS)
+    ones = torch.ones(REDUCE_ELEMENTS, device=collective_device())
     dist.all_reduce(ones)
     if not bool(torch.all(ones == size)):
         mine = CheckResult(node, mine.seconds, mine.error or "the all-reduce summed wrong")

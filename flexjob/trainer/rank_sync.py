@@ -1,7 +1,8 @@
 """Bringing every rank of a freshly formed world to the same training state.
 
 The rank that has committed the most steps (the oldest survivor; ties go to the lowest rank)
-broadcasts its model tensors, optimizer state and step count. A newcomer or a restarted
+broadcasts its model tensors (from the memory they are in: a GPU's under nccl), optimizer
+state and step count. A newcomer or a restarted
 process therefore continues from the survivors' memory, not from a checkpoint on disk.
 """
 
@@ -12,6 +13,8 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
+
+from flexjob.trainer.device import collective_device
 
 #: Tensors of one dtype are broadcast together, in flat buckets of at most this many bytes
 #: (one collective each instead of one per tensor; a tensor this big or bigger goes alone).
@@ -32,7 +35,7 @@ def sync_state(
     if world == 1:
         return step, extra
     rank = dist.get_rank()
-    steps = torch.zeros(world, dtype=torch.int64)
+    steps = torch.zeros(world, dtype=torch.int64, device=collective_device())
     steps[rank] = step
     dist.all_reduce(steps)
     src = choose_source([int(s) for s in steps.tolist()])

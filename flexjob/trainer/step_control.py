@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
+from flexjob.trainer.device import collective_device
 from flexjob.trainer.peer_shards import PeerShards
 from flexjob.trainer.sampler import Batch, NoShard
 from flexjob.trainer.step_time import OwnStepTimer
@@ -43,7 +44,8 @@ def all_reduce_control(
     more = 0 if got is NoShard.END or got == [] else 1  # [] : no micro-batch planned
     batches = got if isinstance(got, list) else []
     slots = peers.encode(batches, dist.get_world_size())
-    ctl = torch.tensor([n, more, int(wants_reform), *proposal, *slots], dtype=torch.int64)
+    values = [n, more, int(wants_reform), *proposal, *slots]
+    ctl = torch.tensor(values, dtype=torch.int64, device=collective_device())
     timer.control_entered()
     dist.all_reduce(ctl)
     timer.control_left()
