@@ -1,4 +1,5 @@
-"""Samples what a node's workers use (CPU, memory via psutil) and how fast they train.
+"""Samples what a node's workers use (CPU, memory via psutil; GPU memory and utilisation via
+NVML where there is one, ``agent.gpu``) and how fast they train.
 
 Throughput comes from the trainer helpers' status files (samples committed over time). Not
 for sending: the agent reports the numbers to the master.
@@ -10,6 +11,7 @@ import time
 
 import psutil
 
+from flexjob.agent.gpu import GpuSampler
 from flexjob.agent.workers import Worker
 from flexjob.rpc.messages import NodeStats
 
@@ -17,7 +19,8 @@ from flexjob.rpc.messages import NodeStats
 class ResourceMonitor:
     """Keeps per-process psutil handles so CPU percentages are measured between two calls."""
 
-    def __init__(self) -> None:
+    def __init__(self, gpu: GpuSampler | None = None) -> None:
+        self._gpu = gpu if gpu is not None else GpuSampler()
         self._procs: dict[int, psutil.Process] = {}
         self._last_samples: tuple[float, int] | None = None
 
@@ -48,4 +51,8 @@ class ResourceMonitor:
                 rate = (samples - n0) / (now - t0)
         self._last_samples = (now, samples)
         own = max((s.step_seconds for s in statuses), default=0.0)  # the slowest process's
-        return NodeStats(cpu, mem, step, rate, world, time.time(), step_seconds=own)
+        gpu = self._gpu.sample({w.pid for w in workers if not w.state.finished})
+        return NodeStats(
+            cpu, mem, step, rate, world, time.time(), step_seconds=own,
+            gpu_memory_bytes=gpu.memory_bytes, gpu_percent=gpu.percent,
+        )  # fmt: skip

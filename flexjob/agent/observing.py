@@ -1,4 +1,4 @@
-"""What an agent shows on its ``/metrics``: its workers' CPU and memory, the step, samples/s
+"""What an agent shows on its ``/metrics``: its workers' CPU, memory and GPU, the step, samples/s
 and seconds per step (from the trainer's status), and restarts (counted where they happen).
 
 The metrics are made when this module is imported, so every family is listed from the first
@@ -18,6 +18,12 @@ LABELS = ("job_name", "node")
 RESTARTS = metrics.counter("flexjob_agent_restarts", "Restarts of failed workers.", LABELS)
 CPU = metrics.gauge("flexjob_agent_cpu_percent", "Workers' CPU use, %.", LABELS)
 MEMORY = metrics.gauge("flexjob_agent_memory_bytes", "Workers' resident memory.", LABELS)
+GPU_MEMORY = metrics.gauge(
+    "flexjob_agent_gpu_memory_bytes", "GPU memory the workers hold (0: no GPU).", LABELS
+)
+GPU = metrics.gauge(
+    "flexjob_agent_gpu_percent", "Mean utilisation of the workers' GPUs, %.", LABELS
+)
 STEP = metrics.gauge("flexjob_agent_step", "The trainer's last step.", LABELS)
 SPEED = metrics.gauge("flexjob_agent_samples_per_second", "This node's throughput.", LABELS)
 STEP_SECONDS = metrics.gauge("flexjob_agent_step_seconds", "Seconds per step, recently.", LABELS)
@@ -43,6 +49,8 @@ class StepClock:
     def observe(self, job: str, node: str, sample: NodeStats) -> None:
         CPU.labels(job, node).set(sample.cpu_percent)
         MEMORY.labels(job, node).set(sample.memory_bytes)
+        GPU_MEMORY.labels(job, node).set(sample.gpu_memory_bytes)
+        GPU.labels(job, node).set(sample.gpu_percent)
         STEP.labels(job, node).set(sample.step)
         SPEED.labels(job, node).set(sample.samples_per_second)
         now = time.monotonic()

@@ -331,6 +331,8 @@ def _node_sample(r: m.NodeSampleRow, node: m.JobNodeRow) -> schemas.NodeSampleMe
         memory_limit_mb=node.memory_limit_mb,
         requests_per_second=r.requests_per_second or 0.0,
         partition_bytes=r.partition_bytes or 0,
+        gpu_memory_mb=r.gpu_memory_mb or 0.0,
+        gpu_percent=r.gpu_percent or 0.0,
     )
 
 

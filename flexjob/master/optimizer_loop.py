@@ -178,6 +178,8 @@ class OptimizerLoop:
                         memory_limit_mb=memory,
                         requests_per_second=st.requests_per_second,
                         partition_bytes=st.partition_bytes,
+                        gpu_memory_mb=st.gpu_memory_bytes / MIB,
+                        gpu_percent=st.gpu_percent,
                     )
                 )
                 if rec.alive:

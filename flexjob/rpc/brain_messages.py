@@ -84,6 +84,8 @@ class NodeSampleMessage(ApiModel):
     memory_limit_mb: float | None = Field(None, gt=0)
     requests_per_second: float = Field(0.0, ge=0)
     partition_bytes: int = Field(0, ge=0)
+    gpu_memory_mb: float = Field(0.0, ge=0)
+    gpu_percent: float = Field(0.0, ge=0, le=100)
 
     def to_core(self) -> planner.NodeSample:
         return planner.NodeSample(**dict(self))

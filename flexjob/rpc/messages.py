@@ -137,6 +137,10 @@ class NodeStats:
     #: A training node's own seconds per step, waits for peers left out (its slowest
     #: process's; ``trainer.step_time``); 0: not measured.
     step_seconds: float = 0.0
+    #: GPU memory the node's training processes hold, and the mean utilisation (%) of the
+    #: GPUs they run on (``agent.gpu``: NVML); 0 without a GPU or nvidia-ml-py.
+    gpu_memory_bytes: int = 0
+    gpu_percent: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

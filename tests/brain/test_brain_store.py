@@ -128,3 +128,20 @@ def test_history_only_holds_jobs_sharing_the_model_or_dataset(store: BrainStore)
     like = reports.job_info("c", model="bert").profile()
     assert [j.profile.name for j in store.finished_jobs(like=like)] == ["a"]
     assert len(store.finished_jobs()) == 3
+
+
+def test_a_training_node_s_gpu_memory_and_utilisation_are_kept(store: BrainStore) -> None:
+    ns = [
+        schemas.NodeSampleMessage(
+            node="worker-0",
+            replica_type=ReplicaType.WORKER,
+            timestamp=100.0 + t,
+            cpu_percent=90.0,
+            memory_mb=2000.0,
+            gpu_memory_mb=30_000.0 + t,
+            gpu_percent=87.5,
+        )
+        for t in range(3)
+    ]
+    store.persist("job-a", schemas.MetricsReport(job=reports.job_info(), node_samples=ns))
+    assert store.metrics("job-a").node_samples == ns

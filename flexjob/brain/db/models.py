@@ -62,6 +62,8 @@ class NodeSampleRow(Base):
     memory_mb: Mapped[float] = mapped_column(Float)
     requests_per_second: Mapped[float | None] = mapped_column(Float, nullable=True)
     partition_bytes: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    gpu_memory_mb: Mapped[float | None] = mapped_column(Float, nullable=True)
+    gpu_percent: Mapped[float | None] = mapped_column(Float, nullable=True)
 
 
 class SpeedSampleRow(Base):

@@ -34,6 +34,9 @@ class NodeSample:
     #: A PS replica's load: data calls per second and the bytes its partition holds.
     requests_per_second: float = 0.0
     partition_bytes: int = 0
+    #: GPU memory the replica's processes held and its GPUs' mean utilisation (0: no GPU).
+    gpu_memory_mb: float = 0.0
+    gpu_percent: float = 0.0
 
     @property
     def cpu_utilization(self) -> float:

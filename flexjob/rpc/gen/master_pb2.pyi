@@ -161,7 +161,7 @@ class LeaseShardsResponse(_message.Message):
     def __init__(self, shards: _Optional[_Iterable[_Union[Shard, _Mapping]]] = ..., accepted: _Optional[_Iterable[bool]] = ..., end_of_data: _Optional[bool] = ...) -> None: ...
 
 class StatsRequest(_message.Message):
-    __slots__ = ("node", "cpu_percent", "memory_bytes", "step", "samples_per_second", "world_size", "timestamp", "requests_per_second", "partition_bytes", "step_seconds")
+    __slots__ = ("node", "cpu_percent", "memory_bytes", "step", "samples_per_second", "world_size", "timestamp", "requests_per_second", "partition_bytes", "step_seconds", "gpu_memory_bytes", "gpu_percent")
     NODE_FIELD_NUMBER: _ClassVar[int]
     CPU_PERCENT_FIELD_NUMBER: _ClassVar[int]
     MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
@@ -172,6 +172,8 @@ class StatsRequest(_message.Message):
     REQUESTS_PER_SECOND_FIELD_NUMBER: _ClassVar[int]
     PARTITION_BYTES_FIELD_NUMBER: _ClassVar[int]
     STEP_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    GPU_MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
+    GPU_PERCENT_FIELD_NUMBER: _ClassVar[int]
     node: NodeRef
     cpu_percent: float
     memory_bytes: int
@@ -182,7 +184,9 @@ class StatsRequest(_message.Message):
     requests_per_second: float
     partition_bytes: int
     step_seconds: float
-    def __init__(self, node: _Optional[_Union[NodeRef, _Mapping]] = ..., cpu_percent: _Optional[float] = ..., memory_bytes: _Optional[int] = ..., step: _Optional[int] = ..., samples_per_second: _Optional[float] = ..., world_size: _Optional[int] = ..., timestamp: _Optional[float] = ..., requests_per_second: _Optional[float] = ..., partition_bytes: _Optional[int] = ..., step_seconds: _Optional[float] = ...) -> None: ...
+    gpu_memory_bytes: int
+    gpu_percent: float
+    def __init__(self, node: _Optional[_Union[NodeRef, _Mapping]] = ..., cpu_percent: _Optional[float] = ..., memory_bytes: _Optional[int] = ..., step: _Optional[int] = ..., samples_per_second: _Optional[float] = ..., world_size: _Optional[int] = ..., timestamp: _Optional[float] = ..., requests_per_second: _Optional[float] = ..., partition_bytes: _Optional[int] = ..., step_seconds: _Optional[float] = ..., gpu_memory_bytes: _Optional[int] = ..., gpu_percent: _Optional[float] = ...) -> None: ...
 
 class HeartbeatRequest(_message.Message):
     __slots__ = ("node", "timestamp")
