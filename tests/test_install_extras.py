@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-#: Import names of what the kubernetes, server, brain and examples extras install.
+#: Import names of what the kubernetes, server, brain, examples and gpu extras install.
 EXTRA_MODULES = {
     "kubernetes": "kubernetes",
     "kopf": "kopf",
@@ -22,6 +22,7 @@ EXTRA_MODULES = {
     "psycopg": "psycopg",
     "scikit-learn": "sklearn",
     "gymnasium": "gymnasium",
+    "nvidia-ml-py": "pynvml",
 }
 #: Makes the extras look not installed: the path finder misses them, so ``import kopf`` raises
 #: ModuleNotFoundError and ``importlib.util.find_spec("sklearn")`` is None, as on a machine
