@@ -2,7 +2,9 @@
 
 For each system: start 2 nodes of ``--nnodes 1:3``, then ``--kills N`` times (default 3):
   join → first step   a third node starts; seconds until its first training step,
-  pause of the others the longest gap between steps of the running nodes around that join,
+  pause of the others the longest gap of the running nodes between their last step before
+                      and their first step in the world with the new node (and, for
+                      reference, the median gap between their steps in the 5 s before),
   kill → resume       one training process of worker-1 gets SIGKILL; seconds until the
                       survivors step in a new world (torchrun: the restarted workers' first step),
   node kill → resume  the joined node (agent and workers) gets SIGKILL.
@@ -16,7 +18,8 @@ processes and agent by its agent's worker status files (``agent.workers.node_wor
 torchrun node's by the processes under the launcher this benchmark started that wrote a step
 line of that node. A kill that finds no victim, and any flexjob phase that does not finish in
 its wait, fails the run (exit 1, the reason printed); a torchrun phase that does not finish
-(stock torchrun's joins can fail outright) shows ``nan``.
+(stock torchrun's joins can fail outright: its later rounds are then worker kills on a fresh
+pair) shows ``nan``.
 ``--quick`` waits less for steady stepping between phases. With ``$FLEXJOB_PROF`` set to a file,
 each kill's ``time.time()`` is appended to it (``bench.sigkill``). Not part of the test suite.
 
@@ -284,8 +287,32 @@ def max_gap(work: Path, nodes: set[str], t0: float, t1: float) -> float:
     return max(gaps, default=float("nan"))
 
 
+def switch_gap(work: Path, nodes: set[str], t0: float, world: int) -> float:
+    """The longest of ``nodes``' gaps between their last step before and their first step in
+    a world of ``world`` after ``t0``: what taking a node in cost them."""
+    steps = read_steps(work)
+    gaps = []
+    for node in nodes:
+        mine = [s for s in steps if s.node == node]
+        first = next((i for i, s in enumerate(mine) if s.t > t0 and s.world == world), None)
+        if first:
+            gaps.append(mine[first].t - mine[first - 1].t)
+    return max(gaps, default=float("nan"))
+
+
+def median_gap(work: Path, nodes: set[str], t0: float, t1: float) -> float:
+    gaps = []
+    for node in nodes:
+        ts = [s.t for s in read_steps(work) if s.node == node and t0 <= s.t <= t1]
+        gaps += [b - a for a, b in itertools.pairwise(ts)]
+    return statistics.median(gaps) if gaps else float("nan")
+
+
 JOIN = "join → first step (s)"
 PAUSE = "pause of the others at join (s)"
+#: The others' median gap between steps in the 5 s before the join: one step as the loaded
+#: machine runs it, the part of the pause that is not the join's.
+CALM = "  a step before the join, median (s)"
 KILL = "kill worker → resume (s)"
 NODE_KILL = "kill node → resume (s)"
 PAIR = ("worker-0", "worker-1")
@@ -320,7 +347,8 @@ def measure_join(system: System, node: str, warm: float, out: dict[str, list[flo
     assert isinstance(first, Step)
     out[JOIN].append(first.t - t_join)
     wait_for(f"{system.name}: 3 nodes stepping", lambda: steady(w, 3, first.t, warm), 60)
-    out[PAUSE].append(max_gap(w, others, t_join, first.t + 1))
+    out[PAUSE].append(switch_gap(w, others, t_join, 3))
+    out[CALM].append(median_gap(w, others, t_join - 5, t_join))
     return True
 
 
@@ -405,7 +433,7 @@ class Result:
 
 def run_system(cls: type[System], name: str, quick: bool, budget: float, kills: int) -> Result:
     """Measure ``kills`` rounds of one system within ``budget`` seconds."""
-    out: dict[str, list[float]] = {JOIN: [], PAUSE: [], KILL: [], NODE_KILL: []}
+    out: dict[str, list[float]] = {JOIN: [], PAUSE: [], CALM: [], KILL: [], NODE_KILL: []}
     result = Result(out)
     warm = 2.0 if quick else 4.0
     started: list[System] = []
@@ -418,12 +446,16 @@ def run_system(cls: type[System], name: str, quick: bool, budget: float, kills: 
     signal.alarm(int(budget))
     try:
         system = fresh()
+        joins = True  # until one fails (stock torchrun): then worker kills on a fresh pair
         for i in range(kills):
-            if not measure_round(system, f"worker-{2 + i}", warm, out):
+            if joins and measure_round(system, f"worker-{2 + i}", warm, out):
+                continue
+            if joins:
+                joins = False
                 system.stop()
                 system = fresh()
-                out[KILL].append(kill_worker(system))
-                settle(system, 2, warm, "kill")
+            out[KILL].append(kill_worker(system))
+            settle(system, 2, warm, "kill")
     except NoVictim as exc:
         result.failure = str(exc)
     except TimeoutError as exc:
@@ -459,7 +491,7 @@ def main() -> int:
     args = ap.parse_args()
     if args.kills < 1:
         ap.error(f"--kills must be >= 1, got {args.kills}")
-    budget = args.budget or (70.0 if args.quick else 90.0) * args.kills + 60.0
+    budget = args.budget or (70.0 if args.quick else 150.0) * args.kills + 150.0
     signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError("budget spent")))
     results: dict[str, Result] = {}
     systems: tuple[tuple[type[System], str], ...] = (
@@ -482,7 +514,9 @@ def main() -> int:
 
 def print_table(results: dict[str, Result], kills: int, load: tuple[float, float]) -> None:
     keys = [
-        k for k in (JOIN, PAUSE, KILL, NODE_KILL) if any(k in r.values for r in results.values())
+        k
+        for k in (JOIN, PAUSE, CALM, KILL, NODE_KILL)
+        if any(k in r.values for r in results.values())
     ]
     f = results.get("flexjob", Result({}))
     head = f"{f'median of {kills} (small MLP, gloo, 1:3 nodes)':<40} {'flexjob':>9}"
