@@ -14,6 +14,7 @@ from torch.distributed import TCPStore  # type: ignore[attr-defined]
 
 from flexjob.api import names
 from flexjob.trainer import ElasticSampler, ElasticTrainer, flash_files
+from flexjob.trainer.elastic import EXIT_NOT_IN_PLACE
 from tests.trainer.fakes import FakeMaster, shards
 
 GLOO_ERROR = "[gloo/transport/tcp/pair.cc:553] Connection closed by peer [127.0.0.1]:1"
@@ -76,6 +77,29 @@ def test_collective_error_reforms_in_place_and_retries_the_same_batch(
         assert t.reforms == 1 and t.round == 2
     assert seen[2] == seen[3]  # the failed step's batch came back
     assert t.step_count == 8 and master.reports == [0, 1, 2, 3]
+
+
+def test_a_world_that_cannot_re_form_in_place_ends_the_process_saying_why(
+    master: FakeMaster, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """NCCL whose watchdog tears the process down (torchrun's default) cannot re-form in
+    place: the broken world ends the process (its agent restarts it) with one log line. The
+    group here is gloo (no NCCL on this machine); the trainer is told its backend is nccl."""
+    monkeypatch.setenv("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")
+    with _trainer(master) as t, pytest.raises(SystemExit) as exited:
+        t.backend = "nccl"
+        for s in t.steps():
+            with t.step():
+                if s.number == 1:
+                    raise RuntimeError(GLOO_ERROR)
+                _train_step(t, s.indices)
+    assert exited.value.code == EXIT_NOT_IN_PLACE
+    lines = [r.getMessage() for r in caplog.records if "restarting the process" in r.getMessage()]
+    assert lines == [
+        "world of round 1 broke; restarting the process: "
+        "TORCH_NCCL_ASYNC_ERROR_HANDLING=1 ends the process on a failed collective"
+    ]
+    assert t.reforms == 0
 
 
 def test_waiting_node_makes_the_world_reform_at_a_step_boundary(master: FakeMaster) -> None:
