@@ -42,12 +42,13 @@ def test_lightning_ddp_trains_under_flexjob_submit(tmp_path: Path, home: Path) -
     assert_lightning_trained(out.code, out.output)
 
 
-def step_of(path: Path) -> int:
-    """The step a rank last wrote (-1 before its first)."""
+def step_of(path: Path) -> tuple[int, int]:
+    """The step a rank last wrote and its pid ((-1, 0) before its first)."""
     try:
-        return int(path.read_text() or -1)
+        step, pid = path.read_text().split()
+        return int(step), int(pid)
     except (OSError, ValueError):
-        return -1
+        return -1, 0
 
 
 def test_lightning_ddp_finishes_after_a_worker_is_sigkilled(tmp_path: Path) -> None:
@@ -58,8 +59,8 @@ def test_lightning_ddp_finishes_after_a_worker_is_sigkilled(tmp_path: Path) -> N
     )
     try:
         step_file = progress / "rank1.step"
-        poll("rank 1 at step 3", lambda: step_of(step_file) >= 3, 120)
-        [victim] = [w for w in job.workers() if w.environ().get("RANK") == "1"]
+        poll("rank 1 at step 3", lambda: step_of(step_file)[0] >= 3, 120)
+        [victim] = [w for w in job.workers() if w.pid == step_of(step_file)[1]]
         victim.send_signal(signal.SIGKILL)
         code = job.wait(150)
     finally:

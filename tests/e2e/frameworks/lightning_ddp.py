@@ -2,7 +2,7 @@
 num_nodes=2, accelerator="cpu")`` on a tiny regression made here. Nothing flexjob in it.
 
 ``--step-delay S`` slows each step and ``--progress-dir D`` has each rank write its step to
-``D/rank<R>.step`` (a test kills a worker meanwhile). Prints one
+``D/rank<R>.step`` with its pid (a test kills a worker meanwhile). Prints one
 ``lightning: rank=R world=W node=N steps=K loss=L`` line per rank at the end.
 """
 
@@ -28,7 +28,7 @@ class Regression(L.LightningModule):
         if self.progress_dir:
             path = os.path.join(self.progress_dir, f"rank{self.global_rank}.step")
             with open(path, "w") as f:
-                f.write(str(self.global_step))
+                f.write(f"{self.global_step} {os.getpid()}")
         x, y = batch
         loss = torch.nn.functional.mse_loss(self.layer(x), y)
         self.log("loss", loss)
