@@ -7,10 +7,11 @@ STAMP := $(VENV)/.installed
 
 .PHONY: venv test lint typecheck unit run proto clean manifests
 
-$(STAMP): pyproject.toml
+# constraints.txt: this checkout's torch (the CPU wheel on the machines' disk), not the package's.
+$(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test]'
 	touch $(STAMP)
 
 venv: $(STAMP)

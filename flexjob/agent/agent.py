@@ -22,6 +22,7 @@ from flexjob.agent.flash_saver import FlashSaver
 from flexjob.agent.hang import stalled_for
 from flexjob.agent.monitor import ResourceMonitor
 from flexjob.agent.oom import memory_limited, oom_kills
+from flexjob.agent.torchrun_env import OMP_NOTICE, permanent, sets_omp_threads
 from flexjob.agent.workers import Worker, spawn_worker, wait_ready
 from flexjob.api import names
 from flexjob.api.errors import FlexjobError
@@ -46,6 +47,9 @@ MASTER_SLOW_S = 2.0
 OOM_EXIT_CODE = 128 + signal.SIGKILL
 #: The exit code of an agent that stopped because another node's agent gave up on the job.
 EXIT_JOB_FAILED_ELSEWHERE = 1
+#: The exit code of a node whose worker failed with an error no restart can fix
+#: (``torchrun_env.permanent``): 126, which the operator never retries (like a missing script).
+EXIT_PERMANENT = 126
 
 
 class AgentError(FlexjobError, RuntimeError):
@@ -79,6 +83,8 @@ class ElasticAgent:
         self.client = client or MasterClient(config.master, self.node)
         self.workers: list[Worker] = []
         self.restarts = 0
+        #: Restarts and re-forms of this node's worker group (TORCHELASTIC_RESTART_COUNT).
+        self.group_restarts = 0
         #: OOM kills in this container's memory cgroup already accounted for.
         self._oom_kills = oom_kills() or 0
         self.round = -1
@@ -146,7 +152,9 @@ class ElasticAgent:
 
     def _spawn(self, local_rank: int) -> Worker:
         warm = self._warm.pop(0) if self._warm else None
-        worker = spawn_worker(self.config, local_rank, self._run_dir, self._flash, warm)
+        worker = spawn_worker(
+            self.config, local_rank, self._run_dir, self._flash, warm, self.group_restarts
+        )
         worker.on_exit = self._worker_ended.set
         return worker
 
@@ -188,7 +196,8 @@ class ElasticAgent:
         )
         torch_master = self._torch_master(world)
         for w in workers:
-            env = {**self._start_env(), **world_env(gen, self._identity(w.local_rank))}
+            ident = self._identity(w.local_rank)
+            env = {**self._start_env(), **world_env(gen, ident, self.group_restarts)}
             env[names.ENV_MASTER_ADDR], _, env[names.ENV_MASTER_PORT] = torch_master.rpartition(":")
             w.rank = gen.rank(w.local_rank, c.nproc_per_node)
             w.start(env, c.target, list(c.args), c.module)
@@ -263,6 +272,8 @@ class ElasticAgent:
     # ---- supervision ----
     def _supervise(self) -> int:
         c = self.config
+        if sets_omp_threads(c.nproc_per_node, {**os.environ, **c.env}):
+            log.warning(OMP_NOTICE)
         # The workers import torch while this agent reaches the master.
         self.workers = self._first or [self._spawn(i) for i in range(c.nproc_per_node)]
         for w in self._first:  # started before this agent: it hears of their end from now on
@@ -374,15 +385,26 @@ class ElasticAgent:
         # Under the replica's memory limit a restart here would be killed again: end the node
         # as OOMKilled so that the operator relaunches the replica with more memory.
         over_limit = oom_killed and memory_limited()
-        restarting = self.restarts < c.max_restarts and not repeated and not over_limit
+        errors = {w.local_rank: w.error() for w in failed}
+        hopeless = next((w for w in failed if permanent(errors[w.local_rank])), None)
+        if hopeless is not None:
+            first = hopeless
+            tail = first.output.tail()
+        restarting = (
+            self.restarts < c.max_restarts and not repeated and not over_limit and not hopeless
+        )
         if over_limit:
             code = OOM_EXIT_CODE
+        elif hopeless is not None:
+            code = EXIT_PERMANENT
         for w in failed:
             self._flash.worker_failed(w.local_rank)  # its last copy in memory goes to storage
             ident = self._identity(w.local_rank)
             reason = f"worker {w.local_rank} {failure.describe_exit(w.exit_code)}"
             if oom_killed and w.exit_code in (-signal.SIGKILL, 128 + signal.SIGKILL):
                 reason = f"worker {w.local_rank} was OOMKilled (exit code 137)"
+            elif errors[w.local_rank]:
+                reason += f": {errors[w.local_rank]}"
             elif w.output.tail():
                 reason += f": {w.output.tail()[-1]}"
             log.warning("node %s: %s (restarting=%s)", c.node_id, reason, restarting)
@@ -392,11 +414,12 @@ class ElasticAgent:
             # other nodes wait for it in the next round (no root cause for them to stop on).
             return code
         if not restarting:
-            why = (
-                "the same failure twice in a row"
-                if repeated
-                else f"restarts used up ({self.restarts}/{c.max_restarts})"
-            )
+            if hopeless is not None:
+                why = "a permanent error: no restart can fix it, none was tried"
+            elif repeated:
+                why = "the same failure twice in a row"
+            else:
+                why = f"restarts used up ({self.restarts}/{c.max_restarts})"
             failure.publish(
                 self.client,
                 failure.RootCause(
@@ -407,6 +430,7 @@ class ElasticAgent:
                     exited_at=first.output.ended_at or time.time(),
                     why=why,
                     tail=tuple(tail),
+                    error=errors.get(first.local_rank) or "",
                 ),
             )
             return code
@@ -443,6 +467,7 @@ class ElasticAgent:
     def _restart(self, which: list[Worker]) -> None:
         for w in which:
             w.stop()
+        self.group_restarts += 1
         fresh = [self._spawn(w.local_rank) for w in which]
         by_rank = {w.local_rank: w for w in self.workers}
         by_rank.update({w.local_rank: w for w in fresh})

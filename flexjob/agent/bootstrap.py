@@ -8,8 +8,8 @@ the script cannot use torch) it says "ready" at once; with ``--warm`` (a warm sp
 ``agent.spare``) it says so only once torch, ``torch._dynamo`` and the trainer helpers are all
 imported. The agent sends one JSON line on stdin — environment (with ``replace_env``: all of
 it, and ``cwd``), argv and the script or module to run — and the bootstrap runs it as
-``__main__``. The imports run with the garbage collector off (``_CollectorPause``).
-Not for user imports.
+``__main__``; an exception that ends it is recorded in its ``TORCHELASTIC_ERROR_FILE``. The
+imports run with the garbage collector off (``_CollectorPause``). Not for user imports.
 """
 
 from __future__ import annotations
@@ -23,9 +23,12 @@ import runpy
 import signal
 import sys
 import threading
+import time
+import traceback
 from pathlib import Path
 
-from flexjob.api.names import ENV_AGENT_PID, ENV_STATUS_FILE
+from flexjob.agent.torchrun_env import write_error
+from flexjob.api.names import ENV_AGENT_PID, ENV_STATUS_FILE, ENV_TORCHELASTIC_ERROR_FILE
 
 READY_SUFFIX = ".ready"
 NO_TORCH = "--no-torch"
@@ -148,7 +151,22 @@ def main() -> None:
     line = sys.stdin.readline()
     if not line:
         sys.exit(0)  # the agent went away before starting us
-    _run(json.loads(line))
+    try:
+        _run(json.loads(line))
+    except Exception as exc:
+        _record(exc)
+        raise
+
+
+def _record(exc: Exception) -> None:
+    """An exception that ends the script goes to its TORCHELASTIC_ERROR_FILE, as torch's
+    ``@record`` would write it (unless ``@record`` did): the agent reads it for the root cause
+    and for whether a restart can help (``torchrun_env.permanent``)."""
+    path = os.environ.get(ENV_TORCHELASTIC_ERROR_FILE)
+    if not path:
+        return
+    with contextlib.suppress(OSError):
+        write_error(path, type(exc).__name__, str(exc), traceback.format_exc(), int(time.time()))
 
 
 if __name__ == "__main__":

@@ -45,6 +45,9 @@ class RootCause:
     exited_at: float  # wall-clock time the process ended
     why: str  # why the agent gave up
     tail: tuple[str, ...] = ()  # the last lines of its stderr
+    #: The error it recorded in its TORCHELASTIC_ERROR_FILE (torch's ``@record``; else the
+    #: bootstrap's record of an uncaught exception): ``Type: text``; "" when none.
+    error: str = ""
 
     def to_json(self) -> bytes:
         return json.dumps(asdict(self)).encode()
@@ -62,6 +65,8 @@ class RootCause:
             f"  node {self.node}, {rank} (local rank {self.local_rank}): "
             f"{describe_exit(self.exit_code)}; {self.why}",
         ]
+        if self.error:
+            lines.append(f"  error: {self.error}")
         if self.tail:
             lines.append("  last lines of its stderr:")
             lines += [f"    {line}" for line in self.tail]

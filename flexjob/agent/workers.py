@@ -26,6 +26,7 @@ from flexjob.agent.flash_saver import FlashSaver
 from flexjob.agent.hang import collective_timeout_for
 from flexjob.agent.output import OutputConfig, WorkerOutput
 from flexjob.agent.target import preimport_torch
+from flexjob.agent.torchrun_env import error_message, error_path, launch_env
 from flexjob.api import names
 from flexjob.trainer.status import TrainerStatus, read_status
 
@@ -59,7 +60,9 @@ class Worker:
         self._node_id = node_id or env.get(names.ENV_NODE_ID, "node")
         self._status_seen = (0.0, -1)
         self._ready_file = Path(str(status_file) + READY_SUFFIX)
-        for stale in (status_file, self._ready_file):
+        #: Its TORCHELASTIC_ERROR_FILE (``error()`` reads it once it failed).
+        self.error_file = error_path(status_file)
+        for stale in (status_file, self._ready_file, self.error_file):
             stale.unlink(missing_ok=True)
         #: Called (on another thread) as soon as the process ended, so that its agent need
         #: not wait for its next poll (``ElasticAgent`` sets it).
@@ -139,6 +142,10 @@ class Worker:
     def status(self) -> TrainerStatus | None:
         return read_status(self.status_file)
 
+    def error(self) -> str | None:
+        """The error it recorded in its TORCHELASTIC_ERROR_FILE (``Type: text``), or None."""
+        return error_message(self.error_file)
+
     def kill(self) -> None:
         """SIGKILL (also ends a stopped process) and reap it."""
         with contextlib.suppress(ProcessLookupError):
@@ -160,7 +167,7 @@ class Worker:
             self.exit_code = self.proc.returncode
             self.state = WorkerState.STOPPED
         self.output.join()
-        for leftover in (self.status_file, self._ready_file):
+        for leftover in (self.status_file, self._ready_file, self.error_file):
             leftover.unlink(missing_ok=True)
 
 
@@ -170,10 +177,13 @@ def spawn_worker(
     run_dir: str,
     flash: FlashSaver,
     warm: subprocess.Popen[bytes] | None = None,
+    restart_count: int = 0,
 ) -> Worker:
     """Start the worker of ``local_rank`` through the bootstrap with the agent's environment
     for it (or adopt ``warm``, a warm spare's, whose environment then travels with its start
-    message). Needs nothing from the master: an agent starts its workers first."""
+    message); ``restart_count``: the node's worker group restarts so far (torchrun's
+    TORCHELASTIC_RESTART_COUNT). Needs nothing from the master: an agent starts its workers
+    first."""
     c = config
     env = {**os.environ, **c.env}
     env.update(
@@ -193,6 +203,15 @@ def spawn_worker(
         env[names.ENV_COLLECTIVE_TIMEOUT] = str(collective)
     path = status_path(run_dir, c.node_id, local_rank)
     env[names.ENV_STATUS_FILE] = str(path)
+    torchrun = launch_env(
+        run_id=c.job_name,
+        max_restarts=c.max_restarts,
+        restart_count=restart_count,
+        error_file=str(error_path(path)),
+        nproc_per_node=c.nproc_per_node,
+        given=env,
+    )
+    env.update(torchrun)
     if warm is not None:  # started before this agent: no socket of ours to inherit
         env.update(flash.worker_env(local_rank, run_dir, channel=False)[0])
         return Worker(local_rank, env, path, c.node_id, c.output, warm=warm)

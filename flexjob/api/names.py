@@ -97,6 +97,22 @@ ENV_WORLD_SIZE = "WORLD_SIZE"
 ENV_LOCAL_WORLD_SIZE = "LOCAL_WORLD_SIZE"
 ENV_MASTER_ADDR = "MASTER_ADDR"
 ENV_MASTER_PORT = "MASTER_PORT"
+# The rest of torchrun's worker contract (docs/elastic-run.md has the table of meanings and
+# values): ``torch.distributed.is_torchelastic_launched()`` is true once TORCHELASTIC_RUN_ID is
+# set, and frameworks (Lightning's TorchElasticEnvironment) then read these instead of their
+# own launchers'. Set by the agent (agent.torchrun_env, trainer.world.world_env).
+ENV_TORCHELASTIC_RUN_ID = "TORCHELASTIC_RUN_ID"
+ENV_TORCHELASTIC_RESTART_COUNT = "TORCHELASTIC_RESTART_COUNT"
+ENV_TORCHELASTIC_MAX_RESTARTS = "TORCHELASTIC_MAX_RESTARTS"
+ENV_TORCHELASTIC_ERROR_FILE = "TORCHELASTIC_ERROR_FILE"
+ENV_GROUP_RANK = "GROUP_RANK"
+ENV_GROUP_WORLD_SIZE = "GROUP_WORLD_SIZE"
+ENV_ROLE_NAME = "ROLE_NAME"
+ENV_ROLE_RANK = "ROLE_RANK"
+ENV_ROLE_WORLD_SIZE = "ROLE_WORLD_SIZE"
+ENV_OMP_NUM_THREADS = "OMP_NUM_THREADS"
+#: torchrun's default role name (every flexjob world is one worker group).
+ROLE_NAME = "default"
 # A plain torch world (a job with no master, core.torch_world): the operator sets MASTER_ADDR,
 # MASTER_PORT, WORLD_SIZE and RANK on every training replica (as Kubeflow's PyTorchJob does),
 # and with an elasticPolicy the flags torchrun reads from PET_<FLAG>. Its rank-0 replica's

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from flexjob.api.extras import import_extra
 from flexjob.observe import timeline
 from flexjob.observe.timeline import Timeline
 
@@ -36,9 +37,8 @@ def marked_changes(tl: Timeline) -> list[timeline.WorldChange]:
 
 
 def timeline_figure(tl: Timeline, title: str = "") -> Figure:
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=SIZE_INCHES, dpi=DPI)
+    figure = import_extra("matplotlib.figure", "plot", "plotting a timeline")
+    fig: Figure = figure.Figure(figsize=SIZE_INCHES, dpi=DPI)
     top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(2, 1))
     t0 = tl.start
     xs = [s.t - t0 for s in tl.samples]

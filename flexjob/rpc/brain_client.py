@@ -7,19 +7,23 @@ pass FastAPI's ``TestClient``). Requests carry the brain's bearer token (``token
 ``$FLEXJOB_BRAIN_TOKEN``) when there is one. Not for retries policy: callers decide.
 """
 
+from __future__ import annotations
+
 import os
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import quote
-
-import httpx
 
 from flexjob.api import ResourcePlan
 from flexjob.api.errors import FlexjobError, NotFoundError, UnavailableError
+from flexjob.api.extras import import_extra
 from flexjob.api.names import ENV_BRAIN_TOKEN
 from flexjob.core.planner import OptimizeStage
 from flexjob.rpc import brain_messages as schemas
 from flexjob.rpc.auth import AUTHORIZATION, bearer
+
+if TYPE_CHECKING:  # httpx is the brain extra's: imported once a client is made
+    import httpx
 
 PREFIX = "/api/v1"
 
@@ -37,9 +41,10 @@ class BrainClient:
         token: str | None = None,
     ) -> None:
         self.url = url.rstrip("/")
+        self._httpx = import_extra("httpx", "brain", "the brain's client")
         token = token if token is not None else os.environ.get(ENV_BRAIN_TOKEN, "")
         headers = {AUTHORIZATION: bearer(token)} if token else {}
-        self._http = http or httpx.Client(base_url=self.url, timeout=timeout, headers=headers)
+        self._http = http or self._httpx.Client(base_url=self.url, timeout=timeout, headers=headers)
         self._http.headers.update(headers)
 
     def close(self) -> None:
@@ -56,7 +61,7 @@ class BrainClient:
     def _call(self, method: str, path: str, body: Any = None) -> Any:
         try:
             response = self._http.request(method, path, json=body)
-        except httpx.HTTPError as exc:
+        except self._httpx.HTTPError as exc:
             raise UnavailableError(f"brain at {self.url} unreachable: {exc}") from exc
         if response.status_code == 404:
             raise NotFoundError(response.json().get("detail", path))

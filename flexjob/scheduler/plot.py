@@ -6,13 +6,13 @@ For: ``flexjob simulate --plot``. Not for: interactive display (no GUI backend i
 from collections.abc import Sequence
 from pathlib import Path
 
+from flexjob.api.extras import import_extra
 from flexjob.scheduler.simulator import SimResult
 
 
 def plot_jct_cdf(results: Sequence[SimResult], path: Path) -> None:
     """Write the CDF of job completion times (hours) of each result to ``path``."""
-    import matplotlib
-
+    matplotlib = import_extra("matplotlib", "plot", "flexjob simulate --plot")
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 

@@ -93,6 +93,7 @@ class ElasticTrainer:
         self.collective_timeout_s = world.collective_timeout(collective_timeout_s, timeout_s)
         self.step_count = 0
         self.reforms = 0
+        self._restarts_at_start = world.restart_count()
         self._link = link
         self._poll_waiting_s = poll_waiting_s
         self._gen: world.Generation | None = None
@@ -430,7 +431,8 @@ class ElasticTrainer:
         self.step_timer.attach(self.module)
         self.step_timer.reset()
         self._peers.formed([str(p) for p in process_ids], rank)
-        env = world.world_env(gen, self.ident)
+        # TORCHELASTIC_RESTART_COUNT rises with every in-place re-form, as with a restart.
+        env = world.world_env(gen, self.ident, self._restarts_at_start + self.reforms)
         os.environ.update(env)
         info = world.world_info_of(gen, self.ident)
         world.set_current(info)

@@ -107,6 +107,11 @@ def node_identity() -> NodeIdentity:
     )
 
 
+def restart_count() -> int:
+    """This process's TORCHELASTIC_RESTART_COUNT as the agent started it (0 when unset)."""
+    return _int_env(names.ENV_TORCHELASTIC_RESTART_COUNT, 0)
+
+
 def generation_from_env() -> Generation | None:
     """The generation the agent started this process in, or None when it set none."""
     if names.ENV_ROUND not in os.environ or names.ENV_STORE_ADDRESS not in os.environ:
@@ -120,12 +125,22 @@ def generation_from_env() -> Generation | None:
     )
 
 
-def world_env(gen: Generation, ident: NodeIdentity) -> dict[str, str]:
-    """Environment variables describing ``gen`` for a process of ``ident`` (torch names too)."""
+def world_env(gen: Generation, ident: NodeIdentity, restart_count: int) -> dict[str, str]:
+    """Environment variables describing ``gen`` for a process of ``ident`` (torch names too:
+    torchrun's ranks, groups and roles; ``restart_count``: its TORCHELASTIC_RESTART_COUNT, the
+    restarts and re-forms of this node's worker group before this world)."""
     host, _, port = gen.store_address.rpartition(":")
+    rank = str(gen.rank(ident.local_rank, ident.local_world_size))
+    size = str(gen.world_size(ident.local_world_size))
     return {
-        names.ENV_RANK: str(gen.rank(ident.local_rank, ident.local_world_size)),
-        names.ENV_WORLD_SIZE: str(gen.world_size(ident.local_world_size)),
+        names.ENV_RANK: rank,
+        names.ENV_WORLD_SIZE: size,
+        # One worker group per world: its role is the whole world (torchrun's single role).
+        names.ENV_ROLE_RANK: rank,
+        names.ENV_ROLE_WORLD_SIZE: size,
+        names.ENV_GROUP_RANK: str(gen.node_rank),
+        names.ENV_GROUP_WORLD_SIZE: str(gen.num_nodes),
+        names.ENV_TORCHELASTIC_RESTART_COUNT: str(restart_count),
         names.ENV_LOCAL_RANK: str(ident.local_rank),
         names.ENV_LOCAL_WORLD_SIZE: str(ident.local_world_size),
         names.ENV_ROUND: str(gen.round),

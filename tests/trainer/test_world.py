@@ -17,15 +17,22 @@ def test_process_rank_is_node_rank_times_nproc_plus_local_rank() -> None:
 
 
 def test_world_env_sets_torch_and_flexjob_variables() -> None:
-    env = world_env(GEN, IDENT)
+    env = world_env(GEN, IDENT, 0)
     assert env[names.ENV_RANK] == "3" and env[names.ENV_WORLD_SIZE] == "4"
     assert env[names.ENV_LOCAL_RANK] == "1" and env[names.ENV_LOCAL_WORLD_SIZE] == "2"
     assert (env[names.ENV_MASTER_ADDR], env[names.ENV_MASTER_PORT]) == ("10.0.0.1", "29500")
     assert env[names.ENV_ROUND] == "3" and env[names.ENV_STORE_PREFIX] == "j/"
 
 
+def test_world_env_sets_torchruns_group_role_and_restart_variables() -> None:
+    env = world_env(GEN, IDENT, 5)
+    assert (env[names.ENV_GROUP_RANK], env[names.ENV_GROUP_WORLD_SIZE]) == ("1", "2")
+    assert (env[names.ENV_ROLE_RANK], env[names.ENV_ROLE_WORLD_SIZE]) == ("3", "4")
+    assert env[names.ENV_TORCHELASTIC_RESTART_COUNT] == "5"
+
+
 def test_world_info_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in world_env(GEN, IDENT).items():
+    for key, value in world_env(GEN, IDENT, 0).items():
         monkeypatch.setenv(key, value)
     info = world_info()
     assert (info.rank, info.world_size, info.node_rank, info.round) == (3, 4, 1, 3)
