@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from flexjob.api.bounds import replica_bounds
+from flexjob.api.brain_service import brain_url
 from flexjob.api.enums import DistributionStrategy, ReplicaType
 from flexjob.api.job import ElasticJob
 from flexjob.api.limits import MAX_REPLICAS_BY_PLATFORM
@@ -165,6 +166,12 @@ def _check_job_spec(spec: Mapping[str, Any]) -> list[Problem]:
                     "them), or remove spec.jobArgs (flexjob's own master does not support them)",
                 )
             )
+    brain = spec.get("brainService")
+    if isinstance(brain, str):
+        try:
+            brain_url(brain)
+        except ValueError as exc:
+            problems.append(Problem("spec.brainService", brain, str(exc)))
     problems += unsupported_fields(spec)
     if isinstance(replica_specs, Mapping):
         problems += _check_strategy(spec.get("distributionStrategy"), replica_specs)
