@@ -52,7 +52,9 @@ AGGREGATOR_CONFIG = ForeignKind(
     namespaced=False,
     job=False,
 )
-ELASTIC_AI_JOB = ForeignKind(elasticdl.GROUP, ("v1alpha1", "v1"), "ElasticAIJob", "elasticaijobs")
+ELASTIC_AI_JOB = ForeignKind(
+    elasticdl.GROUP, ("v1alpha1", "v1"), "ElasticAIJob", "elasticaijobs", ("eaijob",)
+)
 FOREIGN_KINDS: tuple[ForeignKind, ...] = (DIJOB, AGGREGATOR_CONFIG, ELASTIC_AI_JOB)
 #: The annotation on the ElasticJob the operator runs for a foreign object: ``plural.group``
 #: of its source (whose status it writes back), and the hash of the converted spec it has.

@@ -4,7 +4,8 @@ For: the operator (``core.job_master`` adds the master by ``needs_job_master``; 
 such a job on its workers by ``flexjob_runs_master``) and validation (``api.validate`` rejects
 ``MASTER_ONLY_FIELDS`` on a job that will have no flexjob master, naming the field, instead of
 accepting and dropping them). The rule: a job has flexjob's master when it declares a
-``master`` whose main container names no command, or declares none and has
+``master`` whose main container names no command and the job has no ``jobArgs`` (those are
+for the command line of a master of the job's own: its image's entrypoint), or declares none and has
 ``elasticPolicy.rdzvBackend: flexjob``, a ``dataset`` or ``batch`` block, ``ps`` replicas or
 ``enableDynamicSharding: true``. A job with no master at all (none declared, none added, no DI
 coordinator) forms a plain torch world instead (``plain_torch_world``; ``core.torch_world``
@@ -31,6 +32,12 @@ def has_own_command(spec: ReplicaSpec) -> bool:
     return bool(containers and containers[0].command)
 
 
+def runs_own_master(job: ElasticJob, declared: ReplicaSpec) -> bool:
+    """The declared master is the job's own: it names a command, or the job has ``jobArgs``
+    for its image's entrypoint (an ElasticDL Master in an image of its own)."""
+    return has_own_command(declared) or bool(job.spec.job_args)
+
+
 def master_trigger(job: ElasticJob) -> str | None:
     """The spec field that makes the operator run flexjob's job master for ``job`` (see module
     doc), as the user wrote it (``spec.dataset``, ``spec.elasticPolicy.rdzvBackend:
@@ -38,7 +45,8 @@ def master_trigger(job: ElasticJob) -> str | None:
     spec = job.spec
     declared = spec.replica_specs.get(ReplicaType.MASTER)
     if declared is not None:
-        return None if has_own_command(declared) else "spec.replicaSpecs.master (no command)"
+        own = runs_own_master(job, declared)
+        return None if own else "spec.replicaSpecs.master (no command)"
     policy = spec.elastic_policy
     if policy is not None and (policy.rdzv_backend or "") == RDZV_BACKEND_FLEXJOB:
         return f"spec.elasticPolicy.rdzvBackend: {RDZV_BACKEND_FLEXJOB}"
@@ -63,7 +71,7 @@ def flexjob_runs_master(job: ElasticJob) -> bool:
     success is then decided on its workers."""
     declared = job.spec.replica_specs.get(ReplicaType.MASTER)
     if declared is not None:
-        return not has_own_command(declared)
+        return not runs_own_master(job, declared)
     return needs_job_master(job)
 
 
@@ -81,8 +89,9 @@ def master_field_problems(job: ElasticJob) -> list[Problem]:
         return []
     if ReplicaType.MASTER in job.spec.replica_specs:
         why = (
-            "this job runs its own master (spec.replicaSpecs.master has a command): remove it, "
-            "or drop that command so that flexjob's master runs"
+            "this job runs its own master (spec.replicaSpecs.master has a command, or the job "
+            "has spec.jobArgs): remove it, or drop that command and those arguments so that "
+            "flexjob's master runs"
         )
     else:
         why = (

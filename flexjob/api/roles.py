@@ -134,6 +134,21 @@ def on_request_types(types: Iterable[ReplicaType]) -> list[ReplicaType]:
     return [t for t in kept if ROLE_TRAITS[t].on_request]
 
 
+#: DI-engine's task types that train (``on_request`` roles that also run as v2 tasks).
+DI_TASK_TYPES = frozenset(t for t, r in ROLE_TRAITS.items() if r.on_request and r.trains)
+
+
+def success_types(types: Iterable[ReplicaType]) -> list[ReplicaType]:
+    """The types whose replicas must all succeed for a job without a controlling replica to
+    succeed: the training types, except that DI-engine tasks with nothing driving them (a
+    DIJob v2: "Succeeded when all workers have") make every type count, evaluators too.
+    Every type counts when none trains."""
+    kept = list(types)
+    if driving_type(kept) is None and DI_TASK_TYPES.intersection(kept):
+        return kept
+    return [t for t in kept if ROLE_TRAITS[t].trains] or kept
+
+
 def scalable_types(types: Iterable[ReplicaType]) -> list[ReplicaType]:
     """``types`` whose count may change, in the given order."""
     return [t for t in types if ROLE_TRAITS[t].scalable]

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from flexjob.api.bounds import replica_bounds
+from flexjob.api.brain_service import brain_url
 from flexjob.api.enums import DistributionStrategy, ReplicaType
 from flexjob.api.job import ElasticJob
 from flexjob.api.limits import MAX_REPLICAS_BY_PLATFORM
@@ -155,16 +156,22 @@ def _check_job_spec(spec: Mapping[str, Any]) -> list[Problem]:
     args = spec.get("jobArgs")
     if isinstance(args, Mapping):
         problems += _check_job_args(args)
-        if args and isinstance(replica_specs, Mapping) and not _own_master(replica_specs):
+        if args and isinstance(replica_specs, Mapping) and "master" not in replica_specs:
             problems.append(
                 Problem(
                     "spec.jobArgs",
                     dict(args),
                     "job arguments go to the command line of the job's own master: declare "
-                    "spec.replicaSpecs.master with a container command, or remove spec.jobArgs "
-                    "(flexjob's own master does not support them)",
+                    "spec.replicaSpecs.master (its command, or its image's entrypoint, gets "
+                    "them), or remove spec.jobArgs (flexjob's own master does not support them)",
                 )
             )
+    brain = spec.get("brainService")
+    if isinstance(brain, str):
+        try:
+            brain_url(brain)
+        except ValueError as exc:
+            problems.append(Problem("spec.brainService", brain, str(exc)))
     problems += unsupported_fields(spec)
     if isinstance(replica_specs, Mapping):
         problems += _check_strategy(spec.get("distributionStrategy"), replica_specs)
@@ -201,17 +208,6 @@ def _check_strategy(strategy: Any, replica_specs: Mapping[str, Any]) -> list[Pro
         )
         return [Problem(path, strategy, message)]
     return []
-
-
-def _own_master(replica_specs: Mapping[str, Any]) -> bool:
-    """The job declares a master whose main container runs a command of its own (a master
-    without one is flexjob's: ``core.job_master``)."""
-    master = replica_specs.get("master")
-    template = master.get("template") if isinstance(master, Mapping) else None
-    pod = template.get("spec") if isinstance(template, Mapping) else None
-    containers = pod.get("containers") if isinstance(pod, Mapping) else None
-    main = containers[0] if isinstance(containers, list) and containers else None
-    return isinstance(main, Mapping) and bool(main.get("command"))
 
 
 def _check_batch(batch: Mapping[str, Any]) -> list[Problem]:

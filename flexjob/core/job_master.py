@@ -18,10 +18,11 @@ command of their own (DI, user masters) keep it as is.
 Success of such a job is decided on its workers (every worker replica succeeded), as for a job
 without a master; the master is then removed by ``cleanPodPolicy`` (it is still running).
 
-Parameter servers likewise: ``ps`` replicas whose main container names no command run
-``flexjob ps`` (``ps_replica_spec``, applied by ``with_job_master``), with a port so each gets
-a service and finds its own address in ``FLEXJOB_REPLICA_ADDRESS``. Which command each role
-runs is its ``builtin_command`` in ``api.roles``.
+Parameter servers likewise: ``ps`` replicas of a job with flexjob's master whose main
+container names no command run ``flexjob ps`` (``ps_replica_spec``, applied by
+``with_job_master``), with a port so each gets a service and finds its own address in
+``FLEXJOB_REPLICA_ADDRESS``. Which command each role runs is its ``builtin_command`` in
+``api.roles``.
 
 How the master runs comes from the driver (``JobMasterConfig``): locally
 ``sys.executable -m flexjob``, on Kubernetes the operator's own image (``FLEXJOB_IMAGE``).
@@ -243,7 +244,7 @@ def with_job_master(job: ElasticJob, options: JobMasterConfig | None) -> Elastic
         specs.pop(ReplicaType.MASTER, None)
         specs = {ReplicaType.MASTER: master_replica_spec(job, options), **specs}
     ps = specs.get(ReplicaType.PS)
-    if ps is not None and not has_own_command(ps):
+    if ps is not None and not has_own_command(ps) and flexjob_runs_master(job):
         checkpoints = incarnation_dir(options.state_root, job, "ps") if options.state_root else ""
         specs[ReplicaType.PS] = ps_replica_spec(ps, options, checkpoints)
     if flexjob_runs_master(job):

@@ -4,9 +4,9 @@ For: ``render_replica`` (``core.replica_plan``). ``spec.volumes`` are shared by 
 (a replica's own volume of the same name wins), ``spec.priorityClassName`` becomes each pod's
 ``priorityClassName`` unless its template names one, and ``spec.jobArgs`` (ElasticDL) are
 appended to the master's main container as ``--name value`` (validation accepts them only for
-a declared master with its own command, never flexjob's). ``spec.elasticPolicy``'s
-``nProcPerNode`` and ``maxRestarts`` reach every replica that trains as environment
-(``elastic_policy_env``), which ``flexjob agent`` reads. No I/O.
+a declared master: its command or its image's entrypoint reads them, never flexjob's).
+``spec.elasticPolicy``'s ``nProcPerNode`` and ``maxRestarts`` reach every replica that trains
+as environment (``elastic_policy_env``), which ``flexjob agent`` reads. No I/O.
 """
 
 from flexjob.api import ElasticJob, ReplicaType, names

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import TypeAdapter
 
 from flexjob.api import OptimizeMode, ReplicaType
+from flexjob.api.brain_service import brain_url
 from flexjob.api.enums import StragglerPolicy
 from flexjob.api.quantity import cpu_cores, memory_mib
 from flexjob.api.roles import ROLE_TRAITS, main_training_type
@@ -183,7 +184,7 @@ class MasterConfig:
             datasets=(dataset_from_spec(spec.dataset),) if spec.dataset is not None else (),
             batch=batch_plan_from_spec(spec.batch) if spec.batch is not None else None,
             optimize_mode=spec.optimize_mode or OptimizeMode.SINGLE_JOB,
-            brain_url=spec.brain_service or "",
+            brain_url=brain_url(spec.brain_service) if spec.brain_service else "",
             optimizer_job=planned_job(job),
             num_ps=replica_bounds(ps).replicas if ps is not None else 0,
         )

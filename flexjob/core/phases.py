@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 
 from flexjob.api import (
     ROLE_TRAITS,
-    TRAINING_TYPES,
     ElasticJob,
     ElasticJobStatus,
     JobCondition,
@@ -22,7 +21,7 @@ from flexjob.api import (
     ReplicaType,
     RestartPolicy,
 )
-from flexjob.api.roles import controlling_type
+from flexjob.api.roles import controlling_type, success_types
 from flexjob.core.job_master import flexjob_runs_master
 from flexjob.core.replicas import Replica
 
@@ -78,12 +77,13 @@ def job_succeeded(
     job: ElasticJob, replicas: Sequence[Replica], counts: Mapping[ReplicaType, int]
 ) -> bool:
     """The controlling replica (the master) succeeded; or, with none (or one flexjob runs:
-    ``core.job_master``), every replica of the training types succeeded (all the desired ones;
-    every type counts when the job has no training type). Roles: ``api.roles``."""
+    ``core.job_master``), every replica of its ``success_types`` succeeded (all the desired ones:
+    the training types; every type in a DIJob v2 or a job with no training type). Roles:
+    ``api.roles``."""
     master = controlling_type(job.spec.replica_specs)
     if master is not None and not flexjob_runs_master(job):
         return any(r.type is master and r.phase is ReplicaPhase.SUCCEEDED for r in replicas)
-    workers = [t for t in counts if t in TRAINING_TYPES] or list(counts)
+    workers = success_types(counts)
     if not workers or all(counts[t] == 0 for t in workers):
         return False
     for rtype in workers:

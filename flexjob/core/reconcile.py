@@ -255,8 +255,10 @@ class _Round:
         for r in self._live():
             if policy is CleanPodPolicy.ALL or r.active:
                 self._delete(r, f"cleanPodPolicy {policy.value}")
+        # DI Orchestrator deletes every Service of a completed DIJob (its coordinator's too)
+        every = policy is CleanPodPolicy.ALL or self.driver is not None
         for name in list(self.services):
-            if policy is CleanPodPolicy.ALL or name in self.deleted:
+            if every or name in self.deleted:
                 self._delete_service(name)
 
     def _after_finish(self) -> None:

@@ -85,8 +85,13 @@ def _install_error_handlers(app: FastAPI) -> None:
         return _error(exc.status_code, str(exc.detail))
 
 
-def create_app(platform: Platform, token: str | None = None) -> FastAPI:
-    """The server app over ``platform``; with ``token``, every route but /healthz needs it."""
+def create_app(
+    platform: Platform,
+    token: str | None = None,
+    di_address_wait: float = v1alpha2.DEFAULT_ADDRESS_WAIT,
+) -> FastAPI:
+    """The server app over ``platform``; with ``token``, every route but /healthz needs it;
+    DI's POSTs wait up to ``di_address_wait`` seconds for their replicas' addresses."""
     app = FastAPI(
         title="flexjob server",
         version=__version__,
@@ -132,5 +137,5 @@ def create_app(platform: Platform, token: str | None = None) -> FastAPI:
 
     app.include_router(v2alpha1.router(store, metrics))
     for version in v1alpha2.VERSIONS:
-        app.include_router(v1alpha2.router(store, metrics, version, token))
+        app.include_router(v1alpha2.router(store, metrics, version, token, di_address_wait))
     return app

@@ -12,8 +12,14 @@ coordinator gets back. ``GET /v1alpha2/replicas`` lists replicas, filtered by ``
 ``coordinator`` or ``aggregator`` (the addresses of the learner processes it serves: one per
 GPU of its learner). ``POST /v1alpha2/replicas/failed`` recreates the named failed
 replicas (their records are removed; the operator creates them again). Not for v2 clients.
+
+A ``POST`` answers, as di-server does, with the new replicas' addresses (``host:port``): it
+waits up to ``address_wait`` seconds (``DEFAULT_ADDRESS_WAIT``) for the operator to create
+them and the platform to list their addresses; a replica without one by then is answered by
+its name. A ``DELETE`` answers with the removed replicas' addresses as listed before.
 """
 
+import time
 from collections.abc import Sequence
 
 from fastapi import APIRouter, Query, Request
@@ -28,6 +34,10 @@ from flexjob.server.envelope import Envelope, ok
 from flexjob.server.jobs import JobService, scale_counts
 from flexjob.server.metrics import ServerMetrics
 
+#: Seconds a POST waits for its new replicas' addresses (module doc).
+DEFAULT_ADDRESS_WAIT = 10.0
+#: Seconds between two looks at the platform while waiting.
+_ADDRESS_POLL = 0.2
 #: The path versions this API answers on: DI-engine's client defaults to v1alpha1.
 VERSIONS = ("v1alpha2", "v1alpha1")
 NAME = Field(min_length=1, max_length=253)
@@ -105,10 +115,31 @@ def coordinator_of(job: ElasticJob) -> str:
 
 
 class V1Api:
-    def __init__(self, store: JobService, metrics: ServerMetrics, token: str | None) -> None:
+    def __init__(
+        self,
+        store: JobService,
+        metrics: ServerMetrics,
+        token: str | None,
+        address_wait: float = DEFAULT_ADDRESS_WAIT,
+    ) -> None:
         self.store = store
         self.metrics = metrics
         self.token = token
+        self.address_wait = address_wait
+
+    def listed(self, job: ElasticJob) -> dict[str, str]:
+        """The job's replicas that have an address, by name."""
+        return {r.name: a for r, a in self.store.replicas(job) if a is not None}
+
+    def addresses(self, job: ElasticJob, names: Sequence[str]) -> dict[str, str]:
+        """``names`` → their ``host:port``, waiting up to ``address_wait`` seconds for every one
+        to be listed with one; a replica without one by then stands for itself (its name)."""
+        deadline = time.monotonic() + self.address_wait
+        while True:
+            listed = self.listed(job)
+            if all(n in listed for n in names) or time.monotonic() >= deadline:
+                return {n: listed.get(n, n) for n in names}
+            time.sleep(_ADDRESS_POLL)
 
     def jobs(self, namespace: str | None, key: str | None) -> list[ElasticJob]:
         """The jobs of ``namespace`` a request with ``key`` may see (``server.di_keys``)."""
@@ -163,11 +194,18 @@ class V1Api:
     def scale(self, body: JobRequest, sign: int, key: str | None) -> JobResponse:
         job = self.find(body.namespace, body.coordinator, key)
         deltas = self.deltas(job, body, sign)
+        before_listed = self.listed(job) if sign < 0 else {}
         job, changes = scale_counts(self.store, job.namespace, job.name, deltas, preemptible=False)
         names: dict[ReplicaType, list[str]] = {}
         for rtype, (before, after) in changes.items():
             lo, hi = sorted((before, after))
             names[rtype] = [replica_name(job.name, rtype, i) for i in range(lo, hi)]
+        every = [n for group in names.values() for n in group]
+        if sign > 0:
+            found = self.addresses(job, every)
+        else:
+            found = {n: before_listed.get(n, n) for n in every}
+        names = {t: [found[n] for n in group] for t, group in names.items()}
         # A logic learner with an aggregator is reached through the aggregator.
         learners = names.get(ReplicaType.AGGREGATOR) or names.get(ReplicaType.LEARNER, [])
         self.metrics.scale_requests.labels("v1alpha2", "up" if sign > 0 else "down").inc()
@@ -225,11 +263,13 @@ def router(
     metrics: ServerMetrics,
     version: str = VERSIONS[0],
     token: str | None = None,
+    address_wait: float = DEFAULT_ADDRESS_WAIT,
 ) -> APIRouter:
     """The v1 API at ``/<version>``; with the server's ``token``, a request that came with a
-    DI job key (``server.di_keys``) reaches only that job."""
+    DI job key (``server.di_keys``) reaches only that job; a POST waits up to
+    ``address_wait`` seconds for its replicas' addresses."""
     api = APIRouter(prefix=f"/{version}", tags=[version])
-    v1 = V1Api(store, metrics, token)
+    v1 = V1Api(store, metrics, token, address_wait)
 
     @api.get("/replicas", response_model=Envelope[JobResponse | list[JobResponse]])
     def get_replicas(
@@ -252,7 +292,8 @@ def router(
 
     @api.post("/replicas", response_model=Envelope[JobResponse])
     def add_replicas(body: JobRequest, request: Request) -> Envelope[JobResponse]:
-        """Add collectors and learners (and aggregators for multi-GPU learners)."""
+        """Add collectors and learners (and aggregators for multi-GPU learners); answers with
+        their addresses once they have them."""
         return ok(v1.scale(body, +1, _key(request)))
 
     @api.delete("/replicas", response_model=Envelope[JobResponse])

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import yaml
 
-from flexjob.api import ElasticJob, ReplicaType, RestartPolicy, SpecError
+from flexjob.api import ElasticJob, ReplicaType, SpecError
 from flexjob.api.load import job_from_dict
 from flexjob.api.validate import validate
 from flexjob.core.job_master import JobMasterConfig, needs_job_master, with_job_master
@@ -174,50 +174,6 @@ def test_priority_class_name_reaches_every_pod_unless_its_template_names_one() -
     assert pods[ReplicaType.COORDINATOR].to_wire()["spec"]["priorityClassName"] == "default"
     assert pods[ReplicaType.COLLECTOR].spec.priority_class_name == "default"
     assert pods[ReplicaType.LEARNER].spec.priority_class_name == "gpu-high"
-
-
-def test_elasticdl_job_args_reach_the_masters_command_line_only() -> None:
-    job = job_from_dict(_example("elasticaijob.yaml"))
-    master = render_replica(
-        job, ReplicaType.MASTER, 0, master_address=None, own_address=None, node=None
-    )
-    args = list(master.args)
-    assert args[args.index("--minibatch_size") + 1] == "64"
-    assert args[args.index("--model_zoo") + 1] == "/model_zoo"
-    assert len(args) == 2 * len(job.spec.job_args)
-    worker = render_replica(
-        job, ReplicaType.WORKER, 0, master_address=None, own_address=None, node=None
-    )
-    assert "--minibatch_size" not in worker.args
-
-
-def test_job_args_without_a_master_replica_are_rejected() -> None:
-    problems = validate(_native(set_("spec.jobArgs", {"minibatch_size": "64"})))
-    assert [p.path for p in problems] == ["spec.jobArgs"]
-    assert "flexjob's own master does not support them" in problems[0].message
-
-
-def test_job_args_for_a_master_flexjob_runs_are_rejected() -> None:
-    doc = _example("elasticaijob.yaml")
-    del doc["spec"]["Master"]["template"]["spec"]["containers"][0]["command"]
-    problems = validate(doc)
-    assert [p.path for p in problems] == ["spec.jobArgs"]
-
-
-def test_elasticdl_worker_with_zero_replicas_is_rejected() -> None:
-    doc = _example("elasticaijob.yaml")
-    doc["spec"]["Worker"]["replicas"] = 0
-    problems = validate(doc)
-    assert [p.path for p in problems] == ["spec.Worker.replicas"]
-    assert "at least 1 Worker replica" in problems[0].message
-
-
-@pytest.mark.parametrize("policy", ["Never", "OnFailure"])
-def test_elasticdl_template_restart_policy_is_the_replicas(policy: str) -> None:
-    doc = _example("elasticaijob.yaml")
-    doc["spec"]["Worker"]["template"]["spec"]["restartPolicy"] = policy
-    job = job_from_dict(doc)
-    assert job.spec.replica_specs[ReplicaType.WORKER].restart_policy is RestartPolicy(policy)
 
 
 def _dlrover_allreduce() -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """Parameter-server jobs through ``flexjob submit``: the CTR example with 2 PS and 2 workers
 survives a SIGKILLed worker, and a SIGKILLed PS (relaunched, restored from its checkpoint),
-finishes every shard exactly once and meets its AUC goal; the DLRover and ElasticDL PS formats
-run to Succeeded."""
+finishes every shard exactly once and meets its AUC goal; the DLRover PS format runs to
+Succeeded; ElasticDL's (pods with ``restartPolicy: Never``: its master relaunches them) loses a
+worker and a PS and still Succeeds with every shard once."""
 
 import os
 import re
@@ -59,13 +60,31 @@ def ctr_spec(
         ps = wire["spec"]["replicaSpecs"]["ps"]["template"]["spec"]["containers"][0]
         ps["env"] = [{"name": names.ENV_PS_CHECKPOINT_INTERVAL, "value": str(ps_checkpoint_s)}]
     main = wire["spec"]["replicaSpecs"]["worker"]["template"]["spec"]["containers"][0]
-    main["command"] = [
-        *main["command"],
+    main["command"] = ctr_command(main["command"][:2], shard_log, step_delay)
+    path = tmp_path / "ctr-ps.yaml"
+    path.write_text(yaml.safe_dump(wire))
+    return path
+
+
+def ctr_command(script: list[str], shard_log: Path, step_delay: float = 0.01) -> list[str]:
+    """``script`` (``python examples/ctr/train.py``) with this module's data set and shard log."""
+    return [
+        *script,
         *("--train-size", str(TRAIN_SIZE), "--epochs", str(EPOCHS)),
         *("--shard-size", str(SHARD_SIZE), "--step-delay", str(step_delay)),
         *("--shard-log", str(shard_log)),
     ]
-    path = tmp_path / "ctr-ps.yaml"
+
+
+def elasticdl_spec(tmp_path: Path, shard_log: Path) -> Path:
+    """``elasticdl-ps-ctr.yaml`` (an ElasticAIJob on flexjob's master, pods with
+    ``restartPolicy: Never``) on this module's data set, its PS checkpointing every second
+    (through ElasticDL's ``--envs`` job argument)."""
+    wire = yaml.safe_load((SPECS / "elasticdl-ps-ctr.yaml").read_text())
+    wire["spec"]["jobArgs"].append(f"--envs {names.ENV_PS_CHECKPOINT_INTERVAL}=1")
+    main = wire["spec"]["Worker"]["template"]["spec"]["containers"][0]
+    main["command"] = ctr_command(main["command"][:2], shard_log)
+    path = tmp_path / "elasticdl-ps-ctr.yaml"
     path.write_text(yaml.safe_dump(wire))
     return path
 
@@ -106,12 +125,17 @@ def ctr_job_meets_its_goals(
     max_ps: int = 2,
     after_shards: int = 12,
     killed_workers: int = 0,
+    name: str = "ctr-ps",
 ) -> None:
-    """Run the CTR job, call ``kill`` once ``after_shards`` shards (a quarter) are done, then
-    check the job succeeded with every sample of every epoch trained once and the AUC goal
-    met (``killed_workers``: how many workers ``kill`` kills)."""
+    """Run the CTR job (``name``: ``ctr-ps``, or ``elasticdl-ps-ctr`` in ElasticDL's format),
+    call ``kill`` once ``after_shards`` shards (a quarter) are done, then check the job
+    succeeded with every sample of every epoch trained once and the AUC goal met
+    (``killed_workers``: how many workers ``kill`` kills)."""
     shard_log = tmp_path / "shards.log"
-    spec = ctr_spec(tmp_path, shard_log, ps_checkpoint_s=1, step_delay=step_delay, max_ps=max_ps)
+    if name == "ctr-ps":
+        spec = ctr_spec(tmp_path, shard_log, 1, step_delay=step_delay, max_ps=max_ps)
+    else:
+        spec = elasticdl_spec(tmp_path, shard_log)
     flexjob(env, "submit", "--detach", str(spec))
     wait_until(
         lambda: shards_accepted(shard_log) >= after_shards,
@@ -120,12 +144,12 @@ def ctr_job_meets_its_goals(
         what=f"{after_shards} shards done",
     )
     kill(shard_log)
-    wait_until(lambda: phase(home, "ctr-ps") in ("Succeeded", "Failed"), timeout=180, interval=0.5)
-    assert phase(home, "ctr-ps") == "Succeeded"
-    logs = flexjob(env, "logs", "ctr-ps", "-r", "worker-0") + flexjob(
-        env, "logs", "ctr-ps", "-r", "worker-1"
+    wait_until(lambda: phase(home, name) in ("Succeeded", "Failed"), timeout=180, interval=0.5)
+    assert phase(home, name) == "Succeeded", flexjob(env, "logs", name, "-r", "master-0")
+    logs = flexjob(env, "logs", name, "-r", "worker-0") + flexjob(
+        env, "logs", name, "-r", "worker-1"
     )
-    master = flexjob(env, "logs", "ctr-ps", "-r", "master-0")
+    master = flexjob(env, "logs", name, "-r", "master-0")
     assert_every_shard_once_and_auc_met(shard_log, logs, master, unanswered=killed_workers)
 
 
@@ -177,14 +201,16 @@ def assert_every_shard_once_and_auc_met(
         assert model_auc >= 0.97 * truth_auc, (model_auc, truth_auc, logs, context)
 
 
+def kill_worker_1(shard_log: Path) -> None:
+    """SIGKILL worker-1's training process."""
+    victim = wait_until(lambda: worker_process(shard_log, 1), timeout=10, what="worker-1")
+    victim.send_signal(signal.SIGKILL)
+
+
 def test_ctr_job_survives_a_killed_worker_with_every_shard_done_once(
     tmp_path: Path, env: dict[str, str], home: Path
 ) -> None:
-    def kill_worker(shard_log: Path) -> None:
-        victim = wait_until(lambda: worker_process(shard_log, 1), timeout=10, what="worker-1")
-        victim.send_signal(signal.SIGKILL)
-
-    ctr_job_meets_its_goals(tmp_path, env, home, kill_worker, killed_workers=1)
+    ctr_job_meets_its_goals(tmp_path, env, home, kill_worker_1, killed_workers=1)
     assert_shards_back_before_the_replacement(flexjob(env, "logs", "ctr-ps", "-r", "master-0"))
 
 
@@ -198,17 +224,22 @@ def assert_shards_back_before_the_replacement(master_log: str) -> None:
     assert len(started) >= 2 and dead and started[0] < dead[0] < started[1], worker_1
 
 
+def kill_ps_1(home: Path) -> None:
+    """SIGKILL ps-1 once it has a checkpoint."""
+    wait_until(
+        lambda: list((home / "jobs").rglob("ps-1-of-2.npz")),
+        timeout=30,
+        what="a checkpoint of ps-1",
+    )
+    victim = wait_until(lambda: ps_process(home, 1), timeout=10, what="ps-1")
+    victim.send_signal(signal.SIGKILL)
+
+
 def test_ctr_job_survives_a_killed_ps_restored_from_its_checkpoint(
     tmp_path: Path, env: dict[str, str], home: Path
 ) -> None:
     def kill_ps(shard_log: Path) -> None:
-        wait_until(
-            lambda: list((home / "jobs").rglob("ps-1-of-2.npz")),
-            timeout=30,
-            what="a checkpoint of ps-1",
-        )
-        victim = wait_until(lambda: ps_process(home, 1), timeout=10, what="ps-1")
-        victim.send_signal(signal.SIGKILL)
+        kill_ps_1(home)
 
     ctr_job_meets_its_goals(tmp_path, env, home, kill_ps)
     assert "event=ps_restored index=1 num_ps=2" in flexjob(env, "logs", "ctr-ps", "-r", "ps-1")
@@ -250,18 +281,26 @@ def test_ctr_job_goes_from_2_to_3_to_2_ps_with_every_row_moved_once(
     assert "event=ps_set_loaded index=2 num_ps=3 from_num_ps=2" in ps2_log
 
 
-def test_dlrover_and_elasticdl_ps_formats_run_to_succeeded_with_a_flexjob_master(
+def test_the_dlrover_ps_format_runs_to_succeeded_with_a_flexjob_master(
     env: dict[str, str], home: Path
 ) -> None:
-    jobs = {"dlrover-ps-ctr.yaml": "dlrover-ps-ctr", "elasticdl-ps-ctr.yaml": "elasticdl-ps-ctr"}
-    for spec in jobs:  # both at once: each is a small job, and they must not disturb each other
-        flexjob(env, "submit", "--detach", str(SPECS / spec))
-    for name in jobs.values():
-        wait_until(
-            lambda n=name: phase(home, n) in ("Succeeded", "Failed"), timeout=180, interval=0.5
-        )
-        assert phase(home, name) == "Succeeded", flexjob(env, "logs", name, "-r", "worker-0")
-        assert "flexjob ps 0/2 serving" in flexjob(env, "logs", name, "-r", "ps-0")
-        assert "event=master_started" in flexjob(env, "logs", name, "-r", "master-0")
-        worker_log = flexjob(env, "logs", name, "-r", "worker-1")
-        assert AUC.search(worker_log), worker_log
+    name = "dlrover-ps-ctr"
+    flexjob(env, "submit", "--detach", str(SPECS / f"{name}.yaml"))
+    wait_until(lambda: phase(home, name) in ("Succeeded", "Failed"), timeout=180, interval=0.5)
+    assert phase(home, name) == "Succeeded", flexjob(env, "logs", name, "-r", "worker-0")
+    assert "flexjob ps 0/2 serving" in flexjob(env, "logs", name, "-r", "ps-0")
+    assert "event=master_started" in flexjob(env, "logs", name, "-r", "master-0")
+    worker_log = flexjob(env, "logs", name, "-r", "worker-1")
+    assert AUC.search(worker_log), worker_log
+
+
+def test_an_elasticdl_job_whose_pods_say_never_relaunches_a_killed_worker_and_ps_and_succeeds(
+    tmp_path: Path, env: dict[str, str], home: Path
+) -> None:
+    def kill_worker_and_ps(shard_log: Path) -> None:
+        kill_worker_1(shard_log)
+        kill_ps_1(home)
+
+    name = "elasticdl-ps-ctr"
+    ctr_job_meets_its_goals(tmp_path, env, home, kill_worker_and_ps, killed_workers=1, name=name)
+    assert "event=ps_restored index=1 num_ps=2" in flexjob(env, "logs", name, "-r", "ps-1")

@@ -164,22 +164,52 @@ async def test_a_dijob_v1_starts_its_coordinator_with_the_cluster_aggregator_con
     assert status["replicaStatus"]["coordinator"]["succeeded"] == 1
 
 
-async def test_an_elasticaijob_shows_replica_statuses_by_its_own_role_names(
+def pod(op: OperatorHarness, name: str) -> dict[str, Any]:
+    return op.emulator.store.get(op.emulator.kind("", "v1", "pods"), "default", name)
+
+
+async def test_the_seeds_elasticaijob_runs_its_own_master_relaunches_a_worker_and_succeeds(
     cluster: OperatorHarness,
 ) -> None:
-    [body] = documents(SPECS / "elasticaijob.yaml")
+    [body] = documents(SPECS / "elasticaijob.yaml")  # the ElasticDL design's job, unchanged
     name = body["metadata"]["name"]
     await create(cluster, ELASTIC_AI_JOB, body)
-    await wait_for(lambda: elastic_job(cluster, name), DEADLINE, 0.1)
+    master = f"{name}-master-0"
+    await wait_for(lambda: master in pods(cluster, name), DEADLINE, 0.1)
+    [main] = pod(cluster, master)["spec"]["containers"]
+    written = [part for arg in body["spec"]["jobArgs"] for part in arg.split(" ", 1)]
+    assert (main["image"], main.get("command"), main["args"]) == ("elasticdl-mnist", None, written)
+    await set_pod_phase(cluster, master, "Running")
+    wanted = 1 + 2 + 10
+    await wait_for(lambda: len(pods(cluster, name)) == wanted, DEADLINE, 0.1)
+    ps = pod(cluster, f"{name}-ps-0")["spec"]["containers"][0]
+    assert (ps["image"], ps.get("command")) == ("elasticdl-ps", None)  # its own PS, not flexjob's
+    for each in pods(cluster, name):
+        await set_pod_phase(cluster, each, "Running")
     version = body["apiVersion"].split("/")[1]
 
-    def statuses() -> dict[str, Any] | None:
-        status = source(cluster, ELASTIC_AI_JOB, version, name).get("status") or {}
-        return status.get("replicaStatuses") or None
+    def status() -> dict[str, Any]:
+        return source(cluster, ELASTIC_AI_JOB, version, name).get("status") or {}
 
-    shown = await wait_for(statuses, DEADLINE, 0.1)
-    assert set(shown) <= {"Master", "PS", "Worker"} and shown
-    assert source(cluster, ELASTIC_AI_JOB, version, name)["status"]["phase"] == "Pending"
+    await wait_for(lambda: status().get("phase") == "Running", DEADLINE, 0.1)
+    assert set(status()["replicaStatuses"]) == {"Master", "PS", "Worker"}
+    worker = pod(cluster, f"{name}-worker-3")
+    await set_pod_phase(cluster, worker["metadata"]["name"], "Failed", exit_code=1)
+
+    def relaunched() -> bool:
+        again = [p for p in pods(cluster, name) if p == f"{name}-worker-3"]
+        return (
+            bool(again) and pod(cluster, again[0])["metadata"]["uid"] != worker["metadata"]["uid"]
+        )
+
+    await wait_for(relaunched, DEADLINE, 0.1)  # restartPolicy: Never: the operator relaunches
+    assert status().get("phase") != "Failed"
+    await set_pod_phase(cluster, master, "Succeeded", exit_code=0)
+    await wait_for(lambda: status().get("phase") == "Succeeded", DEADLINE, 0.1)
+
+
+def test_the_elasticaijob_crd_has_the_eaijob_short_name() -> None:
+    assert foreign_crd(ELASTIC_AI_JOB)["spec"]["names"]["shortNames"] == ["eaijob"]
 
 
 async def test_a_bad_dijob_is_refused_naming_its_own_field(cluster: OperatorHarness) -> None:

@@ -15,5 +15,6 @@ def memory() -> MemoryPlatform:
 
 @pytest.fixture
 def client(memory: MemoryPlatform) -> Iterator[TestClient]:
-    with TestClient(create_app(memory)) as c:
+    # nothing creates replicas here: DI's POSTs answer with names at once
+    with TestClient(create_app(memory, di_address_wait=0)) as c:
         yield c

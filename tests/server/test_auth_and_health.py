@@ -11,7 +11,7 @@ from .memory_platform import MemoryPlatform
 @pytest.fixture
 def secured(memory: MemoryPlatform) -> TestClient:
     memory.create_job(elastic_job())
-    return TestClient(create_app(memory, token="s3cret"))
+    return TestClient(create_app(memory, token="s3cret", di_address_wait=0))
 
 
 def test_requests_without_the_token_get_401(secured: TestClient) -> None:

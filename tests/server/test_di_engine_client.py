@@ -134,7 +134,7 @@ def test_di_engines_client_scales_a_dijob_through_the_server(
             name=coordinator["KUBERNETES_POD_NAME"],
         )
         client.set_worker_type("coordinator")
-        success, code, message, _ = client.post_replicas(
+        success, code, message, created = client.post_replicas(
             {"collectors": {"replicas": 2}, "learners": {"replicas": 1}}
         )
         assert (success, code) == (True, 0), message
@@ -149,6 +149,8 @@ def test_di_engines_client_scales_a_dijob_through_the_server(
             record(out, name)  # listening (DI's coordinator retries its connections)
         names = {answers(a) for a in data["collectors"] + data["learners"]}
         assert names == {"cp-collector-0", "cp-collector-1", "cp-learner-0"}
+        # the create's own answer: the new replicas' addresses, as di-server gives them
+        assert {answers(a) for a in created["collectors"] + created["learners"]} == names
 
         success, code, message, _ = client.delete_replicas(n_collectors=1)
         assert (success, code) == (True, 0), message

@@ -27,7 +27,7 @@ def keyed() -> Iterator[tuple[TestClient, MemoryPlatform]]:
     memory.create_job(di_v1_job())
     memory.create_job(di_v1_job("other"))
     memory.create_job(elastic_job())
-    with TestClient(create_app(memory, TOKEN)) as client:
+    with TestClient(create_app(memory, TOKEN, di_address_wait=0)) as client:
         yield client, memory
 
 
@@ -72,7 +72,7 @@ def test_a_key_reaches_nothing_else(
 def test_the_bearer_token_still_works_and_the_url_names_the_key() -> None:
     memory = MemoryPlatform()
     memory.create_job(di_v1_job())
-    with TestClient(create_app(memory, TOKEN)) as client:
+    with TestClient(create_app(memory, TOKEN, di_address_wait=0)) as client:
         headers = {"Authorization": f"Bearer {TOKEN}"}
         assert client.post("/v1alpha2/replicas", json=BODY, headers=headers).status_code == 200
     url = di_server_url("http://10.0.0.1:8080/", TOKEN, "default", "cartpole")

@@ -30,7 +30,7 @@ def _platform() -> MemoryPlatform:
     return platform
 
 
-schema = schemathesis.openapi.from_asgi("/openapi.json", create_app(_platform()))
+schema = schemathesis.openapi.from_asgi("/openapi.json", create_app(_platform(), di_address_wait=0))
 
 
 @schema.parametrize()

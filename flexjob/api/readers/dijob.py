@@ -12,9 +12,9 @@ task of a preemptible v2 job keeps its replicas at start and may be scaled betwe
 """
 
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from flexjob.api.base import ApiModel
 from flexjob.api.bounds import DI_MAX_REPLICAS
@@ -30,6 +30,15 @@ GROUP = "diengine.opendilab.org"
 V1_VERSIONS = (f"{GROUP}/v1alpha1", f"{GROUP}/v1alpha2")
 V2_VERSIONS = (f"{GROUP}/v2alpha1",)
 KIND_AGGREGATOR_CONFIG = "AggregatorConfig"
+
+
+def _di_clean_pod_policy(value: object) -> object:
+    """DI Orchestrator v1 writes ``ALL`` (its webhook takes ``None``, ``ALL``, ``Running``),
+    v2 ``All``: both are ``CleanPodPolicy.ALL``."""
+    return CleanPodPolicy.ALL.value if value == "ALL" else value
+
+
+DiCleanPodPolicy = Annotated[CleanPodPolicy, BeforeValidator(_di_clean_pod_policy)]
 
 
 class TaskType(StrEnum):
@@ -56,7 +65,7 @@ class Task(ApiModel):
 
 class DIJobV2Spec(ApiModel):
     priority: Literal["normal", "high"] | None = None
-    clean_pod_policy: CleanPodPolicy | None = None
+    clean_pod_policy: DiCleanPodPolicy | None = None
     preemptible: bool | None = None
     backoff_limit: NonNegative | None = None
     volumes: list[dict[str, Any]] = Field(default_factory=list)
@@ -115,7 +124,7 @@ class RoleSpec(ApiModel):
 class DIJobV1Spec(ApiModel):
     group: str | None = None
     priority_class_name: str | None = None
-    clean_pod_policy: CleanPodPolicy | None = None
+    clean_pod_policy: DiCleanPodPolicy | None = None
     volumes: list[dict[str, Any]] = Field(default_factory=list)
     coordinator: RoleSpec
     collector: RoleSpec | None = None

@@ -2,7 +2,19 @@
 Master, PS and Worker replica specs.
 
 The ElasticDL master launches its workers itself; in flexjob the operator does, so Master
-becomes the job's ``master`` replica and PS/Worker become ``ps``/``worker``.
+becomes the job's ``master`` replica and PS/Worker become ``ps``/``worker``. Who reads the
+``jobArgs`` depends on the Master: one that names a command, or an image that is not
+flexjob's (``flexjob_image``), is the job's own master, and gets them on its command line as
+written (``spec.jobArgs``, appended to its container's args: its image's entrypoint reads
+them). A Master without a command in flexjob's image (or none) is flexjob's master, which
+takes no arguments: each is translated into flexjob's settings or refused by name
+(``elasticdl_args``).
+
+ElasticDL's pods say ``restartPolicy: Never`` because its master relaunches them, so a pod
+template's ``Never`` is the replica policy ``OnFailure`` here (the operator relaunches within
+``backoffLimit``); a replica spec's own ``restartPolicy`` wins. Workers are elastic between
+``minReplicas`` (default 1) and ``maxReplicas`` (default ``replicas``), so the optimizer can
+resize them as ElasticDL's master does.
 """
 
 import re
@@ -16,6 +28,10 @@ from flexjob.api.job import ElasticJobSpec, ReplicaCount, ReplicaSpec
 from flexjob.api.pod import PodTemplateSpec
 from flexjob.api.problems import Problem, SpecError
 from flexjob.api.readers.common import Converted, ForeignObject, Reader, native_job, parse
+from flexjob.api.readers.elasticdl_args import translate
+
+#: The image name (last path segment, before the tag) of flexjob's own image.
+FLEXJOB_IMAGE_NAME = "flexjob"
 
 GROUP = "elasticdl.org"
 VERSIONS = (f"{GROUP}/v1", f"{GROUP}/v1alpha1")
@@ -30,6 +46,9 @@ ALIASES = {ReplicaType.MASTER: "Master", ReplicaType.PS: "PS", ReplicaType.WORKE
 
 class EdlReplicaSpec(ApiModel):
     replicas: ReplicaCount | None = None
+    #: flexjob's bounds (not ElasticDL's): the Worker's default to 1 and ``replicas``.
+    min_replicas: ReplicaCount | None = None
+    max_replicas: ReplicaCount | None = None
     restart_policy: RestartPolicy | None = None
     template: PodTemplateSpec = Field(default_factory=PodTemplateSpec)
 
@@ -71,14 +90,44 @@ def parse_job_args(args: list[str]) -> dict[str, str]:
     return out
 
 
-def _replica(spec: EdlReplicaSpec) -> ReplicaSpec:
-    """The native spec; ElasticDL writes the restart policy in the pod template, so a
-    template's ``restartPolicy`` is the replica's unless the replica spec names one."""
+def flexjob_image(image: str | None) -> bool:
+    """``image`` is flexjob's own (``flexjob``, ``flexjob:latest``, ``registry/x/flexjob:1``)
+    or absent: a command-less Master in it is flexjob's master."""
+    if not image:
+        return True
+    name = image.rsplit("/", 1)[-1].split("@", 1)[0].split(":", 1)[0]
+    return name == FLEXJOB_IMAGE_NAME
+
+
+def own_master(master: EdlReplicaSpec | None) -> bool:
+    """The job brings its own master: a Master whose main container names a command, or an
+    image other than flexjob's."""
+    containers = master.template.spec.containers if master is not None else []
+    if not containers:
+        return False
+    return bool(containers[0].command) or not flexjob_image(containers[0].image)
+
+
+def _replica(rtype: ReplicaType, spec: EdlReplicaSpec) -> ReplicaSpec:
+    """The native spec: a pod template's ``Never`` means "the master relaunches" (module
+    doc), another pod policy is the replica's unless the replica spec names one."""
     policy = spec.restart_policy
     pod_policy = spec.template.spec.restart_policy
-    if policy is None and pod_policy in {str(p) for p in RestartPolicy}:
+    if policy is None and pod_policy == RestartPolicy.NEVER:
+        policy = RestartPolicy.ON_FAILURE
+    elif policy is None and pod_policy in {str(p) for p in RestartPolicy}:
         policy = RestartPolicy(pod_policy)
-    return ReplicaSpec(replicas=spec.replicas, restart_policy=policy, template=spec.template)
+    low, high = spec.min_replicas, spec.max_replicas
+    if rtype is ReplicaType.WORKER:
+        low = 1 if low is None else low
+        high = spec.replicas if high is None else high
+    return ReplicaSpec(
+        replicas=spec.replicas,
+        min_replicas=low,
+        max_replicas=high,
+        restart_policy=policy,
+        template=spec.template,
+    )
 
 
 def _check_worker(worker: EdlReplicaSpec | None) -> None:
@@ -96,9 +145,22 @@ def convert(raw: dict[str, Any], companions: list[dict[str, Any]]) -> Converted:
         ReplicaType.PS: job.spec.ps,
         ReplicaType.WORKER: job.spec.worker,
     }
-    spec = ElasticJobSpec(
-        replica_specs={t: _replica(r) for t, r in roles.items() if r is not None},
-        job_args=parse_job_args(job.spec.job_args),
+    args = parse_job_args(job.spec.job_args)
+    index = {key: i for i, key in enumerate(args)}
+    settings: dict[str, Any] = {}
+    if not own_master(job.spec.master):
+        settings, problems = translate(args, index)
+        if problems:
+            raise SpecError(problems)
+        args = {}
+    spec = ElasticJobSpec.model_validate(
+        {
+            **settings,
+            "replicaSpecs": {
+                t: _replica(t, r).to_wire() for t, r in roles.items() if r is not None
+            },
+            "jobArgs": args,
+        }
     )
     paths = {f"spec.replicaSpecs.{t}": f"spec.{ALIASES[t]}" for t in roles}
     paths.update({f"spec.jobArgs.{k}": f"spec.jobArgs[{i}]" for i, k in enumerate(spec.job_args)})
