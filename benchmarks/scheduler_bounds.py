@@ -109,7 +109,7 @@ def rows() -> list[Row]:
         out.append((f"size oracle a={exponent}", oracle(exponent, 30.0), WORKLOAD, True))
         out.append((f"size oracle a={exponent}, free restarts", oracle(exponent, 0.0), FREE, True))
     out.append(("left-work oracle", lambda _: LeftWorkOracle(LEFT_C, p=LEFT_P), WORKLOAD, True))
-    free: dict[str, float] = {"restart_delay": 0.0, "hysteresis": 0.0, "shrink_hysteresis": 0.0}
+    free: dict[str, float] = {"restart_delay": 0.0}
     for label, cluster in (("free restarts", FREE), ("free restarts, 10 s rounds", FREE_10S)):
         make = lambda _: LeftWorkOracle(LEFT_C, p=LEFT_P, **free)  # noqa: E731
         out.append((f"left-work oracle, {label}", make, cluster, True))

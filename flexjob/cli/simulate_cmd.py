@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from flexjob.cli.errors import usage_error
+from flexjob.scheduler import DEFAULT_POLICY
 
 if TYPE_CHECKING:
     from flexjob.scheduler.trace import TraceJob
@@ -57,7 +58,7 @@ def _simulate(
     jobs: int = typer.Option(160, min=1, help="Jobs of a generated --workload."),
     seed: int = typer.Option(0, help="Seed of a generated --workload."),
     policy: list[str] = typer.Option(
-        ["static", "goodput"], "--policy", help="Policy name, entry point or module:Class."
+        ["static", DEFAULT_POLICY], "--policy", help="Policy name, entry point or module:Class."
     ),
     nodes: int = typer.Option(16, min=1, help="Nodes in the simulated cluster."),
     gpus_per_node: int = typer.Option(4, min=1, help="GPUs per node."),

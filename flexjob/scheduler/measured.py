@@ -166,6 +166,7 @@ def measured_trace(
                 noise_growth=kind.phi1 / kind.phi0,
                 restart_delay=RESTART_BASE + kind.checkpoint_mb / CHECKPOINT_MB_PER_S,
                 restart_per_node=RESTART_PER_NODE,
+                learned=True,
             )
         )
     return out

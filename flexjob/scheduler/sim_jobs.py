@@ -6,9 +6,12 @@ For: the cluster simulator (``simulator``). A trace row (``trace.TraceJob``) des
 - ``view(progress)``: the goodput model the job reports (``status.profilings``), the one a
   policy plans with. Its step-time terms are the row's when the row's ``gamma`` is 1; above 1
   they are the least-squares fit (``goodput_model.fit_throughput``, the Allocator's own fit) of
-  the row's form to the job's *true* step times at the shapes in ``PROFILED_SHAPES`` - what
-  the job would have measured - so a policy plans with a model that is close to, not equal
-  to, the truth. Its noise scale is the one training has reached (below).
+  the row's form to the job's *true* step times at the shapes in ``PROFILED_SHAPES``. A row
+  marked ``learned`` reports what a live job reports: the fit, from the Allocator's prior
+  (``ThroughputParams()``), to the true step times of the shapes it has *run so far*
+  (``ran``, called by the simulator each tick) - a new job plans with the prior's curve, and
+  learns its network terms when it first runs across nodes. Its noise scale is the one
+  training has reached (below).
 - ``rate(num_nodes, num_replicas, progress)``: the job's true progress per second, in
   one-replica seconds, at the local batch its own view picks for that shape (the trainer
   chooses from what it has measured). True step time, after Pollux (Qiao et al., OSDI'21,
@@ -64,13 +67,27 @@ def noise_level(progress: float) -> int:
 class SimJob:
     """One trace job as the simulator runs it; see the module docstring."""
 
-    __slots__ = ("_fitted", "_rates", "_views", "job")
+    __slots__ = ("_fitted", "_rates", "_shapes", "_views", "job")
 
     def __init__(self, job: TraceJob) -> None:
         self.job = job
         self._fitted: ThroughputParams | None = None
         self._views: dict[int, GoodputModel] = {}
         self._rates: dict[tuple[int, int, int], float] = {}
+        #: (nodes, replicas) -> local batch, of each shape a ``learned`` job has run.
+        self._shapes: dict[tuple[int, int], float] = {}
+
+    def ran(self, num_nodes: int, num_replicas: int, progress: float = 0.0) -> None:
+        """The job trains on this shape now: a ``learned`` job measures its step time there."""
+        if not self.job.learned or num_replicas <= 0:
+            return
+        shape = (max(num_nodes, 1), num_replicas)
+        if shape in self._shapes:
+            return
+        self._shapes[shape] = self.view(progress).local_batch_for(*shape)
+        self._fitted = None
+        self._views.clear()
+        self._rates.clear()
 
     @property
     def dynamic(self) -> bool:
@@ -91,7 +108,15 @@ class SimJob:
         """The step-time terms the job reports: the row's, or their fit to the truth."""
         if self._fitted is None:
             truth = self.job.params()
-            if self.job.gamma == 1.0:
+            if self.job.learned:
+                self._fitted = fit_throughput(
+                    [
+                        StepSample(k, n, b, true_step_time(truth, self.job.gamma, k, n, b))
+                        for (k, n), b in self._shapes.items()
+                    ],
+                    ThroughputParams(),
+                )
+            elif self.job.gamma == 1.0:
                 self._fitted = truth
             else:
                 batches = sorted({self.job.local_batch, self.job.max_local_batch or 0.0} - {0.0})
@@ -120,7 +145,7 @@ class SimJob:
             return 0.0
         num_nodes = max(num_nodes, 1)
         view = self.view(progress)
-        if self.job.gamma == 1.0:
+        if self.job.gamma == 1.0 and not self.job.learned:
             return view.speedup(num_nodes, num_replicas)
         key = (self.level(progress), num_nodes, num_replicas)
         value = self._rates.get(key)

@@ -235,6 +235,7 @@ def simulate(
             state = running[job_id]
             gpus = len(allocation) * state.job.gpus_per_replica
             fraction = state.progress / state.job.work
+            sims[job_id].ran(num_nodes(allocation), len(allocation), fraction)
             rate = sims[job_id].rate(num_nodes(allocation), len(allocation), fraction)
             begin = max(now, state.blocked_until)
             usable = max(0.0, now + cluster.tick - begin)

@@ -29,6 +29,8 @@ CSV format (one header row, one job per row; columns after ``work`` are optional
                             ``noise_scale`` at its start (grows geometrically with progress); 1
     restart_delay           seconds a restart of this job costs (empty: the cluster's)
     restart_per_node        seconds a restart costs per node of its new allocation; 0
+    learned                 true/false: the job reports the model fitted to the shapes it has
+                            run so far, not its true one (``sim_jobs``); false
 
 A job's progress per second is ``speedup(num_nodes, num_replicas)`` of its goodput model; it
 finishes when progress reaches ``work``.
@@ -70,6 +72,7 @@ COLUMNS = (
     "noise_growth",
     "restart_delay",
     "restart_per_node",
+    "learned",
 )
 _DEFAULTS = ThroughputParams()
 
@@ -105,6 +108,7 @@ class TraceJob(BaseModel):
     noise_growth: float = Field(1.0, gt=0)
     restart_delay: float | None = Field(None, ge=0)
     restart_per_node: float = Field(0.0, ge=0)
+    learned: bool = False
 
     @model_validator(mode="after")
     def _bounds(self) -> "TraceJob":
@@ -205,7 +209,7 @@ def synthetic_job(
     asked: int,
     max_replicas: int,
     sync: tuple[float, float, float, float],
-    **model: float | None,
+    **model: float | bool | None,
 ) -> TraceJob:
     """Job ``index`` of a synthetic workload of model ``name``: times rounded to 0.1 s, asking
     ``asked`` replicas, elastic from 1 to ``max_replicas``; ``sync``: the ``SYNC_TERMS``;

@@ -149,3 +149,18 @@ def test_every_type_maps_onto_the_trace_form_without_a_negative_term() -> None:
         n = 10
         sync = params.step_time(3, n, 1.0) - params.alpha - params.beta
         assert sync == pytest.approx(kind.alpha_n + kind.beta_n * (n - 2))
+
+
+def test_a_learned_job_reports_the_prior_until_it_runs_and_then_its_measured_shapes() -> None:
+    job = _job(TYPES[2]).model_copy(update={"learned": True})  # BERT: dear across nodes
+    sim = SimJob(job)
+    prior = sim.view().speedup(2, 8)
+    sim.ran(1, 1)
+    sim.ran(1, 4)
+    before = sim.view().speedup(2, 8)
+    sim.ran(2, 8)  # now it has measured its network all-reduce
+    after = sim.view().speedup(2, 8)
+    assert sim.view() != SimJob(job).view()
+    assert after == pytest.approx(sim.rate(2, 8), rel=0.25)
+    assert abs(after - sim.rate(2, 8)) < abs(before - sim.rate(2, 8))
+    assert prior != before
