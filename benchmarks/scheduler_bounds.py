@@ -14,8 +14,8 @@ pooled, against ``goodput-v1`` with the workload's 30 s restart delay:
   ordering that minimises average completion time - with restarts charged, and free;
 - ``left-work oracle``: the policy told each job's true work *left* every round (the
   simulator's ``observe``), weighing jobs by their rank in it, shortest first, as heSRPT's
-  optimal allocation does (Berg, Vesilo, Harchol-Balter, 2020), with restarts charged and the
-  shipped margins; with free restarts and no margins; and with that re-planned every 10 s
+  optimal allocation does (Berg, Vesilo, Harchol-Balter, 2020), with restarts charged; with
+  free restarts; and with that re-planned every 10 s
   instead of every 60 s: what knowing job sizes exactly and resizing for free and at once can
   win at most within this optimiser;
 - ``fixed-batch goodput-v1``: the previous policy without adaptive batch size, as it shipped
