@@ -14,8 +14,8 @@ pooled, against ``goodput-v1`` with the workload's 30 s restart delay:
   ordering that minimises average completion time - with restarts charged, and free;
 - ``left-work oracle``: the policy told each job's true work *left* every round (the
   simulator's ``observe``), weighing jobs by their rank in it, shortest first, as heSRPT's
-  optimal allocation does (Berg, Vesilo, Harchol-Balter, 2020), with restarts charged and the
-  shipped margins; with free restarts and no margins; and with that re-planned every 10 s
+  optimal allocation does (Berg, Vesilo, Harchol-Balter, 2020), with restarts charged; with
+  free restarts; and with that re-planned every 10 s
   instead of every 60 s: what knowing job sizes exactly and resizing for free and at once can
   win at most within this optimiser;
 - ``fixed-batch goodput-v1``: the previous policy without adaptive batch size, as it shipped
@@ -109,7 +109,7 @@ def rows() -> list[Row]:
         out.append((f"size oracle a={exponent}", oracle(exponent, 30.0), WORKLOAD, True))
         out.append((f"size oracle a={exponent}, free restarts", oracle(exponent, 0.0), FREE, True))
     out.append(("left-work oracle", lambda _: LeftWorkOracle(LEFT_C, p=LEFT_P), WORKLOAD, True))
-    free: dict[str, float] = {"restart_delay": 0.0, "hysteresis": 0.0, "shrink_hysteresis": 0.0}
+    free: dict[str, float] = {"restart_delay": 0.0}
     for label, cluster in (("free restarts", FREE), ("free restarts, 10 s rounds", FREE_10S)):
         make = lambda _: LeftWorkOracle(LEFT_C, p=LEFT_P, **free)  # noqa: E731
         out.append((f"left-work oracle, {label}", make, cluster, True))

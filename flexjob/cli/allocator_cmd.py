@@ -10,10 +10,11 @@ import contextlib
 import typer
 
 from flexjob.cli.errors import usage_error
+from flexjob.scheduler import DEFAULT_POLICY
 
 
 def _allocator(
-    policy: str = typer.Option("goodput", help="Policy name, entry point or module:Class."),
+    policy: str = typer.Option(DEFAULT_POLICY, help="Policy name, entry point or module:Class."),
     node: list[str] = typer.Option([], "--node", help="COUNTxGPUS or NAME:gpu=..,cpu=..,memory=.."),
     period: float = typer.Option(60.0, min=1.0, help="Seconds between optimize rounds."),
     interval: float = typer.Option(5.0, min=0.1, help="Seconds between rounds."),

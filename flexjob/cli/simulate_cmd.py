@@ -3,8 +3,10 @@
 ``flexjob simulate --trace FILE --policy static --policy goodput [--plot out.png]`` prints avg
 JCT, p99 JCT, makespan, GPU utilisation, restarts and decision time per policy (ratios against
 the first policy); ``--workload pollux`` simulates the Pollux-like workload
-(``flexjob.scheduler.workloads``) instead of a file. ``flexjob simulate gen-trace --out FILE
-[--workload pollux]`` writes a trace. The CSV format is described in ``flexjob.scheduler.trace``.
+(``flexjob.scheduler.workloads``) and ``--workload measured`` the jobs fitted to published
+measurements (``flexjob.scheduler.measured``) instead of a file. ``flexjob simulate gen-trace
+--out FILE [--workload pollux]`` writes a trace. The CSV format is described in
+``flexjob.scheduler.trace``.
 """
 
 from pathlib import Path
@@ -13,19 +15,23 @@ from typing import TYPE_CHECKING
 import typer
 
 from flexjob.cli.errors import usage_error
+from flexjob.scheduler import DEFAULT_POLICY
 
 if TYPE_CHECKING:
     from flexjob.scheduler.trace import TraceJob
 
-WORKLOADS = ("synthetic", "pollux")
+WORKLOADS = ("synthetic", "pollux", "measured")
 
 
 def _generate(workload: str, jobs: int, seed: int, **synthetic: float) -> "list[TraceJob]":
+    from flexjob.scheduler.measured import measured_trace
     from flexjob.scheduler.trace import generate_trace
     from flexjob.scheduler.workloads import pollux_trace
 
     if workload == "pollux":
         return pollux_trace(jobs, seed=seed)
+    if workload == "measured":
+        return measured_trace(jobs, seed=seed)
     if workload == "synthetic":
         return generate_trace(
             jobs,
@@ -52,7 +58,7 @@ def _simulate(
     jobs: int = typer.Option(160, min=1, help="Jobs of a generated --workload."),
     seed: int = typer.Option(0, help="Seed of a generated --workload."),
     policy: list[str] = typer.Option(
-        ["static", "goodput"], "--policy", help="Policy name, entry point or module:Class."
+        ["static", DEFAULT_POLICY], "--policy", help="Policy name, entry point or module:Class."
     ),
     nodes: int = typer.Option(16, min=1, help="Nodes in the simulated cluster."),
     gpus_per_node: int = typer.Option(4, min=1, help="GPUs per node."),
@@ -116,8 +122,9 @@ def _gen_trace(
     mean_interarrival: float = typer.Option(120.0, min=0.0, help="Mean seconds between jobs."),
     max_replicas: int = typer.Option(16, min=1, help="maxReplicas of every job (synthetic)."),
 ) -> None:
-    """Write a trace: ``synthetic`` (Poisson arrivals, lognormal sizes, four classes) or
-    ``pollux`` (six models after the Pollux evaluation, production-like arrivals)."""
+    """Write a trace: ``synthetic`` (Poisson arrivals, lognormal sizes, four classes),
+    ``pollux`` (six models after the Pollux evaluation, production-like arrivals) or
+    ``measured`` (six job types fitted to published measurements, arrivals with bursts)."""
     from flexjob.scheduler.trace import write_trace
 
     generated = _generate(

@@ -4,14 +4,20 @@ For: comparing policies on a trace (``flexjob simulate``, ``benchmarks/scheduler
 arrive per the trace; every tick the simulator runs ``core.policies.schedule_round`` (placing
 new jobs; re-planning preemptible ones every ``period``); a job whose allocation changes to a
 non-empty one pays ``restart_delay`` seconds with no progress (its first start pays
-``start_delay``, the same unless set), and every such change after its first start counts as a
-restart (a resize, or a resume after a preemption); a running job progresses at
-``speedup(num_nodes, num_replicas)`` of its goodput model per second and finishes when its
-progress reaches its ``work``. Each job's attained service (GPU-seconds held) is passed to the
+``start_delay``, the same unless set; a job whose trace row sets its own restart cost pays
+that, ``sim_jobs.SimJob.restart_delay``), and every such change after its first start counts
+as a restart (a resize, or a resume after a preemption); a running job progresses at its true
+rate (``SimJob.rate``: the speedup of its goodput model, or the overlapped truth a ``gamma``
+row gives) per second and finishes when its progress reaches its ``work``. Policies see the
+model each job reports at its progress (``SimJob.view``: its noise scale grows as it trains
+when its row says so). Each job's attained service (GPU-seconds held) is passed to the
 policy; the CPU time of every scheduling round is recorded. ``observe``, when given, sees the
 work each job has left before every scheduling round: the truth an oracle in a bounds
-benchmark is told (``benchmarks/scheduler_bounds.py``), which the live Allocator is not. Not
-for: live clusters, or fitting models (policies here see each job's true model).
+benchmark is told (``benchmarks/scheduler_bounds.py``), which the live Allocator is not.
+``on_tick``, when given, gets a ``TickRecord`` of every tick (who ran at what size and speed,
+who was restarting, who waited): the per-round traces ``benchmarks/scheduler_trace.py``
+explains policies with. Not for: live clusters, or fitting models (policies here see the
+model each job reports, ``sim_jobs``).
 """
 
 import logging
@@ -30,6 +36,7 @@ from flexjob.core.policies import (
     schedule_round,
 )
 from flexjob.core.policies.placement import num_nodes
+from flexjob.scheduler.sim_jobs import SimJob
 from flexjob.scheduler.trace import TraceJob
 
 log = logging.getLogger(__name__)
@@ -78,6 +85,22 @@ class _Running:
     blocked_until: float = 0.0
     attained: float = 0.0
     started: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TickRecord:
+    """One tick of a simulation, for per-round traces (``simulate(on_tick=...)``)."""
+
+    time: float
+    #: Whether this tick's round re-planned every preemptible job (a period).
+    optimized: bool
+    #: Job id -> (replicas, true rate in one-replica seconds per second) of each placed job.
+    placed: dict[str, tuple[int, float]]
+    #: Job id -> seconds of this tick the job spent (re)starting instead of training.
+    starting: dict[str, float]
+    #: Arrived, unfinished jobs with no allocation this tick.
+    waiting: tuple[str, ...]
+    idle_gpus: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,9 +173,11 @@ def simulate(
     *,
     max_time: float = 365 * 86400.0,
     observe: Callable[[Mapping[str, float]], None] | None = None,
+    on_tick: Callable[[TickRecord], None] | None = None,
 ) -> SimResult:
     """Run ``trace`` under ``policy`` until every job finishes (or ``max_time``); ``observe``
-    gets each arrived job's work left (1-replica seconds) before every scheduling round."""
+    gets each arrived job's work left (1-replica seconds) before every scheduling round,
+    ``on_tick`` a record of every tick."""
     cluster = cluster or ClusterConfig()
     nodes = cluster.node_infos()
     total_gpus = cluster.nodes * cluster.gpus_per_node
@@ -165,18 +190,21 @@ def simulate(
     now = pending[0].submit_time if pending else 0.0
     start = now
     last_optimize = -math.inf
-    models = {job.id: job.model() for job in trace}
+    sims = {job.id: SimJob(job) for job in trace}
+
+    def info(r: _Running) -> JobInfo:
+        view = sims[r.job.id].view(r.progress / r.job.work)
+        return job_info(r.job, now, r.restarts, r.attained, view)
+
     finished: list[str] = []
     decisions: list[float] = []
     while (pending or running) and now < max_time:
         arrived = bool(finished)
         while pending and pending[0].submit_time <= now:
             job = pending.pop(0)
-            running[job.id] = _Running(job, job_info(job, now, 0, model=models[job.id]))
+            running[job.id] = _Running(job, job_info(job, now, 0, model=sims[job.id].view()))
             arrived = True
-        infos = [
-            job_info(r.job, now, r.restarts, r.attained, models[r.job.id]) for r in running.values()
-        ]
+        infos = [info(r) for r in running.values()]
         optimize = now - last_optimize >= cluster.period
         if arrived or optimize:
             if observe is not None:
@@ -189,7 +217,11 @@ def simulate(
             for job_id in changed_jobs(allocations, new):
                 if new.get(job_id):
                     state = running[job_id]
-                    delay = cluster.restart_delay if state.started else cluster.first_start_delay
+                    delay = (
+                        sims[job_id].restart_delay(num_nodes(new[job_id]), cluster.restart_delay)
+                        if state.started
+                        else cluster.first_start_delay
+                    )
                     state.blocked_until = now + delay
                     if state.started:
                         state.restarts += 1
@@ -197,12 +229,19 @@ def simulate(
                     state.started = True
             allocations = {k: v for k, v in new.items() if v}
         finished = []
+        placed: dict[str, tuple[int, float]] = {}
+        starting: dict[str, float] = {}
         for job_id, allocation in allocations.items():
             state = running[job_id]
             gpus = len(allocation) * state.job.gpus_per_replica
-            rate = models[job_id].speedup(num_nodes(allocation), len(allocation))
+            fraction = state.progress / state.job.work
+            sims[job_id].ran(num_nodes(allocation), len(allocation), fraction)
+            rate = sims[job_id].rate(num_nodes(allocation), len(allocation), fraction)
             begin = max(now, state.blocked_until)
             usable = max(0.0, now + cluster.tick - begin)
+            placed[job_id] = (len(allocation), rate)
+            if usable < cluster.tick:
+                starting[job_id] = cluster.tick - usable
             left = state.job.work - state.progress
             if rate > 0 and left <= rate * usable:
                 done = begin + left / rate
@@ -213,6 +252,10 @@ def simulate(
                 state.progress += rate * usable
                 state.attained += gpus * cluster.tick
                 gpu_seconds += gpus * cluster.tick
+        if on_tick is not None:
+            used = sum(len(a) * running[k].job.gpus_per_replica for k, a in allocations.items())
+            waiting = tuple(sorted(k for k in running if k not in allocations))
+            on_tick(TickRecord(now, optimize, placed, starting, waiting, total_gpus - used))
         for job_id in finished:
             del running[job_id]
             del allocations[job_id]

@@ -21,6 +21,16 @@ CSV format (one header row, one job per row; columns after ``work`` are optional
     alpha, beta, sync_local, sync_local_per_replica, sync_remote, sync_remote_per_replica
                             step-time model terms in seconds (see core.policies.goodput_model);
                             ThroughputParams defaults
+    gamma                   how far compute and all-reduce overlap in the job's *true* step
+                            time (Pollux's gamma: (compute**g + sync**g)**(1/g)); 1 (none, the
+                            step time the columns above give). Above 1 the job reports the
+                            fit of the columns' form to its true step times (``sim_jobs``)
+    noise_growth            the gradient noise scale at the end of training over
+                            ``noise_scale`` at its start (grows geometrically with progress); 1
+    restart_delay           seconds a restart of this job costs (empty: the cluster's)
+    restart_per_node        seconds a restart costs per node of its new allocation; 0
+    learned                 true/false: the job reports the model fitted to the shapes it has
+                            run so far, not its true one (``sim_jobs``); false
 
 A job's progress per second is ``speedup(num_nodes, num_replicas)`` of its goodput model; it
 finishes when progress reaches ``work``.
@@ -58,6 +68,11 @@ COLUMNS = (
     "max_batch",
     "max_local_batch",
     *MODEL_COLUMNS,
+    "gamma",
+    "noise_growth",
+    "restart_delay",
+    "restart_per_node",
+    "learned",
 )
 _DEFAULTS = ThroughputParams()
 
@@ -89,6 +104,11 @@ class TraceJob(BaseModel):
     sync_local_per_replica: float = Field(_DEFAULTS.sync_local_per_replica, ge=0)
     sync_remote: float = Field(_DEFAULTS.sync_remote, ge=0)
     sync_remote_per_replica: float = Field(_DEFAULTS.sync_remote_per_replica, ge=0)
+    gamma: float = Field(1.0, ge=1, le=10)
+    noise_growth: float = Field(1.0, gt=0)
+    restart_delay: float | None = Field(None, ge=0)
+    restart_per_node: float = Field(0.0, ge=0)
+    learned: bool = False
 
     @model_validator(mode="after")
     def _bounds(self) -> "TraceJob":
@@ -110,10 +130,14 @@ class TraceJob(BaseModel):
     def top(self) -> int:
         return self.max_replicas if self.max_replicas is not None else self.replicas
 
+    def params(self) -> ThroughputParams:
+        """The step-time terms of the columns (the true step time when ``gamma`` is 1)."""
+        return ThroughputParams(*(getattr(self, name) for name in MODEL_COLUMNS))
+
     def model(self) -> GoodputModel:
-        params = ThroughputParams(*(getattr(self, name) for name in MODEL_COLUMNS))
+        """The goodput model of the columns, at the noise scale training starts with."""
         return GoodputModel(
-            params, self.local_batch, self.noise_scale, self.max_batch, self.max_local_batch
+            self.params(), self.local_batch, self.noise_scale, self.max_batch, self.max_local_batch
         )
 
 
@@ -169,6 +193,14 @@ def _fmt(value: object) -> str:
 SYNC_TERMS = ("sync_local", "sync_local_per_replica", "sync_remote", "sync_remote_per_replica")
 
 
+def check_workload(num_jobs: int, hours: float) -> None:
+    """Refuse a generated workload of no jobs or no time, naming the field."""
+    if num_jobs < 1:
+        raise InvalidSpecError(f"num_jobs must be >= 1, got {num_jobs}")
+    if hours <= 0:
+        raise InvalidSpecError(f"hours must be > 0, got {hours}")
+
+
 def synthetic_job(
     name: str,
     index: int,
@@ -177,7 +209,7 @@ def synthetic_job(
     asked: int,
     max_replicas: int,
     sync: tuple[float, float, float, float],
-    **model: float | None,
+    **model: float | bool | None,
 ) -> TraceJob:
     """Job ``index`` of a synthetic workload of model ``name``: times rounded to 0.1 s, asking
     ``asked`` replicas, elastic from 1 to ``max_replicas``; ``sync``: the ``SYNC_TERMS``;

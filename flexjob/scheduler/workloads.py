@@ -31,8 +31,7 @@ import bisect
 import random
 from dataclasses import dataclass
 
-from flexjob.api.errors import InvalidSpecError
-from flexjob.scheduler.trace import TraceJob, synthetic_job
+from flexjob.scheduler.trace import TraceJob, check_workload, synthetic_job
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,10 +111,7 @@ def pollux_trace(
     max_replicas: int = 64,
 ) -> list[TraceJob]:
     """The workload of the module docstring; ``adaptive=False`` fixes every local batch."""
-    if num_jobs < 1:
-        raise InvalidSpecError(f"num_jobs must be >= 1, got {num_jobs}")
-    if hours <= 0:
-        raise InvalidSpecError(f"hours must be > 0, got {hours}")
+    check_workload(num_jobs, hours)
     rng = random.Random(seed)
     jobs = []
     for i, submit in enumerate(_arrivals(rng, num_jobs, hours)):

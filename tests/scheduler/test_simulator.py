@@ -100,3 +100,17 @@ def test_a_period_shorter_than_a_tick_is_refused_naming_both() -> None:
     with pytest.raises(ValueError, match=r"period must be >= tick \(30s\).*got 10"):
         ClusterConfig(period=10.0)
     assert ClusterConfig(tick=10.0, period=10.0).period == 10.0
+
+
+def test_per_tick_records_split_a_lone_jobs_time_into_starting_and_training() -> None:
+    job = _job("a", work=3600.0, replicas=2)
+    records = []
+    cluster = ClusterConfig(nodes=1, gpus_per_node=4)
+    result = simulate([job], StaticPolicy(), cluster, on_tick=records.append)
+    starting = sum(r.starting.get("a", 0.0) for r in records)
+    training = sum(cluster.tick - r.starting.get("a", 0.0) for r in records if "a" in r.placed)
+    assert starting == pytest.approx(30.0)
+    # The last tick is counted whole: the job ends within it.
+    assert result.jct["a"] <= starting + training < result.jct["a"] + cluster.tick
+    assert all(r.idle_gpus == 2 and not r.waiting for r in records)
+    assert records[0].optimized and records[0].placed["a"][0] == 2

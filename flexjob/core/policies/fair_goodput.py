@@ -23,32 +23,25 @@ more speed and leaves fragments that others' counts then spill into. Over seeds 
 took the average JCT from 0.974x to 0.962x and restarts from 0.577x to 0.551x (the policy
 as it was before, ``p = 0`` and one 25% margin).
 
-Restart cost. A running job given a different count pays its restart before it gains: over
-the planning horizon ``H = max(age, min_horizon)`` (a job is expected to run about as long as
-it has run) its speedup counts ``s * (1 - restart_delay * (1 + restart_weight * restarts) / H
-- margin)``. So a resize only happens if it pays back its restart delay within the horizon
-*and* gains the margin on top, and each restart a job has had makes the next one dearer — a
-job does not flip between 3 and 4 replicas as its neighbours come and go. The margin is
-``hysteresis`` (38%) to grow and ``shrink_hysteresis`` (20%) to shrink: a growth into GPUs
-freed by a finished job was, more than half the time, undone within 10 minutes by the next
-arrivals (two restarts for a few minutes of speed), while most shrinks make room for an
-arrival that must start anyway, and a dearer shrink only makes it take GPUs from a worse
-donor. In a *quiet* round — no job younger than ``quiet_after`` (30 minutes), so no arrivals
-to shrink for soon — growing has no margin, only the payback: at the end of a trace a last
-long job no longer sits at 28 of 64 GPUs for hours because 64 would be only 1.42x faster
-(seed 1's ``imagenet-150``). Over seeds 0-9 (average JCT, p99, restarts): one 38% margin
-0.972x, 0.989x, 0.482x; 20% to shrink 0.975x, 1.064x, 0.433x; adding the quiet rule 0.966x,
-0.985x, 0.480x (the defaults; 35% to grow: 0.963x, 0.969x, 0.490x, but 0.506x restarts over
-seeds 0-9 and 20-39, where 38% gave 0.483x at the same average JCT). The same margin is
-checked again where the job actually lands: a grown job spread over more nodes than planned
-(fragmentation) is re-planned with the real spread (up to ``PLACEMENT_PASSES``), and keeps
-its old allocation when growing would not pay.
+Restart cost, in time only. A running job given a different count pays its restart before it
+gains: over the planning horizon ``H = max(age, min_horizon)`` (a job is expected to run about
+as long as it has run) its speedup counts ``s * (1 - restart_delay / H)``. So a resize happens
+when, and only when, it pays back its restart delay within the horizon. The same check is
+made again where the job actually lands: a grown job spread over more nodes than planned
+(fragmentation) is re-planned with the real spread (up to ``PLACEMENT_PASSES``), and keeps its
+old allocation when growing would not pay.
 
-GPUs no job wants at that margin stay idle on purpose: they are where the next arrivals start
-without anybody restarting (see ``allocate``). Filling them with a second sizing pass at a
-5% margin (checked at that margin where the job lands too) kept GPU utilisation at 97% instead
-of 92% but, in the Pollux-like workload, raised restarts by a fifth with no gain in JCT: the
-grown jobs shrank again for the next arrivals a few minutes later.
+This replaced margins that were not time: a 38% gain to grow (none in a round with no job
+younger than 30 minutes), 20% to shrink, and each earlier restart weighing the next one 2x.
+They were tuned on the Pollux-like workload, where they halved restarts at no cost in JCT;
+on jobs whose reported models change as they train (``flexjob.scheduler.measured``: network
+terms learned when a job first runs across nodes, a noise scale growing 3-80x), the
+per-round traces of ``benchmarks/scheduler_trace.py`` showed the cost: jobs held at sizes
+chosen from their early models for hours, GPUs idle that no job was allowed to take (82% GPU
+utilisation against 86%), 8% more average JCT than the same policy charging restarts by time
+(seeds 100-102: 0.666 h against 0.614 h, p99 3.63 h against 3.56 h), for a third of the
+restarts - whose time is all a restart costs. On the Pollux-like seeds 0-2 the two give the
+same average JCT (0.453 h). ``docs/allocator.md`` has the tables.
 
 Algorithm, per round:
 
@@ -121,10 +114,6 @@ class FairGoodputPolicy(FreeMapPolicy):
         p: float = 0.4,
         restart_delay: float = 30.0,
         min_horizon: float = 300.0,
-        hysteresis: float = 0.38,
-        shrink_hysteresis: float = 0.2,
-        quiet_after: float = 1800.0,
-        restart_weight: float = 2.0,
         thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
     ) -> None:
         if not -10.0 <= p <= 1.0:
@@ -133,20 +122,9 @@ class FairGoodputPolicy(FreeMapPolicy):
             raise InvalidSpecError(f"restart_delay must be >= 0, got {restart_delay}")
         if min_horizon <= 0:
             raise InvalidSpecError(f"min_horizon must be > 0, got {min_horizon}")
-        for name, margin in (("hysteresis", hysteresis), ("shrink_hysteresis", shrink_hysteresis)):
-            if not 0.0 <= margin < 1.0:
-                raise InvalidSpecError(f"{name} must be in [0, 1), got {margin}")
-        if quiet_after < 0:
-            raise InvalidSpecError(f"quiet_after must be >= 0, got {quiet_after}")
-        if restart_weight < 0:
-            raise InvalidSpecError(f"restart_weight must be >= 0, got {restart_weight}")
         self.p = p
         self.restart_delay = restart_delay
         self.min_horizon = min_horizon
-        self.hysteresis = hysteresis
-        self.shrink_hysteresis = shrink_hysteresis
-        self.quiet_after = quiet_after
-        self.restart_weight = restart_weight
         self.thresholds = check_thresholds(thresholds)
         # Speedup curves by job id, reused while the job's speedup function and shape hold.
         self._curves: dict[str, tuple[Callable[[int, int], float], int, list[float]]] = {}
@@ -157,19 +135,10 @@ class FairGoodputPolicy(FreeMapPolicy):
         del job
         return 1.0
 
-    def resize_factor(self, job: JobInfo, *, growing: bool = True, quiet: bool = False) -> float:
-        """What a resized running job's speedup counts over the horizon (restart cost): the
-        restart delay it must pay back, and the margin it must gain on top — ``hysteresis`` to
-        grow (none in a quiet round), ``shrink_hysteresis`` to shrink."""
-        horizon = max(job.age, self.min_horizon)
-        lost = self.restart_delay * (1 + self.restart_weight * job.restarts) / horizon
-        margin = (0.0 if quiet else self.hysteresis) if growing else self.shrink_hysteresis
-        return max(0.0, 1.0 - lost - margin)
-
-    def is_quiet(self, jobs: Sequence[JobInfo]) -> bool:
-        """A quiet round: no job younger than ``quiet_after`` (no recent arrival that a grown
-        job would soon have to shrink for)."""
-        return all(job.age >= self.quiet_after for job in jobs)
+    def resize_factor(self, job: JobInfo) -> float:
+        """What a resized running job's speedup counts over the horizon: the fraction of it
+        left after paying its restart delay."""
+        return max(0.0, 1.0 - self.restart_delay / max(job.age, self.min_horizon))
 
     def allocate(self, job: JobInfo, nodes: Sequence[NodeInfo]) -> list[str]:
         """Free resources only: the best-speedup count they hold, else the request shrunk."""
@@ -237,7 +206,6 @@ class _Plan:
                 by_shape[job.resources] = max(capacity, default=0)
         self.per_node = {job.id: by_shape[job.resources] for job in jobs}
         self.idle = idle_utility(policy.p)
-        self.quiet = policy.is_quiet(jobs)
         #: (job id, count) -> nodes a placement pass actually needed for that count.
         self.spread: dict[tuple[str, int], int] = {}
 
@@ -267,7 +235,7 @@ class _Plan:
         prev = self.previous.get(job.id, ())
         if not prev or len(placed) <= len(prev):
             return False
-        factor = self.policy.resize_factor(job, quiet=self.quiet)
+        factor = self.policy.resize_factor(job)
         grown = job.speedup(num_nodes(placed), len(placed)) * factor
         return grown <= job.speedup(num_nodes(prev), len(prev))
 
@@ -283,14 +251,12 @@ class _Plan:
         per_node = self.per_node[job.id]
         curve = self.policy.curve(job, per_node, top)
         prev = list(self.previous.get(job.id, ()))
-        grow = self.policy.resize_factor(job, quiet=self.quiet) if prev else 1.0
-        shrink = self.policy.resize_factor(job, growing=False) if prev else 1.0
+        factor = self.policy.resize_factor(job) if prev else 1.0
         whole = per_node if job.resources.gpu > 0 else 0  # GPU jobs past a node: whole nodes
         least = self.least(job)
         p = self.policy.p
         out = [self.idle]
         for n in range(1, top + 1):
-            factor = grow if n > len(prev) else shrink
             if n == len(prev):
                 s = max(job.speedup(num_nodes(prev), n), 0.0)
             elif whole and n > whole and n % whole and n != least:
