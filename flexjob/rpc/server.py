@@ -111,10 +111,10 @@ class NodeGate:
         owner = key_owner(key)
         if owner is None:
             return
-        caller = ANY_NODE
+        caller: str | None = ANY_NODE
         if self._credentials is not None:
-            caller = self._credentials.caller(authorization(context)) or ""
-        if owner.master or not acts_as(caller, owner.node):
+            caller = self._credentials.caller(authorization(context))
+        if owner.master or caller is None or not acts_as(caller, owner.node):
             context.abort(grpc.StatusCode.PERMISSION_DENIED, write_refusal(key, owner))
 
 

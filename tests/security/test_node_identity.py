@@ -4,6 +4,8 @@ credential does not let it report shards it never held, before or after a master
 Every probe asserts the refusal and that the job's books are unchanged afterwards. Both of the
 master's gRPC servers (threads, aio), on 127.0.0.1."""
 
+import json
+import os
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -26,6 +28,7 @@ from tests.support.guarded_master import (
     raw_stubs,
     started_world,
 )
+from tests.support.local_jobs import run_flexjob
 
 
 @pytest.fixture(params=RPC_SERVERS)
@@ -194,3 +197,34 @@ def test_a_nodes_processes_act_with_its_credential(
         lease = process.lease_shards(1)
         assert len(lease.shards) == 1
         assert process.lease_shards(0, done=[lease.shards[0].shard_id]).accepted == (True,)
+
+
+SCRIPTS = Path(__file__).parent / "scripts"
+
+
+@pytest.mark.e2e
+def test_a_flexjob_run_job_has_a_token_and_its_node_only_its_own_credential(
+    tmp_path: Path,
+) -> None:
+    env = {**os.environ, "PROBE_OUT": str(tmp_path)}
+    env = {k: v for k, v in env.items() if not k.startswith("FLEXJOB_MASTER_TOKEN")}
+    job = tmp_path / "job"
+    run = run_flexjob(
+        env,
+        "run", "--nnodes", "1", "--job-dir", str(job), "--no-progress",
+        str(SCRIPTS / "hostile_trainer.py"),
+        timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert (job / "master.token").stat().st_mode & 0o777 == 0o600
+    got = {p.stem: json.loads(p.read_text()) for p in tmp_path.glob("worker-*.json")}
+    assert got == {
+        node: {
+            "token_vars": [],  # the job's token reaches the master, not the nodes
+            "credential_of": node,
+            "as_itself": "served",
+            "as_another_node": "PERMISSION_DENIED",
+            "without_credential": "UNAUTHENTICATED",
+        }
+        for node in ("worker-0",)
+    }
