@@ -169,23 +169,23 @@ GENERATION_KEY = "gen"
 
 
 def _read_journal(path: Path, since: int) -> list[dict[str, Any]]:
-    """The entries of the journal at ``path`` (none when it was written by a master of a
-    generation before ``since``: a stale master's, after a newer one restored the state)."""
+    """The entries of the journal at ``path``, but those under the header of a generation
+    before ``since`` (a stale master's, written after a newer one restored the state)."""
     try:
         lines = path.read_text().splitlines()
     except FileNotFoundError:
         return []
     entries = []
+    stale = False  # under the header of an older generation
     for line in lines:
         try:
             entry = json.loads(line)
         except json.JSONDecodeError:  # a line torn by a kill mid-write: never acknowledged
             continue
         if GENERATION_KEY in entry:
-            if int(entry[GENERATION_KEY]) < since:
-                return []
-            continue
-        entries.append(entry)
+            stale = int(entry[GENERATION_KEY]) < since
+        elif not stale:
+            entries.append(entry)
     return entries
 
 
