@@ -306,6 +306,12 @@ def _args() -> argparse.Namespace:
         default=MasterConfig().rpc_server,
         help="the master's gRPC server (MasterConfig.rpc_server)",
     )
+    ap.add_argument(
+        "--no-fsync",
+        action="store_true",
+        help="MasterConfig.fsync off (the default before issue 34): journal writes end in the "
+        "page cache, not on disk",
+    )
     ap.add_argument("--leases", default="1,8", help="lease sizes to measure (comma-separated)")
     ap.add_argument(
         "--paced-rate",
@@ -342,6 +348,7 @@ def _config(args: argparse.Namespace, job_dir: Path, cpu: int | None = None) -> 
         rpc_server=args.rpc_server,
         rpc_workers=args.rpc_workers,
         cpu=cpu,
+        fsync=not args.no_fsync,
     )
 
 

@@ -26,6 +26,7 @@ from flexjob.agent.torchrun_env import OMP_NOTICE, permanent, sets_omp_threads
 from flexjob.agent.workers import Worker, spawn_worker, wait_ready
 from flexjob.api import names
 from flexjob.api.errors import FlexjobError
+from flexjob.core.owned_keys import incarnation_name
 from flexjob.platform.ports import free_port
 from flexjob.platform.stop_signals import StopRequested, raise_on_stop_signals
 from flexjob.rpc.client import MasterClient
@@ -169,8 +170,7 @@ class ElasticAgent:
         """``<run dir>/checkpoints/<job incarnation>``: shared by this job's restarts, never
         by another job that re-uses the directory or the name."""
         if self._checkpoint_dir is None:
-            got = self.client.kv_get(names.KV_INCARNATION)
-            incarnation = got.decode() if got else "job"
+            incarnation = incarnation_name(self.client.kv_get(names.KV_INCARNATION))
             self._checkpoint_dir = os.path.join(self._run_dir, "checkpoints", incarnation)
         return self._checkpoint_dir
 

@@ -6,6 +6,9 @@ this process, which then stops the agents (which give their workers a grace peri
 master in order. A master or agent that dies is started again within ``--max-restarts``
 (``agent.run_supervisor``). When an agent gives up on the job, the others stop by themselves and the
 earliest failure is printed (``agent.failure``). A temporary job dir is removed at the end.
+A run that starts its own master makes the job a token (``<job dir>/master.token``, 0600), so
+no other local user can drive the job: the master and this process present it, and each agent
+(with its workers) gets only its node's credential (``rpc.auth.node_env``).
 Not for Kubernetes.
 """
 
@@ -20,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -32,6 +36,7 @@ from flexjob.agent.run_supervisor import RunFailure, RunSupervisor
 from flexjob.api import names
 from flexjob.api.enums import StragglerPolicy
 from flexjob.api.errors import FlexjobError
+from flexjob.core.job_master import TOKEN_FILE
 from flexjob.core.master_config import MasterConfig
 from flexjob.core.stragglers import (
     DEFAULT_RATIO,
@@ -41,6 +46,7 @@ from flexjob.core.stragglers import (
 from flexjob.master.launch import MasterProcess, spawn_master
 from flexjob.platform.ports import free_port
 from flexjob.platform.stop_signals import StopRequested, raise_on_stop_signals
+from flexjob.rpc.auth import job_token_env, new_token, node_env, write_token_file
 
 if TYPE_CHECKING:  # gRPC and rich load once the master and the agents are started
     from flexjob.agent.progress import ProgressLine
@@ -191,7 +197,8 @@ def run_job(opts: RunConfig) -> int:
     with raise_on_stop_signals():
         job_dir = opts.job_dir or tempfile.mkdtemp(prefix=f"flexjob-{opts.job_name}-")
         try:
-            return _Run(opts, job_dir).run()
+            with _job_token(opts, job_dir) as token:
+                return _Run(opts, job_dir, token).run()
         except StopRequested as stop:
             log.warning("%s: stopping the job", stop)
             return stop.exit_code
@@ -207,9 +214,10 @@ class _Run:
     """One ``flexjob run``: its master (unless attached to one), parameter servers, agents
     (kept alive by a ``RunSupervisor``), progress line and timeline."""
 
-    def __init__(self, opts: RunConfig, job_dir: str) -> None:
+    def __init__(self, opts: RunConfig, job_dir: str, token: str | None = None) -> None:
         self.opts = opts
         self.job_dir = job_dir
+        self.token = token  # the job's, when this run made it: agents get node credentials
         self.master: MasterProcess | None = None
         self.master_config: MasterConfig | None = None
         #: Every agent process started, restarts included: those still running are stopped.
@@ -256,6 +264,7 @@ class _Run:
         target = f"-m {opts.target}" if opts.module else opts.target
         print(
             f"flexjob: master {address} (job {opts.job_name}); another node joins with: "
+            f"{names.ENV_MASTER_TOKEN_FILE}={Path(self.job_dir) / TOKEN_FILE} "
             f"flexjob agent --master {address} {target}",
             file=sys.stderr,
             flush=True,
@@ -276,7 +285,8 @@ class _Run:
 
         def spawn_agent(index: int, node_id: str) -> subprocess.Popen[bytes]:
             cmd = agent_command(address, node_id, index, opts, self.job_dir)
-            proc = subprocess.Popen(cmd, env=env, start_new_session=True)
+            own = node_env(env, self.token, node_id) if self.token else env
+            proc = subprocess.Popen(cmd, env=own, start_new_session=True)
             self.agents.append(proc)
             return proc
 
@@ -345,6 +355,27 @@ class _Run:
         if finished and 0 in codes:
             return 0
         return next((_exit_code(c) for c in codes if c != 0), 0)
+
+
+@contextlib.contextmanager
+def _job_token(opts: RunConfig, job_dir: str) -> Iterator[str | None]:
+    """A new token for a run that starts its own master, in ``<job dir>/master.token``; this
+    process's environment names that file while the run lasts (its master, its PS replicas
+    and its own clients read it there, ``rpc.auth.master_token``). None for a run that joins
+    a master (``--master``): the environment's token, if any, is the one."""
+    if opts.master is not None:
+        yield None
+        return
+    token = new_token()
+    path = write_token_file(Path(job_dir) / TOKEN_FILE, token)
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(job_token_env(saved, path))
+    try:
+        yield token
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def _wait_other_nodes(client: MasterClient, own: set[str], timeout: float) -> None:

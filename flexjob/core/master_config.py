@@ -70,7 +70,11 @@ class MasterConfig:
     #: waking each other across CPUs (``benchmarks/master_load.py --pin off,master``: less CPU
     #: per shard and more shard requests/s on a shared 2-core machine).
     cpu: int | None = None
-    fsync: bool = False
+    #: Every acknowledged change on disk before its reply: the journal's group commit ends
+    #: with one ``fsync`` for all the calls it writes, and the directory is synced after a
+    #: rename (``master.state_file``). Off: a killed master loses nothing (the page cache
+    #: survives it), a crashed machine may lose what was acknowledged last.
+    fsync: bool = True
     #: Journal entries (shard hand-outs and reports, KV changes) between two snapshots. A
     #: snapshot renders the whole state holding the master's lock (~1-2.5 ms, every call
     #: waits) and writes a file (~5 ms for the call that takes it); a restart replays at most

@@ -3,15 +3,17 @@
 Queues: TODO → DOING (marked with the worker and the time) → DONE. A dead worker's DOING shards
 and stragglers (DOING longer than ``straggler_timeout``) go back to the front of TODO. A report
 is counted once, and only from a worker that may hold the shard: the worker it is DOING for,
-the worker it was last taken back from (a late straggler; its report counts even once the
-shard went to another worker), or — for shards in TODO at a ``restore()`` and epochs a
-restored manager had not opened, whose holders a checkpoint does not record — any worker. Reports
+or the worker it was last taken back from (a late straggler; its report counts even once the
+shard went to another worker). A checkpoint keeps both (``doing``, ``claimable``), and every
+hand-out is journaled with its holder (``hand_out`` replays it), so a restored manager knows
+them too; only a checkpoint written before it kept ``claimable`` leaves the holders of its TODO
+shards unknown, and then — for those and for epochs it had not opened — any worker. Reports
 of a shard another worker holds, of a shard never handed out, or of an epoch not opened yet
-are rejected, so a fake report cannot finish a job. A retried report by the worker whose
-report counted is acknowledged, not re-counted. Epochs are cut lazily: the next epoch's shards
-are queued once TODO runs dry. ``checkpoint()`` / ``restore()`` write and read the progress as
-JSON; DOING shards come back as TODO. No I/O: the caller persists the JSON and injects the
-clock.
+are rejected, so a fake report cannot finish a job, before or after a restore. A retried report
+by the worker whose report counted is acknowledged, not re-counted. Epochs are cut lazily: the
+next epoch's shards are queued once TODO runs dry. ``checkpoint()`` / ``restore()`` write and
+read the progress as JSON; DOING shards come back DOING for their holder. No I/O: the caller
+persists the JSON and injects the clock.
 """
 
 import json
@@ -127,7 +129,7 @@ class ShardManager:
         # the worker they were taken back from, or ANY_WORKER for those in TODO since a
         # restore (their holder is unknown).
         self._claimable: dict[int, str] = {}
-        self._after_restore = False  # restored from a checkpoint: some holders are unknown
+        self._after_restore = False  # restored from an older checkpoint: holders unknown
         # DOING shards that came back from a saved state with their holder; that holder may
         # not know it holds them (the answer that handed one out can die with the old master).
         self._restored_doing: dict[int, str] = {}
@@ -236,16 +238,23 @@ class ShardManager:
         return ReportResult.COUNTED
 
     def hand_out(self, shard_id: int, worker: str) -> bool:
-        """Replay a hand-out (from a journal): the TODO shard ``shard_id`` is DOING for
-        ``worker``. False when the shard is not TODO (done, or DOING already)."""
+        """Replay a hand-out (from a journal): the shard ``shard_id`` is DOING for ``worker``
+        (one DOING for another worker was taken back from it meanwhile: that one may still
+        report it). False when the shard is done or DOING for ``worker`` already."""
         if not 0 <= shard_id < self._epochs * self._per_epoch:
             return False
         epoch, pos = divmod(shard_id, self._per_epoch)
         while self._next_epoch <= epoch:
             self._open_epoch(self._next_epoch)
-        if epoch in self._completed or pos in self._done[epoch] or shard_id in self._doing:
+        if epoch in self._completed or pos in self._done[epoch]:
             return False
-        self._todo.remove(shard_id)
+        held = self._doing.get(shard_id)
+        if held is not None and held.worker == worker:
+            return False
+        if held is not None:  # taken back from its holder (a straggler) since: not journaled
+            self._claimable[shard_id] = held.worker
+        else:
+            self._todo.remove(shard_id)
         self._doing[shard_id] = _Doing(worker, self._clock())
         self._restored_doing[shard_id] = worker
         return True
@@ -291,6 +300,7 @@ class ShardManager:
             "samples_done": self._samples_done,
             "recent": [[sid, w] for sid, w in self._recent.items()],
             "doing": [[sid, d.worker] for sid, d in self._doing.items()],
+            "claimable": [[sid, w] for sid, w in self._claimable.items()],
         }
 
     def restore(self, checkpoint: str | dict[str, Any]) -> None:
@@ -316,8 +326,11 @@ class ShardManager:
             self._remember(int(sid), str(worker))
         for sid, worker in data.get("doing", []):
             self.hand_out(int(sid), str(worker))
-        # Shards DOING with a saved holder stay that holder's; for the rest in TODO the
-        # holder (if any) is unknown, so any worker's late report of one counts.
+        if "claimable" in data:  # the former holders: only they may still report
+            self._claimable = {int(sid): str(w) for sid, w in data["claimable"]}
+            return
+        # A checkpoint from before ``claimable`` was kept: the holder (if any) of a shard in
+        # TODO is unknown, so any worker's late report of one counts.
         self._claimable = dict.fromkeys(self._todo, ANY_WORKER)
         self._after_restore = True
 

@@ -2,13 +2,15 @@
 while it runs, one ``ShardManager`` each.
 
 Owns the lookup by name (an unknown name is a ``NotFoundError`` listing the known ones) and the
-rule that a name keeps its first registration. Not for saving registrations (the master journals
-them, ``master.persistence`` replays them) nor for handing out shards (``core.shards``).
+rule that a name keeps its first definition: the same definition again changes nothing, another
+one under a known name is refused naming it (``AlreadyExistsError``). Not for saving
+registrations (the master journals them, ``master.persistence`` replays them) nor for handing
+out shards (``core.shards``).
 """
 
 from collections.abc import Callable
 
-from flexjob.api.errors import NotFoundError
+from flexjob.api.errors import AlreadyExistsError, NotFoundError
 from flexjob.core.dataset import Dataset
 from flexjob.core.master_config import MasterConfig
 from flexjob.core.shards import ShardManager
@@ -20,6 +22,7 @@ class DatasetBook:
         self._clock = clock
         self.managers: dict[str, ShardManager] = {}  # every dataset, by name
         self.registered: dict[str, Dataset] = {}  # the ones trainers registered
+        self._declared = {d.name: d for d in config.datasets}
         for d in config.datasets:
             self.managers[d.name] = self._manager(d)
 
@@ -32,6 +35,19 @@ class DatasetBook:
 
     def knows(self, name: str) -> bool:
         return name in self.managers
+
+    def is_new(self, dataset: Dataset) -> bool:
+        """Whether ``dataset`` is to be added: False when its name already has this very
+        definition; ``AlreadyExistsError`` naming the dataset when it has another one."""
+        known = self.registered.get(dataset.name) or self._declared.get(dataset.name)
+        if known is None:
+            return True
+        if known == dataset:
+            return False
+        raise AlreadyExistsError(
+            f"dataset {dataset.name!r} is already defined as {_describe(known)}; another "
+            f"definition ({_describe(dataset)}) under that name is refused"
+        )
 
     def add_registered(self, dataset: Dataset) -> ShardManager:
         """Shard ``dataset`` from now on (the caller checked its name is new)."""
@@ -52,3 +68,11 @@ class DatasetBook:
             straggler_timeout=self._straggler_timeout,
             clock=self._clock,
         )
+
+
+def _describe(d: Dataset) -> str:
+    """A dataset's definition in a few words (its files counted, not listed)."""
+    what = f"size={d.size}" if d.size is not None else f"{len(d.files)} file(s)"
+    return (
+        f"{what}, shard_size={d.shard_size}, epochs={d.epochs}, shuffle={d.shuffle}, seed={d.seed}"
+    )

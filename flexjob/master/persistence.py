@@ -14,6 +14,10 @@ that runs its calls on an event loop (``rpc.aio_server``) defers their flushes o
 thread and runs ``flush_inline`` (journal lines only, no ``fsync``) there, or else ``flush`` on
 a writer thread that the call awaits. Not for the file format (``master.state_file``) or what a
 snapshot holds (``master.snapshot``).
+
+``restore`` first takes the job state's lock (a second master refuses to start) and makes this
+master's generation one more than the snapshot's; every snapshot it saves carries it
+(``master.state_file``).
 """
 
 import logging
@@ -26,7 +30,12 @@ from flexjob.master.datasets import DatasetBook
 from flexjob.master.health import HeartbeatTracker
 from flexjob.master.kv import KVStore, is_kv_entry
 from flexjob.master.logs import event
-from flexjob.master.snapshot import dataset_from_json, restore_snapshot
+from flexjob.master.snapshot import (
+    dataset_from_json,
+    restore_snapshot,
+    saved_generation,
+    with_generation,
+)
 from flexjob.master.state_file import (
     StateFile,
     StateLostError,
@@ -89,6 +98,7 @@ class Persistence:
         lines, changes = self._appended, self._changes
         if self.state is None:
             return
+        self.state.check_held()  # a fenced master acknowledges nothing, written or not
         self._write_journal(lines)
         if self._saved < changes:
             with self._snapshot_lock:  # our change must be in a snapshot before we answer
@@ -109,6 +119,7 @@ class Persistence:
         lines = self._appended
         if self.state.fsync or self._saved < self._changes or self._compact_due:
             return False
+        self.state.check_held()
         self._write_journal(lines)
         return True
 
@@ -129,7 +140,12 @@ class Persistence:
                     with self._lock:
                         queued, self._queued = self._queued, []
                         appended = self._appended
-                    self.state.append_lines(queued)
+                    try:
+                        self.state.append_lines(queued)
+                    except BaseException:  # not written: the next flush writes them first
+                        with self._lock:
+                            self._queued[:0] = queued
+                        raise
                     self._written = appended
 
     def _save_snapshot(self, changes: int) -> None:
@@ -142,7 +158,7 @@ class Persistence:
             self.state.append_lines(self._queued)  # queued since: into the old journal
             self._queued = []
             self._written = self._appended
-            changes, text = self._changes, self._snapshot()
+            changes, text = self._changes, self._render()
             self.state.rotate_journal()  # entries from now on go to a fresh journal
             self._journal_len = 0
             self._compact_due = False
@@ -152,12 +168,20 @@ class Persistence:
         self.state.drop_old_journal()
         self._saved = changes
 
+    def _render(self) -> str:
+        """The snapshot, with this master's generation (call holding the lock)."""
+        assert self.state is not None
+        return with_generation(self._snapshot(), self.state.generation)
+
     def close(self) -> None:
-        """Write what is not saved yet and release the journal."""
-        self.note_change()
-        self.flush()
-        if self.state is not None:
-            self.state.close()
+        """Write what is not saved yet, release the journal and the job state's lock."""
+        if self.state is None:
+            return
+        try:
+            self.note_change()
+            self.flush()
+        finally:
+            self.state.release()
 
     def restore(
         self,
@@ -174,12 +198,38 @@ class Persistence:
         marker. Call before anything is served."""
         if self.state is None:
             return
+        self.state.lock()
+        try:
+            replayed = self._restore(datasets, rdzv, stats, addresses, kv, health)
+        except BaseException:
+            self.state.release()  # a master that does not start holds nothing
+            raise
+        if replayed is None:
+            return
+        p = [m.progress() for m in datasets.managers.values()]
+        event(
+            log,
+            "state_restored",
+            job,
+            generation=self.state.generation,
+            round=rdzv.round,
+            journal_entries=replayed,
+            shards_done=sum(x.shards_done for x in p),
+        )
+
+    def _restore(self, datasets: DatasetBook, *parts: Any) -> int | None:
+        """``restore`` once the lock is taken (``parts``: its rendezvous, stats, addresses, KV
+        and heartbeats, in that order); the journal entries replayed, None for a first
+        master."""
+        rdzv, stats, addresses, kv, health = parts
+        assert self.state is not None
         data, journal = self.state.load()
+        self.state.generation = saved_generation(data) + 1
         if data is None and not journal:
             check_not_lost(self.state.path)  # a job that ran here before must have its state
-            self.state.save_text(self._snapshot())
+            self.state.save_text(self._render())
             mark_started(self.state.path)
-            return
+            return None
         if data is not None:
             for saved in data.get("datasets", {}).values():  # before their progress
                 datasets.add_registered(dataset_from_json(saved))
@@ -195,17 +245,9 @@ class Persistence:
             self._replay(entry, datasets, kv)
         # Shard holders that never come back are declared dead after the heartbeat timeout.
         health.track([w for m in datasets.managers.values() for w in m.doing().values()])
-        self.state.save_text(self._snapshot())  # nothing serves yet: no concurrent reports
+        self.state.save_text(self._render())  # nothing serves yet: no concurrent reports
         self.state.drop_journals()
-        p = [m.progress() for m in datasets.managers.values()]
-        event(
-            log,
-            "state_restored",
-            job,
-            round=rdzv.round,
-            journal_entries=len(journal),
-            shards_done=sum(x.shards_done for x in p),
-        )
+        return len(journal)
 
     def _replay(self, entry: dict[str, Any], datasets: DatasetBook, kv: KVStore) -> None:
         """Apply one journal entry: a KV change, a registration, a hand-out or a report."""

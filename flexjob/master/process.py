@@ -17,6 +17,8 @@ from flexjob.core.master_config import MasterConfig
 
 #: Exit code of a master whose state file is there but cannot be read (nothing is served).
 EXIT_STATE_LOST = 3
+#: Exit code of a master whose job state another master holds (``master.state_lock``).
+EXIT_STATE_HELD = 4
 
 
 def command(config_path: Path) -> list[str]:
@@ -49,15 +51,20 @@ def confine_to_cpu(cpu: int | None) -> None:
 
 def serve_until_stopped(config: MasterConfig) -> int:
     """Run the master until a stop signal; 0, or ``EXIT_STATE_LOST`` (with the error on
-    stderr) when its state file cannot be read. ``rpc.auth.InsecureBindError`` is the caller's."""
+    stderr) when its state file cannot be read, ``EXIT_STATE_HELD`` when another master holds
+    it. ``rpc.auth.InsecureBindError`` is the caller's."""
     from flexjob.master.main import run_master
     from flexjob.master.state_file import StateLostError
+    from flexjob.master.state_lock import MasterLockedError
 
     try:
         return run_master(config)
     except StateLostError as exc:
         print(f"error: {exc}", file=sys.stderr, flush=True)
         return EXIT_STATE_LOST
+    except MasterLockedError as exc:
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        return EXIT_STATE_HELD
 
 
 def exit_now(code: int) -> NoReturn:

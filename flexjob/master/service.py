@@ -301,11 +301,12 @@ class MasterService:
     @saves
     def register_dataset(self, node: NodeRef, dataset: Dataset) -> None:
         """Shard ``dataset`` from now on (what ``flexjob run`` scripts use: the script knows its
-        data, the command line does not); a name already known keeps its first registration.
-        Journaled before it returns: a restarted master knows it, with its progress."""
+        data, the command line does not); the same definition again changes nothing, another
+        one under a known name is refused (``DatasetBook.is_new``). Journaled before it
+        returns: a restarted master knows it, with its progress."""
         with self._lock:
             self._seen(node.node_id)
-            if self._datasets.knows(dataset.name):
+            if not self._datasets.is_new(dataset):
                 return
             self._append({"r": dataset_json(dataset)})
             self._datasets.add_registered(dataset)

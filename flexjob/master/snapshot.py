@@ -1,6 +1,7 @@
 """What a master snapshot holds and how it is read back: shard progress per dataset, the
 datasets trainers registered, the rendezvous round / members / join ages, per-node stats,
-node addresses and the KV store, as one JSON object.
+node addresses, the KV store and the generation of the master that wrote it, as one JSON
+object.
 
 ``SnapshotWriter`` re-serializes only the parts that changed since its last call (rendezvous
 and stats change rarely; shard progress changes all the time). Not for writing files
@@ -58,6 +59,17 @@ class SnapshotWriter:
             hit = (version, json.dumps(build()))
             self._cache[key] = hit
         return hit[1]
+
+
+def with_generation(text: str, generation: int) -> str:
+    """The snapshot ``text`` (a JSON object) saying which master generation wrote it
+    (``master.state_file``: journals of older generations are not replayed over it)."""
+    return f'{text[:-1]}, "generation": {generation}}}'
+
+
+def saved_generation(data: dict[str, Any] | None) -> int:
+    """The generation of the master that wrote snapshot ``data`` (0: none, or before them)."""
+    return int(data.get("generation", 0)) if data else 0
 
 
 def restore_snapshot(

@@ -8,7 +8,8 @@ there is (a write to the page cache), else (a snapshot due, or ``fsync``) by one
 that the call awaits while the loop serves others, so that concurrent calls share its writes
 (group commit). An agent's ``Attach`` stream and a trainer's shard stream are coroutines instead
 of held threads. With a
-token every call must carry it (``UNAUTHENTICATED`` otherwise), as in ``rpc.server``. Measured
+token every call must carry it or a node's credential (``UNAUTHENTICATED`` otherwise) and may act
+only as the node it proved to be, as in ``rpc.server`` (``NodeGate``). Measured
 against the thread-pool server by ``benchmarks/master_load.py``. Not where master logic lives.
 """
 
@@ -23,9 +24,9 @@ from typing import Any, NoReturn, Protocol
 
 import grpc
 
+from flexjob.api.errors import UnavailableError
 from flexjob.api.names import ENV_MASTER_TOKEN, ENV_MASTER_TOKEN_FILE
-from flexjob.rpc import convert
-from flexjob.rpc.auth import AUTHORIZATION, check_bind, token_matches
+from flexjob.rpc.auth import AUTHORIZATION, JobCredentials, check_bind
 from flexjob.rpc.gen import master_control_pb2 as ctl_pb
 from flexjob.rpc.gen import master_control_pb2_grpc as ctl_grpc
 from flexjob.rpc.gen import master_pb2 as pb
@@ -37,6 +38,7 @@ from flexjob.rpc.server import (
     BoundServer,
     MasterControlServicer,
     MasterServicer,
+    NodeGate,
     OnCall,
     StreamSlots,
 )
@@ -64,13 +66,19 @@ class _Aborted(Exception):
 
 class _LoopContext:
     """What ``MasterServicer``'s unary methods use of their context, for a call run on the
-    loop: ``abort`` raises, and the coroutine around the method sends the status."""
+    loop: ``abort`` raises, and the coroutine around the method sends the status; the call's
+    metadata (its credential) is the aio context's."""
+
+    __slots__ = ("_context",)
+
+    def __init__(self, context: grpc.aio.ServicerContext) -> None:
+        self._context = context
 
     def abort(self, code: grpc.StatusCode, details: str) -> NoReturn:
         raise _Aborted(code, details)
 
-
-_CONTEXT = _LoopContext()
+    def invocation_metadata(self) -> Any:
+        return self._context.invocation_metadata()
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,8 +112,10 @@ class _Servicer:
         writer: futures.ThreadPoolExecutor,
         on_call: OnCall | None,
         streams: "StreamSlots[asyncio.Task[Any]]",
+        gate: NodeGate,
     ) -> None:
         self._b = backend
+        self._gate = gate
         self._saves = saves
         self._writer = writer
         self._on_call = on_call
@@ -135,12 +145,16 @@ class _Servicer:
         aborted: _Aborted | None = None
         reply = None
         try:
-            reply = method(request, _CONTEXT)
+            reply = method(request, _LoopContext(context))
         except _Aborted as exc:
             aborted = exc
         finally:  # even after a failure: what it changed is written before it answers
-            if not self._saves.flush_inline():
-                await asyncio.get_running_loop().run_in_executor(self._writer, self._saves.flush)
+            try:
+                if not self._saves.flush_inline():
+                    loop = asyncio.get_running_loop()
+                    await loop.run_in_executor(self._writer, self._saves.flush)
+            except UnavailableError as exc:  # a fenced master: nothing is acknowledged
+                aborted = _Aborted(grpc.StatusCode.UNAVAILABLE, str(exc))
             if self._on_call is not None:
                 code = aborted.code.name if aborted is not None else "OK"
                 self._on_call(name, code, time.perf_counter() - started)
@@ -176,7 +190,10 @@ class _Servicer:
     ) -> AsyncIterator[pb.AttachEvent]:
         """Held open while the agent lives; when it breaks, the backend hears of it at once
         (``detach``, on the writer thread: it saves)."""
-        node = convert.node_from_pb(request.node)
+        try:
+            node = self._gate.node(request.node, _LoopContext(context))
+        except _Aborted as exc:
+            await context.abort(exc.code, exc.details)
         token = self._b.attach(node)
         loop = asyncio.get_running_loop()
         context.add_done_callback(
@@ -193,18 +210,20 @@ class _Servicer:
             log.exception("event=detach_failed node=%s", node.node_id)
 
 
-def _services(backend: MasterBackend) -> list[tuple[object, type, Callable[..., None], Any]]:
+def _services(
+    backend: MasterBackend, gate: NodeGate
+) -> list[tuple[object, type, Callable[..., None], Any]]:
     """Per service on the master's port: ``rpc.server``'s servicer, the generated servicer
     class, its ``add_..._to_server`` and the service's descriptor."""
     return [
         (
-            MasterServicer(backend),
+            MasterServicer(backend, gate=gate),
             pb_grpc.MasterServicer,
             pb_grpc.add_MasterServicer_to_server,
             pb.DESCRIPTOR.services_by_name["Master"],
         ),
         (
-            MasterControlServicer(backend),
+            MasterControlServicer(backend, gate),
             ctl_grpc.MasterControlServicer,
             ctl_grpc.add_MasterControlServicer_to_server,
             ctl_pb.DESCRIPTOR.services_by_name["MasterControl"],
@@ -212,7 +231,7 @@ def _services(backend: MasterBackend) -> list[tuple[object, type, Callable[..., 
     ]
 
 
-def _token_interceptor(token: str) -> grpc.aio.ServerInterceptor:
+def _token_interceptor(credentials: JobCredentials) -> grpc.aio.ServerInterceptor:
     async def refuse(request: object, context: grpc.aio.ServicerContext) -> None:
         await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
 
@@ -225,7 +244,7 @@ def _token_interceptor(token: str) -> grpc.aio.ServerInterceptor:
             details: grpc.HandlerCallDetails,
         ) -> grpc.RpcMethodHandler:
             metadata = dict(details.invocation_metadata or ())
-            if token_matches(metadata.get(AUTHORIZATION), token):
+            if credentials.caller(metadata.get(AUTHORIZATION)) is not None:
                 return await continuation(details)
             return refusal
 
@@ -251,14 +270,17 @@ def serve_aio(
     writer = futures.ThreadPoolExecutor(1, thread_name_prefix="master-save")
     streams: StreamSlots[asyncio.Task[Any]] = StreamSlots(shard_streams)
 
+    credentials = JobCredentials(token) if token else None
+    gate = NodeGate(credentials)
+
     async def start() -> tuple[grpc.aio.Server, int]:
         saves.defer_flushes_here()  # this loop's calls save in their coroutine
-        servicer = _Servicer(backend, saves, writer, on_call, streams)
+        servicer = _Servicer(backend, saves, writer, on_call, streams, gate)
         server = grpc.aio.server(
-            interceptors=[_token_interceptor(token)] if token else None,
+            interceptors=[_token_interceptor(credentials)] if credentials else None,
             options=list(MASTER_SERVER_OPTIONS),
         )
-        for sync, base, add, service in _services(backend):
+        for sync, base, add, service in _services(backend, gate):
             handlers = base()
             for method in service.methods:
                 if not (method.client_streaming or method.server_streaming):

@@ -6,7 +6,13 @@ master's gRPC port refuse to listen beyond loopback without a token, and then re
 that do not present it. A job master's token reaches its agents and trainers through the
 environment: ``FLEXJOB_MASTER_TOKEN`` (on Kubernetes from the job's Secret, ``secretKeyRef``)
 or ``FLEXJOB_MASTER_TOKEN_FILE`` (locally a 0600 file in the job directory), never a command
-line. Not for authorisation (every holder of a token may do everything).
+line.
+
+Node identity: the job token's holder may act as any node; a node credential
+(``node_credential``: ``node:<node id>:<HMAC-SHA256 of the node id under the job token>``), which
+``flexjob run`` gives each agent instead of the token (``FLEXJOB_NODE_CREDENTIAL``), acts only as
+its node and that node's processes (``<node>.<local rank>``). ``JobCredentials`` is the master's
+check of both (``rpc.server`` runs it on every call that names a node).
 """
 
 import hmac
@@ -16,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from flexjob.api.errors import InvalidSpecError
-from flexjob.api.names import ENV_MASTER_TOKEN, ENV_MASTER_TOKEN_FILE
+from flexjob.api.names import ENV_MASTER_TOKEN, ENV_MASTER_TOKEN_FILE, ENV_NODE_CREDENTIAL
 from flexjob.core.addresses import is_loopback
 
 #: gRPC metadata / HTTP header carrying ``Bearer <token>``.
@@ -103,3 +109,89 @@ def master_token(env: Mapping[str, str] | None = None) -> str | None:
     if path:
         return Path(path).read_text().strip() or None
     return None
+
+
+def client_bearer(env: Mapping[str, str] | None = None) -> str | None:
+    """What a client of the job master presents: the job's token (``master_token``), else this
+    node's credential (``FLEXJOB_NODE_CREDENTIAL``); None when neither is set."""
+    env = os.environ if env is None else env
+    return master_token(env) or env.get(ENV_NODE_CREDENTIAL, "").strip() or None
+
+
+#: The scheme of a node credential's bearer value: ``node:<node id>:<mac>``.
+NODE_CREDENTIAL_PREFIX = "node:"
+#: ``JobCredentials.caller`` of the job token's holder: it may act as any node.
+ANY_NODE = "*"
+_NODE_MAC_CONTEXT = b"flexjob-node-credential\0"
+_KNOWN_CALLERS_MAX = 4096  # bearer values already checked, kept (valid ones only)
+
+
+def node_credential(token: str, node_id: str) -> str:
+    """The credential of ``node_id`` under the job's ``token``: it proves to the master that its
+    holder is that node (or one of its processes) without carrying the token itself."""
+    mac = hmac.new(token.encode(), _NODE_MAC_CONTEXT + node_id.encode(), "sha256").hexdigest()
+    return f"{NODE_CREDENTIAL_PREFIX}{node_id}:{mac}"
+
+
+def acts_as(owner: str, node_id: str) -> bool:
+    """Whether the holder of ``owner``'s credential may act as ``node_id``: the node itself or
+    one of its processes (``<owner>.<local rank>``); ``ANY_NODE`` may act as every node."""
+    return owner == ANY_NODE or node_id == owner or node_id.startswith(owner + ".")
+
+
+class JobCredentials:
+    """Who a call's ``Authorization`` header proves it is, under the job's ``token``: ``caller``
+    gives ``ANY_NODE`` for the token itself, the node id for a valid node credential, None for
+    anything else. Valid headers are remembered (one dict look-up per call after the first)."""
+
+    def __init__(self, token: str) -> None:
+        self._token = token.encode()
+        self._token_text = token
+        self._known: dict[str, str] = {}
+
+    def caller(self, header: str | None) -> str | None:
+        if not header:
+            return None
+        known = self._known.get(header)
+        if known is not None:
+            return known
+        scheme, _, value = header.partition(" ")
+        value = value.strip()
+        if scheme.lower() != "bearer" or not value.isascii():
+            return None
+        caller: str | None = None
+        if hmac.compare_digest(value.encode(), self._token):
+            caller = ANY_NODE
+        elif value.startswith(NODE_CREDENTIAL_PREFIX):
+            owner = value[len(NODE_CREDENTIAL_PREFIX) :].rpartition(":")[0]
+            expected = node_credential(self._token_text, owner).encode()
+            caller = owner if owner and hmac.compare_digest(value.encode(), expected) else None
+        if caller is not None:
+            if len(self._known) >= _KNOWN_CALLERS_MAX:
+                self._known.clear()
+            self._known[header] = caller
+        return caller
+
+    def refusal(self, header: str | None, node_id: str) -> str | None:
+        """Why a call with ``header`` may not act as ``node_id``; None when it may."""
+        caller = self.caller(header)
+        if caller is None:
+            return "missing or wrong bearer token"
+        if acts_as(caller, node_id):
+            return None
+        return f"the credential of node {caller!r} may not act as node {node_id!r}"
+
+
+def job_token_env(env: Mapping[str, str], token_file: Path) -> dict[str, str]:
+    """``env`` whose processes present the job's token from ``token_file`` and no other."""
+    out = {k: v for k, v in env.items() if k not in (ENV_MASTER_TOKEN, ENV_NODE_CREDENTIAL)}
+    out[ENV_MASTER_TOKEN_FILE] = str(token_file)
+    return out
+
+
+def node_env(env: Mapping[str, str], token: str, node_id: str) -> dict[str, str]:
+    """``env`` for the processes of node ``node_id``: its credential, not the job's token
+    (they can then act as that node only)."""
+    out = {k: v for k, v in env.items() if k not in (ENV_MASTER_TOKEN, ENV_MASTER_TOKEN_FILE)}
+    out[ENV_NODE_CREDENTIAL] = node_credential(token, node_id)
+    return out

@@ -19,7 +19,7 @@ from flexjob.api.errors import (
     PsSetChangedError,
     UnavailableError,
 )
-from flexjob.rpc.auth import AUTHORIZATION, bearer, master_token
+from flexjob.rpc.auth import AUTHORIZATION, bearer, client_bearer
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -78,7 +78,8 @@ def call_with_retry(
 
 class RetryingClient:
     """What the gRPC clients share: ``address``, the metadata of the bearer ``token`` (default:
-    the master token from the environment, ``rpc.auth.master_token``) and of other ``headers``,
+    the job's token or this node's credential from the environment, ``rpc.auth.client_bearer``)
+    and of other ``headers``,
     and ``_call``: one call of ``timeout`` seconds per attempt, retried while the server
     (``SERVER`` at ``address``) is unreachable, for up to ``retry_deadline`` seconds
     (``call_with_retry``)."""
@@ -97,7 +98,7 @@ class RetryingClient:
     ) -> None:
         self.address = address
         self._what = f"{self.SERVER} {address}"
-        token = token if token is not None else master_token()
+        token = token if token is not None else client_bearer()
         auth = [(AUTHORIZATION, bearer(token))] if token else []
         self._metadata = (*auth, *headers) or None
         self._timeout = timeout

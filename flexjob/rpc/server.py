@@ -3,9 +3,11 @@ server) that turn each RPC into one ``MasterBackend`` call.
 
 One handler per message, each a few lines: convert in, call the backend, convert out. Errors
 of the ``api.errors`` hierarchy become gRPC status codes, anything else INTERNAL with a message.
-With a token (``rpc.auth``) every call must carry ``authorization: Bearer <token>`` metadata
-(UNAUTHENTICATED otherwise); without one the server listens on loopback only. Not where master
-logic lives (``flexjob.master.service`` is).
+With a token (``rpc.auth``) every call must carry ``authorization: Bearer <token>`` or a node's
+credential (UNAUTHENTICATED otherwise), and a call that names a node must be allowed to act as it
+(PERMISSION_DENIED otherwise: ``rpc.auth.JobCredentials``); without one the server listens on
+loopback only. Keys the master or one node owns (``core.owned_keys``) are written by no one else
+over RPC. Not where master logic lives (``flexjob.master.service`` is).
 """
 
 import functools
@@ -19,14 +21,15 @@ from typing import Generic, TypeVar
 
 import grpc
 
-from flexjob.api.errors import InvalidSpecError, NotFoundError
+from flexjob.api.errors import AlreadyExistsError, InvalidSpecError, NotFoundError, UnavailableError
 from flexjob.api.names import ENV_MASTER_TOKEN, ENV_MASTER_TOKEN_FILE
+from flexjob.core.owned_keys import key_owner, write_refusal
 from flexjob.rpc import convert
-from flexjob.rpc.auth import AUTHORIZATION, check_bind, token_matches
+from flexjob.rpc.auth import ANY_NODE, AUTHORIZATION, JobCredentials, acts_as, check_bind
 from flexjob.rpc.gen import master_control_pb2_grpc as ctl_grpc
 from flexjob.rpc.gen import master_pb2 as pb
 from flexjob.rpc.gen import master_pb2_grpc as pb_grpc
-from flexjob.rpc.messages import MasterBackend
+from flexjob.rpc.messages import MasterBackend, NodeRef
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -53,7 +56,10 @@ MASTER_SERVER_OPTIONS: tuple[tuple[str, int], ...] = (
 _CODES: dict[type[Exception], grpc.StatusCode] = {
     InvalidSpecError: grpc.StatusCode.INVALID_ARGUMENT,
     NotFoundError: grpc.StatusCode.NOT_FOUND,
+    AlreadyExistsError: grpc.StatusCode.ALREADY_EXISTS,
+    UnavailableError: grpc.StatusCode.UNAVAILABLE,  # a fenced master's writes (retry elsewhere)
 }
+_ANSWERED = tuple(_CODES)
 
 
 def _call(context: grpc.ServicerContext, fn: Callable[[], T]) -> T:
@@ -61,7 +67,7 @@ def _call(context: grpc.ServicerContext, fn: Callable[[], T]) -> T:
     else INTERNAL with a message (never gRPC's bare UNKNOWN)."""
     try:
         return fn()
-    except (InvalidSpecError, NotFoundError) as exc:
+    except _ANSWERED as exc:
         code = next(c for kind, c in _CODES.items() if isinstance(exc, kind))
         context.abort(code, str(exc))
         raise  # unreachable: abort raises
@@ -73,6 +79,43 @@ def _call(context: grpc.ServicerContext, fn: Callable[[], T]) -> T:
 
 def _untimed(method: str, code: str, seconds: float) -> None:
     """An ``OnCall`` that keeps nothing (a servicer whose server times nothing)."""
+
+
+def authorization(context: grpc.ServicerContext) -> str | None:
+    """The call's ``authorization`` metadata (None when absent)."""
+    for key, value in context.invocation_metadata() or ():
+        if key == AUTHORIZATION:
+            return str(value)
+    return None
+
+
+class NodeGate:
+    """The check that a call may act as the node it names and write the key it names (the
+    servicers of both services share one): with ``credentials`` (a master with a token) by its
+    credential (``rpc.auth.JobCredentials``); without, only the master-owned keys are refused."""
+
+    def __init__(self, credentials: JobCredentials | None = None) -> None:
+        self._credentials = credentials
+
+    def node(self, ref: pb.NodeRef, context: grpc.ServicerContext) -> NodeRef:
+        """``ref`` as a ``NodeRef``, once the call proved it may act as it (else aborted)."""
+        node = convert.node_from_pb(ref)
+        if self._credentials is not None:
+            refusal = self._credentials.refusal(authorization(context), node.node_id)
+            if refusal is not None:
+                context.abort(grpc.StatusCode.PERMISSION_DENIED, refusal)
+        return node
+
+    def key(self, key: str, context: grpc.ServicerContext) -> None:
+        """Abort unless the call may write ``key`` (``core.owned_keys``)."""
+        owner = key_owner(key)
+        if owner is None:
+            return
+        caller: str | None = ANY_NODE
+        if self._credentials is not None:
+            caller = self._credentials.caller(authorization(context))
+        if owner.master or caller is None or not acts_as(caller, owner.node):
+            context.abort(grpc.StatusCode.PERMISSION_DENIED, write_refusal(key, owner))
 
 
 def timed_call(
@@ -132,45 +175,47 @@ class MasterServicer(pb_grpc.MasterServicer):
         backend: MasterBackend,
         streams: "StreamSlots[grpc.ServicerContext] | None" = None,
         on_call: OnCall | None = None,
+        gate: NodeGate | None = None,
     ) -> None:
         self._b = backend
+        self._gate = gate or NodeGate()
         self._streams: StreamSlots[grpc.ServicerContext] = streams or StreamSlots(0)
         self._on_call: OnCall = on_call or _untimed
 
     def JoinRendezvous(
         self, request: pb.JoinRequest, context: grpc.ServicerContext
     ) -> pb.JoinResponse:
-        node = convert.node_from_pb(request.node)
+        node = self._gate.node(request.node, context)
         round_ = _call(
             context, lambda: self._b.join(node, request.address, request.local_world_size)
         )
         return pb.JoinResponse(round=round_)
 
     def GetWorld(self, request: pb.GetWorldRequest, context: grpc.ServicerContext) -> pb.WorldInfo:
-        node = convert.node_from_pb(request.node)
+        node = self._gate.node(request.node, context)
         return convert.world_to_pb(_call(context, lambda: self._b.get_world(node, request.round)))
 
     def NodesWaiting(
         self, request: pb.NodesWaitingRequest, context: grpc.ServicerContext
     ) -> pb.NodesWaitingResponse:
-        node = convert.node_from_pb(request.node)
+        node = self._gate.node(request.node, context)
         return convert.waiting_to_pb(_call(context, lambda: self._b.nodes_waiting(node)))
 
     def GetShard(self, request: pb.GetShardRequest, context: grpc.ServicerContext) -> pb.Shard:
-        node = convert.node_from_pb(request.node)
+        node = self._gate.node(request.node, context)
         return convert.shard_to_pb(_call(context, lambda: self._b.get_shard(node, request.dataset)))
 
     def ReportShard(
         self, request: pb.ReportShardRequest, context: grpc.ServicerContext
     ) -> pb.ReportShardResponse:
-        node = convert.node_from_pb(request.node)
+        node = self._gate.node(request.node, context)
         ok = _call(context, lambda: self._b.report_shard(node, request.dataset, request.shard_id))
         return pb.ReportShardResponse(accepted=ok)
 
     def LeaseShards(
         self, request: pb.LeaseShardsRequest, context: grpc.ServicerContext
     ) -> pb.LeaseShardsResponse:
-        node = convert.node_from_pb(request.node)
+        node = self._gate.node(request.node, context)
         ask = convert.lease_request_from_pb(request)
         return convert.lease_to_pb(_call(context, lambda: self._b.lease_shards(node, ask)))
 
@@ -192,7 +237,7 @@ class MasterServicer(pb_grpc.MasterServicer):
     def RegisterDataset(
         self, request: pb.RegisterDatasetRequest, context: grpc.ServicerContext
     ) -> pb.Empty:
-        node = convert.node_from_pb(request.node)
+        node = self._gate.node(request.node, context)
         _call(context, lambda: self._b.register_dataset(node, convert.dataset_from_pb(request)))
         return pb.Empty()
 
@@ -201,7 +246,7 @@ class MasterServicer(pb_grpc.MasterServicer):
     ) -> Iterator[pb.AttachEvent]:
         """Held open while the agent lives (one server thread each); when it breaks, the
         backend hears of it at once (``detach``)."""
-        node = convert.node_from_pb(request.node)
+        node = self._gate.node(request.node, context)
         token = self._b.attach(node)
         context.add_callback(lambda: self._b.detach(node, token))
         while context.is_active() and not self._b.wait_closing(ATTACH_KEEPALIVE_S):
@@ -210,7 +255,7 @@ class MasterServicer(pb_grpc.MasterServicer):
     def GetProgress(
         self, request: pb.ProgressRequest, context: grpc.ServicerContext
     ) -> pb.ProgressResponse:
-        node = convert.node_from_pb(request.node)
+        node = self._gate.node(request.node, context)
         return convert.progress_to_pb(
             _call(context, lambda: self._b.get_progress(node, request.dataset))
         )
@@ -220,23 +265,24 @@ class MasterControlServicer(ctl_grpc.MasterControlServicer):
     """The ``MasterControl`` service: stats, heartbeats, failures, exclusions, the batch plan
     and the key-value store."""
 
-    def __init__(self, backend: MasterBackend) -> None:
+    def __init__(self, backend: MasterBackend, gate: NodeGate | None = None) -> None:
         self._b = backend
+        self._gate = gate or NodeGate()
 
     def ReportStats(self, request: pb.StatsRequest, context: grpc.ServicerContext) -> pb.Empty:
-        node = convert.node_from_pb(request.node)
+        node = self._gate.node(request.node, context)
         _call(context, lambda: self._b.report_stats(node, convert.stats_from_pb(request)))
         return pb.Empty()
 
     def Heartbeat(
         self, request: pb.HeartbeatRequest, context: grpc.ServicerContext
     ) -> pb.HeartbeatResponse:
-        node = convert.node_from_pb(request.node)
+        node = self._gate.node(request.node, context)
         reply = _call(context, lambda: self._b.heartbeat(node, request.timestamp))
         return convert.heartbeat_to_pb(reply)
 
     def ReportFailure(self, request: pb.FailureRequest, context: grpc.ServicerContext) -> pb.Empty:
-        node = convert.node_from_pb(request.node)
+        node = self._gate.node(request.node, context)
         _call(
             context,
             lambda: self._b.report_failure(
@@ -248,7 +294,7 @@ class MasterControlServicer(ctl_grpc.MasterControlServicer):
     def NodeSucceeded(
         self, request: pb.NodeSucceededRequest, context: grpc.ServicerContext
     ) -> pb.Empty:
-        node = convert.node_from_pb(request.node)
+        node = self._gate.node(request.node, context)
         _call(context, lambda: self._b.node_succeeded(node))
         return pb.Empty()
 
@@ -260,13 +306,14 @@ class MasterControlServicer(ctl_grpc.MasterControlServicer):
     def GetBatchPlan(
         self, request: pb.BatchPlanRequest, context: grpc.ServicerContext
     ) -> pb.BatchPlanResponse:
-        node = convert.node_from_pb(request.node)
+        node = self._gate.node(request.node, context)
         plan = _call(
             context, lambda: self._b.get_batch_plan(node, request.rank, request.world_size)
         )
         return convert.batch_to_pb(plan)
 
     def KVSet(self, request: pb.KVSetRequest, context: grpc.ServicerContext) -> pb.Empty:
+        self._gate.key(request.key, context)
         _call(context, lambda: self._b.kv_set(request.key, request.value))
         return pb.Empty()
 
@@ -275,6 +322,7 @@ class MasterControlServicer(ctl_grpc.MasterControlServicer):
         return pb.KVGetResponse(found=value is not None, value=value or b"")
 
     def KVAdd(self, request: pb.KVAddRequest, context: grpc.ServicerContext) -> pb.KVAddResponse:
+        self._gate.key(request.key, context)
         return _call(
             context, lambda: pb.KVAddResponse(value=self._b.kv_add(request.key, request.amount))
         )
@@ -282,17 +330,18 @@ class MasterControlServicer(ctl_grpc.MasterControlServicer):
     def ExcludeNodes(
         self, request: pb.ExcludeRequest, context: grpc.ServicerContext
     ) -> pb.ExcludeResponse:
-        node = convert.node_from_pb(request.node)
+        node = self._gate.node(request.node, context)
         reasons = dict(zip(request.nodes, request.reasons, strict=False))
         out = _call(context, lambda: self._b.exclude_nodes(node, request.round, reasons))
         return pb.ExcludeResponse(excluded=list(out))
 
 
 class TokenInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
-    """Refuses every call whose metadata lacks ``authorization: Bearer <token>``."""
+    """Refuses every call whose metadata lacks ``authorization: Bearer <token>`` or a node
+    credential under it (``rpc.auth.JobCredentials``)."""
 
-    def __init__(self, token: str) -> None:
-        self._token = token
+    def __init__(self, token: str | JobCredentials) -> None:
+        self.credentials = token if isinstance(token, JobCredentials) else JobCredentials(token)
 
         def refuse(request: object, context: grpc.ServicerContext) -> None:
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
@@ -305,7 +354,7 @@ class TokenInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
         details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler | None:
         metadata = dict(details.invocation_metadata or ())
-        if token_matches(metadata.get(AUTHORIZATION), self._token):
+        if self.credentials.caller(metadata.get(AUTHORIZATION)) is not None:
             return continuation(details)
         return self._refusal
 
@@ -356,15 +405,18 @@ def serve(
     more each hold a shard stream (``on_call`` times their messages)."""
     check_bind(host, token, f"set {ENV_MASTER_TOKEN} or {ENV_MASTER_TOKEN_FILE}")
     pool = max_workers + shard_streams
+    credentials = JobCredentials(token) if token else None
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=pool, thread_name_prefix="master-rpc"),
-        interceptors=[*([TokenInterceptor(token)] if token else []), *interceptors],
+        interceptors=[*([TokenInterceptor(credentials)] if credentials else []), *interceptors],
         options=list(MASTER_SERVER_OPTIONS),
     )
     streams: StreamSlots[grpc.ServicerContext] = StreamSlots(shard_streams)
-    servicer = MasterServicer(backend, streams, on_call)
+    gate = NodeGate(credentials)
+    servicer = MasterServicer(backend, streams, on_call, gate)
     pb_grpc.add_MasterServicer_to_server(servicer, server)  # type: ignore[no-untyped-call]
-    ctl_grpc.add_MasterControlServicer_to_server(MasterControlServicer(backend), server)  # type: ignore[no-untyped-call]
+    control = MasterControlServicer(backend, gate)
+    ctl_grpc.add_MasterControlServicer_to_server(control, server)  # type: ignore[no-untyped-call]
     bound = server.add_insecure_port(f"{host}:{port}")
     if bound == 0:
         raise OSError(f"cannot bind the master RPC server to {host}:{port}")

@@ -157,10 +157,19 @@ def test_a_replayed_hand_out_makes_a_todo_shard_doing_once() -> None:
     mgr, _ = manager(size=10, shard=2, epochs=2)
     assert mgr.hand_out(7, "w3")  # epoch 1: opened for the replay
     assert mgr.doing() == {7: "w3"}
-    assert not mgr.hand_out(7, "w4")
+    assert not mgr.hand_out(7, "w3")
     assert mgr.report_done(7, "w3") is ReportResult.COUNTED
     assert not mgr.hand_out(7, "w4")
     assert not mgr.hand_out(99, "w4")
+
+
+def test_a_replayed_hand_out_to_another_worker_moves_the_shard_its_old_holder_keeps() -> None:
+    mgr, _ = manager(size=10, shard=2, epochs=2)
+    assert mgr.hand_out(7, "w3")
+    assert mgr.hand_out(7, "w4")  # it was taken back from w3 (a straggler) and handed to w4
+    assert mgr.doing() == {7: "w4"}
+    assert mgr.report_done(7, "w5") is ReportResult.REJECTED
+    assert mgr.report_done(7, "w3") is ReportResult.COUNTED
 
 
 def test_restore_rejects_a_checkpoint_of_another_dataset() -> None:
@@ -179,10 +188,38 @@ def test_checkpoint_of_a_mostly_done_epoch_stays_small() -> None:
     assert mgr.to_dict()["done"] == {"0": [[0, 5000]]}
 
 
-def test_report_of_a_shard_from_an_epoch_lost_in_a_restart_is_counted() -> None:
+def test_after_a_restore_reports_of_shards_never_handed_out_are_rejected() -> None:
+    mgr, _ = manager(size=20, shard=2, epochs=2)
+    held = mgr.get_shard("w")
+    assert held is not None
+    fresh = ShardManager(RangeSplitter(20, 2), epochs=2)
+    fresh.restore(mgr.checkpoint())
+    forged = [sid for sid in range(20) if sid != held.shard_id]
+    assert [fresh.report_done(sid, "w") for sid in forged] == [ReportResult.REJECTED] * 19
+    assert fresh.report_done(held.shard_id, "intruder") is ReportResult.REJECTED
+    assert fresh.progress().shards_done == 0
+    assert fresh.report_done(held.shard_id, "w") is ReportResult.COUNTED
+
+
+def test_after_a_restore_a_straggler_taken_back_may_still_report_its_shard() -> None:
+    clock = FakeClock()
+    mgr = ShardManager(RangeSplitter(4, 2), straggler_timeout=5.0, clock=clock)
+    late = mgr.get_shard("slow")
+    assert late is not None
+    clock.advance(6.0)
+    assert mgr.expire_stragglers() == [late.shard_id]
+    fresh = ShardManager(RangeSplitter(4, 2), clock=clock)
+    fresh.restore(mgr.checkpoint())
+    assert fresh.report_done(late.shard_id, "other") is ReportResult.REJECTED
+    assert fresh.report_done(late.shard_id, "slow") is ReportResult.COUNTED
+
+
+def test_a_checkpoint_without_former_holders_lets_any_worker_report_its_todo_shards() -> None:
     mgr, _ = manager(size=4, shard=2, epochs=2)
+    old = mgr.to_dict()
+    del old["claimable"]  # written before holders were kept
     fresh = ShardManager(RangeSplitter(4, 2), epochs=2)
-    fresh.restore(mgr.checkpoint())  # saved before any epoch was opened
+    fresh.restore(old)
     late = [mgr.get_shard("w") for _ in range(3)][-1]
     assert late is not None and late.epoch == 1
     assert fresh.report_done(late.shard_id, "w") is ReportResult.COUNTED
@@ -205,12 +242,13 @@ def test_report_of_a_shard_never_handed_out_or_of_an_unopened_epoch_is_rejected(
     assert mgr.progress().samples_done == 0 and mgr.opened_epochs == 1
 
 
-def test_shards_in_todo_at_a_restore_may_be_reported_by_their_unknown_holder() -> None:
+def test_a_shard_doing_at_a_restore_may_be_reported_by_its_holder_only() -> None:
     mgr, _ = manager(size=6, shard=3)
     held = mgr.get_shard("w0")
     assert held is not None
     fresh = ShardManager(RangeSplitter(6, 3))
-    fresh.restore(mgr.checkpoint())  # DOING is not saved: its holder is unknown now
+    fresh.restore(mgr.checkpoint())
+    assert fresh.report_done(held.shard_id, "w1") is ReportResult.REJECTED
     assert fresh.report_done(held.shard_id, "w0") is ReportResult.COUNTED
 
 

@@ -17,6 +17,9 @@ from typing import TypeVar
 
 import psutil
 
+from flexjob.api.names import ENV_MASTER_TOKEN_FILE
+from flexjob.core.job_master import TOKEN_FILE
+from flexjob.rpc.auth import master_token
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.messages import Progress
 
@@ -47,8 +50,15 @@ class Job:
         addr = self.job_dir / "master.addr"
         return poll("master.addr", lambda: addr.exists() and addr.read_text().strip(), timeout)
 
+    @property
+    def token_env(self) -> dict[str, str]:
+        """The environment naming the run's token file (what another node of the job sets)."""
+        return {ENV_MASTER_TOKEN_FILE: str(self.job_dir / TOKEN_FILE)}
+
     def client(self) -> MasterClient:
-        return MasterClient(self.master_address(), "e2e-test", timeout=5.0, retry_deadline=5.0)
+        token = master_token(self.token_env) if (self.job_dir / TOKEN_FILE).exists() else None
+        address = self.master_address()
+        return MasterClient(address, "e2e-test", timeout=5.0, retry_deadline=5.0, token=token)
 
     def progress(self) -> Progress | None:
         try:
@@ -150,8 +160,9 @@ def start_agent(
         sys.executable, "-m", "flexjob", "agent", "-v", "--master", job.master_address(),
         "--node-id", node_id, "--run-dir", str(job.job_dir), script, *script_args,
     ]  # fmt: skip
+    env = {**os.environ, **job.token_env}  # a node joining the run holds its token
     with out.open("wb") as f:
-        job.extra.append(subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT))
+        job.extra.append(subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env))
     return out
 
 

@@ -1,0 +1,178 @@
+"""What checking a node's credential costs per call (``rpc.auth.JobCredentials``,
+``rpc.server.NodeGate``): the check alone, and whole calls over real gRPC on loopback.
+
+Micro rows: one call of the check, timed over ``--calls`` repetitions: the gate of a master
+with a token (the bearer found in the call's metadata, the caller looked up, ``acts_as``)
+against the gate of a master without one (the ``NodeRef`` conversion only: what every call did
+before), the first sight of a credential (its HMAC-SHA256) and the token check of the
+interceptor against the plain token comparison (``rpc.auth.token_matches``) it replaced.
+RPC rows: ``LeaseShards`` calls (one shard leased and reported per call) from client threads
+for ``--seconds``, against a fresh in-process master with a token (each client presenting its
+node's credential) and one without, in alternating order, ``--rounds`` times; the median rate.
+Baseline: the same without credentials.
+
+    PYTHONPATH=. python benchmarks/node_credential.py [--calls 200000] [--rounds 5]
+        [--threads 8] [--seconds 2]
+"""
+
+import argparse
+import statistics
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from tempfile import TemporaryDirectory
+
+from benchmarks.table import print_table
+from flexjob.core.dataset import Dataset
+from flexjob.core.master_config import MasterConfig
+from flexjob.master.main import serve_master
+from flexjob.master.service import MasterService
+from flexjob.rpc.auth import (
+    AUTHORIZATION,
+    JobCredentials,
+    bearer,
+    new_token,
+    node_credential,
+    token_matches,
+)
+from flexjob.rpc.client import MasterClient
+from flexjob.rpc.gen import master_pb2 as pb
+from flexjob.rpc.server import NodeGate
+
+
+class _Context:
+    """The part of a servicer context the gate reads: the call's metadata."""
+
+    def __init__(self, metadata: tuple[tuple[str, str], ...]) -> None:
+        self._metadata = metadata
+
+    def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
+        return self._metadata
+
+    def abort(self, code: object, details: str) -> None:
+        raise RuntimeError(details)
+
+
+def _per_call_us(fn: Callable[[], object], calls: int) -> float:
+    started = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - started) / calls * 1e6
+
+
+def _micro(calls: int) -> list[list[str]]:
+    token = new_token()
+    header = bearer(node_credential(token, "worker-3"))
+    context = _Context((("user-agent", "grpc-python"), (AUTHORIZATION, header)))
+    ref = pb.NodeRef(node_id="worker-3.1", replica_type="worker", replica_index=3)
+    credentials = JobCredentials(token)
+    guarded, open_gate = NodeGate(credentials), NodeGate()
+    plain = bearer(token)
+    cases: list[tuple[str, Callable[[], object], Callable[[], object]]] = [
+        (
+            "gate: the node a call names",
+            lambda: guarded.node(ref, context),  # type: ignore[arg-type]
+            lambda: open_gate.node(ref, context),  # type: ignore[arg-type]
+        ),
+        (
+            "interceptor: bearer accepted",
+            lambda: credentials.caller(header),
+            lambda: token_matches(plain, token),
+        ),
+        (
+            "a credential first seen (HMAC)",
+            lambda: JobCredentials(token).caller(header),  # nothing remembered yet
+            lambda: token_matches(plain, token),
+        ),
+    ]
+    rows = []
+    for what, flexjob, base in cases:
+        f, b = _per_call_us(flexjob, calls), _per_call_us(base, calls)
+        rows.append([what, f"{f:.2f} us", f"{b:.2f} us", f"{f / b:.2f}", f"{f - b:+.2f} us"])
+    return rows
+
+
+def _rate(token: str | None, threads: int, seconds: float, job_dir: Path) -> float:
+    config = MasterConfig(
+        job_name="bench",
+        job_dir=str(job_dir),
+        datasets=(Dataset(size=1_000_000, shard_size=1),),
+        host_store=False,
+        fsync=False,  # the disk is not what this compares
+    )
+    service = MasterService(config)
+    server = serve_master(service, token)
+    counts = [0] * threads
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def work(i: int) -> None:
+        node = f"worker-{i}"
+        presented = node_credential(token, node) if token else ""
+        try:
+            with MasterClient(server.address, node, token=presented, shard_stream=False) as c:
+                done: list[int] = []
+                while not stop.is_set():
+                    done = [s.shard_id for s in c.lease_shards(1, done=done).shards]
+                    counts[i] += 1
+        except BaseException as exc:  # raised below, in the main thread
+            errors.append(exc)
+
+    pool = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
+    for t in pool:
+        t.start()
+    time.sleep(0.5)  # warm-up, then count
+    first = sum(counts)
+    time.sleep(seconds)
+    calls = sum(counts) - first
+    stop.set()
+    for t in pool:
+        t.join()
+    server.stop(0)
+    service.close()
+    if errors:
+        raise errors[0]
+    return calls / seconds
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--calls", type=int, default=200_000)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=8)
+    ap.add_argument("--seconds", type=float, default=2.0)
+    args = ap.parse_args()
+    rows = [["workload", "flexjob", "baseline", "ratio", "cost per call"]]
+    rows += _micro(args.calls)
+    guarded: list[float] = []
+    plain: list[float] = []
+    with TemporaryDirectory() as tmp:
+        for r in range(args.rounds):
+            order = [(new_token(), guarded), (None, plain)]
+            for token, out in order if r % 2 == 0 else order[::-1]:
+                out.append(
+                    _rate(token, args.threads, args.seconds, Path(tmp) / f"{r}-{bool(token)}")
+                )
+    g, p = statistics.median(guarded), statistics.median(plain)
+    cost = (1 / g - 1 / p) * 1e6
+    rows.append(
+        [
+            "LeaseShards calls/s over gRPC",
+            f"{g:,.0f}",
+            f"{p:,.0f}",
+            f"{g / p:.2f}",
+            f"{cost:+.1f} us",
+        ]
+    )
+    print_table(rows)
+    print(
+        "\nbaseline: the same without credentials (micro: a master without a token and the plain"
+        f" token comparison; RPC: a master without a token). {args.threads} client threads, "
+        f"median of {args.rounds} rounds of {args.seconds} s; cost per call of the RPC row: "
+        "the difference of the mean times per call (1/rate), all threads together."
+    )
+
+
+if __name__ == "__main__":
+    main()
