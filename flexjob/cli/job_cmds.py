@@ -23,11 +23,13 @@ from flexjob.api import (
     ScalePlanSpec,
 )
 from flexjob.api.defaults import apply_defaults
+from flexjob.api.errors import FlexjobError
 from flexjob.api.load import dump_yaml, load_job
 from flexjob.api.names import DEFAULT_NAMESPACE
 from flexjob.api.problems import SpecError
 from flexjob.api.validate import platform_problems
 from flexjob.cli import job_views
+from flexjob.cli.errors import KUBECTL_USAGE_EXIT, KubectlCommand
 from flexjob.cli.timeline_cmds import job_timeline_dir
 from flexjob.core.scale_bounds import bound_problem, finished_problem
 from flexjob.observe import timeline
@@ -52,7 +54,9 @@ def _platform(kind: str | None) -> Platform:
     try:
         return open_platform(kind)
     except ValueError as exc:
-        raise _fail(f"--platform: {exc}", 2) from None
+        raise _fail(f"--platform: {exc}", KUBECTL_USAGE_EXIT) from None
+    except FlexjobError as exc:  # no kubeconfig, an unreachable cluster
+        raise _fail(str(exc)) from None
 
 
 def _job(platform: Platform, namespace: str, name: str) -> ElasticJob:
@@ -149,7 +153,7 @@ def get(
 ) -> None:
     """List jobs with their phase, or show one job and its replicas."""
     if output not in ("table", "yaml", "json"):
-        raise _fail(f"--output: {output!r} is not one of table, yaml, json", 2)
+        raise _fail(f"--output: {output!r} is not one of table, yaml, json", KUBECTL_USAGE_EXIT)
     platform = _platform(platform_name)
     if name is None:
         jobs = platform.list_jobs(None if all_namespaces else namespace)
@@ -236,7 +240,7 @@ def _parse_counts(
             ) from None
     for rtype, n in counts.items():
         if n < 0:
-            raise _fail(f"--{rtype.value}: {n} is negative", 2)
+            raise _fail(f"--{rtype.value}: {n} is negative", KUBECTL_USAGE_EXIT)
     return counts
 
 
@@ -255,7 +259,10 @@ def scale(
     minReplicas/maxReplicas."""
     counts = _parse_counts(worker, ps, replicas)
     if not counts and not remove:
-        raise _fail("nothing to do: give --worker N, --ps N, --replicas TYPE=N or --remove", 2)
+        raise _fail(
+            "nothing to do: give --worker N, --ps N, --replicas TYPE=N or --remove",
+            KUBECTL_USAGE_EXIT,
+        )
     platform = _platform(platform_name)
     job = _job(platform, namespace, name)
     problems = [finished_problem(job)]
@@ -292,9 +299,9 @@ def delete(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("submit")(submit)
-    app.command("get")(get)
-    app.command("describe")(describe)
-    app.command("logs")(logs)
-    app.command("scale")(scale)
-    app.command("delete")(delete)
+    app.command("submit", cls=KubectlCommand)(submit)
+    app.command("get", cls=KubectlCommand)(get)
+    app.command("describe", cls=KubectlCommand)(describe)
+    app.command("logs", cls=KubectlCommand)(logs)
+    app.command("scale", cls=KubectlCommand)(scale)
+    app.command("delete", cls=KubectlCommand)(delete)

@@ -11,12 +11,13 @@ read with ``flexjob.api.load`` and defaulted as ``flexjob submit`` does.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from flexjob.api import ElasticJob, JobPhase, ReplicaType, ScalePlan
 from flexjob.api.defaults import apply_defaults
+from flexjob.api.errors import FlexjobError, InvalidSpecError
 from flexjob.api.load import job_from_dict, load_job
 from flexjob.api.names import DEFAULT_NAMESPACE
 from flexjob.api.scaleplan import manual_scale_plan
@@ -27,8 +28,9 @@ from flexjob.platform.registry import open_platform
 JobSource = ElasticJob | Mapping[str, Any] | str | Path
 
 
-class JobFailedError(RuntimeError):
-    """``wait_for_job`` saw the job end in Failed."""
+class JobFailedError(FlexjobError, RuntimeError):
+    """``wait_for_job`` saw the job end in Failed (a ``FlexjobError``; still a
+    ``RuntimeError`` for code written before it was one)."""
 
     def __init__(self, job: ElasticJob) -> None:
         self.job = job
@@ -38,6 +40,16 @@ class JobFailedError(RuntimeError):
             last = status.conditions[-1]
             why = f": {last.reason}: {last.message}" if last.message else f": {last.reason}"
         super().__init__(f"job {job.namespace}/{job.name} failed{why}")
+
+
+def job_phases(phases: Iterable[JobPhase | str]) -> tuple[JobPhase, ...]:
+    """``phases`` as ``JobPhase``s (a name such as ``"Running"`` is taken as the phase);
+    ``InvalidSpecError`` naming the allowed ones for any other string."""
+    try:
+        return tuple(JobPhase(p) for p in ([phases] if isinstance(phases, str) else phases))
+    except ValueError as exc:
+        allowed = ", ".join(p.value for p in JobPhase)
+        raise InvalidSpecError(f"phases: {exc}; allowed: {allowed}") from None
 
 
 class FlexjobClient:
@@ -114,26 +126,28 @@ class FlexjobClient:
         name: str,
         *,
         namespace: str | None = None,
-        phases: tuple[JobPhase, ...] = (JobPhase.SUCCEEDED, JobPhase.FAILED),
+        phases: Iterable[JobPhase | str] = (JobPhase.SUCCEEDED, JobPhase.FAILED),
         timeout: float = 600.0,
         poll_interval: float = 0.5,
         raise_on_failure: bool = True,
     ) -> ElasticJob:
         """Poll until the job reaches one of ``phases`` (default: finished); returns it.
         ``JobFailedError`` when it failed (unless ``raise_on_failure`` is False),
-        ``TimeoutError`` after ``timeout`` seconds."""
+        ``TimeoutError`` after ``timeout`` seconds. A phase is a ``JobPhase`` or its name
+        (``"Succeeded"``); ``InvalidSpecError`` names an unknown one."""
+        wanted = job_phases(phases)
         deadline = time.monotonic() + timeout
         while True:
             job = self.get_job(name, namespace=namespace)
             phase = job.status.phase if job.status is not None else None
             if phase is JobPhase.FAILED and raise_on_failure:
                 raise JobFailedError(job)
-            if phase in phases:
+            if phase in wanted:
                 return job
             if time.monotonic() >= deadline:
                 raise TimeoutError(
                     f"job {job.namespace}/{name} is {phase.value if phase else 'new'} after "
-                    f"{timeout}s; waiting for {', '.join(p.value for p in phases)}"
+                    f"{timeout}s; waiting for {', '.join(p.value for p in wanted)}"
                 )
             time.sleep(poll_interval)
 

@@ -75,11 +75,17 @@ class KubernetesPlatform:
     name = "kubernetes"
 
     def __init__(
-        self, api_client: ApiClient | None = None, *, request_timeout: float = 30.0
+        self,
+        api_client: ApiClient | None = None,
+        *,
+        request_timeout: float = 30.0,
+        kubeconfig: str | None = None,
+        context: str | None = None,
     ) -> None:
         """Without ``api_client``: the service account in a pod, else the kubeconfig
-        (``$KUBECONFIG`` or ``~/.kube/config``, its current context)."""
-        api_client = api_client or ApiClient(load_configuration())
+        (``kubeconfig``, else ``$KUBECONFIG`` or ``~/.kube/config``; ``context``, else its
+        current context)."""
+        api_client = api_client or ApiClient(load_configuration(kubeconfig, context))
         self._client = api_client
         self._core = CoreV1Api(api_client)
         self._custom = CustomObjectsApi(api_client)
