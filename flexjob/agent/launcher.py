@@ -50,6 +50,12 @@ log = logging.getLogger(__name__)
 
 #: Seconds an agent gets to stop its workers (which get their own grace) before SIGKILL.
 AGENT_STOP_GRACE_S = 10.0
+#: Seconds from the start of a run's stop until its parameter servers and master must be gone
+#: too: they get what is left of it after the agents, but at least ``MIN_STOP_GRACE_S`` each.
+#: So every process of a run is gone within ``STOP_BOUND_S + 2 * MIN_STOP_GRACE_S`` of a stop
+#: signal (and the time the main thread takes to see it: a call of at most a few seconds).
+STOP_BOUND_S = 15.0
+MIN_STOP_GRACE_S = 2.0
 #: Seconds between two looks at the master for an agent that gave up on the job.
 FAILURE_POLL_S = 0.5
 #: How long a run whose own nodes are done keeps its master up for the nodes that joined it
@@ -138,19 +144,30 @@ def agent_command(
 
 
 def _stop_all(procs: list[subprocess.Popen[bytes]], grace_s: float) -> None:
-    """SIGTERM to all at once, then SIGKILL to those still there after ``grace_s``."""
+    """SIGTERM to all at once, then SIGKILL to those still there after ``grace_s``; each runs
+    in its own session, so its whole process group is killed (what it started and did not
+    stop with it included)."""
     for proc in procs:
         if proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 proc.send_signal(signal.SIGTERM)
     deadline = time.monotonic() + grace_s
     for proc in procs:
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-            proc.wait()
+        _kill_group(proc.pid)
+        proc.wait()
+
+
+def _kill_group(pgid: int) -> None:
+    """SIGKILL the process group ``pgid`` (a child started in its own session): its leader
+    if it is still there, and any process it left behind (gone already: nothing happens)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _left(deadline: float) -> float:
+    return max(deadline - time.monotonic(), MIN_STOP_GRACE_S)
 
 
 def _exit_code(code: int | None) -> int:
@@ -226,10 +243,12 @@ class _Run:
                 self.progress.close()
             if self.supervisor is not None:
                 self.master = self.supervisor.master  # the one it restarted, if it did
+            deadline = time.monotonic() + STOP_BOUND_S
             _stop_all(self.agents, AGENT_STOP_GRACE_S)
-            _stop_all(self.servers, AGENT_STOP_GRACE_S)
+            _stop_all(self.servers, _left(deadline))
             if self.master is not None:
-                self.master.stop()
+                self.master.stop(_left(deadline))
+                _kill_group(self.master.process.pid)
             if self.opts.plot:
                 _plot(Path(self.job_dir), Path(self.opts.plot), self.opts.job_name)
 
