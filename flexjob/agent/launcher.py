@@ -5,7 +5,8 @@ Every child runs in its own session, so a stop signal (SIGTERM, SIGINT, SIGHUP) 
 this process, which then stops the agents (which give their workers a grace period) and the
 master in order. A master or agent that dies is started again within ``--max-restarts``
 (``agent.run_supervisor``). When an agent gives up on the job, the others stop by themselves and the
-earliest failure is printed (``agent.failure``). A temporary job dir is removed at the end.
+earliest failure is printed (``agent.failure``). The job dir's path is printed at the start and
+the end; a temporary one is removed after success only.
 Not for Kubernetes.
 """
 
@@ -19,10 +20,11 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from flexjob.agent import failure
 from flexjob.agent.config import AgentConfig, default_replica_type
@@ -207,17 +209,39 @@ def run_job(opts: RunConfig) -> int:
     a process of the run died past its restarts)."""
     with raise_on_stop_signals():
         job_dir = opts.job_dir or tempfile.mkdtemp(prefix=f"flexjob-{opts.job_name}-")
+        if opts.master is None:  # else the master and its job dir are elsewhere
+            _say(f"job dir {job_dir} (master log, timeline, default checkpoints)")
+        code = 1
         try:
-            return _Run(opts, job_dir).run()
+            code = _Run(opts, job_dir).run()
+            return code
         except StopRequested as stop:
             log.warning("%s: stopping the job", stop)
-            return stop.exit_code
+            code = stop.exit_code
+            return code
         except RunFailure as exc:
-            print(f"flexjob: job {opts.job_name} failed: {exc}", file=sys.stderr, flush=True)
+            _say(f"job {opts.job_name} failed: {exc}")
             return 1
         finally:
-            if opts.job_dir is None:
-                shutil.rmtree(job_dir, ignore_errors=True)
+            kept = opts.job_dir is not None or code != 0
+            _end_job_dir(job_dir, kept=kept, quiet=opts.master is not None)
+
+
+def _say(text: str) -> None:
+    print(f"flexjob: {text}", file=sys.stderr, flush=True)
+
+
+def _end_job_dir(job_dir: str, *, kept: bool, quiet: bool) -> None:
+    """Keep the job dir of a run that failed or was stopped (its logs say why) and one the
+    user named; remove a temporary one after success. Say which (unless ``quiet``)."""
+    if not kept:
+        shutil.rmtree(job_dir, ignore_errors=True)
+    if not quiet:
+        _say(
+            f"job dir kept: {job_dir}"
+            if kept
+            else f"job dir {job_dir} removed (--job-dir keeps it)"
+        )
 
 
 class _Run:
@@ -234,6 +258,35 @@ class _Run:
         self.servers: list[subprocess.Popen[bytes]] = []
         self.supervisor: RunSupervisor | None = None
         self.progress: ProgressLine | None = None
+        #: The agents' output comes through this process, so that the live progress line
+        #: on a terminal is redrawn below each line of it, never glued onto it.
+        self.piped = opts.progress and sys.stdout.isatty() and sys.stderr.isatty()
+        self.readers: list[threading.Thread] = []
+
+    def _relay(self, stream: IO[bytes] | None, err: bool) -> threading.Thread:
+        """A thread copying an agent's ``stream`` line by line to ours (through the progress
+        line once it is there)."""
+
+        def copy() -> None:
+            assert stream is not None
+            for raw in stream:
+                line = raw.decode(errors="replace")
+                if self.progress is not None:
+                    self.progress.emit(line, err)
+                else:
+                    out = sys.stderr if err else sys.stdout
+                    out.write(line)
+                    out.flush()
+
+        thread = threading.Thread(target=copy, name="flexjob-agent-output", daemon=True)
+        thread.start()
+        return thread
+
+    def drain(self, timeout_s: float = 2.0) -> None:
+        """Wait (a little) for the agents' last lines, so the summary comes after them."""
+        deadline = time.monotonic() + timeout_s
+        for thread in self.readers:
+            thread.join(max(0.0, deadline - time.monotonic()))
 
     def run(self) -> int:
         try:
@@ -295,8 +348,11 @@ class _Run:
 
         def spawn_agent(index: int, node_id: str) -> subprocess.Popen[bytes]:
             cmd = agent_command(address, node_id, index, opts, self.job_dir)
-            proc = subprocess.Popen(cmd, env=env, start_new_session=True)
+            pipe = subprocess.PIPE if self.piped else None
+            proc = subprocess.Popen(cmd, env=env, start_new_session=True, stdout=pipe, stderr=pipe)
             self.agents.append(proc)
+            if self.piped:
+                self.readers += [self._relay(proc.stdout, False), self._relay(proc.stderr, True)]
             return proc
 
         self.supervisor = RunSupervisor(
@@ -329,7 +385,9 @@ class _Run:
         from flexjob.rpc.client import MasterClient
 
         self._wait_master()
-        self.progress = progress = ProgressLine(address, enabled=opts.progress)
+        self.progress = progress = ProgressLine(
+            address, enabled=opts.progress, min_nodes=opts.min_nodes
+        )
         follower = timeline.Follower(Path(self.job_dir))
         with MasterClient(address, "flexjob-run", timeout=2.0, retry_deadline=2.0) as client:
             failed_at: float | None = None
@@ -355,11 +413,13 @@ class _Run:
             if not causes and 0 in codes:
                 own = {slot.node_id for slot in supervisor.agents}
                 _wait_other_nodes(client, own, OTHER_NODES_WAIT_S)
+        self.drain(0.5)
         if causes:
             progress.close()
             print(causes[0].summary(), file=sys.stderr, flush=True)
             return _exit_code(causes[0].exit_code) or 1
         finished = progress.finished()
+        self.drain()
         progress.close(final=True)
         if finished and 0 in codes:
             return 0

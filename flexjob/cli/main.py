@@ -30,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "cluster_cmds",
     "manifests_app",
     "job_cmds",
+    "log_cmds",
     "operator_cmd",
     "simulate_cmd",
     "server_cmd",

@@ -55,7 +55,7 @@ def test_every_bracketed_option_help_is_shown_whole() -> None:
 
 def test_run_help_keeps_its_bracketed_defaults_and_examples() -> None:
     shown = _help(("run",))
-    assert "kept [a temporary dir, removed]" in shown
+    assert "kept [a temporary dir, removed after success]" in shown
     assert "([worker-0/rank1]: ...)" in shown
     assert "Agents to start here [MIN of --nnodes]" in shown
 
