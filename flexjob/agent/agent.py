@@ -23,7 +23,7 @@ from flexjob.agent.hang import stalled_for
 from flexjob.agent.monitor import ResourceMonitor
 from flexjob.agent.oom import memory_limited, oom_kills
 from flexjob.agent.torchrun_env import OMP_NOTICE, permanent, sets_omp_threads
-from flexjob.agent.workers import Worker, spawn_worker, wait_ready
+from flexjob.agent.workers import Worker, spawn_worker, stop_workers, wait_ready
 from flexjob.api import names
 from flexjob.api.errors import FlexjobError
 from flexjob.core.owned_keys import incarnation_name
@@ -127,8 +127,7 @@ class ElasticAgent:
                 if endpoint is not None:
                     endpoint.stop()
                 self._stopping.set()
-                for w in self.workers:
-                    w.stop()
+                stop_workers(self.workers)
                 self._flash.close()
                 beat.join(timeout=5.0)
                 if self._succeeded:
@@ -332,8 +331,8 @@ class ElasticAgent:
             if all(st is not None and st.idle for st in statuses):
                 break
             time.sleep(c.monitor_interval)
+        stop_workers(self.workers)
         for w in self.workers:
-            w.stop()
             ident = self._identity(w.local_rank)
             self._report_failure(ident.process_id, "excluded by the master", 0, False)
         return 0
@@ -465,8 +464,7 @@ class ElasticAgent:
             self._report_failure(self._identity(local_rank).process_id, reason, -1, True)
 
     def _restart(self, which: list[Worker]) -> None:
-        for w in which:
-            w.stop()
+        stop_workers(which)
         self.group_restarts += 1
         fresh = [self._spawn(w.local_rank) for w in which]
         by_rank = {w.local_rank: w for w in self.workers}

@@ -5,7 +5,8 @@ Every child runs in its own session, so a stop signal (SIGTERM, SIGINT, SIGHUP) 
 this process, which then stops the agents (which give their workers a grace period) and the
 master in order. A master or agent that dies is started again within ``--max-restarts``
 (``agent.run_supervisor``). When an agent gives up on the job, the others stop by themselves and the
-earliest failure is printed (``agent.failure``). A temporary job dir is removed at the end.
+earliest failure is printed (``agent.failure``). The job dir's path is printed at the start and
+the end; a temporary one is removed after success only.
 A run that starts its own master makes the job a token (``<job dir>/master.token``, 0600), so
 no other local user can drive the job: the master and this process present it, and each agent
 (with its workers) gets only its node's credential (``rpc.auth.node_env``).
@@ -22,11 +23,12 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from flexjob.agent import failure
 from flexjob.agent.config import AgentConfig, default_replica_type
@@ -56,6 +58,12 @@ log = logging.getLogger(__name__)
 
 #: Seconds an agent gets to stop its workers (which get their own grace) before SIGKILL.
 AGENT_STOP_GRACE_S = 10.0
+#: Seconds from the start of a run's stop until its parameter servers and master must be gone
+#: too: they get what is left of it after the agents, but at least ``MIN_STOP_GRACE_S`` each.
+#: So every process of a run is gone within ``STOP_BOUND_S + 2 * MIN_STOP_GRACE_S`` of a stop
+#: signal (and the time the main thread takes to see it: a call of at most a few seconds).
+STOP_BOUND_S = 15.0
+MIN_STOP_GRACE_S = 2.0
 #: Seconds between two looks at the master for an agent that gave up on the job.
 FAILURE_POLL_S = 0.5
 #: How long a run whose own nodes are done keeps its master up for the nodes that joined it
@@ -144,19 +152,30 @@ def agent_command(
 
 
 def _stop_all(procs: list[subprocess.Popen[bytes]], grace_s: float) -> None:
-    """SIGTERM to all at once, then SIGKILL to those still there after ``grace_s``."""
+    """SIGTERM to all at once, then SIGKILL to those still there after ``grace_s``; each runs
+    in its own session, so its whole process group is killed (what it started and did not
+    stop with it included)."""
     for proc in procs:
         if proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 proc.send_signal(signal.SIGTERM)
     deadline = time.monotonic() + grace_s
     for proc in procs:
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-            proc.wait()
+        _kill_group(proc.pid)
+        proc.wait()
+
+
+def _kill_group(pgid: int) -> None:
+    """SIGKILL the process group ``pgid`` (a child started in its own session): its leader
+    if it is still there, and any process it left behind (gone already: nothing happens)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _left(deadline: float) -> float:
+    return max(deadline - time.monotonic(), MIN_STOP_GRACE_S)
 
 
 def _exit_code(code: int | None) -> int:
@@ -196,18 +215,40 @@ def run_job(opts: RunConfig) -> int:
     a process of the run died past its restarts)."""
     with raise_on_stop_signals():
         job_dir = opts.job_dir or tempfile.mkdtemp(prefix=f"flexjob-{opts.job_name}-")
+        if opts.master is None:  # else the master and its job dir are elsewhere
+            _say(f"job dir {job_dir} (master log, timeline, default checkpoints)")
+        code = 1
         try:
             with _job_token(opts, job_dir) as token:
-                return _Run(opts, job_dir, token).run()
+                code = _Run(opts, job_dir, token).run()
+            return code
         except StopRequested as stop:
             log.warning("%s: stopping the job", stop)
-            return stop.exit_code
+            code = stop.exit_code
+            return code
         except RunFailure as exc:
-            print(f"flexjob: job {opts.job_name} failed: {exc}", file=sys.stderr, flush=True)
+            _say(f"job {opts.job_name} failed: {exc}")
             return 1
         finally:
-            if opts.job_dir is None:
-                shutil.rmtree(job_dir, ignore_errors=True)
+            kept = opts.job_dir is not None or code != 0
+            _end_job_dir(job_dir, kept=kept, quiet=opts.master is not None)
+
+
+def _say(text: str) -> None:
+    print(f"flexjob: {text}", file=sys.stderr, flush=True)
+
+
+def _end_job_dir(job_dir: str, *, kept: bool, quiet: bool) -> None:
+    """Keep the job dir of a run that failed or was stopped (its logs say why) and one the
+    user named; remove a temporary one after success. Say which (unless ``quiet``)."""
+    if not kept:
+        shutil.rmtree(job_dir, ignore_errors=True)
+    if not quiet:
+        _say(
+            f"job dir kept: {job_dir}"
+            if kept
+            else f"job dir {job_dir} removed (--job-dir keeps it)"
+        )
 
 
 class _Run:
@@ -225,6 +266,35 @@ class _Run:
         self.servers: list[subprocess.Popen[bytes]] = []
         self.supervisor: RunSupervisor | None = None
         self.progress: ProgressLine | None = None
+        #: The agents' output comes through this process, so that the live progress line
+        #: on a terminal is redrawn below each line of it, never glued onto it.
+        self.piped = opts.progress and sys.stdout.isatty() and sys.stderr.isatty()
+        self.readers: list[threading.Thread] = []
+
+    def _relay(self, stream: IO[bytes] | None, err: bool) -> threading.Thread:
+        """A thread copying an agent's ``stream`` line by line to ours (through the progress
+        line once it is there)."""
+
+        def copy() -> None:
+            assert stream is not None
+            for raw in stream:
+                line = raw.decode(errors="replace")
+                if self.progress is not None:
+                    self.progress.emit(line, err)
+                else:
+                    out = sys.stderr if err else sys.stdout
+                    out.write(line)
+                    out.flush()
+
+        thread = threading.Thread(target=copy, name="flexjob-agent-output", daemon=True)
+        thread.start()
+        return thread
+
+    def drain(self, timeout_s: float = 2.0) -> None:
+        """Wait (a little) for the agents' last lines, so the summary comes after them."""
+        deadline = time.monotonic() + timeout_s
+        for thread in self.readers:
+            thread.join(max(0.0, deadline - time.monotonic()))
 
     def run(self) -> int:
         try:
@@ -234,10 +304,12 @@ class _Run:
                 self.progress.close()
             if self.supervisor is not None:
                 self.master = self.supervisor.master  # the one it restarted, if it did
+            deadline = time.monotonic() + STOP_BOUND_S
             _stop_all(self.agents, AGENT_STOP_GRACE_S)
-            _stop_all(self.servers, AGENT_STOP_GRACE_S)
+            _stop_all(self.servers, _left(deadline))
             if self.master is not None:
-                self.master.stop()
+                self.master.stop(_left(deadline))
+                _kill_group(self.master.process.pid)
             if self.opts.plot:
                 _plot(Path(self.job_dir), Path(self.opts.plot), self.opts.job_name)
 
@@ -286,8 +358,11 @@ class _Run:
         def spawn_agent(index: int, node_id: str) -> subprocess.Popen[bytes]:
             cmd = agent_command(address, node_id, index, opts, self.job_dir)
             own = node_env(env, self.token, node_id) if self.token else env
-            proc = subprocess.Popen(cmd, env=own, start_new_session=True)
+            pipe = subprocess.PIPE if self.piped else None
+            proc = subprocess.Popen(cmd, env=own, start_new_session=True, stdout=pipe, stderr=pipe)
             self.agents.append(proc)
+            if self.piped:
+                self.readers += [self._relay(proc.stdout, False), self._relay(proc.stderr, True)]
             return proc
 
         self.supervisor = RunSupervisor(
@@ -320,7 +395,9 @@ class _Run:
         from flexjob.rpc.client import MasterClient
 
         self._wait_master()
-        self.progress = progress = ProgressLine(address, enabled=opts.progress)
+        self.progress = progress = ProgressLine(
+            address, enabled=opts.progress, min_nodes=opts.min_nodes
+        )
         follower = timeline.Follower(Path(self.job_dir))
         with MasterClient(address, "flexjob-run", timeout=2.0, retry_deadline=2.0) as client:
             failed_at: float | None = None
@@ -346,11 +423,13 @@ class _Run:
             if not causes and 0 in codes:
                 own = {slot.node_id for slot in supervisor.agents}
                 _wait_other_nodes(client, own, OTHER_NODES_WAIT_S)
+        self.drain(0.5)
         if causes:
             progress.close()
             print(causes[0].summary(), file=sys.stderr, flush=True)
             return _exit_code(causes[0].exit_code) or 1
         finished = progress.finished()
+        self.drain()
         progress.close(final=True)
         if finished and 0 in codes:
             return 0

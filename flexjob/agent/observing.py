@@ -1,5 +1,6 @@
-"""What an agent shows on its ``/metrics``: its workers' CPU, memory and GPU, the step, samples/s
-and seconds per step (from the trainer's status), and restarts (counted where they happen).
+"""What an agent shows on its ``/metrics``: its workers' CPU (in cores), memory and GPU, the
+step, the samples trained (a counter: Prometheus' ``rate()`` is the throughput) and seconds per
+step (from the trainer's status), and restarts (counted where they happen).
 
 The metrics are made when this module is imported, so every family is listed from the first
 scrape. Not for sending stats to the master (``agent.agent`` does, from the same
@@ -16,7 +17,9 @@ from flexjob.rpc.messages import NodeStats
 
 LABELS = ("job_name", "node")
 RESTARTS = metrics.counter("flexjob_agent_restarts", "Restarts of failed workers.", LABELS)
-CPU = metrics.gauge("flexjob_agent_cpu_percent", "Workers' CPU use, %.", LABELS)
+CPU = metrics.gauge(
+    "flexjob_agent_cpu_ratio", "Workers' CPU use in cores (1: one core busy).", LABELS
+)
 MEMORY = metrics.gauge("flexjob_agent_memory_bytes", "Workers' resident memory.", LABELS)
 GPU_MEMORY = metrics.gauge(
     "flexjob_agent_gpu_memory_bytes", "GPU memory the workers hold (0: no GPU).", LABELS
@@ -25,7 +28,11 @@ GPU = metrics.gauge(
     "flexjob_agent_gpu_percent", "Mean utilisation of the workers' GPUs, %.", LABELS
 )
 STEP = metrics.gauge("flexjob_agent_step", "The trainer's last step.", LABELS)
-SPEED = metrics.gauge("flexjob_agent_samples_per_second", "This node's throughput.", LABELS)
+SAMPLES = metrics.counter(
+    "flexjob_agent_samples",
+    "Samples this node trained, from its reported throughput (throughput: rate() of it).",
+    LABELS,
+)
 STEP_SECONDS = metrics.gauge("flexjob_agent_step_seconds", "Seconds per step, recently.", LABELS)
 
 
@@ -45,15 +52,18 @@ class StepClock:
 
     def __init__(self) -> None:
         self._last: tuple[float, int] | None = None
+        self._seen: float | None = None  # time.monotonic() of the last sample
 
     def observe(self, job: str, node: str, sample: NodeStats) -> None:
-        CPU.labels(job, node).set(sample.cpu_percent)
+        CPU.labels(job, node).set(sample.cpu_percent / 100.0)
         MEMORY.labels(job, node).set(sample.memory_bytes)
         GPU_MEMORY.labels(job, node).set(sample.gpu_memory_bytes)
         GPU.labels(job, node).set(sample.gpu_percent)
         STEP.labels(job, node).set(sample.step)
-        SPEED.labels(job, node).set(sample.samples_per_second)
         now = time.monotonic()
+        if self._seen is not None:  # the samples trained since the last sample, at its rate
+            SAMPLES.labels(job, node).inc(max(sample.samples_per_second, 0.0) * (now - self._seen))
+        self._seen = now
         if self._last is not None and sample.step > self._last[1]:
             seconds = (now - self._last[0]) / (sample.step - self._last[1])
             STEP_SECONDS.labels(job, node).set(seconds)

@@ -32,6 +32,9 @@ from flexjob.trainer.status import TrainerStatus, read_status
 
 log = logging.getLogger(__name__)
 
+#: Seconds a stopped trainer gets (to save a checkpoint) between SIGTERM and SIGKILL.
+WORKER_STOP_GRACE_S = 5.0
+
 
 class Worker:
     """One training process of this node; its output goes through ``WorkerOutput``."""
@@ -62,6 +65,7 @@ class Worker:
         self._ready_file = Path(str(status_file) + READY_SUFFIX)
         #: Its TORCHELASTIC_ERROR_FILE (``error()`` reads it once it failed).
         self.error_file = error_path(status_file)
+        self._terminated = False  # SIGTERM sent (``terminate``)
         for stale in (status_file, self._ready_file, self.error_file):
             stale.unlink(missing_ok=True)
         #: Called (on another thread) as soon as the process ended, so that its agent need
@@ -152,13 +156,24 @@ class Worker:
             self.proc.kill()
         self.proc.wait()
 
-    def stop(self, grace_s: float = 5.0) -> None:
+    def stop(self, grace_s: float = WORKER_STOP_GRACE_S) -> None:
         """SIGTERM, then SIGKILL after ``grace_s``."""
-        if self.proc.poll() is None:
+        self.terminate()
+        self.finish_stop(time.monotonic() + grace_s)
+
+    def terminate(self) -> None:
+        """SIGTERM (once): the first half of ``stop``."""
+        if self.proc.poll() is None and not self._terminated:
+            self._terminated = True
             with contextlib.suppress(ProcessLookupError):
                 self.proc.send_signal(signal.SIGTERM)
+
+    def finish_stop(self, deadline: float) -> None:
+        """Wait for the process to end until ``deadline`` (``time.monotonic()``), SIGKILL it
+        then, and mark it stopped: the second half of ``stop``."""
+        if self.proc.poll() is None:
             try:
-                self.proc.wait(grace_s)
+                self.proc.wait(max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 with contextlib.suppress(ProcessLookupError):
                     self.proc.kill()
@@ -169,6 +184,16 @@ class Worker:
         self.output.join()
         for leftover in (self.status_file, self._ready_file, self.error_file):
             leftover.unlink(missing_ok=True)
+
+
+def stop_workers(workers: list[Worker], grace_s: float = WORKER_STOP_GRACE_S) -> None:
+    """Stop ``workers`` together: all get SIGTERM at once and the same ``grace_s`` before
+    SIGKILL, so a node with N workers stops in one grace period, not N."""
+    for w in workers:
+        w.terminate()
+    deadline = time.monotonic() + grace_s
+    for w in workers:
+        w.finish_stop(deadline)
 
 
 def spawn_worker(

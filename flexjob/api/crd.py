@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from flexjob.api.crd_body import age_column, crd_body, crd_version, phase_column, printer_column
+from flexjob.api.enums import ReplicaType
 from flexjob.api.foreign_kinds import foreign_crds
 from flexjob.api.job import ElasticJob
 from flexjob.api.names import (
@@ -102,20 +103,31 @@ def openapi_schema(model: type[BaseModel]) -> dict[str, Any]:
     return unshared
 
 
+#: The ElasticJob's scale subresource (``kubectl scale ej/NAME --replicas N``, an HPA): the
+#: count of its workers, the type a job scales (``api.roles.scaling_target``), as Kubeflow's
+#: PyTorchJob scales its Worker replicas.
+JOB_SCALE = {
+    "specReplicasPath": f".spec.replicaSpecs.{ReplicaType.WORKER.value}.replicas",
+    "statusReplicasPath": f".status.replicaStatuses.{ReplicaType.WORKER.value}.active",
+}
+
+
 def _crd(
     model: type[BaseModel],
     kind: str,
     plural: str,
     short_names: list[str],
     columns: list[dict[str, str]],
+    scale: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    version = crd_version(VERSION, openapi_schema(model), columns)
+    version = crd_version(VERSION, openapi_schema(model), columns, scale=scale)
     return crd_body(GROUP, kind, plural, short_names, [version], categories=["flexjob"])
 
 
 def job_crd() -> dict[str, Any]:
     workers = printer_column("Workers", "integer", ".status.replicaStatuses.worker.active")
-    return _crd(ElasticJob, KIND_JOB, PLURAL_JOB, ["ej"], [phase_column(), workers, age_column()])
+    columns = [phase_column(), workers, age_column()]
+    return _crd(ElasticJob, KIND_JOB, PLURAL_JOB, ["ej"], columns, scale=JOB_SCALE)
 
 
 def scale_plan_crd() -> dict[str, Any]:

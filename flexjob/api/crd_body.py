@@ -21,15 +21,24 @@ def age_column() -> dict[str, str]:
 
 
 def crd_version(
-    name: str, schema: dict[str, Any], columns: list[dict[str, str]], *, storage: bool = True
+    name: str,
+    schema: dict[str, Any],
+    columns: list[dict[str, str]],
+    *,
+    storage: bool = True,
+    scale: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """One served version of a CRD, with the status subresource."""
+    """One served version of a CRD, with the status subresource (and the scale subresource
+    when ``scale`` gives its ``specReplicasPath`` and ``statusReplicasPath``)."""
+    subresources: dict[str, Any] = {"status": {}}
+    if scale is not None:
+        subresources["scale"] = scale
     return {
         "name": name,
         "served": True,
         "storage": storage,
         "schema": {"openAPIV3Schema": schema},
-        "subresources": {"status": {}},
+        "subresources": subresources,
         "additionalPrinterColumns": columns,
     }
 

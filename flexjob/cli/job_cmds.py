@@ -23,11 +23,14 @@ from flexjob.api import (
     ScalePlanSpec,
 )
 from flexjob.api.defaults import apply_defaults
-from flexjob.api.load import dump_yaml, load_job
+from flexjob.api.errors import FlexjobError
+from flexjob.api.load import load_job
 from flexjob.api.names import DEFAULT_NAMESPACE
 from flexjob.api.problems import SpecError
+from flexjob.api.roles import scaling_target
 from flexjob.api.validate import platform_problems
-from flexjob.cli import job_views
+from flexjob.cli import get_output, job_views
+from flexjob.cli.errors import KUBECTL_USAGE_EXIT, KubectlCommand
 from flexjob.cli.timeline_cmds import job_timeline_dir
 from flexjob.core.scale_bounds import bound_problem, finished_problem
 from flexjob.observe import timeline
@@ -43,30 +46,32 @@ PLATFORM = typer.Option(
 )
 
 
-def _fail(message: str, code: int = 1) -> typer.Exit:
+def fail(message: str, code: int = 1) -> typer.Exit:
     _err.print(f"[red]error:[/red] {escape(message)}")
     return typer.Exit(code)
 
 
-def _platform(kind: str | None) -> Platform:
+def cli_platform(kind: str | None) -> Platform:
     try:
         return open_platform(kind)
     except ValueError as exc:
-        raise _fail(f"--platform: {exc}", 2) from None
+        raise fail(f"--platform: {exc}", KUBECTL_USAGE_EXIT) from None
+    except FlexjobError as exc:  # no kubeconfig, an unreachable cluster
+        raise fail(str(exc)) from None
 
 
 def _job(platform: Platform, namespace: str, name: str) -> ElasticJob:
     try:
         return platform.get_job(namespace, name)
     except NotFoundError:
-        raise _fail(f"job {namespace}/{name} not found (see: flexjob get)") from None
+        raise fail(f"job {namespace}/{name} not found (see: flexjob get)") from None
 
 
 def _load(file: Path) -> ElasticJob:
     try:
         return apply_defaults(load_job(file.read_text(encoding="utf-8")))
     except OSError as exc:
-        raise _fail(f"{file}: cannot read: {exc.strerror or exc}") from None
+        raise fail(f"{file}: cannot read: {exc.strerror or exc}") from None
     except SpecError as exc:
         for problem in exc.problems:
             _err.print(f"{escape(str(file))}: {escape(str(problem))}")
@@ -88,7 +93,7 @@ def submit(
     job = _load(file)
     if namespace:
         job.metadata.namespace = namespace
-    platform = _platform(platform_name)
+    platform = cli_platform(platform_name)
     problems = platform_problems(job, platform.name)
     for problem in problems:
         _err.print(f"{escape(str(file))}: {escape(str(problem))}")
@@ -98,14 +103,19 @@ def submit(
     try:
         platform.create_job(job)
     except AlreadyExistsError:
-        raise _fail(
+        raise fail(
             f"job {ns}/{name} already exists; remove it with: flexjob delete {name}"
         ) from None
     from flexjob.operator.drivers import driver_for
 
     driver = driver_for(platform)
     if detach:
+        ns_flag = "" if ns == DEFAULT_NAMESPACE else f" -n {ns}"
         _out.print(f"job {ns}/{name} submitted; {driver.detach(ns, name)}")
+        _out.print(
+            f"follow it: flexjob get {name}{ns_flag} -w; its output: flexjob logs {name}"
+            f"{ns_flag} -f; stop it: flexjob delete {name}{ns_flag}"
+        )
         return
     with Live(console=_out, refresh_per_second=4) as live:
 
@@ -144,33 +154,77 @@ def get(
     name: str | None = typer.Argument(None, help="One job; all jobs when left out."),
     namespace: str = NAMESPACE,
     all_namespaces: bool = typer.Option(False, "--all-namespaces", "-A"),
-    output: str = typer.Option("table", "--output", "-o", help="table, yaml or json."),
+    output: str = typer.Option(
+        "table", "--output", "-o", help="table, wide, name, yaml, json or jsonpath=TEMPLATE."
+    ),
+    watch: bool = typer.Option(
+        False, "--watch", "-w", help="After the list, print each job again when it changes."
+    ),
     platform_name: str | None = PLATFORM,
 ) -> None:
-    """List jobs with their phase, or show one job and its replicas."""
-    if output not in ("table", "yaml", "json"):
-        raise _fail(f"--output: {output!r} is not one of table, yaml, json", 2)
-    platform = _platform(platform_name)
-    if name is None:
-        jobs = platform.list_jobs(None if all_namespaces else namespace)
+    """List jobs with their phase, or show one job and its replicas (as kubectl get)."""
+    try:
+        out = get_output.parse_output(output)
+    except ValueError as exc:
+        raise fail(str(exc), KUBECTL_USAGE_EXIT) from None
+    platform = cli_platform(platform_name)
+    jobs = _get_jobs(platform, name, None if all_namespaces else namespace)
+    if out.kind in ("table", "wide"):
+        notes = _operator_notes(platform, jobs)
+        wide = out.kind == "wide"
+        _out.print(job_views.jobs_table(jobs, notes, wide=wide) if jobs else "no jobs")
+        if name is not None and not watch:
+            replicas = platform.list_replicas(namespace, name)
+            note = notes.get(f"{namespace}/{name}")
+            _out.print(job_views.replicas_table(jobs[0], replicas, note, wide=wide))
     else:
-        jobs = [_job(platform, namespace, name)]
-    if output == "json":
-        import json
+        typer.echo(get_output.render(out, [j.to_wire() for j in jobs], name is not None), nl=False)
+    if watch:
+        _watch(platform, name, None if all_namespaces else namespace, out, jobs)
 
-        wires = [j.to_wire() for j in jobs]
-        typer.echo(json.dumps(wires[0] if name else wires, indent=2))
-    elif output == "yaml":
-        for j in jobs:
-            typer.echo("---\n" + dump_yaml(j.to_wire()), nl=False)
-    elif name is None:
-        notes = _operator_notes(platform, jobs)
-        _out.print(job_views.jobs_table(jobs, notes) if jobs else "no jobs")
-    else:
-        notes = _operator_notes(platform, jobs)
-        _out.print(job_views.jobs_table(jobs, notes))
-        replicas = platform.list_replicas(namespace, name)
-        _out.print(job_views.replicas_table(jobs[0], replicas, notes.get(f"{namespace}/{name}")))
+
+def _get_jobs(platform: Platform, name: str | None, namespace: str | None) -> list[ElasticJob]:
+    if name is None:
+        return platform.list_jobs(namespace)
+    return [_job(platform, namespace or DEFAULT_NAMESPACE, name)]
+
+
+def _row(job: ElasticJob) -> object:
+    status = job.status
+    return None if status is None else (status.phase, status.restart_count, status.replica_statuses)
+
+
+def _watch(
+    platform: Platform,
+    name: str | None,
+    namespace: str | None,
+    out: get_output.Output,
+    jobs: list[ElasticJob],
+    interval_s: float = 1.0,
+) -> None:
+    """``get -w``: each job again (a table row without header, or its object) whenever its
+    phase, restarts or replica counts change, until Ctrl-C (exit 0) or the job is gone."""
+    seen = {(j.namespace, j.name): _row(j) for j in jobs}
+    try:
+        while True:
+            time.sleep(interval_s)
+            try:
+                current = _get_jobs(platform, name, namespace)
+            except typer.Exit:
+                return  # the one job watched was deleted
+            changed = [j for j in current if seen.get((j.namespace, j.name)) != _row(j)]
+            for j in changed:
+                seen[(j.namespace, j.name)] = _row(j)
+            if not changed:
+                continue
+            if out.kind in ("table", "wide"):
+                table = job_views.jobs_table(changed, wide=out.kind == "wide", header=False)
+                _out.print(table)
+            else:
+                wires = [j.to_wire() for j in changed]
+                typer.echo(get_output.render(out, wires, len(wires) == 1), nl=False)
+    except KeyboardInterrupt:
+        return
 
 
 def describe(
@@ -179,7 +233,7 @@ def describe(
     platform_name: str | None = PLATFORM,
 ) -> None:
     """Show a job's spec, status, replicas and events."""
-    platform = _platform(platform_name)
+    platform = cli_platform(platform_name)
     job = _job(platform, namespace, name)
     replicas = platform.list_replicas(namespace, name)
     note = _operator_notes(platform, [job]).get(f"{namespace}/{name}")
@@ -191,35 +245,11 @@ def describe(
         _out.print("\n".join(["Timeline:", *lines]) if lines else "Timeline: none yet")
 
 
-def logs(
-    name: str = typer.Argument(..., help="The job."),
-    replica: str | None = typer.Option(
-        None, "--replica", "-r", help="e.g. worker-0 (default: master-0, else worker-0)."
-    ),
-    follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing until it exits."),
-    namespace: str = NAMESPACE,
-    platform_name: str | None = PLATFORM,
-) -> None:
-    """Print a replica's output."""
-    platform = _platform(platform_name)
-    if replica is None:
-        try:
-            job = platform.get_job(namespace, name)
-            has_master = ReplicaType.MASTER in job.spec.replica_specs
-        except NotFoundError:
-            has_master = False
-        replica = "master-0" if has_master else "worker-0"
-    full = replica if replica.startswith(f"{name}-") else f"{name}-{replica}"
-    try:
-        for line in platform.read_logs(namespace, full, follow=follow):
-            typer.echo(line, nl=False)
-    except NotFoundError as exc:
-        raise _fail(str(exc)) from None
-
-
 def _parse_counts(
-    worker: int | None, ps: int | None, replicas: list[str]
+    worker: int | None, ps: int | None, replicas: list[str], target: ReplicaType | None = None
 ) -> dict[ReplicaType, int]:
+    """The counts the flags ask for; a bare ``--replicas N`` is for ``target``, the type the
+    job scales (as ``kubectl scale --replicas N``)."""
     counts: dict[ReplicaType, int] = {}
     if worker is not None:
         counts[ReplicaType.WORKER] = worker
@@ -227,16 +257,22 @@ def _parse_counts(
         counts[ReplicaType.PS] = ps
     allowed = ", ".join(t.value for t in ReplicaType)
     for item in replicas:
+        if item.isdigit():
+            if target is None:
+                raise fail("--replicas N: the job has no type that scales", KUBECTL_USAGE_EXIT)
+            counts[target] = int(item)
+            continue
         kind, _, number = item.partition("=")
         try:
             counts[ReplicaType(kind)] = int(number)
         except ValueError:
-            raise _fail(
-                f"--replicas: {item!r} is not TYPE=N with TYPE one of {allowed}", 2
+            raise fail(
+                f"--replicas: {item!r} is not N or TYPE=N with TYPE one of {allowed}",
+                KUBECTL_USAGE_EXIT,
             ) from None
     for rtype, n in counts.items():
         if n < 0:
-            raise _fail(f"--{rtype.value}: {n} is negative", 2)
+            raise fail(f"--{rtype.value}: {n} is negative", KUBECTL_USAGE_EXIT)
     return counts
 
 
@@ -244,7 +280,9 @@ def scale(
     name: str = typer.Argument(..., help="The job."),
     worker: int | None = typer.Option(None, "--worker", help="Wanted number of workers."),
     ps: int | None = typer.Option(None, "--ps", help="Wanted number of parameter servers."),
-    replicas: list[str] = typer.Option([], "--replicas", help="TYPE=N, repeatable."),
+    replicas: list[str] = typer.Option(
+        [], "--replicas", help="N (the type the job scales, as kubectl scale) or TYPE=N."
+    ),
     remove: list[str] = typer.Option([], "--remove", help="A replica to remove, e.g. worker-1."),
     namespace: str = NAMESPACE,
     platform_name: str | None = PLATFORM,
@@ -253,16 +291,19 @@ def scale(
 
     Refused (exit 1) for a finished job and for a count outside the type's
     minReplicas/maxReplicas."""
-    counts = _parse_counts(worker, ps, replicas)
-    if not counts and not remove:
-        raise _fail("nothing to do: give --worker N, --ps N, --replicas TYPE=N or --remove", 2)
-    platform = _platform(platform_name)
+    if worker is None and ps is None and not replicas and not remove:
+        raise fail(
+            "nothing to do: give --replicas N, --worker N, --ps N, --replicas TYPE=N or --remove",
+            KUBECTL_USAGE_EXIT,
+        )
+    platform = cli_platform(platform_name)
     job = _job(platform, namespace, name)
+    counts = _parse_counts(worker, ps, replicas, scaling_target(job.spec.replica_specs))
     problems = [finished_problem(job)]
     problems += [bound_problem(job, rtype, n) for rtype, n in counts.items()]
     found = [p for p in problems if p is not None]
     if found:
-        raise _fail("; ".join(found))
+        raise fail("; ".join(found))
     plan = ScalePlan(
         metadata=ObjectMeta(
             name=f"{name}-scale-{time.time_ns() // 1_000_000}", namespace=namespace
@@ -279,22 +320,31 @@ def scale(
 
 
 def delete(
-    name: str = typer.Argument(..., help="The job."),
+    names: list[str] = typer.Argument(..., help="One or more jobs."),
     namespace: str = NAMESPACE,
     platform_name: str | None = PLATFORM,
 ) -> None:
-    """Delete a job: its replicas are stopped and (locally) its logs and state removed, so a
-    job submitted again under the same name starts clean."""
-    platform = _platform(platform_name)
-    _job(platform, namespace, name)
-    platform.delete_job(namespace, name)
-    _out.print(f"job {namespace}/{name} deleted")
+    """Delete jobs: their replicas are stopped and (locally) their logs and state removed, so a
+    job submitted again under the same name starts clean. A job that is not there is named and
+    the others are still deleted (exit 1)."""
+    platform = cli_platform(platform_name)
+    missing = False
+    for name in names:
+        try:
+            platform.get_job(namespace, name)
+        except NotFoundError:
+            _err.print(f"[red]error:[/red] job {escape(namespace)}/{escape(name)} not found")
+            missing = True
+            continue
+        platform.delete_job(namespace, name)
+        _out.print(f"job {namespace}/{name} deleted")
+    if missing:
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:
-    app.command("submit")(submit)
-    app.command("get")(get)
-    app.command("describe")(describe)
-    app.command("logs")(logs)
-    app.command("scale")(scale)
-    app.command("delete")(delete)
+    app.command("submit", cls=KubectlCommand)(submit)
+    app.command("get", cls=KubectlCommand)(get)
+    app.command("describe", cls=KubectlCommand)(describe)
+    app.command("scale", cls=KubectlCommand)(scale)
+    app.command("delete", cls=KubectlCommand)(delete)

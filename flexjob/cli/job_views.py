@@ -10,7 +10,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from flexjob.api import ElasticJob, JobPhase, ReplicaPhase
+from flexjob.api import ElasticJob, ElasticJobStatus, JobPhase, ReplicaPhase, ReplicaType
 from flexjob.api.load import dump_yaml
 from flexjob.core.phases import parse_timestamp
 from flexjob.core.replica_plan import desired_counts
@@ -51,10 +51,26 @@ def _phase(phase: JobPhase | ReplicaPhase, note: str | None = None) -> Text:
     return text
 
 
-def jobs_table(jobs: Sequence[ElasticJob], notes: Mapping[str, str] | None = None) -> Table:
-    """One row per job; ``notes``: text shown beside a job's phase, by ``namespace/name``."""
-    table = Table(box=None, pad_edge=False)
-    for column in ("NAMESPACE", "NAME", "PHASE", "REPLICAS", "RESTARTS", "AGE"):
+def _types(wanted: Mapping[ReplicaType, int], status: ElasticJobStatus) -> str:
+    """``worker:2/3 ps:1/1``: each type's active replicas of those wanted."""
+    counts = status.replica_statuses
+    return " ".join(
+        f"{t.value}:{counts[t].active if t in counts else 0}/{n}" for t, n in wanted.items()
+    )
+
+
+def jobs_table(
+    jobs: Sequence[ElasticJob],
+    notes: Mapping[str, str] | None = None,
+    *,
+    wide: bool = False,
+    header: bool = True,
+) -> Table:
+    """One row per job; ``notes``: text shown beside a job's phase, by ``namespace/name``;
+    ``wide`` (``-o wide``): also each type's replicas and the status message."""
+    table = Table(box=None, pad_edge=False, show_header=header)
+    columns = ["NAMESPACE", "NAME", "PHASE", "REPLICAS", "RESTARTS", "AGE"]
+    for column in columns + (["TYPES", "MESSAGE"] if wide else []):
         table.add_column(column)
     for job in jobs:
         status = job.status
@@ -62,27 +78,34 @@ def jobs_table(jobs: Sequence[ElasticJob], notes: Mapping[str, str] | None = Non
         wanted = desired_counts(job, status)
         # Only the types the job asks for: an implicit job master is not one of its replicas.
         running = sum(s.active for t, s in status.replica_statuses.items() if t in wanted)
-        table.add_row(
+        row: list[str | Text] = [
             job.namespace,
             job.name,
             _phase(status.phase, (notes or {}).get(f"{job.namespace}/{job.name}")),
             f"{running}/{sum(wanted.values())}",
             str(status.restart_count),
             age(job.metadata.creation_timestamp),
-        )
+        ]
+        if wide:
+            row += [_types(wanted, status), status.message or "-"]
+        table.add_row(*row)
     return table
 
 
-def replicas_table(job: ElasticJob, replicas: Sequence[Replica], note: str | None = None) -> Table:
+def replicas_table(
+    job: ElasticJob, replicas: Sequence[Replica], note: str | None = None, *, wide: bool = False
+) -> Table:
+    """One row per replica; ``wide``: also its uid and, for a finished one, why it ended."""
     phase = job.status.phase if job.status else JobPhase.PENDING
     title = Text.assemble(f"{job.namespace}/{job.name}  ", _phase(phase, note))
     if job.status and job.status.message:
         title.append(f"  {job.status.message}")
     table = Table(title=title, title_justify="left", box=None, pad_edge=False)
-    for column in ("REPLICA", "TYPE", "PHASE", "EXIT", "ADDRESS", "NODE", "AGE"):
+    columns = ["REPLICA", "TYPE", "PHASE", "EXIT", "ADDRESS", "NODE", "AGE"]
+    for column in columns + (["UID", "REASON"] if wide else []):
         table.add_column(column)
     for r in sorted(replicas, key=lambda r: (r.type.value != "master", r.type.value, r.index)):
-        table.add_row(
+        row: list[str | Text] = [
             r.short_name,
             r.type.value,
             _phase(r.phase),
@@ -90,7 +113,10 @@ def replicas_table(job: ElasticJob, replicas: Sequence[Replica], note: str | Non
             r.address or "-",
             r.node or "-",
             age(r.created),
-        )
+        ]
+        if wide:
+            row += [r.uid or "-", r.reason or "-"]
+        table.add_row(*row)
     return table
 
 

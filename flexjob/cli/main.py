@@ -14,9 +14,10 @@ from collections.abc import Sequence
 import typer
 
 from flexjob import __version__
+from flexjob.cli.apps import new_app
 from flexjob.cli.errors import usage_error
 
-app = typer.Typer(
+app = new_app(
     name="flexjob",
     help="Elastic distributed deep-learning training: run, submit and manage elastic jobs.",
     no_args_is_help=True,
@@ -29,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "cluster_cmds",
     "manifests_app",
     "job_cmds",
+    "log_cmds",
     "operator_cmd",
     "simulate_cmd",
     "server_cmd",

@@ -8,8 +8,9 @@ import typer
 
 from flexjob.api.crd import crds
 from flexjob.api.load import dump_yaml
+from flexjob.cli.apps import new_app
 
-manifests_app = typer.Typer(
+manifests_app = new_app(
     name="manifests", help="Print Kubernetes manifests for flexjob.", no_args_is_help=True
 )
 

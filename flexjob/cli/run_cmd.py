@@ -134,7 +134,10 @@ def run(
         help="HOST:PORT of a running flexjob master.",
     ),
     job_dir: str | None = typer.Option(
-        None, "--job-dir", help="Master state and logs, kept [a temporary dir, removed]."
+        None,
+        "--job-dir",
+        help="Master state, logs and default checkpoints, kept [a temporary dir, removed after "
+        "success].",
     ),
     log_dir: str = LOG_DIR,
     redirects: str = REDIRECTS,

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from flexjob.cli.apps import new_app
 from flexjob.cli.errors import usage_error
 from flexjob.scheduler import DEFAULT_POLICY
 
@@ -135,7 +136,7 @@ def _gen_trace(
 
 
 def register(app: typer.Typer) -> None:
-    group = typer.Typer(
+    group = new_app(
         name="simulate",
         help="Cluster simulator: compare allocation policies on a job trace.",
         invoke_without_command=True,

@@ -16,6 +16,7 @@ from collections.abc import MutableMapping
 from pathlib import Path
 
 from flexjob.api import names
+from flexjob.api.errors import InvalidSpecError
 
 ENV_CONFIG = "FLEXJOB_CONFIG"
 #: config key → the environment variable it defaults.
@@ -30,8 +31,9 @@ KEYS = {
 PATH_KEYS = ("home", "kubeconfig")  # "~" expands to the user's home
 
 
-class ConfigError(ValueError):
-    """The config file cannot be used; the message names the file and the key."""
+class ConfigError(InvalidSpecError):
+    """The config file cannot be used; the message names the file and the key (a
+    ``FlexjobError`` and a ``ValueError``)."""
 
 
 def config_path(env: MutableMapping[str, str] | None = None) -> Path:

@@ -21,6 +21,9 @@ from flexjob.core.master_config import MasterConfig
 from flexjob.master.process import command
 from flexjob.master.state_file import write_atomic
 
+#: Seconds a stopped master gets to save its state before SIGKILL.
+MASTER_STOP_GRACE_S = 10.0
+
 
 @dataclass
 class MasterProcess:
@@ -49,7 +52,7 @@ class MasterProcess:
             time.sleep(0.02)
         return self.address
 
-    def stop(self, timeout: float = 10.0) -> int:
+    def stop(self, timeout: float = MASTER_STOP_GRACE_S) -> int:
         """SIGTERM, then SIGKILL after ``timeout``; returns the exit code."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
@@ -88,8 +91,12 @@ def spawn_master(
     write_atomic(config_path, config.to_json())
     config.addr_path.unlink(missing_ok=True)
     out = open(log_path or job_dir / "master.log", "ab")  # noqa: SIM115 - owned by the child
-    proc = subprocess.Popen(
-        command(config_path), stdout=out, stderr=subprocess.STDOUT, env=dict(env or os.environ)
+    proc = subprocess.Popen(  # its own session: a terminal's Ctrl-C reaches only the parent
+        command(config_path),
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        env=dict(env or os.environ),
+        start_new_session=True,
     )
     out.close()
     master = MasterProcess(

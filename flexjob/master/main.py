@@ -22,7 +22,12 @@ from typing import TYPE_CHECKING, Any
 from flexjob.api import OptimizeMode
 from flexjob.core.master_config import MasterConfig
 from flexjob.master.logs import event
-from flexjob.master.observing import MasterCollector, RpcLatency, observe_rpc
+from flexjob.master.observing import (
+    MasterCollector,
+    RpcLatency,
+    observe_rpc,
+    serve_rpc_metrics_for,
+)
 from flexjob.master.profilings_sync import ProfilingsSync, status_writer
 from flexjob.master.ps_sets import PsSetDriver
 from flexjob.master.service import MasterService
@@ -149,6 +154,7 @@ def serve_master(service: MasterService, token: str | None) -> BoundServer:
     """Serve ``service`` on its config's host and port with the server ``rpc_server`` names;
     returns once it serves."""
     config = service.config
+    serve_rpc_metrics_for(config.job_name)
     if config.rpc_server == "aio":
         return serve_aio(
             service,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import grpc
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from flexjob.api import names
@@ -101,7 +101,7 @@ class MasterCollector(Collector):
     def __init__(self, view: Callable[[], MasterView]) -> None:
         self._view = view
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
+    def collect(self) -> Iterator[Metric]:
         v = self._view()
         job = [v.job]
 
@@ -115,11 +115,13 @@ class MasterCollector(Collector):
         yield gauge(
             "flexjob_master_nodes_waiting", "Nodes waiting for the next round.", v.nodes_waiting
         )
-        yield gauge(
-            "flexjob_master_samples_per_second",
-            "Training throughput: the sum of the live nodes' last reports.",
-            v.samples_per_second,
+        done = CounterMetricFamily(
+            "flexjob_master_samples",
+            "Samples in done shards, over every dataset (throughput: rate() of it).",
+            labels=["job_name"],
         )
+        done.add_metric(job, sum(d.samples_done for d in v.datasets))
+        yield done
         yield gauge("flexjob_master_step", "Rank 0's last published step.", v.step)
         shards = GaugeMetricFamily(
             "flexjob_master_shards",
@@ -138,23 +140,33 @@ class MasterCollector(Collector):
 
 
 RPC_SECONDS = metrics.histogram(
-    "flexjob_master_rpc_seconds", "Seconds the master took per RPC.", ["method", "code"]
+    "flexjob_master_rpc_seconds",
+    "Seconds the master took per RPC.",
+    ["job_name", "method", "code"],
 )
 
-
+#: The job this master process serves (one job a process; ``serve_rpc_metrics_for``).
+_JOB: list[str] = [""]
 _RPC_TIMERS: dict[tuple[str, str], Any] = {}
+
+
+def serve_rpc_metrics_for(job: str) -> None:
+    """Label ``flexjob_master_rpc_seconds`` with ``job`` from now on (the master's start)."""
+    _JOB[0] = job
+    _RPC_TIMERS.clear()
 
 
 def observe_rpc(method: str, code: str, seconds: float) -> None:
     """Count one RPC into ``flexjob_master_rpc_seconds`` (each server's timer calls it)."""
     timer = _RPC_TIMERS.get((method, code))
     if timer is None:
-        timer = _RPC_TIMERS[method, code] = RPC_SECONDS.labels(method=method, code=code)
+        labels = RPC_SECONDS.labels(job_name=_JOB[0], method=method, code=code)
+        timer = _RPC_TIMERS[method, code] = labels
     timer.observe(seconds)
 
 
 class RpcLatency(grpc.ServerInterceptor):  # type: ignore[misc]
-    """Times every unary RPC into ``flexjob_master_rpc_seconds{method, code}``. A method's
+    """Times every unary RPC into ``flexjob_master_rpc_seconds{job_name, method, code}``. A method's
     timed handler is made once (its server hands out the same handler for every call)."""
 
     def __init__(self) -> None:

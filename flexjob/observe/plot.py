@@ -1,10 +1,10 @@
-"""Draw a job's timeline: throughput and world size over time, events marked (matplotlib Agg).
+"""Draw a job's timeline: throughput, loss and world size over time, events marked (matplotlib Agg).
 
 ``timeline_figure`` builds the figure (two stacked axes sharing the time axis: samples/s on
-top, world size below; each node lost / joined / restarted / failed and each scale as a
-vertical line on both, labelled on the top one); ``save_plot`` writes it as a PNG. For
-``flexjob plot JOB`` and ``flexjob run --plot FILE``. Not for interactive display (no GUI
-backend is used).
+top with rank 0's loss on its right axis, world size below; each node lost / joined /
+restarted / failed and each scale as a vertical line on both, labelled on the top one);
+``save_plot`` writes it as a PNG. For ``flexjob plot JOB`` and ``flexjob run --plot FILE``.
+Not for interactive display (no GUI backend is used).
 """
 
 from __future__ import annotations
@@ -46,6 +46,11 @@ def timeline_figure(tl: Timeline, title: str = "") -> Figure:
     top.set_ylabel("samples/s")
     top.set_ylim(bottom=0)
     top.grid(True, alpha=0.3)
+    losses = [(x, s.loss) for x, s in zip(xs, tl.samples, strict=True) if s.loss is not None]
+    if losses:  # rank 0's reported loss, on its own axis (one unit per axis)
+        right = top.twinx()
+        right.plot(*zip(*losses, strict=True), color="tab:brown", gid="loss", label="loss")
+        right.set_ylabel("loss")
     bottom.step(xs, [s.world_size for s in tl.samples], where="post", color="tab:gray")
     bottom.set_ylabel("world size")
     bottom.set_xlabel("seconds since the job started")

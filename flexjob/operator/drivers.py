@@ -13,6 +13,7 @@ from typing import Protocol
 from flexjob.api import ElasticJob
 from flexjob.operator.local.loop import Observer
 from flexjob.platform.api import NotFoundError, Platform
+from flexjob.platform.local.paths import job_dir
 
 
 class JobDriver(Protocol):
@@ -39,7 +40,8 @@ class InProcessOperator:
         from flexjob.operator.local import runner
 
         pid = runner.start_detached(self.platform, namespace, name)
-        return f"local operator pid {pid}"
+        logs = job_dir(self.platform.home, namespace, name) / "logs"
+        return f"local operator pid {pid}; replica logs in {logs}"
 
     def run(self, namespace: str, name: str, observer: Observer) -> ElasticJob | None:
         from flexjob.operator.local import runner

@@ -80,6 +80,21 @@ __all__ = [
 T = TypeVar("T")
 
 
+@dataclass(frozen=True, slots=True)
+class LogOptions:
+    """Which lines ``read_logs`` returns, as ``kubectl logs``'s flags: ``previous`` (of the
+    replica's incarnation before this one), ``since_seconds`` (of the last seconds only),
+    ``tail_lines`` (the last lines only)."""
+
+    previous: bool = False
+    since_seconds: float | None = None
+    tail_lines: int | None = None
+
+
+#: Every line of the replica's current incarnation.
+ALL_LINES = LogOptions()
+
+
 class WatchEventType(StrEnum):
     ADDED = "ADDED"
     MODIFIED = "MODIFIED"
@@ -181,10 +196,17 @@ class ReplicaRuntime(Protocol):
     def list_services(self, namespace: str, job: str | None = None) -> list[Service]: ...
 
     def read_logs(
-        self, namespace: str, replica: str, follow: bool = False, timeout: float | None = None
+        self,
+        namespace: str,
+        replica: str,
+        follow: bool = False,
+        timeout: float | None = None,
+        options: LogOptions = ALL_LINES,
     ) -> Iterator[str]:
         """Lines of a replica's output (newline kept); with ``follow``, keep yielding new lines
-        until the replica finishes (or ``timeout`` passes). ``NotFoundError`` if no such log."""
+        until the replica finishes (or ``timeout`` passes). ``NotFoundError`` if no such log.
+        ``options`` as ``kubectl logs``'s (``LogOptions``); ``InvalidSpecError`` naming the
+        option where the platform cannot do it."""
         ...
 
 

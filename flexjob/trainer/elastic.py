@@ -159,6 +159,8 @@ class ElasticTrainer:
         if self._watcher is not None:
             self._watcher.stop()
             self._watcher = None
+        if self._link is not None and dist.is_initialized() and dist.get_rank() == 0:
+            self._publish(names.KV_STEP, str(self.step_count))  # the last: progress shows it
         group.destroy_group()
         self.saver.close()
         close = getattr(self._link, "close", None)

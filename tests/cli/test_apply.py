@@ -33,16 +33,15 @@ def test_apply_stores_an_aggregator_config_and_replaces_it(tmp_path: Path) -> No
     assert platform.list_cluster_objects("AggregatorConfig") == []
 
 
-def test_apply_refuses_jobs_and_bad_fields_naming_each(tmp_path: Path) -> None:
+def test_apply_refuses_other_kinds_and_bad_fields_naming_each(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(
         "apiVersion: diengine.opendilab.org/v1alpha1\nkind: AggregatorConfig\n"
         "metadata: {name: a}\nspec: {aggregator: {template: 3}}\n---\n"
-        "apiVersion: diengine.opendilab.org/v1alpha1\nkind: DIJob\nmetadata: {name: j}\n"
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n"
     )
     done = apply(tmp_path / "home", bad)
     assert done.returncode == 1
     assert "documents[0].spec.aggregator.template:" in done.stderr
-    assert "documents[1].kind: flexjob apply stores AggregatorConfig" in done.stderr
-    assert "flexjob submit" in done.stderr
+    assert "documents[1].kind: flexjob apply takes jobs and AggregatorConfig" in done.stderr
     assert LocalPlatform(tmp_path / "home").list_cluster_objects("AggregatorConfig") == []

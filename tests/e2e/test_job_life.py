@@ -29,11 +29,14 @@ def test_lost_node_is_one_line_agents_serve_metrics_and_the_plot_marks_it(
         job.wait_progress(0.2, world_size=2)
         url = metrics_url(job.job_dir / "metrics-worker-0.addr")
         node = {"job_name": "job", "node": "worker-0"}
-        got = poll(
-            "agent gauges",
-            lambda: (g := scrape(url)) and value(g, "flexjob_agent_step", **node) > 0 and g,
-            30,
-        )
+
+        def trained(g: dict) -> bool:  # type: ignore[type-arg]
+            step = value(g, "flexjob_agent_step", **node)
+            return step > 0 and value(g, "flexjob_agent_samples_total", **node) > 0
+
+        got = poll("agent metrics", lambda: (g := scrape(url)) and trained(g) and g, 30)
+        assert "flexjob_agent_samples_per_second" not in got  # rate() of the counter
+        assert 0 < value(got, "flexjob_agent_cpu_ratio", **node) < 64  # cores, not %
         assert dashboard_metrics("flexjob_agent_") <= set(got)
         assert value(got, "flexjob_agent_memory_bytes", **node) > 0
         agents = poll("two agents", lambda: len(job.agents()) == 2 and job.agents(), 30)

@@ -145,11 +145,11 @@ def ctr_job_meets_its_goals(
     )
     kill(shard_log)
     wait_until(lambda: phase(home, name) in ("Succeeded", "Failed"), timeout=180, interval=0.5)
-    assert phase(home, name) == "Succeeded", flexjob(env, "logs", name, "-r", "master-0")
-    logs = flexjob(env, "logs", name, "-r", "worker-0") + flexjob(
-        env, "logs", name, "-r", "worker-1"
+    assert phase(home, name) == "Succeeded", flexjob(env, "logs", name, "--replica", "master-0")
+    logs = flexjob(env, "logs", name, "--replica", "worker-0") + flexjob(
+        env, "logs", name, "--replica", "worker-1"
     )
-    master = flexjob(env, "logs", name, "-r", "master-0")
+    master = flexjob(env, "logs", name, "--replica", "master-0")
     assert_every_shard_once_and_auc_met(shard_log, logs, master, unanswered=killed_workers)
 
 
@@ -211,7 +211,9 @@ def test_ctr_job_survives_a_killed_worker_with_every_shard_done_once(
     tmp_path: Path, env: dict[str, str], home: Path
 ) -> None:
     ctr_job_meets_its_goals(tmp_path, env, home, kill_worker_1, killed_workers=1)
-    assert_shards_back_before_the_replacement(flexjob(env, "logs", "ctr-ps", "-r", "master-0"))
+    assert_shards_back_before_the_replacement(
+        flexjob(env, "logs", "ctr-ps", "--replica", "master-0")
+    )
 
 
 def assert_shards_back_before_the_replacement(master_log: str) -> None:
@@ -242,8 +244,10 @@ def test_ctr_job_survives_a_killed_ps_restored_from_its_checkpoint(
         kill_ps_1(home)
 
     ctr_job_meets_its_goals(tmp_path, env, home, kill_ps)
-    assert "event=ps_restored index=1 num_ps=2" in flexjob(env, "logs", "ctr-ps", "-r", "ps-1")
-    master_log = flexjob(env, "logs", "ctr-ps", "-r", "master-0")
+    assert "event=ps_restored index=1 num_ps=2" in flexjob(
+        env, "logs", "ctr-ps", "--replica", "ps-1"
+    )
+    master_log = flexjob(env, "logs", "ctr-ps", "--replica", "master-0")
     assert "ps 1 relaunched and restored its checkpoint" in master_log  # counted in its stats
 
 
@@ -277,7 +281,7 @@ def test_ctr_job_goes_from_2_to_3_to_2_ps_with_every_row_moved_once(
     for _, _, _, rows_before, rows_after, sum_before, sum_after in done:
         assert int(rows_before) == int(rows_after) > 0  # every row came over exactly once
         assert float(sum_after) == pytest.approx(float(sum_before), rel=1e-9)
-    ps2_log = flexjob(env, "logs", "ctr-ps", "-r", "ps-2")
+    ps2_log = flexjob(env, "logs", "ctr-ps", "--replica", "ps-2")
     assert "event=ps_set_loaded index=2 num_ps=3 from_num_ps=2" in ps2_log
 
 
@@ -287,10 +291,10 @@ def test_the_dlrover_ps_format_runs_to_succeeded_with_a_flexjob_master(
     name = "dlrover-ps-ctr"
     flexjob(env, "submit", "--detach", str(SPECS / f"{name}.yaml"))
     wait_until(lambda: phase(home, name) in ("Succeeded", "Failed"), timeout=180, interval=0.5)
-    assert phase(home, name) == "Succeeded", flexjob(env, "logs", name, "-r", "worker-0")
-    assert "flexjob ps 0/2 serving" in flexjob(env, "logs", name, "-r", "ps-0")
-    assert "event=master_started" in flexjob(env, "logs", name, "-r", "master-0")
-    worker_log = flexjob(env, "logs", name, "-r", "worker-1")
+    assert phase(home, name) == "Succeeded", flexjob(env, "logs", name, "--replica", "worker-0")
+    assert "flexjob ps 0/2 serving" in flexjob(env, "logs", name, "--replica", "ps-0")
+    assert "event=master_started" in flexjob(env, "logs", name, "--replica", "master-0")
+    worker_log = flexjob(env, "logs", name, "--replica", "worker-1")
     assert AUC.search(worker_log), worker_log
 
 
@@ -303,4 +307,4 @@ def test_an_elasticdl_job_whose_pods_say_never_relaunches_a_killed_worker_and_ps
 
     name = "elasticdl-ps-ctr"
     ctr_job_meets_its_goals(tmp_path, env, home, kill_worker_and_ps, killed_workers=1, name=name)
-    assert "event=ps_restored index=1 num_ps=2" in flexjob(env, "logs", name, "-r", "ps-1")
+    assert "event=ps_restored index=1 num_ps=2" in flexjob(env, "logs", name, "--replica", "ps-1")

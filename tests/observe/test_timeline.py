@@ -1,5 +1,6 @@
 """The job timeline: records written and read back, narrated as a user reads them, drawn."""
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -129,3 +130,14 @@ def test_plot_has_both_axes_and_marks_each_loss_and_join(tmp_path: Path) -> None
     assert max(throughput.get_ydata()) == 300.0  # type: ignore[arg-type]
     path = plot.save_plot(tl, tmp_path / "life.png", "digits")
     assert png_size(path) == (1000, 600)
+
+
+def test_plot_draws_the_loss_the_timeline_records_on_its_own_axis() -> None:
+    with_loss = tuple(
+        dataclasses.replace(s, loss=None if i == 0 else 2.0 / i) for i, s in enumerate(SAMPLES)
+    )
+    fig = plot.timeline_figure(timeline.Timeline(with_loss, EVENTS), "digits")
+    (right,) = [ax for ax in fig.axes if ax.get_ylabel() == "loss"]
+    (loss,) = [ln for ln in right.get_lines() if ln.get_gid() == "loss"]
+    assert list(loss.get_ydata()) == [s.loss for s in with_loss[1:]]  # type: ignore[arg-type]
+    assert list(loss.get_xdata()) == [s.t - with_loss[0].t for s in with_loss[1:]]  # type: ignore[arg-type]

@@ -113,3 +113,26 @@ async def test_applying_a_bad_job_is_refused_naming_the_field(installed: Operato
     assert out.returncode != 0
     assert "spec.cleanPodPolicy" in out.stderr
     assert "denied the request" in out.stderr
+
+
+async def test_kubectl_scale_sets_the_workers_and_the_operator_follows(
+    installed: OperatorHarness,
+) -> None:
+    out = await apply_job(SPEC.read_text())
+    assert out.returncode == 0, out.stderr
+    scaled = await kubectl("scale", "ej/digits-elastic", "--replicas=3")
+    assert scaled.stdout.strip() == "elasticjob.flexjob.dev/digits-elastic scaled", scaled.stderr
+    stored = installed.emulator.store.get(ELASTICJOBS, "default", "digits-elastic")
+    assert stored["spec"]["replicaSpecs"]["worker"]["replicas"] == 3
+    pods = installed.emulator.kind("", "v1", "pods")
+
+    def third_worker() -> bool:
+        names = {p["metadata"]["name"] for p in installed.emulator.store.select(pods, "default")}
+        return "digits-elastic-worker-2" in names
+
+    assert await wait_for(third_worker, 30)
+    shown = await kubectl(
+        "get", "ej", "digits-elastic", "-o", "jsonpath={.spec.replicaSpecs.worker.replicas}"
+    )
+    assert shown.stdout == "3"
+    await kubectl("delete", "ej", "digits-elastic", "--timeout=30s")

@@ -146,8 +146,19 @@ class K8sEmulator(kmock.KubernetesScaffold):
             singular=kind.kind.lower(),
             namespaced=kind.namespaced,
             verbs=_VERBS,
-            subresources={"status"} if kind.status_subresource else set(),
+            subresources=({"status"} if kind.status_subresource else set())
+            | ({"scale"} if kind.scale else set()),
         )
+
+    async def _serve_version(self, request: rendering.Request) -> rendering.Payload:
+        """API discovery, with each scale subresource announced as the API server does: an
+        ``autoscaling/v1`` ``Scale`` (what ``kubectl scale`` looks for)."""
+        payload: Any = await super()._serve_version(request)
+        for entry in payload.get("resources", []):
+            if entry["name"].endswith("/scale"):
+                entry.update(group="autoscaling", version="v1", kind="Scale")
+                entry["verbs"] = ["get", "patch", "update"]
+        return payload  # type: ignore[no-any-return]
 
     @property
     def base_url(self) -> str:
@@ -228,6 +239,9 @@ class K8sEmulator(kmock.KubernetesScaffold):
                     spec["names"]["kind"],
                     namespaced=spec.get("scope") == "Namespaced",
                     status_subresource="status" in (version.get("subresources") or {}),
+                    scale=tuple(
+                        sorted(((version.get("subresources") or {}).get("scale") or {}).items())
+                    ),
                 )
                 if (kind.group, kind.version, kind.plural) not in self._kinds:
                     self.declare(kind)
@@ -335,6 +349,8 @@ class K8sEmulator(kmock.KubernetesScaffold):
             meta = [body["metadata"] for body in doomed]
             deleted = [store.delete(kind, m.get("namespace"), m["name"]) for m in meta]
             return 200, self._list_body(kind, deleted)
+        if name is not None and subresource == "scale" and kind.scale:
+            return 200, self._scale(request, kind, namespace, name, content_type)
         if name is not None and method == "GET" and subresource == "log":
             store.get(kind, namespace, name)
             return 200, store.logs.get((namespace or "", name), "")
@@ -347,6 +363,64 @@ class K8sEmulator(kmock.KubernetesScaffold):
         if name is not None and method == "DELETE":
             return 200, store.delete(kind, namespace, name, _grace_period(request))
         raise StoreError(405, "MethodNotAllowed", f"{method} is not supported here")
+
+    def _scale(
+        self,
+        request: rendering.Request,
+        kind: ResourceKind,
+        namespace: str | None,
+        name: str,
+        content_type: str,
+    ) -> Body:
+        """The scale subresource (``autoscaling/v1`` ``Scale``): read from, and a PUT or PATCH
+        of ``spec.replicas`` written to, the CRD's ``specReplicasPath``."""
+        paths = dict(kind.scale)
+        spec_path = paths["specReplicasPath"].lstrip(".").split(".")
+        status_path = paths.get("statusReplicasPath", "").lstrip(".").split(".")
+        if request.method in ("PUT", "PATCH"):
+            current = self._scale_body(kind, namespace, name, spec_path, status_path)
+            new = (
+                request.data or {}
+                if request.method == "PUT"
+                else self.store.patched(current, request.data, content_type)
+            )
+            replicas = (new.get("spec") or {}).get("replicas")
+            if not isinstance(replicas, int) or replicas < 0:
+                raise StoreError(422, "Invalid", "spec.replicas: must be an integer >= 0")
+            patch: Body = {}
+            node = patch
+            for key in spec_path[:-1]:
+                node = node.setdefault(key, {})
+            node[spec_path[-1]] = replicas
+            self.store.patch(kind, namespace, name, patch, "application/merge-patch+json", "")
+        return self._scale_body(kind, namespace, name, spec_path, status_path)
+
+    def _scale_body(
+        self,
+        kind: ResourceKind,
+        namespace: str | None,
+        name: str,
+        spec_path: list[str],
+        status_path: list[str],
+    ) -> Body:
+        body = self.store.get(kind, namespace, name)
+
+        def at(path: list[str]) -> Any:
+            node: Any = body
+            for key in path:
+                node = node.get(key) if isinstance(node, dict) else None
+            return node
+
+        meta = body["metadata"]
+        return {
+            "apiVersion": "autoscaling/v1",
+            "kind": "Scale",
+            "metadata": {
+                k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion") if k in meta
+            },
+            "spec": {"replicas": at(spec_path) or 0},
+            "status": {"replicas": at(status_path) or 0},
+        }
 
     def _list_body(self, kind: ResourceKind, items: list[Body]) -> Body:
         return {

@@ -38,6 +38,7 @@ def _declared(crd: dict[str, Any]) -> ResourceKind:
         names["kind"],
         status_subresource=True,
         short_names=tuple(names.get("shortNames") or ()),
+        scale=tuple(sorted((spec["versions"][0]["subresources"].get("scale") or {}).items())),
     )
 
 

@@ -44,6 +44,8 @@ class ResourceKind:
     status_subresource: bool = False
     #: Short names discovery announces (``kubectl get ej``); a stored CRD's names win.
     short_names: tuple[str, ...] = ()
+    #: The CRD's scale subresource (``specReplicasPath``, ``statusReplicasPath``), if any.
+    scale: tuple[tuple[str, str], ...] = ()
 
     @property
     def api_version(self) -> str:

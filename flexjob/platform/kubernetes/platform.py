@@ -30,8 +30,10 @@ from flexjob.api.names import (
 from flexjob.core.actions import EventType
 from flexjob.core.status_patch import StatusPatch, normalize_status_patch
 from flexjob.platform.api import (
+    ALL_LINES,
     AlreadyExistsError,
     Event,
+    LogOptions,
     NotFoundError,
     Replica,
     ReplicaRequest,
@@ -75,11 +77,17 @@ class KubernetesPlatform:
     name = "kubernetes"
 
     def __init__(
-        self, api_client: ApiClient | None = None, *, request_timeout: float = 30.0
+        self,
+        api_client: ApiClient | None = None,
+        *,
+        request_timeout: float = 30.0,
+        kubeconfig: str | None = None,
+        context: str | None = None,
     ) -> None:
         """Without ``api_client``: the service account in a pod, else the kubeconfig
-        (``$KUBECONFIG`` or ``~/.kube/config``, its current context)."""
-        api_client = api_client or ApiClient(load_configuration())
+        (``kubeconfig``, else ``$KUBECONFIG`` or ``~/.kube/config``; ``context``, else its
+        current context)."""
+        api_client = api_client or ApiClient(load_configuration(kubeconfig, context))
         self._client = api_client
         self._core = CoreV1Api(api_client)
         self._custom = CustomObjectsApi(api_client)
@@ -386,11 +394,26 @@ class KubernetesPlatform:
         return _oldest_first(items, bodies.service_from_body)
 
     def read_logs(
-        self, namespace: str, replica: str, follow: bool = False, timeout: float | None = None
+        self,
+        namespace: str,
+        replica: str,
+        follow: bool = False,
+        timeout: float | None = None,
+        options: LogOptions = ALL_LINES,
     ) -> Iterator[str]:
+        options_: dict[str, Any] = {"previous": True} if options.previous else {}
+        if options.since_seconds is not None:
+            options_["since_seconds"] = max(1, int(options.since_seconds))
+        if options.tail_lines is not None:
+            options_["tail_lines"] = options.tail_lines
         with _translated(f"log of pod {namespace}/{replica}"):
             response: Any = self._core.read_namespaced_pod_log(
-                replica, namespace, follow=follow, _preload_content=False, _request_timeout=timeout
+                replica,
+                namespace,
+                follow=follow,
+                _preload_content=False,
+                _request_timeout=timeout,
+                **options_,
             )
         try:
             buffer = b""

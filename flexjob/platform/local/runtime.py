@@ -17,6 +17,7 @@ import sqlite3
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,10 +25,11 @@ from subprocess import Popen
 from typing import Any
 
 from flexjob.api import ReplicaPhase, ReplicaType, names
+from flexjob.api.errors import InvalidSpecError
 from flexjob.api.quantity import cpu_cores, memory_mib, parse_quantity
 from flexjob.core.replica_resources import GPU_RESOURCE
 from flexjob.core.replicas import Replica, ReplicaRequest, Service, ServiceRequest
-from flexjob.platform.api import AlreadyExistsError, NotFoundError
+from flexjob.platform.api import ALL_LINES, AlreadyExistsError, LogOptions, NotFoundError
 from flexjob.platform.local import memory_limits, processes
 from flexjob.platform.local.db import Database
 from flexjob.platform.local.interpreter import own_interpreter
@@ -345,11 +347,28 @@ class LocalRuntime:
         raise NotFoundError(f"no log for replica {namespace}/{replica}")
 
     def read_logs(
-        self, namespace: str, replica: str, follow: bool = False, timeout: float | None = None
+        self,
+        namespace: str,
+        replica: str,
+        follow: bool = False,
+        timeout: float | None = None,
+        options: LogOptions = ALL_LINES,
     ) -> Iterator[str]:
+        if options.previous:
+            raise InvalidSpecError(
+                "--previous: the local platform keeps one log per replica, every restart's "
+                "output appended to it: leave --previous out to read them all"
+            )
+        if options.since_seconds is not None:
+            raise InvalidSpecError(
+                "--since: the local platform's logs carry no times; use --tail N instead"
+            )
         path = self.log_file(namespace, replica)
         deadline = None if timeout is None else time.monotonic() + timeout
         with path.open("r", errors="replace") as src:
+            if options.tail_lines is not None:
+                tail = options.tail_lines
+                yield from deque(src, maxlen=tail) if tail > 0 else ()
             while True:
                 line = src.readline()
                 if line:

@@ -1,0 +1,157 @@
+"""A job's logs and the Kubeflow-style SDK calls on the local platform (issue 37, items 8 and
+13): ``flexjob logs JOB`` prints every replica's output prefixed (rank 0's replica among them),
+``--replica``, ``--tail`` and ``-l`` pick, ``--since`` is refused by name locally; the SDK's
+``get_job_logs`` reads the same; ``get_job_conditions``, ``is_job_*``,
+``wait_for_job_conditions(callback, polling_interval)`` and ``update_job`` as Kubeflow's."""
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flexjob.api import ElasticJob, JobPhase, ReplicaPhase
+from flexjob.api.errors import InvalidSpecError
+from flexjob.client import FlexjobClient
+from tests.support.polling import wait_until
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
+
+
+def spec(name: str, code: str, workers: int = 2) -> dict[str, Any]:
+    command = [sys.executable, "-c", code]
+    template = {"spec": {"containers": [{"name": "main", "image": "local", "command": command}]}}
+    worker = {"replicas": workers, "minReplicas": 1, "maxReplicas": 3, "template": template}
+    return {
+        "apiVersion": "flexjob.dev/v1alpha1",
+        "kind": "ElasticJob",
+        "metadata": {"name": name},
+        "spec": {"replicaSpecs": {"worker": worker}},
+    }
+
+
+PRINTS = (
+    "import os\n"
+    "i = os.environ['FLEXJOB_REPLICA_INDEX']\n"
+    "print('first from', i, flush=True)\n"
+    "print('last from', i, flush=True)\n"
+)
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[ElasticJob]]:
+    """One job of two workers that printed two lines each and succeeded, with what the
+    ``wait_for_job_conditions`` callback saw."""
+    home = tmp_path_factory.mktemp("home")
+    seen: list[ElasticJob] = []
+    with FlexjobClient(home=home) as client:
+        client.create_job(spec("printed", PRINTS))
+        client.wait_for_job_conditions(
+            "printed",
+            expected_conditions={"Succeeded"},
+            wait_timeout=120,
+            polling_interval=0.2,
+            callback=seen.append,
+        )
+    return home, seen
+
+
+def flexjob(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {"FLEXJOB_HOME": str(home), "PATH": "/usr/bin:/bin"}
+    cmd = [sys.executable, "-m", "flexjob", *args]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_logs_of_a_job_prints_every_replica_prefixed(finished: tuple[Path, Any]) -> None:
+    done = flexjob(finished[0], "logs", "printed")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    for i in ("0", "1"):
+        assert f"[worker-{i}] first from {i}" in lines and f"[worker-{i}] last from {i}" in lines
+
+
+def test_logs_replica_and_tail_pick_one_replicas_last_lines(finished: tuple[Path, Any]) -> None:
+    done = flexjob(finished[0], "logs", "printed", "--replica", "worker-1", "--tail", "1")
+    assert done.stdout == "last from 1\n", done.stderr
+
+
+def test_logs_selector_picks_by_label(finished: tuple[Path, Any]) -> None:
+    done = flexjob(finished[0], "logs", "printed", "-l", "replica-index=0")
+    assert done.stdout == "first from 0\nlast from 0\n", done.stderr
+
+
+def test_logs_since_is_refused_by_name_on_the_local_platform(finished: tuple[Path, Any]) -> None:
+    done = flexjob(finished[0], "logs", "printed", "--since", "5m")
+    assert done.returncode == 1
+    assert "--since: the local platform's logs carry no times" in done.stderr
+
+
+def test_logs_of_a_replica_that_is_not_there_names_those_there(
+    finished: tuple[Path, Any],
+) -> None:
+    done = flexjob(finished[0], "logs", "printed", "-l", "replica-index=7")
+    assert done.returncode == 1
+    assert "its replicas: worker-0, worker-1" in done.stderr
+
+
+def test_sdk_get_job_logs_reads_every_replica_or_the_ones_picked(
+    finished: tuple[Path, Any],
+) -> None:
+    with FlexjobClient(home=finished[0]) as client:
+        every = list(client.get_job_logs("printed"))
+        picked = list(client.get_job_logs("printed", replica_type="worker", replica_index=1))
+        last = list(client.get_job_logs("printed", "worker-0", tail=1))
+    assert "[worker-0] first from 0\n" in every and "[worker-1] last from 1\n" in every
+    assert picked == ["first from 1\n", "last from 1\n"]
+    assert last == ["last from 0\n"]
+
+
+def test_wait_for_job_conditions_calls_back_and_returns_the_job(
+    finished: tuple[Path, list[ElasticJob]],
+) -> None:
+    _, seen = finished
+    assert seen and seen[-1].status is not None
+    assert seen[-1].status.phase is JobPhase.SUCCEEDED
+
+
+def test_conditions_and_is_job_calls_follow_the_phase(finished: tuple[Path, Any]) -> None:
+    with FlexjobClient(home=finished[0]) as client:
+        conditions = client.get_job_conditions("printed")
+        current = [c.type for c in conditions if c.status == "True"]
+        assert current == [JobPhase.SUCCEEDED]
+        assert client.is_job_created("printed") and client.is_job_succeeded("printed")
+        assert not client.is_job_running("printed")
+        assert not client.is_job_failed("printed") and not client.is_job_restarting("printed")
+
+
+def test_update_job_scales_a_running_job_and_names_what_cannot_change(
+    tmp_path: Path,
+) -> None:
+    done = tmp_path / "done"
+    code = (
+        "import pathlib, time\n"
+        f"p = pathlib.Path({str(done)!r})\n"
+        "end = time.time() + 90\n"
+        "while not p.exists() and time.time() < end: time.sleep(0.05)\n"
+    )
+    with FlexjobClient(home=tmp_path / "home") as client:
+        body = spec("grows", code, workers=1)
+        client.create_job(body)
+        client.wait_for_job_conditions(
+            "grows", expected_conditions=("Running",), wait_timeout=60, polling_interval=0.2
+        )
+        body["spec"]["replicaSpecs"]["worker"]["replicas"] = 2
+        client.update_job(body)
+
+        def two_running() -> bool:
+            replicas = client.list_replicas("grows")
+            return sum(r.phase is ReplicaPhase.RUNNING for r in replicas) == 2
+
+        wait_until(two_running, 60, what="a second worker")
+        body["spec"]["backoffLimit"] = 7
+        with pytest.raises(InvalidSpecError, match="backoffLimit cannot change"):
+            client.update_job(body)
+        done.touch()
+        client.wait_for_job("grows", timeout=60)
+        client.delete_job("grows")
