@@ -97,6 +97,8 @@ ENV_WORLD_SIZE = "WORLD_SIZE"
 ENV_LOCAL_WORLD_SIZE = "LOCAL_WORLD_SIZE"
 ENV_MASTER_ADDR = "MASTER_ADDR"
 ENV_MASTER_PORT = "MASTER_PORT"
+#: The interface gloo binds (torch's); the agent sets it to the one holding its ``--address``.
+ENV_GLOO_SOCKET_IFNAME = "GLOO_SOCKET_IFNAME"
 # A plain torch world (a job with no master, core.torch_world): the operator sets MASTER_ADDR,
 # MASTER_PORT, WORLD_SIZE and RANK on every training replica (as Kubeflow's PyTorchJob does),
 # and with an elasticPolicy the flags torchrun reads from PET_<FLAG>. Its rank-0 replica's
