@@ -29,7 +29,12 @@ from flexjob.trainer import group, preflight, world
 from flexjob.trainer.batch import MicroSteps, Step, fetch_plan, micro_batches_of
 from flexjob.trainer.peer_shards import PeerShards
 from flexjob.trainer.rank_sync import sync_state
-from flexjob.trainer.rendezvous import WaitingWatcher, WorldSource, next_generation
+from flexjob.trainer.rendezvous import (
+    DataFinished,
+    WaitingWatcher,
+    WorldSource,
+    next_generation,
+)
 from flexjob.trainer.sampler import Batch, ElasticSampler, NoShard, ShardSource
 from flexjob.trainer.state_saver import StateSaver
 from flexjob.trainer.status import StatusWriter
@@ -183,7 +188,11 @@ class ElasticTrainer:
         while True:
             if self._broken or self._join_after_step:
                 self._join_after_step = False
-                self._reform()
+                try:
+                    self._reform()
+                except DataFinished as done:  # the others finished while this node was out
+                    log.warning("%s: this node's part of the job is over", done)
+                    return
                 continue
             count = micro_batches_of(self.batch_plan)
             got = self.sampler.next_batches(count)
@@ -337,10 +346,15 @@ class ElasticTrainer:
             self.timeout_s,
             on_wait=self._beat,
             on_joined=group.destroy_group,
+            finished=self._data_finished,
         )
         self._form(gen)
         self.reforms += 1
         log.info("re-formed round %d -> %d in %.3f s", after, gen.round, time.monotonic() - started)
+
+    def _data_finished(self) -> bool:
+        probe = getattr(self.source, "data_finished", None)
+        return bool(probe(self.sampler.dataset)) if probe is not None else False
 
     def _drop_failed(self, round_: int) -> bool:
         """Run the pre-flight check (``trainer.preflight``); True when nodes failed it and the

@@ -175,17 +175,35 @@ class Host:
         self._iptables("-N", self.chain)
         self._iptables("-A", "FORWARD", "-j", self.chain)
 
-    def block(self, peers: Sequence[Host] = (), direction: str = "both") -> None:
+    def block(
+        self, peers: Sequence[Host] = (), direction: str = "both", keep: Sequence[int] = ()
+    ) -> None:
         """Drop this host's packets to ``peers`` (``out``), theirs to it (``in``) or both; no
         peers: to and from everyone. Silently, on the wire: neither end is told (half-open
-        connections, as with a cut cable)."""
+        connections, as with a cut cable). TCP to and from the peers' ports ``keep`` still
+        flows (a worker cut from its all-reduce peers but not from the master beside them)."""
         if direction not in ("in", "out", "both"):
             raise ValueError(f"direction must be in, out or both, got {direction!r}")
         for peer in [p.address for p in peers] or [f"{SUBNET}.0/24"]:
             if direction in ("out", "both"):
-                self._iptables("-A", self.chain, *self._port("in"), "-d", peer, "-j", "DROP")
+                self._drop([*self._port("in"), "-d", peer], keep, "--dport")
             if direction in ("in", "both"):
-                self._iptables("-A", self.chain, *self._port("out"), "-s", peer, "-j", "DROP")
+                self._drop([*self._port("out"), "-s", peer], keep, "--sport")
+
+    def cut_ports(self, peer: Host, ports: Sequence[int]) -> None:
+        """Drop TCP between this host and ``peer``'s ``ports`` both ways; the rest flows (an
+        agent cut from the master but not from the peer's other processes)."""
+        for port in ports:
+            self._iptables("-A", self.chain, *self._port("in"), "-d", peer.address, "-p", "tcp",
+                           "--dport", str(port), "-j", "DROP")  # fmt: skip
+            self._iptables("-A", self.chain, *self._port("out"), "-s", peer.address, "-p",
+                           "tcp", "--sport", str(port), "-j", "DROP")  # fmt: skip
+
+    def _drop(self, match: list[str], keep: Sequence[int], port_flag: str) -> None:
+        for port in keep:  # RETURN, not ACCEPT: the other hosts' chains still see it
+            self._iptables("-A", self.chain, *match, "-p", "tcp", port_flag, str(port), "-j",
+                           "RETURN")  # fmt: skip
+        self._iptables("-A", self.chain, *match, "-j", "DROP")
 
     def _port(self, way: str) -> list[str]:
         return ["-m", "physdev", f"--physdev-{way}", self.port]

@@ -164,3 +164,56 @@ def test_sweep_deletes_the_namespaces_of_a_run_that_died() -> None:
     assert name in hosts.sweep()
     wait_until(lambda: name not in hosts.namespaces(), 10, 0.1, "the namespace gone")
     assert time.monotonic() - start < 10
+
+
+#: TCP servers on 7003 and 7004; a client that prints which of them it reached in 1 s.
+LISTEN = """
+import socket, threading
+def serve(port):
+    s = socket.socket()
+    s.bind(("0.0.0.0", port))
+    s.listen(8)
+    while True:
+        s.accept()[0].close()
+for port in (7003, 7004):
+    threading.Thread(target=serve, args=(port,), daemon=True).start()
+print("up", flush=True)
+threading.Event().wait()
+"""
+REACH = """
+import socket, sys
+for port in (7003, 7004):
+    try:
+        socket.create_connection((sys.argv[1], port), 1).close()
+        print(port)
+    except OSError:
+        pass
+"""
+
+
+def reached(src: hosts.Host, dst: hosts.Host) -> list[int]:
+    r = src.run([sys.executable, "-c", REACH, dst.address])
+    return [int(p) for p in r.stdout.split()]
+
+
+def listen(host: hosts.Host) -> None:
+    proc = host.popen([sys.executable, "-c", LISTEN], stdout=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stdout.readline() == b"up\n"
+
+
+def test_a_block_that_keeps_a_port_lets_only_that_port_through(host_net: Net) -> None:
+    net = host_net(2)
+    a, b = net.hosts
+    listen(b)
+    a.block([b], keep=[7003])
+    assert reached(a, b) == [7003]
+
+
+def test_cut_ports_cuts_only_those_ports(host_net: Net) -> None:
+    net = host_net(2)
+    a, b = net.hosts
+    listen(b)
+    a.cut_ports(b, [7003])
+    assert reached(a, b) == [7004]
+    a.heal()
+    assert reached(a, b) == [7003, 7004]
