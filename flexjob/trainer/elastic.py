@@ -154,6 +154,8 @@ class ElasticTrainer:
             self._watcher = None
         group.destroy_group()
         self.saver.close()
+        size = self._gen.world_size(self.ident.local_world_size) if self._gen else 0
+        self._write_status(size, closed=True, force=True)  # no hang while the process exits
         close = getattr(self._link, "close", None)
         if close is not None:
             close()
@@ -305,7 +307,13 @@ class ElasticTrainer:
         self._write_status(size, step_seconds=self.step_timer.seconds, idle=True)
 
     def _write_status(
-        self, world_size: int, *, step_seconds: float = 0.0, idle: bool = False, force: bool = False
+        self,
+        world_size: int,
+        *,
+        step_seconds: float = 0.0,
+        idle: bool = False,
+        closed: bool = False,
+        force: bool = False,
     ) -> None:
         """Where training stands, for the agent (``trainer.status``)."""
         self._status.write(
@@ -316,6 +324,7 @@ class ElasticTrainer:
             world_size=world_size,
             step_seconds=step_seconds,
             idle=idle,
+            closed=closed,
             force=force,
         )
 
