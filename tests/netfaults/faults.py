@@ -4,10 +4,11 @@ Host 0 runs ``flexjob run --address`` (the master and node ``worker-0``), hosts 
 ``flexjob agent`` each (``node-1``, ``node-2``). Each ``NetFault`` is injected once the job
 trained ``at`` of its samples and healed ``seconds`` later (``seconds=None``: for the whole
 job). ``run_fault`` returns a ``FaultResult``: the job's exit code (143: it had not ended
-in ``timeout`` and was stopped), the exactly-once check of
+in the fault's ``timeout`` and was stopped), the exactly-once check of
 every sample, the final accuracy, the time from the fault to the master's first reaction in its
 log (a node dead, a world re-formed, a shard timed out), the longest time after the fault with
-no sample trained (how long until training went on), and samples per second.
+no sample trained (how long until training went on; a whole-job fault counts from the first
+sample), and samples per second from the first sample seen to the last (start-up left out).
 
 Shared by ``tests/netfaults/test_faults.py`` and ``benchmarks/network_faults.py``.
 """
@@ -38,6 +39,7 @@ class NetFault:
     inject: Callable[[HostNet, HostJob], None]
     seconds: float | None = None  # healed after this long; None: never (the whole job)
     at: float = 0.25  # share of the samples trained when it is injected
+    timeout: float = 240.0  # seconds the job gets before it is taken for hung and stopped
 
 
 def _master_ports(job: HostJob) -> list[int]:
@@ -68,7 +70,7 @@ FAULTS = [
     NetFault("agent cut from master 2.5 s (< node-death timeout)", _cut_from_master, 2.5),
     NetFault("agent cut from master 15 s (> node-death timeout)", _cut_from_master, 15.0),
     NetFault("worker cut from its peers, not the master (half-open)", _cut_from_peers, 20.0),
-    NetFault("200 ms delay + 5% loss on one node, whole job", _slow_lossy, None, 0.0),
+    NetFault("200 ms delay + 5% loss on one node, whole job", _slow_lossy, None, 0.0, 900.0),
     NetFault("master's host cut from everyone 20 s", lambda net, _: net[0].block(), 20.0),
 ]
 NO_FAULT = NetFault("none (same hosts)", lambda net, job: None, None, 0.0)
@@ -101,19 +103,27 @@ def _first_reaction(job: HostJob, since: float) -> float | None:
     return None
 
 
-def run_fault(
-    net: HostNet, workdir: Path, fault: NetFault, *, epochs: int = 1, timeout: float = 240
-) -> FaultResult:
+def _rate(samples: int, first: float | None, last: float | None) -> float:
+    """Samples per second between the first and the last sample seen (start-up left out)."""
+    if first is None or last is None or last <= first:
+        return 0.0
+    return samples / (last - first)
+
+
+def run_fault(net: HostNet, workdir: Path, fault: NetFault, *, epochs: int = 1) -> FaultResult:
     job = start_job(net, workdir, epochs=epochs, heartbeat_timeout=HEARTBEAT_TIMEOUT)
     start = time.monotonic()
-    deadline = start + timeout
+    deadline = start + fault.timeout
     at = int(fault.at * job.expected)
     while job.trained() < at and job.run.poll() is None and time.monotonic() < deadline:  # type: ignore[union-attr]
         time.sleep(0.1)
     wall, injected = time.time(), time.monotonic()
     fault.inject(net, job)
     healed = False
-    last_count, last_change, longest = job.trained(), injected, 0.0
+    first_count = last_count = job.trained()
+    # A fault injected before training began (a whole-job one) counts from the first sample.
+    first_change = last_change = injected if last_count else None
+    longest = 0.0
     while job.run.poll() is None and time.monotonic() < deadline:  # type: ignore[union-attr]
         now = time.monotonic()
         if fault.seconds is not None and not healed and now - injected >= fault.seconds:
@@ -122,7 +132,10 @@ def run_fault(
             healed = True
         count = job.trained()
         if count != last_count:
-            longest = max(longest, now - last_change)
+            if last_change is None:
+                first_count, first_change = count, now
+            else:
+                longest = max(longest, now - last_change)
             last_count, last_change = count, now
         time.sleep(0.1)
     if job.run.poll() is None:  # type: ignore[union-attr]
@@ -137,6 +150,6 @@ def run_fault(
         _first_reaction(job, wall) if fault is not NO_FAULT else None,
         longest,
         seconds,
-        job.expected / seconds,
+        _rate(last_count - first_count, first_change, last_change),
         job.output(),
     )
