@@ -23,8 +23,9 @@ def stalled_for(
     """Seconds since the trainer last showed progress, when that exceeds ``timeout_s``;
     None while it progresses, when it publishes no status, or when ``timeout_s`` is 0 (off).
     ``not_before``: the clock starts no earlier (the master came back then: a trainer waits
-    for an unreachable master without stepping, and that is no hang)."""
-    if status is None or timeout_s <= 0:
+    for an unreachable master without stepping, and that is no hang). A trainer that closed
+    (``TrainerStatus.closed``) is ending, not hung."""
+    if status is None or timeout_s <= 0 or status.closed:
         return None
     idle = now - max(status.time, not_before)
     return idle if idle > timeout_s else None

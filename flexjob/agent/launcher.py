@@ -114,6 +114,9 @@ class RunConfig:
     stragglers: StragglerPolicy = StragglerPolicy.REPORT
     straggler_ratio: float = DEFAULT_RATIO
     straggler_window: float = DEFAULT_WINDOW_S
+    #: This machine's address others reach (``--address``): the master, the PS and the
+    #: agents' workers bind it.
+    address: str = "127.0.0.1"
 
     def __post_init__(self) -> None:
         if self.hang_timeout < 0:
@@ -147,6 +150,7 @@ def agent_command(
             run_dir=run_dir,
             hang_timeout=opts.hang_timeout,
             output=opts.output,
+            address=opts.address,
         )
     )
 
@@ -185,17 +189,19 @@ def _exit_code(code: int | None) -> int:
     return 128 - code if code < 0 else code
 
 
-def ps_command(master: str, index: int, num_ps: int) -> list[str]:
+def ps_command(master: str, index: int, num_ps: int, host: str = "127.0.0.1") -> list[str]:
     return [
-        sys.executable, "-m", "flexjob", "ps",
+        sys.executable, "-m", "flexjob", "ps", "--host", host,
         "--index", str(index), "--num-ps", str(num_ps), "--master", master,
     ]  # fmt: skip
 
 
-def start_ps(master: str, num_ps: int, env: dict[str, str]) -> list[subprocess.Popen[bytes]]:
-    """Start ``num_ps`` ``flexjob ps`` processes registering with ``master``."""
+def start_ps(
+    master: str, num_ps: int, env: dict[str, str], host: str = "127.0.0.1"
+) -> list[subprocess.Popen[bytes]]:
+    """Start ``num_ps`` ``flexjob ps`` processes on ``host`` registering with ``master``."""
     return [
-        subprocess.Popen(ps_command(master, i, num_ps), env=env, start_new_session=True)
+        subprocess.Popen(ps_command(master, i, num_ps, host), env=env, start_new_session=True)
         for i in range(num_ps)
     ]
 
@@ -325,7 +331,8 @@ class _Run:
             last_call_timeout=opts.last_call_timeout,
             heartbeat_timeout=opts.heartbeat_timeout,
             num_ps=opts.num_ps,
-            port=free_port(),
+            host=opts.address,
+            port=free_port(opts.address),
             stragglers=opts.stragglers,
             straggler_ratio=opts.straggler_ratio,
             straggler_window=opts.straggler_window,
@@ -386,7 +393,7 @@ class _Run:
         env = {**os.environ, **opts.env}
         if opts.num_ps:
             self._wait_master()
-            self.servers = start_ps(address, opts.num_ps, env)
+            self.servers = start_ps(address, opts.num_ps, env, opts.address)
             env.update(ps_env(address, opts.num_ps))
         supervisor = self._start_agents(address, env)
         # What only watches the job loads now: its children start without waiting for it.

@@ -194,6 +194,25 @@ def stop_workers(workers: list[Worker], grace_s: float = WORKER_STOP_GRACE_S) ->
     deadline = time.monotonic() + grace_s
     for w in workers:
         w.finish_stop(deadline)
+def interface_of(address: str) -> str | None:
+    """The network interface that holds ``address`` (a host name is resolved), for gloo to
+    bind: otherwise gloo binds what this machine's host name resolves to, often a loopback
+    address that other hosts cannot reach. None on loopback, or when no interface has it."""
+    import ipaddress
+    import socket
+
+    import psutil
+
+    try:
+        ip = ipaddress.ip_address(socket.getaddrinfo(address, None)[0][4][0])
+    except (OSError, ValueError):
+        return None
+    if ip.is_loopback:
+        return None
+    for name, addrs in psutil.net_if_addrs().items():
+        if any(a.address.split("%")[0] == str(ip) for a in addrs):
+            return name
+    return None
 
 
 def spawn_worker(
@@ -223,6 +242,9 @@ def spawn_worker(
         }
     )
     env[names.ENV_AGENT_PID] = str(os.getpid())
+    interface = interface_of(c.address)
+    if interface is not None and names.ENV_GLOO_SOCKET_IFNAME not in env:
+        env[names.ENV_GLOO_SOCKET_IFNAME] = interface
     collective = collective_timeout_for(c.hang_timeout)
     if collective is not None and names.ENV_COLLECTIVE_TIMEOUT not in env:
         env[names.ENV_COLLECTIVE_TIMEOUT] = str(collective)

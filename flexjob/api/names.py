@@ -116,6 +116,8 @@ ENV_ROLE_WORLD_SIZE = "ROLE_WORLD_SIZE"
 ENV_OMP_NUM_THREADS = "OMP_NUM_THREADS"
 #: torchrun's default role name (every flexjob world is one worker group).
 ROLE_NAME = "default"
+#: The interface gloo binds (torch's); the agent sets it to the one holding its ``--address``.
+ENV_GLOO_SOCKET_IFNAME = "GLOO_SOCKET_IFNAME"
 # A plain torch world (a job with no master, core.torch_world): the operator sets MASTER_ADDR,
 # MASTER_PORT, WORLD_SIZE and RANK on every training replica (as Kubeflow's PyTorchJob does),
 # and with an elasticPolicy the flags torchrun reads from PET_<FLAG>. Its rank-0 replica's

@@ -103,6 +103,13 @@ PREFLIGHT = typer.Option(
     help="Every new world runs a small check (compute + all-reduce) before it trains; nodes "
     "that fail it or take over 3x the others' median are kept out ($FLEXJOB_PREFLIGHT=1).",
 )
+ADDRESS = typer.Option(
+    "127.0.0.1",
+    "--address",
+    help="This node's address others reach: its workers' groups bind it, and the master "
+    "(and --ps servers) `run` starts listen on and advertise it; beyond loopback the master "
+    "needs $FLEXJOB_MASTER_TOKEN.",
+)
 STRAGGLER_RATIO = master_flag("straggler_ratio", DEFAULT_RATIO)
 STRAGGLER_WINDOW = master_flag("straggler_window", DEFAULT_WINDOW_S)
 
@@ -139,6 +146,7 @@ def run(
         help="Master state, logs and default checkpoints, kept [a temporary dir, removed after "
         "success].",
     ),
+    address: str = ADDRESS,
     log_dir: str = LOG_DIR,
     redirects: str = REDIRECTS,
     tee: str = TEE,
@@ -227,6 +235,7 @@ def run(
             straggler_ratio=straggler_ratio,
             straggler_window=straggler_window,
             env={ENV_PREFLIGHT: "1"} if preflight else {},
+            address=address,
         )
     except ValueError as exc:
         raise usage_error(exc) from None
@@ -278,7 +287,7 @@ def agent(
     rdzv_backend: str = RDZV_BACKEND,
     rdzv_conf: str = RDZV_CONF,
     run_dir: str = typer.Option("", "--run-dir", help="Where worker status files go."),
-    address: str = typer.Option("127.0.0.1", "--address", help="This node's reachable host."),
+    address: str = ADDRESS,
     log_dir: str = LOG_DIR,
     redirects: str = REDIRECTS,
     tee: str = TEE,

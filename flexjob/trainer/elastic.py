@@ -29,7 +29,12 @@ from flexjob.trainer import breaker, device, group, preflight, world
 from flexjob.trainer.batch import MicroSteps, Step, fetch_plan, micro_batches_of
 from flexjob.trainer.peer_shards import PeerShards
 from flexjob.trainer.rank_sync import sync_state
-from flexjob.trainer.rendezvous import WaitingWatcher, WorldSource, next_generation
+from flexjob.trainer.rendezvous import (
+    DataFinished,
+    WaitingWatcher,
+    WorldSource,
+    next_generation,
+)
 from flexjob.trainer.sampler import Batch, ElasticSampler, NoShard, ShardSource
 from flexjob.trainer.state_saver import StateSaver
 from flexjob.trainer.status import StatusWriter
@@ -163,6 +168,8 @@ class ElasticTrainer:
             self._publish(names.KV_STEP, str(self.step_count))  # the last: progress shows it
         group.destroy_group()
         self.saver.close()
+        size = self._gen.world_size(self.ident.local_world_size) if self._gen else 0
+        self._write_status(size, closed=True, force=True)  # no hang while the process exits
         close = getattr(self._link, "close", None)
         if close is not None:
             close()
@@ -197,7 +204,11 @@ class ElasticTrainer:
         while True:
             if self._broken or self._join_after_step:
                 self._join_after_step = False
-                self._reform()
+                try:
+                    self._reform()
+                except DataFinished as done:  # the others finished while this node was out
+                    log.warning("%s: this node's part of the job is over", done)
+                    return
                 continue
             count = micro_batches_of(self.batch_plan)
             got = self.sampler.next_batches(count)
@@ -310,7 +321,13 @@ class ElasticTrainer:
         self._write_status(size, step_seconds=self.step_timer.seconds, idle=True)
 
     def _write_status(
-        self, world_size: int, *, step_seconds: float = 0.0, idle: bool = False, force: bool = False
+        self,
+        world_size: int,
+        *,
+        step_seconds: float = 0.0,
+        idle: bool = False,
+        closed: bool = False,
+        force: bool = False,
     ) -> None:
         """Where training stands, for the agent (``trainer.status``)."""
         self._status.write(
@@ -321,6 +338,7 @@ class ElasticTrainer:
             world_size=world_size,
             step_seconds=step_seconds,
             idle=idle,
+            closed=closed,
             force=force,
         )
 
@@ -357,10 +375,15 @@ class ElasticTrainer:
             self.timeout_s,
             on_wait=self._beat,
             on_joined=group.destroy_group,
+            finished=self._data_finished,
         )
         self._form(gen)
         self.reforms += 1
         log.info("re-formed round %d -> %d in %.3f s", after, gen.round, time.monotonic() - started)
+
+    def _data_finished(self) -> bool:
+        probe = getattr(self.source, "data_finished", None)
+        return bool(probe(self.sampler.dataset)) if probe is not None else False
 
     def _drop_failed(self, round_: int) -> bool:
         """Run the pre-flight check (``trainer.preflight``); True when nodes failed it and the

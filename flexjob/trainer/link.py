@@ -71,6 +71,10 @@ class MasterLink:
     def nodes_waiting(self) -> int:
         return self.node.nodes_waiting().num_nodes_waiting
 
+    def data_finished(self, dataset: str) -> bool:
+        """Whether every epoch of ``dataset`` is done (``next_generation``'s ``finished``)."""
+        return self.node.get_progress(dataset).finished
+
     def exclude_nodes(self, round: int, reasons: Mapping[str, str]) -> tuple[str, ...]:
         return self.node.exclude_nodes(round, reasons)
 

@@ -22,6 +22,11 @@ class RendezvousTimeout(TimeoutError):
     """No generation that includes this node was formed in time."""
 
 
+class DataFinished(Exception):
+    """The job's data was all trained while this node waited for a world: nothing is left
+    for it (a node cut off, declared dead, that came back after the others finished)."""
+
+
 class WorldSource(Protocol):
     def join(self) -> int:
         """Ask to be in the next round; returns that round's number."""
@@ -39,6 +44,8 @@ class WorldSource(Protocol):
 #: Seconds after a join during which the master is asked at the fastest pace: a broken
 #: world re-forms as soon as its last survivor re-joined, which is usually within this.
 FAST_POLL_S = 0.5
+#: Seconds between two looks at whether the data is done, for a node waiting for a world.
+FINISHED_POLL_S = 1.0
 
 
 def next_generation(
@@ -48,22 +55,32 @@ def next_generation(
     poll_s: float = 0.005,
     on_wait: Callable[[], None] | None = None,
     on_joined: Callable[[], None] | None = None,
+    finished: Callable[[], bool] | None = None,
 ) -> Generation:
     """Join and wait for a generation newer than ``after_round`` that includes this node;
     ``on_wait`` is called at every poll (the trainer tells its agent it is alive, waiting),
     ``on_joined`` once right after the join (work that need not delay it). The master is
     asked every ``poll_s`` for ``FAST_POLL_S``, then less and less often (at most every
-    0.2 s), so that a long wait for nodes does not load it."""
+    0.2 s), so that a long wait for nodes does not load it. ``finished`` (asked every
+    ``FINISHED_POLL_S``) ends the wait with ``DataFinished`` once the job's data is done:
+    the others finished without this node, and no world will ever include it again."""
     started = time.monotonic()
     deadline = started + timeout_s
     wanted = max(source.join(), after_round + 1)
     if on_joined is not None:
         on_joined()
     delay = poll_s
+    looked = started
     while time.monotonic() < deadline:
         gen = source.get_world(wanted)
         if gen is not None and gen.round >= wanted:
             return gen
+        if finished is not None and time.monotonic() - looked >= FINISHED_POLL_S:
+            looked = time.monotonic()
+            if finished():
+                raise DataFinished(
+                    f"the data was done while waiting for a world after {after_round}"
+                )
         if on_wait is not None:
             on_wait()
         time.sleep(delay)

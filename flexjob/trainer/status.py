@@ -31,6 +31,10 @@ class TrainerStatus:
     #: Written between steps with every step committed and reported (waiting for a world or
     #: for data): the process may be stopped now without losing a trained sample.
     idle: bool = False
+    #: Written when the trainer closed: the process is ending and has no progress left to
+    #: show (its interpreter's exit can take seconds: a last garbage collection of torch's
+    #: objects on a loaded machine), so it is no hang.
+    closed: bool = False
 
 
 def read_status(path: str | os.PathLike[str]) -> TrainerStatus | None:
@@ -60,6 +64,7 @@ class StatusWriter:
         world_size: int,
         step_seconds: float = 0.0,
         idle: bool = False,
+        closed: bool = False,
         force: bool = False,
     ) -> None:
         if not self.path:
@@ -81,6 +86,7 @@ class StatusWriter:
             rank,
             step_seconds,
             idle,
+            closed,
         )
         tmp = f"{self.path}.{os.getpid()}.tmp"
         try:

@@ -1,5 +1,7 @@
 """Hang detection decides from the trainer's own progress file, never from the agent."""
 
+import dataclasses
+
 import pytest
 
 from flexjob.agent.hang import collective_timeout_for, stalled_for
@@ -22,6 +24,13 @@ def test_a_trainer_that_progressed_within_the_timeout_is_not() -> None:
 def test_a_process_without_a_status_file_or_a_zero_timeout_is_never_stalled() -> None:
     assert stalled_for(None, now=1e9, timeout_s=30.0) is None
     assert stalled_for(status(0.0), now=1e9, timeout_s=0.0) is None
+
+
+def test_a_trainer_that_closed_is_ending_not_hung() -> None:
+    """Its interpreter's exit (a last garbage collection of torch's objects) may take long
+    on a loaded machine: no hang kill, no restart of a node that finished."""
+    closed = dataclasses.replace(status(100.0), closed=True)
+    assert stalled_for(closed, now=1e9, timeout_s=30.0) is None
 
 
 def test_the_clock_starts_again_when_the_master_is_back() -> None:
