@@ -28,6 +28,7 @@ from flexjob.api.names import DEFAULT_NAMESPACE
 from flexjob.api.problems import SpecError
 from flexjob.api.validate import platform_problems
 from flexjob.cli import job_views
+from flexjob.cli.errors import valid_name
 from flexjob.cli.timeline_cmds import job_timeline_dir
 from flexjob.core.scale_bounds import bound_problem, finished_problem
 from flexjob.observe import timeline
@@ -37,7 +38,10 @@ from flexjob.platform.registry import PLATFORMS, open_platform
 _out = Console(soft_wrap=True, highlight=False)
 _err = Console(stderr=True, soft_wrap=True, highlight=False)
 
-NAMESPACE = typer.Option(DEFAULT_NAMESPACE, "--namespace", "-n", help="The job's namespace.")
+NAMESPACE = typer.Option(
+    DEFAULT_NAMESPACE, "--namespace", "-n", help="The job's namespace.", callback=valid_name
+)
+JOB = typer.Argument(..., help="The job.", callback=valid_name)
 PLATFORM = typer.Option(
     None, "--platform", help=f"Where jobs live: {', '.join(PLATFORMS)} (default: local)."
 )
@@ -76,7 +80,9 @@ def _load(file: Path) -> ElasticJob:
 def submit(
     file: Path = typer.Argument(..., help="The job spec (ElasticJob, DIJob, ElasticAIJob, ...)."),
     detach: bool = typer.Option(False, "--detach", "-d", help="Return once the job is stored."),
-    namespace: str | None = typer.Option(None, "--namespace", "-n", help="Override the spec's."),
+    namespace: str | None = typer.Option(
+        None, "--namespace", "-n", help="Override the spec's.", callback=valid_name
+    ),
     platform_name: str | None = PLATFORM,
 ) -> None:
     """Submit a job and follow it with a live table until it finishes (exit 0 if Succeeded).
@@ -141,7 +147,9 @@ def _operator_notes(platform: Platform, jobs: list[ElasticJob]) -> dict[str, str
 
 
 def get(
-    name: str | None = typer.Argument(None, help="One job; all jobs when left out."),
+    name: str | None = typer.Argument(
+        None, help="One job; all jobs when left out.", callback=valid_name
+    ),
     namespace: str = NAMESPACE,
     all_namespaces: bool = typer.Option(False, "--all-namespaces", "-A"),
     output: str = typer.Option("table", "--output", "-o", help="table, yaml or json."),
@@ -174,7 +182,7 @@ def get(
 
 
 def describe(
-    name: str = typer.Argument(..., help="The job."),
+    name: str = JOB,
     namespace: str = NAMESPACE,
     platform_name: str | None = PLATFORM,
 ) -> None:
@@ -192,9 +200,13 @@ def describe(
 
 
 def logs(
-    name: str = typer.Argument(..., help="The job."),
+    name: str = JOB,
     replica: str | None = typer.Option(
-        None, "--replica", "-r", help="e.g. worker-0 (default: master-0, else worker-0)."
+        None,
+        "--replica",
+        "-r",
+        help="e.g. worker-0 (default: master-0, else worker-0).",
+        callback=valid_name,
     ),
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing until it exits."),
     namespace: str = NAMESPACE,
@@ -241,7 +253,7 @@ def _parse_counts(
 
 
 def scale(
-    name: str = typer.Argument(..., help="The job."),
+    name: str = JOB,
     worker: int | None = typer.Option(None, "--worker", help="Wanted number of workers."),
     ps: int | None = typer.Option(None, "--ps", help="Wanted number of parameter servers."),
     replicas: list[str] = typer.Option([], "--replicas", help="TYPE=N, repeatable."),
@@ -279,7 +291,7 @@ def scale(
 
 
 def delete(
-    name: str = typer.Argument(..., help="The job."),
+    name: str = JOB,
     namespace: str = NAMESPACE,
     platform_name: str | None = PLATFORM,
 ) -> None:

@@ -307,6 +307,7 @@ class MasterService:
             self._seen(node.node_id)
             if self._datasets.knows(dataset.name):
                 return
+            self._datasets.check_room(dataset)
             self._append({"r": dataset_json(dataset)})
             self._datasets.add_registered(dataset)
         event(log, "dataset_registered", self._job, dataset=dataset.name or "-", size=dataset.size)

@@ -16,7 +16,7 @@ from flexjob.platform.api import WatchEvent
 from flexjob.platform.local.cluster_objects import LocalClusterObjects
 from flexjob.platform.local.db import Database
 from flexjob.platform.local.leases import LeaseStore
-from flexjob.platform.local.paths import database_path, flexjob_home, job_dir
+from flexjob.platform.local.paths import database_path, flexjob_home, inside, job_dir
 from flexjob.platform.local.runtime import LocalRuntime
 from flexjob.platform.local.store import LocalJobStore
 from flexjob.platform.watching import poll_watch
@@ -45,7 +45,9 @@ class LocalPlatform(LocalJobStore, LocalRuntime, LocalClusterObjects):
             self.delete_replica(namespace, replica.name)
         for service in self.list_services(namespace, name):
             self.delete_service(namespace, service.name)
-        shutil.rmtree(job_dir(self.home, namespace, name), ignore_errors=True)
+        directory = job_dir(self.home, namespace, name)
+        if directory.exists():
+            shutil.rmtree(inside(self.home, directory), ignore_errors=True)
 
     def watch_jobs(
         self, namespace: str | None = None, timeout: float = 10.0
