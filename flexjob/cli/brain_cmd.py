@@ -30,13 +30,13 @@ def brain(
     log_level: str = typer.Option("INFO", help="Python log level."),
 ) -> None:
     """Run the Brain: it stores jobs' runtime stats and answers resource-plan requests."""
+    token = resolve_token(token_argument, token_file, ENV_BRAIN_TOKEN)
     import logging
 
     from flexjob.brain.db.engine import DatabaseUrlError, normalize_url, open_database
     from flexjob.brain.service import serve
     from flexjob.server.auth import InsecureBindError
 
-    token = resolve_token(token_argument, token_file, ENV_BRAIN_TOKEN)
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s %(message)s")
     try:
         url = normalize_url(db or None)

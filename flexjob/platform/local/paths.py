@@ -2,7 +2,7 @@
 
 ``flexjob.sqlite`` holds the job store; ``jobs/<namespace>/<name>/logs/<type>-<index>.log``
 holds each replica's output. Every path built from a name stays inside the home: each name
-must be one path part (``api.name_rules``), else ``InvalidSpecError`` naming it; ``inside``
+must be one path part (``api.name_rules``), else ``InvalidSpecError`` naming it; ``is_inside``
 checks a path that is about to be removed against symbolic links too. The one owner of where
 the home is (the brain's default database lives there as well). Only path arithmetic here.
 """
@@ -10,7 +10,6 @@ the home is (the brain's default database lives there as well). Only path arithm
 import os
 from pathlib import Path
 
-from flexjob.api.errors import InvalidSpecError
 from flexjob.api.name_rules import check_path_part
 from flexjob.api.names import ENV_HOME
 
@@ -38,10 +37,8 @@ def log_path(home: Path, namespace: str, job: str, short_name: str) -> Path:
     return job_dir(home, namespace, job) / "logs" / f"{name}.log"
 
 
-def inside(home: Path, path: Path) -> Path:
-    """``path`` when it lies strictly inside ``home`` once symbolic links are followed (and
-    is not itself one); else ``InvalidSpecError``. For what is about to be removed."""
+def is_inside(home: Path, path: Path) -> bool:
+    """Whether ``path`` lies strictly inside ``home`` once symbolic links are followed (and is
+    not itself one). For what is about to be removed."""
     root = home.resolve()
-    if path.is_symlink() or not path.resolve().is_relative_to(root) or path.resolve() == root:
-        raise InvalidSpecError(f"path: {path} is not inside the flexjob home {root}")
-    return path
+    return not path.is_symlink() and path.resolve().is_relative_to(root) and path.resolve() != root
