@@ -32,3 +32,10 @@ def valid_name(value: str | None) -> str | None:
 def valid_path_part(value: str | None) -> str | None:
     """A typer callback for a name that becomes one path part (``flexjob run --job-name``)."""
     return _checked(value, None if value is None else path_part_problem(value))
+
+
+def valid_names(values: list[str] | None) -> list[str] | None:
+    """``valid_name`` for a repeatable option or argument."""
+    for value in values or ():
+        valid_name(value)
+    return values

@@ -105,6 +105,15 @@ CLIENT_ERRORS = frozenset(
 )
 
 
+def assert_refused(call: Callable[[], object], code: grpc.StatusCode, says: str) -> None:
+    """``call`` fails with ``code`` (a client error, never UNKNOWN or INTERNAL) and details
+    that hold ``says`` (the field or the bound)."""
+    error = refused_with(call)
+    assert error.code() in CLIENT_ERRORS, (error.code(), error.details())
+    assert error.code() is code, error.details()
+    assert says in (error.details() or ""), error.details()
+
+
 @dataclass
 class Home:
     """``FLEXJOB_HOME`` (``path``) and a sentinel tree beside it (``outside``): names that

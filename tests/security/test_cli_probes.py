@@ -54,6 +54,8 @@ CLI_PROBES: dict[str, list[str]] = {
     "delete -n": ["delete", "victim", "-n", "{bad}"],
     "delete NAME": ["delete", "{bad}"],
     "plot -n": ["plot", "victim", "-n", "{bad}"],
+    "operator -n": ["operator", "--platform", "local", "-n", "{bad}", "victim"],
+    "operator JOB": ["operator", "--platform", "local", "{bad}"],
     "run --rdzv-id": ["run", "--rdzv-id", "{bad}", "--nnodes", "1", "train.py"],
 }
 
