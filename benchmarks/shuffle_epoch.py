@@ -4,7 +4,8 @@ For each size in ``--sizes``, a ``ShardManager`` over a shuffled ``RangeSplitter
 ``--shard-size``) hands out its first shard (which opens the epoch) and then ``--leases``
 more; timed, with the peak memory the process gained. Baseline: the shuffle flexjob had
 before (``random.shuffle`` of a list of every index, what an epoch then cost up front),
-timed for the sizes up to ``--baseline-max`` only (10^8 takes about a minute and 4 GiB).
+timed for the sizes up to ``--baseline-max`` only (10^8 takes about a minute and 4 GiB),
+after every flexjob row (the peak memory column is the process's, so flexjob's comes first).
 Not part of the test suite.
 
     PYTHONPATH=. python benchmarks/shuffle_epoch.py [--sizes 1e6,5e6,1e8] [--shard-size 128]
@@ -59,9 +60,12 @@ def main() -> None:
     rows = [
         ["samples", "flexjob open s", "flexjob us/shard", "peak MiB", "baseline open s", "ratio"]
     ]
-    for size in (int(float(s)) for s in args.sizes.split(",")):
+    sizes = [int(float(s)) for s in args.sizes.split(",")]
+    measured = []
+    for size in sizes:  # all of flexjob's first: the process's peak memory is theirs alone
         opened, per_shard = flexjob_epoch(size, args.shard_size, args.leases)
-        peak = _rss_mib()
+        measured.append((size, opened, per_shard, _rss_mib()))
+    for size, opened, per_shard, peak in measured:
         base = baseline_epoch(size) if size <= args.baseline_max else None
         rows.append(
             [
