@@ -16,12 +16,13 @@ from pathlib import Path
 from flexjob.agent import spare as spares
 from flexjob.agent.config import AgentConfig
 from flexjob.agent.target import EXIT_NOT_FOUND, target_problem
+from flexjob.observe import log_lines
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
 
 def configure_logging(verbose: bool) -> None:
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format=LOG_FORMAT)
+    log_lines.configure(logging.INFO if verbose else logging.WARNING, LOG_FORMAT)
 
 
 def command(config: AgentConfig) -> list[str]:

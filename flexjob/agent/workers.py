@@ -194,6 +194,8 @@ def stop_workers(workers: list[Worker], grace_s: float = WORKER_STOP_GRACE_S) ->
     deadline = time.monotonic() + grace_s
     for w in workers:
         w.finish_stop(deadline)
+
+
 def interface_of(address: str) -> str | None:
     """The network interface that holds ``address`` (a host name is resolved), for gloo to
     bind: otherwise gloo binds what this machine's host name resolves to, often a loopback

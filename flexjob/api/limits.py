@@ -27,12 +27,42 @@ MAX_COUNT = 1_000_000_000
 #: Bytes of one key and of one value in the master's KV store.
 MAX_KV_KEY_BYTES = 1024
 MAX_KV_VALUE_BYTES = 1024 * 1024
+#: Keys of one job's KV store, and the bytes of all its keys and values together (the store is
+#: in the master's memory and in every snapshot; the job's own keys use a few kilobytes).
+MAX_KV_KEYS = 10_000
+MAX_KV_TOTAL_BYTES = 16 * 1024 * 1024
+#: Datasets one job's master shards (declared and registered; each is a queue in the master).
+MAX_DATASETS = 256
+#: A job's merged ``status.profilings``: its JSON size and how deeply it may nest (it is a
+#: small table of step times, read by the Allocator).
+MAX_PROFILINGS_BYTES = 256 * 1024
+MAX_PROFILINGS_DEPTH = 16
+#: The job's torch TCPStore (``master.tcp_store``): bytes of one key and one value, keys one
+#: query may name, and the bytes of the whole store (gloo's rendezvous keys are small).
+MAX_STORE_KEY_BYTES = 4096
+MAX_STORE_VALUE_BYTES = 64 * 1024 * 1024
+MAX_STORE_QUERY_KEYS = 65_536
+MAX_STORE_TOTAL_BYTES = 512 * 1024 * 1024
 #: ``KVAdd`` values are 64-bit signed integers on the wire.
 KV_INT_MIN, KV_INT_MAX = -(2**63), 2**63 - 1
 #: Shards one ``LeaseShards`` call may lease, and reports it may carry.
 MAX_SHARD_LEASE = 1024
 #: Bytes of one HTTP request body (server and brain): profilings and reports are small.
 MAX_HTTP_BODY_BYTES = 4 * 1024 * 1024
+
+
+def json_depth_problem(field: str, value: object, limit: int) -> str | None:
+    """Why ``value`` (parsed JSON) nests deeper than ``limit`` levels, naming ``field``, or
+    None. Iterative: a hostile document cannot exhaust the stack of the check itself."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > limit:
+                return f"{field}: nested more than {limit} levels deep"
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return None
 
 
 def dataset_problem(size: int, shard_size: int, epochs: int) -> str | None:

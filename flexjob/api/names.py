@@ -217,3 +217,18 @@ ENV_METRICS_ADDR = "FLEXJOB_METRICS_ADDR"
 ENV_METRICS_TOKEN = "FLEXJOB_METRICS_TOKEN"
 DEFAULT_METRICS_ADDR = "127.0.0.1:0"
 METRICS_PORT = 9464  # the fixed port the Kubernetes manifests expose and annotate for scraping
+
+# The secrets of the services a user may run from the shell that starts local jobs: a local
+# replica never inherits them (its own environment gives it what it needs, e.g. its job's
+# master token file); only a job master keeps the brain's token (it asks the brain for plans).
+# Nor the metrics address that goes with the metrics token: a replica serves on loopback.
+SECRET_ENV = (
+    ENV_SERVER_TOKEN,
+    ENV_BRAIN_TOKEN,
+    ENV_BRAIN_DB,
+    ENV_METRICS_TOKEN,
+    ENV_METRICS_ADDR,
+    ENV_MASTER_TOKEN,
+    ENV_MASTER_TOKEN_FILE,
+)
+MASTER_KEEPS_ENV = (ENV_BRAIN_TOKEN,)

@@ -21,6 +21,7 @@ from flexjob.api.job import ElasticJob
 from flexjob.api.limits import MAX_REPLICAS_BY_PLATFORM
 from flexjob.api.master_rule import master_field_problems
 from flexjob.api.model_errors import problems_from
+from flexjob.api.name_rules import is_dns1123_label, name_problem
 from flexjob.api.names import API_VERSION, KIND_JOB, KIND_SCALE_PLAN
 from flexjob.api.problems import MISSING, Problem, join_path, one_of
 from flexjob.api.quantity import parse_quantity
@@ -30,7 +31,6 @@ from flexjob.api.roles import TRAINING_TYPES, on_request_types
 from flexjob.api.scaleplan import ScalePlan
 from flexjob.api.unsupported import unsupported_fields, unsupported_plan_fields
 
-_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _JOB_ARG_KEY = re.compile(r"^[a-z0-9_]+$")
 _REPLICA_TYPES = frozenset(str(t) for t in ReplicaType)
 _NATIVE: dict[str, type[BaseModel]] = {KIND_JOB: ElasticJob, KIND_SCALE_PLAN: ScalePlan}
@@ -52,10 +52,6 @@ def validate(raw: Any, companions: list[dict[str, Any]] | None = None) -> list[P
     if converted is None:
         return problems
     return converted.to_source(_validate_native(converted.native, ElasticJob))
-
-
-def is_dns1123_label(name: str) -> bool:
-    return len(name) <= 63 and _DNS1123_LABEL.match(name) is not None
 
 
 def _unknown_format(api_version: Any, kind: Any) -> list[Problem]:
@@ -100,13 +96,8 @@ def _dedupe(problems: list[Problem]) -> list[Problem]:
 def _check_name(path: str, name: Any) -> Iterator[Problem]:
     if name is MISSING or name == "":
         yield Problem(path, name, "a name is required")
-    elif isinstance(name, str) and not is_dns1123_label(name):
-        yield Problem(
-            path,
-            name,
-            f"{name!r} is not a DNS-1123 label (lower-case letters, digits and '-', starting "
-            "and ending with a letter or digit, at most 63 characters)",
-        )
+    elif isinstance(name, str) and (problem := name_problem(name)):
+        yield Problem(path, name, problem)
 
 
 def _check_metadata(meta: Any) -> list[Problem]:

@@ -126,7 +126,7 @@ def serve(
     loopback only with ``token`` (``InsecureBindError``)."""
     import uvicorn
 
-    check_bind(host, token, f"pass --token or set {ENV_BRAIN_TOKEN}")
+    check_bind(host, token, f"pass --token-file or set {ENV_BRAIN_TOKEN}")
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))

@@ -1,9 +1,12 @@
 """``flexjob brain``: run the Brain service (SQLite in FLEXJOB_HOME by default, or PostgreSQL)."""
 
+from pathlib import Path
+
 import typer
 
 from flexjob.api.names import ENV_BRAIN_DB, ENV_BRAIN_TOKEN
 from flexjob.cli.errors import usage_error
+from flexjob.cli.token_flags import TOKEN_ON_COMMAND_LINE, resolve_token, token_file_option
 
 
 def register(app: typer.Typer) -> None:
@@ -22,15 +25,12 @@ def brain(
     ),
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
     port: int = typer.Option(50100, help="Port to listen on (0: any free port)."),
-    token: str | None = typer.Option(
-        None,
-        envvar=ENV_BRAIN_TOKEN,
-        help="Bearer token clients must send (required beyond loopback). Prefer the "
-        f"environment variable ${ENV_BRAIN_TOKEN}: a command line is visible to every user.",
-    ),
+    token_file: Path | None = token_file_option(ENV_BRAIN_TOKEN),
+    token_argument: str | None = TOKEN_ON_COMMAND_LINE,
     log_level: str = typer.Option("INFO", help="Python log level."),
 ) -> None:
     """Run the Brain: it stores jobs' runtime stats and answers resource-plan requests."""
+    token = resolve_token(token_argument, token_file, ENV_BRAIN_TOKEN)
     import logging
 
     from flexjob.brain.db.engine import DatabaseUrlError, normalize_url, open_database

@@ -30,7 +30,7 @@ from flexjob.api.problems import SpecError
 from flexjob.api.roles import scaling_target
 from flexjob.api.validate import platform_problems
 from flexjob.cli import get_output, job_views
-from flexjob.cli.errors import KUBECTL_USAGE_EXIT, KubectlCommand
+from flexjob.cli.errors import KUBECTL_USAGE_EXIT, KubectlCommand, valid_name, valid_names
 from flexjob.cli.timeline_cmds import job_timeline_dir
 from flexjob.core.scale_bounds import bound_problem, finished_problem
 from flexjob.observe import timeline
@@ -40,7 +40,10 @@ from flexjob.platform.registry import PLATFORMS, open_platform
 _out = Console(soft_wrap=True, highlight=False)
 _err = Console(stderr=True, soft_wrap=True, highlight=False)
 
-NAMESPACE = typer.Option(DEFAULT_NAMESPACE, "--namespace", "-n", help="The job's namespace.")
+NAMESPACE = typer.Option(
+    DEFAULT_NAMESPACE, "--namespace", "-n", help="The job's namespace.", callback=valid_name
+)
+JOB = typer.Argument(..., help="The job.", callback=valid_name)
 PLATFORM = typer.Option(
     None, "--platform", help=f"Where jobs live: {', '.join(PLATFORMS)} (default: local)."
 )
@@ -81,7 +84,9 @@ def _load(file: Path) -> ElasticJob:
 def submit(
     file: Path = typer.Argument(..., help="The job spec (ElasticJob, DIJob, ElasticAIJob, ...)."),
     detach: bool = typer.Option(False, "--detach", "-d", help="Return once the job is stored."),
-    namespace: str | None = typer.Option(None, "--namespace", "-n", help="Override the spec's."),
+    namespace: str | None = typer.Option(
+        None, "--namespace", "-n", help="Override the spec's.", callback=valid_name
+    ),
     platform_name: str | None = PLATFORM,
 ) -> None:
     """Submit a job and follow it with a live table until it finishes (exit 0 if Succeeded).
@@ -151,7 +156,9 @@ def _operator_notes(platform: Platform, jobs: list[ElasticJob]) -> dict[str, str
 
 
 def get(
-    name: str | None = typer.Argument(None, help="One job; all jobs when left out."),
+    name: str | None = typer.Argument(
+        None, help="One job; all jobs when left out.", callback=valid_name
+    ),
     namespace: str = NAMESPACE,
     all_namespaces: bool = typer.Option(False, "--all-namespaces", "-A"),
     output: str = typer.Option(
@@ -228,7 +235,7 @@ def _watch(
 
 
 def describe(
-    name: str = typer.Argument(..., help="The job."),
+    name: str = JOB,
     namespace: str = NAMESPACE,
     platform_name: str | None = PLATFORM,
 ) -> None:
@@ -277,7 +284,7 @@ def _parse_counts(
 
 
 def scale(
-    name: str = typer.Argument(..., help="The job."),
+    name: str = JOB,
     worker: int | None = typer.Option(None, "--worker", help="Wanted number of workers."),
     ps: int | None = typer.Option(None, "--ps", help="Wanted number of parameter servers."),
     replicas: list[str] = typer.Option(
@@ -320,7 +327,7 @@ def scale(
 
 
 def delete(
-    names: list[str] = typer.Argument(..., help="One or more jobs."),
+    names: list[str] = typer.Argument(..., help="One or more jobs.", callback=valid_names),
     namespace: str = NAMESPACE,
     platform_name: str | None = PLATFORM,
 ) -> None:

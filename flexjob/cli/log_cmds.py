@@ -11,7 +11,7 @@ import re
 import typer
 
 from flexjob.api.errors import FlexjobError
-from flexjob.cli.errors import KUBECTL_USAGE_EXIT, KubectlCommand, usage_error
+from flexjob.cli.errors import KUBECTL_USAGE_EXIT, KubectlCommand, usage_error, valid_name
 from flexjob.cli.job_cmds import NAMESPACE, PLATFORM, cli_platform, fail
 from flexjob.client.logs import LogQuery, job_logs
 
@@ -30,7 +30,10 @@ def parse_duration(text: str) -> float:
 def logs(
     name: str = typer.Argument(..., help="The job."),
     replica: str | None = typer.Option(
-        None, "--replica", help="One replica, e.g. worker-1 [every replica, lines prefixed]."
+        None,
+        "--replica",
+        help="One replica, e.g. worker-1 [every replica, lines prefixed].",
+        callback=valid_name,
     ),
     selector: str = typer.Option(
         "", "--selector", "-l", help="Replicas by label, e.g. replica-type=worker."

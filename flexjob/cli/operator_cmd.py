@@ -16,6 +16,7 @@ from pathlib import Path
 import typer
 
 from flexjob.api.names import ENV_IMAGE
+from flexjob.cli.errors import valid_names
 
 
 def operator(
@@ -24,6 +25,7 @@ def operator(
         help="--platform local: the jobs to run the operator of (default: every unfinished "
         "job that has no running operator).",
         show_default=False,
+        callback=valid_names,
     ),
     platform_name: str = typer.Option(
         "kubernetes", "--platform", help="kubernetes (kopf, every job) or local (one machine)."
@@ -32,7 +34,11 @@ def operator(
         False, "--detach", "-d", help="--platform local: run in the background."
     ),
     namespace: list[str] = typer.Option(
-        [], "--namespace", "-n", help="Serve only these namespaces (repeatable)."
+        [],
+        "--namespace",
+        "-n",
+        help="Serve only these namespaces (repeatable).",
+        callback=valid_names,
     ),
     all_namespaces: bool = typer.Option(
         False, "--all-namespaces", "-A", help="Serve every namespace (the default without -n)."

@@ -58,9 +58,10 @@ def ps(
 
     from flexjob.api import names
     from flexjob.api.names import ENV_REPLICA_ADDRESS
+    from flexjob.observe import log_lines
     from flexjob.ps.main import PsConfig, run_ps
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    log_lines.configure(logging.INFO, "%(asctime)s %(levelname)s %(name)s %(message)s")
     own = os.environ.get(ENV_REPLICA_ADDRESS, "")
     own_port = own.rpartition(":")[2]
     config = PsConfig(

@@ -16,7 +16,7 @@ import typer
 from flexjob.api.enums import StragglerPolicy
 from flexjob.api.names import ENV_MAX_RESTARTS, ENV_NPROC_PER_NODE
 from flexjob.cli import torchrun_flags
-from flexjob.cli.errors import usage_error
+from flexjob.cli.errors import usage_error, valid_path_part
 from flexjob.cli.master_flags import master_flag
 from flexjob.core.stragglers import DEFAULT_RATIO, DEFAULT_WINDOW_S
 
@@ -130,7 +130,9 @@ def run(
     ),
     max_restarts: int = MAX_RESTARTS,
     monitor_interval: float = MONITOR,
-    rdzv_id: str = typer.Option("job", "--rdzv-id", "--rdzv_id", help="Job name."),
+    rdzv_id: str = typer.Option(
+        "job", "--rdzv-id", "--rdzv_id", help="Job name.", callback=valid_path_part
+    ),
     rdzv_backend: str = RDZV_BACKEND,
     rdzv_conf: str = RDZV_CONF,
     master: str | None = typer.Option(
@@ -279,7 +281,12 @@ def agent(
     ),
     replica_index: int = typer.Option(0, "--replica-index", envvar="FLEXJOB_REPLICA_INDEX"),
     job_name: str = typer.Option(
-        "job", "--job-name", "--rdzv-id", "--rdzv_id", envvar="FLEXJOB_JOB_NAME"
+        "job",
+        "--job-name",
+        "--rdzv-id",
+        "--rdzv_id",
+        envvar="FLEXJOB_JOB_NAME",
+        callback=valid_path_part,
     ),
     nproc_per_node: str = AGENT_NPROC,
     max_restarts: int = AGENT_MAX_RESTARTS,

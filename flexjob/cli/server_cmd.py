@@ -1,24 +1,25 @@
 """``flexjob server``: serve the replica HTTP API (v2alpha1, v1alpha2, /healthz, /metrics).
 
-Listens on 127.0.0.1 by default; any other address needs a bearer token (``--token`` or
-``FLEXJOB_SERVER_TOKEN``), and the command refuses to start without one. OpenAPI is served at
+Listens on 127.0.0.1 by default; any other address needs a bearer token (``--token-file`` or
+``FLEXJOB_SERVER_TOKEN``; never on the command line), and the command refuses to start
+without one. OpenAPI is served at
 ``/openapi.json``.
 """
+
+from pathlib import Path
 
 import typer
 
 from flexjob.api.names import ENV_SERVER_TOKEN
 from flexjob.cli.errors import usage_error
+from flexjob.cli.token_flags import TOKEN_ON_COMMAND_LINE, resolve_token, token_file_option
 
 
 def _server(
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
     port: int = typer.Option(8080, min=0, max=65535, help="Port to listen on (0: any free)."),
-    token: str | None = typer.Option(
-        None,
-        envvar=ENV_SERVER_TOKEN,
-        help="Bearer token clients must send (required beyond loopback).",
-    ),
+    token_file: Path | None = token_file_option(ENV_SERVER_TOKEN),
+    token_argument: str | None = TOKEN_ON_COMMAND_LINE,
     platform: str | None = typer.Option(
         None, help="Platform holding the jobs: local or kubernetes (default $FLEXJOB_PLATFORM)."
     ),
@@ -27,6 +28,7 @@ def _server(
     """Serve the HTTP API that scales jobs and receives profilings."""
     from flexjob.server.auth import InsecureBindError, check_bind
 
+    token = resolve_token(token_argument, token_file, ENV_SERVER_TOKEN)
     try:
         check_bind(host, token)
     except InsecureBindError as exc:

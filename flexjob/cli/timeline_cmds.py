@@ -11,6 +11,7 @@ import typer
 
 from flexjob.api import ElasticJob
 from flexjob.api.names import DEFAULT_NAMESPACE
+from flexjob.cli.errors import valid_name
 from flexjob.core.job_master import master_job_dir
 from flexjob.observe import timeline
 
@@ -42,7 +43,7 @@ def _resolve(job: str, namespace: str) -> tuple[Path, str]:
 def plot(
     job: str = typer.Argument(..., help="A job directory, or a job's name (local platform)."),
     output: Path = typer.Option(None, "--output", "-o", help="PNG to write [JOB.png]."),
-    namespace: str = typer.Option(DEFAULT_NAMESPACE, "--namespace", "-n"),
+    namespace: str = typer.Option(DEFAULT_NAMESPACE, "--namespace", "-n", callback=valid_name),
 ) -> None:
     """Draw throughput and world size over time with node losses, joins and scales marked."""
     from flexjob.observe.plot import save_plot

@@ -41,7 +41,12 @@ class Dataset:
             raise InvalidSpecError(f"dataset.epochs must be >= 1, got {self.epochs}")
         if self.size is not None:  # bounded before a splitter of that size is made
             self._check_bounds(self.size)
-        self._check_bounds(self.splitter().num_samples)  # validates shard_size / file entries
+        try:
+            splitter = self.splitter()  # validates shard_size and the file entries
+        except ValueError as exc:  # a splitter's own check: name the dataset's field
+            field = "files" if self.files else "shard_size"
+            raise InvalidSpecError(f"dataset {self.name!r}: {field}: {exc}") from None
+        self._check_bounds(splitter.num_samples)
 
     def _check_bounds(self, samples: int) -> None:
         problem = dataset_problem(samples, self.shard_size, self.epochs)

@@ -36,6 +36,8 @@ if TYPE_CHECKING:  # the job models load only when a job is read (processes star
 
 #: ``MasterConfig.rpc_server``'s values.
 RPC_SERVERS = ("aio", "threads")
+#: Hosts that mean "every address of this machine".
+WILDCARD_HOSTS = ("", "0.0.0.0", "::", "[::]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +150,7 @@ class MasterConfig:
     def public_host(self) -> str:
         if self.advertise_host:
             return self.advertise_host
-        return socket.getfqdn() if self.host in ("", "0.0.0.0", "::", "[::]") else self.host
+        return socket.getfqdn() if self.host in WILDCARD_HOSTS else self.host
 
     @property
     def health_interval(self) -> float:

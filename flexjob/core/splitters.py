@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, overload
 
+from flexjob.core.permutation import SeededPermutation
+
 _FILE_ENTRY = re.compile(r"^(?P<name>.+?):(?:(?P<start>\d+)-(?P<end>\d+)|(?P<rows>\d+))$")
 
 
@@ -61,16 +63,21 @@ def _check_positive(field: str, value: int) -> None:
         raise ValueError(f"{field} must be a positive integer, got {value}")
 
 
+def _epoch_key(seed: int, epoch: int) -> str:
+    return f"flexjob:{seed}:{epoch}"
+
+
 def _epoch_rng(seed: int, epoch: int) -> random.Random:
-    return random.Random(f"flexjob:{seed}:{epoch}")
+    return random.Random(_epoch_key(seed, epoch))
 
 
 @dataclass(frozen=True, slots=True)
 class RangeSplitter:
     """Samples ``0..size-1`` in shards of ``shard_size``; shuffled per epoch when ``shuffle``.
 
-    With ``shuffle`` every epoch draws a new permutation of all indices from ``seed`` and the
-    epoch number, and shards carry explicit indices; without it shards are contiguous ranges.
+    With ``shuffle`` every epoch is a new permutation of all indices chosen by ``seed`` and the
+    epoch number (``core.permutation``: computed shard by shard, never materialised), and
+    shards carry explicit indices; without it shards are contiguous ranges.
     """
 
     size: int
@@ -93,8 +100,7 @@ class RangeSplitter:
     def shards(self, epoch: int) -> Sequence[ShardSpec]:
         if not self.shuffle:
             return _RangeShards(self.size, self.shard_size, None)
-        order = list(range(self.size))
-        _epoch_rng(self.seed, epoch).shuffle(order)
+        order = SeededPermutation(self.size, _epoch_key(self.seed, epoch))
         return _RangeShards(self.size, self.shard_size, order)
 
     def describe(self) -> dict[str, Any]:
@@ -109,11 +115,11 @@ class RangeSplitter:
 
 class _RangeShards(Sequence[ShardSpec]):
     """The shards of one epoch of a range dataset, made on demand: opening an epoch of
-    millions of samples costs one permutation (or nothing), not one object per shard."""
+    millions of samples costs nothing, not one object per shard nor a list of its indices."""
 
     __slots__ = ("_order", "_size", "_step")
 
-    def __init__(self, size: int, step: int, order: list[int] | None) -> None:
+    def __init__(self, size: int, step: int, order: SeededPermutation | None) -> None:
         self._size, self._step, self._order = size, step, order
 
     def __len__(self) -> int:
@@ -136,7 +142,7 @@ class _RangeShards(Sequence[ShardSpec]):
         end = min(start + self._step, self._size)
         if self._order is None:
             return ShardSpec(start, end)
-        return ShardSpec(0, 0, indices=tuple(self._order[start:end]))
+        return ShardSpec(0, 0, indices=self._order.slice(start, end))
 
 
 @dataclass(frozen=True, slots=True)

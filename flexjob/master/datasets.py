@@ -10,7 +10,8 @@ out shards (``core.shards``).
 
 from collections.abc import Callable
 
-from flexjob.api.errors import AlreadyExistsError, NotFoundError
+from flexjob.api.errors import AlreadyExistsError, InvalidSpecError, NotFoundError
+from flexjob.api.limits import MAX_DATASETS
 from flexjob.core.dataset import Dataset
 from flexjob.core.master_config import MasterConfig
 from flexjob.core.shards import ShardManager
@@ -50,11 +51,19 @@ class DatasetBook:
         )
 
     def add_registered(self, dataset: Dataset) -> ShardManager:
-        """Shard ``dataset`` from now on (the caller checked its name is new)."""
+        """Shard ``dataset`` from now on (the caller checked its name is new and
+        ``check_room``)."""
         mgr = self._manager(dataset)
         self.registered[dataset.name] = dataset
         self.managers[dataset.name] = mgr
         return mgr
+
+    def check_room(self, dataset: Dataset) -> None:
+        """Refuse a new dataset once the job has ``MAX_DATASETS`` (before it is journaled)."""
+        if len(self.managers) >= MAX_DATASETS:
+            raise InvalidSpecError(
+                f"dataset {dataset.name!r}: this job has {MAX_DATASETS} datasets, the most"
+            )
 
     @property
     def finished(self) -> bool:

@@ -13,22 +13,53 @@ from typing import Any
 
 from flexjob.api import names
 from flexjob.api.errors import InvalidSpecError
-from flexjob.api.limits import KV_INT_MAX, KV_INT_MIN, MAX_KV_KEY_BYTES, MAX_KV_VALUE_BYTES
+from flexjob.api.limits import (
+    KV_INT_MAX,
+    KV_INT_MIN,
+    MAX_KV_KEY_BYTES,
+    MAX_KV_KEYS,
+    MAX_KV_TOTAL_BYTES,
+    MAX_KV_VALUE_BYTES,
+)
+
+
+def _size(key: str, value: bytes) -> int:
+    return len(key.encode("utf-8", "surrogateescape")) + len(value)
 
 
 class KVStore:
+    """The keys and values, bounded per job (``api.limits``: keys, bytes in all)."""
+
     def __init__(self) -> None:
         self._data: dict[str, bytes] = {}
+        self._bytes = 0  # of every key and value
         self.version = 0  # bumped by every change (snapshots re-serialize only when it moved)
 
     def get(self, key: str) -> bytes | None:
         return self._data.get(key)
 
     def set(self, key: str, value: bytes) -> dict[str, str]:
-        """Store ``value``; returns the journal entry that replays this change."""
+        """Store ``value``; returns the journal entry that replays this change.
+        ``InvalidSpecError`` when the job's store would hold too many keys or bytes."""
+        old = self._data.get(key)
+        if old is None and len(self._data) >= MAX_KV_KEYS:
+            raise InvalidSpecError(
+                f"key {key!r}: the job's store holds {MAX_KV_KEYS} keys, the most"
+            )
+        total = self._bytes + _size(key, value) - (0 if old is None else _size(key, old))
+        if total > MAX_KV_TOTAL_BYTES:
+            raise InvalidSpecError(
+                f"value of {key!r}: the job's store would hold {total} bytes, at most "
+                f"{MAX_KV_TOTAL_BYTES}"
+            )
+        self._put(key, value)
+        return {"k": key, "v": base64.b64encode(value).decode()}
+
+    def _put(self, key: str, value: bytes) -> None:
+        old = self._data.get(key)
+        self._bytes += _size(key, value) - (0 if old is None else _size(key, old))
         self._data[key] = value
         self.version += 1
-        return {"k": key, "v": base64.b64encode(value).decode()}
 
     def add(self, key: str, amount: int) -> tuple[int, dict[str, str]]:
         """Add ``amount`` to the integer at ``key`` (0 when absent); the new value and the
@@ -55,12 +86,12 @@ class KVStore:
 
     def restore(self, saved: dict[str, Any]) -> None:
         self._data = {str(k): base64.b64decode(v) for k, v in saved.items()}
+        self._bytes = sum(_size(k, v) for k, v in self._data.items())
         self.version += 1
 
     def replay(self, entry: dict[str, Any]) -> None:
         """Apply one journal entry made by ``set``."""
-        self._data[str(entry["k"])] = base64.b64decode(entry["v"])
-        self.version += 1
+        self._put(str(entry["k"]), base64.b64decode(entry["v"]))
 
 
 def check_kv(key: str, value: bytes) -> None:

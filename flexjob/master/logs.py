@@ -15,7 +15,7 @@ _lock = threading.Lock()
 
 
 def event(logger: logging.Logger, name: str, job: str, **fields: object) -> None:
-    parts = [f"event={name}", f"job={job}"]
+    parts = [f"event={name}", f"job={_fmt(job)}"]
     parts += [f"{k}={_fmt(v)}" for k, v in fields.items()]
     logger.info(" ".join(parts))
     for listener in _listeners.get(job, ()):
@@ -42,5 +42,7 @@ def listen(job: str, listener: Listener) -> Callable[[], None]:
 
 
 def _fmt(value: object) -> str:
+    """A value as one token: quoted when it is empty or holds a space or anything unprintable
+    (a client's node id cannot add fields or lines)."""
     text = str(value)
-    return repr(text) if (" " in text or not text) else text
+    return text if text and text.isprintable() and " " not in text else repr(text)

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from flexjob.api import OptimizeMode
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.addresses import is_loopback
+from flexjob.core.master_config import WILDCARD_HOSTS, MasterConfig
 from flexjob.master.logs import event
 from flexjob.master.observing import (
     MasterCollector,
@@ -133,9 +134,27 @@ class MasterHandle:
 
 
 def _store_listener(config: MasterConfig) -> tuple[int, int]:
-    """A socket listening for the job's torch TCPStore on the master's address only (the
-    store has no token): its file descriptor, for ``_serve_store``, and its port."""
-    family, kind, proto, _, addr = socket.getaddrinfo(config.host, 0, type=socket.SOCK_STREAM)[0]
+    """A socket listening for the job's torch TCPStore on the master's own address only (the
+    store has no token): its file descriptor, for ``_serve_store``, and its port. A master
+    bound to a wildcard (Kubernetes: 0.0.0.0) still binds its store to the address it
+    advertises (its pod's), so nothing but that address reaches it. It falls back to the
+    wildcard (logged) where that address is not this machine's, or resolves here to a loopback
+    address that other machines do not reach it by (a Debian host's 127.0.1.1)."""
+    if config.host in WILDCARD_HOSTS:
+        try:
+            own = socket.getaddrinfo(config.public_host, 0, type=socket.SOCK_STREAM)[0]
+            if not is_loopback(str(own[4][0])):
+                return _listen(own)
+        except OSError:
+            pass
+        log.warning(
+            "store: listening on %s: %s is not its own address", config.host, config.public_host
+        )
+    return _listen(socket.getaddrinfo(config.host, 0, type=socket.SOCK_STREAM)[0])
+
+
+def _listen(info: tuple[Any, ...]) -> tuple[int, int]:
+    family, kind, proto, _, addr = info
     with socket.socket(family, kind, proto) as listener:
         listener.bind(addr)
         listener.listen(socket.SOMAXCONN)

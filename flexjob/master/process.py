@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from flexjob.core.master_config import MasterConfig
+from flexjob.observe import log_lines
 
 #: Exit code of a master whose state file is there but cannot be read (nothing is served).
 EXIT_STATE_LOST = 3
@@ -27,7 +28,7 @@ def command(config_path: Path) -> list[str]:
 
 
 def configure_logging() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    log_lines.configure(logging.INFO, "%(asctime)s %(levelname)s %(name)s %(message)s")
 
 
 def confine_to_cpu(cpu: int | None) -> None:

@@ -308,6 +308,7 @@ class MasterService:
             self._seen(node.node_id)
             if not self._datasets.is_new(dataset):
                 return
+            self._datasets.check_room(dataset)
             self._append({"r": dataset_json(dataset)})
             self._datasets.add_registered(dataset)
         event(log, "dataset_registered", self._job, dataset=dataset.name or "-", size=dataset.size)

@@ -8,7 +8,11 @@ start, competing with the workers' own imports); this server speaks the same pro
 plain Python: one thread per client, one lock over the keys, waits answered by whoever sets
 the last key a client waits for. The queries are those of ``c10d::detail::QueryType`` (torch
 tests its client against them, ``TestClientProtocol``); the queue queries are refused (the
-connection is closed). Not for anything but torch clients on the master's own address.
+connection is closed). Every length a client claims is bounded (``api.limits``: a key, a
+value, the keys of one query, the bytes of the whole store) and ``ADD`` stays in torch's
+64-bit range: a request outside them, or one this server does not speak, closes that client's
+connection (logged), never raises out of the server. Not for anything but torch clients on
+the master's own address.
 """
 
 from __future__ import annotations
@@ -20,6 +24,15 @@ import struct
 import threading
 from enum import IntEnum
 from typing import BinaryIO
+
+from flexjob.api.limits import (
+    KV_INT_MAX,
+    KV_INT_MIN,
+    MAX_STORE_KEY_BYTES,
+    MAX_STORE_QUERY_KEYS,
+    MAX_STORE_TOTAL_BYTES,
+    MAX_STORE_VALUE_BYTES,
+)
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +65,10 @@ class _Closed(Exception):
     """The client went away (or sent what this server does not speak)."""
 
 
+class _Refused(_Closed):
+    """The client sent a request outside the store's bounds; ``str()`` says which."""
+
+
 class _Client:
     """One connection: reads its queries in order; replies may also come from other threads
     (a wait answered by a set), so every write holds ``send_lock``."""
@@ -79,14 +96,24 @@ class _Client:
     def i64(self) -> int:
         return int(struct.unpack("<q", self.read(8))[0])
 
-    def blob(self) -> bytes:
-        return self.read(self.u64())
+    def blob(self, limit: int = MAX_STORE_VALUE_BYTES, what: str = "value") -> bytes:
+        length = self.u64()
+        if length > limit:
+            raise _Refused(f"a {what} of {length} bytes, at most {limit}")
+        return self.read(length)
 
     def key(self) -> str:
-        return self.blob().decode("utf-8", "surrogateescape")
+        return self.blob(MAX_STORE_KEY_BYTES, "key").decode("utf-8", "surrogateescape")
+
+    def count(self) -> int:
+        """How many keys (or pairs) a query names, bounded."""
+        count = self.u64()
+        if count > MAX_STORE_QUERY_KEYS:
+            raise _Refused(f"{count} keys in one query, at most {MAX_STORE_QUERY_KEYS}")
+        return count
 
     def keys(self) -> list[str]:
-        return [self.key() for _ in range(self.u64())]
+        return [self.key() for _ in range(self.count())]
 
     def send(self, *parts: bytes) -> None:
         with self.send_lock:
@@ -110,6 +137,7 @@ class TcpStoreServer:
     def __init__(self, listen_fd: int) -> None:
         self._listener = socket.socket(fileno=listen_fd)
         self._data: dict[str, bytes] = {}
+        self._bytes = 0  # of every key and value held
         #: Clients waiting, each with the keys it still waits for.
         self._waiting: dict[_Client, set[str]] = {}
         self._lock = threading.Lock()
@@ -174,8 +202,12 @@ class TcpStoreServer:
         try:
             while True:
                 self._query(client, client.u8())
+        except _Refused as exc:
+            log.warning("store: closing a client that sent %s", exc)
         except (_Closed, OSError, ValueError):
             pass
+        except Exception:  # a bad request closes its connection, never the server
+            log.exception("store: closing a client after an unexpected error")
         finally:
             with self._lock:
                 self._clients.discard(client)
@@ -211,7 +243,9 @@ class TcpStoreServer:
         elif query == Query.ADD:
             key, delta = client.key(), client.i64()
             with self._lock:
-                total = int(self._data.get(key, b"0")) + delta
+                total = int(self._data.get(key, b"0")) + delta  # ValueError: not a number
+                if not KV_INT_MIN <= total <= KV_INT_MAX:
+                    raise _Refused(f"an ADD to {key!r} past the 64-bit range")
                 self._set(key, str(total).encode())
             client.send(struct.pack("<q", total))
         elif query == Query.CHECK:
@@ -238,12 +272,18 @@ class TcpStoreServer:
         elif query == Query.DELETE_KEY:
             key = client.key()
             with self._lock:
-                deleted = self._data.pop(key, None) is not None
+                old = self._data.pop(key, None)
+                deleted = old is not None
+                if old is not None:
+                    self._bytes -= len(key) + len(old)
             client.send(struct.pack("<q", int(deleted)))
         elif query == Query.APPEND:
             key, value = client.key(), client.blob()
             with self._lock:
-                self._set(key, self._data.get(key, b"") + value)
+                current = self._data.get(key, b"")
+                if len(current) + len(value) > MAX_STORE_VALUE_BYTES:
+                    raise _Refused(f"an APPEND making {key!r} over {MAX_STORE_VALUE_BYTES} bytes")
+                self._set(key, current + value)
         elif query == Query.MULTI_GET:
             keys = client.keys()
             with self._lock:
@@ -252,7 +292,7 @@ class TcpStoreServer:
                 raise _Closed
             client.send(*(_blob(v) for v in values if v is not None))
         elif query == Query.MULTI_SET:
-            pairs = [(client.key(), client.blob()) for _ in range(client.u64())]
+            pairs = [(client.key(), client.blob()) for _ in range(client.count())]
             with self._lock:
                 for key, value in pairs:
                     self._set(key, value)
@@ -261,7 +301,15 @@ class TcpStoreServer:
             raise _Closed
 
     def _set(self, key: str, value: bytes) -> None:
-        """Store ``key`` and answer the clients whose wait it completes (lock held)."""
+        """Store ``key`` and answer the clients whose wait it completes (lock held);
+        ``_Refused`` when the store would outgrow ``MAX_STORE_TOTAL_BYTES``."""
+        old = self._data.get(key)
+        total = self._bytes + len(key) + len(value) - (0 if old is None else len(key) + len(old))
+        if total > MAX_STORE_TOTAL_BYTES:
+            raise _Refused(
+                f"a value making the store {total} bytes, at most {MAX_STORE_TOTAL_BYTES}"
+            )
+        self._bytes = total
         self._data[key] = value
         done = []
         for client, missing in self._waiting.items():

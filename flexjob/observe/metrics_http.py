@@ -8,7 +8,6 @@ scrape must then send as ``Authorization: Bearer TOKEN``. Not for what the metri
 
 from __future__ import annotations
 
-import hmac
 import logging
 import os
 import threading
@@ -21,6 +20,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from flexjob.api import names
 from flexjob.core.addresses import is_loopback
+from flexjob.core.secrets import same_secret
 from flexjob.observe import metrics
 
 log = logging.getLogger(__name__)
@@ -63,9 +63,7 @@ def _handler(render: Callable[[], bytes], token: str) -> type[BaseHTTPRequestHan
             if self.path.split("?", 1)[0] not in ("/metrics", "/"):
                 self._send(404, b"not found: try /metrics\n", "text/plain")
                 return
-            if token and not hmac.compare_digest(
-                self.headers.get("Authorization", ""), f"Bearer {token}"
-            ):
+            if token and not same_secret(self.headers.get("Authorization", ""), f"Bearer {token}"):
                 self._send(401, b"a bearer token is required\n", "text/plain")
                 return
             self._send(200, render(), CONTENT_TYPE_LATEST)

@@ -24,6 +24,7 @@ from pathlib import Path
 from flexjob.api.errors import InvalidSpecError
 from flexjob.api.names import ENV_MASTER_TOKEN, ENV_MASTER_TOKEN_FILE, ENV_NODE_CREDENTIAL
 from flexjob.core.addresses import is_loopback
+from flexjob.core.secrets import same_secret
 
 #: gRPC metadata / HTTP header carrying ``Bearer <token>``.
 AUTHORIZATION = "authorization"
@@ -36,7 +37,7 @@ class InsecureBindError(InvalidSpecError):
 def check_bind(
     host: str,
     token: str | None,
-    how: str = "pass --token or set FLEXJOB_SERVER_TOKEN",
+    how: str = "pass --token-file or set FLEXJOB_SERVER_TOKEN",
 ) -> None:
     """Raise ``InsecureBindError`` when ``host`` is reachable from elsewhere and no token is
     set; ``how`` tells the user how to give one."""
@@ -51,7 +52,7 @@ def token_matches(header: str | None, token: str) -> bool:
     if not header:
         return False
     scheme, _, value = header.partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(value.strip(), token)
+    return scheme.lower() == "bearer" and same_secret(value.strip(), token)
 
 
 #: The path prefix of a DI job's key: ``/di/<key>/v1alpha2/replicas`` (docs/di-engine.md).
@@ -65,7 +66,7 @@ def di_job_key(token: str, namespace: str, job: str) -> str:
 
 
 def di_key_matches(key: str, token: str, namespace: str, job: str) -> bool:
-    return hmac.compare_digest(key, di_job_key(token, namespace, job))
+    return same_secret(key, di_job_key(token, namespace, job))
 
 
 def di_server_url(url: str, token: str | None, namespace: str, job: str) -> str:
@@ -106,9 +107,7 @@ def master_token(env: Mapping[str, str] | None = None) -> str | None:
     if token:
         return token
     path = env.get(ENV_MASTER_TOKEN_FILE, "")
-    if path:
-        return Path(path).read_text().strip() or None
-    return None
+    return read_token_file(Path(path)) if path else None
 
 
 def client_bearer(env: Mapping[str, str] | None = None) -> str | None:
@@ -195,3 +194,9 @@ def node_env(env: Mapping[str, str], token: str, node_id: str) -> dict[str, str]
     out = {k: v for k, v in env.items() if k not in (ENV_MASTER_TOKEN, ENV_MASTER_TOKEN_FILE)}
     out[ENV_NODE_CREDENTIAL] = node_credential(token, node_id)
     return out
+
+
+def read_token_file(path: Path) -> str | None:
+    """The token in ``path`` (surrounding whitespace dropped); None when it is empty. OSError
+    when it cannot be read."""
+    return path.read_text().strip() or None

@@ -6,6 +6,7 @@ not match the bytes, or a bad optimizer or table option is an ``InvalidSpecError
 the field. Not for transport (``ps_client`` / ``ps_server``).
 """
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -46,7 +47,7 @@ def tensor_from_pb(msg: pb.Tensor, field: str, dtype: str | None = None) -> npt.
     if any(d < 0 for d in shape):
         raise InvalidSpecError(f"{field}.shape: {list(shape)} has a negative dimension")
     kind = DTYPES[msg.dtype]
-    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    count = math.prod(shape)  # Python ints: a hostile shape cannot wrap around int64
     if count * kind.itemsize != len(msg.data):
         raise InvalidSpecError(
             f"{field}: {len(msg.data)} bytes do not hold shape {list(shape)} of {msg.dtype}"

@@ -1,4 +1,4 @@
-"""The brain guards itself like the server: a token beyond loopback (``flexjob brain --token``
+"""The brain guards itself like the server: a token beyond loopback (``flexjob brain --token-file``
 or ``$FLEXJOB_BRAIN_TOKEN``), bounded request bodies (413) and field-named JSON errors."""
 
 import os
@@ -59,4 +59,4 @@ def test_flexjob_brain_beyond_loopback_without_a_token_exits_naming_the_option()
     out = run_flexjob(env, "brain", "--host", "0.0.0.0", "--db", "sqlite://", timeout=60)
     assert out.returncode == 2
     assert "refusing to listen on 0.0.0.0 without a bearer token" in out.stderr
-    assert "--token or set FLEXJOB_BRAIN_TOKEN" in out.stderr
+    assert "--token-file or set FLEXJOB_BRAIN_TOKEN" in out.stderr

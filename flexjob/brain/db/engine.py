@@ -6,7 +6,6 @@ schema to the newest Alembic revision shipped in the package. Not for queries (`
 """
 
 import logging
-import os
 from pathlib import Path
 
 from alembic import command
@@ -16,7 +15,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from flexjob.api.errors import InvalidSpecError
-from flexjob.api.names import ENV_HOME
+from flexjob.platform.local.paths import flexjob_home
 
 log = logging.getLogger(__name__)
 
@@ -26,10 +25,6 @@ ALLOWED_SCHEMES = ("sqlite", "postgresql", "postgresql+psycopg")
 
 class DatabaseUrlError(InvalidSpecError):
     """A ``--db`` URL that is not SQLite or PostgreSQL."""
-
-
-def flexjob_home() -> Path:
-    return Path(os.environ.get(ENV_HOME) or Path.home() / ".flexjob")
 
 
 def default_db_url() -> str:

@@ -1,12 +1,16 @@
 """Where the local platform keeps its files: ``$FLEXJOB_HOME`` (default ``~/.flexjob``).
 
 ``flexjob.sqlite`` holds the job store; ``jobs/<namespace>/<name>/logs/<type>-<index>.log``
-holds each replica's output. Only path arithmetic here.
+holds each replica's output. Every path built from a name stays inside the home: each name
+must be one path part (``api.name_rules``), else ``InvalidSpecError`` naming it; ``is_inside``
+checks a path that is about to be removed against symbolic links too. The one owner of where
+the home is (the brain's default database lives there as well). Only path arithmetic here.
 """
 
 import os
 from pathlib import Path
 
+from flexjob.api.name_rules import check_path_part
 from flexjob.api.names import ENV_HOME
 
 DB_FILE = "flexjob.sqlite"
@@ -25,8 +29,16 @@ def database_path(home: Path) -> Path:
 
 
 def job_dir(home: Path, namespace: str, job: str) -> Path:
-    return home / "jobs" / namespace / job
+    return home / "jobs" / check_path_part("namespace", namespace) / check_path_part("job", job)
 
 
 def log_path(home: Path, namespace: str, job: str, short_name: str) -> Path:
-    return job_dir(home, namespace, job) / "logs" / f"{short_name}.log"
+    name = check_path_part("replica", short_name)
+    return job_dir(home, namespace, job) / "logs" / f"{name}.log"
+
+
+def is_inside(home: Path, path: Path) -> bool:
+    """Whether ``path`` lies strictly inside ``home`` once symbolic links are followed (and is
+    not itself one). For what is about to be removed."""
+    root = home.resolve()
+    return not path.is_symlink() and path.resolve().is_relative_to(root) and path.resolve() != root

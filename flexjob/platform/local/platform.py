@@ -6,6 +6,7 @@ forwarders). Deciding what to run is ``core.reconcile``'s job, driving it is
 ``flexjob.operator.local.loop``'s.
 """
 
+import logging
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,10 +17,12 @@ from flexjob.platform.api import WatchEvent
 from flexjob.platform.local.cluster_objects import LocalClusterObjects
 from flexjob.platform.local.db import Database
 from flexjob.platform.local.leases import LeaseStore
-from flexjob.platform.local.paths import database_path, flexjob_home, job_dir
+from flexjob.platform.local.paths import database_path, flexjob_home, is_inside, job_dir
 from flexjob.platform.local.runtime import LocalRuntime
 from flexjob.platform.local.store import LocalJobStore
 from flexjob.platform.watching import poll_watch
+
+log = logging.getLogger(__name__)
 
 
 class LocalPlatform(LocalJobStore, LocalRuntime, LocalClusterObjects):
@@ -45,7 +48,11 @@ class LocalPlatform(LocalJobStore, LocalRuntime, LocalClusterObjects):
             self.delete_replica(namespace, replica.name)
         for service in self.list_services(namespace, name):
             self.delete_service(namespace, service.name)
-        shutil.rmtree(job_dir(self.home, namespace, name), ignore_errors=True)
+        directory = job_dir(self.home, namespace, name)
+        if is_inside(self.home, directory):
+            shutil.rmtree(directory, ignore_errors=True)
+        elif directory.exists() or directory.is_symlink():
+            log.warning("not removing %s: it leads outside %s", directory, self.home)
 
     def watch_jobs(
         self, namespace: str | None = None, timeout: float = 10.0

@@ -20,11 +20,12 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
 import psutil
 
+from flexjob.api.names import SECRET_ENV
 from flexjob.core.replicas import OOM_KILLED
 from flexjob.platform.cgroups import MemoryCgroup
 
@@ -56,6 +57,13 @@ def _resolvable(command: str, env: Mapping[str, str], cwd: str | None) -> bool:
     return shutil.which(command, path=env.get("PATH")) is not None
 
 
+def inherited_env(environ: Mapping[str, str], keep: Collection[str] = ()) -> dict[str, str]:
+    """What a replica inherits of ``environ``: all but the services' secrets
+    (``names.SECRET_ENV``), except those in ``keep``."""
+    drop = set(SECRET_ENV) - set(keep)
+    return {k: v for k, v in environ.items() if k not in drop}
+
+
 def spawn(
     argv: Sequence[str],
     env: Mapping[str, str],
@@ -64,11 +72,13 @@ def spawn(
     cwd: str | None = None,
     cgroup: MemoryCgroup | None = None,
     rlimit_bytes: int | None = None,
+    keep_secrets: Collection[str] = (),
 ) -> subprocess.Popen[bytes]:
-    """Start ``argv`` with ``env`` added to this process's environment; output to ``log_file``,
-    its exit code to ``exit_file`` (see ``read_exit``), inside ``cgroup`` or under an
-    ``RLIMIT_AS`` of ``rlimit_bytes`` when given. OSError when it cannot be started."""
-    full_env = {**os.environ, **env}
+    """Start ``argv`` with ``env`` added to this process's environment (less its secrets but
+    ``keep_secrets``: ``inherited_env``); output to ``log_file``, its exit code to
+    ``exit_file`` (see ``read_exit``), inside ``cgroup`` or under an ``RLIMIT_AS`` of
+    ``rlimit_bytes`` when given. OSError when it cannot be started."""
+    full_env = {**inherited_env(os.environ, keep_secrets), **env}
     if not argv or not _resolvable(argv[0], full_env, cwd):
         raise OSError(f"{argv[0] if argv else '(empty)'}: command not found")
     log_file.parent.mkdir(parents=True, exist_ok=True)

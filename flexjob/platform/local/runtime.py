@@ -153,8 +153,9 @@ class LocalRuntime:
             limit = memory_limits.enforce(
                 memory_limits.memory_limit_bytes(req.template), exits, uid
             )
+            keep = names.MASTER_KEEPS_ENV if req.type is ReplicaType.MASTER else ()
             proc = processes.spawn(
-                argv, env, path, exits, req.working_dir, limit.cgroup, limit.rlimit_bytes
+                argv, env, path, exits, req.working_dir, limit.cgroup, limit.rlimit_bytes, keep
             )
         except OSError as exc:
             memory_limits.release(self.exit_file(req.namespace, req.job, uid))

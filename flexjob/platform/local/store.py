@@ -10,6 +10,7 @@ import uuid
 from datetime import UTC, datetime
 
 from flexjob.api import ElasticJob, ElasticJobStatus, ScalePlan, ScalePlanStatus
+from flexjob.api.name_rules import check_name
 from flexjob.core.actions import EventType
 from flexjob.core.phases import timestamp
 from flexjob.core.status_patch import StatusPatch, apply_status_patch, normalize_status_patch
@@ -48,6 +49,8 @@ class LocalJobStore:
 
     # --- jobs ----------------------------------------------------------------------------------
     def create_job(self, job: ElasticJob) -> ElasticJob:
+        check_name("metadata.namespace", job.namespace)  # its folder is named for it
+        check_name("metadata.name", job.name)
         job = job.model_copy(deep=True)
         status = job.status or ElasticJobStatus()
         job.status = None
