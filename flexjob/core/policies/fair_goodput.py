@@ -37,7 +37,7 @@ They were tuned on the Pollux-like workload, where they halved restarts at no co
 on jobs whose reported models change as they train (``flexjob.scheduler.measured``: network
 terms learned when a job first runs across nodes, a noise scale growing 3-80x), the
 per-round traces of ``benchmarks/scheduler_trace.py`` showed the cost: jobs held at sizes
-chosen from their early models for hours, GPUs idle that no job was allowed to take (82% GPU
+chosen from their early models, GPUs idle that no job was allowed to take (82% GPU
 utilisation against 86%), 8% more average JCT than the same policy charging restarts by time
 (seeds 100-102: 0.666 h against 0.614 h, p99 3.63 h against 3.56 h), for a third of the
 restarts - whose time is all a restart costs. On the Pollux-like seeds 0-2 the two give the
