@@ -18,7 +18,9 @@ Prints one table of medians with ratios flexjob / torchrun (at most 1.0: flexjob
 slower) and the machine's load average before and after.
 With ``--previous DIR`` (a checkout of an earlier flexjob, e.g. ``git worktree add DIR main``)
 that version runs too, alternating with the others (its package first on ``PYTHONPATH``), and
-a second ratio compares it with this one (previous / flexjob). Not part of the test suite.
+a second ratio compares it with this one (previous / flexjob). Then the master's TCPStore
+start-up, each kind (``store_startup.py``; ``--only store`` for just that table). Not part of
+the test suite.
 
     PYTHONPATH=. python benchmarks/startup.py --reps 3 [--previous /tmp/flexjob-main]
 """
@@ -37,6 +39,7 @@ from datetime import datetime
 from pathlib import Path
 
 from proc_cpu import CpuWatch
+from store_startup import store_table
 
 HELLO = "import os\nprint('hello from rank', os.environ['RANK'], flush=True)\n"
 BIN = Path(sys.executable).parent
@@ -199,9 +202,12 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--previous", default="", help="checkout of an earlier flexjob")
     parser.add_argument(
-        "--only", choices=["hello", "train"], help="one script (default: both)", default=None
+        "--only", choices=["hello", "train", "store"], help="one (default: all)", default=None
     )
     args = parser.parse_args()
+    if args.only == "store":
+        store_table(args.reps)
+        return 0
     previous = str(Path(args.previous).resolve()) if args.previous else ""
     scripts = [args.only] if args.only else ["hello", "train"]
     print(f"before: {_load()}", flush=True)
@@ -226,6 +232,8 @@ def main() -> int:
     print("ratio: flexjob / torchrun (<= 1.0: flexjob no slower); baseline: torchrun --standalone")
     print(f"(torch 2.13), {args.reps} reps each, alternating", end="")
     print(f"; previous: flexjob from {previous} (ratio flexjob / previous)" if previous else "")
+    if not args.only:
+        store_table(args.reps)
     return 0
 
 

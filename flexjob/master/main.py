@@ -2,7 +2,8 @@
 ``run_master`` (blocks until SIGTERM/SIGINT/SIGHUP or a stop event; what ``flexjob master`` runs).
 
 Starts, in order: the job's torch ``TCPStore`` server (when ``config.host_store``;
-``master.tcp_store``, no torch import), the ``MasterService``
+``master.tcp_store``, no torch import, unless ``master.tcp_store_check`` finds that the
+installed torch speaks another protocol), the ``MasterService``
 (restoring ``<job-dir>/master_state.json`` if present), the gRPC server (``rpc.server``'s
 thread pool, or ``rpc.aio_server``'s event loop with ``rpc_server="aio"``), the health loop, the
 PS-set driver (``master.ps_sets``; idle unless PS replicas register), the node watcher
@@ -33,7 +34,7 @@ from flexjob.master.profilings_sync import ProfilingsSync, status_writer
 from flexjob.master.ps_sets import PsSetDriver
 from flexjob.master.service import MasterService
 from flexjob.master.state_file import write_atomic
-from flexjob.master.tcp_store import TcpStoreServer
+from flexjob.master.tcp_store_check import StoreServer, choose_store, serve_store
 from flexjob.master.timeline import TimelineRecorder
 from flexjob.observe import metrics, metrics_http
 from flexjob.platform.stop_signals import STOP_SIGNALS
@@ -57,7 +58,7 @@ class MasterHandle:
     config: MasterConfig
     service: MasterService
     server: BoundServer
-    store: TcpStoreServer | None = None
+    store: StoreServer | None = None
     optimizer: Any = (
         None  # master.optimizer_loop.OptimizerLoop when the job optimizes its resources
     )
@@ -162,9 +163,10 @@ def _listen(info: tuple[Any, ...]) -> tuple[int, int]:
         return listener.detach(), port
 
 
-def _serve_store(config: MasterConfig, listen_fd: int, port: int) -> TcpStoreServer:
-    """The job's TCPStore server on the listening socket ``listen_fd`` (which it owns)."""
-    server = TcpStoreServer(listen_fd)
+def _serve_store(config: MasterConfig, listen_fd: int, port: int) -> StoreServer:
+    """The job's TCPStore server on the listening socket ``listen_fd`` (which it owns):
+    flexjob's unless the installed torch's protocol differs (``master.tcp_store_check``)."""
+    server = serve_store(listen_fd, config.host, choose_store())
     event(log, "store_started", config.job_name, store=f"{config.public_host}:{port}")
     return server
 
@@ -201,7 +203,7 @@ def start_master(config: MasterConfig, token: str | None = None) -> MasterHandle
     present (default: the job's token from the environment, ``rpc.auth.master_token``; a
     master that binds beyond loopback refuses to start without one)."""
     token = token if token is not None else master_token()
-    store: TcpStoreServer | None = None
+    store: StoreServer | None = None
     store_address = ""
     if config.host_store:
         listen_fd, store_port = _store_listener(config)

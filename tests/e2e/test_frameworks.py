@@ -127,3 +127,15 @@ def test_a_torchrun_snapshot_script_resumes_after_a_restart_under_flexjob_submit
                        "--fail-at-epoch", "2", max_restarts=2)  # fmt: skip
     out = submit(tmp_path, home, body)
     assert_resumed_from_snapshot(out.code, out.output)
+
+
+async def test_lightning_ddp_trains_on_the_kubernetes_path(tmp_path: Path) -> None:
+    from tests.e2e.k8s_cluster import cluster
+
+    name = "lightning-k8s"
+    async with cluster(tmp_path) as c:
+        await c.apply_job(elastic_job(name, "lightning_ddp.py"))
+        phase = await c.wait_phase(name, ("Succeeded", "Failed"), 180)
+        output = "\n".join(c.log(f"{name}-worker-{i}") for i in range(2))
+        assert phase == "Succeeded", output + c.log(f"{name}-master-0")
+        assert_lightning_trained(0, output)
