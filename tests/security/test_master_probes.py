@@ -270,7 +270,7 @@ def test_a_report_of_a_shard_the_caller_does_not_hold_counts_nothing(
 def test_a_node_id_with_a_newline_cannot_forge_a_log_line(
     master: Master, caplog: pytest.LogCaptureFixture
 ) -> None:
-    forged = "w\n2026-01-01 00:00:00,000 INFO flexjob.master event=dataset_finished job=victim"
+    forged = "w\nevent=dataset_finished\tjob=victim"  # no space: nothing to make it quoted
     request = pb.JoinRequest(node=node(forged), address="127.0.0.1:1", local_world_size=1)
     before = master.books()
     with caplog.at_level("INFO"):
