@@ -1,8 +1,9 @@
 """Other projects' job kinds served on Kubernetes: DI Orchestrator's ``DIJob`` (v1alpha1,
-v1alpha2 and v2alpha1) and its cluster-scoped ``AggregatorConfig``, and ElasticDL's
-``ElasticAIJob``. Their CRDs, which reader converts an object to the job model, and the
-object's status in its own shape. Pure data and functions; the operator's handlers
-(``operator.kubernetes.foreign``) do the I/O.
+v1alpha2 and v2alpha1) and its cluster-scoped ``AggregatorConfig``, ElasticDL's
+``ElasticAIJob`` and DLRover's ``ElasticJob`` (``elastic.iml.github.io``: the same kind name
+as flexjob's own in another group, so its webhook path names the project). Their CRDs,
+which reader converts an object to the job model, and the object's status in its own shape.
+Pure data and functions; the operator's handlers (``operator.kubernetes.foreign``) do the I/O.
 
 The CRDs keep the documents as they are (``x-kubernetes-preserve-unknown-fields``): the
 readers in ``api.readers`` own the formats, and the validating webhook checks them with the
@@ -17,7 +18,7 @@ from typing import Any
 from flexjob.api.crd_body import age_column, crd_body, crd_version, phase_column
 from flexjob.api.enums import JobPhase
 from flexjob.api.job import ElasticJobStatus
-from flexjob.api.readers import dijob, elasticdl
+from flexjob.api.readers import dijob, dlrover, elasticdl
 from flexjob.api.readers.common import Reader
 
 Body = dict[str, Any]
@@ -33,6 +34,8 @@ class ForeignKind:
     namespaced: bool = True
     #: A job kind (run as a flexjob job); False for a companion such as AggregatorConfig.
     job: bool = True
+    #: The project's name where the kind alone is not unique among flexjob's kinds.
+    project: str = ""
 
     @property
     def crd_name(self) -> str:
@@ -55,7 +58,14 @@ AGGREGATOR_CONFIG = ForeignKind(
 ELASTIC_AI_JOB = ForeignKind(
     elasticdl.GROUP, ("v1alpha1", "v1"), "ElasticAIJob", "elasticaijobs", ("eaijob",)
 )
-FOREIGN_KINDS: tuple[ForeignKind, ...] = (DIJOB, AGGREGATOR_CONFIG, ELASTIC_AI_JOB)
+DLROVER_JOB = ForeignKind(
+    dlrover.GROUP,
+    tuple(v.split("/")[1] for v in dlrover.VERSIONS),
+    "ElasticJob",
+    "elasticjobs",
+    project="dlrover",
+)
+FOREIGN_KINDS: tuple[ForeignKind, ...] = (DIJOB, AGGREGATOR_CONFIG, ELASTIC_AI_JOB, DLROVER_JOB)
 #: The annotation on the ElasticJob the operator runs for a foreign object: ``plural.group``
 #: of its source (whose status it writes back), and the hash of the converted spec it has.
 SOURCE_ANNOTATION = "flexjob.dev/source"
@@ -97,6 +107,8 @@ def source_reader(body: Body) -> Reader:
     if body.get("kind") == DIJOB.kind:
         v2 = "tasks" in (body.get("spec") or {})
         return dijob.READERS[0] if v2 else dijob.READERS[1]
+    if str(body.get("apiVersion", "")).startswith(f"{DLROVER_JOB.group}/"):
+        return dlrover.READERS[0]
     return elasticdl.READERS[0]
 
 
@@ -152,7 +164,8 @@ def _counts(status: ElasticJobStatus, names: dict[str, str] | None = None) -> Bo
 def source_status(body: Body, status: ElasticJobStatus) -> Body:
     """The foreign object's ``status`` for the job model's ``status``, in the kind's shape:
     DIJob v1 (``phase`` in v1's words, ``replicaStatus`` per role), DIJob v2 (``phase``,
-    ``replicas``, ``readyReplicas``, ``restarts``), ElasticAIJob (``phase``,
+    ``replicas``, ``readyReplicas``, ``restarts``), DLRover's ElasticJob (``phase``,
+    ``replicaStatuses`` by flexjob's type names, which are DLRover's), ElasticAIJob (``phase``,
     ``replicaStatuses`` by ``Master``/``PS``/``Worker``)."""
     times = {"startTime": status.start_time, "completionTime": status.completion_time}
     times = {k: v for k, v in times.items() if v}
@@ -172,6 +185,13 @@ def source_status(body: Body, status: ElasticJobStatus) -> Body:
             "replicas": sum(s.active + s.pending for s in counts),
             "readyReplicas": sum(s.active for s in counts),
             "restarts": status.restart_count,
+            **times,
+        }
+    if reader is dlrover.READERS[0]:
+        return {
+            "phase": status.phase.value,
+            "conditions": _conditions(status, None),
+            "replicaStatuses": _counts(status),
             **times,
         }
     aliases = {t.value: alias for t, alias in elasticdl.ALIASES.items()}

@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 from flexjob.api.foreign_kinds import (
     AGGREGATOR_CONFIG,
     DIJOB,
+    DLROVER_JOB,
     ELASTIC_AI_JOB,
     FOREIGN_KINDS,
     SOURCE_ANNOTATION,
@@ -27,6 +28,7 @@ from flexjob.api.foreign_kinds import (
 )
 from flexjob.api.names import LABEL_JOB_NAME
 from flexjob.cli.main import app
+from flexjob.operator.kubernetes.admission import validate_foreign
 from tests.operator.kopf_fixtures import OperatorHarness, install_webhooks, running_operator
 from tests.operator.test_kopf_e2e import set_pod_phase
 from tests.support.k8s_emulator import K8sEmulator, wait_for
@@ -206,6 +208,34 @@ async def test_the_seeds_elasticaijob_runs_its_own_master_relaunches_a_worker_an
     assert status().get("phase") != "Failed"
     await set_pod_phase(cluster, master, "Succeeded", exit_code=0)
     await wait_for(lambda: status().get("phase") == "Succeeded", DEADLINE, 0.1)
+
+
+async def test_a_dlrover_elasticjob_runs_as_a_flexjob_elasticjob_with_its_status_written_back(
+    cluster: OperatorHarness,
+) -> None:
+    [body] = documents(SPECS / "dlrover-elasticjob.yaml")
+    body["metadata"]["namespace"] = "default"  # where this module's helpers look
+    name = body["metadata"]["name"]
+    await create(cluster, DLROVER_JOB, body)
+    job = await wait_for(lambda: elastic_job(cluster, name), DEADLINE, 0.1)
+    assert job["metadata"]["annotations"][SOURCE_ANNOTATION] == DLROVER_JOB.crd_name
+    [owner] = job["metadata"]["ownerReferences"]
+    assert owner["apiVersion"] == body["apiVersion"] and owner["kind"] == "ElasticJob"
+    assert set(body["spec"]["replicaSpecs"]) <= set(job["spec"]["replicaSpecs"])
+    version = body["apiVersion"].split("/")[1]
+
+    def shown() -> dict[str, Any] | None:
+        status = source(cluster, DLROVER_JOB, version, name).get("status") or {}
+        return status if status.get("phase") else None
+
+    status = await wait_for(shown, DEADLINE, 0.1)
+    assert set(status) >= {"phase", "conditions", "replicaStatuses"}
+
+
+def test_the_dlrover_kind_has_a_crd_and_a_webhook_path_of_its_own() -> None:
+    assert foreign_crd(DLROVER_JOB)["metadata"]["name"] == "elasticjobs.elastic.iml.github.io"
+    assert validate_foreign(DLROVER_JOB) == "validate-dlrover-elasticjob"
+    assert validate_foreign(ELASTIC_AI_JOB) == "validate-elasticaijob"
 
 
 def test_the_elasticaijob_crd_has_the_eaijob_short_name() -> None:

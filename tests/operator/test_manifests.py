@@ -90,7 +90,7 @@ def test_webhook_configurations_call_the_operators_webhook_paths() -> None:
         for hook in config["webhooks"]  # type: ignore[attr-defined]
     }
     foreign = {f"/{validate_foreign(k)}" for k in FOREIGN_KINDS if k.job}
-    assert foreign == {"/validate-dijob", "/validate-elasticaijob"}
+    assert foreign == {"/validate-dijob", "/validate-elasticaijob", "/validate-dlrover-elasticjob"}
     assert paths == {f"/{VALIDATE_JOB}", f"/{VALIDATE_PLAN}", f"/{MUTATE_JOB}", *foreign}
 
 

@@ -25,7 +25,7 @@ MUTATE_JOB = "mutate-elasticjob"
 
 def validate_foreign(kind: ForeignKind) -> str:
     """The webhook path (kopf handler id) that validates a foreign job kind."""
-    return f"validate-{kind.kind.lower()}"
+    return "-".join(p for p in ("validate", kind.project, kind.kind.lower()) if p)
 
 
 def _check(body: kopf.Body, old: kopf.Body | None = None) -> None:

@@ -1,4 +1,5 @@
-"""kopf handlers for other projects' job kinds (``api.foreign_kinds``): DIJob and ElasticAIJob.
+"""kopf handlers for other projects' job kinds (``api.foreign_kinds``): DIJob, ElasticAIJob and
+DLRover's ElasticJob.
 
 Each such object runs as the ElasticJob of the same name that the operator creates for it:
 converted by the readers of ``api.readers`` (a v1 DIJob with the cluster's AggregatorConfig),
@@ -138,8 +139,8 @@ class Sources:
         the source is gone or already shows it."""
         meta = job["metadata"]
         owners = [o for o in meta.get("ownerReferences") or [] if o.get("controller")]
-        plural = (meta.get("annotations") or {}).get(SOURCE_ANNOTATION, "").split(".")[0]
-        kind = next((k for k in FOREIGN_KINDS if k.plural == plural and k.job), None)
+        crd = (meta.get("annotations") or {}).get(SOURCE_ANNOTATION, "")
+        kind = next((k for k in FOREIGN_KINDS if k.crd_name == crd and k.job), None)
         if kind is None or not owners or not job.get("status"):
             return False
         group, _, version = owners[0]["apiVersion"].rpartition("/")
