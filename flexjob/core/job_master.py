@@ -28,11 +28,14 @@ How the master runs comes from the driver (``JobMasterConfig``): locally
 ``sys.executable -m flexjob``, on Kubernetes the operator's own image (``FLEXJOB_IMAGE``).
 The master's typed ``MasterConfig`` (``core.master_config``) travels as JSON in
 ``FLEXJOB_MASTER_CONFIG``; the master binds the port of its ``FLEXJOB_MASTER`` address. The
-job's token reaches the master and every replica in the environment, never on a command line:
-locally ``FLEXJOB_MASTER_TOKEN_FILE`` names the 0600 file
+job's token reaches the replicas that hold it (``TOKEN_HOLDERS``: the master, and the PS
+replicas, which check the workers' credentials under it) in the environment, never on a
+command line: locally ``FLEXJOB_MASTER_TOKEN_FILE`` names the 0600 file
 ``<token_root>/<ns>/<job>/master.token`` (the local operator writes it), on Kubernetes
 ``FLEXJOB_MASTER_TOKEN`` comes from the Secret ``<job>-master-token`` (``secretKeyRef``; the
-operator creates it, owned by the job). Pure: no I/O.
+operator creates it, owned by the job). Every other replica gets only its node's credential
+(``FLEXJOB_NODE_CREDENTIAL``), which the operator computes when it creates the replica
+(``operator.node_credentials``). Pure: no I/O.
 """
 
 from collections.abc import Mapping
@@ -72,6 +75,8 @@ TOKEN_FILE = "master.token"
 KUBERNETES_STATE_ROOT = "/var/lib/flexjob/masters"
 #: The name of that volume in the master pod.
 STATE_VOLUME = "flexjob-master-state"
+#: The replica types given the job's token; every other replica gets its node's credential.
+TOKEN_HOLDERS = frozenset({ReplicaType.MASTER, ReplicaType.PS})
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,22 +262,33 @@ def with_job_master(job: ElasticJob, options: JobMasterConfig | None) -> Elastic
 def _with_job_token(
     job: ElasticJob, specs: dict[ReplicaType, ReplicaSpec], options: JobMasterConfig
 ) -> ElasticJob:
-    """``job`` with ``specs`` and the master's token reaching every replica: a 0600 file's
-    path locally, the job's Secret on Kubernetes."""
-    envs = dict(job.spec.envs)
-    if options.token_root:
-        envs[ENV_MASTER_TOKEN_FILE] = master_token_file(options.token_root, job.namespace, job.name)
-    if options.token_secret:
-        specs = {t: _with_secret_token(s, job.name) for t, s in specs.items()}
+    """``job`` with ``specs`` and the master's token reaching the ``TOKEN_HOLDERS`` only: a
+    0600 file's path locally, the job's Secret on Kubernetes."""
+    specs = {
+        t: _with_token(s, job.namespace, job.name, options) if t in TOKEN_HOLDERS else s
+        for t, s in specs.items()
+    }
+    envs = {
+        k: v for k, v in job.spec.envs.items() if k not in (ENV_MASTER_TOKEN, ENV_MASTER_TOKEN_FILE)
+    }
     update = {"replica_specs": specs, "envs": envs}
     return job.model_copy(update={"spec": job.spec.model_copy(update=update)})
 
 
-def _with_secret_token(spec: ReplicaSpec, job: str) -> ReplicaSpec:
-    """``spec`` whose containers read ``FLEXJOB_MASTER_TOKEN`` from the job's Secret."""
-    ref = {"secretKeyRef": {"name": master_token_secret(job), "key": SECRET_TOKEN_KEY}}
+def _with_token(
+    spec: ReplicaSpec, namespace: str, job: str, options: JobMasterConfig
+) -> ReplicaSpec:
+    """``spec`` whose containers read the job's token: ``FLEXJOB_MASTER_TOKEN_FILE`` (local)
+    or ``FLEXJOB_MASTER_TOKEN`` from the job's Secret (Kubernetes)."""
+    added: list[EnvVar] = []
+    if options.token_root:
+        path = master_token_file(options.token_root, namespace, job)
+        added.append(EnvVar(name=ENV_MASTER_TOKEN_FILE, value=path))
+    if options.token_secret:
+        ref = {"secretKeyRef": {"name": master_token_secret(job), "key": SECRET_TOKEN_KEY}}
+        added.append(EnvVar.model_validate({"name": ENV_MASTER_TOKEN, "valueFrom": ref}))
     template = spec.template.model_copy(deep=True)
     for container in template.spec.containers:
-        kept = [e for e in container.env if e.name != ENV_MASTER_TOKEN]
-        container.env = [*kept, EnvVar.model_validate({"name": ENV_MASTER_TOKEN, "valueFrom": ref})]
+        kept = [e for e in container.env if e.name not in (ENV_MASTER_TOKEN, ENV_MASTER_TOKEN_FILE)]
+        container.env = [*kept, *added]
     return spec.model_copy(update={"template": template})

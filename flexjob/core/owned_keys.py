@@ -3,16 +3,18 @@
 The incarnation id (agents make it their checkpoint directory), the exclusions
 (``flexjob/excluded/<node>``: a node kept out of every world) and the PS set and its change
 are written by the master alone, in its own process; an agent's start count
-(``flexjob/agent-starts/<node>``) by that node alone. ``key_owner`` says which, for the RPC
-edge (``rpc.server``) to refuse a ``KVSet`` / ``KVAdd`` from anyone else; every other key is the
-job's processes' to share. Not for the values' format (their writers) or their bounds
-(``api.limits``). ``incarnation_name`` checks the incarnation before it becomes a directory.
+(``flexjob/agent-starts/<node>``) by that node alone; a parameter server's membership
+(``flexjob/ps/member/<i>``) by PS replica ``i`` alone (node ``ps-<i>``). ``key_owner`` says
+which, for the RPC edge (``rpc.server``) to refuse a ``KVSet`` / ``KVAdd`` from anyone else;
+every other key is the job's processes' to share. Not for the values' format (their writers)
+or their bounds (``api.limits``). ``incarnation_name`` checks the incarnation before it
+becomes a directory.
 """
 
 import re
 from dataclasses import dataclass
 
-from flexjob.api import names
+from flexjob.api import ReplicaType, names
 from flexjob.api.errors import InvalidSpecError
 
 #: Keys only the master writes (never over RPC).
@@ -21,6 +23,8 @@ MASTER_KEYS = frozenset({names.KV_INCARNATION, names.KV_PS_SET, names.KV_PS_CHAN
 MASTER_PREFIXES = (names.KV_EXCLUDED_PREFIX,)
 #: Key prefixes + a node id: only that node writes the key.
 NODE_PREFIXES = (names.KV_AGENT_STARTS_PREFIX,)
+#: Key prefixes + a replica index: only that replica (node ``<type>-<index>``) writes the key.
+REPLICA_PREFIXES = {names.KV_PS_MEMBER_PREFIX: ReplicaType.PS.value}
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +45,9 @@ def key_owner(key: str) -> KeyOwner | None:
     for prefix in NODE_PREFIXES:
         if key.startswith(prefix) and len(key) > len(prefix):
             return KeyOwner(key[len(prefix) :])
+    for prefix, rtype in REPLICA_PREFIXES.items():
+        if key.startswith(prefix) and len(key) > len(prefix):
+            return KeyOwner(f"{rtype}-{key[len(prefix) :]}")
     return None
 
 

@@ -46,8 +46,9 @@ RULES: tuple[Rule, ...] = (
     # Replicas and their addresses: only the operator creates or deletes them.
     (("",), ("pods",), ("get", "list", "watch", "create", "delete")),
     (("",), ("services",), ("get", "list", "watch", "create", "delete")),
-    # Each implicit job master's token (created once per job, owned by it).
-    (("",), ("secrets",), ("create",)),
+    # Each implicit job master's token (created once per job, owned by it; read by name to
+    # compute the job's node credentials, operator.node_credentials).
+    (("",), ("secrets",), ("create", "get")),
     # Job events (kubectl describe), and kopf's own events.
     (("",), ("events",), ("create", "list", "deletecollection")),
     # kopf's cluster scanning: which namespaces and custom resources exist.

@@ -48,6 +48,7 @@ from flexjob.core.reconcile import reconcile
 from flexjob.core.status_patch import StatusOwner, StatusPatch, owner_patch
 from flexjob.operator import observing
 from flexjob.operator.apply import Done, apply_actions
+from flexjob.operator.node_credentials import with_node_credentials
 from flexjob.operator.watch_cache import WatchCache, first_pending
 from flexjob.platform.api import NotFoundError, Platform, Replica, SecretStore, Service
 from flexjob.platform.cluster import with_cluster_objects
@@ -310,6 +311,9 @@ def reconcile_job(
         plan=plan,
         job_master=job_master,
         server_url=server_url and di_server_url(server_url, server_token, namespace, name),
+    )
+    result = result._replace(
+        actions=with_node_credentials(platform, job, result.actions, job_master)
     )
     done = feed(cache, namespace, name) if cache is not None else None
     handed, actions = hand_off(result.actions) if dispatch and cache else ([], result.actions)

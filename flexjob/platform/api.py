@@ -242,3 +242,7 @@ class SecretStore(Protocol):
     def ensure_secret(
         self, namespace: str, job: str, name: str, data: Mapping[str, str]
     ) -> bool: ...
+
+    def read_secret(self, namespace: str, name: str) -> Mapping[str, str] | None:
+        """The data of Secret ``name``; None when there is none."""
+        ...

@@ -110,10 +110,10 @@ class PsClient(RetryingClient):
         token: str | None = None,
         set_version: int | None = None,
     ):
-        """``token``: the job's master token, which PS replicas require too (default: from
-        the environment, ``rpc.auth.master_token``). ``set_version``: the PS-set version the
-        caller resolved (sent with each call, ``rpc.ps_gate``; a PS of a newer set refuses
-        the call with ``PsSetChangedError``)."""
+        """``token``: the job's master token or this node's credential, which PS replicas
+        require too (default: from the environment, ``rpc.auth.client_bearer``).
+        ``set_version``: the PS-set version the caller resolved (sent with each call,
+        ``rpc.ps_gate``; a PS of a newer set refuses the call with ``PsSetChangedError``)."""
         version = [] if set_version is None else [(SET_VERSION_HEADER, str(set_version))]
         super().__init__(address, timeout, retry_deadline, RETRY_MAX_BACKOFF_S, token, version)
         self._channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)

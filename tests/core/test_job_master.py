@@ -187,21 +187,21 @@ def _token_env(sim: Sim) -> dict[str, list[dict[str, object]]]:
     return out
 
 
-def test_on_kubernetes_every_replica_reads_the_token_from_the_jobs_secret() -> None:
+def test_on_kubernetes_only_the_master_reads_the_token_from_the_jobs_secret() -> None:
     sim = Sim(elastic_job(), job_master=kubernetes_job_master("flexjob:1"))
     sim.settle()
     ref = {"secretKeyRef": {"name": "demo-master-token", "key": "token"}}
     expected = [{"name": names.ENV_MASTER_TOKEN, "valueFrom": ref}]
-    assert _token_env(sim) == {"master-0": expected, "worker-0": expected, "worker-1": expected}
+    assert _token_env(sim) == {"master-0": expected, "worker-0": [], "worker-1": []}
     assert not any("token" in arg for arg in master_request(sim).request.args)
 
 
-def test_locally_every_replica_gets_the_path_of_the_jobs_token_file() -> None:
+def test_locally_only_the_master_gets_the_path_of_the_jobs_token_file() -> None:
     sim = Sim(elastic_job(), job_master=JobMasterConfig(token_root="/home/me/.flexjob/jobs"))
     sim.settle()
     path = f"/home/me/.flexjob/jobs/{sim.job.namespace}/demo/master.token"
     expected = [{"name": names.ENV_MASTER_TOKEN_FILE, "value": path}]
-    assert _token_env(sim) == {"master-0": expected, "worker-0": expected, "worker-1": expected}
+    assert _token_env(sim) == {"master-0": expected, "worker-0": [], "worker-1": []}
 
 
 def test_a_job_without_an_implicit_master_gets_no_token() -> None:

@@ -31,7 +31,8 @@ def test_cluster_role_grants_only_named_verbs_and_resources() -> None:
     grants = {(res, verb) for r in rules for res in r["resources"] for verb in r["verbs"]}  # type: ignore[attr-defined,index]
     assert ("pods", "create") in grants
     assert ("pods", "update") not in grants
-    assert ("secrets", "get") not in grants
+    # a job's token Secret by name (to compute its replicas' node credentials), never a listing
+    assert ("secrets", "list") not in grants and ("secrets", "watch") not in grants
     assert ("elasticjobs/status", "patch") in grants
 
 

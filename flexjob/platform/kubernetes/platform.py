@@ -7,6 +7,7 @@ events are core/v1 Events. All calls go through the official (synchronous) ``kub
 client and are thread-safe. It decides nothing; see ``flexjob.core.reconcile``.
 """
 
+import base64
 import contextlib
 import json
 import threading
@@ -348,6 +349,16 @@ class KubernetesPlatform:
         except AlreadyExistsError:
             return False
         return True
+
+    def read_secret(self, namespace: str, name: str) -> Mapping[str, str] | None:
+        try:
+            body = self._call(
+                f"secret {namespace}/{name}", self._core.read_namespaced_secret, name, namespace
+            )
+        except NotFoundError:
+            return None
+        encoded = {k: base64.b64decode(v).decode() for k, v in (body.get("data") or {}).items()}
+        return {**(body.get("stringData") or {}), **encoded}
 
     # --- replicas and services -----------------------------------------------------------------
     def create_replica(self, request: ReplicaRequest) -> Replica:
