@@ -22,7 +22,7 @@ from flexjob.agent.flash_saver import FlashSaver
 from flexjob.agent.hang import stalled_for
 from flexjob.agent.monitor import ResourceMonitor
 from flexjob.agent.oom import memory_limited, oom_kills
-from flexjob.agent.torchrun_env import OMP_NOTICE, permanent, sets_omp_threads
+from flexjob.agent.torchrun_env import OMP_NOTICE, explained, permanent, sets_omp_threads
 from flexjob.agent.workers import Worker, spawn_worker, stop_workers, wait_ready
 from flexjob.api import names
 from flexjob.api.errors import FlexjobError
@@ -403,7 +403,7 @@ class ElasticAgent:
             if oom_killed and w.exit_code in (-signal.SIGKILL, 128 + signal.SIGKILL):
                 reason = f"worker {w.local_rank} was OOMKilled (exit code 137)"
             elif errors[w.local_rank]:
-                reason += f": {errors[w.local_rank]}"
+                reason += f": {explained(errors[w.local_rank] or '')}"
             elif w.output.tail():
                 reason += f": {w.output.tail()[-1]}"
             log.warning("node %s: %s (restarting=%s)", c.node_id, reason, restarting)
@@ -429,7 +429,7 @@ class ElasticAgent:
                     exited_at=first.output.ended_at or time.time(),
                     why=why,
                     tail=tuple(tail),
-                    error=errors.get(first.local_rank) or "",
+                    error=explained(errors.get(first.local_rank) or ""),
                 ),
             )
             return code

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -82,12 +83,41 @@ def error_message(path: Path) -> str | None:
     return message if isinstance(message, str) and message else None
 
 
+#: A framework's refusal of the world it was given: Lightning's ``TorchElasticEnvironment``
+#: when ``devices * num_nodes`` is not ``WORLD_SIZE``. The script asks for a fixed size, so
+#: every restart into a world of the same size fails the same way.
+_LIGHTNING_WORLD = re.compile(
+    r"devices=(?P<devices>\d+)`? and `?num_nodes=(?P<nodes>\d+)`? in Lightning.*"
+    r"does not match the world size \((?P<world>\d+)\)"
+)
+
+
+def world_mismatch(message: str | None) -> str | None:
+    """One line naming what the script's framework asks for and the world the run gives, when
+    the recorded error is a framework refusing the world's size; None otherwise."""
+    found = _LIGHTNING_WORLD.search(message or "")
+    if found is None:
+        return None
+    devices, nodes, world = (int(found[k]) for k in ("devices", "nodes", "world"))
+    return (
+        f"the script asks for {devices * nodes} processes (Lightning: devices={devices} x "
+        f"num_nodes={nodes}), but this run's world has {world} (its nodes x --nproc-per-node): "
+        "make them match"
+    )
+
+
 def permanent(message: str | None) -> bool:
-    """Whether the recorded error is one a restart cannot fix (``PERMANENT_ERRORS``)."""
+    """Whether the recorded error is one a restart cannot fix (``PERMANENT_ERRORS``, or a
+    framework refusing the world's size: ``world_mismatch``)."""
     if not message:
         return False
     kind = message.split(":", 1)[0].strip().rsplit(".", 1)[-1]
-    return kind in PERMANENT_ERRORS
+    return kind in PERMANENT_ERRORS or world_mismatch(message) is not None
+
+
+def explained(message: str) -> str:
+    """A recorded error as the root cause shows it: a world mismatch as its one line."""
+    return world_mismatch(message) or message
 
 
 def write_error(path: str, kind: str, text: str, callstack: str, timestamp: int) -> None:

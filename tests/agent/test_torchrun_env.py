@@ -9,9 +9,11 @@ from pathlib import Path
 from flexjob.agent.torchrun_env import (
     error_message,
     error_path,
+    explained,
     launch_env,
     permanent,
     sets_omp_threads,
+    world_mismatch,
     write_error,
 )
 from flexjob.api import names
@@ -89,3 +91,25 @@ def test_only_errors_no_restart_can_fix_are_permanent() -> None:
     assert not permanent("RuntimeError: Connection reset by peer")
     assert not permanent("ImportError: cannot import name 'y'")
     assert not permanent(None) and not permanent("")
+
+
+LIGHTNING_REFUSAL = (
+    "ValueError: You set `devices=1` and `num_nodes=3` in Lightning, but the product (1 * 3) "
+    "does not match the world size (2)."
+)
+
+
+def test_a_framework_refusing_the_worlds_size_is_one_line_naming_both() -> None:
+    line = world_mismatch(LIGHTNING_REFUSAL)
+    assert line == (
+        "the script asks for 3 processes (Lightning: devices=1 x num_nodes=3), but this run's "
+        "world has 2 (its nodes x --nproc-per-node): make them match"
+    )
+    assert explained(LIGHTNING_REFUSAL) == line
+    assert permanent(LIGHTNING_REFUSAL)
+
+
+def test_other_errors_are_shown_as_recorded_and_no_world_mismatch() -> None:
+    for message in ("ValueError: bad value", "RuntimeError: world size 2", ""):
+        assert world_mismatch(message) is None
+        assert explained(message) == message

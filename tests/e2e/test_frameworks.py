@@ -42,6 +42,22 @@ def test_lightning_ddp_trains_under_flexjob_submit(tmp_path: Path, home: Path) -
     assert_lightning_trained(out.code, out.output)
 
 
+def test_lightning_asking_for_more_nodes_than_the_run_gives_fails_at_once_naming_both(
+    tmp_path: Path,
+) -> None:
+    out = run(
+        tmp_path, "lightning_ddp.py", "--nodes", "3", flags=("--nnodes", "2", "--max-restarts", "3")
+    )
+    assert out.code == 1, out.output
+    summary = out.output[out.output.index("root cause:") :]
+    assert (
+        "the script asks for 3 processes (Lightning: devices=1 x num_nodes=3), but this run's "
+        "world has 2" in summary
+    ), summary
+    assert "a permanent error: no restart can fix it" in summary
+    assert "restarting=True" not in out.output
+
+
 def step_of(path: Path) -> tuple[int, int]:
     """The step a rank last wrote and its pid ((-1, 0) before its first)."""
     try:
