@@ -58,6 +58,7 @@ from flexjob.api.names import (
 )
 from flexjob.api.pod import ContainerPort, PodSpec, PodTemplateSpec
 from flexjob.api.roles import traits
+from flexjob.core.job_metrics import with_metrics_endpoint
 from flexjob.core.master_config import MasterConfig
 
 MASTER_CONTAINER = "master"
@@ -262,7 +263,9 @@ def _with_job_token(
     if options.token_root:
         envs[ENV_MASTER_TOKEN_FILE] = master_token_file(options.token_root, job.namespace, job.name)
     if options.token_secret:
-        specs = {t: _with_secret_token(s, job.name) for t, s in specs.items()}
+        specs = {
+            t: with_metrics_endpoint(_with_secret_token(s, job.name)) for t, s in specs.items()
+        }
     update = {"replica_specs": specs, "envs": envs}
     return job.model_copy(update={"spec": job.spec.model_copy(update=update)})
 
