@@ -3,11 +3,9 @@ address at the named port ``metrics``, annotated for scraping, with the token of
 namespace's ``flexjob-job-metrics`` Secret (the operator creates it, owned by no job), which
 the PodMonitor of `flexjob manifests install` sends."""
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
-import pytest
-from kubernetes.client import ApiClient, CoreV1Api
+from kubernetes.client import CoreV1Api
 
 from flexjob.api import ElasticPolicy
 from flexjob.api.names import ENV_METRICS_ADDR, ENV_METRICS_TOKEN, METRICS_PORT
@@ -15,19 +13,10 @@ from flexjob.core.job_master import kubernetes_job_master
 from flexjob.operator.manifests import InstallConfig, install_manifests
 from flexjob.operator.reconcile_pass import reconcile_job
 from flexjob.platform.kubernetes import KubernetesPlatform
-from tests.support.k8s_fixtures import EmulatorThread, client_configuration
 from tests.support.local_jobs import local_job
 
 OPTIONS = kubernetes_job_master("flexjob:1")
 SECRET = "flexjob-job-metrics"
-
-
-@pytest.fixture
-def cluster() -> Iterator[tuple[KubernetesPlatform, CoreV1Api]]:
-    with EmulatorThread() as emulator:
-        platform = KubernetesPlatform.from_config(server=emulator.base_url)
-        yield platform, CoreV1Api(ApiClient(client_configuration(emulator)))
-        platform.close()
 
 
 def _run_job(platform: KubernetesPlatform, name: str) -> None:
@@ -39,9 +28,9 @@ def _run_job(platform: KubernetesPlatform, name: str) -> None:
 
 
 def test_every_job_pod_serves_metrics_on_its_address_with_the_namespace_token(
-    cluster: tuple[KubernetesPlatform, CoreV1Api],
+    platform_and_core: tuple[KubernetesPlatform, CoreV1Api],
 ) -> None:
-    platform, core = cluster
+    platform, core = platform_and_core
     _run_job(platform, "scraped")
     pods = core.list_namespaced_pod("default").items
     names = ["scraped-master-0", "scraped-worker-0", "scraped-worker-1"]
@@ -61,9 +50,9 @@ def test_every_job_pod_serves_metrics_on_its_address_with_the_namespace_token(
 
 
 def test_the_namespace_metrics_secret_outlives_each_job(
-    cluster: tuple[KubernetesPlatform, CoreV1Api],
+    platform_and_core: tuple[KubernetesPlatform, CoreV1Api],
 ) -> None:
-    platform, core = cluster
+    platform, core = platform_and_core
     _run_job(platform, "first")
     secret = core.read_namespaced_secret(SECRET, "default")
     token = (secret.string_data or secret.data)["token"]
@@ -75,9 +64,9 @@ def test_the_namespace_metrics_secret_outlives_each_job(
 
 
 def test_the_metrics_port_gets_no_service_of_its_own(
-    cluster: tuple[KubernetesPlatform, CoreV1Api],
+    platform_and_core: tuple[KubernetesPlatform, CoreV1Api],
 ) -> None:
-    platform, core = cluster
+    platform, core = platform_and_core
     _run_job(platform, "svc")
     ports = {
         s.metadata.name: [p.port for p in s.spec.ports]
