@@ -6,6 +6,7 @@ short names; ``kubectl describe``; ``kubectl delete`` waits for the operator's f
 kubectl comes from the system (``.ci/kubectl.sh`` installs it in CI).
 """
 
+import json
 import re
 import shutil
 import subprocess
@@ -135,4 +136,28 @@ async def test_kubectl_scale_sets_the_workers_and_the_operator_follows(
         "get", "ej", "digits-elastic", "-o", "jsonpath={.spec.replicaSpecs.worker.replicas}"
     )
     assert shown.stdout == "3"
+    await kubectl("delete", "ej", "digits-elastic", "--timeout=30s")
+
+
+async def test_the_scale_subresource_names_the_selector_of_the_workers_pods(
+    installed: OperatorHarness,
+) -> None:
+    """What an HPA reads: ``status.selector`` of the job's Scale selects its worker pods."""
+    out = await apply_job(SPEC.read_text())
+    assert out.returncode == 0, out.stderr
+    path = "/apis/flexjob.dev/v1alpha1/namespaces/default/elasticjobs/digits-elastic/scale"
+
+    async def selector() -> str | None:
+        got = await kubectl("get", "--raw", path)
+        assert got.returncode == 0, got.stderr
+        scale = json.loads(got.stdout)
+        assert scale["kind"] == "Scale" and scale["spec"]["replicas"] == 2
+        return scale["status"].get("selector")
+
+    chosen = await wait_for(selector, 30, 0.2)
+    pods = installed.emulator.kind("", "v1", "pods")
+    selected = {
+        p["metadata"]["name"] for p in installed.emulator.store.select(pods, "default", chosen)
+    }
+    assert selected == {"digits-elastic-worker-0", "digits-elastic-worker-1"}
     await kubectl("delete", "ej", "digits-elastic", "--timeout=30s")
