@@ -28,11 +28,15 @@ def exit_status(code: object) -> int:
 
 
 def exit_now(code: int) -> NoReturn:
-    """End now with ``code``; as at a normal exit, non-daemon threads are waited for first,
-    then the ``atexit`` handlers run and the standard streams are flushed."""
-    for thread in threading.enumerate():
-        if thread is not threading.current_thread() and not thread.daemon:
-            thread.join()
+    """End now with ``code``; as at a normal exit, non-daemon threads are waited for first
+    (after the threading exit hooks, which end idle ``concurrent.futures`` pools: they would
+    otherwise wait forever), then the ``atexit`` handlers run and the streams are flushed."""
+    if threading.current_thread() is threading.main_thread():
+        threading._shutdown()  # type: ignore[attr-defined]  # what the interpreter's exit runs
+    else:
+        for thread in threading.enumerate():
+            if thread is not threading.current_thread() and not thread.daemon:
+                thread.join()
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
