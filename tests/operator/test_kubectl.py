@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -147,14 +148,17 @@ async def test_the_scale_subresource_names_the_selector_of_the_workers_pods(
     assert out.returncode == 0, out.stderr
     path = "/apis/flexjob.dev/v1alpha1/namespaces/default/elasticjobs/digits-elastic/scale"
 
+    scales: list[dict[str, Any]] = []
+
     async def selector() -> str | None:
         got = await kubectl("get", "--raw", path)
-        assert got.returncode == 0, got.stderr
-        scale = json.loads(got.stdout)
-        assert scale["kind"] == "Scale" and scale["spec"]["replicas"] == 2
-        return scale["status"].get("selector")
+        if got.returncode != 0:  # not served yet: polled again
+            return None
+        scales.append(json.loads(got.stdout))
+        return scales[-1]["status"].get("selector")
 
-    chosen = await wait_for(selector, 30, 0.2)
+    chosen = await wait_for(selector, 60, 0.2)
+    assert scales[-1]["kind"] == "Scale" and scales[-1]["spec"]["replicas"] == 2
     pods = installed.emulator.kind("", "v1", "pods")
     selected = {
         p["metadata"]["name"] for p in installed.emulator.store.select(pods, "default", chosen)
