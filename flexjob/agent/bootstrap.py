@@ -14,7 +14,6 @@ imports run with the garbage collector off (``_CollectorPause``). Not for user i
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import ctypes
 import gc
@@ -27,10 +26,10 @@ import threading
 import time
 import traceback
 from pathlib import Path
-from typing import NoReturn
 
 from flexjob.agent.torchrun_env import write_error
 from flexjob.api.names import ENV_AGENT_PID, ENV_STATUS_FILE, ENV_TORCHELASTIC_ERROR_FILE
+from flexjob.platform.fast_exit import exit_now, exit_status
 
 READY_SUFFIX = ".ready"
 NO_TORCH = "--no-torch"
@@ -156,11 +155,11 @@ def main() -> None:
     try:
         _run(json.loads(line))
     except SystemExit as done:
-        _exit_now(_exit_status(done.code))
+        exit_now(exit_status(done.code))
     except Exception as exc:
         _record(exc)
         raise
-    _exit_now(0)
+    exit_now(0)
 
 
 def _record(exc: Exception) -> None:
@@ -172,33 +171,6 @@ def _record(exc: Exception) -> None:
         return
     with contextlib.suppress(OSError):
         write_error(path, type(exc).__name__, str(exc), traceback.format_exc(), int(time.time()))
-
-
-def _exit_status(code: object) -> int:
-    """What ``sys.exit(code)`` makes the process's status (a message is printed, status 1)."""
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code
-    print(code, file=sys.stderr)
-    return 1
-
-
-def _exit_now(code: int) -> NoReturn:
-    """End a script that finished (returned or called ``sys.exit``): its ``atexit`` handlers
-    run and the standard streams are flushed, then the process ends without the interpreter's
-    teardown, as a ``multiprocessing`` child does. That teardown of a torch process (freeing
-    every object, module by module) took 15-100 s on a loaded machine between a trainer's last
-    line and its exit (issue 37); a script that raised still gets it (and its traceback).
-    As at a normal exit, the script's non-daemon threads are waited for first."""
-    for thread in threading.enumerate():
-        if thread is not threading.current_thread() and not thread.daemon:
-            thread.join()
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -56,4 +56,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    from flexjob.platform.fast_exit import exit_now
+
+    exit_now(main(sys.argv[1:]))  # done: no interpreter teardown between its end and its exit

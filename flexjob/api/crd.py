@@ -105,10 +105,12 @@ def openapi_schema(model: type[BaseModel]) -> dict[str, Any]:
 
 #: The ElasticJob's scale subresource (``kubectl scale ej/NAME --replicas N``, an HPA): the
 #: count of its workers, the type a job scales (``api.roles.scaling_target``), as Kubeflow's
-#: PyTorchJob scales its Worker replicas.
+#: PyTorchJob scales its Worker replicas; the workers' pods' label selector (which an HPA
+#: reads) is in their replica status, as PyTorchJob's is.
 JOB_SCALE = {
     "specReplicasPath": f".spec.replicaSpecs.{ReplicaType.WORKER.value}.replicas",
     "statusReplicasPath": f".status.replicaStatuses.{ReplicaType.WORKER.value}.active",
+    "labelSelectorPath": f".status.replicaStatuses.{ReplicaType.WORKER.value}.selector",
 }
 
 

@@ -165,12 +165,14 @@ class JobCondition(ApiModel):
 
 
 class ReplicaStatus(ApiModel):
-    """Counts of one replica type's replicas by observed phase."""
+    """Counts of one replica type's replicas by observed phase, and the label selector of its
+    pods (``selector``: the scale subresource's ``labelSelectorPath``, which an HPA reads)."""
 
     active: int = 0
     pending: int = 0
     succeeded: int = 0
     failed: int = 0
+    selector: str | None = None
 
 
 class ResourceSpec(OpenModel):

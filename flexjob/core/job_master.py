@@ -62,6 +62,7 @@ from flexjob.api.names import (
 )
 from flexjob.api.pod import ContainerPort, PodSpec, PodTemplateSpec
 from flexjob.api.roles import traits
+from flexjob.core.job_metrics import with_metrics_endpoint
 from flexjob.core.master_config import MasterConfig
 
 MASTER_CONTAINER = "master"
@@ -263,11 +264,14 @@ def _with_job_token(
     job: ElasticJob, specs: dict[ReplicaType, ReplicaSpec], options: JobMasterConfig
 ) -> ElasticJob:
     """``job`` with ``specs`` and the master's token reaching the ``TOKEN_HOLDERS`` only: a
-    0600 file's path locally, the job's Secret on Kubernetes."""
+    0600 file's path locally, the job's Secret on Kubernetes (where every replica also serves
+    its metrics where Prometheus reaches it: ``core.job_metrics``)."""
     specs = {
         t: _with_token(s, job.namespace, job.name, options) if t in TOKEN_HOLDERS else s
         for t, s in specs.items()
     }
+    if options.token_secret:
+        specs = {t: with_metrics_endpoint(s) for t, s in specs.items()}
     envs = {
         k: v for k, v in job.spec.envs.items() if k not in (ENV_MASTER_TOKEN, ENV_MASTER_TOKEN_FILE)
     }

@@ -20,6 +20,7 @@ from flexjob.api import (
     ReplicaStatus,
     ReplicaType,
     RestartPolicy,
+    names,
 )
 from flexjob.api.roles import controlling_type, success_types
 from flexjob.core.job_master import flexjob_runs_master
@@ -94,10 +95,15 @@ def job_succeeded(
     return True
 
 
+def pods_selector(job: str, rtype: ReplicaType) -> str:
+    """The label selector of ``job``'s pods of ``rtype`` (the status's ``selector``)."""
+    return f"{names.LABEL_JOB_NAME}={job},{names.LABEL_REPLICA_TYPE}={rtype.value}"
+
+
 def replica_statuses(replicas: Sequence[Replica]) -> dict[ReplicaType, ReplicaStatus]:
     out: dict[ReplicaType, ReplicaStatus] = {}
     for r in replicas:
-        st = out.setdefault(r.type, ReplicaStatus())
+        st = out.setdefault(r.type, ReplicaStatus(selector=pods_selector(r.job, r.type)))
         if r.phase is ReplicaPhase.RUNNING:
             st.active += 1
         elif r.phase is ReplicaPhase.SUCCEEDED:

@@ -32,6 +32,7 @@ from flexjob.api.roles import (
     on_request_types,
     world_types,
 )
+from flexjob.core.job_metrics import PORT_NAME as METRICS_PORT_NAME
 from flexjob.core.job_pod_fields import apply_job_fields, elastic_policy_env
 from flexjob.core.replica_resources import apply_resources
 from flexjob.core.replicas import (
@@ -163,12 +164,14 @@ def _main_container(spec: ReplicaSpec, rtype: ReplicaType) -> Container:
 
 def service_port(job: ElasticJob, rtype: ReplicaType, index: int) -> int | None:
     """The port of the service replica ``index`` of ``rtype`` needs, or None when it needs
-    none: the port its main container declares; else every role of a DI-driven job has one
-    (its DI default port), the master (the controlling type) always has one, and so has
+    none: the port its main container declares (not its /metrics port); else every role of a
+    DI-driven job has one (its DI default port), the master (the controlling type) always has
+    one, and so has
     replica 0 of a plain torch world's leading type (``core.torch_world``: ``MASTER_ADDR``)."""
     main = _main_container(job.spec.replica_specs[rtype], rtype)
-    if main.ports:
-        return main.ports[0].container_port
+    ports = [p for p in main.ports if p.name != METRICS_PORT_NAME]  # scraped, not a service's
+    if ports:
+        return ports[0].container_port
     traits = ROLE_TRAITS[rtype]
     if traits.default_port is not None and driving_type(job.spec.replica_specs) is not None:
         return traits.default_port

@@ -25,7 +25,12 @@ from flexjob.operator.kubernetes.admission import (
     VALIDATE_PLAN,
     validate_foreign,
 )
-from flexjob.operator.metrics_manifests import metrics_service, service_monitor, with_metrics
+from flexjob.operator.metrics_manifests import (
+    job_pod_monitor,
+    metrics_service,
+    service_monitor,
+    with_metrics,
+)
 
 Body = dict[str, Any]
 NAME = "flexjob-operator"
@@ -314,4 +319,5 @@ def _deployment_and_metrics(options: InstallConfig) -> list[Body]:
         with_metrics(deployment(options), secret),
         metrics_service(NAME, options.namespace, labels),
         service_monitor(NAME, options.namespace, labels, secret),
+        *(job_pod_monitor(namespace) for namespace in options.job_namespaces),
     ]

@@ -44,6 +44,7 @@ from flexjob.core.job_master import (
     master_token_secret,
     needs_job_master,
 )
+from flexjob.core.job_metrics import JOB_METRICS_SECRET, TOKEN_KEY
 from flexjob.core.reconcile import reconcile
 from flexjob.core.status_patch import StatusOwner, StatusPatch, owner_patch
 from flexjob.operator import observing
@@ -370,7 +371,8 @@ def feed(cache: WatchCache, namespace: str, name: str, run: int | None = None) -
 def _ensure_master_token(
     platform: Platform, job: ElasticJob, replicas: list[Replica], options: JobMasterConfig | None
 ) -> None:
-    """Create the job's master-token Secret before its implicit master is first created."""
+    """Create the job's master-token Secret, and its namespace's metrics-token Secret
+    (``core.job_metrics``; unowned: it outlives the job), before its master is first created."""
     if options is None or not options.token_secret or not isinstance(platform, SecretStore):
         return
     if not needs_job_master(job) or any(r.type is ReplicaType.MASTER for r in replicas):
@@ -378,3 +380,7 @@ def _ensure_master_token(
     secret = master_token_secret(job.name)
     if platform.ensure_secret(job.namespace, job.name, secret, {SECRET_TOKEN_KEY: new_token()}):
         logger.info("job %s/%s: master token in Secret %s", job.namespace, job.name, secret)
+    if platform.ensure_secret(job.namespace, "", JOB_METRICS_SECRET, {TOKEN_KEY: new_token()}):
+        logger.info(
+            "namespace %s: job metrics token in Secret %s", job.namespace, JOB_METRICS_SECRET
+        )

@@ -6,11 +6,13 @@ short names; ``kubectl describe``; ``kubectl delete`` waits for the operator's f
 kubectl comes from the system (``.ci/kubectl.sh`` installs it in CI).
 """
 
+import json
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -135,4 +137,31 @@ async def test_kubectl_scale_sets_the_workers_and_the_operator_follows(
         "get", "ej", "digits-elastic", "-o", "jsonpath={.spec.replicaSpecs.worker.replicas}"
     )
     assert shown.stdout == "3"
+    await kubectl("delete", "ej", "digits-elastic", "--timeout=30s")
+
+
+async def test_the_scale_subresource_names_the_selector_of_the_workers_pods(
+    installed: OperatorHarness,
+) -> None:
+    """What an HPA reads: ``status.selector`` of the job's Scale selects its worker pods."""
+    out = await apply_job(SPEC.read_text())
+    assert out.returncode == 0, out.stderr
+    path = "/apis/flexjob.dev/v1alpha1/namespaces/default/elasticjobs/digits-elastic/scale"
+
+    scales: list[dict[str, Any]] = []
+
+    async def selector() -> str | None:
+        got = await kubectl("get", "--raw", path)
+        if got.returncode != 0:  # not served yet: polled again
+            return None
+        scales.append(json.loads(got.stdout))
+        return scales[-1]["status"].get("selector")
+
+    chosen = await wait_for(selector, 60, 0.2)
+    assert scales[-1]["kind"] == "Scale" and scales[-1]["spec"]["replicas"] == 2
+    pods = installed.emulator.kind("", "v1", "pods")
+    selected = {
+        p["metadata"]["name"] for p in installed.emulator.store.select(pods, "default", chosen)
+    }
+    assert selected == {"digits-elastic-worker-0", "digits-elastic-worker-1"}
     await kubectl("delete", "ej", "digits-elastic", "--timeout=30s")

@@ -2,28 +2,17 @@
 owned by the job, created once before the master, read by the master's pod through
 ``secretKeyRef`` and never written into a pod's command line."""
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
-import pytest
-from kubernetes.client import ApiClient, CoreV1Api
+from kubernetes.client import CoreV1Api
 
 from flexjob.api import ElasticPolicy
 from flexjob.core.job_master import kubernetes_job_master
 from flexjob.operator.reconcile_pass import reconcile_job
 from flexjob.platform.kubernetes import KubernetesPlatform
-from tests.support.k8s_fixtures import EmulatorThread, client_configuration
 from tests.support.local_jobs import local_job
 
 OPTIONS = kubernetes_job_master("flexjob:1")
-
-
-@pytest.fixture
-def cluster() -> Iterator[tuple[KubernetesPlatform, CoreV1Api]]:
-    with EmulatorThread() as emulator:
-        platform = KubernetesPlatform.from_config(server=emulator.base_url)
-        yield platform, CoreV1Api(ApiClient(client_configuration(emulator)))
-        platform.close()
 
 
 def _settle(platform: KubernetesPlatform) -> None:
@@ -32,9 +21,9 @@ def _settle(platform: KubernetesPlatform) -> None:
 
 
 def test_the_job_secret_holds_the_token_the_master_pod_reads(
-    cluster: tuple[KubernetesPlatform, CoreV1Api],
+    platform_and_core: tuple[KubernetesPlatform, CoreV1Api],
 ) -> None:
-    platform, core = cluster
+    platform, core = platform_and_core
     job = local_job("tok", None, "pass", workers=2)
     job.spec.elastic_policy = ElasticPolicy(rdzv_backend="flexjob")
     created = platform.create_job(job)

@@ -377,8 +377,9 @@ class K8sEmulator(kmock.KubernetesScaffold):
         paths = dict(kind.scale)
         spec_path = paths["specReplicasPath"].lstrip(".").split(".")
         status_path = paths.get("statusReplicasPath", "").lstrip(".").split(".")
+        selector_path = paths.get("labelSelectorPath", "").lstrip(".").split(".")
         if request.method in ("PUT", "PATCH"):
-            current = self._scale_body(kind, namespace, name, spec_path, status_path)
+            current = self._scale_body(kind, namespace, name, spec_path, status_path, selector_path)
             new = (
                 request.data or {}
                 if request.method == "PUT"
@@ -393,7 +394,7 @@ class K8sEmulator(kmock.KubernetesScaffold):
                 node = node.setdefault(key, {})
             node[spec_path[-1]] = replicas
             self.store.patch(kind, namespace, name, patch, "application/merge-patch+json", "")
-        return self._scale_body(kind, namespace, name, spec_path, status_path)
+        return self._scale_body(kind, namespace, name, spec_path, status_path, selector_path)
 
     def _scale_body(
         self,
@@ -402,6 +403,7 @@ class K8sEmulator(kmock.KubernetesScaffold):
         name: str,
         spec_path: list[str],
         status_path: list[str],
+        selector_path: list[str],
     ) -> Body:
         body = self.store.get(kind, namespace, name)
 
@@ -419,7 +421,10 @@ class K8sEmulator(kmock.KubernetesScaffold):
                 k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion") if k in meta
             },
             "spec": {"replicas": at(spec_path) or 0},
-            "status": {"replicas": at(status_path) or 0},
+            "status": {
+                "replicas": at(status_path) or 0,
+                **({"selector": at(selector_path)} if at(selector_path) else {}),
+            },
         }
 
     def _list_body(self, kind: ResourceKind, items: list[Body]) -> Body:

@@ -179,3 +179,15 @@ def k8s_emulator_thread() -> Iterator[EmulatorThread]:
     thread = EmulatorThread()
     with thread:
         yield thread
+
+
+@pytest.fixture
+def platform_and_core() -> Iterator[tuple[Any, kubernetes.client.CoreV1Api]]:
+    """A ``KubernetesPlatform`` on an emulator of its own thread, and a core client of it."""
+    from flexjob.platform.kubernetes import KubernetesPlatform
+
+    with EmulatorThread() as emulator:
+        platform = KubernetesPlatform.from_config(server=emulator.base_url)
+        api = kubernetes.client.ApiClient(client_configuration(emulator))
+        yield platform, kubernetes.client.CoreV1Api(api)
+        platform.close()

@@ -330,8 +330,8 @@ class KubernetesPlatform:
 
     # --- secrets -------------------------------------------------------------------------------
     def ensure_secret(self, namespace: str, job: str, name: str, data: Mapping[str, str]) -> bool:
-        """Create the Secret ``name`` holding ``data``, owned by ``job`` (deleted with it);
-        False when it exists already (its data is kept: running pods hold it)."""
+        """Create the Secret ``name`` holding ``data``, owned by ``job`` (deleted with it; ""
+        = owned by none); False when it exists already (its data is kept: running pods hold it)."""
         body: Body = {
             "apiVersion": "v1",
             "kind": "Secret",
@@ -339,9 +339,11 @@ class KubernetesPlatform:
             "type": "Opaque",
             "stringData": dict(data),
         }
-        owner = self._owner(namespace, job)
+        owner = self._owner(namespace, job) if job else None
         if owner is not None:
             body["metadata"]["ownerReferences"] = [owner]
+        if not job:
+            del body["metadata"]["labels"]
         try:
             self._call(
                 f"secret {namespace}/{name}", self._core.create_namespaced_secret, namespace, body
