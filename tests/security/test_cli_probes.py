@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from flexjob.api import ReplicaType
 from flexjob.api.errors import InvalidSpecError
+from flexjob.cli.errors import KUBECTL_USAGE_EXIT, USAGE_EXIT
 from flexjob.cli.main import app
 from flexjob.core.replicas import ReplicaRequest
 from flexjob.platform.local import LocalPlatform
@@ -63,6 +64,14 @@ CLI_PROBES: dict[str, list[str]] = {
 #: Every command with a name that climbs out of the home; a few with one that is only not a
 #: DNS-1123 label (the same callback checks them all; ``run --rdzv-id`` is a torchrun
 #: rendezvous id, any one path part).
+#: The kubectl-like commands' usage errors exit 1 as kubectl's do (``cli.errors``); the others 2.
+KUBECTL_LIKE = ("submit", "get", "describe", "logs", "scale", "delete")
+
+
+def usage_exit(command: str) -> int:
+    return KUBECTL_USAGE_EXIT if command.split()[0] in KUBECTL_LIKE else USAGE_EXIT
+
+
 NAME_CASES = [(cmd, "../../x") for cmd in CLI_PROBES] + [
     (cmd, "X_UPPER") for cmd in ("submit -n", "get NAME", "delete -n", "logs --replica")
 ]
@@ -78,7 +87,7 @@ def test_a_name_that_is_not_a_name_is_refused_by_every_command(
     before = _books(home)
     args = [a.replace("{bad}", bad).replace("{spec}", spec) for a in argv]
     result = CliRunner().invoke(app, args, catch_exceptions=False)
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == usage_exit(command), result.output
     assert "Invalid value" in result.output and (
         "DNS-1123" in result.output or "path" in result.output
     )
