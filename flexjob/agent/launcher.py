@@ -38,7 +38,6 @@ from flexjob.agent.run_supervisor import RunFailure, RunSupervisor
 from flexjob.api import names
 from flexjob.api.enums import StragglerPolicy
 from flexjob.api.errors import FlexjobError
-from flexjob.core.job_master import TOKEN_FILE
 from flexjob.core.master_config import MasterConfig
 from flexjob.core.stragglers import (
     DEFAULT_RATIO,
@@ -343,7 +342,7 @@ class _Run:
         target = f"-m {opts.target}" if opts.module else opts.target
         print(
             f"flexjob: master {address} (job {opts.job_name}); another node joins with: "
-            f"{names.ENV_MASTER_TOKEN_FILE}={Path(self.job_dir) / TOKEN_FILE} "
+            f"{names.ENV_MASTER_TOKEN_FILE}={Path(self.job_dir) / names.MASTER_TOKEN_FILE} "
             f"flexjob agent --master {address} {target}",
             file=sys.stderr,
             flush=True,
@@ -453,7 +452,7 @@ def _job_token(opts: RunConfig, job_dir: str) -> Iterator[str | None]:
         yield None
         return
     token = new_token()
-    path = write_token_file(Path(job_dir) / TOKEN_FILE, token)
+    path = write_token_file(Path(job_dir) / names.MASTER_TOKEN_FILE, token)
     saved = dict(os.environ)
     os.environ.clear()
     os.environ.update(job_token_env(saved, path))

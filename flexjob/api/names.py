@@ -71,6 +71,8 @@ ENV_SERVER_URL = "FLEXJOB_SERVER_URL"
 # Secret through ``secretKeyRef``), or a file holding it (locally a 0600 file in the job dir).
 ENV_MASTER_TOKEN = "FLEXJOB_MASTER_TOKEN"
 ENV_MASTER_TOKEN_FILE = "FLEXJOB_MASTER_TOKEN_FILE"
+#: The name of that file in a job's directory (``flexjob run``'s, the local operator's).
+MASTER_TOKEN_FILE = "master.token"
 # A node's own credential for the job master instead of the token (``rpc.auth.node_credential``:
 # it acts only as that node and its processes); ``flexjob run`` gives one to each agent.
 ENV_NODE_CREDENTIAL = "FLEXJOB_NODE_CREDENTIAL"

@@ -59,6 +59,7 @@ from flexjob.api.names import (
     ENV_MASTER_CONFIG,
     ENV_MASTER_TOKEN,
     ENV_MASTER_TOKEN_FILE,
+    MASTER_TOKEN_FILE,
 )
 from flexjob.api.pod import ContainerPort, PodSpec, PodTemplateSpec
 from flexjob.api.roles import traits
@@ -71,7 +72,7 @@ MASTER_CONTAINER = "master"
 JOB_MASTER_SERVICE_ACCOUNT = "flexjob-job-master"
 #: The key of the token in a job's master-token Secret.
 SECRET_TOKEN_KEY = "token"
-TOKEN_FILE = "master.token"
+TOKEN_FILE = MASTER_TOKEN_FILE
 #: Where implicit masters on Kubernetes keep their state when given a volume for it.
 KUBERNETES_STATE_ROOT = "/var/lib/flexjob/masters"
 #: The name of that volume in the master pod.
