@@ -67,7 +67,7 @@ def test_a_warm_spare_takes_a_joining_node_and_trains_every_sample_once(tmp_path
                 "agent", "--master", address, "--node-id", "worker-warm",
                 "--run-dir", str(job), "--spare-dir", str(spares), SCRIPT,
             ),
-            {},
+            {"FLEXJOB_MASTER_TOKEN_FILE": str(job / "master.token")},  # the run's token (0600)
             "joiner.log",
         )  # fmt: skip
         wait_until(
