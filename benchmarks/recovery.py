@@ -45,6 +45,7 @@ from pathlib import Path
 import psutil
 
 from flexjob.agent.workers import node_workers
+from flexjob.api import names
 from flexjob.platform.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -189,7 +190,9 @@ class Flexjob(System):
             "100",
             SCRIPT,
         ]
-        self.spawn(node, cmd, self.env(node))
+        # flexjob run's job token (0600 in its job dir): a joining node presents it.
+        token = {names.ENV_MASTER_TOKEN_FILE: str(self.run_dir / names.MASTER_TOKEN_FILE)}
+        self.spawn(node, cmd, {**self.env(node), **token})
 
     @property
     def run_dir(self) -> Path:

@@ -86,6 +86,8 @@ class Bench:
                 SCRIPT,
             ],
             node,
+            # flexjob run's job token (0600 in its job dir): a joining node presents it.
+            FLEXJOB_MASTER_TOKEN_FILE=str(self.work / "job" / "master.token"),
         )  # fmt: skip
         first = wait_for(
             f"{node}'s first step",
