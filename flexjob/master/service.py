@@ -33,6 +33,7 @@ from flexjob.master.snapshot import SnapshotWriter, dataset_json
 from flexjob.master.state_file import StateFile
 from flexjob.master.stats import NodeRecord, StatsBook
 from flexjob.master.stragglers import StragglerGuard, excluded
+from flexjob.rpc.auth import acts_as
 from flexjob.rpc.messages import (
     HeartbeatReply,
     LeaseRequest,
@@ -163,6 +164,15 @@ class MasterService:
             return self._shards.get_shard(dataset, node.node_id)
 
     @saves
+    def same_world(self, reporter: str, node_id: str) -> bool:
+        """Whether ``reporter`` (a node's credential) and ``node_id`` are both members of the
+        running world: a survivor may report the shards of a peer that died after a committed
+        step (``trainer.peer_shards``), and no one outside that world may."""
+        world = self._rdzv.world
+        if world is None:
+            return False
+        return node_id in world.members and any(acts_as(reporter, m) for m in world.members)
+
     def report_shard(self, node: NodeRef, dataset: str, shard_id: int) -> bool:
         with self._lock:
             self._seen(node.node_id)

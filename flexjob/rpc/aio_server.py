@@ -271,7 +271,7 @@ def serve_aio(
     streams: StreamSlots[asyncio.Task[Any]] = StreamSlots(shard_streams)
 
     credentials = JobCredentials(token) if token else None
-    gate = NodeGate(credentials)
+    gate = NodeGate(credentials, getattr(backend, "same_world", None))
 
     async def start() -> tuple[grpc.aio.Server, int]:
         saves.defer_flushes_here()  # this loop's calls save in their coroutine

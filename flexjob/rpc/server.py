@@ -94,14 +94,30 @@ class NodeGate:
     servicers of both services share one): with ``credentials`` (a master with a token) by its
     credential (``rpc.auth.JobCredentials``); without, only the master-owned keys are refused."""
 
-    def __init__(self, credentials: JobCredentials | None = None) -> None:
+    def __init__(
+        self,
+        credentials: JobCredentials | None = None,
+        peers: Callable[[str, str], bool] | None = None,
+    ) -> None:
         self._credentials = credentials
+        #: Whether node ``a`` may report a shard for ``b``: both in the running world (the
+        #: backend's ``same_world``; ``trainer.peer_shards``: a survivor reports the shards a
+        #: peer finished in a committed step before it died).
+        self._peers = peers
 
-    def node(self, ref: pb.NodeRef, context: grpc.ServicerContext) -> NodeRef:
-        """``ref`` as a ``NodeRef``, once the call proved it may act as it (else aborted)."""
+    def node(
+        self, ref: pb.NodeRef, context: grpc.ServicerContext, *, peer_report: bool = False
+    ) -> NodeRef:
+        """``ref`` as a ``NodeRef``, once the call proved it may act as it (else aborted); a
+        ``peer_report`` may also come from a member of the world ``ref`` is in."""
         node = convert.node_from_pb(ref)
         if self._credentials is not None:
-            refusal = self._credentials.refusal(authorization(context), node.node_id)
+            header = authorization(context)
+            refusal = self._credentials.refusal(header, node.node_id)
+            if refusal is not None and peer_report and self._peers is not None:
+                caller = self._credentials.caller(header)
+                if caller is not None and self._peers(caller, node.node_id):
+                    refusal = None
             if refusal is not None:
                 context.abort(grpc.StatusCode.PERMISSION_DENIED, refusal)
         return node
@@ -208,7 +224,7 @@ class MasterServicer(pb_grpc.MasterServicer):
     def ReportShard(
         self, request: pb.ReportShardRequest, context: grpc.ServicerContext
     ) -> pb.ReportShardResponse:
-        node = self._gate.node(request.node, context)
+        node = self._gate.node(request.node, context, peer_report=True)
         ok = _call(context, lambda: self._b.report_shard(node, request.dataset, request.shard_id))
         return pb.ReportShardResponse(accepted=ok)
 
@@ -412,7 +428,7 @@ def serve(
         options=list(MASTER_SERVER_OPTIONS),
     )
     streams: StreamSlots[grpc.ServicerContext] = StreamSlots(shard_streams)
-    gate = NodeGate(credentials)
+    gate = NodeGate(credentials, getattr(backend, "same_world", None))
     servicer = MasterServicer(backend, streams, on_call, gate)
     pb_grpc.add_MasterServicer_to_server(servicer, server)  # type: ignore[no-untyped-call]
     control = MasterControlServicer(backend, gate)

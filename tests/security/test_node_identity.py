@@ -53,7 +53,6 @@ Forged = Callable[[MasterClient, dict[str, int]], object]
 
 #: Calls naming ``worker-0`` from a client that proves to be ``worker-1``.
 FORGED: dict[str, Forged] = {
-    "report_shard": lambda c, held: c.report_shard(held["worker-0"]),
     "lease_done": lambda c, held: c.lease_shards(0, done=[held["worker-0"]]),
     "lease_release": lambda c, held: c.lease_shards(0, release=[held["worker-0"]]),
     "lease_more": lambda c, held: c.lease_shards(1),
@@ -83,6 +82,27 @@ def test_a_call_naming_another_node_is_refused(
     ):
         FORGED[call](forger, world)
     assert master.books() == before
+
+
+def test_a_shard_report_naming_a_node_is_refused_from_outside_its_world(
+    master: GuardedMaster, world: dict[str, int]
+) -> None:
+    before = master.books()
+    with (
+        master.client("worker-0", as_node="worker-9") as outsider,
+        pytest.raises(FlexjobError, match="PERMISSION_DENIED: the credential of node "),
+    ):
+        outsider.report_shard(world["worker-0"])
+    assert master.books() == before
+
+
+def test_a_member_of_the_world_may_report_a_peers_shard_for_it(
+    master: GuardedMaster, world: dict[str, int]
+) -> None:
+    """``trainer.peer_shards``: a survivor reports the shard a peer finished in a committed
+    step before it died, as that peer; only members of the peer's world may."""
+    with master.client("worker-0", as_node="worker-1") as peer:
+        assert peer.report_shard(world["worker-0"])
 
 
 def test_a_report_on_the_shard_stream_naming_another_node_is_refused(
