@@ -119,6 +119,9 @@ class ShardDesk:
             self._persistence.append({"d": dataset, "s": shard_id, "w": worker})
             if mgr.finished:
                 event(log, "dataset_finished", self._job, dataset=dataset or "-")
+                # Once per dataset: the snapshot alone then holds its whole books (a job whose
+                # pods are deleted as soon as its workers succeed may not close its master).
+                self._persistence.note_change()
         elif result is ReportResult.REJECTED:
             event(log, "shard_report_rejected", self._job, node=worker, shard=shard_id)
         return result.accepted
