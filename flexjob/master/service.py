@@ -163,7 +163,6 @@ class MasterService:
             self._seen(node.node_id)
             return self._shards.get_shard(dataset, node.node_id)
 
-    @saves
     def same_world(self, reporter: str, node_id: str) -> bool:
         """Whether ``reporter`` (a node's credential) and ``node_id`` are both members of the
         running world: a survivor may report the shards of a peer that died after a committed
@@ -173,6 +172,7 @@ class MasterService:
             return False
         return node_id in world.members and any(acts_as(reporter, m) for m in world.members)
 
+    @saves
     def report_shard(self, node: NodeRef, dataset: str, shard_id: int) -> bool:
         with self._lock:
             self._seen(node.node_id)
