@@ -47,7 +47,7 @@ from flexjob.core.stragglers import (
 from flexjob.master.launch import MasterProcess, spawn_master
 from flexjob.platform.ports import free_port
 from flexjob.platform.stop_signals import StopRequested, raise_on_stop_signals
-from flexjob.rpc.auth import job_token_env, new_token, node_env, write_token_file
+from flexjob.rpc.auth import job_token_env, master_token, new_token, node_env, write_token_file
 
 if TYPE_CHECKING:  # gRPC and rich load once the master and the agents are started
     from flexjob.agent.progress import ProgressLine
@@ -444,14 +444,16 @@ class _Run:
 
 @contextlib.contextmanager
 def _job_token(opts: RunConfig, job_dir: str) -> Iterator[str | None]:
-    """A new token for a run that starts its own master, in ``<job dir>/master.token``; this
-    process's environment names that file while the run lasts (its master, its PS replicas
-    and its own clients read it there, ``rpc.auth.master_token``). None for a run that joins
-    a master (``--master``): the environment's token, if any, is the one."""
+    """The token of a run that starts its own master, in ``<job dir>/master.token``: the one
+    the environment gives (``FLEXJOB_MASTER_TOKEN`` or its file: the token the user shares
+    with the other hosts' agents, as torchrun's multi-node runs share their rendezvous), else a
+    new one. This process's environment names that file while the run lasts (its master, its
+    PS replicas and its own clients read it there, ``rpc.auth.master_token``). None for a run
+    that joins a master (``--master``): the environment's token, if any, is the one."""
     if opts.master is not None:
         yield None
         return
-    token = new_token()
+    token = master_token() or new_token()
     path = write_token_file(Path(job_dir) / names.MASTER_TOKEN_FILE, token)
     saved = dict(os.environ)
     os.environ.clear()
