@@ -160,7 +160,9 @@ def start_agent(
         sys.executable, "-m", "flexjob", "agent", "-v", "--master", job.master_address(),
         "--node-id", node_id, "--run-dir", str(job.job_dir), script, *script_args,
     ]  # fmt: skip
-    env = {**os.environ, **job.token_env}  # a node joining the run holds its token
+    # A node joining the run holds its token (a master started on its own may have none).
+    token = job.token_env if (job.job_dir / TOKEN_FILE).exists() else {}
+    env = {**os.environ, **token}
     with out.open("wb") as f:
         job.extra.append(subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env))
     return out
