@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import itertools
 import os
 import signal
 import statistics
@@ -43,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
+from recovery_steps import Step, max_gap, median_gap, read_steps, resume_after, steady, switch_gap
 
 from flexjob.agent.workers import node_workers
 from flexjob.api import names
@@ -50,27 +50,6 @@ from flexjob.platform.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = str(ROOT / "benchmarks" / "recovery_train.py")
-
-
-@dataclass(frozen=True)
-class Step:
-    t: float
-    node: str
-    pid: int
-    round: int
-    world: int
-
-
-def read_steps(d: Path) -> list[Step]:
-    steps = []
-    for f in d.glob("*.log"):
-        for line in f.read_text().splitlines():
-            parts = line.split()
-            if len(parts) == 6:
-                steps.append(
-                    Step(float(parts[0]), parts[1], int(parts[2]), int(parts[3]), int(parts[4]))
-                )
-    return sorted(steps, key=lambda s: s.t)
 
 
 def wait_for(what: str, fn: Callable[[], object], timeout: float) -> object:
@@ -264,51 +243,6 @@ class Torchrun(System):
 
 class TorchrunStock(Torchrun):
     tuned = False
-
-
-def steady(work: Path, world: int, since: float, seconds: float) -> bool:
-    steps = [s for s in read_steps(work) if s.t >= since and s.world == world]
-    return bool(steps) and steps[-1].t - steps[0].t >= seconds
-
-
-def resume_after(work: Path, t0: float, exclude_node: str | None = None) -> float | None:
-    """Seconds from ``t0`` to the first step of a new generation (a (pid, round) not seen
-    stepping before ``t0``) on a node other than ``exclude_node``."""
-    steps = read_steps(work)
-    before = {(s.pid, s.round) for s in steps if s.t < t0}
-    for s in steps:
-        if s.t > t0 and (s.pid, s.round) not in before and s.node != exclude_node:
-            return s.t - t0
-    return None
-
-
-def max_gap(work: Path, nodes: set[str], t0: float, t1: float) -> float:
-    gaps = []
-    for node in nodes:
-        ts = [s.t for s in read_steps(work) if s.node == node and t0 - 1 <= s.t <= t1]
-        gaps += [b - a for a, b in itertools.pairwise(ts)]
-    return max(gaps, default=float("nan"))
-
-
-def switch_gap(work: Path, nodes: set[str], t0: float, world: int) -> float:
-    """The longest of ``nodes``' gaps between their last step before and their first step in
-    a world of ``world`` after ``t0``: what taking a node in cost them."""
-    steps = read_steps(work)
-    gaps = []
-    for node in nodes:
-        mine = [s for s in steps if s.node == node]
-        first = next((i for i, s in enumerate(mine) if s.t > t0 and s.world == world), None)
-        if first:
-            gaps.append(mine[first].t - mine[first - 1].t)
-    return max(gaps, default=float("nan"))
-
-
-def median_gap(work: Path, nodes: set[str], t0: float, t1: float) -> float:
-    gaps = []
-    for node in nodes:
-        ts = [s.t for s in read_steps(work) if s.node == node and t0 <= s.t <= t1]
-        gaps += [b - a for a, b in itertools.pairwise(ts)]
-    return statistics.median(gaps) if gaps else float("nan")
 
 
 JOIN = "join → first step (s)"

@@ -25,7 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from recovery import SCRIPT, Step, read_steps, steady, wait_for
+from recovery import SCRIPT, wait_for
+from recovery_steps import Step, read_steps, steady
 
 ROOT = Path(__file__).resolve().parents[1]
 
