@@ -32,6 +32,7 @@ from kmock._internal import rendering
 
 from tests.support import k8s_discovery
 from tests.support.k8s_admission import ENDPOINTS, MUTATING, VALIDATING, admit
+from tests.support.k8s_scale import scale
 from tests.support.k8s_store import (
     Body,
     ObjectStore,
@@ -350,7 +351,8 @@ class K8sEmulator(kmock.KubernetesScaffold):
             deleted = [store.delete(kind, m.get("namespace"), m["name"]) for m in meta]
             return 200, self._list_body(kind, deleted)
         if name is not None and subresource == "scale" and kind.scale:
-            return 200, self._scale(request, kind, namespace, name, content_type)
+            data = request.data
+            return 200, scale(self.store, kind, namespace, name, request.method, data, content_type)
         if name is not None and method == "GET" and subresource == "log":
             store.get(kind, namespace, name)
             return 200, store.logs.get((namespace or "", name), "")
@@ -363,69 +365,6 @@ class K8sEmulator(kmock.KubernetesScaffold):
         if name is not None and method == "DELETE":
             return 200, store.delete(kind, namespace, name, _grace_period(request))
         raise StoreError(405, "MethodNotAllowed", f"{method} is not supported here")
-
-    def _scale(
-        self,
-        request: rendering.Request,
-        kind: ResourceKind,
-        namespace: str | None,
-        name: str,
-        content_type: str,
-    ) -> Body:
-        """The scale subresource (``autoscaling/v1`` ``Scale``): read from, and a PUT or PATCH
-        of ``spec.replicas`` written to, the CRD's ``specReplicasPath``."""
-        paths = dict(kind.scale)
-        spec_path = paths["specReplicasPath"].lstrip(".").split(".")
-        status_path = paths.get("statusReplicasPath", "").lstrip(".").split(".")
-        selector_path = paths.get("labelSelectorPath", "").lstrip(".").split(".")
-        if request.method in ("PUT", "PATCH"):
-            current = self._scale_body(kind, namespace, name, spec_path, status_path, selector_path)
-            new = (
-                request.data or {}
-                if request.method == "PUT"
-                else self.store.patched(current, request.data, content_type)
-            )
-            replicas = (new.get("spec") or {}).get("replicas")
-            if not isinstance(replicas, int) or replicas < 0:
-                raise StoreError(422, "Invalid", "spec.replicas: must be an integer >= 0")
-            patch: Body = {}
-            node = patch
-            for key in spec_path[:-1]:
-                node = node.setdefault(key, {})
-            node[spec_path[-1]] = replicas
-            self.store.patch(kind, namespace, name, patch, "application/merge-patch+json", "")
-        return self._scale_body(kind, namespace, name, spec_path, status_path, selector_path)
-
-    def _scale_body(
-        self,
-        kind: ResourceKind,
-        namespace: str | None,
-        name: str,
-        spec_path: list[str],
-        status_path: list[str],
-        selector_path: list[str],
-    ) -> Body:
-        body = self.store.get(kind, namespace, name)
-
-        def at(path: list[str]) -> Any:
-            node: Any = body
-            for key in path:
-                node = node.get(key) if isinstance(node, dict) else None
-            return node
-
-        meta = body["metadata"]
-        return {
-            "apiVersion": "autoscaling/v1",
-            "kind": "Scale",
-            "metadata": {
-                k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion") if k in meta
-            },
-            "spec": {"replicas": at(spec_path) or 0},
-            "status": {
-                "replicas": at(status_path) or 0,
-                **({"selector": at(selector_path)} if at(selector_path) else {}),
-            },
-        }
 
     def _list_body(self, kind: ResourceKind, items: list[Body]) -> Body:
         return {
