@@ -36,7 +36,7 @@ from torch.utils.data import DataLoader, DistributedSampler, Sampler
 
 from benchmarks.proc_cpu import children_cpu_s, process_cpu_s
 from flexjob.api import names
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.launch import spawn_master
 from flexjob.trainer import ElasticDistributedSampler
 from flexjob.trainer.link import MasterLink

@@ -65,8 +65,8 @@ from benchmarks.bare_servers import bare_aio_server, bare_server
 from benchmarks.cpu_layout import LAYOUTS, Cpus, on_cpus
 from benchmarks.proc_cpu import CpuWindow, children_cpu_s, process_cpu_s
 from benchmarks.table import print_table
-from flexjob.core.dataset import Dataset
-from flexjob.core.master_config import RPC_SERVERS, MasterConfig
+from flexjob.core.training.dataset import Dataset
+from flexjob.core.training.master_config import RPC_SERVERS, MasterConfig
 from flexjob.master.launch import spawn_master
 from flexjob.master.main import METRICS_ADDR_FILE
 from flexjob.rpc.client import MasterClient, open_channel

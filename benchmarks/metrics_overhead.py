@@ -14,8 +14,8 @@ import statistics
 import threading
 import time
 
-from flexjob.core.dataset import Dataset
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.training.dataset import Dataset
+from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.observing import RpcLatency
 from flexjob.master.service import MasterService
 from flexjob.rpc.client import MasterClient

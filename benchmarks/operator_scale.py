@@ -12,7 +12,7 @@ event loop (kopf's) wakes from a 10 ms sleep.
 What a pass covers (``reconcile_pass.reconcile_job``, timed by the work queue): reading the
 job, its pods, services and ScalePlans (from the watch cache, which the pod watch's list at
 start and the watches fill; listed from the API only every 60 s per job), deciding
-(``core.reconcile``), handing the runs of actions that create replicas (and those that only
+(``core.operator.reconcile``), handing the runs of actions that create replicas (and those that only
 record events) and its patch of the job's status to the dispatcher (``create_dispatch``: the
 replicas are expected in the cache, the status patch applied to the cached job until answered,
 the requests go out on its threads) without waiting for them, and applying the other actions
@@ -53,7 +53,7 @@ from benchmarks.emulator_process import EmulatorProcess
 from benchmarks.table import print_table
 from flexjob.api import ElasticJob, PodTemplateSpec, ReplicaType
 from flexjob.api.names import LABEL_JOB_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
-from flexjob.core.actions import CreateReplica
+from flexjob.core.operator.actions import CreateReplica
 from flexjob.core.replicas import ReplicaRequest, replica_name
 from flexjob.operator.kubernetes.runner import (
     POD_EVENT_BATCH,

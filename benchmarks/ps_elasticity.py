@@ -36,10 +36,10 @@ from pathlib import Path
 
 import numpy as np
 
-from flexjob.core.master_config import MasterConfig
 from flexjob.core.ps.optim import OptimizerKind, OptimizerSpec
-from flexjob.core.ps.store import ModelSpec
+from flexjob.core.ps.parameters import ModelSpec
 from flexjob.core.ps.table import EmbeddingTable, TableSpec
+from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.launch import spawn_master
 from flexjob.platform.ports import free_port
 from flexjob.ps.checkpoint_io import file_name, read_snapshot, write_snapshot

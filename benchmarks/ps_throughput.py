@@ -36,8 +36,8 @@ import psutil
 import torch
 
 from flexjob.core.ps.optim import OptimizerSpec
+from flexjob.core.ps.parameters import ModelSpec, PsStore
 from flexjob.core.ps.partition import split_ids
-from flexjob.core.ps.store import ModelSpec, PsStore
 from flexjob.core.ps.table import TableSpec
 from flexjob.rpc.gen import ps_pb2 as pb
 from flexjob.rpc.ps_convert import tensor_from_pb, tensor_to_pb

@@ -29,7 +29,7 @@ from typing import Any
 
 from benchmarks.scheduler import pooled
 from flexjob.core.policies import JobInfo, Policy
-from flexjob.core.policies.api import Allocations, Previous
+from flexjob.core.policies.contract import Allocations, Previous
 from flexjob.core.policies.fair_goodput import FairGoodputPolicy
 from flexjob.core.policies.placement import FreeMap
 from flexjob.scheduler.registry import load_policy

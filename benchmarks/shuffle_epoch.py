@@ -19,8 +19,8 @@ import resource
 import time
 
 from benchmarks.table import print_table
-from flexjob.core.shards import ShardManager
-from flexjob.core.splitters import RangeSplitter
+from flexjob.core.training.shards import ShardManager
+from flexjob.core.training.splitters import RangeSplitter
 
 
 def _rss_mib() -> float:

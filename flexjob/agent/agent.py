@@ -26,7 +26,7 @@ from flexjob.agent.torchrun_env import OMP_NOTICE, explained, permanent, sets_om
 from flexjob.agent.workers import Worker, spawn_worker, stop_workers, wait_ready
 from flexjob.api import names
 from flexjob.api.errors import FlexjobError
-from flexjob.core.owned_keys import incarnation_name
+from flexjob.core.training.owned_keys import incarnation_name
 from flexjob.platform.ports import free_port
 from flexjob.platform.stop_signals import StopRequested, raise_on_stop_signals
 from flexjob.rpc.client import MasterClient

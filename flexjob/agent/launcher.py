@@ -38,8 +38,8 @@ from flexjob.agent.run_supervisor import RunFailure, RunSupervisor
 from flexjob.api import names
 from flexjob.api.enums import StragglerPolicy
 from flexjob.api.errors import FlexjobError
-from flexjob.core.master_config import MasterConfig
-from flexjob.core.stragglers import (
+from flexjob.core.training.master_config import MasterConfig
+from flexjob.core.training.stragglers import (
     DEFAULT_RATIO,
     DEFAULT_WINDOW_S,
     StragglerConfig,
@@ -109,7 +109,7 @@ class RunConfig:
     #: Seconds an agent waits for its world (torchrun's ``--rdzv-conf join_timeout``).
     join_timeout: float = 300.0
     num_ps: int = 0  # parameter-server replicas to start beside the master (`--ps N`)
-    #: What the master does with straggler nodes (``core.stragglers``).
+    #: What the master does with straggler nodes (``core.training.stragglers``).
     stragglers: StragglerPolicy = StragglerPolicy.REPORT
     straggler_ratio: float = DEFAULT_RATIO
     straggler_window: float = DEFAULT_WINDOW_S

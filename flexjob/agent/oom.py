@@ -6,7 +6,8 @@ The replica's cgroup (a pod's container on Kubernetes, the local platform's per-
 holds the agent and its workers, so a worker killed for going over the replica's memory limit
 shows there; the agent then reports the failure as ``OOMKilled`` and, since restarting it under
 the same limit would only be killed again, ends the node with exit code 137 so that the
-operator relaunches the replica with more memory (``core.replica_resources.oom_memory``). None
+operator relaunches the replica with more memory (``core.operator.replica_resources.oom_memory``).
+None
 where no memory cgroup can be read (not Linux, no cgroupfs). The files' format is
 ``platform.cgroups``'.
 """

@@ -3,7 +3,8 @@ whether its workers should import torch before the node joins.
 
 A missing script can never fix itself, so ``flexjob run`` and ``flexjob agent`` stop at once
 with one message and exit 127 (the shell's "not found"), which the operator never retries
-(``core.phases.NOT_RUNNABLE_EXIT_CODES``). Not for running the script (``agent.bootstrap``).
+(``core.operator.phases.NOT_RUNNABLE_EXIT_CODES``). Not for running the script
+(``agent.bootstrap``).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ rule (after DLRover and Kubeflow): ``replicas`` defaults to ``minReplicas`` or 1
 ``max(replicas, minReplicas)``. ``scale_limits`` is the one looser reading: a request to
 resize a running job (the server's APIs) is checked against the bounds the spec declares, an
 unset one not limiting it (a DI coordinator sizes a job that declares none). Not for: the
-current count of a running job (``core.replica_plan.desired_count``).
+current count of a running job (``core.operator.replica_plan.desired_count``).
 """
 
 from dataclasses import dataclass

@@ -1,7 +1,7 @@
 """``spec.brainService``: where a job's master finds the brain, in the forms flexjob takes.
 
 For: validation (``api.validate``: a form not taken is a problem naming the field) and the
-master's config (``core.master_config``: the URL its brain client calls). DLRover writes
+master's config (``core.training.master_config``: the URL its brain client calls). DLRover writes
 ``host:port`` (its brain's gRPC address); flexjob's brain serves HTTP, so ``host:port`` means
 ``http://host:port``; ``http://`` and ``https://`` URLs are taken as written. No I/O.
 """

@@ -1,7 +1,7 @@
 """The closed sets of the job model: replica types, policies, modes and phases.
 
 Each is a ``str`` enum whose values are exactly what appears in YAML. Transitions between
-phases are decided in ``flexjob.core.reconcile``, not here.
+phases are decided in ``flexjob.core.operator.reconcile``, not here.
 """
 
 from enum import StrEnum
@@ -68,7 +68,7 @@ _PRIORITY_RANK = {JobPriority.LOW: -1, JobPriority.NORMAL: 0, JobPriority.HIGH: 
 
 
 class StragglerPolicy(StrEnum):
-    """What a job's master does with a straggler node (``core.stragglers``;
+    """What a job's master does with a straggler node (``core.training.stragglers``;
     ``spec.stragglers.policy``, ``flexjob run --stragglers``)."""
 
     OFF = "off"  # not watched

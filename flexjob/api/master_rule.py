@@ -1,6 +1,7 @@
 """Which jobs have flexjob's job master, and the spec fields only that master acts on.
 
-For: the operator (``core.job_master`` adds the master by ``needs_job_master``; phases decide
+For: the operator (``core.operator.job_master`` adds the master by ``needs_job_master``; phases
+decide
 such a job on its workers by ``flexjob_runs_master``) and validation (``api.validate`` rejects
 ``MASTER_ONLY_FIELDS`` on a job that will have no flexjob master, naming the field, instead of
 accepting and dropping them). The rule: a job has flexjob's master when it declares a
@@ -8,7 +9,7 @@ accepting and dropping them). The rule: a job has flexjob's master when it decla
 for the command line of a master of the job's own: its image's entrypoint), or declares none and has
 ``elasticPolicy.rdzvBackend: flexjob``, a ``dataset`` or ``batch`` block, ``ps`` replicas or
 ``enableDynamicSharding: true``. A job with no master at all (none declared, none added, no DI
-coordinator) forms a plain torch world instead (``plain_torch_world``; ``core.torch_world``
+coordinator) forms a plain torch world instead (``plain_torch_world``; ``core.operator.torch_world``
 renders its environment). No I/O.
 """
 
@@ -19,7 +20,7 @@ from flexjob.api.roles import controlling_type
 
 RDZV_BACKEND_FLEXJOB = "flexjob"
 
-#: Spec fields (camelCase) that only flexjob's job master acts on (``core.master_config``).
+#: Spec fields (camelCase) that only flexjob's job master acts on (``core.training.master_config``).
 MASTER_ONLY_FIELDS = ("dataset", "batch", "stragglers", "brainService")
 #: ``optimizeMode`` values only flexjob's master acts on (its optimizer); ``manual`` (no
 #: optimizer) says what a job without that master does anyway. Defaulting sets ``single-job``

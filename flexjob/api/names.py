@@ -29,7 +29,8 @@ ENV_REPLICA_INDEX = "FLEXJOB_REPLICA_INDEX"
 ENV_NODE_ID = "FLEXJOB_NODE_ID"
 # A replica with its own service (other than the master) finds its address here.
 ENV_REPLICA_ADDRESS = "FLEXJOB_REPLICA_ADDRESS"
-# The operator → its implicit job master: the typed MasterConfig as JSON (core.master_config).
+# The operator → its implicit job master: the typed MasterConfig as JSON
+# (core.training.master_config).
 ENV_MASTER_CONFIG = "FLEXJOB_MASTER_CONFIG"
 # The operator's own image on Kubernetes; implicit job masters run it.
 ENV_IMAGE = "FLEXJOB_IMAGE"
@@ -120,7 +121,8 @@ ENV_OMP_NUM_THREADS = "OMP_NUM_THREADS"
 ROLE_NAME = "default"
 #: The interface gloo binds (torch's); the agent sets it to the one holding its ``--address``.
 ENV_GLOO_SOCKET_IFNAME = "GLOO_SOCKET_IFNAME"
-# A plain torch world (a job with no master, core.torch_world): the operator sets MASTER_ADDR,
+# A plain torch world (a job with no master, core.operator.torch_world): the operator sets
+# MASTER_ADDR,
 # MASTER_PORT, WORLD_SIZE and RANK on every training replica (as Kubeflow's PyTorchJob does),
 # and with an elasticPolicy the flags torchrun reads from PET_<FLAG>. Its rank-0 replica's
 # service port on Kubernetes when the container declares none (Kubeflow's; locally a free port).
@@ -145,10 +147,10 @@ ENV_STATUS_FILE = "FLEXJOB_STATUS_FILE"
 ENV_CHECKPOINT_DIR = "FLEXJOB_CHECKPOINT_DIR"
 ENV_COLLECTIVE_TIMEOUT = "FLEXJOB_COLLECTIVE_TIMEOUT"
 # The collective backend of a training process (``gloo`` or ``nccl``; unset: nccl on a CUDA
-# device, gloo on the CPU, ``core.devices``) (user).
+# device, gloo on the CPU, ``core.training.devices``) (user).
 ENV_BACKEND = "FLEXJOB_BACKEND"
 # Shards a training process leases from the master per call: ``auto`` (from 1, doubling while
-# leases are used up quickly, up to 32, ``core.lease_size``) or a fixed number (more: fewer
+# leases are used up quickly, up to 32, ``core.training.lease_size``) or a fixed number (more: fewer
 # calls, a longer tail at the end of the data). Unset: ``auto`` for ElasticDistributedSampler,
 # 1 for ElasticSampler (each of its reports is a call that leases the next shard anyway).
 ENV_SHARD_LEASE = "FLEXJOB_SHARD_LEASE"

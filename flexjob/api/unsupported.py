@@ -30,7 +30,8 @@ JOB_FIELDS: Mapping[str, str] = {
 }
 
 #: ``spec.elasticPolicy`` fields (camelCase) → what to do instead. rdzvBackend, nProcPerNode
-#: and maxRestarts act (``core.job_master``, ``core.job_pod_fields.elastic_policy_env``).
+#: and maxRestarts act (``core.operator.job_master``,
+# ``core.operator.job_pod_fields.elastic_policy_env``).
 POLICY_FIELDS: Mapping[str, str] = {
     "rdzvHost": "a rendezvous host; remove it (the job master is the rendezvous: $FLEXJOB_MASTER)",
     "rdzvPort": "a rendezvous port; remove it (the job master is the rendezvous: $FLEXJOB_MASTER)",

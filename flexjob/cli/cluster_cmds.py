@@ -2,7 +2,7 @@
 or, when they exist, scaled to the file's replica counts (``FlexjobClient.update_job``);
 cluster-scoped objects — DI's ``AggregatorConfig`` — are stored on the local platform (SQLite
 ``cluster_objects``), where the server and the operator build the aggregators of logic
-learners from them (``core.logic_learners``). On Kubernetes such an object is a custom
+learners from them (``core.operator.logic_learners``). On Kubernetes such an object is a custom
 resource: ``kubectl apply`` it.
 """
 

@@ -1,7 +1,7 @@
 """``flexjob submit | get | describe | logs | scale | delete``: managing jobs on a platform.
 
 Arguments and printing only: loading specs is ``flexjob.api.load``, deciding is
-``core.reconcile``, running the local operator is ``flexjob.operator.local.runner``.
+``core.operator.reconcile``, running the local operator is ``flexjob.operator.local.runner``.
 """
 
 import time
@@ -32,7 +32,7 @@ from flexjob.api.validate import platform_problems
 from flexjob.cli import get_output, job_views
 from flexjob.cli.errors import KUBECTL_USAGE_EXIT, KubectlCommand, valid_name, valid_names
 from flexjob.cli.timeline_cmds import job_timeline_dir
-from flexjob.core.scale_bounds import bound_problem, finished_problem
+from flexjob.core.operator.scale_bounds import bound_problem, finished_problem
 from flexjob.observe import timeline
 from flexjob.platform.api import AlreadyExistsError, NotFoundError, Platform, Replica
 from flexjob.platform.registry import PLATFORMS, open_platform

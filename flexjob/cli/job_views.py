@@ -12,8 +12,8 @@ from rich.text import Text
 
 from flexjob.api import ElasticJob, ElasticJobStatus, JobPhase, ReplicaPhase, ReplicaType
 from flexjob.api.load import dump_yaml
-from flexjob.core.phases import parse_timestamp
-from flexjob.core.replica_plan import desired_counts
+from flexjob.core.operator.phases import parse_timestamp
+from flexjob.core.operator.replica_plan import desired_counts
 from flexjob.platform.api import Event, Replica
 
 PHASE_STYLES = {

@@ -11,7 +11,7 @@ import typer
 from flexjob.api.enums import StragglerPolicy
 from flexjob.cli.errors import usage_error
 from flexjob.cli.master_flags import master_flag
-from flexjob.core.stragglers import DEFAULT_RATIO, DEFAULT_WINDOW_S
+from flexjob.core.training.stragglers import DEFAULT_RATIO, DEFAULT_WINDOW_S
 
 
 def register(app: typer.Typer) -> None:
@@ -67,7 +67,7 @@ def master(
     bound."""
     import os
 
-    from flexjob.core.master_config import MasterConfig
+    from flexjob.core.training.master_config import MasterConfig
     from flexjob.master.process import (
         configure_logging,
         confine_to_cpu,

@@ -2,7 +2,7 @@
 
 ``flexjob run`` gives each its own default; ``flexjob master`` defaults each to None (the
 job's value, or ``MasterConfig``'s, shown in the help). Validation is ``MasterConfig``'s and
-``core.stragglers``'.
+``core.training.stragglers``'.
 """
 
 from typing import Any

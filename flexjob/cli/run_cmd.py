@@ -18,7 +18,7 @@ from flexjob.api.names import ENV_MAX_RESTARTS, ENV_NPROC_PER_NODE
 from flexjob.cli import torchrun_flags
 from flexjob.cli.errors import usage_error, valid_path_part
 from flexjob.cli.master_flags import master_flag
-from flexjob.core.stragglers import DEFAULT_RATIO, DEFAULT_WINDOW_S
+from flexjob.core.training.stragglers import DEFAULT_RATIO, DEFAULT_WINDOW_S
 
 _PASSTHROUGH = {
     "allow_extra_args": True,

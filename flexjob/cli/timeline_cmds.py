@@ -12,7 +12,7 @@ import typer
 from flexjob.api import ElasticJob
 from flexjob.api.names import DEFAULT_NAMESPACE
 from flexjob.cli.errors import valid_name
-from flexjob.core.job_master import master_job_dir
+from flexjob.core.operator.job_master import master_job_dir
 from flexjob.observe import timeline
 
 

@@ -1,7 +1,8 @@
 """What the operator asks a platform to create, and what it observes back.
 
 ``ReplicaRequest`` / ``ServiceRequest`` are the rendered, platform-neutral descriptions that
-``core.reconcile`` emits; ``Replica`` / ``Service`` are what a platform reports it runs. They live
+``core.operator.reconcile`` emits; ``Replica`` / ``Service`` are what a platform reports it runs.
+They live
 in ``core`` (not ``platform``) because ``reconcile`` consumes them and ``core`` may not import the
 shells; ``flexjob.platform.api`` re-exports them. Naming helpers are here too. No I/O.
 """
@@ -133,8 +134,9 @@ class Replica:
 
     @property
     def decided_on(self) -> object:
-        """What ``core.reconcile`` reads of this replica: two states with equal values lead to
-        the same decision (a new pod is its expectation's equal: ``core.expectations``). A
+        """What ``core.operator.reconcile`` reads of this replica: two states with equal values
+        lead to
+        the same decision (a new pod is its expectation's equal: ``core.operator.expectations``). A
         failed replica's incarnation, time and why it failed count too (restarts and their
         messages go by them)."""
         state = (self.type, self.index, self.phase, self.deleting, self.node, self.exit_code)

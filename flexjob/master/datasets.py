@@ -5,16 +5,16 @@ Owns the lookup by name (an unknown name is a ``NotFoundError`` listing the know
 rule that a name keeps its first definition: the same definition again changes nothing, another
 one under a known name is refused naming it (``AlreadyExistsError``). Not for saving
 registrations (the master journals them, ``master.persistence`` replays them) nor for handing
-out shards (``core.shards``).
+out shards (``core.training.shards``).
 """
 
 from collections.abc import Callable
 
 from flexjob.api.errors import AlreadyExistsError, InvalidSpecError, NotFoundError
 from flexjob.api.limits import MAX_DATASETS
-from flexjob.core.dataset import Dataset
-from flexjob.core.master_config import MasterConfig
-from flexjob.core.shards import ShardManager
+from flexjob.core.training.dataset import Dataset
+from flexjob.core.training.master_config import MasterConfig
+from flexjob.core.training.shards import ShardManager
 
 
 class DatasetBook:

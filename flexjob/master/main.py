@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from flexjob.api import OptimizeMode
-from flexjob.core.addresses import is_loopback
-from flexjob.core.master_config import WILDCARD_HOSTS, MasterConfig
+from flexjob.core.access.addresses import is_loopback
+from flexjob.core.training.master_config import WILDCARD_HOSTS, MasterConfig
 from flexjob.master.logs import event
 from flexjob.master.observing import (
     MasterCollector,

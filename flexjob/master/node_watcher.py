@@ -1,7 +1,7 @@
 """The job master's watch on its job's replicas through the ``Platform`` (local or Kubernetes).
 
 Feeds every change the platform reports (``watch_replicas``; re-listed after each watch
-window) to the pure rule ``core.node_watch.observe`` and acts on what it returns: a replica
+window) to the pure rule ``core.training.node_watch.observe`` and acts on what it returns: a replica
 that is gone has its shards handed back and leaves the world at once
 (``MasterService.replica_gone``, which also records the exit reason as the node's last failure,
 where the OOM rule of the optimizer finds it); a replica pending longer than
@@ -15,9 +15,9 @@ import threading
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Protocol
 
-from flexjob.core.actions import EventType
 from flexjob.core.clock import WallClock, utc_now
-from flexjob.core.node_watch import NodeWatchEvent, NodeWatchKind, NodeWatchState, observe
+from flexjob.core.operator.actions import EventType
+from flexjob.core.training.node_watch import NodeWatchEvent, NodeWatchKind, NodeWatchState, observe
 from flexjob.master.logs import event
 from flexjob.platform.api import Platform, Replica, WatchEventType
 from flexjob.rpc.messages import NodeRef

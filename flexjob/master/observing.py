@@ -19,8 +19,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from flexjob.api import names
-from flexjob.core.rendezvous import Rendezvous
-from flexjob.core.shards import ShardManager
+from flexjob.core.training.rendezvous import Rendezvous
+from flexjob.core.training.shards import ShardManager
 from flexjob.master.stats import StatsBook
 from flexjob.observe import metrics
 from flexjob.rpc.server import timed_call

@@ -19,8 +19,8 @@ from typing import Protocol
 from flexjob.api import ReplicaType, ResourcePlan, ScalePlan
 from flexjob.api.errors import FlexjobError
 from flexjob.core import planner
-from flexjob.core.master_config import MasterConfig
 from flexjob.core.planner.speed import SpeedAggregator
+from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.logs import event
 from flexjob.master.optimizer import JobOptimizer, to_scale_plan
 from flexjob.master.state_file import write_atomic

@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
-from flexjob.core.rendezvous import Rendezvous
+from flexjob.core.training.rendezvous import Rendezvous
 from flexjob.master.datasets import DatasetBook
 from flexjob.master.health import HeartbeatTracker
 from flexjob.master.kv import KVStore, is_kv_entry

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.training.master_config import MasterConfig
 from flexjob.observe import log_lines
 
 #: Exit code of a master whose state file is there but cannot be read (nothing is served).

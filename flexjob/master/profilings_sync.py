@@ -4,10 +4,11 @@ The trainer helpers (``trainer.goodput``) measure step times per shape and the g
 scale and publish them, as one JSON document, under ``names.KV_PROFILINGS`` in the master's KV
 store. The Allocator reads ``status.profilings`` (``scheduler.profilings``). This module is the
 bridge: on each tick, when the document changed since the last copy, the master merges it into
-the job's status (the field ``core.status_patch.StatusOwner.MASTER`` owns). Only a master that has a
+the job's status (the field ``core.operator.status_patch.StatusOwner.MASTER`` owns). Only a master
+that has a
 platform to write to (``MasterConfig.scale_plan_platform``, as the operator's implicit masters
 do) copies anything; ``flexjob run`` has no job object. Not for measuring (trainer) or fitting
-(``core.policies.goodput_model``).
+(``core.training.goodput_model``).
 """
 
 import json
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flexjob.api import names
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.training.master_config import MasterConfig
 
 log = logging.getLogger(__name__)
 

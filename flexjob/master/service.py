@@ -16,11 +16,11 @@ from dataclasses import replace
 from typing import Any
 
 from flexjob.api.errors import InvalidSpecError, NotFoundError
-from flexjob.core.batch import BatchPlan, RankBatch
-from flexjob.core.dataset import Dataset
-from flexjob.core.master_config import MasterConfig
-from flexjob.core.rendezvous import NodeStatus, Rendezvous
-from flexjob.core.stragglers import StragglerWatch
+from flexjob.core.training.batch import BatchPlan, RankBatch
+from flexjob.core.training.dataset import Dataset
+from flexjob.core.training.master_config import MasterConfig
+from flexjob.core.training.rendezvous import NodeStatus, Rendezvous
+from flexjob.core.training.stragglers import StragglerWatch
 from flexjob.master.attachments import Attachments
 from flexjob.master.datasets import DatasetBook
 from flexjob.master.health import HeartbeatTracker

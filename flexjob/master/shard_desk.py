@@ -5,7 +5,7 @@ the ``DatasetBook`` and gives back the shards of a node or replica that is gone,
 event and queueing what must survive a restart (``master.persistence``: a journal line per
 shard handed out or counted, a snapshot when an epoch opens). Its methods are called holding the
 service's lock and the service's ``@saves`` call writes what they queued. Not for who is alive
-(``master.service``) nor for the shard bookkeeping itself (``core.shards``).
+(``master.service``) nor for the shard bookkeeping itself (``core.training.shards``).
 """
 
 import logging
@@ -13,8 +13,8 @@ import logging
 from flexjob.api.errors import InvalidSpecError
 from flexjob.api.limits import MAX_SHARD_LEASE
 from flexjob.core.fields import build
-from flexjob.core.rendezvous import Rendezvous
-from flexjob.core.shards import ReportResult, ShardManager
+from flexjob.core.training.rendezvous import Rendezvous
+from flexjob.core.training.shards import ReportResult, ShardManager
 from flexjob.master.datasets import DatasetBook
 from flexjob.master.logs import event
 from flexjob.master.persistence import Persistence

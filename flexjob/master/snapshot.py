@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from flexjob.core.dataset import Dataset
-from flexjob.core.rendezvous import Rendezvous
-from flexjob.core.shards import ShardManager
+from flexjob.core.training.dataset import Dataset
+from flexjob.core.training.rendezvous import Rendezvous
+from flexjob.core.training.shards import ShardManager
 from flexjob.master.kv import KVStore
 from flexjob.master.stats import StatsBook
 

@@ -1,7 +1,7 @@
 """The master's straggler watch and pre-flight verdicts: node reports in, events and
 exclusions out.
 
-Feeds each member's own step time (``NodeStats.step_seconds``) to ``core.stragglers``; a
+Feeds each member's own step time (``NodeStats.step_seconds``) to ``core.training.stragglers``; a
 straggler is reported once per world (event ``node_straggling``: the master log, the job's
 timeline and ``flexjob describe``; the counter ``flexjob_master_stragglers_total``). Under
 ``StragglerPolicy.EXCLUDE`` it is also excluded, as far as ``min_nodes`` allows: the KV key
@@ -9,7 +9,8 @@ timeline and ``flexjob describe``; the counter ``flexjob_master_stragglers_total
 of every later world, and the service takes it out of the running one so the others re-form
 after their current step. Nodes that failed a new world's pre-flight check
 (``trainer.preflight``: its ranks ask with ``ExcludeNodes``) are excluded the same way (event
-``preflight_failed``). Deciding is ``core.stragglers`` / ``core.preflight``; this module only
+``preflight_failed``). Deciding is ``core.training.stragglers`` / ``core.training.preflight``; this
+module only
 carries it out.
 """
 
@@ -20,8 +21,8 @@ from collections.abc import Mapping
 
 from flexjob.api import names
 from flexjob.api.enums import StragglerPolicy
-from flexjob.core.rendezvous import Rendezvous
-from flexjob.core.stragglers import StragglerWatch, to_exclude
+from flexjob.core.training.rendezvous import Rendezvous
+from flexjob.core.training.stragglers import StragglerWatch, to_exclude
 from flexjob.master.kv import KVStore
 from flexjob.master.logs import event
 from flexjob.observe import metrics

@@ -19,8 +19,8 @@ from pathlib import Path
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from flexjob.api import names
-from flexjob.core.addresses import is_loopback
-from flexjob.core.secrets import same_secret
+from flexjob.core.access.addresses import is_loopback
+from flexjob.core.access.secrets import same_secret
 from flexjob.observe import metrics
 
 log = logging.getLogger(__name__)

@@ -1,3 +1,4 @@
-"""Drivers of core.reconcile: the in-process loop for the local platform and kopf handlers plus
+"""Drivers of core.operator.reconcile: the in-process loop for the local platform and kopf handlers
+plus
 admission webhooks for Kubernetes.
 """

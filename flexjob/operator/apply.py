@@ -1,4 +1,4 @@
-"""Carry out ``core.reconcile``'s actions on a Platform, in order.
+"""Carry out ``core.operator.reconcile``'s actions on a Platform, in order.
 
 Shared by every driver (the local loop, the kopf handlers). Creating what exists and deleting
 what is gone are not errors: reconcile may repeat an action before it sees its effect.
@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from flexjob.api import ScalePlanStatus
-from flexjob.core.actions import (
+from flexjob.core.operator.actions import (
     Action,
     CreateReplica,
     CreateService,
@@ -20,7 +20,7 @@ from flexjob.core.actions import (
     RecordEvent,
     UpdateScalePlan,
 )
-from flexjob.core.phases import timestamp
+from flexjob.core.operator.phases import timestamp
 from flexjob.platform.api import AlreadyExistsError, NotFoundError, Platform, Replica, Service
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,8 @@
 """Creates a reconcile pass hands off instead of waiting for them (the kopf operator).
 
 A pass decides, marks the replicas it creates as expected in the ``WatchCache`` (counted as
-existing by every later pass: ``core.expectations``) and hands the run of actions that creates
+existing by every later pass: ``core.operator.expectations``) and hands the run of actions that
+creates
 them to ``CreateDispatcher.send``; the pass then writes the job's status and ends. The run goes
 out on the dispatcher's own threads through the same slow-start window a waiting pass used
 (``reconcile_pass._slow_start``: one in flight, one more for each success, up to ``parallel``),
@@ -35,8 +36,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
-from flexjob.core.actions import Action, CreateReplica
-from flexjob.core.status_patch import StatusPatch, compose_patches
+from flexjob.core.operator.actions import Action, CreateReplica
+from flexjob.core.operator.status_patch import StatusPatch, compose_patches
 from flexjob.operator.reconcile_pass import ActionFailed, apply_one, feed, report_failure
 from flexjob.operator.watch_cache import JobKey, WatchCache
 

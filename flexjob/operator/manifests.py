@@ -3,7 +3,8 @@
 CRDs (from ``api.crd``), a Namespace, a ServiceAccount, a ClusterRole with exactly the verbs the
 operator uses (``RULES``), its binding, the operator Deployment, the Service in front of the
 admission webhooks, and the Validating/Mutating webhook configurations. Implicit job masters
-(``core.job_master``) get their own identity: a ClusterRole with only ``JOB_MASTER_RULES``, and
+(``core.operator.job_master``) get their own identity: a ClusterRole with only
+``JOB_MASTER_RULES``, and
 in each job namespace a ServiceAccount ``flexjob-job-master`` with a RoleBinding to it (the
 namespaces must exist). TLS for the webhooks
 comes from the Secret ``flexjob-operator-tls`` (mounted at ``/tls``), which cert-manager issues
@@ -18,7 +19,7 @@ from typing import Any
 from flexjob.api.crd import crds
 from flexjob.api.foreign_kinds import AGGREGATOR_CONFIG, FOREIGN_KINDS, ForeignKind
 from flexjob.api.names import ENV_IMAGE, GROUP, PLURAL_JOB, PLURAL_SCALE_PLAN, VERSION
-from flexjob.core.job_master import JOB_MASTER_SERVICE_ACCOUNT
+from flexjob.core.operator.job_master import JOB_MASTER_SERVICE_ACCOUNT
 from flexjob.operator.kubernetes.admission import (
     MUTATE_JOB,
     VALIDATE_JOB,
@@ -174,7 +175,7 @@ def deployment(options: InstallConfig) -> Body:
         "image": options.image,
         "command": ["python"],
         "args": args,
-        # Implicit job masters (core.job_master) run in the operator's own image.
+        # Implicit job masters (core.operator.job_master) run in the operator's own image.
         "env": [{"name": ENV_IMAGE, "value": options.image}],
         "ports": [
             {"name": "webhooks", "containerPort": options.webhook_port},

@@ -5,7 +5,8 @@ Deployment listens for scrapes on ``0.0.0.0:9464`` (``names.METRICS_PORT``) with
 that Secret (key ``token``), its pod carries the ``prometheus.io/*`` scrape annotations, and a
 Service plus a Prometheus-Operator ``ServiceMonitor`` (which sends the token) are added. Without
 one, the operator's /metrics stays on loopback and nothing here is added. With one, each job
-namespace also gets a ``PodMonitor`` of the jobs' pods (``core.job_metrics``: their /metrics on
+namespace also gets a ``PodMonitor`` of the jobs' pods (``core.operator.job_metrics``: their
+/metrics on
 the pod's address, the token from that namespace's ``flexjob-job-metrics`` Secret). Pure data.
 """
 
@@ -13,7 +14,7 @@ import copy
 from typing import Any
 
 from flexjob.api.names import ENV_METRICS_ADDR, ENV_METRICS_TOKEN, METRICS_PORT
-from flexjob.core import job_metrics
+from flexjob.core.operator import job_metrics
 
 Body = dict[str, Any]
 PORT_NAME = job_metrics.PORT_NAME

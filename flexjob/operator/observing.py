@@ -3,7 +3,7 @@ phase per job, errors. Each function is the one line its event site calls.
 
 The metrics are made when this module is imported, so a scrape lists every family (an error
 counter reads as declared, not missing, before the first error). Not for deciding anything
-(``core.reconcile``) or for job status.
+(``core.operator.reconcile``) or for job status.
 """
 
 from __future__ import annotations

@@ -1,10 +1,12 @@
-"""One reconcile pass for one job: observe on the platform, decide with ``core.reconcile``, act,
+"""One reconcile pass for one job: observe on the platform, decide with
+``core.operator.reconcile``, act,
 patch the status fields the operator owns (only those it changed).
 
 The one pass every driver runs: the kopf handlers' work queue (``kubernetes.runner``), the
 local loop (``local.loop``) and the benchmark. A job that is gone or being deleted is left
 alone (its finalizer handler releases it). Before the implicit master of a job is first created
-on a platform that keeps Secrets, the job's master-token Secret is made (``core.job_master``;
+on a platform that keeps Secrets, the job's master-token Secret is made
+(``core.operator.job_master``;
 the token is random, the Secret owned by the job). Not a loop and not a scheduler: callers
 decide when to run a pass.
 
@@ -29,7 +31,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from flexjob.api import ElasticJob, ReplicaType, ScalePlan
-from flexjob.core.actions import (
+from flexjob.core.operator.actions import (
     Action,
     CreateReplica,
     DeleteJob,
@@ -38,15 +40,15 @@ from flexjob.core.actions import (
     ReconcileResult,
     RecordEvent,
 )
-from flexjob.core.job_master import (
+from flexjob.core.operator.job_master import (
     SECRET_TOKEN_KEY,
     JobMasterConfig,
     master_token_secret,
     needs_job_master,
 )
-from flexjob.core.job_metrics import JOB_METRICS_SECRET, TOKEN_KEY
-from flexjob.core.reconcile import reconcile
-from flexjob.core.status_patch import StatusOwner, StatusPatch, owner_patch
+from flexjob.core.operator.job_metrics import JOB_METRICS_SECRET, TOKEN_KEY
+from flexjob.core.operator.reconcile import reconcile
+from flexjob.core.operator.status_patch import StatusOwner, StatusPatch, owner_patch
 from flexjob.operator import observing
 from flexjob.operator.apply import Done, apply_actions
 from flexjob.operator.node_credentials import with_node_credentials
@@ -66,7 +68,7 @@ def pending_plan(platform: Platform, namespace: str, job: str) -> ScalePlan | No
 @dataclass(frozen=True, slots=True)
 class PassResult:
     """What one pass saw and did: the job as stored after it, the replicas it observed, what
-    ``core.reconcile`` decided, and whether the pass deleted the job."""
+    ``core.operator.reconcile`` decided, and whether the pass deleted the job."""
 
     job: ElasticJob
     replicas: list[Replica]
@@ -290,7 +292,7 @@ def reconcile_job(
     write_status: WriteStatus | None = None,
 ) -> PassResult | None:
     """Run one pass; None when there was no job to reconcile (gone, or being deleted).
-    ``job_master``: how to run the master of jobs that need one (``core.job_master``);
+    ``job_master``: how to run the master of jobs that need one (``core.operator.job_master``);
     ``server_url``: the flexjob server DI coordinators ask (``FLEXJOB_SERVER_URL``), which
     with ``server_token`` (``FLEXJOB_SERVER_TOKEN``) they reach through their job's key.
     ``pool``: threads for the reads and actions sent at once (else each pass starts its own).
@@ -372,7 +374,8 @@ def _ensure_master_token(
     platform: Platform, job: ElasticJob, replicas: list[Replica], options: JobMasterConfig | None
 ) -> None:
     """Create the job's master-token Secret, and its namespace's metrics-token Secret
-    (``core.job_metrics``; unowned: it outlives the job), before its master is first created."""
+    (``core.operator.job_metrics``; unowned: it outlives the job), before its master is first
+    created."""
     if options is None or not options.token_secret or not isinstance(platform, SecretStore):
         return
     if not needs_job_master(job) or any(r.type is ReplicaType.MASTER for r in replicas):

@@ -22,7 +22,7 @@ A status patch a pass sent and did not wait for (``status_sent``) is applied to 
 returns until it is answered (``status_answered``), so that the next pass decides on the status
 the last one wrote (and its watch event, once it comes, is ``nothing_new``). Creates a pass
 dispatched and did not wait for (``create_dispatch``) are
-expected (``expect``; the rule is ``core.expectations``): until the create's answer
+expected (``expect``; the rule is ``core.operator.expectations``): until the create's answer
 (``created``) or the end of the dispatch without it (``settle``), ``read`` counts it as a
 Pending replica while no pod of its name is in the cache.
 """
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from flexjob.api import ElasticJob, ScalePlan, ScalePlanPhase
-from flexjob.core.expectations import (
+from flexjob.core.operator.expectations import (
     EXPECTATION_TTL,
     Expected,
     answered,
@@ -42,7 +42,7 @@ from flexjob.core.expectations import (
     expect,
     settled,
 )
-from flexjob.core.status_patch import StatusPatch, apply_status_patch
+from flexjob.core.operator.status_patch import StatusPatch, apply_status_patch
 from flexjob.platform.api import Replica, ReplicaRequest, Service
 
 JobKey = tuple[str, str]

@@ -5,7 +5,8 @@ Two protocols, two implementations: a ``JobStore`` (jobs, ScalePlans, events) an
 ``flexjob.platform.local`` (processes on this machine, state in SQLite) and
 ``flexjob.platform.kubernetes`` (custom resources, pods, services) are. Code that needs only
 one side takes only that protocol (the server and the Allocator mostly read the store). It
-decides nothing: ``core.reconcile`` decides, drivers in ``flexjob.operator`` call the platform.
+decides nothing: ``core.operator.reconcile`` decides, drivers in ``flexjob.operator`` call the
+platform.
 
 Contract (checked by ``tests/platform/contract.py`` for every implementation):
 
@@ -22,7 +23,8 @@ Contract (checked by ``tests/platform/contract.py`` for every implementation):
 * ``patch_job_status`` is a partial, atomic update (see below), never a replacement.
 
 Job status: one job's status has several writers at once, so a status write is a *status patch*
-(``flexjob.core.status_patch``): a JSON merge patch (RFC 7386) on the camelCase wire form of
+(``flexjob.core.operator.status_patch``): a JSON merge patch (RFC 7386) on the camelCase wire form
+of
 ``ElasticJobStatus``. Fields absent from the patch stay as they are; object fields (``replicas``,
 ``allocation``, ``replicaStatuses``, ``profilings``) merge key by key and a ``null`` key is
 removed; lists and scalars replace. The platform applies it atomically against the stored
@@ -30,8 +32,9 @@ status (local: read-merge-write in one ``BEGIN IMMEDIATE`` SQLite transaction, s
 different processes serialise; Kubernetes: a merge patch of the ``status`` subresource, merged
 by the API server), so two writers that patch different fields or keys both survive.
 
-Who writes which status fields (``core.status_patch.OWNED_FIELDS``); each sends only its own,
-and only those it changed (``core.status_patch.owner_patch`` diffs before/after):
+Who writes which status fields (``core.operator.status_patch.OWNED_FIELDS``); each sends only its
+own,
+and only those it changed (``core.operator.status_patch.owner_patch`` diffs before/after):
 
 * operator (``operator.local.loop``, ``operator.reconcile_pass``): ``phase``, ``conditions``,
   ``replicaStatuses``, ``startTime``, ``completionTime``, ``restartCount``,
@@ -53,9 +56,9 @@ from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from flexjob.api import ElasticJob, ScalePlan, ScalePlanStatus
 from flexjob.api.errors import AlreadyExistsError, NotFoundError, UnavailableError
-from flexjob.core.actions import EventType
+from flexjob.core.operator.actions import EventType
+from flexjob.core.operator.status_patch import InvalidStatusPatchError, StatusPatch
 from flexjob.core.replicas import Replica, ReplicaRequest, Service, ServiceRequest
-from flexjob.core.status_patch import InvalidStatusPatchError, StatusPatch
 
 __all__ = [
     "AlreadyExistsError",

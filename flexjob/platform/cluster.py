@@ -1,11 +1,11 @@
 """A job as the operator and the server see it once the cluster's objects are added: a DI v1
-job without its own ``AggregatorConfig`` gets the cluster's (``core.logic_learners``), read
+job without its own ``AggregatorConfig`` gets the cluster's (``core.operator.logic_learners``), read
 from a platform that keeps cluster objects (``ClusterObjectStore``). One function, so that the
 operator (which creates aggregators) and the server (which counts them) agree."""
 
 from flexjob.api import ElasticJob
 from flexjob.api.readers.dijob import KIND_AGGREGATOR_CONFIG
-from flexjob.core.logic_learners import (
+from flexjob.core.operator.logic_learners import (
     aggregator_template,
     needs_cluster_aggregator,
     with_aggregator,

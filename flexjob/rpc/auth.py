@@ -23,8 +23,8 @@ from pathlib import Path
 
 from flexjob.api.errors import InvalidSpecError
 from flexjob.api.names import ENV_MASTER_TOKEN, ENV_MASTER_TOKEN_FILE, ENV_NODE_CREDENTIAL
-from flexjob.core.addresses import is_loopback
-from flexjob.core.secrets import same_secret
+from flexjob.core.access.addresses import is_loopback
+from flexjob.core.access.secrets import same_secret
 
 #: gRPC metadata / HTTP header carrying ``Bearer <token>``.
 AUTHORIZATION = "authorization"

@@ -17,8 +17,8 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import grpc
 
-from flexjob.core.batch import RankBatch
-from flexjob.core.dataset import Dataset
+from flexjob.core.training.batch import RankBatch
+from flexjob.core.training.dataset import Dataset
 from flexjob.rpc import convert
 from flexjob.rpc.convert import NodeLike
 from flexjob.rpc.gen import master_control_pb2_grpc as ctl_grpc

@@ -6,9 +6,9 @@ validation (the backend validates) nor for transport.
 
 from typing import Protocol
 
-from flexjob.core.batch import RankBatch
-from flexjob.core.dataset import Dataset
 from flexjob.core.fields import build, codec
+from flexjob.core.training.batch import RankBatch
+from flexjob.core.training.dataset import Dataset
 from flexjob.rpc import messages as m
 from flexjob.rpc.gen import master_pb2 as pb
 

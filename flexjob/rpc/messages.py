@@ -35,9 +35,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from flexjob.api import ReplicaType
-from flexjob.core.batch import RankBatch
-from flexjob.core.dataset import Dataset
-from flexjob.core.shards import DatasetProgress
+from flexjob.core.training.batch import RankBatch
+from flexjob.core.training.dataset import Dataset
+from flexjob.core.training.shards import DatasetProgress
 
 DEFAULT_DATASET = ""
 
@@ -148,7 +148,7 @@ class HeartbeatReply:
     round: int
     num_nodes_waiting: int
     job_finished: bool
-    #: The master keeps this node out of every later world (``core.stragglers``).
+    #: The master keeps this node out of every later world (``core.training.stragglers``).
     excluded: bool = False
 
 

@@ -13,7 +13,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from flexjob.core.ps.store import ModelSpec
+from flexjob.core.ps.parameters import ModelSpec
 
 Floats = npt.NDArray[np.float32]
 Ids = npt.NDArray[np.int64]

@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from flexjob.api.errors import UnavailableError
-from flexjob.core.ps.store import ModelSpec
+from flexjob.core.ps.parameters import ModelSpec
 from flexjob.rpc.gen import ps_pb2 as pb
 from flexjob.rpc.gen import ps_pb2_grpc as pb_grpc
 from flexjob.rpc.ps_api import PsStats

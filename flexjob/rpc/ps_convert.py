@@ -16,7 +16,7 @@ import numpy.typing as npt
 from flexjob.api.errors import InvalidSpecError
 from flexjob.core.fields import build
 from flexjob.core.ps.optim import OptimizerKind, OptimizerSpec
-from flexjob.core.ps.store import ModelSpec
+from flexjob.core.ps.parameters import ModelSpec
 from flexjob.core.ps.table import TableSpec
 from flexjob.rpc.gen import ps_pb2 as pb
 from flexjob.rpc.ps_api import PsStats

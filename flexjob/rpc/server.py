@@ -6,7 +6,8 @@ of the ``api.errors`` hierarchy become gRPC status codes, anything else INTERNAL
 With a token (``rpc.auth``) every call must carry ``authorization: Bearer <token>`` or a node's
 credential (UNAUTHENTICATED otherwise), and a call that names a node must be allowed to act as it
 (PERMISSION_DENIED otherwise: ``rpc.auth.JobCredentials``); without one the server listens on
-loopback only. Keys the master or one node owns (``core.owned_keys``) are written by no one else
+loopback only. Keys the master or one node owns (``core.training.owned_keys``) are written by no
+one else
 over RPC. Not where master logic lives (``flexjob.master.service`` is).
 """
 
@@ -23,7 +24,7 @@ import grpc
 
 from flexjob.api.errors import AlreadyExistsError, InvalidSpecError, NotFoundError, UnavailableError
 from flexjob.api.names import ENV_MASTER_TOKEN, ENV_MASTER_TOKEN_FILE
-from flexjob.core.owned_keys import key_owner, write_refusal
+from flexjob.core.training.owned_keys import key_owner, write_refusal
 from flexjob.rpc import convert
 from flexjob.rpc.auth import ANY_NODE, AUTHORIZATION, JobCredentials, acts_as, check_bind
 from flexjob.rpc.gen import master_control_pb2_grpc as ctl_grpc
@@ -123,7 +124,7 @@ class NodeGate:
         return node
 
     def key(self, key: str, context: grpc.ServicerContext) -> None:
-        """Abort unless the call may write ``key`` (``core.owned_keys``)."""
+        """Abort unless the call may write ``key`` (``core.training.owned_keys``)."""
         owner = key_owner(key)
         if owner is None:
             return

@@ -13,9 +13,9 @@ from datetime import datetime
 from flexjob.api import ElasticJob, ElasticJobStatus, JobPriority, ReplicaType, replica_bounds
 from flexjob.api.quantity import cpu_cores, memory_mib
 from flexjob.api.roles import scalable_types, scaling_target
+from flexjob.core.operator.replica_plan import desired_count
+from flexjob.core.operator.replica_resources import GPU_RESOURCE
 from flexjob.core.policies import JobInfo, Resources
-from flexjob.core.replica_plan import desired_count
-from flexjob.core.replica_resources import GPU_RESOURCE
 from flexjob.scheduler.profilings import goodput_model
 
 

@@ -13,8 +13,8 @@ from typing import Any
 from flexjob.api.errors import InvalidSpecError
 from flexjob.api.names import LABEL_JOB_NAME
 from flexjob.api.quantity import cpu_cores, memory_mib
+from flexjob.core.operator.replica_resources import GPU_RESOURCE
 from flexjob.core.policies import NodeInfo, Resources
-from flexjob.core.replica_resources import GPU_RESOURCE
 from flexjob.scheduler.allocator import StaticNodes
 
 _GRID = re.compile(r"^(\d+)x(\d+)$")

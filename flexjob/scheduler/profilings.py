@@ -1,7 +1,7 @@
 """What the Allocator reads from ``status.profilings``: step-time samples for the goodput model.
 
 For: turning the free-form profilings a job reports (``POST /v2alpha1/{job_id}/profilings``)
-into ``core.policies.goodput_model`` inputs. Keys it understands (others are ignored)::
+into ``core.training.goodput_model`` inputs. Keys it understands (others are ignored)::
 
     {
       "steps": [                       # measured mean seconds per training step
@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from flexjob.core.policies import GoodputModel, StepSample
-from flexjob.core.policies.goodput_model import fit_throughput
+from flexjob.core.training.goodput_model import fit_throughput
 
 log = logging.getLogger(__name__)
 

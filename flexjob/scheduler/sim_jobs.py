@@ -38,7 +38,7 @@ import math
 from dataclasses import replace
 
 from flexjob.core.policies import GoodputModel, StepSample, ThroughputParams
-from flexjob.core.policies.goodput_model import fit_throughput
+from flexjob.core.training.goodput_model import fit_throughput
 from flexjob.scheduler.trace import TraceJob
 
 #: (nodes, replicas) a job is assumed to have profiled before its model is fitted.

@@ -19,7 +19,7 @@ CSV format (one header row, one job per row; columns after ``work`` are optional
                             stays fixed on every shape); empty
     max_local_batch         most samples one replica holds (adaptive only); = local_batch
     alpha, beta, sync_local, sync_local_per_replica, sync_remote, sync_remote_per_replica
-                            step-time model terms in seconds (see core.policies.goodput_model);
+                            step-time model terms in seconds (see core.training.goodput_model);
                             ThroughputParams defaults
     gamma                   how far compute and all-reduce overlap in the job's *true* step
                             time (Pollux's gamma: (compute**g + sync**g)**(1/g)); 1 (none, the

@@ -8,7 +8,7 @@ authorisation (every holder of the token may do everything).
 
 from dataclasses import dataclass
 
-from flexjob.core.addresses import is_loopback
+from flexjob.core.access.addresses import is_loopback
 from flexjob.rpc.auth import AUTHORIZATION, InsecureBindError, check_bind, token_matches
 from flexjob.server.guards import ASGIApp, Receive, Refusal, Scope, Send
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from flexjob.api import ElasticJob, ElasticJobStatus, ReplicaType
 from flexjob.api.errors import ConflictError, InvalidSpecError, NotFoundError
 from flexjob.api.roles import scalable_types, scaling_target
-from flexjob.core.replica_plan import desired_count
-from flexjob.core.scale_bounds import bound_problem, finished_problem
-from flexjob.core.status_patch import StatusOwner, StatusPatch, owner_patch
+from flexjob.core.operator.replica_plan import desired_count
+from flexjob.core.operator.scale_bounds import bound_problem, finished_problem
+from flexjob.core.operator.status_patch import StatusOwner, StatusPatch, owner_patch
 from flexjob.platform.api import Platform, Replica, Service
 from flexjob.platform.cluster import with_cluster_objects
 

@@ -5,7 +5,7 @@ and learners.
 A job is named by ``namespace`` + ``coordinator`` (its coordinator replica, ``<job>-coordinator-0``,
 ``<job>-coordinator`` or the job name). ``POST`` / ``DELETE /v1alpha2/replicas`` add or remove
 collectors and learners by changing ``status.replicas`` (the operator creates and deletes); a
-learner asking for more than one GPU is a *logic learner* (``core.logic_learners``): an
+learner asking for more than one GPU is a *logic learner* (``core.operator.logic_learners``): an
 aggregator replica is added in front of it (aggregator ``i`` serves learner ``i``; its recipe
 is the job's AggregatorConfig, else the cluster's), and the aggregator's address is what the
 coordinator gets back. ``GET /v1alpha2/replicas`` lists replicas, filtered by ``namespace``,
@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from flexjob.api import ElasticJob, ReplicaPhase, ReplicaType
 from flexjob.api.errors import ConflictError, InvalidSpecError, NotFoundError
-from flexjob.core.logic_learners import gpu_addresses, is_logic_learner, learner_gpus
+from flexjob.core.operator.logic_learners import gpu_addresses, is_logic_learner, learner_gpus
 from flexjob.core.replicas import Replica, replica_name
 from flexjob.server.di_keys import DI_KEY, key_allows
 from flexjob.server.envelope import Envelope, ok

@@ -17,7 +17,7 @@ from pydantic.config import JsonDict
 from flexjob.api import ReplicaPhase, ReplicaType
 from flexjob.api.errors import InvalidSpecError
 from flexjob.api.limits import MAX_PROFILINGS_BYTES, MAX_PROFILINGS_DEPTH, json_depth_problem
-from flexjob.core.status_patch import merge_patch
+from flexjob.core.operator.status_patch import merge_patch
 from flexjob.server.envelope import Envelope, ok
 from flexjob.server.jobs import JobId, JobService, job_id_of, scalable_type, scale_counts
 from flexjob.server.metrics import ServerMetrics

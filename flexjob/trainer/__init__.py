@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from flexjob.core.batch import RankBatch
+from flexjob.core.training.batch import RankBatch
 from flexjob.lazy import lazy_exports
 from flexjob.trainer.batch import Step, accumulation_steps, fixed_batch_plan
 from flexjob.trainer.sampler import Batch, ElasticSampler, NoShard, ShardSamples

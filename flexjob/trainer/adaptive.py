@@ -6,10 +6,10 @@ measured step-time model and gradient noise scale (``trainer.goodput``), ``Adapt
 picks the global batch ``M`` in ``[globalBatchSize, maxGlobalBatchSize]`` (a multiple of
 ``microBatchSize``) that maximises ``throughput(M) * efficiency(M)`` on ``nodes`` x
 ``replicas`` — the same search the Allocator's goodput model makes
-(``core.policies.goodput_model``) — and the learning-rate gain ``r = E(M) * M / M0`` (AdaScale:
+(``core.training.goodput_model``) — and the learning-rate gain ``r = E(M) * M / M0`` (AdaScale:
 ``(phi + M0) / (phi + M) * M / M0``). Until a noise scale is known it keeps ``M0``. Adaptive off
 (``from_spec`` returns None): the caller keeps the fixed global batch exactly
-(``core.batch.BatchPlan``). Not for: measuring (``trainer.goodput``) or allocating.
+(``core.training.batch.BatchPlan``). Not for: measuring (``trainer.goodput``) or allocating.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from flexjob.api.errors import InvalidSpecError
-from flexjob.core.batch import BatchPlan
-from flexjob.core.policies.goodput_model import GoodputModel, ThroughputParams
+from flexjob.core.training.batch import BatchPlan
+from flexjob.core.training.goodput_model import GoodputModel, ThroughputParams
 
 if TYPE_CHECKING:
     import torch

@@ -2,7 +2,8 @@
 
 With ``global_batch_size = micro_batch_size * max_workers`` kept fixed, a world of ``n`` ranks
 splits ``max_workers`` micro-batches among them (DLRover's rule: the first ``N % n`` ranks do
-one more). The arithmetic is ``core.batch.BatchPlan``'s (the master's ``GetBatchPlan`` uses the
+one more). The arithmetic is ``core.training.batch.BatchPlan``'s (the master's ``GetBatchPlan``
+uses the
 same); these are the trainer-facing shortcuts, and how ``ElasticTrainer`` applies the
 master's plan: ``fetch_plan`` asks the master (``GetBatchPlan``) on every re-formed world and
 ``MicroSteps`` runs a step's micro-batches with DDP ``no_sync`` for all but the last.
@@ -16,7 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from flexjob.api.errors import NotFoundError
-from flexjob.core.batch import BatchPlan, RankBatch
+from flexjob.core.training.batch import BatchPlan, RankBatch
 
 
 def accumulation_steps(total_micro_batches: int, rank: int, world_size: int) -> int:

@@ -18,7 +18,8 @@ class, re-plans the global batch:
 The base learning rates are kept in the optimizer's parameter groups (``BASE_LR_KEY``), so they
 travel with its checkpoint: a restarted trainer scales from the user's rates, never from rates
 already scaled. Off (a fixed plan): nothing here runs and the global batch stays
-``globalBatchSize`` exactly. Not for: the arithmetic (``trainer.adaptive``, ``core.batch``).
+``globalBatchSize`` exactly. Not for: the arithmetic (``trainer.adaptive``,
+``core.training.batch``).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from flexjob.api import names
-from flexjob.core.batch import BatchPlan, RankBatch
+from flexjob.core.training.batch import BatchPlan, RankBatch
 from flexjob.trainer.adaptive import AdaptiveBatch, scale_lr
 from flexjob.trainer.goodput import GoodputReporter, noise_hook
 

@@ -30,7 +30,7 @@ from typing import Protocol
 
 import torch.distributed as dist
 
-from flexjob.core import devices
+from flexjob.core.training import devices
 
 log = logging.getLogger(__name__)
 

@@ -35,7 +35,7 @@ from types import TracebackType
 
 from torch.utils.data import Sampler
 
-from flexjob.core.dataset import Dataset
+from flexjob.core.training.dataset import Dataset
 from flexjob.trainer.sampler import NoShard, ShardSamples, ShardSource
 
 log = logging.getLogger(__name__)

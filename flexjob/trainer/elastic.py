@@ -24,7 +24,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 from flexjob.api import names
-from flexjob.core.batch import RankBatch
+from flexjob.core.training.batch import RankBatch
 from flexjob.trainer import breaker, device, group, preflight, world
 from flexjob.trainer.batch import MicroSteps, Step, fetch_plan, micro_batches_of
 from flexjob.trainer.peer_shards import PeerShards

@@ -4,7 +4,8 @@ storage in the background by the agent, restored from memory first.
 ``FlashCheckpoint.save`` blocks only for the copy: the tensor bytes go into a preallocated
 ``/dev/shm`` slot reused across saves (two slots: the last complete copy survives a kill
 mid-write), the small rest is pickled after them, and the seal is written last
-(``flexjob.core.flash``). The agent is told on the socket it handed the worker and writes the
+(``flexjob.core.training.flash``). The agent is told on the socket it handed the worker and writes
+the
 slot to ``<checkpoint dir>/checkpoint.flash``; a failed worker's last complete copy is written
 by the agent too. Without an agent, a thread of this process does the writing.
 ``restore`` takes the shared-memory copy when it is complete and at least as new as storage's,
@@ -31,7 +32,7 @@ from typing import Any, Unpack
 import torch
 
 from flexjob.api import names
-from flexjob.core.flash import (
+from flexjob.core.training.flash import (
     HEADER_SIZE,
     SEAL_OFFSET,
     UNSEALED,

@@ -3,7 +3,7 @@ their locks, the copy to storage and the worker's note to its agent.
 
 Shared by the trainer (which writes the slots) and the agent (which writes them to storage in
 the background and after a failure); the agent never imports torch for it. The layout and
-the rules are ``flexjob.core.flash``; the tensors are ``flexjob.trainer.flash``.
+the rules are ``flexjob.core.training.flash``; the tensors are ``flexjob.trainer.flash``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from flexjob.api import names
-from flexjob.core.flash import HEADER_SIZE, SLOTS, SlotHeader, decode_header, should_persist
+from flexjob.core.training.flash import (
+    HEADER_SIZE,
+    SLOTS,
+    SlotHeader,
+    decode_header,
+    should_persist,
+)
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ speedup curve comes from the job, not a guess. Not for: choosing allocations (th
 or the batch size (``trainer.adaptive``).
 
 - ``ThroughputMeter`` keeps the mean seconds per step for every (nodes, replicas, local batch)
-  shape the job has run on; ``fitted()`` fits ``core.policies.goodput_model.ThroughputParams``.
+  shape the job has run on; ``fitted()`` fits ``core.training.goodput_model.ThroughputParams``.
 - ``NoiseScaleMeter`` estimates the gradient noise scale ``B = tr(Sigma) / |G|^2`` from the
   squared norms of the same step's gradient at two batch sizes — a replica's local gradient
   (``b`` samples) and the all-reduced one (``B = n * b``) — with the unbiased estimators of
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from flexjob.api import names
-from flexjob.core.policies.goodput_model import StepSample, ThroughputParams, fit_throughput
+from flexjob.core.training.goodput_model import StepSample, ThroughputParams, fit_throughput
 
 if TYPE_CHECKING:
     import torch

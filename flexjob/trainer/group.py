@@ -14,7 +14,7 @@ import logging
 import torch.distributed as dist
 from torch.distributed import PrefixStore, TCPStore  # type: ignore[attr-defined]
 
-from flexjob.core import devices
+from flexjob.core.training import devices
 from flexjob.trainer.breaker import WorldBreaker, for_backend
 from flexjob.trainer.world import Generation
 

@@ -11,7 +11,7 @@ holds it (a restarted master gives each holder back its shards) is not queued tw
 reports an epoch at its end, or at exit). ``close``
 gives the shards it leased but never handed out back to the master.
 
-How many shards a call leases follows ``core.lease_size.LeasePolicy``, from
+How many shards a call leases follows ``core.training.lease_size.LeasePolicy``, from
 ``FLEXJOB_SHARD_LEASE``: ``auto`` starts at one shard and doubles while leases are used up
 quickly (up to 32 shards, about a second of training held ahead); a number fixes it (more means
 fewer calls and a longer tail at the end of the data, when one process may still hold shards
@@ -39,7 +39,7 @@ from collections.abc import Callable, Collection, Sequence
 
 from flexjob.api import names
 from flexjob.api.limits import MAX_SHARD_LEASE
-from flexjob.core.lease_size import LeasePolicy
+from flexjob.core.training.lease_size import LeasePolicy
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.messages import ShardLease
 from flexjob.trainer.sampler import NoShard, ShardSamples

@@ -18,8 +18,8 @@ from dataclasses import replace
 
 from flexjob.api import names
 from flexjob.api.errors import UnavailableError
-from flexjob.core.batch import RankBatch
-from flexjob.core.dataset import Dataset
+from flexjob.core.training.batch import RankBatch
+from flexjob.core.training.dataset import Dataset
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.messages import NodeRef
 from flexjob.trainer.lease import ShardLeaser, lease_size

@@ -5,7 +5,8 @@ Every rank times ``local_check`` (a fixed amount of matrix products, whose resul
 finite; the fastest of ``REPEATS`` runs, in the thread's CPU time on one torch thread, so
 waiting for a busy CPU or for the GIL is not taken for a slow node), all-reduces a small
 tensor (which must sum to the world size: the collective path works), and the ranks all-gather
-their ``CheckResult``s, so every rank reaches the same verdict (``core.preflight.failed_nodes``:
+their ``CheckResult``s, so every rank reaches the same verdict
+(``core.training.preflight.failed_nodes``:
 a rank's check raised, or a node far slower than the others).
 The failed nodes are reported to the master, which keeps them out; the ranks then re-form
 without them (``ElasticTrainer``). Not run for a world of one node (nothing to compare).
@@ -20,7 +21,7 @@ import torch
 import torch.distributed as dist
 
 from flexjob.api import names
-from flexjob.core.preflight import CheckResult, failed_nodes
+from flexjob.core.training.preflight import CheckResult, failed_nodes
 from flexjob.trainer.device import collective_device
 
 #: The check's size: products of SIZE x SIZE matrices, ROUNDS of them.

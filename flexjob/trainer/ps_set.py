@@ -25,9 +25,9 @@ import numpy.typing as npt
 from flexjob.api import names
 from flexjob.api.errors import FlexjobError, PsSetChangedError, UnavailableError
 from flexjob.core.ps.optim import OptimizerSpec
+from flexjob.core.ps.parameters import ModelSpec
 from flexjob.core.ps.partition import RowSplit, assign_dense, row_owners, split_ids
 from flexjob.core.ps.set_change import PsSetInfo
-from flexjob.core.ps.store import ModelSpec
 from flexjob.core.ps.table import TableSpec
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.ps_api import PsStats

@@ -15,7 +15,7 @@ from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from flexjob.core.dataset import Dataset
+from flexjob.core.training.dataset import Dataset
 
 log = logging.getLogger(__name__)
 

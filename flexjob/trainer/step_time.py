@@ -8,7 +8,7 @@ parameter; the backward pass waits for peers only after that), plus the time fro
 the step's body to the next control all-reduce. Collectives the script runs itself before its
 backward pass count as its own time (a slow peer then makes everyone look slow, never one
 rank). Reported smoothed (``seconds``) in the trainer's status; the master compares nodes
-(``core.stragglers``). Not for throughput (``trainer.goodput``).
+(``core.training.stragglers``). Not for throughput (``trainer.goodput``).
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from flexjob.core.dataset import Dataset
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.training.dataset import Dataset
+from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.main import MasterHandle, start_master
 from flexjob.rpc.client import MasterClient
 from tests.support.polling import wait_until

@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from flexjob.agent.run_supervisor import RunFailure, RunSupervisor
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.launch import MasterProcess, spawn_master
 from flexjob.master.main import MasterHandle, start_master
 from tests.support.polling import wait_until

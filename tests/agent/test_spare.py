@@ -101,7 +101,7 @@ def test_a_spare_declines_another_worker_count_and_dies_with_the_caller_it_took(
     """A node with another --nproc-per-node runs cold beside the spare; the next node it can
     take is its own, and killing that node's command (SIGKILL) ends the spare and its
     workers too."""
-    from flexjob.core.master_config import MasterConfig
+    from flexjob.core.training.master_config import MasterConfig
     from flexjob.master.main import MasterHandle, start_master
 
     spares = tmp_path / "spares"

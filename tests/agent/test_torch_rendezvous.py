@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.launch import MasterProcess, spawn_master
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]

@@ -9,7 +9,7 @@ import yaml
 
 from flexjob.api.load import job_from_dict
 from flexjob.api.validate import validate
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.training.master_config import MasterConfig
 from flexjob.rpc.brain_client import BrainClient
 from tests.api.specs import EXAMPLES
 from tests.support.brain import brain_process

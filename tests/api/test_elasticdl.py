@@ -15,8 +15,8 @@ from flexjob.api.load import job_from_dict
 from flexjob.api.readers.elasticdl import flexjob_image
 from flexjob.api.readers.elasticdl_args import ARGUMENTS
 from flexjob.api.validate import validate
-from flexjob.core.job_master import JobMasterConfig, with_job_master
-from flexjob.core.replica_plan import render_replica
+from flexjob.core.operator.job_master import JobMasterConfig, with_job_master
+from flexjob.core.operator.replica_plan import render_replica
 from tests.api.specs import EXAMPLES, set_, valid_job
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "elasticdl.md"

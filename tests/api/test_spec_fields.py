@@ -10,8 +10,8 @@ import yaml
 from flexjob.api import ElasticJob, ReplicaType, SpecError
 from flexjob.api.load import job_from_dict
 from flexjob.api.validate import validate
-from flexjob.core.job_master import JobMasterConfig, needs_job_master, with_job_master
-from flexjob.core.replica_plan import render_replica
+from flexjob.core.operator.job_master import JobMasterConfig, needs_job_master, with_job_master
+from flexjob.core.operator.replica_plan import render_replica
 from tests.api.specs import EXAMPLES, set_, valid_job
 
 W = "spec.replicaSpecs.worker"

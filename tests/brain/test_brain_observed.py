@@ -4,8 +4,8 @@ ends with the job's speed samples and status, and the brain's /metrics counts it
 from pathlib import Path
 
 from flexjob.api import OptimizeMode
-from flexjob.core.dataset import Dataset
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.training.dataset import Dataset
+from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.main import start_master
 from flexjob.rpc.brain_client import BrainClient
 from flexjob.rpc.brain_messages import JobStatus

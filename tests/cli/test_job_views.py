@@ -7,7 +7,7 @@ from rich.console import Console, RenderableType
 from flexjob.api import ElasticJobStatus, JobPhase, ReplicaPhase, ReplicaStatus, ReplicaType
 from flexjob.cli import job_views
 from flexjob.core.replicas import Replica
-from tests.core.reconcile_sim import make_job
+from tests.core.operator.reconcile_sim import make_job
 
 
 def text(renderable: RenderableType) -> str:

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flexjob.api import names
-from flexjob.core.batch import BatchPlan
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.training.batch import BatchPlan
+from flexjob.core.training.master_config import MasterConfig
 from tests.e2e.jobs import Job, poll, start_agent, start_run
 
 #: Seconds a run may take to reach a point in its progress (torch imports on a loaded machine).

@@ -18,7 +18,7 @@ from typing import TypeVar
 import psutil
 
 from flexjob.api.names import ENV_MASTER_TOKEN_FILE
-from flexjob.core.job_master import TOKEN_FILE
+from flexjob.core.operator.job_master import TOKEN_FILE
 from flexjob.rpc.auth import master_token
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.messages import Progress

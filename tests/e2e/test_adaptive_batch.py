@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from flexjob.core.batch import BatchPlan
+from flexjob.core.training.batch import BatchPlan
 from tests.e2e.fidelity import STARTUP_TIMEOUT, start_master, stop_all
 from tests.e2e.jobs import Job, start_run
 

@@ -16,8 +16,8 @@ import psutil
 import pytest
 
 from flexjob.api import names
-from flexjob.core.flash import SlotHeader, newest_sealed
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.training.flash import SlotHeader, newest_sealed
+from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.main import MasterHandle, start_master
 from flexjob.rpc.client import MasterClient
 from flexjob.trainer import flash_files

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from flexjob.api import OptimizeMode, ReplicaType
-from flexjob.core.dataset import Dataset
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.training.dataset import Dataset
+from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.launch import MasterProcess, spawn_master
 from flexjob.rpc.brain_client import BrainClient
 from flexjob.rpc.client import MasterClient

@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.launch import spawn_master
 from tests.e2e.jobs import poll
 from tests.support.local_jobs import run_flexjob

@@ -1,7 +1,8 @@
 """A Kubeflow PyTorchJob whose pods run a plain torch script (``init_process_group("gloo")``,
 ``env://``, no flexjob imports) forms one world on ``flexjob submit``: the operator gives its
 Master (the chief, rank 0) a service and every pod MASTER_ADDR/MASTER_PORT/WORLD_SIZE/RANK
-(``core.torch_world``), as Kubeflow's training operator does. Before, the pods got none of them
+(``core.operator.torch_world``), as Kubeflow's training operator does. Before, the pods got none of
+them
 and could not start."""
 
 from pathlib import Path

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from flexjob.core.dataset import Dataset
-from flexjob.core.master_config import RPC_SERVERS, MasterConfig
+from flexjob.core.training.dataset import Dataset
+from flexjob.core.training.master_config import RPC_SERVERS, MasterConfig
 from flexjob.master.launch import spawn_master
 from flexjob.master.service import MasterService
 from flexjob.rpc.client import MasterClient

@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.launch import spawn_master
 from flexjob.rpc.client import MasterClient
 from tests.master.conftest import wait_for
@@ -140,7 +140,7 @@ def test_master_command_serves_the_job_in_its_env_on_its_own_address(tmp_path: P
 
     from flexjob.api import names
     from flexjob.api.load import load_job
-    from flexjob.core.master_config import MasterConfig
+    from flexjob.core.training.master_config import MasterConfig
     from flexjob.platform.ports import free_port
 
     address = f"127.0.0.1:{free_port()}"

@@ -1,9 +1,9 @@
 import pytest
 
 from flexjob.api import BatchSpec, ElasticJob
-from flexjob.core.batch import BatchPlan, batch_plan_from_spec
-from flexjob.core.dataset import Dataset
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.training.batch import BatchPlan, batch_plan_from_spec
+from flexjob.core.training.dataset import Dataset
+from flexjob.core.training.master_config import MasterConfig
 
 
 def job(spec: dict[str, object]) -> ElasticJob:

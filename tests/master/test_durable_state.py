@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from flexjob.api import names
-from flexjob.core.dataset import Dataset
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.training.dataset import Dataset
+from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.service import MasterService
 from flexjob.master.state_file import StateLostError
 from flexjob.rpc.messages import NodeRef

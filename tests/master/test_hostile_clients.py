@@ -10,8 +10,8 @@ import pytest
 
 from flexjob.api.errors import InvalidSpecError, NotFoundError
 from flexjob.api.limits import MAX_KV_VALUE_BYTES
-from flexjob.core.dataset import Dataset
-from flexjob.core.master_config import RPC_SERVERS, MasterConfig
+from flexjob.core.training.dataset import Dataset
+from flexjob.core.training.master_config import RPC_SERVERS, MasterConfig
 from flexjob.master.main import serve_master
 from flexjob.master.service import MasterService
 from flexjob.rpc.client import MasterClient

@@ -3,8 +3,8 @@
 from pathlib import Path
 
 from flexjob.api import names
-from flexjob.core.dataset import Dataset
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.training.dataset import Dataset
+from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.main import METRICS_ADDR_FILE, start_master
 from flexjob.observe import timeline
 from flexjob.rpc.client import MasterClient

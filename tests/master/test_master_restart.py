@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.launch import MasterProcess, spawn_master
 from flexjob.platform.ports import free_port
 from tests.master.conftest import wait_for

@@ -18,9 +18,9 @@ from kubernetes.client import CoreV1Api
 
 from flexjob.api import Container, ReplicaType
 from flexjob.api.names import LABEL_JOB_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
-from flexjob.core.dataset import Dataset
-from flexjob.core.master_config import MasterConfig
-from flexjob.core.node_watch import NodeWatchKind
+from flexjob.core.training.dataset import Dataset
+from flexjob.core.training.master_config import MasterConfig
+from flexjob.core.training.node_watch import NodeWatchKind
 from flexjob.master.node_watcher import PENDING_TOO_LONG_REASON, NodeWatcher
 from flexjob.master.profilings_sync import ProfilingsSync, status_writer
 from flexjob.master.service import MasterService

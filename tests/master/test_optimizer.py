@@ -4,8 +4,8 @@ from pathlib import Path
 import pytest
 
 from flexjob.api import ElasticJob, OptimizeMode, ReplicaType, ResourcePlan
-from flexjob.core.master_config import planned_job
 from flexjob.core.planner import NodeEvent, NodeEventKind
+from flexjob.core.training.master_config import planned_job
 from flexjob.master.optimizer import JobOptimizer, to_scale_plan
 from flexjob.rpc import brain_messages as schemas
 from flexjob.rpc.brain_client import BrainClient

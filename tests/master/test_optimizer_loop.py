@@ -5,7 +5,7 @@ import pytest
 
 from flexjob.api import ElasticJob, OptimizeMode, ReplicaType
 from flexjob.core import planner
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.optimizer import ANNOTATION_REASON, JobOptimizer
 from flexjob.master.optimizer_loop import DirectorySink, OptimizerLoop, job_info_from_config
 from flexjob.master.stats import NodeRecord

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from flexjob.api import ElasticJob, names
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.main import start_master
 from flexjob.master.profilings_sync import ProfilingsSync
 from flexjob.platform.local import LocalPlatform

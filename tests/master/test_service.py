@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from flexjob.api.errors import NotFoundError
-from flexjob.core.dataset import Dataset
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.training.dataset import Dataset
+from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.service import MasterService
 from flexjob.rpc.messages import NodeRef, NodeStats
 from tests.core.clock import FakeClock

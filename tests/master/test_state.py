@@ -1,7 +1,7 @@
 from pathlib import Path
 
-from flexjob.core.dataset import Dataset
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.training.dataset import Dataset
+from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.service import MasterService
 from flexjob.master.state_file import StateFile
 from flexjob.rpc.messages import NodeRef

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import psutil
 
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.main import start_master
 from flexjob.rpc.client import MasterClient
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from flexjob.api.enums import StragglerPolicy
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.service import MasterService
 from flexjob.observe import timeline
 from flexjob.rpc.messages import NodeRef, NodeStats

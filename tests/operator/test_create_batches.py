@@ -13,7 +13,7 @@ from typing import Any
 import aiohttp.web
 
 from flexjob.api.names import LABEL_JOB_NAME
-from flexjob.core.actions import EventType
+from flexjob.core.operator.actions import EventType
 from flexjob.platform.api import Event
 from flexjob.platform.ports import free_port
 from tests.operator.kopf_fixtures import running_operator

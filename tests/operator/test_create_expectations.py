@@ -2,8 +2,10 @@
 passes, creates reaching the API, their answers, watch events, refusals, a pod deleted by
 someone else and an operator restart, explored exhaustively for a job of two workers.
 
-The operator side is the real ``WatchCache`` (with its expectations, ``core.expectations``) and
-the real ``core.reconcile`` decision; the API is a dict of pods by name (names are unique, as in
+The operator side is the real ``WatchCache`` (with its expectations,
+``core.operator.expectations``) and
+the real ``core.operator.reconcile`` decision; the API is a dict of pods by name (names are unique,
+as in
 Kubernetes), the watch a FIFO of events. A killed operator's requests on the wire reach the API
 before its successor lists, or never (a new operator takes seconds to start). Checked in every
 reachable state: no create is decided while one of that name is in flight, nor for a pod the
@@ -16,14 +18,15 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 
 from flexjob.api import ReplicaPhase, ReplicaType
-from flexjob.core.actions import CreateReplica
-from flexjob.core.reconcile import reconcile
+from flexjob.core.operator.actions import CreateReplica
+from flexjob.core.operator.reconcile import reconcile
 from flexjob.operator.watch_cache import WatchCache
 from flexjob.platform.api import Replica
-from tests.core.reconcile_sim import T0, make_job, rank0_service
+from tests.core.operator.reconcile_sim import T0, make_job, rank0_service
 
 JOB = make_job(master=False, workers=2)
-#: Services are not modelled: worker-0's (rank 0's, ``core.torch_world``) exists from the start.
+#: Services are not modelled: worker-0's (rank 0's, ``core.operator.torch_world``) exists from the
+# start.
 SERVICES = [rank0_service(JOB)]
 KEY = (JOB.namespace, JOB.name)
 PENDING = ReplicaPhase.PENDING

@@ -9,7 +9,7 @@ from kubernetes.client import CoreV1Api
 
 from flexjob.api import ElasticPolicy
 from flexjob.api.names import ENV_METRICS_ADDR, ENV_METRICS_TOKEN, METRICS_PORT
-from flexjob.core.job_master import kubernetes_job_master
+from flexjob.core.operator.job_master import kubernetes_job_master
 from flexjob.operator.manifests import InstallConfig, install_manifests
 from flexjob.operator.reconcile_pass import reconcile_job
 from flexjob.platform.kubernetes import KubernetesPlatform

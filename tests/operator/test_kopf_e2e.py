@@ -169,7 +169,7 @@ async def test_a_job_without_master_gets_a_torch_world_on_kubernetes(
 ) -> None:
     """A chief and a worker running plain torch (no master): the chief's pod gets a service on
     Kubeflow's port and every pod MASTER_ADDR (that service's name), MASTER_PORT, WORLD_SIZE and
-    RANK (``core.torch_world``)."""
+    RANK (``core.operator.torch_world``)."""
     body = job_body("plain", workers=1)
     specs = body["spec"]["replicaSpecs"]
     specs["chief"] = specs.pop("master")

@@ -5,7 +5,7 @@ from typer.testing import CliRunner
 
 from flexjob.api.foreign_kinds import FOREIGN_KINDS
 from flexjob.cli.main import app
-from flexjob.core.job_master import JOB_MASTER_SERVICE_ACCOUNT
+from flexjob.core.operator.job_master import JOB_MASTER_SERVICE_ACCOUNT
 from flexjob.operator.kubernetes.admission import (
     MUTATE_JOB,
     VALIDATE_JOB,

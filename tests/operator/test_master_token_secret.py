@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from kubernetes.client import CoreV1Api
 
 from flexjob.api import ElasticPolicy
-from flexjob.core.job_master import kubernetes_job_master
+from flexjob.core.operator.job_master import kubernetes_job_master
 from flexjob.operator.reconcile_pass import reconcile_job
 from flexjob.platform.kubernetes import KubernetesPlatform
 from tests.support.local_jobs import local_job

@@ -10,7 +10,7 @@ import pytest
 
 from flexjob.api import ReplicaType
 from flexjob.api.load import job_from_dict
-from flexjob.core.replica_plan import render_replica
+from flexjob.core.operator.replica_plan import render_replica
 from flexjob.operator.kubernetes.pod_creates import PodCreates
 from flexjob.operator.kubernetes.runner import OperatorConfig
 from flexjob.platform.api import AlreadyExistsError, ReplicaRequest

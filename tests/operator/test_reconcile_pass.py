@@ -9,7 +9,7 @@ from typing import cast
 import pytest
 
 from flexjob.api import ScalePlanPhase
-from flexjob.core.actions import CreateService, DeleteReplica, RecordEvent, UpdateScalePlan
+from flexjob.core.operator.actions import CreateService, DeleteReplica, RecordEvent, UpdateScalePlan
 from flexjob.operator.reconcile_pass import (
     ActionFailed,
     apply_in_batches,

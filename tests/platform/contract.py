@@ -35,8 +35,8 @@ from flexjob.api import (
     ScalePlanStatus,
     names,
 )
-from flexjob.core.actions import EventType
-from flexjob.core.replica_plan import render_replica, service_request
+from flexjob.core.operator.actions import EventType
+from flexjob.core.operator.replica_plan import render_replica, service_request
 from flexjob.platform.api import (
     AlreadyExistsError,
     InvalidStatusPatchError,

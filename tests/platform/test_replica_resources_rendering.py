@@ -3,10 +3,10 @@
 import pytest
 
 from flexjob.api import ReplicaType, ResourceSpec, names
-from flexjob.core.replica_plan import render_replica
+from flexjob.core.operator.replica_plan import render_replica
 from flexjob.platform.kubernetes.bodies import pod_body
 from flexjob.platform.local.runtime import resource_env
-from tests.core.reconcile_sim import make_job
+from tests.core.operator.reconcile_sim import make_job
 
 
 def test_kubernetes_pod_requests_and_limits_carry_plan_resources() -> None:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from flexjob.core.ps.optim import OptimizerKind, OptimizerSpec
-from flexjob.core.ps.store import ModelSpec
+from flexjob.core.ps.parameters import ModelSpec
 from flexjob.core.ps.table import TableSpec
 from flexjob.master.main import MasterHandle
 from flexjob.ps.main import PsConfig, run_ps

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from flexjob.api import names
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.launch import spawn_master
 from flexjob.ps.checkpoint_io import file_name
 from flexjob.rpc.client import MasterClient

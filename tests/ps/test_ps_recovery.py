@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from flexjob.core.ps.checkpoint import snapshot
-from flexjob.core.ps.store import PsStore
+from flexjob.core.ps.parameters import PsStore
 from flexjob.platform.ports import free_port
 from flexjob.ps.checkpoint_io import file_name, latest_set, read_snapshot, write_snapshot
 from flexjob.rpc.ps_client import PsClient

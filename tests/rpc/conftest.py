@@ -3,9 +3,9 @@ from pathlib import Path
 
 import pytest
 
-from flexjob.core.batch import BatchPlan
-from flexjob.core.dataset import Dataset
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.training.batch import BatchPlan
+from flexjob.core.training.dataset import Dataset
+from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.main import MasterHandle, start_master
 
 

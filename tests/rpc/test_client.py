@@ -6,8 +6,8 @@ import threading
 import pytest
 
 from flexjob.api.errors import InvalidSpecError, NotFoundError, UnavailableError
-from flexjob.core.batch import BatchPlan
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.training.batch import BatchPlan
+from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.main import MasterHandle, start_master
 from flexjob.platform.ports import free_port
 from flexjob.rpc.client import MasterClient

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from flexjob.api.errors import FlexjobError
-from flexjob.core.dataset import Dataset
-from flexjob.core.master_config import RPC_SERVERS, MasterConfig
+from flexjob.core.training.dataset import Dataset
+from flexjob.core.training.master_config import RPC_SERVERS, MasterConfig
 from flexjob.master.main import serve_master
 from flexjob.master.service import MasterService
 from flexjob.rpc.auth import InsecureBindError, master_token, write_token_file

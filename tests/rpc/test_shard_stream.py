@@ -15,8 +15,8 @@ from prometheus_client.metrics_core import Metric
 
 from flexjob.api.errors import InvalidSpecError, UnavailableError
 from flexjob.api.limits import MAX_SHARD_LEASE
-from flexjob.core.dataset import Dataset
-from flexjob.core.master_config import RPC_SERVERS, MasterConfig
+from flexjob.core.training.dataset import Dataset
+from flexjob.core.training.master_config import RPC_SERVERS, MasterConfig
 from flexjob.master.launch import spawn_master
 from flexjob.master.main import METRICS_ADDR_FILE, start_master
 from flexjob.rpc.client import MasterClient

@@ -1,6 +1,6 @@
 import pytest
 
-from flexjob.core.policies.goodput_model import ThroughputParams
+from flexjob.core.training.goodput_model import ThroughputParams
 from flexjob.scheduler.profilings import goodput_model, read_profilings
 
 

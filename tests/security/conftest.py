@@ -21,8 +21,8 @@ from typing import Any
 import grpc
 import pytest
 
-from flexjob.core.dataset import Dataset
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.training.dataset import Dataset
+from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.main import serve_master
 from flexjob.master.service import MasterService
 from flexjob.rpc.gen import master_control_pb2_grpc as control_grpc

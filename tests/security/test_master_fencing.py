@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from flexjob.api.errors import FlexjobError
-from flexjob.core.dataset import Dataset
-from flexjob.core.master_config import MasterConfig
-from flexjob.core.shards import ShardManager, ShardState
+from flexjob.core.training.dataset import Dataset
+from flexjob.core.training.master_config import MasterConfig
+from flexjob.core.training.shards import ShardManager, ShardState
 from flexjob.master.launch import spawn_master
 from flexjob.master.process import EXIT_STATE_HELD
 from flexjob.master.service import MasterService

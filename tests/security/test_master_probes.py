@@ -12,7 +12,7 @@ import grpc
 import pytest
 
 from flexjob.api.limits import MAX_DATASETS, MAX_KV_KEYS, MAX_KV_TOTAL_BYTES, MAX_KV_VALUE_BYTES
-from flexjob.core.dataset import Dataset
+from flexjob.core.training.dataset import Dataset
 from flexjob.rpc.gen import master_pb2 as pb
 
 from .conftest import CALL_TIMEOUT, SHARDS, Master, assert_refused, node

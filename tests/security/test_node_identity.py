@@ -14,8 +14,8 @@ import grpc
 import pytest
 
 from flexjob.api.errors import FlexjobError
-from flexjob.core.dataset import Dataset
-from flexjob.core.master_config import RPC_SERVERS
+from flexjob.core.training.dataset import Dataset
+from flexjob.core.training.master_config import RPC_SERVERS
 from flexjob.rpc.auth import node_credential
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.gen import master_pb2 as pb

@@ -11,9 +11,9 @@ import pytest
 
 from flexjob.api import names
 from flexjob.api.errors import FlexjobError, InvalidSpecError
-from flexjob.core.dataset import Dataset
-from flexjob.core.master_config import RPC_SERVERS
-from flexjob.core.owned_keys import NO_INCARNATION, incarnation_name
+from flexjob.core.training.dataset import Dataset
+from flexjob.core.training.master_config import RPC_SERVERS
+from flexjob.core.training.owned_keys import NO_INCARNATION, incarnation_name
 from flexjob.master.main import serve_master
 from flexjob.master.service import MasterService
 from flexjob.rpc.client import MasterClient

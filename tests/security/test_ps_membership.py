@@ -10,7 +10,7 @@ import pytest
 
 from flexjob.api import names
 from flexjob.api.errors import FlexjobError
-from flexjob.core.master_config import RPC_SERVERS
+from flexjob.core.training.master_config import RPC_SERVERS
 from tests.support.guarded_master import GuardedMaster, guarded_config, started_world
 
 MEMBER_0 = names.KV_PS_MEMBER_PREFIX + "0"

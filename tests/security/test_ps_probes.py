@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from flexjob.core.ps.optim import OptimizerKind, OptimizerSpec
-from flexjob.core.ps.store import ModelSpec
+from flexjob.core.ps.parameters import ModelSpec
 from flexjob.core.ps.table import TableSpec
 from flexjob.ps.service import PsService
 from flexjob.rpc.gen import ps_pb2 as pb

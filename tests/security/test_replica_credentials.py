@@ -13,7 +13,7 @@ from kubernetes.client import ApiClient, CoreV1Api, V1Pod
 
 from flexjob.api import ElasticPolicy, names
 from flexjob.api.load import dump_yaml
-from flexjob.core.job_master import kubernetes_job_master
+from flexjob.core.operator.job_master import kubernetes_job_master
 from flexjob.operator.reconcile_pass import reconcile_job
 from flexjob.platform.kubernetes import KubernetesPlatform
 from flexjob.platform.local import LocalPlatform

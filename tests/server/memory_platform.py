@@ -8,7 +8,11 @@ from dataclasses import replace
 from typing import Any
 
 from flexjob.api import ElasticJob, ElasticJobStatus
-from flexjob.core.status_patch import StatusPatch, apply_status_patch, normalize_status_patch
+from flexjob.core.operator.status_patch import (
+    StatusPatch,
+    apply_status_patch,
+    normalize_status_patch,
+)
 from flexjob.platform.api import NotFoundError, Replica, Service, WatchEvent
 
 

@@ -8,7 +8,7 @@ import multiprocessing as mp
 from multiprocessing.context import ForkServerContext
 from multiprocessing.process import BaseProcess
 
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.training.master_config import MasterConfig
 
 _CONTEXT: ForkServerContext | None = None
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import grpc
 
 from flexjob.api import names
-from flexjob.core.dataset import Dataset
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.training.dataset import Dataset
+from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.main import serve_master
 from flexjob.master.observing import DatasetView
 from flexjob.master.service import MasterService

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from flexjob.core.dataset import Dataset
+from flexjob.core.training.dataset import Dataset
 from flexjob.trainer.sampler import NoShard, ShardSamples
 from flexjob.trainer.world import Generation
 

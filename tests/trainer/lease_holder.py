@@ -6,7 +6,7 @@ killed. ``python lease_holder.py ADDRESS PROCESS_ID OUT MIN_HELD``."""
 import sys
 import threading
 
-from flexjob.core.lease_size import LeasePolicy
+from flexjob.core.training.lease_size import LeasePolicy
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.messages import NodeRef
 from flexjob.trainer.lease import ShardLeaser

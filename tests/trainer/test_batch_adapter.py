@@ -11,7 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from flexjob.core.batch import BatchPlan
+from flexjob.core.training.batch import BatchPlan
 from flexjob.trainer import ElasticSampler, ElasticTrainer
 from flexjob.trainer.adaptive import AdaptiveBatch
 from flexjob.trainer.batch_adapter import (

@@ -14,7 +14,7 @@ from torch.distributed import TCPStore  # type: ignore[attr-defined]
 
 from flexjob.api import names
 from flexjob.api.errors import NotFoundError
-from flexjob.core.batch import BatchPlan, RankBatch
+from flexjob.core.training.batch import BatchPlan, RankBatch
 from flexjob.trainer import ElasticSampler, ElasticTrainer
 from tests.trainer.fakes import FakeMaster, shards
 

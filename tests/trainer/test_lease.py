@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from flexjob.core.dataset import Dataset
-from flexjob.core.lease_size import LeasePolicy
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.training.dataset import Dataset
+from flexjob.core.training.lease_size import LeasePolicy
+from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.main import MasterHandle, start_master
 from flexjob.rpc.client import MasterClient
 from flexjob.trainer.lease import ShardLeaser, lease_size

@@ -4,7 +4,7 @@ or none) and v1 (coordinator, collector, learner, plus the cluster's ``Aggregato
 Every field the formats carry lands in the ``ElasticJob``: a v2 task becomes the replica spec of
 its type (``none`` → ``worker``) and keeps its name; a v1 ``AggregatorConfig`` found beside the
 job is kept whole in ``spec.aggregatorConfig`` and its template becomes the ``aggregator``
-replica spec (without one, the cluster's is used: ``core.logic_learners``). A v1 role's
+replica spec (without one, the cluster's is used: ``core.operator.logic_learners``). A v1 role's
 template is a recipe, not a count: collectors, learners and aggregators start at 0 replicas
 and the coordinator asks the server for them (up to ``api.bounds.DI_MAX_REPLICAS`` of each). A
 task of a preemptible v2 job keeps its replicas at start and may be scaled between 1 and

@@ -93,7 +93,8 @@ def convert(raw: dict[str, Any], companions: list[dict[str, Any]]) -> Converted:
         brain_service=source.brain_service,
         enable_elastic_scheduling=source.enable_elastic_scheduling,
         # DLRover runs a job master for every ElasticJob (it serves shards and rendezvous);
-        # flexjob adds its implicit master to jobs that use dynamic sharding (core.job_master)
+        # flexjob adds its implicit master to jobs that use dynamic sharding
+        # (core.operator.job_master)
         enable_dynamic_sharding=source.enable_dynamic_sharding is not False,
         suspend=source.suspend,
         envs=_envs(source.envs),

@@ -3,7 +3,7 @@ and which failure texts mean "out of memory".
 
 Pure. One rule for every caller: the master's planner (an OOM reported by an agent) and the
 operator's reconcile (a replica the platform reports ``OOMKilled``, Kubernetes or local:
-``core.replica_resources.oom_memory``). Not for choosing which replica to relaunch.
+``core.operator.replica_resources.oom_memory``). Not for choosing which replica to relaunch.
 """
 
 import math

@@ -6,7 +6,7 @@ maximise the p-norm of per-job speedups net of restart cost) and ``goodput-v1`` 
 greedy total-speedup policy). Load one by name with ``flexjob.scheduler.registry.load_policy``.
 """
 
-from flexjob.core.policies.api import (
+from flexjob.core.policies.contract import (
     Allocations,
     JobInfo,
     NodeInfo,
@@ -18,11 +18,11 @@ from flexjob.core.policies.api import (
 )
 from flexjob.core.policies.fair_goodput import FairGoodputPolicy
 from flexjob.core.policies.goodput import GoodputPolicy
-from flexjob.core.policies.goodput_model import GoodputModel, StepSample, ThroughputParams
 from flexjob.core.policies.pack import PackPolicy
 from flexjob.core.policies.rounds import changed_jobs, schedule_round
 from flexjob.core.policies.static import StaticPolicy
 from flexjob.core.policies.tiresias import TiresiasPolicy
+from flexjob.core.training.goodput_model import GoodputModel, StepSample, ThroughputParams
 
 #: The built-in policies by name; ``flexjob.scheduler.registry`` adds entry points.
 BUILTIN_POLICIES: dict[str, type[Policy]] = {

@@ -68,7 +68,12 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from flexjob.api.errors import InvalidSpecError
-from flexjob.core.policies.api import Allocations, JobInfo, NodeInfo, Previous, Resources
+from flexjob.core.policies.attained_service import (
+    DEFAULT_THRESHOLDS,
+    check_thresholds,
+    service_order,
+)
+from flexjob.core.policies.contract import Allocations, JobInfo, NodeInfo, Previous, Resources
 from flexjob.core.policies.placement import (
     FreeMap,
     FreeMapPolicy,
@@ -78,7 +83,6 @@ from flexjob.core.policies.placement import (
     place_packed,
 )
 from flexjob.core.policies.requested import requested_count
-from flexjob.core.policies.service import DEFAULT_THRESHOLDS, check_thresholds, service_order
 
 
 def utility(speedup: float, p: float) -> float:

@@ -29,7 +29,7 @@ large.
 import heapq
 from collections.abc import Mapping, Sequence
 
-from flexjob.core.policies.api import Allocations, JobInfo, NodeInfo, Previous, Resources
+from flexjob.core.policies.contract import Allocations, JobInfo, NodeInfo, Previous, Resources
 from flexjob.core.policies.placement import (
     FreeMap,
     FreeMapPolicy,

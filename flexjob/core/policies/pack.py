@@ -4,7 +4,7 @@ Like ``static`` it never resizes or moves a running job; unlike it, it picks the
 that hold the whole job, leaving large holes for large jobs.
 """
 
-from flexjob.core.policies.api import Resources
+from flexjob.core.policies.contract import Resources
 from flexjob.core.policies.placement import FreeMap, place_packed
 from flexjob.core.policies.requested import RequestedSizePolicy
 

@@ -7,7 +7,7 @@ replicas a job gets — that is each policy's business.
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from flexjob.core.policies.api import (
+from flexjob.core.policies.contract import (
     Allocations,
     JobInfo,
     NodeInfo,

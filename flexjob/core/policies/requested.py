@@ -7,7 +7,7 @@ policies that resize jobs (see ``goodput``).
 
 from collections.abc import Callable, Sequence
 
-from flexjob.core.policies.api import Allocations, JobInfo, NodeInfo, Previous, Resources
+from flexjob.core.policies.contract import Allocations, JobInfo, NodeInfo, Previous, Resources
 from flexjob.core.policies.placement import FreeMap, FreeMapPolicy
 
 #: Places ``count`` replicas of one size, taking resources from the map; ``None`` if no fit.

@@ -4,7 +4,7 @@ The baseline the other policies are measured against. Not elastic: a job waits u
 request fits.
 """
 
-from flexjob.core.policies.api import Resources
+from flexjob.core.policies.contract import Resources
 from flexjob.core.policies.placement import FreeMap, place_first_fit
 from flexjob.core.policies.requested import RequestedSizePolicy
 

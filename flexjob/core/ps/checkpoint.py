@@ -17,8 +17,8 @@ import numpy as np
 from flexjob.api.errors import InvalidSpecError
 from flexjob.core.ps.initializer import FloatArray
 from flexjob.core.ps.optim import OptimizerSpec, StepArray
+from flexjob.core.ps.parameters import ModelSpec, PsStore
 from flexjob.core.ps.partition import assign_dense, row_owners
-from flexjob.core.ps.store import ModelSpec, PsStore
 from flexjob.core.ps.table import RowsExport, TableSpec
 
 

@@ -1,7 +1,7 @@
 """Optimizers a PS applies to its parameters: SGD (with momentum), Adagrad and Adam.
 
 Each matches the update of torch's own optimizer with default options other than those named
-here (``tests/core/test_ps_optim.py`` checks to 1e-6). Embedding tables are updated per row:
+here (``tests/core/ps/test_ps_optim.py`` checks to 1e-6). Embedding tables are updated per row:
 every row keeps its own slots and its own step count (the count of updates that row got), so a
 row touched rarely gets Adam's bias correction of its own few steps, as torch's ``SparseAdam``
 does. Dense tensors are one "row" with one step count. Updates happen in place on the arrays

@@ -23,9 +23,9 @@ import kopf
 import kubernetes.client
 
 from flexjob.api.names import ENV_SERVER_TOKEN, ENV_SERVER_URL, GROUP
-from flexjob.core.actions import CreateService
 from flexjob.core.clock import WallClock, utc_now
-from flexjob.core.job_master import (
+from flexjob.core.operator.actions import CreateService
+from flexjob.core.operator.job_master import (
     KUBERNETES_STATE_ROOT,
     JobMasterConfig,
     kubernetes_job_master,
@@ -106,18 +106,18 @@ class OperatorConfig:
     #: Watch-stream server timeout (seconds); small values make tests notice changes sooner.
     watch_timeout: float | None = None
     standalone: bool = True
-    #: The image implicit job masters run in (``core.job_master``; ``$FLEXJOB_IMAGE``, the
+    #: The image implicit job masters run in (``core.operator.job_master``; ``$FLEXJOB_IMAGE``, the
     #: operator's own); None: jobs get no implicit master.
     job_master_image: str | None = None
     #: Where ``/metrics`` listens (HOST:PORT or "off"); None: ``$FLEXJOB_METRICS_ADDR``, else
     #: 127.0.0.1 on a free port (``observe.metrics_http``).
     metrics_addr: str | None = None
-    #: A PersistentVolumeClaim implicit masters keep their state on (``core.job_master``),
+    #: A PersistentVolumeClaim implicit masters keep their state on (``core.operator.job_master``),
     #: mounted at ``job_master_state_root``; "": none (a relaunched master starts afresh).
     job_master_state_claim: str = ""
     job_master_state_root: str = KUBERNETES_STATE_ROOT
     #: A Secret (key ``token``, in each job's namespace) implicit masters read the brain's
-    #: token from (``core.job_master``); "": none.
+    #: token from (``core.operator.job_master``); "": none.
     job_master_brain_token_secret: str = ""
 
     def connection(self) -> kopf.ConnectionInfo:

@@ -1,10 +1,10 @@
-"""The operator for the local platform: a polling loop that drives ``core.reconcile``.
+"""The operator for the local platform: a polling loop that drives ``core.operator.reconcile``.
 
 It runs inside ``flexjob submit`` (or its detached background process) for one job: each round
 is the shared ``operator.reconcile_pass`` (observe, reconcile, apply, patch the operator's
 status fields). It ends when the job is finished
 and cleaned up (and, with ``ttlSecondsAfterFinished``, deleted) or when someone deleted the job.
-Jobs that need a flexjob job master and declare none get one (``core.job_master``): here it
+Jobs that need a flexjob job master and declare none get one (``core.operator.job_master``): here it
 runs as ``sys.executable -m flexjob master`` and writes its ScalePlans to this local platform.
 Not for Kubernetes (that is the kopf operator).
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 from flexjob.api import ElasticJob
 from flexjob.api.names import ENV_HOME
 from flexjob.core.clock import WallClock, utc_now
-from flexjob.core.job_master import JobMasterConfig
+from flexjob.core.operator.job_master import JobMasterConfig
 from flexjob.operator import observing
 from flexjob.operator.reconcile_pass import reconcile_job
 from flexjob.platform.api import Platform, Replica

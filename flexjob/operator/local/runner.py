@@ -1,7 +1,7 @@
 """Running the local operator for one job: in this process, or as a detached background one.
 
 ``run_job`` takes the job's operator lease (refused while another live operator holds it),
-writes the job's master token file (0600, once: ``core.job_master``),
+writes the job's master token file (0600, once: ``core.operator.job_master``),
 adopts the replicas a previous operator left running (a killed operator: their exits are read
 from their exit files, so a replica that finished meanwhile is not run again), drives
 ``LocalJobLoop`` until the job is done, renewing the lease every round, and, when interrupted
@@ -22,9 +22,9 @@ from pathlib import Path
 
 from flexjob.api import ElasticJob, JobPhase
 from flexjob.api.names import ENV_HOME, ENV_SERVER_TOKEN, ENV_SERVER_URL
-from flexjob.core.job_master import master_token_file
-from flexjob.core.phases import set_phase, timestamp
-from flexjob.core.status_patch import StatusOwner, owner_patch
+from flexjob.core.operator.job_master import master_token_file
+from flexjob.core.operator.phases import set_phase, timestamp
+from flexjob.core.operator.status_patch import StatusOwner, owner_patch
 from flexjob.operator.local.loop import LocalJobLoop, Observer, local_job_master
 from flexjob.platform.api import NotFoundError, Replica
 from flexjob.platform.local import LocalPlatform

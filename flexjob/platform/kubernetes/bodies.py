@@ -23,7 +23,7 @@ from flexjob.api.names import (
     LABEL_REPLICA_INDEX,
     LABEL_REPLICA_TYPE,
 )
-from flexjob.core.actions import EventType
+from flexjob.core.operator.actions import EventType
 from flexjob.core.replicas import Replica, ReplicaRequest, Service, ServiceRequest
 
 Body = dict[str, Any]

@@ -4,7 +4,7 @@ Jobs and ScalePlans are ``flexjob.dev/v1alpha1`` custom objects (status through 
 subresource), replicas are pods and their addresses headless services, both labelled with the
 job name, replica type, index and rank and owned by the ElasticJob (ownerReferences), and job
 events are core/v1 Events. All calls go through the official (synchronous) ``kubernetes``
-client and are thread-safe. It decides nothing; see ``flexjob.core.reconcile``.
+client and are thread-safe. It decides nothing; see ``flexjob.core.operator.reconcile``.
 """
 
 import base64
@@ -28,8 +28,8 @@ from flexjob.api.names import (
     PLURAL_SCALE_PLAN,
     VERSION,
 )
-from flexjob.core.actions import EventType
-from flexjob.core.status_patch import StatusPatch, normalize_status_patch
+from flexjob.core.operator.actions import EventType
+from flexjob.core.operator.status_patch import StatusPatch, normalize_status_patch
 from flexjob.platform.api import (
     ALL_LINES,
     AlreadyExistsError,

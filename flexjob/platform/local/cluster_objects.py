@@ -1,6 +1,6 @@
 """The local platform's cluster-scoped objects (DI's ``AggregatorConfig``): the
 ``cluster_objects`` table, one JSON document per kind and name. What they mean is
-``core.logic_learners``; ``flexjob apply`` writes them."""
+``core.operator.logic_learners``; ``flexjob apply`` writes them."""
 
 import json
 import time

@@ -1,7 +1,8 @@
 """A local replica's memory limit: enforced for real, and an OOM kill told apart afterwards.
 
 The limit is the main container's ``resources.limits.memory`` (what a kubelet enforces; a
-ScalePlan's or an OOM relaunch's resources set it, ``core.replica_resources``). A replica with
+ScalePlan's or an OOM relaunch's resources set it, ``core.operator.replica_resources``). A replica
+with
 one runs in its own memory cgroup when cgroups can be made here (``platform.cgroups``): the
 kernel's OOM killer ends its biggest process when it goes over, and its exit-code wrapper
 records ``OOMKilled`` (``processes.EXIT_WRAPPER``). Elsewhere every process of the replica gets

@@ -2,7 +2,7 @@
 
 Is the job store (``store.py``), the replica runtime (``runtime.py``) and the cluster objects
 (``cluster_objects.py``) over one SQLite file under ``$FLEXJOB_HOME``, by inheritance (no
-forwarders). Deciding what to run is ``core.reconcile``'s job, driving it is
+forwarders). Deciding what to run is ``core.operator.reconcile``'s job, driving it is
 ``flexjob.operator.local.loop``'s.
 """
 

@@ -27,7 +27,7 @@ from typing import Any
 from flexjob.api import ReplicaPhase, ReplicaType, names
 from flexjob.api.errors import InvalidSpecError
 from flexjob.api.quantity import cpu_cores, memory_mib, parse_quantity
-from flexjob.core.replica_resources import GPU_RESOURCE
+from flexjob.core.operator.replica_resources import GPU_RESOURCE
 from flexjob.core.replicas import Replica, ReplicaRequest, Service, ServiceRequest
 from flexjob.platform.api import ALL_LINES, AlreadyExistsError, LogOptions, NotFoundError
 from flexjob.platform.local import memory_limits, processes

@@ -11,9 +11,13 @@ from datetime import UTC, datetime
 
 from flexjob.api import ElasticJob, ElasticJobStatus, ScalePlan, ScalePlanStatus
 from flexjob.api.name_rules import check_name
-from flexjob.core.actions import EventType
-from flexjob.core.phases import timestamp
-from flexjob.core.status_patch import StatusPatch, apply_status_patch, normalize_status_patch
+from flexjob.core.operator.actions import EventType
+from flexjob.core.operator.phases import timestamp
+from flexjob.core.operator.status_patch import (
+    StatusPatch,
+    apply_status_patch,
+    normalize_status_patch,
+)
 from flexjob.platform.api import AlreadyExistsError, Event, NotFoundError
 from flexjob.platform.local.db import Database
 
