@@ -35,12 +35,10 @@ from typing import TYPE_CHECKING
 from flexjob.api import names
 from flexjob.core.training.batch import BatchPlan, RankBatch
 from flexjob.trainer.adaptive import AdaptiveBatch, scale_lr
-from flexjob.trainer.goodput import GoodputReporter, noise_hook
+from flexjob.trainer.goodput import GoodputReporter, StepSource, noise_hook
 
 if TYPE_CHECKING:
     import torch
-
-    from flexjob.trainer.elastic import ElasticTrainer
 
 log = logging.getLogger(__name__)
 
@@ -93,13 +91,16 @@ class BatchAdapter:
         scale_lr(optimizer, self.base_lrs, 1.0)
 
     @classmethod
-    def start(cls, trainer: ElasticTrainer, plan: RankBatch) -> BatchAdapter:
-        """The adapter of ``trainer`` for the adaptive ``plan``, its reporter on the trainer's
-        steps (publishing the job's profilings through its master link)."""
+    def start(
+        cls, trainer: StepSource, optimizer: torch.optim.Optimizer, plan: RankBatch
+    ) -> BatchAdapter:
+        """The adapter of ``trainer`` (scaling ``optimizer``'s learning rates) for the adaptive
+        ``plan``, its reporter on the trainer's steps (publishing the job's profilings through
+        its master link)."""
         bounds = AdaptiveBatch(
             plan.global_batch_size, plan.max_global_batch_size, plan.micro_batch_size
         )
-        adapter = cls(bounds, trainer.optimizer, GoodputReporter(float(plan.micro_batch_size)))
+        adapter = cls(bounds, optimizer, GoodputReporter(float(plan.micro_batch_size)))
         adapter.reporter.attach(trainer)
         return adapter
 

@@ -414,7 +414,9 @@ class ElasticTrainer:
         if self.batch_plan is not None and self.batch_plan.adaptive and self._ddp is not None:
             from flexjob.trainer.batch_adapter import BatchAdapter  # numpy: only when adaptive
 
-            self._adapter = self._adapter or BatchAdapter.start(self, self.batch_plan)
+            self._adapter = self._adapter or BatchAdapter.start(
+                self, self.optimizer, self.batch_plan
+            )
             self._adapter.formed(nodes, size, self._ddp, self.batch_plan)
 
     def _form(self, gen: world.Generation) -> None:

@@ -24,7 +24,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from flexjob.api import names
 from flexjob.core.training.goodput_model import StepSample, ThroughputParams, fit_throughput
@@ -33,8 +33,19 @@ if TYPE_CHECKING:
     import torch
 
     from flexjob.trainer.batch import Step
-    from flexjob.trainer.elastic import ElasticTrainer
     from flexjob.trainer.world import WorldInfo
+
+
+class StepSource(Protocol):
+    """What a reporter listens to: an ``ElasticTrainer`` (named by its calls, not imported,
+    so that the trainer's modules form no import circle)."""
+
+    def publish(self, key: str, value: str) -> None: ...
+
+    def on_reform(self, callback: Callable[[WorldInfo], None]) -> None: ...
+
+    def on_step(self, callback: Callable[[Step], None]) -> None: ...
+
 
 #: Shape of a step: (nodes, replicas, local batch).
 Shape = tuple[int, int, float]
@@ -151,7 +162,7 @@ class GoodputReporter:
         self._last_publish = -math.inf
         self._shape: tuple[int, int] = (1, 1)
 
-    def attach(self, trainer: ElasticTrainer) -> GoodputReporter:
+    def attach(self, trainer: StepSource) -> GoodputReporter:
         """Listen to ``trainer``'s steps and re-forms; publish through its master link."""
         if self._publish is None:
             self._publish = trainer.publish
