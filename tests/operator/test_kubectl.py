@@ -160,8 +160,16 @@ async def test_the_scale_subresource_names_the_selector_of_the_workers_pods(
     chosen = await wait_for(selector, 60, 0.2)
     assert scales[-1]["kind"] == "Scale" and scales[-1]["spec"]["replicas"] == 2
     pods = installed.emulator.kind("", "v1", "pods")
-    selected = {
-        p["metadata"]["name"] for p in installed.emulator.store.select(pods, "default", chosen)
-    }
-    assert selected == {"digits-elastic-worker-0", "digits-elastic-worker-1"}
+    workers = {"digits-elastic-worker-0", "digits-elastic-worker-1"}
+    selected: set[str] = set()
+
+    def selects_the_workers() -> bool:  # the selector may be served before the pods exist
+        selected.clear()
+        selected.update(
+            p["metadata"]["name"] for p in installed.emulator.store.select(pods, "default", chosen)
+        )
+        return selected == workers
+
+    await wait_for(selects_the_workers, 60, 0.2)
+    assert selected == workers
     await kubectl("delete", "ej", "digits-elastic", "--timeout=30s")
