@@ -11,11 +11,11 @@ rounds.
 
 import argparse
 import statistics
-import threading
-import time
+from collections.abc import Generator
 
-from flexjob.core.training.dataset import Dataset
-from flexjob.core.training.master_config import MasterConfig
+from benchmarks.call_rate import add_rate_options, calls_per_second
+from flexjob.core.dataset import Dataset
+from flexjob.core.master_config import MasterConfig
 from flexjob.master.observing import RpcLatency
 from flexjob.master.service import MasterService
 from flexjob.rpc.client import MasterClient
@@ -27,35 +27,23 @@ def rate(interceptors: list[RpcLatency], threads: int, seconds: float) -> float:
         job_name="bench", datasets=(Dataset(size=1000, shard_size=10),), host_store=False
     )
     server = serve(MasterService(config), interceptors=interceptors, max_workers=threads)
-    counts = [0] * threads
-    stop = threading.Event()
 
-    def call(i: int) -> None:
+    def calls(i: int) -> Generator[None, None, None]:
         with MasterClient(server.address, f"worker-{i}") as c:
             c.get_progress()  # connect before the clock starts
-            while not stop.is_set():
+            while True:
                 c.get_progress()
-                counts[i] += 1
+                yield None
 
-    workers = [threading.Thread(target=call, args=(i,)) for i in range(threads)]
-    for w in workers:
-        w.start()
-    time.sleep(0.3)  # warm up
-    before = sum(counts)
-    time.sleep(seconds)
-    done = sum(counts) - before
-    stop.set()
-    for w in workers:
-        w.join()
-    server.stop(0)
-    return done / seconds
+    try:
+        return calls_per_second(calls, threads, seconds, warmup=0.3)
+    finally:
+        server.stop(0)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--threads", type=int, default=8)
-    ap.add_argument("--seconds", type=float, default=2.0)
+    add_rate_options(ap)
     a = ap.parse_args()
     bare: list[float] = []
     timed: list[float] = []

@@ -115,13 +115,7 @@ def main() -> int:
     sampler.bind(RecordingSource(replica_link(), args.shard_log))
     loss_fn = torch.nn.BCEWithLogitsLoss()
     started, samples = time.monotonic(), 0
-    while True:
-        batch = sampler.next_batch()
-        if batch is NoShard.END:
-            break
-        if isinstance(batch, NoShard):
-            time.sleep(0.05)
-            continue
+    for batch in sampler.batches():
         idx = np.asarray(batch.indices)
         logits = model(torch.from_numpy(train.ids[idx]))
         loss = loss_fn(logits, torch.from_numpy(train.labels[idx]))

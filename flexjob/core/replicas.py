@@ -65,6 +65,12 @@ class ReplicaRequest:
     def short_name(self) -> str:
         return short_replica_name(self.type, self.index)
 
+    def pending(self, uid: str = "", node: str | None = None) -> "Replica":
+        """The replica this request makes, as first observed: Pending, with ``uid`` (none
+        before the platform answered) on ``node`` (None: not placed yet)."""
+        where = (self.namespace, self.job, self.name, self.type, self.index)
+        return Replica(*where, ReplicaPhase.PENDING, uid, node=node, labels=dict(self.labels))
+
 
 @dataclass(frozen=True, slots=True)
 class ServiceRequest:

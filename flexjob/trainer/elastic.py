@@ -17,7 +17,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import torch
 import torch.distributed as dist
@@ -37,7 +37,7 @@ from flexjob.trainer.rendezvous import (
 )
 from flexjob.trainer.sampler import Batch, ElasticSampler, NoShard, ShardSource
 from flexjob.trainer.state_saver import StateSaver
-from flexjob.trainer.status import StatusWriter
+from flexjob.trainer.status import StatusFlags, StatusWriter
 from flexjob.trainer.step_control import all_reduce_control
 from flexjob.trainer.step_time import OwnStepTimer
 
@@ -324,10 +324,8 @@ class ElasticTrainer:
         self,
         world_size: int,
         *,
-        step_seconds: float = 0.0,
-        idle: bool = False,
-        closed: bool = False,
         force: bool = False,
+        **shown: Unpack[StatusFlags],
     ) -> None:
         """Where training stands, for the agent (``trainer.status``)."""
         self._status.write(
@@ -336,10 +334,8 @@ class ElasticTrainer:
             samples=self.sampler.samples_committed,
             epoch=self.sampler.epoch,
             world_size=world_size,
-            step_seconds=step_seconds,
-            idle=idle,
-            closed=closed,
             force=force,
+            **shown,
         )
 
     def _publish(self, key: str, value: str) -> None:

@@ -195,6 +195,13 @@ class ElasticSampler:
 
     def __iter__(self) -> Iterator[Batch]:
         """Plain (non-elastic) iteration: each batch is committed when the next is asked for."""
+        for batch in self.batches():
+            yield batch
+            self.commit(batch)
+
+    def batches(self) -> Iterator[Batch]:
+        """Each next batch until the data ends, waiting while others hold the shards left; the
+        caller commits each (``commit``) before it asks for the next, or gets it again."""
         while True:
             got = self.next_batch()
             if got is NoShard.END:
@@ -203,7 +210,6 @@ class ElasticSampler:
                 time.sleep(0.05)
                 continue
             yield got
-            self.commit(got)
 
     def state_dict(self) -> dict[str, Any]:
         """Counters for a checkpoint (the master keeps the shard bookkeeping itself)."""

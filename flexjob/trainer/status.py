@@ -11,6 +11,7 @@ import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 from flexjob.api import names
 
@@ -35,6 +36,14 @@ class TrainerStatus:
     #: show (its interpreter's exit can take seconds: a last garbage collection of torch's
     #: objects on a loaded machine), so it is no hang.
     closed: bool = False
+
+
+class StatusFlags(TypedDict, total=False):
+    """What a write may say besides the trainer's place (defaults: ``TrainerStatus``'s)."""
+
+    step_seconds: float
+    idle: bool
+    closed: bool
 
 
 def read_status(path: str | os.PathLike[str]) -> TrainerStatus | None:
@@ -62,11 +71,10 @@ class StatusWriter:
         samples: int,
         epoch: int,
         world_size: int,
-        step_seconds: float = 0.0,
-        idle: bool = False,
-        closed: bool = False,
         force: bool = False,
+        **shown: Unpack[StatusFlags],
     ) -> None:
+        """Write the status now if ``force`` or ``interval_s`` passed since the last."""
         if not self.path:
             return
         now = time.time()
@@ -84,9 +92,7 @@ class StatusWriter:
             world_size,
             now,
             rank,
-            step_seconds,
-            idle,
-            closed,
+            **shown,
         )
         tmp = f"{self.path}.{os.getpid()}.tmp"
         try:

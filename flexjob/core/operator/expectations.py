@@ -18,7 +18,6 @@ Plain decisions, no I/O; the operator's ``WatchCache`` keeps them per job under 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from flexjob.api import ReplicaPhase
 from flexjob.core.replicas import Replica, ReplicaRequest
 
 #: Seconds after which an expectation no longer counts (Kubernetes' ExpectationsTimeout).
@@ -37,16 +36,7 @@ class Expected:
 
 def expect(request: ReplicaRequest, since: float, run: int) -> Expected:
     """The expectation for one create: the replica counts as Pending, with no uid yet."""
-    replica = Replica(
-        namespace=request.namespace,
-        job=request.job,
-        name=request.name,
-        type=request.type,
-        index=request.index,
-        phase=ReplicaPhase.PENDING,
-        labels=dict(request.labels),
-    )
-    return Expected(replica, since, run)
+    return Expected(request.pending(), since, run)
 
 
 def counted(

@@ -160,17 +160,7 @@ class Sim:
             req = action.request
             if req.name not in self.replicas:
                 self._uid += 1
-                self.replicas[req.name] = Replica(
-                    namespace=req.namespace,
-                    job=req.job,
-                    name=req.name,
-                    type=req.type,
-                    index=req.index,
-                    phase=ReplicaPhase.PENDING,
-                    uid=f"uid-{self._uid}",
-                    node=req.node,
-                    labels=dict(req.labels),
-                )
+                self.replicas[req.name] = req.pending(f"uid-{self._uid}", req.node)
         elif isinstance(action, DeleteReplica):
             self.replicas.pop(action.name, None)
         elif isinstance(action, CreateService):
