@@ -10,10 +10,9 @@ rounds.
 """
 
 import argparse
-import statistics
 import threading
-import time
 
+from benchmarks.call_rate import add_rate_arguments, alternating_medians, calls_per_second
 from flexjob.core.dataset import Dataset
 from flexjob.core.master_config import MasterConfig
 from flexjob.master.observing import RpcLatency
@@ -27,43 +26,29 @@ def rate(interceptors: list[RpcLatency], threads: int, seconds: float) -> float:
         job_name="bench", datasets=(Dataset(size=1000, shard_size=10),), host_store=False
     )
     server = serve(MasterService(config), interceptors=interceptors, max_workers=threads)
-    counts = [0] * threads
-    stop = threading.Event()
 
-    def call(i: int) -> None:
+    def call(i: int, stop: threading.Event, counts: list[int]) -> None:
         with MasterClient(server.address, f"worker-{i}") as c:
             c.get_progress()  # connect before the clock starts
             while not stop.is_set():
                 c.get_progress()
                 counts[i] += 1
 
-    workers = [threading.Thread(target=call, args=(i,)) for i in range(threads)]
-    for w in workers:
-        w.start()
-    time.sleep(0.3)  # warm up
-    before = sum(counts)
-    time.sleep(seconds)
-    done = sum(counts) - before
-    stop.set()
-    for w in workers:
-        w.join()
-    server.stop(0)
-    return done / seconds
+    try:
+        return calls_per_second(call, threads, seconds, warm_up=0.3)
+    finally:
+        server.stop(0)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--threads", type=int, default=8)
-    ap.add_argument("--seconds", type=float, default=2.0)
+    add_rate_arguments(ap)
     a = ap.parse_args()
-    bare: list[float] = []
-    timed: list[float] = []
-    for r in range(a.rounds):
-        order = [(bare, []), (timed, [RpcLatency()])]
-        for out, interceptors in order if r % 2 == 0 else order[::-1]:
-            out.append(rate(interceptors, a.threads, a.seconds))
-    b, t = statistics.median(bare), statistics.median(timed)
+    b, t = alternating_medians(
+        a.rounds,
+        lambda _: rate([], a.threads, a.seconds),
+        lambda _: rate([RpcLatency()], a.threads, a.seconds),
+    )
     print(f"{'workload':34} {'flexjob':>10} {'baseline':>22} {'ratio':>6}")
     baseline = f"{b:,.0f} (no interceptor)"
     print(f"{'GetProgress calls/s, RPC histogram':34} {t:10,.0f} {baseline:>22} {t / b:6.2f}")

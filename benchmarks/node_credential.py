@@ -16,13 +16,13 @@ Baseline: the same without credentials.
 """
 
 import argparse
-import statistics
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
+from benchmarks.call_rate import add_rate_arguments, alternating_medians, calls_per_second
 from benchmarks.table import print_table
 from flexjob.core.dataset import Dataset
 from flexjob.core.master_config import MasterConfig
@@ -103,58 +103,38 @@ def _rate(token: str | None, threads: int, seconds: float, job_dir: Path) -> flo
     )
     service = MasterService(config)
     server = serve_master(service, token)
-    counts = [0] * threads
-    errors: list[BaseException] = []
-    stop = threading.Event()
 
-    def work(i: int) -> None:
+    def work(i: int, stop: threading.Event, counts: list[int]) -> None:
         node = f"worker-{i}"
         presented = node_credential(token, node) if token else ""
-        try:
-            with MasterClient(server.address, node, token=presented, shard_stream=False) as c:
-                done: list[int] = []
-                while not stop.is_set():
-                    done = [s.shard_id for s in c.lease_shards(1, done=done).shards]
-                    counts[i] += 1
-        except BaseException as exc:  # raised below, in the main thread
-            errors.append(exc)
+        with MasterClient(server.address, node, token=presented, shard_stream=False) as c:
+            done: list[int] = []
+            while not stop.is_set():
+                done = [s.shard_id for s in c.lease_shards(1, done=done).shards]
+                counts[i] += 1
 
-    pool = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
-    for t in pool:
-        t.start()
-    time.sleep(0.5)  # warm-up, then count
-    first = sum(counts)
-    time.sleep(seconds)
-    calls = sum(counts) - first
-    stop.set()
-    for t in pool:
-        t.join()
-    server.stop(0)
-    service.close()
-    if errors:
-        raise errors[0]
-    return calls / seconds
+    try:
+        return calls_per_second(work, threads, seconds, warm_up=0.5)
+    finally:
+        server.stop(0)
+        service.close()
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--calls", type=int, default=200_000)
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--threads", type=int, default=8)
-    ap.add_argument("--seconds", type=float, default=2.0)
+    add_rate_arguments(ap)
     args = ap.parse_args()
     rows = [["workload", "flexjob", "baseline", "ratio", "cost per call"]]
     rows += _micro(args.calls)
-    guarded: list[float] = []
-    plain: list[float] = []
     with TemporaryDirectory() as tmp:
-        for r in range(args.rounds):
-            order = [(new_token(), guarded), (None, plain)]
-            for token, out in order if r % 2 == 0 else order[::-1]:
-                out.append(
-                    _rate(token, args.threads, args.seconds, Path(tmp) / f"{r}-{bool(token)}")
-                )
-    g, p = statistics.median(guarded), statistics.median(plain)
+
+        def rate(token: str | None, r: int) -> float:
+            return _rate(token, args.threads, args.seconds, Path(tmp) / f"{r}-{bool(token)}")
+
+        g, p = alternating_medians(
+            args.rounds, lambda r: rate(new_token(), r), lambda r: rate(None, r)
+        )
     cost = (1 / g - 1 / p) * 1e6
     rows.append(
         [
