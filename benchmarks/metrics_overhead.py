@@ -10,12 +10,11 @@ rounds.
 """
 
 import argparse
-import statistics
-from collections.abc import Generator
+import threading
 
-from benchmarks.call_rate import add_rate_options, calls_per_second
-from flexjob.core.training.dataset import Dataset
-from flexjob.core.training.master_config import MasterConfig
+from benchmarks.call_rate import add_rate_arguments, alternating_medians, calls_per_second
+from flexjob.core.dataset import Dataset
+from flexjob.core.master_config import MasterConfig
 from flexjob.master.observing import RpcLatency
 from flexjob.master.service import MasterService
 from flexjob.rpc.client import MasterClient
@@ -28,30 +27,28 @@ def rate(interceptors: list[RpcLatency], threads: int, seconds: float) -> float:
     )
     server = serve(MasterService(config), interceptors=interceptors, max_workers=threads)
 
-    def calls(i: int) -> Generator[None, None, None]:
+    def call(i: int, stop: threading.Event, counts: list[int]) -> None:
         with MasterClient(server.address, f"worker-{i}") as c:
             c.get_progress()  # connect before the clock starts
-            while True:
+            while not stop.is_set():
                 c.get_progress()
-                yield None
+                counts[i] += 1
 
     try:
-        return calls_per_second(calls, threads, seconds, warmup=0.3)
+        return calls_per_second(call, threads, seconds, warm_up=0.3)
     finally:
         server.stop(0)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    add_rate_options(ap)
+    add_rate_arguments(ap)
     a = ap.parse_args()
-    bare: list[float] = []
-    timed: list[float] = []
-    for r in range(a.rounds):
-        order = [(bare, []), (timed, [RpcLatency()])]
-        for out, interceptors in order if r % 2 == 0 else order[::-1]:
-            out.append(rate(interceptors, a.threads, a.seconds))
-    b, t = statistics.median(bare), statistics.median(timed)
+    b, t = alternating_medians(
+        a.rounds,
+        lambda _: rate([], a.threads, a.seconds),
+        lambda _: rate([RpcLatency()], a.threads, a.seconds),
+    )
     print(f"{'workload':34} {'flexjob':>10} {'baseline':>22} {'ratio':>6}")
     baseline = f"{b:,.0f} (no interceptor)"
     print(f"{'GetProgress calls/s, RPC histogram':34} {t:10,.0f} {baseline:>22} {t / b:6.2f}")

@@ -16,16 +16,16 @@ Baseline: the same without credentials.
 """
 
 import argparse
-import statistics
+import threading
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
-from benchmarks.call_rate import add_rate_options, calls_per_second
+from benchmarks.call_rate import add_rate_arguments, alternating_medians, calls_per_second
 from benchmarks.table import print_table
-from flexjob.core.training.dataset import Dataset
-from flexjob.core.training.master_config import MasterConfig
+from flexjob.core.dataset import Dataset
+from flexjob.core.master_config import MasterConfig
 from flexjob.master.main import serve_master
 from flexjob.master.service import MasterService
 from flexjob.rpc.auth import (
@@ -104,17 +104,17 @@ def _rate(token: str | None, threads: int, seconds: float, job_dir: Path) -> flo
     service = MasterService(config)
     server = serve_master(service, token)
 
-    def calls(i: int) -> Generator[None, None, None]:
+    def work(i: int, stop: threading.Event, counts: list[int]) -> None:
         node = f"worker-{i}"
         presented = node_credential(token, node) if token else ""
         with MasterClient(server.address, node, token=presented, shard_stream=False) as c:
             done: list[int] = []
-            while True:
+            while not stop.is_set():
                 done = [s.shard_id for s in c.lease_shards(1, done=done).shards]
-                yield None
+                counts[i] += 1
 
     try:
-        return calls_per_second(calls, threads, seconds, warmup=0.5)  # warm-up, then count
+        return calls_per_second(work, threads, seconds, warm_up=0.5)
     finally:
         server.stop(0)
         service.close()
@@ -123,20 +123,18 @@ def _rate(token: str | None, threads: int, seconds: float, job_dir: Path) -> flo
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--calls", type=int, default=200_000)
-    add_rate_options(ap)
+    add_rate_arguments(ap)
     args = ap.parse_args()
     rows = [["workload", "flexjob", "baseline", "ratio", "cost per call"]]
     rows += _micro(args.calls)
-    guarded: list[float] = []
-    plain: list[float] = []
     with TemporaryDirectory() as tmp:
-        for r in range(args.rounds):
-            order = [(new_token(), guarded), (None, plain)]
-            for token, out in order if r % 2 == 0 else order[::-1]:
-                out.append(
-                    _rate(token, args.threads, args.seconds, Path(tmp) / f"{r}-{bool(token)}")
-                )
-    g, p = statistics.median(guarded), statistics.median(plain)
+
+        def rate(token: str | None, r: int) -> float:
+            return _rate(token, args.threads, args.seconds, Path(tmp) / f"{r}-{bool(token)}")
+
+        g, p = alternating_medians(
+            args.rounds, lambda r: rate(new_token(), r), lambda r: rate(None, r)
+        )
     cost = (1 / g - 1 / p) * 1e6
     rows.append(
         [

@@ -115,13 +115,12 @@ def main() -> int:
     sampler.bind(RecordingSource(replica_link(), args.shard_log))
     loss_fn = torch.nn.BCEWithLogitsLoss()
     started, samples = time.monotonic(), 0
-    for batch in sampler.batches():
+    for batch in sampler:  # each batch committed when the next is asked for
         idx = np.asarray(batch.indices)
         logits = model(torch.from_numpy(train.ids[idx]))
         loss = loss_fn(logits, torch.from_numpy(train.labels[idx]))
         loss.backward()
         sync.step(final=batch.last)  # a shard's gradients are on the PS before it is done
-        sampler.commit(batch)
         samples += idx.size
         if args.step_delay:
             time.sleep(args.step_delay)

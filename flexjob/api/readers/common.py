@@ -6,7 +6,7 @@ Not for format detection (``api.readers``) or validation of the result (``api.va
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -17,15 +17,19 @@ from flexjob.api.model_errors import problems_from
 from flexjob.api.problems import Problem, SpecError
 
 M = TypeVar("M", bound=BaseModel)
+S = TypeVar("S", bound=BaseModel)
 
 
-class ForeignObject(ApiModel):
-    """What every foreign job object has besides the ``apiVersion``, ``kind`` and ``spec`` its
-    reader declares."""
+class ForeignObject(ApiModel, Generic[S]):
+    """A foreign job object whose ``spec`` is its reader's model ``S``; its ``apiVersion`` and
+    ``kind`` are the ones its ``Reader`` reads (``Reader.reads`` chose the reader by them)."""
 
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     #: Run-time state of the source object; not part of the spec, dropped.
     status: dict[str, Any] | None = None
+    api_version: str
+    kind: str
+    spec: S
 
 
 @dataclass(frozen=True, slots=True)

@@ -72,14 +72,8 @@ class DIJobV2Spec(ApiModel):
     tasks: list[Task]
 
 
-class DIJobV2(ForeignObject):
-    api_version: Literal["diengine.opendilab.org/v2alpha1"]
-    kind: Literal["DIJob"]
-    spec: DIJobV2Spec
-
-
 def convert_v2(raw: dict[str, Any], companions: list[dict[str, Any]]) -> Converted:
-    job = parse(DIJobV2, raw)
+    job = parse(ForeignObject[DIJobV2Spec], raw)
     replica_specs: dict[ReplicaType, ReplicaSpec] = {}
     paths: dict[str, str] = {}
     problems = []
@@ -131,12 +125,6 @@ class DIJobV1Spec(ApiModel):
     learner: RoleSpec | None = None
 
 
-class DIJobV1(ForeignObject):
-    api_version: Literal["diengine.opendilab.org/v1alpha1", "diengine.opendilab.org/v1alpha2"]
-    kind: Literal["DIJob"]
-    spec: DIJobV1Spec
-
-
 class AggregatorConfigSpec(ApiModel):
     aggregator: RoleSpec
 
@@ -154,7 +142,7 @@ def aggregator_config(raw: dict[str, Any]) -> AggregatorConfig:
 
 
 def convert_v1(raw: dict[str, Any], companions: list[dict[str, Any]]) -> Converted:
-    job = parse(DIJobV1, raw)
+    job = parse(ForeignObject[DIJobV1Spec], raw)
     roles = {
         ReplicaType.COORDINATOR: job.spec.coordinator,
         ReplicaType.COLLECTOR: job.spec.collector,

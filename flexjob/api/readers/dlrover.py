@@ -8,7 +8,7 @@ job gets a job master: ``enableDynamicSharding`` defaults to true, which gives i
 The DLRover fields flexjob does not act on are rejected by ``api.unsupported``.
 """
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field
 
@@ -51,12 +51,6 @@ class DlroverJobSpec(ApiModel):
     envs: dict[str, str | EnvVar] = Field(default_factory=dict)
 
 
-class DlroverElasticJob(ForeignObject):
-    api_version: Literal["elastic.iml.github.io/v1alpha1"]
-    kind: Literal["ElasticJob"]
-    spec: DlroverJobSpec
-
-
 def _envs(envs: dict[str, str | EnvVar]) -> dict[str, str]:
     out: dict[str, str] = {}
     problems = []
@@ -83,7 +77,7 @@ def _replica(spec: DlroverReplicaSpec) -> ReplicaSpec:
 
 
 def convert(raw: dict[str, Any], companions: list[dict[str, Any]]) -> Converted:
-    job = parse(DlroverElasticJob, raw)
+    job = parse(ForeignObject[DlroverJobSpec], raw)
     source = job.spec
     spec = ElasticJobSpec(
         replica_specs={t: _replica(r) for t, r in source.replica_specs.items()},

@@ -18,7 +18,7 @@ resize them as ElasticDL's master does.
 """
 
 import re
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field
 
@@ -58,12 +58,6 @@ class ElasticAIJobSpec(ApiModel):
     master: EdlReplicaSpec | None = Field(default=None, alias="Master")
     ps: EdlReplicaSpec | None = Field(default=None, alias="PS")
     worker: EdlReplicaSpec | None = Field(default=None, alias="Worker")
-
-
-class ElasticAIJob(ForeignObject):
-    api_version: Literal["elasticdl.org/v1", "elasticdl.org/v1alpha1"]
-    kind: Literal["ElasticAIJob"]
-    spec: ElasticAIJobSpec
 
 
 def parse_job_args(args: list[str]) -> dict[str, str]:
@@ -138,7 +132,7 @@ def _check_worker(worker: EdlReplicaSpec | None) -> None:
 
 
 def convert(raw: dict[str, Any], companions: list[dict[str, Any]]) -> Converted:
-    job = parse(ElasticAIJob, raw)
+    job = parse(ForeignObject[ElasticAIJobSpec], raw)
     _check_worker(job.spec.worker)
     roles = {
         ReplicaType.MASTER: job.spec.master,

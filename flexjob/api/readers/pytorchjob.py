@@ -8,7 +8,7 @@ kept in ``spec.elasticPolicy``; ``runPolicy`` fields land in the job spec.
 """
 
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field
 
@@ -59,14 +59,8 @@ class PyTorchJobSpec(ApiModel):
     run_policy: RunPolicy = Field(default_factory=RunPolicy)
 
 
-class PyTorchJob(ForeignObject):
-    api_version: Literal["kubeflow.org/v1"]
-    kind: Literal["PyTorchJob"]
-    spec: PyTorchJobSpec
-
-
 def convert(raw: dict[str, Any], companions: list[dict[str, Any]]) -> Converted:
-    job = parse(PyTorchJob, raw)
+    job = parse(ForeignObject[PyTorchJobSpec], raw)
     replica_specs = {
         TO_REPLICA[t]: ReplicaSpec(
             replicas=r.replicas, restart_policy=r.restart_policy, template=r.template

@@ -9,19 +9,25 @@ in ``flexjob/brain/migrations``; this module is not for queries (see ``brain.sto
 from typing import Any
 
 from sqlalchemy import JSON, BigInteger, Float, ForeignKey, Index, Integer, String, UniqueConstraint
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.orm import DeclarativeBase, Mapped, MappedColumn, mapped_column
 
 NAME = 255
 
 
 class Base(DeclarativeBase):
-    pass
+    """Every table's key: an integer ``id``, its first column (as the migrations create it)."""
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, sort_order=-1)
+
+
+def _of_job(index: bool | None = None) -> MappedColumn[int]:
+    """The ``job_id`` of a job's record, deleted with the job."""
+    return mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=index)
 
 
 class JobRow(Base):
     __tablename__ = "jobs"
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(NAME), unique=True)
     user: Mapped[str] = mapped_column(String(NAME), default="")
     model: Mapped[str] = mapped_column(String(NAME), default="")
@@ -41,8 +47,7 @@ class JobNodeRow(Base):
     __tablename__ = "job_nodes"
     __table_args__ = (UniqueConstraint("job_id", "name", name="uq_job_nodes_job_name"),)
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    job_id: Mapped[int] = _of_job(index=True)
     name: Mapped[str] = mapped_column(String(NAME))
     replica_type: Mapped[str] = mapped_column(String(32))
     cpu_limit: Mapped[float | None] = mapped_column(Float, nullable=True)
@@ -54,8 +59,7 @@ class NodeSampleRow(Base):
     __tablename__ = "node_samples"
     __table_args__ = (Index("ix_node_samples_job_time", "job_id", "timestamp"),)
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
+    job_id: Mapped[int] = _of_job()
     node_id: Mapped[int] = mapped_column(ForeignKey("job_nodes.id", ondelete="CASCADE"))
     timestamp: Mapped[float] = mapped_column(Float)
     cpu_percent: Mapped[float] = mapped_column(Float)
@@ -70,8 +74,7 @@ class SpeedSampleRow(Base):
     __tablename__ = "speed_samples"
     __table_args__ = (Index("ix_speed_samples_job_time", "job_id", "timestamp"),)
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
+    job_id: Mapped[int] = _of_job()
     timestamp: Mapped[float] = mapped_column(Float)
     step: Mapped[int] = mapped_column(BigInteger)
     samples_per_second: Mapped[float] = mapped_column(Float)
@@ -83,8 +86,7 @@ class NodeEventRow(Base):
 
     __tablename__ = "node_events"
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    job_id: Mapped[int] = _of_job(index=True)
     node_id: Mapped[int] = mapped_column(ForeignKey("job_nodes.id", ondelete="CASCADE"))
     kind: Mapped[str] = mapped_column(String(32))
     timestamp: Mapped[float] = mapped_column(Float)
@@ -96,8 +98,7 @@ class ResourcePlanRow(Base):
 
     __tablename__ = "resource_plans"
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    job_id: Mapped[int] = _of_job(index=True)
     created_at: Mapped[float] = mapped_column(Float)
     stage: Mapped[str] = mapped_column(String(32))
     reason: Mapped[str] = mapped_column(String(2000), default="")
@@ -111,8 +112,7 @@ class OptimizeEventRow(Base):
 
     __tablename__ = "optimize_events"
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    job_id: Mapped[int] = _of_job(index=True)
     created_at: Mapped[float] = mapped_column(Float)
     kind: Mapped[str] = mapped_column(String(32))
     node: Mapped[str] = mapped_column(String(NAME), default="")
@@ -128,7 +128,6 @@ class ClusterNodeRow(Base):
 
     __tablename__ = "cluster_nodes"
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(NAME), unique=True)
     platform: Mapped[str] = mapped_column(String(32))
     cpu_capacity: Mapped[float] = mapped_column(Float)
@@ -140,7 +139,6 @@ class ClusterSampleRow(Base):
     __tablename__ = "cluster_samples"
     __table_args__ = (Index("ix_cluster_samples_node_time", "cluster_node_id", "timestamp"),)
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
     cluster_node_id: Mapped[int] = mapped_column(ForeignKey("cluster_nodes.id", ondelete="CASCADE"))
     timestamp: Mapped[float] = mapped_column(Float)
     cpu_used: Mapped[float] = mapped_column(Float)
@@ -153,7 +151,6 @@ class ClusterJobRow(Base):
 
     __tablename__ = "cluster_jobs"
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(NAME), unique=True)
     platform: Mapped[str] = mapped_column(String(32))
     phase: Mapped[str] = mapped_column(String(32))
