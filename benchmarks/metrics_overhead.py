@@ -13,8 +13,8 @@ import argparse
 import threading
 
 from benchmarks.call_rate import add_rate_arguments, alternating_medians, calls_per_second
-from flexjob.core.dataset import Dataset
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.training.dataset import Dataset
+from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.observing import RpcLatency
 from flexjob.master.service import MasterService
 from flexjob.rpc.client import MasterClient

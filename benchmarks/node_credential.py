@@ -24,8 +24,8 @@ from tempfile import TemporaryDirectory
 
 from benchmarks.call_rate import add_rate_arguments, alternating_medians, calls_per_second
 from benchmarks.table import print_table
-from flexjob.core.dataset import Dataset
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.training.dataset import Dataset
+from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.main import serve_master
 from flexjob.master.service import MasterService
 from flexjob.rpc.auth import (
