@@ -47,6 +47,22 @@ def test_validate_accepts_every_example() -> None:
     assert all(line.endswith(": valid") for line in result.stdout.splitlines())
 
 
+def test_validate_refuses_a_job_whose_master_would_wait_for_no_worker(tmp_path: Path) -> None:
+    doc = yaml.safe_load(BAD_JOB)
+    doc["metadata"]["name"] = "ok"
+    del doc["spec"]["cleanPodPolicy"]
+    doc["spec"]["dataset"] = {"name": "d", "size": 100}
+    worker = doc["spec"]["replicaSpecs"]["worker"]
+    worker.update(replicas=2, minReplicas=0)
+    worker["template"]["spec"]["containers"][0]["image"] = "python:3.11"
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    result = flexjob("validate", str(path))
+    assert result.returncode == 1
+    assert result.stdout.startswith(f"{path}: spec.replicaSpecs.worker.minReplicas: must be >= 1")
+    assert "min_nodes" not in result.stdout + result.stderr
+
+
 def test_validate_prints_one_line_per_problem_and_exits_1(bad_file: Path) -> None:
     result = flexjob("validate", str(bad_file))
     assert result.returncode == 1
