@@ -10,6 +10,7 @@ string that is a role's wire value (``"worker"``, ``"ps"``, ...), and fails on a
 """
 
 import ast
+from functools import cache
 from pathlib import Path
 
 from flexjob.api import ReplicaType
@@ -69,8 +70,10 @@ def role_sites(path: Path) -> list[tuple[int, str]]:
     return sites
 
 
+@cache
 def all_sites(root: Path = PACKAGE) -> dict[tuple[str, str], list[int]]:
-    """Every role-naming site under ``root`` outside the exempt folders, by (path, what)."""
+    """Every role-naming site under ``root`` outside the exempt folders, by (path, what);
+    scanned once per run."""
     out: dict[tuple[str, str], list[int]] = {}
     for path in sorted(root.rglob("*.py")):
         if any(path.is_relative_to(e) for e in EXEMPT):
