@@ -3,9 +3,12 @@
 For: every rule that depends on a replica's role — validation (a job needs a training type),
 reconcile (which type is created first, gets a service, decides success, may be scaled by a
 ScalePlan, counts against ``backoffLimit``), the scaling target (which type the allocator and
-the server resize), the master's rendezvous bounds and the optimizer. Adding a replica type
-means adding it to ``ReplicaType`` and one row here. Not for: counts and bounds of a particular
-job (``api.bounds``).
+the server resize), the master's rendezvous bounds and the optimizer. It also answers what
+code elsewhere would otherwise name a role for (the job's training type, the types that run
+the master and the PS, the token holders, DI's API fields): no code outside ``api/`` names a
+particular role (``tests/test_roles_in_api.py``). Adding a replica type means adding it to
+``ReplicaType`` and one row here. Not for: counts and bounds of a particular job
+(``api.bounds``).
 """
 
 from collections.abc import Iterable, Mapping
