@@ -26,6 +26,7 @@ from flexjob.agent.torchrun_env import OMP_NOTICE, explained, permanent, sets_om
 from flexjob.agent.workers import Worker, spawn_worker, stop_workers, wait_ready
 from flexjob.api import names
 from flexjob.api.errors import FlexjobError
+from flexjob.api.roles import type_named
 from flexjob.core.training.owned_keys import incarnation_name
 from flexjob.platform.ports import free_port
 from flexjob.platform.stop_signals import StopRequested, raise_on_stop_signals
@@ -80,7 +81,7 @@ class ElasticAgent:
         self.config = config
         self._warm = list(warm or [])
         self._first = first[1] if first is not None else []
-        self.node = NodeRef(config.node_id, config.replica_type, config.replica_index)
+        self.node = NodeRef(config.node_id, type_named(config.replica_type), config.replica_index)
         self.client = client or MasterClient(config.master, self.node)
         self.workers: list[Worker] = []
         self.restarts = 0

@@ -16,6 +16,7 @@ from typing import Any
 
 from flexjob.agent.output import OutputConfig
 from flexjob.api import names
+from flexjob.api.roles import DEFAULT_TYPE
 
 
 def default_node_id(env: Mapping[str, str] | None = None) -> str:
@@ -32,7 +33,7 @@ def default_node_id(env: Mapping[str, str] | None = None) -> str:
 def default_replica_type(env: Mapping[str, str] | None = None) -> str:
     """The replica type an operator gave this node (``FLEXJOB_REPLICA_TYPE``), else worker."""
     env = os.environ if env is None else env
-    return env.get(names.ENV_REPLICA_TYPE) or "worker"
+    return env.get(names.ENV_REPLICA_TYPE) or DEFAULT_TYPE.value
 
 
 def run_dir_of(config: AgentConfig) -> str:
@@ -66,7 +67,7 @@ class AgentConfig:
     args: tuple[str, ...] = ()
     module: bool = False
     node_id: str = "worker-0"
-    replica_type: str = "worker"
+    replica_type: str = DEFAULT_TYPE.value
     replica_index: int = 0
     job_name: str = "job"
     nproc_per_node: int = 1

@@ -3,9 +3,12 @@
 For: every rule that depends on a replica's role — validation (a job needs a training type),
 reconcile (which type is created first, gets a service, decides success, may be scaled by a
 ScalePlan, counts against ``backoffLimit``), the scaling target (which type the allocator and
-the server resize), the master's rendezvous bounds and the optimizer. Adding a replica type
-means adding it to ``ReplicaType`` and one row here. Not for: counts and bounds of a particular
-job (``api.bounds``).
+the server resize), the master's rendezvous bounds and the optimizer. It also answers what
+code elsewhere would otherwise name a role for (the job's training type, the types that run
+the master and the PS, the token holders, DI's API fields): no code outside ``api/`` names a
+particular role (``tests/test_roles_in_api.py``). Adding a replica type means adding it to
+``ReplicaType`` and one row here. Not for: counts and bounds of a particular job
+(``api.bounds``).
 """
 
 from collections.abc import Iterable, Mapping
@@ -60,29 +63,45 @@ class RoleTraits:
     default_port: int | None = None
     builtin_command: str | None = None
     world_rank: int | None = None
+    runs_master: bool = False
+    serves_parameters: bool = False
+    holds_token: bool = False
+    di_field: str | None = None
+    fronts: ReplicaType | None = None
 
 
-def _on_request(scale_rank: int, port_env: str, default_port: int) -> RoleTraits:
+def _on_request(scale_rank: int, port_env: str, default_port: int, di_field: str) -> RoleTraits:
     """A DI-engine role that trains, started when the coordinator asks for it (``on_request``),
-    serving on the port ``port_env`` names."""
+    serving on the port ``port_env`` names, listed in DI's ``di_field``."""
     return RoleTraits(
         trains=True,
         scale_rank=scale_rank,
         on_request=True,
         port_env=port_env,
         default_port=default_port,
+        di_field=di_field,
     )
 
 
 ROLE_TRAITS: Mapping[ReplicaType, RoleTraits] = MappingProxyType(
     {
-        ReplicaType.MASTER: RoleTraits(scalable=False, controls_job=True, builtin_command="master"),
-        ReplicaType.WORKER: RoleTraits(trains=True, scale_rank=0, world_rank=1),
-        ReplicaType.LEARNER: _on_request(1, names.ENV_LEARNER_PORT, names.DEFAULT_LEARNER_PORT),
-        ReplicaType.COLLECTOR: _on_request(
-            2, names.ENV_COLLECTOR_PORT, names.DEFAULT_COLLECTOR_PORT
+        ReplicaType.MASTER: RoleTraits(
+            scalable=False,
+            controls_job=True,
+            builtin_command="master",
+            runs_master=True,
+            holds_token=True,
         ),
-        ReplicaType.PS: RoleTraits(scale_rank=3, builtin_command="ps"),
+        ReplicaType.WORKER: RoleTraits(trains=True, scale_rank=0, world_rank=1),
+        ReplicaType.COLLECTOR: _on_request(
+            2, names.ENV_COLLECTOR_PORT, names.DEFAULT_COLLECTOR_PORT, "collectors"
+        ),
+        ReplicaType.LEARNER: _on_request(
+            1, names.ENV_LEARNER_PORT, names.DEFAULT_LEARNER_PORT, "learners"
+        ),
+        ReplicaType.PS: RoleTraits(
+            scale_rank=3, builtin_command="ps", serves_parameters=True, holds_token=True
+        ),
         ReplicaType.CHIEF: RoleTraits(trains=True, world_rank=0),
         ReplicaType.EVALUATOR: RoleTraits(),
         ReplicaType.COORDINATOR: RoleTraits(
@@ -96,6 +115,8 @@ ROLE_TRAITS: Mapping[ReplicaType, RoleTraits] = MappingProxyType(
             on_request=True,
             port_env=names.ENV_AGGREGATOR_PORT,
             default_port=names.DEFAULT_AGGREGATOR_PORT,
+            di_field="aggregators",
+            fronts=ReplicaType.LEARNER,
         ),
     }
 )
@@ -103,6 +124,12 @@ ROLE_TRAITS: Mapping[ReplicaType, RoleTraits] = MappingProxyType(
 
 def traits(rtype: ReplicaType) -> RoleTraits:
     return ROLE_TRAITS[rtype]
+
+
+def _the_one(trait: str) -> ReplicaType:
+    """The one type whose ``trait`` is set (the table has exactly one)."""
+    (found,) = (t for t, r in ROLE_TRAITS.items() if getattr(r, trait))
+    return found
 
 
 #: Replica types that do the training work; a job needs at least one of them.
@@ -185,3 +212,50 @@ def main_training_type(types: Iterable[ReplicaType]) -> ReplicaType | None:
     """The training type among ``types`` whose bounds are the job's node bounds: the lowest
     ``scale_rank``, else the first training one; None when none trains."""
     return min((t for t in types if ROLE_TRAITS[t].trains), key=_rank, default=None)
+
+
+#: The type that runs flexjob's job master.
+MASTER_TYPE: ReplicaType = _the_one("runs_master")
+#: The parameter-server type.
+PS_TYPE: ReplicaType = _the_one("serves_parameters")
+#: The type that drives a DI job (its coordinator).
+DRIVER_TYPE: ReplicaType = _the_one("drives_job")
+#: The type that stands in front of another (DI's aggregator), and the type it fronts.
+FRONT_TYPE: ReplicaType = _the_one("fronts")
+FRONTED_TYPE: ReplicaType = ROLE_TRAITS[FRONT_TYPE].fronts or FRONT_TYPE
+#: The replica types given the job's token; every other replica gets its node's credential.
+TOKEN_HOLDERS: frozenset[ReplicaType] = frozenset(
+    t for t, r in ROLE_TRAITS.items() if r.holds_token
+)
+#: The type of a node that names none (``flexjob run``'s nodes, an agent without
+#: ``FLEXJOB_REPLICA_TYPE``, a ``NodeRef`` whose type is not one we know): the first scaling
+#: type.
+DEFAULT_TYPE: ReplicaType = SCALE_ORDER[0]
+#: DI-engine's v1alpha2 replica API: its list fields and the type each lists, in the table's
+#: order (collectors, learners, aggregators).
+DI_FIELDS: Mapping[str, ReplicaType] = MappingProxyType(
+    {r.di_field: t for t, r in ROLE_TRAITS.items() if r.di_field is not None}
+)
+
+
+def command_of(rtype: ReplicaType) -> str:
+    """The ``flexjob`` command a replica of ``rtype`` runs (its ``builtin_command``: the name
+    the CLI registers it under); ``ValueError`` for a type that has none."""
+    command = ROLE_TRAITS[rtype].builtin_command
+    if command is None:
+        raise ValueError(f"replica type {rtype.value} runs no flexjob command of its own")
+    return command
+
+
+def type_named(name: str) -> ReplicaType:
+    """The type ``name`` (a wire or environment value) names; ``DEFAULT_TYPE`` when it names
+    none we know (an old or foreign caller)."""
+    known = ReplicaType._value2member_map_.get(name)
+    return known if isinstance(known, ReplicaType) else DEFAULT_TYPE
+
+
+def job_training_type(types: Iterable[ReplicaType]) -> ReplicaType:
+    """The type a planner and the optimizer size as the job's workers: the main training type
+    (``main_training_type``: a PS job's and an all-reduce job's workers, a DI job's learners),
+    else ``DEFAULT_TYPE`` (a job that names none, e.g. ``flexjob run``'s)."""
+    return main_training_type(types) or DEFAULT_TYPE

@@ -3,7 +3,10 @@ and what is allowed.
 
 ``validate(raw)`` accepts a native ``ElasticJob`` or ``ScalePlan`` dict, or any format a reader
 in ``api.readers`` knows (its problems are then named in that format's own paths). Type
-and enum errors come from the pydantic models; the cross-field rules live here. The same
+and enum errors come from the pydantic models; the cross-field rules live here. Replica counts
+are checked on the typed model, once it parses, by the rule that runs them (``api.bounds``,
+``api.roles``): a count that cannot run (no replica that trains, a job master's rendezvous
+that would wait for 0 nodes) is refused here, naming its spec path, not at reconcile. The same
 function backs the validating admission webhook. No I/O.
 """
 
@@ -17,9 +20,9 @@ from pydantic import BaseModel, ValidationError
 from flexjob.api.bounds import replica_bounds
 from flexjob.api.brain_service import brain_url
 from flexjob.api.enums import DistributionStrategy, ReplicaType
-from flexjob.api.job import ElasticJob
+from flexjob.api.job import ElasticJob, ReplicaSpec
 from flexjob.api.limits import MAX_REPLICAS_BY_PLATFORM
-from flexjob.api.master_rule import master_field_problems
+from flexjob.api.master_rule import flexjob_runs_master, master_field_problems
 from flexjob.api.model_errors import problems_from
 from flexjob.api.name_rules import is_dns1123_label, name_problem
 from flexjob.api.names import API_VERSION, KIND_JOB, KIND_SCALE_PLAN
@@ -27,7 +30,7 @@ from flexjob.api.problems import MISSING, Problem, join_path, one_of
 from flexjob.api.quantity import parse_quantity
 from flexjob.api.readers import READERS, convert, find_reader
 from flexjob.api.readers.dijob import aggregator_record_problems
-from flexjob.api.roles import TRAINING_TYPES, on_request_types
+from flexjob.api.roles import TRAINING_TYPES, main_training_type, on_request_types
 from flexjob.api.scaleplan import ScalePlan
 from flexjob.api.unsupported import unsupported_fields, unsupported_plan_fields
 
@@ -71,6 +74,7 @@ def _validate_native(raw: dict[str, Any], model: type[BaseModel]) -> list[Proble
         if isinstance(parsed, ElasticJob):
             problems += master_field_problems(parsed)
             problems += aggregator_record_problems(parsed)
+            problems += _check_counts(parsed)
     except ValidationError as exc:
         problems = problems_from(exc, model)
     problems += _check_metadata(raw.get("metadata"))
@@ -138,9 +142,10 @@ def _check_job_spec(spec: Mapping[str, Any]) -> list[Problem]:
                 )
             )
         for rtype, rspec in replica_specs.items():
-            if isinstance(rspec, Mapping) and rtype in _REPLICA_TYPES:
-                problems += _check_replica_spec(f"spec.replicaSpecs.{rtype}", rspec)
-        problems += _check_trainers(replica_specs)
+            template = rspec.get("template", {}) if isinstance(rspec, Mapping) else None
+            if isinstance(template, Mapping) and rtype in _REPLICA_TYPES:
+                path = f"spec.replicaSpecs.{rtype}.template"
+                problems += _check_pod_template(path, template)
     limits = spec.get("resourceLimits")
     if isinstance(limits, Mapping):
         problems += _check_quantities("spec.resourceLimits", limits)
@@ -251,45 +256,41 @@ def _check_batch(batch: Mapping[str, Any]) -> list[Problem]:
     return problems
 
 
-def _check_replica_spec(path: str, rspec: Mapping[str, Any]) -> list[Problem]:
+def _check_counts(job: ElasticJob) -> list[Problem]:
+    """The replica counts of the typed ``job``: each type's bounds, its trainers, and its job
+    master's rendezvous."""
     problems: list[Problem] = []
-    count, low, high = (
-        _int_or_none(rspec.get(k)) for k in ("replicas", "minReplicas", "maxReplicas")
-    )
+    for rtype, spec in job.spec.replica_specs.items():
+        problems += _check_bounds(f"spec.replicaSpecs.{rtype}", spec)
+    trainers = _check_trainers(job)
+    return problems + (trainers or _check_rendezvous(job))
+
+
+def _check_bounds(path: str, spec: ReplicaSpec) -> list[Problem]:
+    """``minReplicas <= replicas <= maxReplicas``, as far as ``spec`` sets them."""
+    count, low, high = spec.replicas, spec.min_replicas, spec.max_replicas
     if low is not None and high is not None and low > high:
+        return [Problem(f"{path}.minReplicas", low, f"{low} is above {path}.maxReplicas ({high})")]
+    problems = []
+    if count is not None and low is not None and count < low:
         problems.append(
-            Problem(f"{path}.minReplicas", low, f"{low} is above {path}.maxReplicas ({high})")
+            Problem(f"{path}.replicas", count, f"{count} is below {path}.minReplicas ({low})")
         )
-    elif count is not None:
-        if low is not None and count < low:
-            problems.append(
-                Problem(f"{path}.replicas", count, f"{count} is below {path}.minReplicas ({low})")
-            )
-        if high is not None and count > high:
-            problems.append(
-                Problem(f"{path}.replicas", count, f"{count} is above {path}.maxReplicas ({high})")
-            )
-    template = rspec.get("template", {})
-    if isinstance(template, Mapping):
-        problems += _check_pod_template(f"{path}.template", template)
+    if count is not None and high is not None and count > high:
+        problems.append(
+            Problem(f"{path}.replicas", count, f"{count} is above {path}.maxReplicas ({high})")
+        )
     return problems
 
 
-def _check_trainers(replica_specs: Mapping[str, Any]) -> list[Problem]:
+def _check_trainers(job: ElasticJob) -> list[Problem]:
     """Zero replicas of every type that trains leaves nothing to train (and a job master
     with no node to wait for): each such ``replicas: 0`` is a problem. Not in a job a DI
     coordinator drives: its trainers start at 0 and come as it asks (``api.roles``)."""
-    known = [ReplicaType(t) for t in replica_specs if t in {str(r) for r in ReplicaType}]
-    on_request = {str(t) for t in on_request_types(known)}
-    trainers = {
-        str(t): spec
-        for t, spec in replica_specs.items()
-        if t in {str(w) for w in TRAINING_TYPES}
-        and t not in on_request
-        and isinstance(spec, Mapping)
-    }
-    counts = {t: _int_or_none(spec.get("replicas")) for t, spec in trainers.items()}
-    if not counts or any(n is None or n > 0 for n in counts.values()):
+    specs = job.spec.replica_specs
+    on_request = on_request_types(specs)
+    trainers = [t for t in specs if t in TRAINING_TYPES and t not in on_request]
+    if not trainers or any(specs[t].replicas != 0 for t in trainers):
         return []
     return [
         Problem(
@@ -297,7 +298,30 @@ def _check_trainers(replica_specs: Mapping[str, Any]) -> list[Problem]:
             0,
             "0 leaves the job with no replica that trains: give at least 1",
         )
-        for t in counts
+        for t in trainers
+    ]
+
+
+def _check_rendezvous(job: ElasticJob) -> list[Problem]:
+    """flexjob's job master forms its worlds of the job's main training type
+    (``api.roles.main_training_type``), waiting for at least its smallest count
+    (``api.bounds``) of nodes: 0 would be a world of nobody."""
+    specs = job.spec.replica_specs
+    trainer = main_training_type(specs)
+    if trainer is None or trainer in on_request_types(specs) or not flexjob_runs_master(job):
+        return []
+    spec = specs[trainer]
+    low = replica_bounds(spec).min
+    if low >= 1:
+        return []
+    key = "minReplicas" if spec.min_replicas is not None else "replicas"
+    return [
+        Problem(
+            f"spec.replicaSpecs.{trainer}.{key}",
+            low,
+            f"must be >= 1: flexjob's job master waits for at least this many {trainer} "
+            "replicas before it starts a world (its rendezvous), and 0 would start none",
+        )
     ]
 
 

@@ -27,7 +27,7 @@ from flexjob.api.errors import FlexjobError
 from flexjob.api.load import load_job
 from flexjob.api.names import DEFAULT_NAMESPACE
 from flexjob.api.problems import SpecError
-from flexjob.api.roles import scaling_target
+from flexjob.api.roles import DEFAULT_TYPE, PS_TYPE, scaling_target
 from flexjob.api.validate import platform_problems
 from flexjob.cli import get_output, job_views
 from flexjob.cli.errors import KUBECTL_USAGE_EXIT, KubectlCommand, valid_name, valid_names
@@ -259,9 +259,9 @@ def _parse_counts(
     job scales (as ``kubectl scale --replicas N``)."""
     counts: dict[ReplicaType, int] = {}
     if worker is not None:
-        counts[ReplicaType.WORKER] = worker
+        counts[DEFAULT_TYPE] = worker
     if ps is not None:
-        counts[ReplicaType.PS] = ps
+        counts[PS_TYPE] = ps
     allowed = ", ".join(t.value for t in ReplicaType)
     for item in replicas:
         if item.isdigit():

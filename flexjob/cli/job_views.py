@@ -12,6 +12,7 @@ from rich.text import Text
 
 from flexjob.api import ElasticJob, ElasticJobStatus, JobPhase, ReplicaPhase, ReplicaType
 from flexjob.api.load import dump_yaml
+from flexjob.api.roles import MASTER_TYPE
 from flexjob.core.operator.phases import parse_timestamp
 from flexjob.core.operator.replica_plan import desired_counts
 from flexjob.platform.api import Event, Replica
@@ -104,7 +105,7 @@ def replicas_table(
     columns = ["REPLICA", "TYPE", "PHASE", "EXIT", "ADDRESS", "NODE", "AGE"]
     for column in columns + (["UID", "REASON"] if wide else []):
         table.add_column(column)
-    for r in sorted(replicas, key=lambda r: (r.type.value != "master", r.type.value, r.index)):
+    for r in sorted(replicas, key=lambda r: (r.type is not MASTER_TYPE, r.type.value, r.index)):
         row: list[str | Text] = [
             r.short_name,
             r.type.value,

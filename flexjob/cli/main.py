@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import typer
 
 from flexjob import __version__
+from flexjob.api.roles import MASTER_TYPE, PS_TYPE, command_of
 from flexjob.cli.apps import new_app
 from flexjob.cli.errors import usage_error
 
@@ -47,8 +48,8 @@ COMMAND_MODULES: tuple[str, ...] = (
 PROCESS_COMMANDS: dict[str, str] = {
     "run": "run_cmd",
     "agent": "run_cmd",
-    "master": "master_cmd",
-    "ps": "ps_cmd",
+    command_of(MASTER_TYPE): "master_cmd",
+    command_of(PS_TYPE): "ps_cmd",
 }
 
 

@@ -9,13 +9,14 @@ from pathlib import Path
 import typer
 
 from flexjob.api.enums import StragglerPolicy
+from flexjob.api.roles import MASTER_TYPE, command_of
 from flexjob.cli.errors import usage_error
 from flexjob.cli.master_flags import master_flag
 from flexjob.core.training.stragglers import DEFAULT_RATIO, DEFAULT_WINDOW_S
 
 
 def register(app: typer.Typer) -> None:
-    app.command("master")(master)
+    app.command(command_of(MASTER_TYPE))(master)
 
 
 def master(

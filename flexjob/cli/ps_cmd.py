@@ -9,11 +9,12 @@ import os
 
 import typer
 
+from flexjob.api.roles import PS_TYPE, command_of
 from flexjob.cli.errors import usage_error
 
 
 def register(app: typer.Typer) -> None:
-    app.command("ps")(ps)
+    app.command(command_of(PS_TYPE))(ps)
 
 
 def _env_int(name: str, default: int) -> int:

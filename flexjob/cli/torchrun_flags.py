@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from flexjob.api.roles import DEFAULT_TYPE
+
 #: ``--rdzv-backend`` values: flexjob's master is the rendezvous; ``c10d`` (torchrun's default
 #: for multi-node) means the same here, with ``--rdzv-endpoint`` naming the flexjob master.
 RDZV_BACKENDS = ("flexjob", "c10d")
@@ -26,7 +28,7 @@ REJECTED = {
     "--master-port": "that is torchrun's static rendezvous; give --rdzv-endpoint HOST:PORT of "
     "a flexjob master instead",
     "--start-method": "workers are always started as fresh processes (spawn)",
-    "--role": "every flexjob node runs the role 'worker'",
+    "--role": f"every flexjob node runs the role {DEFAULT_TYPE.value!r}",
     "--local-addr": "give --address on flexjob agent (the host other nodes reach)",
     "--local-ranks-filter": "every rank's output is shown, marked [node/rankN]",
     "--logs-specs": "use --log-dir, --redirects and --tee",

@@ -21,6 +21,7 @@ from flexjob.api.errors import FlexjobError, InvalidSpecError
 from flexjob.api.job import JobCondition
 from flexjob.api.load import job_from_dict, load_job
 from flexjob.api.names import DEFAULT_NAMESPACE
+from flexjob.api.roles import DEFAULT_TYPE
 from flexjob.api.scaleplan import manual_scale_plan
 from flexjob.client.config import apply_config
 from flexjob.client.logs import LogQuery, job_logs
@@ -315,7 +316,7 @@ class FlexjobClient:
         ns = namespace or self.namespace
         counts = {ReplicaType(t): n for t, n in (replicas or {}).items()}
         if worker is not None:
-            counts[ReplicaType.WORKER] = worker
+            counts[DEFAULT_TYPE] = worker
         if not counts and not remove:
             raise ValueError("scale_job: give replicas, worker or remove")
         bad = {t.value: n for t, n in counts.items() if n < 0}

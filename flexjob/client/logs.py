@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from flexjob.api import ReplicaType
 from flexjob.api.errors import InvalidSpecError, NotFoundError
 from flexjob.api.names import GROUP, LABEL_JOB_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
+from flexjob.api.roles import MASTER_TYPE
 from flexjob.core.replicas import Replica
 from flexjob.platform.api import LogOptions, Platform
 
@@ -79,7 +80,7 @@ def select_replicas(replicas: list[Replica], job: str, query: LogQuery) -> list[
     if not picked:
         there = ", ".join(sorted(r.short_name for r in replicas)) or "none"
         raise NotFoundError(f"no replica of job {job} matches; its replicas: {there}")
-    return sorted(picked, key=lambda r: (r.type is not ReplicaType.MASTER, r.type.value, r.index))
+    return sorted(picked, key=lambda r: (r.type is not MASTER_TYPE, r.type.value, r.index))
 
 
 def _lines(

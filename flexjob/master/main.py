@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from flexjob.api import OptimizeMode
+from flexjob.api.roles import PS_TYPE
 from flexjob.core.access.addresses import is_loopback
 from flexjob.core.training.master_config import WILDCARD_HOSTS, MasterConfig
 from flexjob.master.logs import event
@@ -228,7 +229,7 @@ def start_master(config: MasterConfig, token: str | None = None) -> MasterHandle
         initial_num_ps=config.num_ps,
         checkpoint_interval=config.ps_checkpoint_interval,
         token=token,
-        on_failure=lambda m: service.report_failure(NodeRef("ps-set", "ps"), m, 1, False),
+        on_failure=lambda m: service.report_failure(NodeRef("ps-set", PS_TYPE), m, 1, False),
     )
     handle.ps_sets.start()
     if config.optimize_mode is not OptimizeMode.MANUAL or config.brain_url:

@@ -98,7 +98,7 @@ class NodeWatcher:
     def _act(self, ev: NodeWatchEvent) -> None:
         self.events.append(ev)
         if ev.kind is NodeWatchKind.GONE:
-            node = NodeRef(ev.node_id, ev.replica_type.value, ev.replica_index)
+            node = NodeRef(ev.node_id, ev.replica_type, ev.replica_index)
             self.master.replica_gone(node, ev.reason)
             return
         event(log, "replica_pending_too_long", self.job, replica=ev.replica, reason=ev.reason)

@@ -26,6 +26,7 @@ from flexjob.api import (
 )
 from flexjob.api.errors import FlexjobError, NotFoundError
 from flexjob.api.names import LABEL_JOB_NAME
+from flexjob.api.roles import DEFAULT_TYPE, PS_TYPE
 from flexjob.core import planner
 from flexjob.core.clock import Clock
 from flexjob.core.replicas import replica_name
@@ -223,11 +224,9 @@ def to_scale_plan(
     A new PS count also names the PS set the job runs after the change (``psHosts``: its
     replicas ``<job>-ps-0 .. N-1``; the operator removes the PS it does not name)."""
     types = node_types or {}
-    ps = plan.replica_resources.get(ReplicaType.PS)
+    ps = plan.replica_resources.get(PS_TYPE)
     ps_hosts = (
-        [replica_name(job_name, ReplicaType.PS, i) for i in range(ps.replicas)]
-        if ps is not None
-        else []
+        [replica_name(job_name, PS_TYPE, i) for i in range(ps.replicas)] if ps is not None else []
     )
     annotations = {ANNOTATION_REASON: plan.reason[:1000]}
     if plan_id is not None:
@@ -243,7 +242,7 @@ def to_scale_plan(
             owner_job=job_name,
             replica_resource_specs=dict(plan.replica_resources),
             migrate_pods=[
-                PodRef(name=node, type=types.get(node, ReplicaType.WORKER), resource=res)
+                PodRef(name=node, type=types.get(node, DEFAULT_TYPE), resource=res)
                 for node, res in sorted(plan.node_resources.items())
             ],
             ps_hosts=ps_hosts,

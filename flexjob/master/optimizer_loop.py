@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from flexjob.api import ReplicaType, ResourcePlan, ScalePlan
+from flexjob.api import ResourcePlan, ScalePlan
 from flexjob.api.errors import FlexjobError
+from flexjob.api.roles import DEFAULT_TYPE
 from flexjob.core import planner
 from flexjob.core.planner.speed import SpeedAggregator
 from flexjob.core.training.master_config import MasterConfig
@@ -70,7 +71,7 @@ def job_info_from_config(config: MasterConfig) -> schemas.JobInfoMessage:
     job = config.optimizer_job or planner.PlannedJob(
         planner.JobProfile(config.job_name),
         planner.JobLimits(min_workers=config.min_nodes, max_workers=config.max_nodes),
-        {ReplicaType.WORKER: planner.ReplicaResources(config.min_nodes)},
+        {DEFAULT_TYPE: planner.ReplicaResources(config.min_nodes)},
     )
     return schemas.JobInfoMessage.from_core(job, config.optimize_mode)
 

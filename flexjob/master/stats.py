@@ -8,13 +8,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from flexjob.api import ReplicaType
+from flexjob.api.roles import DEFAULT_TYPE
 from flexjob.rpc.messages import NodeRef, NodeStats
 
 
 @dataclass(slots=True)
 class NodeRecord:
     #: The node's replica type, as its ``NodeRef`` said (never parsed from the node id).
-    replica_type: ReplicaType = ReplicaType.WORKER
+    replica_type: ReplicaType = DEFAULT_TYPE
     latest: NodeStats = field(default_factory=NodeStats)
     reports: int = 0
     failures: int = 0
@@ -36,13 +37,13 @@ class StatsBook:
         return rec
 
     def update(self, node: NodeRef, stats: NodeStats) -> None:
-        rec = self._record(node.node_id, node.type)
+        rec = self._record(node.node_id, node.replica_type)
         rec.latest = stats
         rec.reports += 1
         rec.alive = True
 
     def failure(self, node: NodeRef, reason: str) -> None:
-        rec = self._record(node.node_id, node.type)
+        rec = self._record(node.node_id, node.replica_type)
         rec.failures += 1
         rec.last_failure = reason
 
@@ -61,7 +62,7 @@ class StatsBook:
                 **{
                     **rec,
                     "latest": NodeStats(**rec["latest"]),
-                    "replica_type": ReplicaType(rec.get("replica_type", ReplicaType.WORKER)),
+                    "replica_type": ReplicaType(rec.get("replica_type", DEFAULT_TYPE)),
                 }
             )
             for node, rec in data.items()

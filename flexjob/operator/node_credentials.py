@@ -1,7 +1,6 @@
 """Each replica's node credential, put into the replica as the operator creates it.
 
-The job's token reaches only ``core.operator.job_master.TOKEN_HOLDERS`` (the master, the PS
-replicas);
+The job's token reaches only ``api.roles.TOKEN_HOLDERS`` (the master, the PS replicas);
 every other replica of a job that runs flexjob's master gets ``FLEXJOB_NODE_CREDENTIAL``: the
 credential of its own node (``<type>-<index>``, the node id its agent takes:
 ``agent.config.default_node_id``), an HMAC under the token (``rpc.auth.node_credential``), so
@@ -18,10 +17,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from flexjob.api import ElasticJob, EnvVar, names
+from flexjob.api.roles import TOKEN_HOLDERS
 from flexjob.core.operator.actions import Action, CreateReplica
 from flexjob.core.operator.job_master import (
     SECRET_TOKEN_KEY,
-    TOKEN_HOLDERS,
     JobMasterConfig,
     flexjob_runs_master,
     master_token_file,

@@ -30,7 +30,8 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime
 
-from flexjob.api import ElasticJob, ReplicaType, ScalePlan
+from flexjob.api import ElasticJob, ScalePlan
+from flexjob.api.roles import MASTER_TYPE
 from flexjob.core.operator.actions import (
     Action,
     CreateReplica,
@@ -378,7 +379,7 @@ def _ensure_master_token(
     created."""
     if options is None or not options.token_secret or not isinstance(platform, SecretStore):
         return
-    if not needs_job_master(job) or any(r.type is ReplicaType.MASTER for r in replicas):
+    if not needs_job_master(job) or any(r.type is MASTER_TYPE for r in replicas):
         return
     secret = master_token_secret(job.name)
     if platform.ensure_secret(job.namespace, job.name, secret, {SECRET_TOKEN_KEY: new_token()}):

@@ -19,6 +19,7 @@ from types import FrameType
 
 from flexjob.api import names
 from flexjob.api.errors import FlexjobError
+from flexjob.api.roles import PS_TYPE
 from flexjob.ps.checkpoint_io import latest_set
 from flexjob.ps.checkpointer import PsCheckpointer
 from flexjob.ps.service import PsService
@@ -60,7 +61,9 @@ def run_ps(config: PsConfig, stop: threading.Event | None = None) -> int:
         signal.signal(signal.SIGTERM, _stop)
         signal.signal(signal.SIGINT, _stop)
     master = (
-        MasterClient(config.master, NodeRef(f"ps-{config.index}", "ps", config.index))
+        MasterClient(
+            config.master, NodeRef(f"{PS_TYPE.value}-{config.index}", PS_TYPE, config.index)
+        )
         if config.master
         else None
     )

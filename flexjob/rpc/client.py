@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import grpc
 
+from flexjob.api.roles import MASTER_TYPE
 from flexjob.core.training.batch import RankBatch
 from flexjob.core.training.dataset import Dataset
 from flexjob.rpc import convert
@@ -64,7 +65,7 @@ class MasterClient(RetryingClient):
     over one ``LeaseShardsStream`` while the master serves one (``rpc.shard_stream``), else
     each as a unary call."""
 
-    SERVER = "master"
+    SERVER = MASTER_TYPE.value
 
     def __init__(
         self,

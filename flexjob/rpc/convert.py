@@ -6,6 +6,9 @@ validation (the backend validates) nor for transport.
 
 from typing import Protocol
 
+from flexjob.api.roles import DEFAULT_TYPE, type_named
+from flexjob.core.training.batch import RankBatch
+from flexjob.core.training.dataset import Dataset
 from flexjob.core.fields import build, codec
 from flexjob.core.training.batch import RankBatch
 from flexjob.core.training.dataset import Dataset
@@ -23,13 +26,13 @@ def node_to_pb(node: NodeLike | str) -> pb.NodeRef:
         return pb.NodeRef(node_id=node)
     return pb.NodeRef(
         node_id=node.node_id,
-        replica_type=str(getattr(node, "replica_type", "worker")),
+        replica_type=str(getattr(node, "replica_type", DEFAULT_TYPE)),
         replica_index=int(getattr(node, "replica_index", 0)),
     )
 
 
 def node_from_pb(msg: pb.NodeRef) -> m.NodeRef:
-    return m.NodeRef(msg.node_id, msg.replica_type or "worker", msg.replica_index)
+    return m.NodeRef(msg.node_id, type_named(msg.replica_type), msg.replica_index)
 
 
 # Messages whose fields all cross the wire as they are.

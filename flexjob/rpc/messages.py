@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from flexjob.api import ReplicaType
+from flexjob.api.roles import DEFAULT_TYPE
 from flexjob.core.training.batch import RankBatch
 from flexjob.core.training.dataset import Dataset
 from flexjob.core.training.shards import DatasetProgress
@@ -44,17 +45,13 @@ DEFAULT_DATASET = ""
 
 @dataclass(frozen=True, slots=True)
 class NodeRef:
-    """Who calls: a stable node id (e.g. ``worker-0``), its replica type and index."""
+    """Who calls: a stable node id (e.g. ``worker-0``), its replica type and index. The type
+    is a string on the wire (``rpc.convert``: one we do not know reads as
+    ``api.roles.DEFAULT_TYPE``)."""
 
     node_id: str
-    replica_type: str = "worker"
+    replica_type: ReplicaType = DEFAULT_TYPE
     replica_index: int = 0
-
-    @property
-    def type(self) -> ReplicaType:
-        """``replica_type`` as a ``ReplicaType`` (a worker when the caller sent none we know)."""
-        known = ReplicaType._value2member_map_.get(self.replica_type)
-        return known if isinstance(known, ReplicaType) else ReplicaType.WORKER
 
 
 @dataclass(frozen=True, slots=True)

@@ -84,7 +84,7 @@ class RetryingClient:
     (``SERVER`` at ``address``) is unreachable, for up to ``retry_deadline`` seconds
     (``call_with_retry``)."""
 
-    #: What the server is, for errors and logs ("master", "PS").
+    #: What the server is, for errors and logs (the master, the PS).
     SERVER = "server"
 
     def __init__(

@@ -11,6 +11,7 @@ writing status.
 from datetime import datetime
 
 from flexjob.api import ElasticJob, ElasticJobStatus, JobPriority, ReplicaType, replica_bounds
+from flexjob.api.bounds import clamp
 from flexjob.api.quantity import cpu_cores, memory_mib
 from flexjob.api.roles import scalable_types, scaling_target
 from flexjob.core.operator.replica_plan import desired_count
@@ -87,7 +88,7 @@ def task_info(
     profilings = job.status.profilings if job.status else {}
     return JobInfo(
         id=task_key(job, rtype),
-        replicas=min(max(replicas, lo), hi) if preemptible else replicas,
+        replicas=clamp(replicas, lo, hi) if preemptible else replicas,
         min_replicas=lo,
         max_replicas=hi,
         preemptible=preemptible,

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from flexjob.api import ElasticJob, ReplicaPhase, ReplicaType
 from flexjob.api.errors import ConflictError, InvalidSpecError, NotFoundError
+from flexjob.api.roles import DI_FIELDS, DRIVER_TYPE, FRONT_TYPE, FRONTED_TYPE, ROLE_TRAITS
 from flexjob.core.operator.logic_learners import gpu_addresses, is_logic_learner, learner_gpus
 from flexjob.core.replicas import Replica, replica_name
 from flexjob.server.di_keys import DI_KEY, key_allows
@@ -68,12 +69,12 @@ class JobRequest(BaseModel):
         extra="forbid",
         json_schema_extra={
             "examples": [
-                {
-                    "namespace": "default",
-                    "coordinator": "cartpole-coordinator-0",
-                    "collectors": {"replicas": 1},
-                    "learners": {"replicas": 1, "gpus": 2},
-                }
+                dict(
+                    namespace="default",
+                    coordinator="cartpole-coordinator-0",
+                    collectors={"replicas": 1},
+                    learners={"replicas": 1, "gpus": 2},
+                )
             ]
         },
     )
@@ -105,12 +106,12 @@ class JobResponse(BaseModel):
 
 
 def coordinator_names(job: ElasticJob) -> set[str]:
-    return {job.name, f"{job.name}-coordinator", replica_name(job.name, ReplicaType.COORDINATOR, 0)}
+    return {job.name, f"{job.name}-{DRIVER_TYPE.value}", replica_name(job.name, DRIVER_TYPE, 0)}
 
 
 def coordinator_of(job: ElasticJob) -> str:
-    if ReplicaType.COORDINATOR in job.spec.replica_specs:
-        return replica_name(job.name, ReplicaType.COORDINATOR, 0)
+    if DRIVER_TYPE in job.spec.replica_specs:
+        return replica_name(job.name, DRIVER_TYPE, 0)
     return job.name
 
 
@@ -156,21 +157,15 @@ class V1Api:
         for replica, address in self.store.replicas(job):
             if address is None:
                 continue
-            entry = address
-            if replica.type is ReplicaType.COLLECTOR:
-                out.collectors.append(entry)
-            elif replica.type is ReplicaType.LEARNER:
-                out.learners.append(entry)
-            elif replica.type is ReplicaType.AGGREGATOR:
-                out.aggregators.append(entry)
+            field = ROLE_TRAITS[replica.type].di_field
+            if field is not None:
+                getattr(out, field).append(address)
         return out
 
     def deltas(self, job: ElasticJob, body: JobRequest, sign: int) -> dict[ReplicaType, int]:
         deltas: dict[ReplicaType, int] = {}
-        for field, rtype, quantity in (
-            ("collectors", ReplicaType.COLLECTOR, body.collectors),
-            ("learners", ReplicaType.LEARNER, body.learners),
-        ):
+        for field, rtype in _requested(JobRequest):
+            quantity: ResourceQuantity = getattr(body, field)
             if quantity.replicas == 0:
                 continue
             if rtype not in job.spec.replica_specs:
@@ -178,15 +173,15 @@ class V1Api:
                     f"{field}: job {job.namespace}/{job.name} has no {rtype.value} replica spec"
                 )
             deltas[rtype] = sign * quantity.replicas
-        learners = deltas.get(ReplicaType.LEARNER, 0)
+        learners = deltas.get(FRONTED_TYPE, 0)
         if learners and is_logic_learner(job, body.learners.gpus):
-            if ReplicaType.AGGREGATOR not in job.spec.replica_specs:
+            if FRONT_TYPE not in job.spec.replica_specs:
                 raise ConflictError(
                     f"learners.gpus: learners with more than one GPU need an aggregator, but job "
                     f"{job.namespace}/{job.name} has no aggregator replica spec and the cluster "
                     "has no AggregatorConfig (add one with: flexjob apply FILE)"
                 )
-            deltas[ReplicaType.AGGREGATOR] = learners
+            deltas[FRONT_TYPE] = learners
         if not deltas:
             raise InvalidSpecError("collectors.replicas, learners.replicas: both are 0")
         return deltas
@@ -207,25 +202,18 @@ class V1Api:
             found = {n: before_listed.get(n, n) for n in every}
         names = {t: [found[n] for n in group] for t, group in names.items()}
         # A logic learner with an aggregator is reached through the aggregator.
-        learners = names.get(ReplicaType.AGGREGATOR) or names.get(ReplicaType.LEARNER, [])
+        listed = {field: names.get(rtype, []) for field, rtype in DI_FIELDS.items()}
+        fronted = ROLE_TRAITS[FRONTED_TYPE].di_field or ""
+        listed[fronted] = names.get(FRONT_TYPE) or listed[fronted]
         self.metrics.scale_requests.labels("v1alpha2", "up" if sign > 0 else "down").inc()
-        return JobResponse(
-            namespace=job.namespace,
-            coordinator=coordinator_of(job),
-            collectors=names.get(ReplicaType.COLLECTOR, []),
-            learners=learners,
-            aggregators=names.get(ReplicaType.AGGREGATOR, []),
-        )
+        return JobResponse(namespace=job.namespace, coordinator=coordinator_of(job), **listed)
 
     def recreate_failed(self, body: FailedRequest, key: str | None) -> JobResponse:
         job = self.find(body.namespace, body.coordinator, key)
         live = {r.name: r for r, _ in self.store.replicas(job)}
         chosen = []
-        for field, rtype, requested in (
-            ("collectors", ReplicaType.COLLECTOR, body.collectors),
-            ("learners", ReplicaType.LEARNER, body.learners),
-            ("aggregators", ReplicaType.AGGREGATOR, body.aggregators),
-        ):
+        for field, rtype in _requested(FailedRequest):
+            requested: list[str] = getattr(body, field)
             for i, name in enumerate(requested):
                 replica = live.get(name) or live.get(f"{job.name}-{name}")
                 if replica is None or replica.type is not rtype:
@@ -240,17 +228,17 @@ class V1Api:
                 chosen.append(replica)
         for replica in chosen:
             self.store.platform.delete_replica(replica.namespace, replica.name)
-        return JobResponse(
-            namespace=job.namespace,
-            coordinator=coordinator_of(job),
-            collectors=_names(chosen, ReplicaType.COLLECTOR),
-            learners=_names(chosen, ReplicaType.LEARNER),
-            aggregators=_names(chosen, ReplicaType.AGGREGATOR),
-        )
+        listed = {field: _names(chosen, rtype) for field, rtype in DI_FIELDS.items()}
+        return JobResponse(namespace=job.namespace, coordinator=coordinator_of(job), **listed)
 
 
 def _names(replicas: Sequence[Replica], rtype: ReplicaType) -> list[str]:
     return [r.name for r in replicas if r.type is rtype]
+
+
+def _requested(request: type[BaseModel]) -> list[tuple[str, ReplicaType]]:
+    """The DI fields ``request`` has (``api.roles.DI_FIELDS``), with the type each names."""
+    return [(f, t) for f, t in DI_FIELDS.items() if f in request.model_fields]
 
 
 def _key(request: Request) -> str | None:
@@ -313,9 +301,9 @@ def _of_aggregator(v1: V1Api, namespace: str, aggregator: str, key: str | None) 
     for job in v1.jobs(namespace, key):
         listing = {r.name: (r, a) for r, a in v1.store.replicas(job)}
         found = listing.get(aggregator)
-        if found is None or found[0].type is not ReplicaType.AGGREGATOR:
+        if found is None or found[0].type is not FRONT_TYPE:
             continue
-        learner = listing.get(replica_name(job.name, ReplicaType.LEARNER, found[0].index))
+        learner = listing.get(replica_name(job.name, FRONTED_TYPE, found[0].index))
         gpus = learner_gpus(job)
         served = gpu_addresses(learner[1], gpus) if learner and learner[1] else []
         return JobResponse(

@@ -18,6 +18,7 @@ from dataclasses import replace
 
 from flexjob.api import names
 from flexjob.api.errors import UnavailableError
+from flexjob.api.roles import type_named
 from flexjob.core.training.batch import RankBatch
 from flexjob.core.training.dataset import Dataset
 from flexjob.rpc.client import MasterClient
@@ -36,9 +37,9 @@ class MasterLink:
                 "`flexjob agent`, or pass link= to ElasticTrainer"
             )
         self.ident = ident
-        node = NodeRef(ident.node_id, ident.replica_type, ident.replica_index)
+        node = NodeRef(ident.node_id, type_named(ident.replica_type), ident.replica_index)
         self.node = MasterClient(ident.master, node)
-        proc = NodeRef(ident.process_id, ident.replica_type, ident.replica_index)
+        proc = NodeRef(ident.process_id, type_named(ident.replica_type), ident.replica_index)
         self.proc = (
             self.node if ident.process_id == ident.node_id else MasterClient(ident.master, proc)
         )
@@ -98,7 +99,7 @@ class MasterLink:
         """Report ``shard_id`` done as the process ``process_id``: a peer that finished it in
         a step that completed, then died before its own report (``trainer.peer_shards``)."""
         assert self.ident.master is not None
-        node = NodeRef(process_id, self.ident.replica_type)
+        node = NodeRef(process_id, type_named(self.ident.replica_type))
         with MasterClient(self.ident.master, node, timeout=5.0, retry_deadline=10.0) as client:
             return client.report_shard(shard_id, dataset)
 

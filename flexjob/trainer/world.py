@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass
 
 from flexjob.api import names
+from flexjob.api.roles import DEFAULT_TYPE
 from flexjob.core.fields import build
 
 
@@ -99,7 +100,7 @@ def node_identity() -> NodeIdentity:
     local_rank = _int_env(names.ENV_LOCAL_RANK, 0)
     return NodeIdentity(
         node_id=os.environ.get(names.ENV_NODE_ID, f"local-{os.getpid()}"),
-        replica_type=os.environ.get(names.ENV_REPLICA_TYPE, "worker"),
+        replica_type=os.environ.get(names.ENV_REPLICA_TYPE, DEFAULT_TYPE.value),
         replica_index=_int_env(names.ENV_REPLICA_INDEX, 0),
         local_rank=local_rank,
         local_world_size=_int_env(names.ENV_LOCAL_WORLD_SIZE, 1),

@@ -1,5 +1,6 @@
 """``flexjob validate``, ``flexjob convert`` and ``flexjob manifests crds`` as a user runs them."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -7,8 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from flexjob.api import names
 from flexjob.api.crd import crds
 from flexjob.api.load import check_documents, load_job, parse_documents
+from flexjob.platform.local import LocalPlatform
 from tests.api.specs import EXAMPLES, JOB_EXAMPLES
 
 BAD_JOB = """\
@@ -45,6 +48,45 @@ def test_validate_accepts_every_example() -> None:
     result = flexjob("validate", *map(str, sorted(EXAMPLES.glob("*.yaml"))))
     assert result.returncode == 0, result.stdout
     assert all(line.endswith(": valid") for line in result.stdout.splitlines())
+
+
+def master_waiting_for_no_worker(tmp_path: Path) -> Path:
+    """A job file whose flexjob master (it has a dataset) may be left with 0 workers."""
+    doc = yaml.safe_load(BAD_JOB)
+    doc["metadata"]["name"] = "ok"
+    del doc["spec"]["cleanPodPolicy"]
+    doc["spec"]["dataset"] = {"name": "d", "size": 100}
+    worker = doc["spec"]["replicaSpecs"]["worker"]
+    worker.update(replicas=2, minReplicas=0)
+    worker["template"]["spec"]["containers"][0]["image"] = "python:3.11"
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def test_validate_refuses_a_job_whose_master_would_wait_for_no_worker(tmp_path: Path) -> None:
+    path = master_waiting_for_no_worker(tmp_path)
+    result = flexjob("validate", str(path))
+    assert result.returncode == 1
+    assert result.stdout.startswith(f"{path}: spec.replicaSpecs.worker.minReplicas: must be >= 1")
+    assert "min_nodes" not in result.stdout + result.stderr
+
+
+def test_submit_refuses_it_before_storing_the_job(tmp_path: Path) -> None:
+    path = master_waiting_for_no_worker(tmp_path)
+    home = tmp_path / "home"
+    env = {**os.environ, names.ENV_HOME: str(home)}
+    result = subprocess.run(
+        [sys.executable, "-m", "flexjob", "submit", "--detach", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert result.returncode == 1
+    assert f"{path}: spec.replicaSpecs.worker.minReplicas: must be >= 1" in result.stderr
+    assert "min_nodes" not in result.stdout + result.stderr
+    assert LocalPlatform(home).list_jobs() == []
 
 
 def test_validate_prints_one_line_per_problem_and_exits_1(bad_file: Path) -> None:

@@ -5,15 +5,23 @@ import pytest
 from flexjob.api import ReplicaSpec, ReplicaType
 from flexjob.api.bounds import ReplicaBounds, replica_bounds, scale_limits
 from flexjob.api.roles import (
+    DEFAULT_TYPE,
+    DI_FIELDS,
+    MASTER_TYPE,
+    PS_TYPE,
     ROLE_TRAITS,
+    TOKEN_HOLDERS,
     TRAINING_TYPES,
+    command_of,
     controlling_type,
     creation_order,
     driving_type,
+    job_training_type,
     main_training_type,
     on_request_types,
     scalable_types,
     scaling_target,
+    type_named,
 )
 
 R = ReplicaType
@@ -97,3 +105,30 @@ def test_a_coordinator_drives_its_job_and_the_other_di_roles_come_on_request() -
     assert on_request_types(di) == [R.COLLECTOR, R.LEARNER, R.AGGREGATOR]
     assert on_request_types([R.COLLECTOR, R.LEARNER]) == []  # DIJob v2: tasks keep replicas
     assert [ROLE_TRAITS[t].default_port for t in di] == [22273, 22270, 22271, 22272]
+
+
+def test_the_table_names_the_master_the_ps_and_who_holds_the_job_token() -> None:
+    assert (MASTER_TYPE, PS_TYPE) == (R.MASTER, R.PS)
+    assert {R.MASTER, R.PS} == TOKEN_HOLDERS
+    assert (command_of(MASTER_TYPE), command_of(PS_TYPE)) == ("master", "ps")
+    with pytest.raises(ValueError, match="worker runs no flexjob command"):
+        command_of(R.WORKER)
+
+
+def test_a_job_is_planned_on_its_main_training_type_else_the_default_type() -> None:
+    assert job_training_type([R.PS, R.WORKER]) is R.WORKER
+    assert job_training_type([R.COLLECTOR, R.LEARNER]) is R.LEARNER
+    assert job_training_type([]) is DEFAULT_TYPE is R.WORKER
+
+
+def test_a_type_name_we_do_not_know_reads_as_the_default_type() -> None:
+    assert type_named("learner") is R.LEARNER
+    assert type_named("") is type_named("trainer") is DEFAULT_TYPE
+
+
+def test_di_fields_list_collectors_learners_and_aggregators_in_that_order() -> None:
+    assert list(DI_FIELDS.items()) == [
+        ("collectors", R.COLLECTOR),
+        ("learners", R.LEARNER),
+        ("aggregators", R.AGGREGATOR),
+    ]

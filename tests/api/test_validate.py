@@ -412,3 +412,22 @@ def test_replica_bound_depends_on_the_platform(platform: str, ok: bool) -> None:
         assert [str(p) for p in problems] == [
             f"{W}.maxReplicas: 300 is above the maximum 256 on the local platform"
         ]
+
+
+def test_a_job_master_rendezvous_of_zero_workers_is_refused_naming_min_replicas() -> None:
+    doc = edited(set_(f"{W}.minReplicas", 0), set_("spec.dataset", {"name": "d", "size": 100}))
+    assert [str(p) for p in validate(doc)] == [
+        f"{W}.minReplicas: must be >= 1: flexjob's job master waits for at least this many "
+        "worker replicas before it starts a world (its rendezvous), and 0 would start none"
+    ]
+
+
+def test_min_replicas_zero_is_valid_for_a_job_without_flexjobs_master() -> None:
+    assert validate(edited(set_(f"{W}.minReplicas", 0))) == []
+
+
+def test_a_learner_job_master_is_checked_on_its_learners() -> None:
+    doc = edited(set_("spec.dataset", {"name": "d", "size": 100}))
+    specs = doc["spec"]["replicaSpecs"]
+    specs["learner"] = specs.pop("worker") | {"minReplicas": 0}
+    assert [p.path for p in validate(doc)] == ["spec.replicaSpecs.learner.minReplicas"]

@@ -4,9 +4,11 @@ from pathlib import Path
 import pytest
 
 from flexjob.api import ElasticJob, OptimizeMode, ReplicaType, ResourcePlan
+from flexjob.core.training.master_config import MasterConfig, planned_job
 from flexjob.core.planner import NodeEvent, NodeEventKind
 from flexjob.core.training.master_config import planned_job
 from flexjob.master.optimizer import JobOptimizer, to_scale_plan
+from flexjob.master.optimizer_loop import job_info_from_config
 from flexjob.rpc import brain_messages as schemas
 from flexjob.rpc.brain_client import BrainClient
 from tests.brain import recorded, reports
@@ -23,8 +25,11 @@ def brain(tmp_path: Path) -> Iterator[BrainClient]:
         yield client
 
 
-def _grow(opt: JobOptimizer, start: int, rounds: int = 8) -> list[int]:
-    """Run the job as the optimizer says: feed the recorded speed at each size it asks for."""
+def _grow(
+    opt: JobOptimizer, start: int, rounds: int = 8, rtype: ReplicaType = ReplicaType.WORKER
+) -> list[int]:
+    """Run the job as the optimizer says: feed the recorded speed at each size it asks for
+    (of ``rtype``, the job's training type)."""
     workers, sizes = start, [start]
     for _ in range(rounds):
         for s in SPEED:
@@ -33,7 +38,7 @@ def _grow(opt: JobOptimizer, start: int, rounds: int = 8) -> list[int]:
         plan = opt.step()
         if plan is None:
             break
-        workers = plan.replica_resources[ReplicaType.WORKER].replicas
+        workers = plan.replica_resources[rtype].replicas
         sizes.append(workers)
     return sizes
 
@@ -58,6 +63,27 @@ def test_an_initial_plan_that_changes_the_job_is_returned(brain: BrainClient) ->
     job = reports.job_info("default.new", workers=1, model="bert")
     plan = JobOptimizer(job, OptimizeMode.CLUSTER, brain).initial_plan()
     assert plan is not None and plan.replica_resources[ReplicaType.WORKER].replicas == 3
+
+
+def test_a_learner_job_is_planned_within_the_bounds_of_its_rendezvous() -> None:
+    job = ElasticJob.model_validate(
+        {
+            "metadata": {"name": "rl"},
+            "spec": {
+                "replicaSpecs": {
+                    "learner": {"replicas": 1, "minReplicas": 1, "maxReplicas": 3},
+                    "collector": {"replicas": 2},
+                }
+            },
+        }
+    )
+    config = MasterConfig.from_job(job)
+    info = job_info_from_config(config)
+    rendezvous = (config.min_nodes, config.max_nodes)
+    assert (info.limits.min_workers, info.limits.max_workers) == rendezvous == (1, 3)
+    opt = JobOptimizer(info, OptimizeMode.SINGLE_JOB)
+    assert _grow(opt, 1, rtype=ReplicaType.LEARNER) == [1, 2, 3]
+    assert opt.current()[ReplicaType.COLLECTOR].replicas == 2
 
 
 def test_single_job_mode_answers_an_oom_once() -> None:

@@ -62,11 +62,11 @@ from flexjob.api.names import (
     MASTER_TOKEN_FILE,
 )
 from flexjob.api.pod import ContainerPort, PodSpec, PodTemplateSpec
-from flexjob.api.roles import traits
+from flexjob.api.roles import MASTER_TYPE, PS_TYPE, TOKEN_HOLDERS, command_of
 from flexjob.core.operator.job_metrics import with_metrics_endpoint
 from flexjob.core.training.master_config import MasterConfig
 
-MASTER_CONTAINER = "master"
+MASTER_CONTAINER = MASTER_TYPE.value
 #: The service account implicit masters run as on Kubernetes (``flexjob manifests install``
 #: creates it with ``operator.manifests.JOB_MASTER_RULES``).
 JOB_MASTER_SERVICE_ACCOUNT = "flexjob-job-master"
@@ -77,8 +77,6 @@ TOKEN_FILE = MASTER_TOKEN_FILE
 KUBERNETES_STATE_ROOT = "/var/lib/flexjob/masters"
 #: The name of that volume in the master pod.
 STATE_VOLUME = "flexjob-master-state"
-#: The replica types given the job's token; every other replica gets its node's credential.
-TOKEN_HOLDERS = frozenset({ReplicaType.MASTER, ReplicaType.PS})
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +171,7 @@ def incarnation_dir(state_root: str, job: ElasticJob, kind: str) -> str:
 def master_job_dir(state_root: str, job: ElasticJob) -> str:
     """Where the implicit master of this incarnation of ``job`` keeps its state and
     timeline, under ``state_root``."""
-    return incarnation_dir(state_root, job, "master")
+    return incarnation_dir(state_root, job, MASTER_TYPE.value)
 
 
 def master_replica_spec(job: ElasticJob, options: JobMasterConfig) -> ReplicaSpec:
@@ -189,7 +187,7 @@ def master_replica_spec(job: ElasticJob, options: JobMasterConfig) -> ReplicaSpe
         job_dir=job_dir,
         scale_plan_platform=options.scale_plan_platform or None,
     )
-    args = [str(traits(ReplicaType.MASTER).builtin_command)]
+    args = [command_of(MASTER_TYPE)]
     env = {**options.env, ENV_MASTER_CONFIG: config.to_json()}
     container = Container(
         name=MASTER_CONTAINER,
@@ -227,16 +225,16 @@ def ps_replica_spec(
     checkpointing its partition to ``checkpoint_dir`` (shared by the job's PS set) if given."""
     template = spec.template.model_copy(deep=True)
     if not template.spec.containers:
-        template.spec.containers = [Container(name="ps")]
+        template.spec.containers = [Container(name=PS_TYPE.value)]
     main = template.spec.containers[0]
     main.command = list(options.command)
-    main.args = [str(traits(ReplicaType.PS).builtin_command), "--host", options.host]
+    main.args = [command_of(PS_TYPE), "--host", options.host]
     if checkpoint_dir:
         main.args += ["--checkpoint-dir", checkpoint_dir]
     if options.image and not main.image:
         main.image = options.image
     if not main.ports:
-        main.ports = [ContainerPort(container_port=names.DEFAULT_PS_PORT, name="ps")]
+        main.ports = [ContainerPort(container_port=names.DEFAULT_PS_PORT, name=PS_TYPE.value)]
     return spec.model_copy(update={"template": template})
 
 
@@ -248,12 +246,14 @@ def with_job_master(job: ElasticJob, options: JobMasterConfig | None) -> Elastic
         return job
     specs = dict(job.spec.replica_specs)
     if needs_job_master(job):
-        specs.pop(ReplicaType.MASTER, None)
-        specs = {ReplicaType.MASTER: master_replica_spec(job, options), **specs}
-    ps = specs.get(ReplicaType.PS)
+        specs.pop(MASTER_TYPE, None)
+        specs = {MASTER_TYPE: master_replica_spec(job, options), **specs}
+    ps = specs.get(PS_TYPE)
     if ps is not None and not has_own_command(ps) and flexjob_runs_master(job):
-        checkpoints = incarnation_dir(options.state_root, job, "ps") if options.state_root else ""
-        specs[ReplicaType.PS] = ps_replica_spec(ps, options, checkpoints)
+        checkpoints = (
+            incarnation_dir(options.state_root, job, PS_TYPE.value) if options.state_root else ""
+        )
+        specs[PS_TYPE] = ps_replica_spec(ps, options, checkpoints)
     if flexjob_runs_master(job):
         return _with_job_token(job, specs, options)
     if specs == job.spec.replica_specs:

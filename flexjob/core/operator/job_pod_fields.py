@@ -12,7 +12,7 @@ as environment (``elastic_policy_env``), which ``flexjob agent`` reads. No I/O.
 
 from flexjob.api import ElasticJob, ReplicaType, names
 from flexjob.api.pod import PodTemplateSpec
-from flexjob.api.roles import TRAINING_TYPES
+from flexjob.api.roles import MASTER_TYPE, TRAINING_TYPES
 
 
 def apply_job_fields(job: ElasticJob, rtype: ReplicaType, template: PodTemplateSpec) -> None:
@@ -23,7 +23,7 @@ def apply_job_fields(job: ElasticJob, rtype: ReplicaType, template: PodTemplateS
     pod.volumes = [*pod.volumes, *(v for v in spec.volumes if v.get("name") not in own)]
     if spec.priority_class_name and not pod.priority_class_name:
         pod.priority_class_name = spec.priority_class_name
-    if rtype is ReplicaType.MASTER and spec.job_args and pod.containers:
+    if rtype is MASTER_TYPE and spec.job_args and pod.containers:
         main = pod.containers[0]
         main.args = [*main.args, *job_args_argv(spec.job_args)]
 

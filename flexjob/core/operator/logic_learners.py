@@ -14,17 +14,17 @@ Not for: where AggregatorConfigs are stored (``platform``) or the HTTP shapes (`
 
 from typing import Any
 
-from flexjob.api import ElasticJob, ReplicaType
+from flexjob.api import ElasticJob
 from flexjob.api.pod import PodTemplateSpec
 from flexjob.api.quantity import cpu_cores
 from flexjob.api.readers.dijob import RoleSpec, aggregator_config, on_request_spec
-from flexjob.api.roles import driving_type
+from flexjob.api.roles import FRONT_TYPE, FRONTED_TYPE, driving_type
 from flexjob.core.operator.replica_resources import GPU_RESOURCE
 
 
 def learner_gpus(job: ElasticJob) -> int:
     """GPUs one learner replica of ``job`` asks for (limits, else requests; 0 when none)."""
-    spec = job.spec.replica_specs.get(ReplicaType.LEARNER)
+    spec = job.spec.replica_specs.get(FRONTED_TYPE)
     if spec is None or not spec.template.spec.containers:
         return 0
     res = spec.template.spec.containers[0].resources
@@ -59,7 +59,7 @@ def needs_cluster_aggregator(job: ElasticJob) -> bool:
     """Whether ``job`` takes its aggregator from the cluster: DI-driven, with no aggregator
     spec (no AggregatorConfig given beside it)."""
     specs = job.spec.replica_specs
-    return ReplicaType.AGGREGATOR not in specs and driving_type(specs) is not None
+    return FRONT_TYPE not in specs and driving_type(specs) is not None
 
 
 def with_aggregator(job: ElasticJob, template: PodTemplateSpec | None) -> ElasticJob:
@@ -70,5 +70,5 @@ def with_aggregator(job: ElasticJob, template: PodTemplateSpec | None) -> Elasti
         return job
     effective = job.model_copy(deep=True)
     role = RoleSpec(template=template.model_copy(deep=True))
-    effective.spec.replica_specs[ReplicaType.AGGREGATOR] = on_request_spec(role)
+    effective.spec.replica_specs[FRONT_TYPE] = on_request_spec(role)
     return effective

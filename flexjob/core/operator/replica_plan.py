@@ -23,9 +23,10 @@ from flexjob.api import (
     ScalePlan,
     names,
 )
-from flexjob.api.bounds import replica_bounds
+from flexjob.api.bounds import declared_clamp, replica_bounds
 from flexjob.api.errors import InvalidSpecError
 from flexjob.api.roles import (
+    PS_TYPE,
     ROLE_TRAITS,
     creation_order,
     driving_type,
@@ -88,9 +89,9 @@ def ps_hosts_count(job: ElasticJob, plan: ScalePlan) -> int | None:
     hosts = plan.spec.ps_hosts
     if not hosts:
         return None
-    if ReplicaType.PS not in job.spec.replica_specs:
+    if PS_TYPE not in job.spec.replica_specs:
         raise InvalidSpecError(f"psHosts: job {job.name} has no ps replicas")
-    prefix = f"{ReplicaType.PS.value}-"
+    prefix = f"{PS_TYPE.value}-"
     indexes = []
     for host in hosts:
         name = host.rsplit(":", 1)[0]
@@ -99,7 +100,7 @@ def ps_hosts_count(job: ElasticJob, plan: ScalePlan) -> int | None:
         if not short.startswith(prefix) or not index.isdigit():
             raise InvalidSpecError(
                 f"psHosts: {host!r} is not a ps replica of job {job.name} "
-                f"(allowed: {replica_name(job.name, ReplicaType.PS, 0)}[:port] or "
+                f"(allowed: {replica_name(job.name, PS_TYPE, 0)}[:port] or "
                 f"{prefix}0, {prefix}1, ...)"
             )
         indexes.append(int(index))
@@ -109,7 +110,7 @@ def ps_hosts_count(job: ElasticJob, plan: ScalePlan) -> int | None:
             f"psHosts: names ps {sorted(indexes)}; a PS set of {n} is ps 0 .. {n - 1} "
             "(its rows are partitioned by PS index)"
         )
-    explicit = plan.spec.replica_resource_specs.get(ReplicaType.PS)
+    explicit = plan.spec.replica_resource_specs.get(PS_TYPE)
     if explicit is not None and explicit.replicas != n:
         raise InvalidSpecError(
             f"psHosts: names {n} ps, replicaResourceSpecs.ps.replicas asks for {explicit.replicas}"
@@ -124,7 +125,8 @@ def fold_plan(
     replicas. Explicit ``replicaResourceSpecs`` counts win; otherwise a type's count drops by
     the replicas named in ``removePods`` and grows by the ``createPods`` entries. ``psHosts``
     (checked by ``ps_hosts_count``) sets the PS count and removes the live PS it does not
-    name."""
+    name. Every count is kept within the bounds the type's spec declares
+    (``api.bounds.declared_clamp``): a plan cannot set what the spec does not allow."""
     by_name = {r.name: r for r in live}
     by_slot = {(r.type, r.index): r for r in live}
     remove: dict[str, Replica] = {}
@@ -136,17 +138,18 @@ def fold_plan(
             remove[found.name] = found
     num_ps = ps_hosts_count(job, plan)
     if num_ps is not None:
+        num_ps = declared_clamp(job.spec.replica_specs[PS_TYPE], num_ps)
         for r in live:
-            if r.type is ReplicaType.PS and r.index >= num_ps:
+            if r.type is PS_TYPE and r.index >= num_ps:
                 remove[r.name] = r
     new_counts: dict[ReplicaType, int] = {
         t: n for t, n in counts.items() if ROLE_TRAITS[t].scalable
     }
-    if num_ps is not None and ReplicaType.PS in new_counts:
-        new_counts[ReplicaType.PS] = num_ps
+    if num_ps is not None and PS_TYPE in new_counts:
+        new_counts[PS_TYPE] = num_ps
     for rtype in new_counts:
         explicit = plan.spec.replica_resource_specs.get(rtype)
-        if rtype is ReplicaType.PS and num_ps is not None:
+        if rtype is PS_TYPE and num_ps is not None:
             continue
         if explicit is not None:
             new_counts[rtype] = max(0, explicit.replicas)
@@ -154,6 +157,9 @@ def fold_plan(
         removed = sum(1 for r in remove.values() if r.type is rtype)
         added = sum(1 for ref in plan.spec.create_pods if ref.type is rtype)
         new_counts[rtype] = max(0, new_counts[rtype] - removed + added)
+    for rtype, count in new_counts.items():
+        if (spec := job.spec.replica_specs.get(rtype)) is not None:
+            new_counts[rtype] = declared_clamp(spec, count)
     return PlanEffect(replicas=new_counts, remove=tuple(remove.values()))
 
 
@@ -242,8 +248,8 @@ def replica_env(
     if master_address is not None:
         env.update(master_env(job, rtype, index, master_address))
     env.update(elastic_policy_env(job, rtype))
-    if ReplicaType.PS in job.spec.replica_specs:
-        env[names.ENV_NUM_PS] = str(current_count(job, ReplicaType.PS))
+    if PS_TYPE in job.spec.replica_specs:
+        env[names.ENV_NUM_PS] = str(current_count(job, PS_TYPE))
     if own_address is not None and not ROLE_TRAITS[rtype].controls_job:
         env[names.ENV_REPLICA_ADDRESS] = own_address
     if driving_type(job.spec.replica_specs) is not None:

@@ -43,7 +43,7 @@ from flexjob.api import (
 )
 from flexjob.api.errors import InvalidSpecError
 from flexjob.api.quantity import memory_mib
-from flexjob.api.roles import ROLE_TRAITS
+from flexjob.api.roles import MASTER_TYPE, ROLE_TRAITS
 from flexjob.core.planner.oom import OomConfig, plan_oom_memory
 from flexjob.core.replicas import OOM_KILLED, Replica, short_replica_name
 
@@ -156,7 +156,7 @@ def resolve_migrations(
             unknown.append(str(exc))
             continue
         if ROLE_TRAITS[rtype].controls_job:
-            unknown.append(f"{ref.name or 'master'} (the master cannot be migrated)")
+            unknown.append(f"{ref.name or MASTER_TYPE.value} (the master cannot be migrated)")
             continue
         live = [
             r

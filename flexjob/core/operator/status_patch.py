@@ -30,6 +30,7 @@ from pydantic_core import to_jsonable_python
 
 from flexjob.api import ElasticJobStatus
 from flexjob.api.errors import InvalidSpecError
+from flexjob.api.roles import MASTER_TYPE
 
 #: A JSON merge patch on the wire form of ``ElasticJobStatus`` (camelCase keys).
 StatusPatch = Mapping[str, Any]
@@ -47,7 +48,7 @@ class StatusOwner(StrEnum):
     OPERATOR = "operator"
     SERVER = "server"
     ALLOCATOR = "allocator"
-    MASTER = "master"
+    MASTER = MASTER_TYPE.value
 
 
 #: The fields each writer may change. ``replicas`` is shared: the server sets it on a user's

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from flexjob.api import ReplicaResourceSpec, ReplicaType, ResourcePlan, ResourceSpec
+from flexjob.api.roles import PS_TYPE
 from flexjob.core.planner.hot_ps import HotPsConfig, hot_ps_nodes, plan_hot_ps
 from flexjob.core.planner.initial import InitialPlanConfig, plan_initial
 from flexjob.core.planner.oom import OomConfig, plan_oom_memory
@@ -154,9 +155,10 @@ def _workers(
     plan = ResourcePlan(job=stats.profile.name)
     if target is None:
         return plan
-    worker = stats.current[ReplicaType.WORKER]
+    trainer = stats.training_type()
+    worker = stats.current[trainer]
     plan.replica_resources = {
-        ReplicaType.WORKER: to_spec(ReplicaResources(target, worker.cpu, worker.memory_mb))
+        trainer: to_spec(ReplicaResources(target, worker.cpu, worker.memory_mb))
     }
     plan.reason = f"throughput curve: workers {current} -> {target}"
     return plan
@@ -177,7 +179,7 @@ def _hot_ps(
     event: OptimizeEvent, stats: JobStats, history: Sequence[FinishedJob], config: PlannerConfig
 ) -> ResourcePlan:
     cpu, _ = _latest_limit(stats, event.node)
-    ps = stats.current.get(ReplicaType.PS, ReplicaResources(0))
+    ps = stats.current.get(PS_TYPE, ReplicaResources(0))
     action = plan_hot_ps(event.node, cpu or ps.cpu, ps.replicas, stats.limits, config.hot_ps)
     plan = ResourcePlan(job=stats.profile.name)
     if action is None:
@@ -187,7 +189,7 @@ def _hot_ps(
         plan.reason = f"hot PS {event.node}: cpu -> {action.new_cpu}"
     elif action.new_ps_count is not None:
         plan.replica_resources = {
-            ReplicaType.PS: to_spec(ReplicaResources(action.new_ps_count, ps.cpu, ps.memory_mb))
+            PS_TYPE: to_spec(ReplicaResources(action.new_ps_count, ps.cpu, ps.memory_mb))
         }
         plan.reason = f"hot PS {event.node}: ps {ps.replicas} -> {action.new_ps_count}"
     return plan
@@ -196,14 +198,12 @@ def _hot_ps(
 def _unbalanced_ps(
     event: OptimizeEvent, stats: JobStats, history: Sequence[FinishedJob], config: PlannerConfig
 ) -> ResourcePlan:
-    ps = stats.current.get(ReplicaType.PS, ReplicaResources(0))
+    ps = stats.current.get(PS_TYPE, ReplicaResources(0))
     plan = ResourcePlan(job=stats.profile.name)
     count = plan_rebalance(ps.replicas, stats.limits)
     if count is None:
         return plan
-    plan.replica_resources = {
-        ReplicaType.PS: to_spec(ReplicaResources(count, ps.cpu, ps.memory_mb))
-    }
+    plan.replica_resources = {PS_TYPE: to_spec(ReplicaResources(count, ps.cpu, ps.memory_mb))}
     plan.reason = f"unbalanced PS ({event.detail}): re-partition over ps {ps.replicas} -> {count}"
     return plan
 

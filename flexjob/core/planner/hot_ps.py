@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import fmean
 
-from flexjob.api import ReplicaType
+from flexjob.api.roles import PS_TYPE
 from flexjob.core.planner.stats import JobLimits, NodeSample
 
 
@@ -35,7 +35,7 @@ def hot_ps_nodes(samples: Sequence[NodeSample], config: HotPsConfig) -> list[str
     """PS replicas whose recent mean CPU utilization is above the threshold, hottest first."""
     by_node: dict[str, list[NodeSample]] = {}
     for s in sorted(samples, key=lambda s: s.timestamp):
-        if s.replica_type is ReplicaType.PS:
+        if s.replica_type is PS_TYPE:
             by_node.setdefault(s.node, []).append(s)
     loads = {}
     for node, node_samples in by_node.items():

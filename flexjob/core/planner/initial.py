@@ -11,6 +11,8 @@ from dataclasses import dataclass, replace
 from statistics import median
 
 from flexjob.api import ReplicaType
+from flexjob.api.bounds import clamp
+from flexjob.api.roles import PS_TYPE, job_training_type
 from flexjob.core.planner.stats import FinishedJob, JobLimits, JobProfile, ReplicaResources
 
 
@@ -65,12 +67,14 @@ def _vote(
     return ReplicaResources(replicas, float(median(cpus)) if cpus else None, memory)
 
 
-def _clamp(rtype: ReplicaType, res: ReplicaResources, limits: JobLimits) -> ReplicaResources:
+def _clamp(
+    rtype: ReplicaType, trainer: ReplicaType, res: ReplicaResources, limits: JobLimits
+) -> ReplicaResources:
     replicas = res.replicas
-    if rtype is ReplicaType.WORKER:
+    if rtype is trainer:
         replicas = limits.clamp_workers(replicas)
-    if rtype is ReplicaType.PS and limits.max_ps is not None:
-        replicas = min(replicas, limits.max_ps)
+    if rtype is PS_TYPE:
+        replicas = clamp(replicas, 0, limits.max_ps)
     cpu, mem = res.cpu, res.memory_mb
     if cpu is not None and limits.max_cpu is not None:
         cpu = min(cpu, limits.max_cpu)
@@ -91,9 +95,10 @@ def plan_initial(
     jobs = similar_jobs(profile, history, config)
     plan: dict[ReplicaType, ReplicaResources] = {}
     rtypes = set(default) or {t for j in jobs for t in j.resources}
+    trainer = job_training_type(rtypes)
     for rtype in sorted(rtypes):
         voted = _vote(rtype, jobs, config)
         res = voted if voted is not None else default.get(rtype)
         if res is not None:
-            plan[rtype] = _clamp(rtype, res, limits)
+            plan[rtype] = _clamp(rtype, trainer, res, limits)
     return plan, [j.profile.name for j in jobs]

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from flexjob.api import ReplicaType
+from flexjob.api.bounds import clamp
+from flexjob.api.roles import job_training_type
 
 
 class NodeEventKind(StrEnum):
@@ -85,8 +87,8 @@ class JobLimits:
     max_memory_mb: float | None = None
 
     def clamp_workers(self, n: int) -> int:
-        n = max(n, self.min_workers)
-        return min(n, self.max_workers) if self.max_workers is not None else n
+        """``n`` workers kept within ``[min_workers, max_workers]`` (``api.bounds.clamp``)."""
+        return clamp(n, self.min_workers, self.max_workers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +135,10 @@ class JobStats:
     speed_samples: Sequence[SpeedSample] = ()
     node_events: Sequence[NodeEvent] = ()
 
+    def training_type(self) -> ReplicaType:
+        """The type sized as the job's workers (``api.roles.job_training_type``)."""
+        return job_training_type(self.current)
+
     def workers(self) -> int:
-        spec = self.current.get(ReplicaType.WORKER)
+        spec = self.current.get(self.training_type())
         return spec.replicas if spec else 0

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import fmean
 
-from flexjob.api import ReplicaType
+from flexjob.api.roles import PS_TYPE
 from flexjob.core.planner.stats import JobLimits, NodeSample
 
 
@@ -37,7 +37,7 @@ class Imbalance:
 def _recent(samples: Sequence[NodeSample], window: int) -> dict[str, list[NodeSample]]:
     by_node: dict[str, list[NodeSample]] = {}
     for s in sorted(samples, key=lambda s: s.timestamp):
-        if s.replica_type is ReplicaType.PS:
+        if s.replica_type is PS_TYPE:
             by_node.setdefault(s.node, []).append(s)
     return {n: ss[-window:] for n, ss in by_node.items() if len(ss) >= window}
 

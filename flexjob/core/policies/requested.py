@@ -7,6 +7,7 @@ policies that resize jobs (see ``goodput``).
 
 from collections.abc import Callable, Sequence
 
+from flexjob.api.bounds import clamp
 from flexjob.core.policies.contract import Allocations, JobInfo, NodeInfo, Previous, Resources
 from flexjob.core.policies.placement import FreeMap, FreeMapPolicy
 
@@ -18,7 +19,7 @@ def requested_count(job: JobInfo) -> int:
     """The replica count a fixed-size policy gives: the request, kept within the bounds."""
     if not job.preemptible:
         return job.replicas
-    return min(max(job.replicas, job.min_replicas, 1), job.max_replicas)
+    return clamp(job.replicas, max(job.min_replicas, 1), job.max_replicas)
 
 
 class RequestedSizePolicy(FreeMapPolicy):

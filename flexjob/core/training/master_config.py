@@ -21,6 +21,9 @@ from flexjob.api.brain_service import brain_url
 from flexjob.api.enums import StragglerPolicy
 from flexjob.api.quantity import cpu_cores, memory_mib
 from flexjob.api.roles import ROLE_TRAITS, main_training_type
+from flexjob.api.roles import PS_TYPE, ROLE_TRAITS, main_training_type
+from flexjob.core.training.batch import BatchPlan, batch_plan_from_spec
+from flexjob.core.training.dataset import Dataset, dataset_from_spec
 from flexjob.core.planner.stats import JobLimits, JobProfile, PlannedJob, ReplicaResources
 from flexjob.core.training.batch import BatchPlan, batch_plan_from_spec
 from flexjob.core.training.dataset import Dataset, dataset_from_spec
@@ -240,8 +243,9 @@ def planned_job(job: "ElasticJob") -> PlannedJob:
             if "memory" in lim:
                 max_memory = max(max_memory or 0.0, float(memory_mib(lim["memory"])))
         resources[rtype] = ReplicaResources(replica_bounds(spec).replicas, cpu, memory)
-    worker = job.spec.replica_specs.get(ReplicaType.WORKER)
-    ps = job.spec.replica_specs.get(ReplicaType.PS)
+    trainer = main_training_type(job.spec.replica_specs)
+    worker = job.spec.replica_specs.get(trainer) if trainer is not None else None
+    ps = job.spec.replica_specs.get(PS_TYPE)
     limits = JobLimits(
         min_workers=max(replica_bounds(worker).min, 1) if worker else 1,
         max_workers=replica_bounds(worker).max if worker else None,

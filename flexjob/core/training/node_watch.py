@@ -25,6 +25,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from flexjob.api import ReplicaPhase, ReplicaType
+from flexjob.api.roles import MASTER_TYPE
 from flexjob.core.replicas import Replica
 
 
@@ -94,7 +95,7 @@ def observe(
     """The next state and the events of this snapshot (``replicas``: every replica of the job
     the platform lists now). ``pending_timeout`` None or <= 0: pending replicas are not
     reported."""
-    current = {incarnation(r): r for r in replicas if r.type is not ReplicaType.MASTER}
+    current = {incarnation(r): r for r in replicas if r.type is not MASTER_TYPE}
     running_names = {
         r.name: k for k, r in current.items() if r.phase is ReplicaPhase.RUNNING and not r.deleting
     }

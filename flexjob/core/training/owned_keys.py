@@ -14,8 +14,9 @@ becomes a directory.
 import re
 from dataclasses import dataclass
 
-from flexjob.api import ReplicaType, names
+from flexjob.api import names
 from flexjob.api.errors import InvalidSpecError
+from flexjob.api.roles import PS_TYPE
 
 #: Keys only the master writes (never over RPC).
 MASTER_KEYS = frozenset({names.KV_INCARNATION, names.KV_PS_SET, names.KV_PS_CHANGE})
@@ -24,7 +25,7 @@ MASTER_PREFIXES = (names.KV_EXCLUDED_PREFIX,)
 #: Key prefixes + a node id: only that node writes the key.
 NODE_PREFIXES = (names.KV_AGENT_STARTS_PREFIX,)
 #: Key prefixes + a replica index: only that replica (node ``<type>-<index>``) writes the key.
-REPLICA_PREFIXES = {names.KV_PS_MEMBER_PREFIX: ReplicaType.PS.value}
+REPLICA_PREFIXES = {names.KV_PS_MEMBER_PREFIX: PS_TYPE.value}
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ from flexjob.api.names import (
     LABEL_REPLICA_INDEX,
     LABEL_REPLICA_TYPE,
 )
+from flexjob.api.roles import DEFAULT_TYPE
 from flexjob.core.operator.actions import EventType
 from flexjob.core.replicas import Replica, ReplicaRequest, Service, ServiceRequest
 
@@ -140,7 +141,7 @@ def replica_from_pod(pod: Mapping[str, Any]) -> Replica:
         namespace=meta.get("namespace", ""),
         job=labels.get(LABEL_JOB_NAME, ""),
         name=meta["name"],
-        type=ReplicaType(labels.get(LABEL_REPLICA_TYPE, ReplicaType.WORKER.value)),
+        type=ReplicaType(labels.get(LABEL_REPLICA_TYPE, DEFAULT_TYPE.value)),
         index=int(labels.get(LABEL_REPLICA_INDEX, "0")),
         phase=phase,
         uid=meta.get("uid", ""),

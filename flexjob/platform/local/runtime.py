@@ -27,6 +27,7 @@ from typing import Any
 from flexjob.api import ReplicaPhase, ReplicaType, names
 from flexjob.api.errors import InvalidSpecError
 from flexjob.api.quantity import cpu_cores, memory_mib, parse_quantity
+from flexjob.api.roles import MASTER_TYPE
 from flexjob.core.operator.replica_resources import GPU_RESOURCE
 from flexjob.core.replicas import Replica, ReplicaRequest, Service, ServiceRequest
 from flexjob.platform.api import ALL_LINES, AlreadyExistsError, LogOptions, NotFoundError
@@ -153,7 +154,7 @@ class LocalRuntime:
             limit = memory_limits.enforce(
                 memory_limits.memory_limit_bytes(req.template), exits, uid
             )
-            keep = names.MASTER_KEEPS_ENV if req.type is ReplicaType.MASTER else ()
+            keep = names.MASTER_KEEPS_ENV if req.type is MASTER_TYPE else ()
             proc = processes.spawn(
                 argv, env, path, exits, req.working_dir, limit.cgroup, limit.rlimit_bytes, keep
             )

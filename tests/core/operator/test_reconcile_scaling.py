@@ -227,3 +227,17 @@ def test_ps_hosts_naming_unknown_ps_reject_the_plan_and_change_nothing(
 def test_ps_hosts_in_a_job_without_ps_are_rejected(running: Sim) -> None:
     assert kinds(running.step(ps_plan(["ps-0"]))) == ["plan p1 Failed"]
     assert running.plan_updates[-1].message == "psHosts: job demo has no ps replicas"
+
+
+@pytest.mark.parametrize(("asked", "kept"), [(9, 4), (0, 2), (3, 3)])
+def test_a_folded_scale_plan_is_kept_within_the_declared_bounds(asked: int, kept: int) -> None:
+    job = make_job(workers=3)
+    spec = job.spec.replica_specs[ReplicaType.WORKER]
+    spec.min_replicas, spec.max_replicas = 2, 4
+    sim = Sim(job)
+    sim.settle()
+    sim.step(plan(workers=asked))
+    assert sim.job.status is not None
+    assert sim.job.status.replicas == {ReplicaType.WORKER: kept}
+    sim.settle()
+    assert sum(1 for r in sim.replicas if "-worker-" in r) == kept
