@@ -8,7 +8,8 @@ rule (after DLRover and Kubeflow): ``replicas`` defaults to ``minReplicas`` or 1
 resize a running job (the server's APIs) is checked against the bounds the spec declares, an
 unset one not limiting it (a DI coordinator sizes a job that declares none). ``clamp`` is the
 one rule that keeps a count within bounds: of a spec (``ReplicaBounds.clamp``), of what a
-ScalePlan asks for when it is folded (``declared_clamp``, ``core.operator.replica_plan.fold_plan``), of
+ScalePlan asks for when it is folded (``declared_clamp``,
+``core.operator.replica_plan.fold_plan``), of
 the planner's ``JobLimits`` and of the allocator's job view. Not for: the current count of a
 running job (``core.operator.replica_plan.desired_count``).
 """

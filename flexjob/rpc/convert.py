@@ -7,8 +7,6 @@ validation (the backend validates) nor for transport.
 from typing import Protocol
 
 from flexjob.api.roles import DEFAULT_TYPE, type_named
-from flexjob.core.training.batch import RankBatch
-from flexjob.core.training.dataset import Dataset
 from flexjob.core.fields import build, codec
 from flexjob.core.training.batch import RankBatch
 from flexjob.core.training.dataset import Dataset

@@ -4,9 +4,8 @@ from pathlib import Path
 import pytest
 
 from flexjob.api import ElasticJob, OptimizeMode, ReplicaType, ResourcePlan
-from flexjob.core.training.master_config import MasterConfig, planned_job
 from flexjob.core.planner import NodeEvent, NodeEventKind
-from flexjob.core.training.master_config import planned_job
+from flexjob.core.training.master_config import MasterConfig, planned_job
 from flexjob.master.optimizer import JobOptimizer, to_scale_plan
 from flexjob.master.optimizer_loop import job_info_from_config
 from flexjob.rpc import brain_messages as schemas

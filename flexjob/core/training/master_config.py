@@ -20,10 +20,7 @@ from flexjob.api import OptimizeMode, ReplicaType
 from flexjob.api.brain_service import brain_url
 from flexjob.api.enums import StragglerPolicy
 from flexjob.api.quantity import cpu_cores, memory_mib
-from flexjob.api.roles import ROLE_TRAITS, main_training_type
 from flexjob.api.roles import PS_TYPE, ROLE_TRAITS, main_training_type
-from flexjob.core.training.batch import BatchPlan, batch_plan_from_spec
-from flexjob.core.training.dataset import Dataset, dataset_from_spec
 from flexjob.core.planner.stats import JobLimits, JobProfile, PlannedJob, ReplicaResources
 from flexjob.core.training.batch import BatchPlan, batch_plan_from_spec
 from flexjob.core.training.dataset import Dataset, dataset_from_spec
