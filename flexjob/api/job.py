@@ -189,6 +189,10 @@ class ElasticJobStatus(ApiModel):
     replica_statuses: dict[ReplicaType, ReplicaStatus] = Field(default_factory=dict)
     #: Desired replica counts set at run time (server, scaler); overrides the spec when set.
     replicas: dict[ReplicaType, int] = Field(default_factory=dict)
+    #: The spec's count of each scalable type when the operator last acted on the job: a spec
+    #: count that differs from it (``kubectl scale`` after a ScalePlan) is the newer intent and
+    #: replaces that type's ``replicas`` (``core.replica_plan.follow_spec``). The operator's.
+    spec_replicas: dict[ReplicaType, int] = Field(default_factory=dict)
     #: Node names per replica type, as the Allocator placed them.
     allocation: dict[ReplicaType, list[str]] = Field(default_factory=dict)
     profilings: dict[str, Any] = Field(default_factory=dict)

@@ -11,32 +11,11 @@ from typing import Any
 
 import pytest
 
-from flexjob.api import ElasticJob, JobPhase, ReplicaPhase
-from flexjob.api.errors import InvalidSpecError
+from flexjob.api import ElasticJob, JobPhase
 from flexjob.client import FlexjobClient
-from tests.support.polling import wait_until
+from tests.e2e.sdk_calls import PRINTS, check_update_job, command_job, waits_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
-
-
-def spec(name: str, code: str, workers: int = 2) -> dict[str, Any]:
-    command = [sys.executable, "-c", code]
-    template = {"spec": {"containers": [{"name": "main", "image": "local", "command": command}]}}
-    worker = {"replicas": workers, "minReplicas": 1, "maxReplicas": 3, "template": template}
-    return {
-        "apiVersion": "flexjob.dev/v1alpha1",
-        "kind": "ElasticJob",
-        "metadata": {"name": name},
-        "spec": {"replicaSpecs": {"worker": worker}},
-    }
-
-
-PRINTS = (
-    "import os\n"
-    "i = os.environ['FLEXJOB_REPLICA_INDEX']\n"
-    "print('first from', i, flush=True)\n"
-    "print('last from', i, flush=True)\n"
-)
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +25,7 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Elast
     home = tmp_path_factory.mktemp("home")
     seen: list[ElasticJob] = []
     with FlexjobClient(home=home) as client:
-        client.create_job(spec("printed", PRINTS))
+        client.create_job(command_job("printed", PRINTS))
         client.wait_for_job_conditions(
             "printed",
             expected_conditions={"Succeeded"},
@@ -128,30 +107,6 @@ def test_conditions_and_is_job_calls_follow_the_phase(finished: tuple[Path, Any]
 def test_update_job_scales_a_running_job_and_names_what_cannot_change(
     tmp_path: Path,
 ) -> None:
-    done = tmp_path / "done"
-    code = (
-        "import pathlib, time\n"
-        f"p = pathlib.Path({str(done)!r})\n"
-        "end = time.time() + 90\n"
-        "while not p.exists() and time.time() < end: time.sleep(0.05)\n"
-    )
     with FlexjobClient(home=tmp_path / "home") as client:
-        body = spec("grows", code, workers=1)
-        client.create_job(body)
-        client.wait_for_job_conditions(
-            "grows", expected_conditions=("Running",), wait_timeout=60, polling_interval=0.2
-        )
-        body["spec"]["replicaSpecs"]["worker"]["replicas"] = 2
-        client.update_job(body)
-
-        def two_running() -> bool:
-            replicas = client.list_replicas("grows")
-            return sum(r.phase is ReplicaPhase.RUNNING for r in replicas) == 2
-
-        wait_until(two_running, 60, what="a second worker")
-        body["spec"]["backoffLimit"] = 7
-        with pytest.raises(InvalidSpecError, match="backoffLimit cannot change"):
-            client.update_job(body)
-        done.touch()
-        client.wait_for_job("grows", timeout=60)
-        client.delete_job("grows")
+        done = tmp_path / "done"
+        check_update_job(client, command_job("grows", waits_for(done), workers=1), done)

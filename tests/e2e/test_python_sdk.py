@@ -2,35 +2,17 @@
 runs (its operator is started), scales, shows its logs, succeeds, is deleted; a failing job
 raises with its reason."""
 
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from flexjob.api import JobPhase, ReplicaPhase
 from flexjob.client import FlexjobClient, JobFailedError
 from flexjob.platform.api import NotFoundError
+from tests.e2e.sdk_calls import command_job
 from tests.support.polling import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
-
-
-def spec(name: str, code: str, workers: int = 2, backoff: int = 0) -> dict[str, Any]:
-    template = {
-        "spec": {
-            "containers": [
-                {"name": "main", "image": "local", "command": [sys.executable, "-c", code]}
-            ]
-        }
-    }
-    worker = {"replicas": workers, "minReplicas": 1, "maxReplicas": 3, "template": template}
-    return {
-        "apiVersion": "flexjob.dev/v1alpha1",
-        "kind": "ElasticJob",
-        "metadata": {"name": name},
-        "spec": {"backoffLimit": backoff, "replicaSpecs": {"worker": worker}},
-    }
 
 
 def test_a_notebook_creates_scales_reads_and_deletes_a_job(home: Path, tmp_path: Path) -> None:
@@ -43,7 +25,7 @@ def test_a_notebook_creates_scales_reads_and_deletes_a_job(home: Path, tmp_path:
         "while not p.exists() and time.time() < end: time.sleep(0.05)\n"
     )
     with FlexjobClient(home=home) as client:
-        client.create_job(spec("nb", code))
+        client.create_job(command_job("nb", code, backoff=0))
         running = client.wait_for_job("nb", phases=(JobPhase.RUNNING,), timeout=60)
         assert running.status is not None and running.status.phase is JobPhase.RUNNING
         client.scale_job("nb", worker=3)
@@ -64,6 +46,6 @@ def test_a_notebook_creates_scales_reads_and_deletes_a_job(home: Path, tmp_path:
 
 def test_waiting_for_a_failing_job_raises_with_its_reason(home: Path) -> None:
     with FlexjobClient(home=home) as client:
-        client.create_job(spec("broken", "raise SystemExit(3)", workers=1))
+        client.create_job(command_job("broken", "raise SystemExit(3)", workers=1, backoff=0))
         with pytest.raises(JobFailedError, match="job default/broken failed"):
             client.wait_for_job("broken", timeout=60)

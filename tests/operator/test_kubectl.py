@@ -173,3 +173,31 @@ async def test_the_scale_subresource_names_the_selector_of_the_workers_pods(
     await wait_for(selects_the_workers, 60, 0.2)
     assert selected == workers
     await kubectl("delete", "ej", "digits-elastic", "--timeout=30s")
+
+
+async def test_kubectl_scale_after_a_scale_plan_wins(installed: OperatorHarness) -> None:
+    """``flexjob scale`` (a ScalePlan, in ``status.replicas``) grows the job to three workers;
+    a later ``kubectl scale`` to one (the scale subresource's spec) is the newer intent: the
+    job shrinks to one worker."""
+    body = yaml.safe_load(SPEC.read_text())
+    body["spec"]["replicaSpecs"]["worker"]["minReplicas"] = 1
+    out = await apply_job(yaml.safe_dump(body))
+    assert out.returncode == 0, out.stderr
+    pods = installed.emulator.kind("", "v1", "pods")
+
+    def workers() -> set[str]:
+        listed = installed.emulator.store.select(pods, "default", "flexjob.dev/replica-type=worker")
+        return {p["metadata"]["name"] for p in listed if not p["metadata"].get("deletionTimestamp")}
+
+    planned = await in_thread(
+        run, sys.executable, "-m", "flexjob", "scale", "digits-elastic", "--worker", "3",
+        "--platform", "kubernetes",
+    )  # fmt: skip
+    assert planned.returncode == 0, planned.stderr
+    assert await wait_for(lambda: len(workers()) == 3, 30)
+    scaled = await kubectl("scale", "ej/digits-elastic", "--replicas=1")
+    assert scaled.returncode == 0, scaled.stderr
+    assert await wait_for(lambda: workers() == {"digits-elastic-worker-0"}, 30)
+    stored = installed.emulator.store.get(ELASTICJOBS, "default", "digits-elastic")
+    assert "worker" not in (stored["status"].get("replicas") or {})
+    await kubectl("delete", "ej", "digits-elastic", "--timeout=30s")

@@ -7,8 +7,8 @@ generateName, PUT, delete-collection or watch ``timeoutSeconds``, and serves no 
 ``K8sEmulator`` keeps kmock's discovery endpoints and error rendering (``KubernetesScaffold``)
 and serves the declared resources from ``ObjectStore`` (``tests/support/k8s_store.py``):
 create (201), get, list, watch (resume from a resourceVersion, selectors, server timeout),
-merge/JSON patch, PUT, the status subresource, delete with finalizers, delete-collection and
-ownerReference garbage collection.
+merge/JSON patch, PUT, the status subresource, pod logs (``tailLines``), delete with
+finalizers, delete-collection and ownerReference garbage collection.
 
 Requests for declared resources always go to the store: kmock's DSL reactions (``kmock[...] <<``)
 apply only to other paths. Creates and updates go through the registered admission webhooks
@@ -22,7 +22,7 @@ import contextlib
 import copy
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import aiohttp.web
@@ -355,7 +355,7 @@ class K8sEmulator(kmock.KubernetesScaffold):
             return 200, scale(self.store, kind, namespace, name, request.method, data, content_type)
         if name is not None and method == "GET" and subresource == "log":
             store.get(kind, namespace, name)
-            return 200, store.logs.get((namespace or "", name), "")
+            return 200, tail_lines(store.logs.get((namespace or "", name), ""), params)
         if name is not None and method == "GET":
             return 200, store.get(kind, namespace, name)
         if name is not None and method == "PUT":
@@ -415,6 +415,15 @@ class K8sEmulator(kmock.KubernetesScaffold):
                     yield event
             async with self._changed:
                 await self._changed.wait_for(lambda seen=position: len(log) > seen)
+
+
+def tail_lines(log: str, params: Mapping[str, str]) -> str:
+    """A pod's log as ``GET .../log`` serves it: its last ``tailLines`` lines when asked."""
+    tail = params.get("tailLines")
+    if tail is None:
+        return log
+    lines = log.splitlines(keepends=True)
+    return "".join(lines[len(lines) - min(int(tail), len(lines)) :])
 
 
 def kubeconfig(server: str) -> Body:

@@ -55,6 +55,7 @@ from flexjob.core.operator.replica_messages import created_message, failure_mess
 from flexjob.core.operator.replica_plan import (
     desired_counts,
     fold_plan,
+    follow_spec,
     render_replica,
     replica_types,
     service_port,
@@ -175,6 +176,8 @@ class _Round:
         return ReconcileResult(tuple(self.actions), self.status)
 
     def _progress(self, plan: ScalePlan | None) -> None:
+        followed = follow_spec(self.job, self.status)  # a spec scaled after a plan wins
+        self.status.replicas, self.status.spec_replicas = followed.replicas, followed.spec_replicas
         if plan is not None:
             self._fold_plan(plan)
         if self._handle_failures():

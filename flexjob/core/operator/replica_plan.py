@@ -73,6 +73,33 @@ def desired_counts(job: ElasticJob, status: ElasticJobStatus) -> dict[ReplicaTyp
 
 
 @dataclass(frozen=True, slots=True)
+class SpecFollowed:
+    """``status.replicas`` and ``status.specReplicas`` after ``follow_spec``."""
+
+    replicas: dict[ReplicaType, int]
+    spec_replicas: dict[ReplicaType, int]
+
+
+def follow_spec(job: ElasticJob, status: ElasticJobStatus) -> SpecFollowed:
+    """The newest intent wins: a scalable type whose spec count differs from the one the
+    operator saw last (``status.specReplicas``: the spec changed since, e.g. ``kubectl scale``
+    after a ScalePlan) drops its ``status.replicas`` entry, so the spec's count rules again;
+    a count set in ``status.replicas`` after the spec last changed stays. Returns both maps,
+    the second holding the spec counts seen now."""
+    replicas = dict(status.replicas)
+    seen: dict[ReplicaType, int] = {}
+    on_request = on_request_types(job.spec.replica_specs)
+    for rtype, spec in job.spec.replica_specs.items():
+        if not ROLE_TRAITS[rtype].scalable or rtype in on_request:
+            continue
+        seen[rtype] = replica_bounds(spec).replicas
+        before = status.spec_replicas.get(rtype)
+        if before is not None and before != seen[rtype]:
+            replicas.pop(rtype, None)
+    return SpecFollowed(replicas, seen)
+
+
+@dataclass(frozen=True, slots=True)
 class PlanEffect:
     """What folding a ScalePlan changed: the new desired counts and the replicas to remove."""
 

@@ -9,9 +9,9 @@ Instead each sends a *status patch*: an RFC 7386 JSON merge patch on the camelCa
 of ``ElasticJobStatus``, holding only the fields it owns and changed:
 
 * a field that is absent from the patch is left as it is;
-* an object field (``replicas``, ``allocation``, ``replicaStatuses``, ``profilings``,
-  ``replicaResources``, ``migratedReplicas``) is merged key by key, recursively; a key set to
-  ``null`` is removed;
+* an object field (``replicas``, ``specReplicas``, ``allocation``, ``replicaStatuses``,
+  ``profilings``, ``replicaResources``, ``migratedReplicas``) is merged key by key,
+  recursively; a key set to ``null`` is removed;
 * any other value (a string, a number, a list such as ``conditions``) replaces the stored one;
   a top-level field set to ``null`` goes back to its default.
 
@@ -62,6 +62,7 @@ OWNED_FIELDS: Mapping[StatusOwner, frozenset[str]] = {
             "conditions",
             "replicaStatuses",
             "replicas",
+            "specReplicas",
             "startTime",
             "completionTime",
             "restartCount",
