@@ -191,7 +191,8 @@ class ElasticJobStatus(ApiModel):
     replicas: dict[ReplicaType, int] = Field(default_factory=dict)
     #: The spec's count of each scalable type when the operator last acted on the job: a spec
     #: count that differs from it (``kubectl scale`` after a ScalePlan) is the newer intent and
-    #: replaces that type's ``replicas`` (``core.replica_plan.follow_spec``). The operator's.
+    #: replaces that type's ``replicas`` (``core.operator.replica_plan.follow_spec``). The
+    # operator's.
     spec_replicas: dict[ReplicaType, int] = Field(default_factory=dict)
     #: Node names per replica type, as the Allocator placed them.
     allocation: dict[ReplicaType, list[str]] = Field(default_factory=dict)

@@ -1,5 +1,5 @@
 """The newest intent wins between a ScalePlan (or any ``status.replicas`` writer) and the spec's
-count (``kubectl scale``, ``kubectl apply``): ``core.replica_plan.follow_spec``."""
+count (``kubectl scale``, ``kubectl apply``): ``core.operator.replica_plan.follow_spec``."""
 
 import pytest
 
@@ -11,8 +11,8 @@ from flexjob.api import (
     ScalePlan,
     ScalePlanSpec,
 )
-from flexjob.core.replica_plan import follow_spec
-from tests.core.reconcile_sim import Sim, kinds, make_job
+from flexjob.core.operator.replica_plan import follow_spec
+from tests.core.operator.reconcile_sim import Sim, kinds, make_job
 
 WORKER = ReplicaType.WORKER
 
