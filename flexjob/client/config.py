@@ -16,7 +16,7 @@ from collections.abc import MutableMapping
 from pathlib import Path
 
 from flexjob.api import names
-from flexjob.api.errors import InvalidSpecError
+from flexjob.api.errors import ClientError, InvalidSpecError
 
 ENV_CONFIG = "FLEXJOB_CONFIG"
 #: config key → the environment variable it defaults.
@@ -31,7 +31,7 @@ KEYS = {
 PATH_KEYS = ("home", "kubeconfig")  # "~" expands to the user's home
 
 
-class ConfigError(InvalidSpecError):
+class ConfigError(ClientError, InvalidSpecError):
     """The config file cannot be used; the message names the file and the key (a
     ``FlexjobError`` and a ``ValueError``)."""
 

@@ -23,7 +23,7 @@ from concurrent import futures
 from typing import Protocol, TypeVar
 
 from flexjob.api import names
-from flexjob.api.errors import FlexjobError
+from flexjob.api.errors import FlexjobError, MasterError
 from flexjob.core.ps.set_change import (
     ChangeRecord,
     ChangeStep,
@@ -55,7 +55,7 @@ class KvStore(Protocol):
     def job_finished(self) -> bool: ...
 
 
-class ChangeFailed(Exception):
+class ChangeFailed(MasterError):
     def __init__(self, step: ChangeStep, cause: BaseException) -> None:
         super().__init__(f"{step.value}: {cause}")
         self.step = step

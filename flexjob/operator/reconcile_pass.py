@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from flexjob.api import ElasticJob, ReplicaType, ScalePlan
+from flexjob.api.errors import OperatorError
 from flexjob.core.actions import (
     Action,
     CreateReplica,
@@ -109,7 +110,7 @@ def batches(actions: Sequence[Action]) -> list[list[Action]]:
     return out
 
 
-class ActionFailed(Exception):
+class ActionFailed(OperatorError):
     """An action the platform refused (not already-exists or not-found): the pass stops."""
 
     def __init__(self, action: Action, error: Exception) -> None:

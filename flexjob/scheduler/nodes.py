@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from flexjob.api.errors import InvalidSpecError
+from flexjob.api.errors import AllocatorError, InvalidSpecError
 from flexjob.api.names import LABEL_JOB_NAME
 from flexjob.api.quantity import cpu_cores, memory_mib
 from flexjob.core.policies import NodeInfo, Resources
@@ -20,7 +20,7 @@ from flexjob.scheduler.allocator import StaticNodes
 _GRID = re.compile(r"^(\d+)x(\d+)$")
 
 
-class NodeSpecError(InvalidSpecError):
+class NodeSpecError(AllocatorError, InvalidSpecError):
     """A node description that cannot be read; the message shows the expected forms."""
 
 

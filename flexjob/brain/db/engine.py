@@ -14,7 +14,7 @@ from sqlalchemy import Engine, create_engine, event, inspect
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-from flexjob.api.errors import InvalidSpecError
+from flexjob.api.errors import BrainError, InvalidSpecError
 from flexjob.platform.local.paths import flexjob_home
 
 log = logging.getLogger(__name__)
@@ -23,7 +23,7 @@ MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 ALLOWED_SCHEMES = ("sqlite", "postgresql", "postgresql+psycopg")
 
 
-class DatabaseUrlError(InvalidSpecError):
+class DatabaseUrlError(BrainError, InvalidSpecError):
     """A ``--db`` URL that is not SQLite or PostgreSQL."""
 
 
