@@ -37,6 +37,7 @@ from flexjob.core.ps.set_change import (
     recovery,
     verify_rows,
 )
+from flexjob.rpc.messages import KVClient
 from flexjob.rpc.ps_control import PsControlClient
 from flexjob.rpc.ps_registry import read_members, read_set
 
@@ -46,10 +47,8 @@ T = TypeVar("T")
 RETRY_MAX_S = 60.0
 
 
-class KvStore(Protocol):
-    def kv_get(self, key: str) -> bytes | None: ...
-
-    def kv_set(self, key: str, value: bytes) -> None: ...
+class PsSetHost(KVClient, Protocol):
+    """What the driver uses of the master: its KV store and whether the job finished."""
 
     @property
     def job_finished(self) -> bool: ...
@@ -64,7 +63,7 @@ class ChangeFailed(MasterError):
 class PsSetDriver:
     def __init__(
         self,
-        kv: KvStore,
+        kv: PsSetHost,
         *,
         initial_num_ps: int = 0,
         checkpoint_interval: float = 0.0,

@@ -161,8 +161,20 @@ class Progress(DatasetProgress):
     world_size: int
 
 
-class MasterBackend(Protocol):
-    """What the gRPC servicer calls: one method per RPC, Python types in and out."""
+class KVClient(Protocol):
+    """The master's KV store as its users call it: ``MasterClient`` over the wire, the
+    ``MasterService`` in the master (the store itself: ``master.kv.KVStore``)."""
+
+    def kv_set(self, key: str, value: bytes) -> None: ...
+
+    def kv_get(self, key: str) -> bytes | None: ...
+
+    def kv_add(self, key: str, amount: int) -> int: ...
+
+
+class MasterBackend(KVClient, Protocol):
+    """What the gRPC servicer calls: one method per RPC, Python types in and out (the KV
+    RPCs: ``KVClient``)."""
 
     def join(self, node: NodeRef, address: str, local_world_size: int) -> int: ...
 
@@ -211,11 +223,5 @@ class MasterBackend(Protocol):
         ...
 
     def get_batch_plan(self, node: NodeRef, rank: int, world_size: int) -> RankBatch: ...
-
-    def kv_set(self, key: str, value: bytes) -> None: ...
-
-    def kv_get(self, key: str) -> bytes | None: ...
-
-    def kv_add(self, key: str, amount: int) -> int: ...
 
     def get_progress(self, node: NodeRef, dataset: str) -> Progress: ...
