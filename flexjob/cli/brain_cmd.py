@@ -35,7 +35,7 @@ def brain(
 
     from flexjob.brain.db.engine import DatabaseUrlError, normalize_url, open_database
     from flexjob.brain.service import serve
-    from flexjob.server.auth import InsecureBindError
+    from flexjob.rpc.auth import InsecureBindError
 
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s %(message)s")
     try:
