@@ -14,7 +14,7 @@ from flexjob.api import ElasticJob, ElasticJobStatus, JobPhase, ReplicaPhase, Re
 from flexjob.api.load import dump_yaml
 from flexjob.core.phases import parse_timestamp
 from flexjob.core.replica_plan import desired_counts
-from flexjob.platform.api import Event, Replica
+from flexjob.platform.contract import Event, Replica
 
 PHASE_STYLES = {
     JobPhase.SUCCEEDED: "green",

@@ -25,7 +25,7 @@ def _resolve(job: str, namespace: str) -> tuple[Path, str]:
     path = Path(job)
     if path.is_dir():
         return path, path.name
-    from flexjob.platform.api import NotFoundError
+    from flexjob.platform.contract import NotFoundError
     from flexjob.platform.local import LocalPlatform
 
     platform = LocalPlatform()

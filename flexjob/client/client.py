@@ -24,7 +24,7 @@ from flexjob.api.names import DEFAULT_NAMESPACE
 from flexjob.api.scaleplan import manual_scale_plan
 from flexjob.client.config import apply_config
 from flexjob.client.logs import LogQuery, job_logs
-from flexjob.platform.api import Platform, Replica
+from flexjob.platform.contract import Platform, Replica
 from flexjob.platform.registry import open_platform
 
 JobSource = ElasticJob | Mapping[str, Any] | str | Path

@@ -3,7 +3,7 @@
 ``ReplicaRequest`` / ``ServiceRequest`` are the rendered, platform-neutral descriptions that
 ``core.reconcile`` emits; ``Replica`` / ``Service`` are what a platform reports it runs. They live
 in ``core`` (not ``platform``) because ``reconcile`` consumes them and ``core`` may not import the
-shells; ``flexjob.platform.api`` re-exports them. Naming helpers are here too. No I/O.
+shells; ``flexjob.platform.contract`` re-exports them. Naming helpers are here too. No I/O.
 """
 
 from collections.abc import Mapping

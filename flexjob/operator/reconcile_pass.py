@@ -52,8 +52,8 @@ from flexjob.operator import observing
 from flexjob.operator.apply import Done, apply_actions
 from flexjob.operator.node_credentials import with_node_credentials
 from flexjob.operator.watch_cache import WatchCache, first_pending
-from flexjob.platform.api import NotFoundError, Platform, Replica, SecretStore, Service
 from flexjob.platform.cluster import with_cluster_objects
+from flexjob.platform.contract import NotFoundError, Platform, Replica, SecretStore, Service
 from flexjob.rpc.auth import di_server_url, new_token
 
 logger = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ from flexjob.api.errors import (
     NotFoundError,
     UnavailableError,
 )
-from flexjob.platform.api import Platform
+from flexjob.platform.contract import Platform
 from flexjob.rpc.http_auth import BearerAuth
 from flexjob.rpc.http_guards import BodySizeLimit, field_errors, summary
 from flexjob.server import v1alpha2, v2alpha1

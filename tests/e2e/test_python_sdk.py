@@ -10,7 +10,7 @@ import pytest
 
 from flexjob.api import JobPhase, ReplicaPhase
 from flexjob.client import FlexjobClient, JobFailedError
-from flexjob.platform.api import NotFoundError
+from flexjob.platform.contract import NotFoundError
 from tests.support.polling import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]

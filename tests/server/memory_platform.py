@@ -9,7 +9,7 @@ from typing import Any
 
 from flexjob.api import ElasticJob, ElasticJobStatus
 from flexjob.core.status_patch import StatusPatch, apply_status_patch, normalize_status_patch
-from flexjob.platform.api import NotFoundError, Replica, Service, WatchEvent
+from flexjob.platform.contract import NotFoundError, Replica, Service, WatchEvent
 
 
 class MemoryPlatform:

@@ -23,7 +23,7 @@ from flexjob.core.clock import WallClock, utc_now
 from flexjob.core.job_master import JobMasterConfig
 from flexjob.operator import observing
 from flexjob.operator.reconcile_pass import reconcile_job
-from flexjob.platform.api import Platform, Replica
+from flexjob.platform.contract import Platform, Replica
 
 log = logging.getLogger(__name__)
 

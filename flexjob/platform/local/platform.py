@@ -13,7 +13,7 @@ from pathlib import Path
 
 from flexjob.api import ElasticJob, ScalePlan
 from flexjob.core.replicas import Replica
-from flexjob.platform.api import WatchEvent
+from flexjob.platform.contract import WatchEvent
 from flexjob.platform.local.cluster_objects import LocalClusterObjects
 from flexjob.platform.local.db import Database
 from flexjob.platform.local.leases import LeaseStore

@@ -29,7 +29,7 @@ from flexjob.api.errors import InvalidSpecError
 from flexjob.api.quantity import cpu_cores, memory_mib, parse_quantity
 from flexjob.core.replica_resources import GPU_RESOURCE
 from flexjob.core.replicas import Replica, ReplicaRequest, Service, ServiceRequest
-from flexjob.platform.api import ALL_LINES, AlreadyExistsError, LogOptions, NotFoundError
+from flexjob.platform.contract import ALL_LINES, AlreadyExistsError, LogOptions, NotFoundError
 from flexjob.platform.local import memory_limits, processes
 from flexjob.platform.local.db import Database
 from flexjob.platform.local.interpreter import own_interpreter

@@ -14,7 +14,7 @@ from flexjob.api.name_rules import check_name
 from flexjob.core.actions import EventType
 from flexjob.core.phases import timestamp
 from flexjob.core.status_patch import StatusPatch, apply_status_patch, normalize_status_patch
-from flexjob.platform.api import AlreadyExistsError, Event, NotFoundError
+from flexjob.platform.contract import AlreadyExistsError, Event, NotFoundError
 from flexjob.platform.local.db import Database
 
 
