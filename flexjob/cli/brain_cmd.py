@@ -33,8 +33,8 @@ def brain(
     token = resolve_token(token_argument, token_file, ENV_BRAIN_TOKEN)
     import logging
 
+    from flexjob.brain.app import serve
     from flexjob.brain.db.engine import DatabaseUrlError, normalize_url, open_database
-    from flexjob.brain.service import serve
     from flexjob.rpc.auth import InsecureBindError
 
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s %(message)s")

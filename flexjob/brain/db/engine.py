@@ -2,7 +2,8 @@
 
 The default database is an SQLite file in the user's flexjob directory (``FLEXJOB_HOME``, default
 ``~/.flexjob``); PostgreSQL is chosen by URL. ``open_database`` creates the engine and upgrades the
-schema to the newest Alembic revision shipped in the package. Not for queries (``brain.store``).
+schema to the newest Alembic revision shipped in the package. Not for queries
+(``brain.stats_store``).
 """
 
 import logging

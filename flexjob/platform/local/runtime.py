@@ -7,7 +7,7 @@ same phases. Every replica's exit code is also written to its exit file
 (a killed operator) is judged by its pid while it runs and by that file once it is gone: a
 replica that finished meanwhile reads Succeeded, not lost. ``adopt`` makes this process the
 owner of such replicas. Services are free 127.0.0.1 ports handed out by name. Not here: the
-job store (``store.py``).
+job store (``job_store.py``).
 """
 
 import json

@@ -29,7 +29,7 @@ from sqlalchemy import Engine
 from flexjob.api.errors import NotFoundError
 from flexjob.api.names import ENV_BRAIN_TOKEN
 from flexjob.brain.processor import OptimizeProcessor
-from flexjob.brain.store import BrainStore
+from flexjob.brain.stats_store import BrainStore
 from flexjob.observe import metrics
 from flexjob.rpc import brain_messages as schemas
 from flexjob.rpc.auth import check_bind
