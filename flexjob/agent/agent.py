@@ -17,13 +17,13 @@ import threading
 import time
 
 from flexjob.agent import failure, observing
-from flexjob.agent.config import AgentConfig, WorkerState, run_dir_of
+from flexjob.agent.config import AgentConfig, run_dir_of
 from flexjob.agent.flash_saver import FlashSaver
 from flexjob.agent.hang import stalled_for
 from flexjob.agent.monitor import ResourceMonitor
 from flexjob.agent.oom import memory_limited, oom_kills
 from flexjob.agent.torchrun_env import OMP_NOTICE, explained, permanent, sets_omp_threads
-from flexjob.agent.workers import Worker, spawn_worker, stop_workers, wait_ready
+from flexjob.agent.workers import Worker, WorkerState, spawn_worker, stop_workers, wait_ready
 from flexjob.api import names
 from flexjob.api.errors import AgentError
 from flexjob.core.owned_keys import incarnation_name
