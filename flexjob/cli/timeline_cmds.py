@@ -18,7 +18,9 @@ from flexjob.observe import timeline
 
 def job_timeline_dir(job: ElasticJob, home: Path) -> Path:
     """The folder of a local job's implicit master (``operator.local.loop``'s state root)."""
-    return Path(master_job_dir(str(home / "jobs"), job))
+    from flexjob.platform.local.paths import jobs_root
+
+    return Path(master_job_dir(str(jobs_root(home)), job))
 
 
 def _resolve(job: str, namespace: str) -> tuple[Path, str]:

@@ -21,8 +21,8 @@ from flexjob.api.errors import ClientError, InvalidSpecError
 ENV_CONFIG = "FLEXJOB_CONFIG"
 #: config key → the environment variable it defaults.
 KEYS = {
-    "platform": "FLEXJOB_PLATFORM",
-    "home": "FLEXJOB_HOME",
+    "platform": names.ENV_PLATFORM,
+    "home": names.ENV_HOME,
     "kubeconfig": "KUBECONFIG",
     "metrics_addr": names.ENV_METRICS_ADDR,
     "metrics_token": names.ENV_METRICS_TOKEN,

@@ -34,7 +34,7 @@ from flexjob.platform.local import memory_limits, processes
 from flexjob.platform.local.db import Database
 from flexjob.platform.local.interpreter import own_interpreter
 from flexjob.platform.local.log_tail import log_tail
-from flexjob.platform.local.paths import job_dir, log_path
+from flexjob.platform.local.paths import job_dir, jobs_root, log_path
 from flexjob.platform.ports import free_port
 
 log = logging.getLogger(__name__)
@@ -342,7 +342,7 @@ class LocalRuntime:
             ).fetchone()
         if row is not None:
             return Path(row[0])
-        for path in sorted((self.home / "jobs" / namespace).glob("*/logs/*.log")):
+        for path in sorted((jobs_root(self.home) / namespace).glob("*/logs/*.log")):
             if f"{path.parent.parent.name}-{path.stem}" == replica:
                 return path
         raise NotFoundError(f"no log for replica {namespace}/{replica}")
