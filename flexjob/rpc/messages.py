@@ -8,8 +8,9 @@ completed rendezvous round has its own ``store_prefix`` (``<job>/round-<n>/``), 
 old round never collide with a new one — wrap the store in ``torch.distributed.PrefixStore``.
 A master that does not host the store sets ``store_address`` to the address that the rank-0
 node gave when it joined, and that node's agent is expected to run the store there. The
-master's own KV RPCs (``kv_set`` / ``kv_get`` / ``kv_add``) are a small store for agents'
-own use; they live in memory and do not survive a master restart.
+master's own KV RPCs (``kv_set`` / ``kv_get`` / ``kv_add``, ``KVClient``) are a small store
+for agents' own use, journaled with the master's state (``master.kv.KVStore``): they survive
+a master restart.
 
 Rendezvous protocol for an agent: ``join(address)`` → poll ``get_world()`` until ``complete``
 (or ``wait_world()``) → start training with ``rank`` / ``world_size`` / the store → poll
