@@ -51,3 +51,19 @@ def test_package_imports_only_layers_above_it(layer: str) -> None:
         if pkg in LAYERS and pkg not in allowed
     }
     assert not wrong, sorted(wrong)
+
+
+#: Packages that never import the one named although the layers would allow it: the brain
+#: and the HTTP server share their bearer auth and request guards through ``rpc``
+#: (``http_auth.py``, ``http_guards.py``), not one through the other.
+APART = {"brain": "server"}
+
+
+@pytest.mark.parametrize("layer", sorted(APART))
+def test_package_does_not_import_its_peer(layer: str) -> None:
+    wrong = {
+        f"{path.relative_to(ROOT.parent)} imports flexjob.{APART[layer]}"
+        for path in (ROOT / layer).rglob("*.py")
+        if APART[layer] in imported_packages(path)
+    }
+    assert not wrong, sorted(wrong)

@@ -17,17 +17,17 @@ import threading
 import time
 
 from flexjob.agent import failure, observing
-from flexjob.agent.config import AgentConfig, WorkerState, run_dir_of
+from flexjob.agent.config import AgentConfig, run_dir_of
 from flexjob.agent.flash_saver import FlashSaver
 from flexjob.agent.hang import stalled_for
 from flexjob.agent.monitor import ResourceMonitor
 from flexjob.agent.oom import memory_limited, oom_kills
 from flexjob.agent.torchrun_env import OMP_NOTICE, explained, permanent, sets_omp_threads
-from flexjob.agent.workers import Worker, spawn_worker, stop_workers, wait_ready
+from flexjob.agent.workers import Worker, WorkerState, spawn_worker, stop_workers, wait_ready
 from flexjob.api import names
-from flexjob.api.errors import FlexjobError
 from flexjob.api.roles import type_named
 from flexjob.core.training.owned_keys import incarnation_name
+from flexjob.api.errors import AgentError
 from flexjob.platform.ports import free_port
 from flexjob.platform.stop_signals import StopRequested, raise_on_stop_signals
 from flexjob.rpc.client import MasterClient
@@ -52,10 +52,6 @@ EXIT_JOB_FAILED_ELSEWHERE = 1
 #: The exit code of a node whose worker failed with an error no restart can fix
 #: (``torchrun_env.permanent``): 126, which the operator never retries (like a missing script).
 EXIT_PERMANENT = 126
-
-
-class AgentError(FlexjobError, RuntimeError):
-    """The agent could not get its workers into a world."""
 
 
 class JobFailedElsewhere(AgentError):

@@ -1,7 +1,7 @@
-"""The agent's configuration and the states of its worker processes.
+"""The agent's configuration.
 
 ``AgentConfig`` is built by the CLI (``flexjob agent`` / ``flexjob run``) and validated here with
-one message per bad field. ``WorkerState`` is the explicit state machine of one worker.
+one message per bad field. Not for the states of its workers (``agent.workers.WorkerState``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import os
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from flexjob.agent.output import OutputConfig
@@ -42,22 +41,6 @@ def run_dir_of(config: AgentConfig) -> str:
     return config.run_dir or os.path.join(
         os.environ.get("TMPDIR", "/tmp"), f"flexjob-{config.job_name}"
     )
-
-
-class WorkerState(StrEnum):
-    """STARTING (bootstrap importing) → READY (waiting for its world) → RUNNING →
-    SUCCEEDED | FAILED; STOPPED when the agent ended it."""
-
-    STARTING = "starting"
-    READY = "ready"
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    STOPPED = "stopped"
-
-    @property
-    def finished(self) -> bool:
-        return self in (WorkerState.SUCCEEDED, WorkerState.FAILED, WorkerState.STOPPED)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,17 +11,9 @@ from __future__ import annotations
 import json
 import signal
 from dataclasses import asdict, dataclass
-from typing import Protocol
 
 from flexjob.api.names import KV_FAILURE_PREFIX, KV_FAILURES
-
-
-class KeyValue(Protocol):
-    def kv_set(self, key: str, value: bytes) -> None: ...
-
-    def kv_get(self, key: str) -> bytes | None: ...
-
-    def kv_add(self, key: str, amount: int) -> int: ...
+from flexjob.rpc.messages import KVClient
 
 
 def describe_exit(code: int | None) -> str:
@@ -73,22 +65,22 @@ class RootCause:
         return "\n".join(lines)
 
 
-def publish(kv: KeyValue, cause: RootCause) -> None:
+def publish(kv: KVClient, cause: RootCause) -> None:
     n = kv.kv_add(KV_FAILURES, 1)
     kv.kv_set(f"{KV_FAILURE_PREFIX}{n}", cause.to_json())
 
 
-def _count(kv: KeyValue) -> int:
+def _count(kv: KVClient) -> int:
     raw = kv.kv_get(KV_FAILURES)  # read, never kv_add(0): that would create the key
     return int(raw) if raw else 0
 
 
-def failed(kv: KeyValue) -> bool:
+def failed(kv: KVClient) -> bool:
     """Whether any agent has given up on this job."""
     return _count(kv) > 0
 
 
-def root_causes(kv: KeyValue) -> list[RootCause]:
+def root_causes(kv: KVClient) -> list[RootCause]:
     """Every published root cause, the earliest exit first."""
     count = _count(kv)
     found = []

@@ -19,13 +19,14 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from flexjob.api.errors import AgentError
 from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.launch import MasterProcess, spawn_master
 
 log = logging.getLogger(__name__)
 
 
-class RunFailure(RuntimeError):
+class RunFailure(AgentError):
     """A process of the run died and could be neither restarted nor done without."""
 
 

@@ -3,7 +3,7 @@
 Each worker is a child process that dies with the agent (the bootstrap sets
 ``PR_SET_PDEATHSIG`` on Linux), so a killed node takes its training processes along. No
 ``preexec_fn``: forking an agent that runs gRPC threads is not safe. Not for deciding when to
-restart (the agent does).
+restart (the agent does). ``WorkerState`` is the explicit state machine of one worker.
 """
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from flexjob.agent.bootstrap import NO_TORCH, READY_SUFFIX
-from flexjob.agent.config import AgentConfig, WorkerState, run_dir_of
+from flexjob.agent.config import AgentConfig, run_dir_of
 from flexjob.agent.flash_saver import FlashSaver
 from flexjob.agent.hang import collective_timeout_for
 from flexjob.agent.output import OutputConfig, WorkerOutput
@@ -34,6 +35,22 @@ log = logging.getLogger(__name__)
 
 #: Seconds a stopped trainer gets (to save a checkpoint) between SIGTERM and SIGKILL.
 WORKER_STOP_GRACE_S = 5.0
+
+
+class WorkerState(StrEnum):
+    """STARTING (bootstrap importing) → READY (waiting for its world) → RUNNING →
+    SUCCEEDED | FAILED; STOPPED when the agent ended it."""
+
+    STARTING = "starting"
+    READY = "ready"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    STOPPED = "stopped"
+
+    @property
+    def finished(self) -> bool:
+        return self in (WorkerState.SUCCEEDED, WorkerState.FAILED, WorkerState.STOPPED)
 
 
 class Worker:

@@ -7,7 +7,14 @@ forbids the request: 409; ``AlreadyExistsError`` when a create finds the name ta
 400, gRPC INVALID_ARGUMENT; also a ``ValueError``) and ``UnavailableError`` (a platform, the
 master or the brain could not be reached or failed; trying again later may work: 503).
 ``PsSetChangedError`` (a ``ConflictError``): a PS refused a call while its PS set changes.
-Not for: errors that never leave one module (``RendezvousTimeout``, ``CollectiveError``).
+
+Every error a flexjob module defines is a ``FlexjobError`` (``tests/test_errors.py``): a kind
+above, or one of the families below, one per subsystem, so a caller can also catch what one
+subsystem raises (a family and a kind combine: ``MasterLockedError`` is a ``MasterError`` and
+a ``ConflictError``). Errors a caller of the standard library catches keep that base as well
+(``RendezvousTimeout`` is a ``TimeoutError``, ``CollectiveError`` a ``RuntimeError``). A stop
+signal (``platform.stop_signals.StopRequested``, a ``KeyboardInterrupt``) is not an error.
+Not for: which kind a subsystem raises (its module says).
 """
 
 
@@ -42,3 +49,48 @@ class PsSetChangedError(ConflictError):
 
 
 PS_SET_CHANGED = "ps set changed"
+
+
+# The families, one per subsystem (the module raising one names it in its docstring).
+
+
+class RendezvousError(FlexjobError):
+    """A rendezvous did not give this node a world (``trainer.rendezvous``)."""
+
+
+class MasterError(FlexjobError):
+    """The job master's own failures: its state, its lock, its torch store, PS-set changes."""
+
+
+class AgentError(FlexjobError, RuntimeError):
+    """The agent, or ``flexjob run``, could not get its workers into a world or keep them."""
+
+
+class TrainerError(FlexjobError):
+    """A training process's failure inside flexjob's trainer (a broken collective)."""
+
+
+class WireError(FlexjobError):
+    """The RPC layer (``flexjob.rpc``): a stream or call that broke or was refused, an
+    insecure bind."""
+
+
+class PlatformError(FlexjobError):
+    """Where jobs and replicas live (``flexjob.platform``): a lease another process holds."""
+
+
+class OperatorError(FlexjobError):
+    """An operator's pass or watch failed (``flexjob.operator``)."""
+
+
+class AllocatorError(FlexjobError):
+    """The allocator, its policies, nodes and traces (``flexjob.scheduler``,
+    ``core.policies``)."""
+
+
+class BrainError(FlexjobError):
+    """The brain service (``flexjob.brain``): its database settings."""
+
+
+class ClientError(FlexjobError):
+    """The Python SDK (``flexjob.client``): a job that failed, a bad config file."""

@@ -34,8 +34,10 @@ ENV_REPLICA_ADDRESS = "FLEXJOB_REPLICA_ADDRESS"
 ENV_MASTER_CONFIG = "FLEXJOB_MASTER_CONFIG"
 # The operator's own image on Kubernetes; implicit job masters run it.
 ENV_IMAGE = "FLEXJOB_IMAGE"
-# Where the local platform and the brain keep their files (default ~/.flexjob).
+# Where the local platform and the brain keep their files (``platform.local.paths.flexjob_home``),
+# by default DEFAULT_HOME ("~" is the user's home directory).
 ENV_HOME = "FLEXJOB_HOME"
+DEFAULT_HOME = "~/.flexjob"
 # Which platform the CLI uses: local | kubernetes.
 ENV_PLATFORM = "FLEXJOB_PLATFORM"
 # The bearer token of `flexjob server` (needed to listen beyond loopback).

@@ -8,7 +8,7 @@ database. Detection itself is ``core.planner.detect_events``; answering events i
 import logging
 import threading
 
-from flexjob.brain.store import BrainStore, job_stats
+from flexjob.brain.stats_store import BrainStore, job_stats
 from flexjob.core import planner
 
 log = logging.getLogger(__name__)

@@ -110,7 +110,7 @@ class KubernetesSource:
 
 
 class JobLister(Protocol):
-    """The part of a platform's job store the monitor reads (``platform.api.JobStore``)."""
+    """The part of a platform's job store the monitor reads (``platform.contract.JobStore``)."""
 
     def list_jobs(self, namespace: str | None = None) -> list[ElasticJob]: ...
 

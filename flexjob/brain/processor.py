@@ -5,7 +5,7 @@ algorithm for each (``core.planner.ALGORITHMS``), has the executor run it on the
 (plus finished jobs, for initial plans), merges the answers, cuts a plan that grows the job to
 the cluster's free capacity, shared fairly with other jobs growing at the same time
 (``brain.capacity``), and records the events and the plan.
-Not for detection (``administrator``) or the wire (``service``).
+Not for detection (``administrator``) or the wire (``app``).
 """
 
 import logging
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from flexjob.brain.administrator import Administrators
 from flexjob.brain.capacity import CapacityRounds
-from flexjob.brain.store import BrainStore
+from flexjob.brain.stats_store import BrainStore
 from flexjob.core import planner
 from flexjob.observe import metrics
 from flexjob.rpc import brain_messages as schemas

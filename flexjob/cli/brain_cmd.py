@@ -4,7 +4,7 @@ from pathlib import Path
 
 import typer
 
-from flexjob.api.names import ENV_BRAIN_DB, ENV_BRAIN_TOKEN
+from flexjob.api.names import DEFAULT_HOME, ENV_BRAIN_DB, ENV_BRAIN_TOKEN, ENV_HOME
 from flexjob.cli.errors import usage_error
 from flexjob.cli.token_flags import TOKEN_ON_COMMAND_LINE, resolve_token, token_file_option
 
@@ -20,7 +20,7 @@ def brain(
         envvar=ENV_BRAIN_DB,
         show_envvar=False,
         help="Database URL: sqlite:///path or postgresql+psycopg://user:pw@host/db. "
-        f"Default: ${ENV_BRAIN_DB}, else an SQLite file in $FLEXJOB_HOME (~/.flexjob). Prefer "
+        f"Default: ${ENV_BRAIN_DB}, else an SQLite file in ${ENV_HOME} ({DEFAULT_HOME}). Prefer "
         "the environment variable for a URL with a password (a command line is visible).",
     ),
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
@@ -33,9 +33,9 @@ def brain(
     token = resolve_token(token_argument, token_file, ENV_BRAIN_TOKEN)
     import logging
 
+    from flexjob.brain.app import serve
     from flexjob.brain.db.engine import DatabaseUrlError, normalize_url, open_database
-    from flexjob.brain.service import serve
-    from flexjob.server.auth import InsecureBindError
+    from flexjob.rpc.auth import InsecureBindError
 
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s %(message)s")
     try:

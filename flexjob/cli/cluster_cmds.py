@@ -113,7 +113,7 @@ def _apply_job(client: Any, model: ElasticJob) -> str:
 
 
 def _apply_objects(platform: Any, docs: list[dict[str, Any]]) -> None:
-    from flexjob.platform.api import ClusterObjectStore
+    from flexjob.platform.contract import ClusterObjectStore
 
     if not isinstance(platform, ClusterObjectStore):
         typer.echo(

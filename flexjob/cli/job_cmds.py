@@ -34,7 +34,7 @@ from flexjob.cli.errors import KUBECTL_USAGE_EXIT, KubectlCommand, valid_name, v
 from flexjob.cli.timeline_cmds import job_timeline_dir
 from flexjob.core.operator.scale_bounds import bound_problem, finished_problem
 from flexjob.observe import timeline
-from flexjob.platform.api import AlreadyExistsError, NotFoundError, Platform, Replica
+from flexjob.platform.contract import AlreadyExistsError, NotFoundError, Platform, Replica
 from flexjob.platform.registry import PLATFORMS, open_platform
 
 _out = Console(soft_wrap=True, highlight=False)

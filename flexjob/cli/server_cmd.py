@@ -26,7 +26,7 @@ def _server(
     log_level: str = typer.Option("info", help="uvicorn log level."),
 ) -> None:
     """Serve the HTTP API that scales jobs and receives profilings."""
-    from flexjob.server.auth import InsecureBindError, check_bind
+    from flexjob.rpc.auth import InsecureBindError, check_bind
 
     token = resolve_token(token_argument, token_file, ENV_SERVER_TOKEN)
     try:

@@ -18,14 +18,16 @@ from flexjob.observe import timeline
 
 def job_timeline_dir(job: ElasticJob, home: Path) -> Path:
     """The folder of a local job's implicit master (``operator.local.loop``'s state root)."""
-    return Path(master_job_dir(str(home / "jobs"), job))
+    from flexjob.platform.local.paths import jobs_root
+
+    return Path(master_job_dir(str(jobs_root(home)), job))
 
 
 def _resolve(job: str, namespace: str) -> tuple[Path, str]:
     path = Path(job)
     if path.is_dir():
         return path, path.name
-    from flexjob.platform.api import NotFoundError
+    from flexjob.platform.contract import NotFoundError
     from flexjob.platform.local import LocalPlatform
 
     platform = LocalPlatform()

@@ -17,7 +17,7 @@ from typing import Any
 
 from flexjob.api import ElasticJob, JobPhase, ReplicaType, ScalePlan
 from flexjob.api.defaults import apply_defaults
-from flexjob.api.errors import FlexjobError, InvalidSpecError
+from flexjob.api.errors import ClientError, InvalidSpecError
 from flexjob.api.job import JobCondition
 from flexjob.api.load import job_from_dict, load_job
 from flexjob.api.names import DEFAULT_NAMESPACE
@@ -25,13 +25,13 @@ from flexjob.api.roles import DEFAULT_TYPE
 from flexjob.api.scaleplan import manual_scale_plan
 from flexjob.client.config import apply_config
 from flexjob.client.logs import LogQuery, job_logs
-from flexjob.platform.api import Platform, Replica
+from flexjob.platform.contract import Platform, Replica
 from flexjob.platform.registry import open_platform
 
 JobSource = ElasticJob | Mapping[str, Any] | str | Path
 
 
-class JobFailedError(FlexjobError, RuntimeError):
+class JobFailedError(ClientError, RuntimeError):
     """``wait_for_job`` saw the job end in Failed (a ``FlexjobError``; still a
     ``RuntimeError`` for code written before it was one)."""
 

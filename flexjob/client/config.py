@@ -16,13 +16,13 @@ from collections.abc import MutableMapping
 from pathlib import Path
 
 from flexjob.api import names
-from flexjob.api.errors import InvalidSpecError
+from flexjob.api.errors import ClientError, InvalidSpecError
 
 ENV_CONFIG = "FLEXJOB_CONFIG"
 #: config key → the environment variable it defaults.
 KEYS = {
-    "platform": "FLEXJOB_PLATFORM",
-    "home": "FLEXJOB_HOME",
+    "platform": names.ENV_PLATFORM,
+    "home": names.ENV_HOME,
     "kubeconfig": "KUBECONFIG",
     "metrics_addr": names.ENV_METRICS_ADDR,
     "metrics_token": names.ENV_METRICS_TOKEN,
@@ -31,7 +31,7 @@ KEYS = {
 PATH_KEYS = ("home", "kubeconfig")  # "~" expands to the user's home
 
 
-class ConfigError(InvalidSpecError):
+class ConfigError(ClientError, InvalidSpecError):
     """The config file cannot be used; the message names the file and the key (a
     ``FlexjobError`` and a ``ValueError``)."""
 

@@ -19,7 +19,7 @@ from flexjob.api.errors import InvalidSpecError, NotFoundError
 from flexjob.api.names import GROUP, LABEL_JOB_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
 from flexjob.api.roles import MASTER_TYPE
 from flexjob.core.replicas import Replica
-from flexjob.platform.api import LogOptions, Platform
+from flexjob.platform.contract import LogOptions, Platform
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,7 @@
 protobuf messages and database rows.
 
 For: the edges where a concept has a domain type and a wire or database type with the same
-field names (``rpc.convert``, ``rpc.ps_convert``, ``brain.store``): the names are listed once,
+field names (``rpc.convert``, ``rpc.ps_convert``, ``brain.stats_store``): the names are listed once,
 by the types themselves. A field that needs more than a copy (a nested message, an enum's
 value, a renamed or computed field) is given by name and wins. Not for validation: the built
 type checks its own values.

@@ -4,7 +4,7 @@
 ``core.operator.reconcile`` emits; ``Replica`` / ``Service`` are what a platform reports it runs.
 They live
 in ``core`` (not ``platform``) because ``reconcile`` consumes them and ``core`` may not import the
-shells; ``flexjob.platform.api`` re-exports them. Naming helpers are here too. No I/O.
+shells; ``flexjob.platform.contract`` re-exports them. Naming helpers are here too. No I/O.
 """
 
 from collections.abc import Mapping

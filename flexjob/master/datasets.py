@@ -19,7 +19,7 @@ from flexjob.core.training.shards import ShardManager
 
 class DatasetBook:
     def __init__(self, config: MasterConfig, clock: Callable[[], float]) -> None:
-        self._straggler_timeout = config.straggler_timeout
+        self._slow_shard_timeout = config.straggler_timeout
         self._clock = clock
         self.managers: dict[str, ShardManager] = {}  # every dataset, by name
         self.registered: dict[str, Dataset] = {}  # the ones trainers registered
@@ -74,7 +74,7 @@ class DatasetBook:
         return ShardManager(
             dataset.splitter(),
             epochs=dataset.epochs,
-            straggler_timeout=self._straggler_timeout,
+            slow_shard_timeout=self._slow_shard_timeout,
             clock=self._clock,
         )
 

@@ -19,7 +19,7 @@ from flexjob.core.clock import WallClock, utc_now
 from flexjob.core.operator.actions import EventType
 from flexjob.core.training.node_watch import NodeWatchEvent, NodeWatchKind, NodeWatchState, observe
 from flexjob.master.logs import event
-from flexjob.platform.api import Platform, Replica, WatchEventType
+from flexjob.platform.contract import Platform, Replica, WatchEventType
 from flexjob.rpc.messages import NodeRef
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,7 @@ from concurrent import futures
 from typing import Protocol, TypeVar
 
 from flexjob.api import names
-from flexjob.api.errors import FlexjobError
+from flexjob.api.errors import FlexjobError, MasterError
 from flexjob.core.ps.set_change import (
     ChangeRecord,
     ChangeStep,
@@ -37,6 +37,7 @@ from flexjob.core.ps.set_change import (
     recovery,
     verify_rows,
 )
+from flexjob.rpc.messages import KVClient
 from flexjob.rpc.ps_control import PsControlClient
 from flexjob.rpc.ps_registry import read_members, read_set
 
@@ -46,16 +47,14 @@ T = TypeVar("T")
 RETRY_MAX_S = 60.0
 
 
-class KvStore(Protocol):
-    def kv_get(self, key: str) -> bytes | None: ...
-
-    def kv_set(self, key: str, value: bytes) -> None: ...
+class PsSetHost(KVClient, Protocol):
+    """What the driver uses of the master: its KV store and whether the job finished."""
 
     @property
     def job_finished(self) -> bool: ...
 
 
-class ChangeFailed(Exception):
+class ChangeFailed(MasterError):
     def __init__(self, step: ChangeStep, cause: BaseException) -> None:
         super().__init__(f"{step.value}: {cause}")
         self.step = step
@@ -64,7 +63,7 @@ class ChangeFailed(Exception):
 class PsSetDriver:
     def __init__(
         self,
-        kv: KvStore,
+        kv: PsSetHost,
         *,
         initial_num_ps: int = 0,
         checkpoint_interval: float = 0.0,

@@ -360,7 +360,7 @@ class MasterService:
         with self._lock:
             for node_id in self._health.expired():
                 self._node_dead(node_id, "heartbeat timeout")
-            self._shards.expire_stragglers()
+            self._shards.expire_slow_shards()
             for node_id, entry in self._stragglers.check(self._rdzv, self._kv, self._clock()):
                 # Out of the world: the others re-form after their step; its agent, told so
                 # by its heartbeat, stops its workers once they are idle (``agent.agent``).

@@ -27,14 +27,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from flexjob.api.errors import FlexjobError
+from flexjob.api.errors import MasterError
 from flexjob.master.snapshot import saved_generation
 from flexjob.master.state_lock import StateLock
 
 STARTED_MARKER = "master.started"
 
 
-class StateLostError(FlexjobError):
+class StateLostError(MasterError):
     """The job ran in this directory before, but its saved progress is gone or unreadable."""
 
 

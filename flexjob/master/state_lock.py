@@ -17,7 +17,7 @@ import socket
 import threading
 from pathlib import Path
 
-from flexjob.api.errors import ConflictError, UnavailableError
+from flexjob.api.errors import ConflictError, MasterError, UnavailableError
 
 LOCK_FILE = "master.lock"
 
@@ -25,11 +25,11 @@ _HELD: dict[Path, "StateLock"] = {}  # the locks this process holds, by lock fil
 _HELD_LOCK = threading.Lock()
 
 
-class MasterLockedError(ConflictError):
+class MasterLockedError(MasterError, ConflictError):
     """Another master holds this job state."""
 
 
-class MasterFencedError(UnavailableError):
+class MasterFencedError(MasterError, UnavailableError):
     """This master no longer holds its job state: another one may; its writes are refused."""
 
 

@@ -25,6 +25,7 @@ import threading
 from enum import IntEnum
 from typing import BinaryIO
 
+from flexjob.api.errors import MasterError
 from flexjob.api.limits import (
     KV_INT_MAX,
     KV_INT_MIN,
@@ -61,7 +62,7 @@ READY, NOT_READY = b"\x00", b"\x01"  # CheckResponseType
 STOP_WAITING, WAIT_CANCELED = b"\x00", b"\x01"  # WaitResponseType
 
 
-class _Closed(Exception):
+class _Closed(MasterError):
     """The client went away (or sent what this server does not speak)."""
 
 

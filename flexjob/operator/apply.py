@@ -21,7 +21,7 @@ from flexjob.core.operator.actions import (
     UpdateScalePlan,
 )
 from flexjob.core.operator.phases import timestamp
-from flexjob.platform.api import AlreadyExistsError, NotFoundError, Platform, Replica, Service
+from flexjob.platform.contract import AlreadyExistsError, NotFoundError, Platform, Replica, Service
 
 log = logging.getLogger(__name__)
 

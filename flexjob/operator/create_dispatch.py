@@ -43,7 +43,7 @@ from flexjob.operator.watch_cache import JobKey, WatchCache
 
 if TYPE_CHECKING:
     from flexjob.operator.kubernetes.pod_creates import PodCreates
-from flexjob.platform.api import AlreadyExistsError, NotFoundError, Platform, Replica
+from flexjob.platform.contract import AlreadyExistsError, NotFoundError, Platform, Replica
 
 logger = logging.getLogger(__name__)
 

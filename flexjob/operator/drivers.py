@@ -12,7 +12,7 @@ from typing import Protocol
 
 from flexjob.api import ElasticJob
 from flexjob.operator.local.loop import Observer
-from flexjob.platform.api import NotFoundError, Platform
+from flexjob.platform.contract import NotFoundError, Platform
 from flexjob.platform.local.paths import job_dir
 
 

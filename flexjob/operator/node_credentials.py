@@ -27,7 +27,7 @@ from flexjob.core.operator.job_master import (
     master_token_secret,
 )
 from flexjob.core.replicas import ReplicaRequest
-from flexjob.platform.api import Platform, SecretStore
+from flexjob.platform.contract import Platform, SecretStore
 from flexjob.rpc.auth import node_credential
 
 

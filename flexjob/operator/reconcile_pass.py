@@ -33,6 +33,8 @@ from datetime import datetime
 from flexjob.api import ElasticJob, ScalePlan
 from flexjob.api.roles import MASTER_TYPE
 from flexjob.core.operator.actions import (
+from flexjob.api import ElasticJob, ReplicaType, ScalePlan
+from flexjob.api.errors import OperatorError
     Action,
     CreateReplica,
     DeleteJob,
@@ -54,8 +56,8 @@ from flexjob.operator import observing
 from flexjob.operator.apply import Done, apply_actions
 from flexjob.operator.node_credentials import with_node_credentials
 from flexjob.operator.watch_cache import WatchCache, first_pending
-from flexjob.platform.api import NotFoundError, Platform, Replica, SecretStore, Service
 from flexjob.platform.cluster import with_cluster_objects
+from flexjob.platform.contract import NotFoundError, Platform, Replica, SecretStore, Service
 from flexjob.rpc.auth import di_server_url, new_token
 
 logger = logging.getLogger(__name__)
@@ -112,7 +114,7 @@ def batches(actions: Sequence[Action]) -> list[list[Action]]:
     return out
 
 
-class ActionFailed(Exception):
+class ActionFailed(OperatorError):
     """An action the platform refused (not already-exists or not-found): the pass stops."""
 
     def __init__(self, action: Action, error: Exception) -> None:

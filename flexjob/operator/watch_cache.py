@@ -43,7 +43,7 @@ from flexjob.core.operator.expectations import (
     settled,
 )
 from flexjob.core.operator.status_patch import StatusPatch, apply_status_patch
-from flexjob.platform.api import Replica, ReplicaRequest, Service
+from flexjob.platform.contract import Replica, ReplicaRequest, Service
 
 JobKey = tuple[str, str]
 _OLDEST = datetime.min.replace(tzinfo=UTC)

@@ -1,3 +1,3 @@
-"""Where jobs and replicas live: the Platform protocol (api.py) with a local (processes + SQLite)
-and a Kubernetes implementation.
+"""Where jobs and replicas live: the Platform protocol (contract.py) with a local (processes +
+SQLite) and a Kubernetes implementation.
 """

@@ -10,7 +10,7 @@ from flexjob.core.operator.logic_learners import (
     needs_cluster_aggregator,
     with_aggregator,
 )
-from flexjob.platform.api import ClusterObjectStore
+from flexjob.platform.contract import ClusterObjectStore
 
 
 def with_cluster_objects(platform: object, job: ElasticJob) -> ElasticJob:

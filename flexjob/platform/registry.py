@@ -10,7 +10,7 @@ import os
 from typing import cast
 
 from flexjob.api.names import ENV_PLATFORM
-from flexjob.platform.api import Platform
+from flexjob.platform.contract import Platform
 
 PLATFORMS = ("local", "kubernetes")
 

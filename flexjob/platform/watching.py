@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Hashable, Iterator
 from typing import TypeVar
 
-from flexjob.platform.api import WatchEvent, WatchEventType
+from flexjob.platform.contract import WatchEvent, WatchEventType
 
 T = TypeVar("T")
 

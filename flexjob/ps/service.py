@@ -1,6 +1,6 @@
 """``PsService``: one PS replica's partition behind locks, with request and process stats.
 
-Implements ``rpc.ps_api.PsBackend`` over a ``core.ps.parameters.PsStore``: one lock per embedding
+Implements ``rpc.ps_messages.PsBackend`` over a ``core.ps.parameters.PsStore``: one lock per embedding
 table and one for the dense parameters, so lookups and pushes of different tables run side by
 side. Counts requests for requests/s and samples the process's CPU and memory (psutil) for
 ``stats``. Not for transport (``rpc.ps_server``) or process life (``ps.main``).
@@ -18,7 +18,7 @@ from flexjob.api.errors import InvalidSpecError
 from flexjob.core.ps.checkpoint import PsSnapshot, restore, snapshot
 from flexjob.core.ps.parameters import ModelSpec, PsStore
 from flexjob.core.ps.table import RowsExport
-from flexjob.rpc.ps_api import Floats, Ids, PsStats
+from flexjob.rpc.ps_messages import Floats, Ids, PsStats
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from typing import Any, NoReturn, Protocol
 
 import grpc
 
-from flexjob.api.errors import UnavailableError
+from flexjob.api.errors import UnavailableError, WireError
 from flexjob.api.names import ENV_MASTER_TOKEN, ENV_MASTER_TOKEN_FILE
 from flexjob.rpc.auth import AUTHORIZATION, JobCredentials, check_bind
 from flexjob.rpc.gen import master_control_pb2 as ctl_pb
@@ -58,7 +58,7 @@ class Saves(Protocol):
     def flush(self) -> None: ...
 
 
-class _Aborted(Exception):
+class _Aborted(WireError):
     def __init__(self, code: grpc.StatusCode, details: str) -> None:
         super().__init__(details)
         self.code, self.details = code, details

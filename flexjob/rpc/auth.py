@@ -21,7 +21,7 @@ import secrets
 from collections.abc import Mapping
 from pathlib import Path
 
-from flexjob.api.errors import InvalidSpecError
+from flexjob.api.errors import InvalidSpecError, WireError
 from flexjob.api.names import ENV_MASTER_TOKEN, ENV_MASTER_TOKEN_FILE, ENV_NODE_CREDENTIAL
 from flexjob.core.access.addresses import is_loopback
 from flexjob.core.access.secrets import same_secret
@@ -30,7 +30,7 @@ from flexjob.core.access.secrets import same_secret
 AUTHORIZATION = "authorization"
 
 
-class InsecureBindError(InvalidSpecError):
+class InsecureBindError(WireError, InvalidSpecError):
     """Listening beyond 127.0.0.1 without a token."""
 
 

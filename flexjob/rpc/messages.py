@@ -8,8 +8,9 @@ completed rendezvous round has its own ``store_prefix`` (``<job>/round-<n>/``), 
 old round never collide with a new one — wrap the store in ``torch.distributed.PrefixStore``.
 A master that does not host the store sets ``store_address`` to the address that the rank-0
 node gave when it joined, and that node's agent is expected to run the store there. The
-master's own KV RPCs (``kv_set`` / ``kv_get`` / ``kv_add``) are a small store for agents'
-own use; they live in memory and do not survive a master restart.
+master's own KV RPCs (``kv_set`` / ``kv_get`` / ``kv_add``, ``KVClient``) are a small store
+for agents' own use, journaled with the master's state (``master.kv.KVStore``): they survive
+a master restart.
 
 Rendezvous protocol for an agent: ``join(address)`` → poll ``get_world()`` until ``complete``
 (or ``wait_world()``) → start training with ``rank`` / ``world_size`` / the store → poll
@@ -158,8 +159,20 @@ class Progress(DatasetProgress):
     world_size: int
 
 
-class MasterBackend(Protocol):
-    """What the gRPC servicer calls: one method per RPC, Python types in and out."""
+class KVClient(Protocol):
+    """The master's KV store as its users call it: ``MasterClient`` over the wire, the
+    ``MasterService`` in the master (the store itself: ``master.kv.KVStore``)."""
+
+    def kv_set(self, key: str, value: bytes) -> None: ...
+
+    def kv_get(self, key: str) -> bytes | None: ...
+
+    def kv_add(self, key: str, amount: int) -> int: ...
+
+
+class MasterBackend(KVClient, Protocol):
+    """What the gRPC servicer calls: one method per RPC, Python types in and out (the KV
+    RPCs: ``KVClient``)."""
 
     def join(self, node: NodeRef, address: str, local_world_size: int) -> int: ...
 
@@ -208,11 +221,5 @@ class MasterBackend(Protocol):
         ...
 
     def get_batch_plan(self, node: NodeRef, rank: int, world_size: int) -> RankBatch: ...
-
-    def kv_set(self, key: str, value: bytes) -> None: ...
-
-    def kv_get(self, key: str) -> bytes | None: ...
-
-    def kv_add(self, key: str, amount: int) -> int: ...
 
     def get_progress(self, node: NodeRef, dataset: str) -> Progress: ...

@@ -21,9 +21,9 @@ from flexjob.api.errors import UnavailableError
 from flexjob.core.ps.parameters import ModelSpec
 from flexjob.rpc.gen import ps_pb2 as pb
 from flexjob.rpc.gen import ps_pb2_grpc as pb_grpc
-from flexjob.rpc.ps_api import PsStats
 from flexjob.rpc.ps_convert import configure_to_pb, stats_from_pb, tensor_from_pb, tensor_to_pb
 from flexjob.rpc.ps_gate import SET_VERSION_HEADER
+from flexjob.rpc.ps_messages import PsStats
 from flexjob.rpc.ps_server import GRPC_OPTIONS
 from flexjob.rpc.retry import RetryingClient, answered_error
 

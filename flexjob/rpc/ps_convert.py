@@ -19,7 +19,7 @@ from flexjob.core.ps.optim import OptimizerKind, OptimizerSpec
 from flexjob.core.ps.parameters import ModelSpec
 from flexjob.core.ps.table import TableSpec
 from flexjob.rpc.gen import ps_pb2 as pb
-from flexjob.rpc.ps_api import PsStats
+from flexjob.rpc.ps_messages import PsStats
 
 #: dtypes a tensor may have on the wire (little-endian).
 DTYPES: Mapping[str, np.dtype[np.generic]] = {

@@ -19,8 +19,8 @@ from flexjob.api.names import ENV_MASTER_TOKEN, ENV_MASTER_TOKEN_FILE
 from flexjob.rpc.auth import check_bind
 from flexjob.rpc.gen import ps_pb2 as pb
 from flexjob.rpc.gen import ps_pb2_grpc as pb_grpc
-from flexjob.rpc.ps_api import PsBackend
 from flexjob.rpc.ps_convert import configure_from_pb, stats_to_pb, tensor_from_pb, tensor_to_pb
+from flexjob.rpc.ps_messages import PsBackend
 from flexjob.rpc.server import RunningServer, TokenInterceptor
 
 log = logging.getLogger(__name__)

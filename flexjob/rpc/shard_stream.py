@@ -22,6 +22,7 @@ from typing import Any
 
 import grpc
 
+from flexjob.api.errors import WireError
 from flexjob.rpc.gen import master_pb2 as pb
 from flexjob.rpc.retry import answered_error
 
@@ -31,11 +32,11 @@ REFUSED_RETRY_S = 30.0
 _REFUSED = frozenset({grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNIMPLEMENTED})
 
 
-class StreamRefused(Exception):
+class StreamRefused(WireError):
     """The master did not take the stream; no request of it was read."""
 
 
-class StreamBroken(Exception):
+class StreamBroken(WireError):
     """The stream ended without a reply to the last request (which may have been applied)."""
 
 

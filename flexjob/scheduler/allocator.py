@@ -33,7 +33,7 @@ from typing import Any, Protocol
 from flexjob.api import ElasticJob, ReplicaType
 from flexjob.core.clock import WallClock, utc_now
 from flexjob.core.policies import JobInfo, NodeInfo, Policy, PolicyError, schedule_round
-from flexjob.platform.api import NotFoundError, Platform
+from flexjob.platform.contract import NotFoundError, Platform
 from flexjob.scheduler.jobview import (
     job_infos,
     job_key,

@@ -8,7 +8,9 @@ the others — a DIJob v2's learner, collector and evaluator all get nodes), key
 writing status.
 """
 
+from collections.abc import Mapping
 from datetime import datetime
+from typing import Any
 
 from flexjob.api import ElasticJob, ElasticJobStatus, JobPriority, ReplicaType, replica_bounds
 from flexjob.api.bounds import clamp
@@ -17,6 +19,8 @@ from flexjob.api.roles import scalable_types, scaling_target
 from flexjob.core.operator.replica_plan import desired_count
 from flexjob.core.operator.replica_resources import GPU_RESOURCE
 from flexjob.core.policies import JobInfo, Resources
+from flexjob.core.operator.replica_plan import desired_count
+from flexjob.core.operator.replica_resources import GPU_RESOURCE, replica_asks
 from flexjob.scheduler.profilings import goodput_model
 
 
@@ -38,19 +42,21 @@ def placed_types(job: ElasticJob) -> list[ReplicaType]:
     return [target, *(t for t in scalable_types(job.spec.replica_specs) if t is not target)]
 
 
+def resources_of(quantities: Mapping[str, Any]) -> Resources:
+    """The GPUs (``nvidia.com/gpu``), CPU cores and memory (MiB) among Kubernetes resource
+    quantities; ``ValueError`` for one that is not a quantity."""
+    return Resources(
+        gpu=int(cpu_cores(quantities.get(GPU_RESOURCE, 0))),
+        cpu=cpu_cores(quantities.get("cpu", 0)),
+        memory=memory_mib(quantities.get("memory", 0)),
+    )
+
+
 def replica_resources(job: ElasticJob, rtype: ReplicaType) -> Resources:
-    """What one replica asks for: requests, else limits, of its main container."""
-    containers = job.spec.replica_specs[rtype].template.spec.containers
-    if not containers:
-        return Resources()
-    res = containers[0].resources
-    merged = {**res.limits, **res.requests}
+    """What one replica asks for (``core.replica_resources.replica_asks``); none when a
+    quantity is bad."""
     try:
-        return Resources(
-            gpu=int(cpu_cores(merged.get(GPU_RESOURCE, 0))),
-            cpu=cpu_cores(merged.get("cpu", 0)),
-            memory=memory_mib(merged.get("memory", 0)),
-        )
+        return resources_of(replica_asks(job.spec.replica_specs[rtype].template))
     except ValueError:
         return Resources()
 

@@ -7,29 +7,22 @@ owned by a flexjob job request there (flexjob jobs are what the policy re-plans)
 """
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
-from flexjob.api.errors import InvalidSpecError
+from flexjob.api.errors import AllocatorError, InvalidSpecError
 from flexjob.api.names import LABEL_JOB_NAME
-from flexjob.api.quantity import cpu_cores, memory_mib
 from flexjob.core.operator.replica_resources import GPU_RESOURCE
 from flexjob.core.policies import NodeInfo, Resources
+from flexjob.core.operator.replica_resources import GPU_RESOURCE, asked
 from flexjob.scheduler.allocator import StaticNodes
+from flexjob.scheduler.jobview import resources_of
 
 _GRID = re.compile(r"^(\d+)x(\d+)$")
 
 
-class NodeSpecError(InvalidSpecError):
+class NodeSpecError(AllocatorError, InvalidSpecError):
     """A node description that cannot be read; the message shows the expected forms."""
-
-
-def _resources(values: Mapping[str, Any]) -> Resources:
-    return Resources(
-        gpu=int(cpu_cores(values.get(GPU_RESOURCE, values.get("gpu", 0)))),
-        cpu=cpu_cores(values.get("cpu", 0)),
-        memory=memory_mib(values.get("memory", 0)),
-    )
 
 
 def parse_nodes(specs: Iterable[str]) -> StaticNodes:
@@ -55,7 +48,8 @@ def parse_nodes(specs: Iterable[str]) -> StaticNodes:
                 f"--node {spec!r}: unknown resources {unknown}; allowed: gpu, cpu, memory"
             )
         try:
-            nodes.append(NodeInfo(name, _resources(values)))
+            given = {GPU_RESOURCE if k == "gpu" else k: v for k, v in values.items()}
+            nodes.append(NodeInfo(name, resources_of(given)))
         except ValueError as exc:
             raise NodeSpecError(f"--node {spec!r}: {exc}") from None
     names = [n.name for n in nodes]
@@ -68,9 +62,9 @@ def _requests(pod: Any) -> Resources:
     total = Resources()
     for container in pod.spec.containers or []:
         res = container.resources
-        wanted = {**((res and res.limits) or {}), **((res and res.requests) or {})}
+        wanted = asked((res and res.requests) or {}, (res and res.limits) or {})
         try:
-            total = total + _resources(wanted)
+            total = total + resources_of(wanted)
         except ValueError:
             continue
     return total
@@ -102,7 +96,7 @@ class KubernetesNodes:
             if not _ready(node):
                 continue
             try:
-                allocatable = _resources(node.status.allocatable or {})
+                allocatable = resources_of(node.status.allocatable or {})
             except ValueError:
                 continue
             name = node.metadata.name

@@ -11,7 +11,7 @@ import logging
 from importlib.metadata import entry_points
 from typing import Any
 
-from flexjob.api.errors import InvalidSpecError
+from flexjob.api.errors import AllocatorError, InvalidSpecError
 from flexjob.core.policies import BUILTIN_POLICIES, Policy
 
 log = logging.getLogger(__name__)
@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 ENTRY_POINT_GROUP = "flexjob.policies"
 
 
-class UnknownPolicyError(InvalidSpecError, LookupError):
+class UnknownPolicyError(AllocatorError, InvalidSpecError, LookupError):
     """No policy of that name; the message lists the names that exist."""
 
 

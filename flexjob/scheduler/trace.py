@@ -43,7 +43,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from flexjob.api.errors import InvalidSpecError
+from flexjob.api.errors import AllocatorError, InvalidSpecError
 from flexjob.core.policies import GoodputModel, ThroughputParams
 
 MODEL_COLUMNS = (
@@ -77,7 +77,7 @@ COLUMNS = (
 _DEFAULTS = ThroughputParams()
 
 
-class TraceError(InvalidSpecError):
+class TraceError(AllocatorError, InvalidSpecError):
     """A trace file that cannot be read; the message names the row and the column."""
 
 

@@ -24,12 +24,12 @@ from flexjob.api.errors import (
     NotFoundError,
     UnavailableError,
 )
-from flexjob.platform.api import Platform
+from flexjob.platform.contract import Platform
+from flexjob.rpc.http_auth import BearerAuth
+from flexjob.rpc.http_guards import BodySizeLimit, field_errors, summary
 from flexjob.server import v1alpha2, v2alpha1
-from flexjob.server.auth import BearerAuth
 from flexjob.server.di_keys import DI_KEY, DiKeyPaths
 from flexjob.server.envelope import Envelope
-from flexjob.server.guards import BodySizeLimit, field_errors, summary
 from flexjob.server.jobs import JobService
 from flexjob.server.json_body import JsonByDefault
 from flexjob.server.metrics import CONTENT_TYPE_LATEST, ServerMetrics

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from flexjob.api import ElasticJob
 from flexjob.rpc.auth import DI_KEY_PREFIX, di_key_matches
-from flexjob.server.guards import ASGIApp, Receive, Scope, Send
+from flexjob.rpc.http_guards import ASGIApp, Receive, Scope, Send
 
 #: Where ``DiKeyPaths`` keeps a request's DI job key in the ASGI scope.
 DI_KEY = "flexjob.di_key"

@@ -18,8 +18,8 @@ from flexjob.api.roles import scalable_types, scaling_target
 from flexjob.core.operator.replica_plan import desired_count
 from flexjob.core.operator.scale_bounds import bound_problem, finished_problem
 from flexjob.core.operator.status_patch import StatusOwner, StatusPatch, owner_patch
-from flexjob.platform.api import Platform, Replica, Service
 from flexjob.platform.cluster import with_cluster_objects
+from flexjob.platform.contract import Platform, Replica, Service
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from flexjob.api.errors import InvalidSpecError
-from flexjob.core.training.batch import BatchPlan
+from flexjob.core.training.batch import BatchPlan, micro_batch_size_of
 from flexjob.core.training.goodput_model import GoodputModel, ThroughputParams
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ class AdaptiveBatch:
             return None
         if spec.global_batch_size is None or spec.max_global_batch_size is None:
             raise InvalidSpecError("adaptive batch needs globalBatchSize and maxGlobalBatchSize")
-        micro = spec.micro_batch_size or spec.global_batch_size
+        micro = micro_batch_size_of(spec)
         return cls(spec.global_batch_size, spec.max_global_batch_size, micro)
 
     def gain(self, global_batch: float, noise_scale: float | None) -> float:

@@ -14,6 +14,7 @@ import logging
 import torch.distributed as dist
 from torch.distributed import PrefixStore, TCPStore  # type: ignore[attr-defined]
 
+from flexjob.api.errors import TrainerError
 from flexjob.core.training import devices
 from flexjob.trainer.breaker import WorldBreaker, for_backend
 from flexjob.trainer.world import Generation
@@ -21,7 +22,7 @@ from flexjob.trainer.world import Generation
 log = logging.getLogger(__name__)
 
 
-class CollectiveError(RuntimeError):
+class CollectiveError(TrainerError, RuntimeError):
     """A collective failed because the world changed (a peer died or the group was torn down)."""
 
 

@@ -30,8 +30,8 @@ from flexjob.core.ps.partition import RowSplit, assign_dense, row_owners, split_
 from flexjob.core.ps.set_change import PsSetInfo
 from flexjob.core.ps.table import TableSpec
 from flexjob.rpc.client import MasterClient
-from flexjob.rpc.ps_api import PsStats
 from flexjob.rpc.ps_client import Pending, PsClient
+from flexjob.rpc.ps_messages import PsStats
 from flexjob.rpc.ps_registry import read_set, resolve_ps
 
 log = logging.getLogger(__name__)

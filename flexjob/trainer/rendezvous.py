@@ -13,16 +13,17 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
+from flexjob.api.errors import RendezvousError
 from flexjob.trainer.world import Generation
 
 log = logging.getLogger(__name__)
 
 
-class RendezvousTimeout(TimeoutError):
+class RendezvousTimeout(RendezvousError, TimeoutError):
     """No generation that includes this node was formed in time."""
 
 
-class DataFinished(Exception):
+class DataFinished(RendezvousError):
     """The job's data was all trained while this node waited for a world: nothing is left
     for it (a node cut off, declared dead, that came back after the others finished)."""
 

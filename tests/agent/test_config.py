@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from flexjob.agent.config import AgentConfig, WorkerState
+from flexjob.agent.config import AgentConfig
 from flexjob.agent.launcher import RunConfig, agent_command, parse_nnodes
 from flexjob.agent.output import OutputConfig
 
@@ -58,14 +58,6 @@ def test_bad_agent_config_names_the_field(field: str, kwargs: dict[str, object])
     base: dict[str, object] = {"master": "127.0.0.1:1", "target": "t.py"}
     with pytest.raises(ValueError, match=field):
         AgentConfig(**{**base, **kwargs})  # type: ignore[arg-type]
-
-
-def test_finished_worker_states() -> None:
-    assert {s for s in WorkerState if s.finished} == {
-        WorkerState.SUCCEEDED,
-        WorkerState.FAILED,
-        WorkerState.STOPPED,
-    }
 
 
 def test_flexjob_run_with_bad_nnodes_exits_2_with_a_message() -> None:

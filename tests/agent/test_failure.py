@@ -5,7 +5,7 @@ from flexjob.agent.failure import RootCause
 from flexjob.agent.target import target_problem
 
 
-class DictKV:
+class DictKVClient:
     """The three KV calls of the master, on a dict (the wire is tested in tests/rpc)."""
 
     def __init__(self) -> None:
@@ -28,13 +28,13 @@ def cause(node: str, at: float, code: int | None = 1) -> RootCause:
 
 
 def test_no_cause_until_an_agent_gives_up() -> None:
-    kv = DictKV()
+    kv = DictKVClient()
     assert not failure.failed(kv) and failure.root_causes(kv) == []
     assert kv.data == {}, "reading must not create the counter"
 
 
 def test_the_earliest_exit_comes_first_whoever_published_first() -> None:
-    kv = DictKV()
+    kv = DictKVClient()
     failure.publish(kv, cause("worker-1", at=20.0))
     failure.publish(kv, cause("worker-0", at=10.0))
     assert failure.failed(kv)

@@ -1,12 +1,13 @@
 """Finding a node's training processes by its agent's status files (``node_workers``), as
-``benchmarks/recovery.py`` does: real files written by the trainer's ``StatusWriter``."""
+``benchmarks/recovery.py`` does: real files written by the trainer's ``StatusWriter``; and
+which of a worker's states are final."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from flexjob.agent.workers import WorkerRecord, node_workers, status_path
+from flexjob.agent.workers import WorkerRecord, WorkerState, node_workers, status_path
 from flexjob.trainer.status import StatusWriter
 
 
@@ -35,3 +36,11 @@ def test_a_node_without_status_files_has_no_workers(tmp_path: Path) -> None:
     (tmp_path / "worker-1.0.123.status.json").write_text("")  # not written yet
     assert node_workers(tmp_path, "worker-1") == []
     assert node_workers(tmp_path, "worker-2") == []
+
+
+def test_finished_worker_states() -> None:
+    assert {s for s in WorkerState if s.finished} == {
+        WorkerState.SUCCEEDED,
+        WorkerState.FAILED,
+        WorkerState.STOPPED,
+    }

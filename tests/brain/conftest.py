@@ -12,9 +12,9 @@ import pytest
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
+from flexjob.brain.app import create_app
 from flexjob.brain.db.engine import normalize_url, open_database
-from flexjob.brain.service import create_app
-from flexjob.brain.store import BrainStore
+from flexjob.brain.stats_store import BrainStore
 from flexjob.rpc.brain_client import BrainClient
 from tests.support.brain import brain_process as start_brain_process
 

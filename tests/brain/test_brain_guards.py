@@ -8,8 +8,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from flexjob.api.errors import FlexjobError
-from flexjob.brain.service import create_app
-from flexjob.brain.store import BrainStore
+from flexjob.brain.app import create_app
+from flexjob.brain.stats_store import BrainStore
 from flexjob.rpc import brain_messages as schemas
 from flexjob.rpc.brain_client import BrainClient
 from tests.brain import reports

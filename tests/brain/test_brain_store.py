@@ -2,7 +2,7 @@ import pytest
 
 from flexjob.api import ReplicaResourceSpec, ReplicaType, ResourcePlan, ResourceSpec
 from flexjob.api.errors import NotFoundError
-from flexjob.brain.store import BrainStore, job_stats
+from flexjob.brain.stats_store import BrainStore, job_stats
 from flexjob.core import planner
 from flexjob.core.planner import OptimizeStage, ReplicaResources, apply_plans
 from flexjob.rpc import brain_messages as schemas

@@ -14,7 +14,7 @@ from flexjob.api.job import ReplicaStatus
 from flexjob.brain.capacity import CapacityRounds
 from flexjob.brain.monitor import JobSource, run_monitor
 from flexjob.brain.processor import OptimizeProcessor
-from flexjob.brain.store import BrainStore
+from flexjob.brain.stats_store import BrainStore
 from flexjob.core.planner import OptimizeStage
 from flexjob.platform.local import LocalPlatform
 from flexjob.rpc import brain_messages as schemas

@@ -14,7 +14,7 @@ import aiohttp.web
 
 from flexjob.api.names import LABEL_JOB_NAME
 from flexjob.core.operator.actions import EventType
-from flexjob.platform.api import Event
+from flexjob.platform.contract import Event
 from flexjob.platform.ports import free_port
 from tests.operator.kopf_fixtures import running_operator
 from tests.support.k8s_emulator import K8sEmulator, wait_for

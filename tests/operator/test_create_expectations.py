@@ -21,7 +21,7 @@ from flexjob.api import ReplicaPhase, ReplicaType
 from flexjob.core.operator.actions import CreateReplica
 from flexjob.core.operator.reconcile import reconcile
 from flexjob.operator.watch_cache import WatchCache
-from flexjob.platform.api import Replica
+from flexjob.platform.contract import Replica
 from tests.core.operator.reconcile_sim import T0, make_job, rank0_service
 
 JOB = make_job(master=False, workers=2)

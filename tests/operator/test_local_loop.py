@@ -16,7 +16,7 @@ from flexjob.api import (
 )
 from flexjob.operator.local.loop import LocalJobLoop
 from flexjob.platform.local import LocalPlatform
-from flexjob.platform.local.store import LocalJobStore
+from flexjob.platform.local.job_store import LocalJobStore
 from tests.support.local_jobs import fail_first_then_succeed, local_job, wait_for_file_then_exit
 from tests.support.polling import wait_until
 

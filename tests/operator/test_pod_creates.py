@@ -13,7 +13,7 @@ from flexjob.api.load import job_from_dict
 from flexjob.core.operator.replica_plan import render_replica
 from flexjob.operator.kubernetes.pod_creates import PodCreates
 from flexjob.operator.kubernetes.runner import OperatorConfig
-from flexjob.platform.api import AlreadyExistsError, ReplicaRequest
+from flexjob.platform.contract import AlreadyExistsError, ReplicaRequest
 from flexjob.platform.kubernetes import KubernetesPlatform
 from tests.api.specs import valid_job
 from tests.support.k8s_fixtures import EmulatorThread

@@ -17,7 +17,7 @@ from flexjob.operator.reconcile_pass import (
     observe,
     reconcile_job,
 )
-from flexjob.platform.api import Platform
+from flexjob.platform.contract import Platform
 from flexjob.platform.local import LocalPlatform
 from tests.support.local_jobs import local_job
 

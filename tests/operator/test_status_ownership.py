@@ -15,7 +15,7 @@ import pytest
 from flexjob.api import ElasticJob, JobPhase, ReplicaType
 from flexjob.operator.local.loop import LocalJobLoop
 from flexjob.operator.reconcile_pass import reconcile_job
-from flexjob.platform.api import Platform, Replica
+from flexjob.platform.contract import Platform, Replica
 from flexjob.platform.local import LocalPlatform
 from flexjob.server.jobs import JobService, scale_counts
 from tests.support.local_jobs import local_job, wait_for_file_then_exit

@@ -3,7 +3,7 @@ object is only ever replaced by a newer state of itself."""
 
 from flexjob.api import ElasticJob, JobPhase, ReplicaPhase, ReplicaType
 from flexjob.operator.watch_cache import WatchCache
-from flexjob.platform.api import Replica
+from flexjob.platform.contract import Replica
 
 KEY = ("default", "mnist")
 

@@ -37,7 +37,7 @@ from flexjob.api import (
 )
 from flexjob.core.operator.actions import EventType
 from flexjob.core.operator.replica_plan import render_replica, service_request
-from flexjob.platform.api import (
+from flexjob.platform.contract import (
     AlreadyExistsError,
     InvalidStatusPatchError,
     NotFoundError,

@@ -10,7 +10,7 @@ import kubernetes.client
 import pytest
 from kubernetes.client import CoreV1Api
 
-from flexjob.platform.api import Platform, Replica
+from flexjob.platform.contract import Platform, Replica
 from flexjob.platform.kubernetes import KubernetesPlatform
 from tests.platform.contract import *  # noqa: F403
 from tests.support.k8s_fixtures import EmulatorThread

@@ -17,7 +17,7 @@ from flexjob.api import (
 )
 from flexjob.api.names import LABEL_JOB_NAME, LABEL_RANK, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
 from flexjob.core.replicas import ReplicaRequest, ServiceRequest, replica_name
-from flexjob.platform.api import AlreadyExistsError, NotFoundError, WatchEventType
+from flexjob.platform.contract import AlreadyExistsError, NotFoundError, WatchEventType
 from flexjob.platform.kubernetes import KubernetesPlatform
 from tests.support.k8s_fixtures import EmulatorThread
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from flexjob.platform.api import Platform, Replica
+from flexjob.platform.contract import Platform, Replica
 from flexjob.platform.local import LocalPlatform
 from tests.platform.contract import *  # noqa: F403
 

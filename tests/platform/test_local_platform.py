@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from flexjob.api import Container, ReplicaPhase, ReplicaType
-from flexjob.platform.api import NotFoundError
+from flexjob.platform.contract import NotFoundError
 from flexjob.platform.local import LocalPlatform
 from tests.platform.contract import NS, contract_job, replica_named, worker_request
 from tests.support.polling import wait_until

@@ -1,7 +1,6 @@
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 import pytest
@@ -12,6 +11,7 @@ from flexjob.core.ps.table import TableSpec
 from flexjob.master.main import MasterHandle
 from flexjob.ps.main import PsConfig, run_ps
 from flexjob.ps.service import PsService
+from flexjob.rpc.messages import KVClient
 from flexjob.rpc.ps_client import PsClient
 from flexjob.rpc.ps_registry import read_set
 from flexjob.rpc.ps_server import serve_ps
@@ -39,17 +39,13 @@ def client(server: RunningServer) -> Iterator[PsClient]:
     c.close()
 
 
-class KvReader(Protocol):
-    def kv_get(self, key: str) -> bytes | None: ...
-
-
-def set_version(kv: KvReader) -> int:
+def set_version(kv: KVClient) -> int:
     current = read_set(kv.kv_get)
     return current.version if current is not None else 0
 
 
 class Replicas:
-    def __init__(self, master: str, kv: KvReader, directory: Path) -> None:
+    def __init__(self, master: str, kv: KVClient, directory: Path) -> None:
         self.master, self.directory = master, directory
         self.kv = kv
         self.stops: dict[int, threading.Event] = {}

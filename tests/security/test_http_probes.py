@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from flexjob.api.limits import MAX_PROFILINGS_BYTES
+from flexjob.brain.app import create_app as brain_app
 from flexjob.brain.db.engine import open_database
-from flexjob.brain.service import create_app as brain_app
-from flexjob.brain.store import BrainStore
+from flexjob.brain.stats_store import BrainStore
 from flexjob.observe.metrics_http import MetricsServer, serve
 from flexjob.platform.local import LocalPlatform
 from flexjob.server.app import create_app

@@ -1,8 +1,8 @@
 import pytest
 from fastapi.testclient import TestClient
 
+from flexjob.rpc.auth import InsecureBindError, check_bind
 from flexjob.server.app import create_app
-from flexjob.server.auth import InsecureBindError, check_bind
 
 from .jobs import elastic_job
 from .memory_platform import MemoryPlatform

@@ -7,7 +7,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from flexjob.api import ReplicaPhase, ReplicaType
-from flexjob.platform.api import Replica
+from flexjob.platform.contract import Replica
 
 from .jobs import di_v1_job
 from .memory_platform import MemoryPlatform

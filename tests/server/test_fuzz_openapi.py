@@ -4,7 +4,7 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 
 from flexjob.api import ReplicaPhase, ReplicaType
-from flexjob.platform.api import Replica
+from flexjob.platform.contract import Replica
 from flexjob.server.app import create_app
 
 from .jobs import di_v1_job, elastic_job

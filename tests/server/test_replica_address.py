@@ -1,7 +1,7 @@
 """What the server tells a DI coordinator about where a replica listens."""
 
 from flexjob.api import ReplicaPhase, ReplicaType
-from flexjob.platform.api import Replica, Service
+from flexjob.platform.contract import Replica, Service
 from flexjob.server.jobs import replica_address
 
 

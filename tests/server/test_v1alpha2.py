@@ -4,7 +4,7 @@ from fastapi.testclient import TestClient
 
 from flexjob.api import ReplicaPhase, ReplicaType
 from flexjob.api.bounds import DI_MAX_REPLICAS
-from flexjob.platform.api import Replica
+from flexjob.platform.contract import Replica
 
 from .jobs import di_v1_job
 from .memory_platform import MemoryPlatform

@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from flexjob.api import ReplicaPhase, ReplicaType
-from flexjob.platform.api import Replica
+from flexjob.platform.contract import Replica
 from flexjob.server.app import create_app
 from tests.support.polling import wait_until
 

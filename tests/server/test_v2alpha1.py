@@ -8,7 +8,7 @@ from flexjob.api import ElasticJob, ReplicaPhase, ReplicaType
 from flexjob.api.bounds import DI_MAX_REPLICAS
 from flexjob.api.defaults import apply_defaults
 from flexjob.api.load import job_from_dict
-from flexjob.platform.api import Replica
+from flexjob.platform.contract import Replica
 from flexjob.scheduler.profilings import goodput_model
 from tests.api.specs import EXAMPLES
 

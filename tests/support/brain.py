@@ -8,9 +8,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from flexjob.brain.app import create_app
 from flexjob.brain.db.engine import open_database
-from flexjob.brain.service import create_app
-from flexjob.brain.store import BrainStore
+from flexjob.brain.stats_store import BrainStore
 from flexjob.rpc.brain_client import BrainClient
 
 with warnings.catch_warnings():

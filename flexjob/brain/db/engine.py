@@ -2,7 +2,8 @@
 
 The default database is an SQLite file in the user's flexjob directory (``FLEXJOB_HOME``, default
 ``~/.flexjob``); PostgreSQL is chosen by URL. ``open_database`` creates the engine and upgrades the
-schema to the newest Alembic revision shipped in the package. Not for queries (``brain.store``).
+schema to the newest Alembic revision shipped in the package. Not for queries
+(``brain.stats_store``).
 """
 
 import logging
@@ -14,7 +15,7 @@ from sqlalchemy import Engine, create_engine, event, inspect
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-from flexjob.api.errors import InvalidSpecError
+from flexjob.api.errors import BrainError, InvalidSpecError
 from flexjob.platform.local.paths import flexjob_home
 
 log = logging.getLogger(__name__)
@@ -23,7 +24,7 @@ MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 ALLOWED_SCHEMES = ("sqlite", "postgresql", "postgresql+psycopg")
 
 
-class DatabaseUrlError(InvalidSpecError):
+class DatabaseUrlError(BrainError, InvalidSpecError):
     """A ``--db`` URL that is not SQLite or PostgreSQL."""
 
 

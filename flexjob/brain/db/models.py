@@ -3,7 +3,7 @@
 Jobs, their replicas (``job_nodes``), resource and speed samples, node events, resource plans and
 optimize events; cluster nodes and their samples from the cluster monitor. Times are Unix seconds
 (floats) so SQLite and PostgreSQL store them alike. Schema changes go through Alembic migrations
-in ``flexjob/brain/migrations``; this module is not for queries (see ``brain.store``).
+in ``flexjob/brain/migrations``; this module is not for queries (see ``brain.stats_store``).
 """
 
 from typing import Any

@@ -25,11 +25,16 @@ master's plan for the same OOM) relaunches nothing.
 Rendering sets the main container's requests *and* limits: ``cpu`` in cores (``"1.5"``),
 ``memory`` as ``"<MiB>Mi"``, ``gpu`` as ``nvidia.com/gpu``; other open fields of a
 ``ResourceSpec`` pass through by their own name. Keys a plan never set stay as the template has
-them. Not here: when replicas are deleted or created (``core.operator.reconcile``). No I/O.
+them. What a replica asks for (``replica_asks``: its main container's requests, and its
+limits where it requests nothing, ``asked``) is read here for everyone who counts it: the
+Allocator (``scheduler.jobview``, ``scheduler.nodes``) and the DI logic-learner rule
+(``core.operator.logic_learners``). Not here: when replicas are deleted or created (``core.operator.reconcile``).
+No I/O.
 """
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from flexjob.api import (
     ElasticJob,
@@ -48,6 +53,21 @@ from flexjob.core.planner.oom import OomConfig, plan_oom_memory
 from flexjob.core.replicas import OOM_KILLED, Replica, short_replica_name
 
 GPU_RESOURCE = "nvidia.com/gpu"
+
+
+def asked(requests: Mapping[str, Any], limits: Mapping[str, Any]) -> dict[str, Any]:
+    """What a container asks for, by resource name: its requests, and its limits where it
+    requests nothing (Kubernetes defaults a missing request to the limit)."""
+    return {**limits, **requests}
+
+
+def replica_asks(template: PodTemplateSpec) -> dict[str, Any]:
+    """What a replica made from ``template`` asks for: its main (first) container's ``asked``
+    quantities (none without a container)."""
+    if not template.spec.containers:
+        return {}
+    res = template.spec.containers[0].resources
+    return asked(res.requests, res.limits)
 
 
 def merge_resources(old: ResourceSpec | None, new: ResourceSpec) -> ResourceSpec:

@@ -50,13 +50,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from flexjob.api.errors import FlexjobError
+from flexjob.api.errors import AllocatorError
 
 #: speedup(num_nodes, num_replicas) relative to one replica on one node.
 SpeedupFn = Callable[[int, int], float]
 
 
-class PolicyError(FlexjobError):
+class PolicyError(AllocatorError):
     """A policy returned an allocation that breaks the contract (overcommit, bad count)."""
 
 

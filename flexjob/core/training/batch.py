@@ -100,14 +100,21 @@ class BatchPlan:
         return tuple(self.micro_batches(r, world_size) for r in range(world_size))
 
 
-def batch_plan_from_spec(spec: BatchSpec) -> BatchPlan:
-    """The plan of a job's ``spec.batch``: ``microBatchSize`` (else global / max workers) with
-    ``globalBatchSize`` or ``maxWorkers``."""
+def micro_batch_size_of(spec: BatchSpec) -> int:
+    """A job's micro-batch: ``spec.batch.microBatchSize``, else ``globalBatchSize / maxWorkers``
+    (the master's plan and the trainer's adaptive bounds both take it from here)."""
     micro = spec.micro_batch_size
     if micro is None and spec.global_batch_size and spec.max_workers:
         micro = spec.global_batch_size // spec.max_workers
     if micro is None:
         raise InvalidSpecError("spec.batch.microBatchSize is required")
+    return micro
+
+
+def batch_plan_from_spec(spec: BatchSpec) -> BatchPlan:
+    """The plan of a job's ``spec.batch``: ``microBatchSize`` (else global / max workers:
+    ``micro_batch_size_of``) with ``globalBatchSize`` or ``maxWorkers``."""
+    micro = micro_batch_size_of(spec)
     if spec.global_batch_size is not None:
         plan = BatchPlan.for_global_batch(spec.global_batch_size, micro)
         if spec.adaptive and spec.max_global_batch_size:

@@ -32,7 +32,7 @@ from flexjob.api.names import (
     SCALE_PLAN_RESOURCE,
 )
 from flexjob.operator.work_queue import JobQueue
-from flexjob.platform.api import Platform, Replica
+from flexjob.platform.contract import Platform, Replica
 from flexjob.platform.kubernetes.bodies import (
     job_from_body,
     plan_from_body,

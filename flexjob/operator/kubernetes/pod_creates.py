@@ -24,7 +24,7 @@ import aiohttp
 import kopf
 
 from flexjob.operator.kubernetes.pod_watch import api_session
-from flexjob.platform.api import (
+from flexjob.platform.contract import (
     AlreadyExistsError,
     NotFoundError,
     Replica,

@@ -24,6 +24,7 @@ from typing import Any
 import aiohttp
 import kopf
 
+from flexjob.api.errors import OperatorError
 from flexjob.api.names import LABEL_JOB_NAME
 
 logger = logging.getLogger(__name__)
@@ -37,7 +38,7 @@ PodHandler = Callable[[str | None, Mapping[str, Any]], None]
 BACKOFF = (0.1, 0.5, 1.0, 2.0, 5.0)
 
 
-class Gone(Exception):
+class Gone(OperatorError):
     """The version to watch from is too old (410): list afresh."""
 
 

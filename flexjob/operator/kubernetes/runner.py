@@ -45,7 +45,7 @@ from flexjob.operator.kubernetes.pod_watch import PodWatch
 from flexjob.operator.reconcile_pass import PassResult, reconcile_job
 from flexjob.operator.watch_cache import WatchCache
 from flexjob.operator.work_queue import JobKey, JobQueue
-from flexjob.platform.api import Platform
+from flexjob.platform.contract import Platform
 from flexjob.platform.kubernetes import KubernetesPlatform
 from flexjob.platform.kubernetes.connection import load_configuration
 

@@ -23,7 +23,8 @@ from flexjob.core.clock import WallClock, utc_now
 from flexjob.core.operator.job_master import JobMasterConfig
 from flexjob.operator import observing
 from flexjob.operator.reconcile_pass import reconcile_job
-from flexjob.platform.api import Platform, Replica
+from flexjob.platform.contract import Platform, Replica
+from flexjob.platform.local.paths import jobs_root
 
 log = logging.getLogger(__name__)
 
@@ -36,8 +37,8 @@ def local_job_master(home: Path) -> JobMasterConfig:
         command=(sys.executable, "-m", "flexjob"),
         scale_plan_platform="local",
         env={ENV_HOME: str(home)},
-        state_root=str(home / "jobs"),
-        token_root=str(home / "jobs"),
+        state_root=str(jobs_root(home)),
+        token_root=str(jobs_root(home)),
     )
 
 

@@ -26,7 +26,7 @@ from flexjob.core.operator.job_master import master_token_file
 from flexjob.core.operator.phases import set_phase, timestamp
 from flexjob.core.operator.status_patch import StatusOwner, owner_patch
 from flexjob.operator.local.loop import LocalJobLoop, Observer, local_job_master
-from flexjob.platform.api import NotFoundError, Replica
+from flexjob.platform.contract import NotFoundError, Replica
 from flexjob.platform.local import LocalPlatform
 from flexjob.platform.local.leases import RENEW_SECONDS, holder_alive
 from flexjob.platform.local.paths import job_dir

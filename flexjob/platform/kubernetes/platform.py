@@ -30,7 +30,7 @@ from flexjob.api.names import (
 )
 from flexjob.core.operator.actions import EventType
 from flexjob.core.operator.status_patch import StatusPatch, normalize_status_patch
-from flexjob.platform.api import (
+from flexjob.platform.contract import (
     ALL_LINES,
     AlreadyExistsError,
     Event,

@@ -2,7 +2,7 @@
 
 One short-lived connection per operation (WAL mode, busy timeout) so that several processes —
 the ``flexjob submit`` that runs a job and a ``flexjob get`` in another shell — share it safely.
-Not here: what the rows mean (``store.py``, ``runtime.py``).
+Not here: what the rows mean (``job_store.py``, ``runtime.py``).
 """
 
 import sqlite3

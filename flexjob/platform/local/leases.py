@@ -11,6 +11,7 @@ import os
 import time
 from dataclasses import dataclass
 
+from flexjob.api.errors import PlatformError
 from flexjob.platform.local import processes
 from flexjob.platform.local.db import Database
 
@@ -29,7 +30,7 @@ class OperatorLease:
         return now - self.renewed <= duration
 
 
-class LeaseHeldError(RuntimeError):
+class LeaseHeldError(PlatformError, RuntimeError):
     """Another live operator holds the job's lease."""
 
     def __init__(self, lease: OperatorLease, namespace: str, job: str) -> None:

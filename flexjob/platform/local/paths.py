@@ -11,25 +11,31 @@ import os
 from pathlib import Path
 
 from flexjob.api.name_rules import check_path_part
-from flexjob.api.names import ENV_HOME
+from flexjob.api.names import DEFAULT_HOME, ENV_HOME
 
 DB_FILE = "flexjob.sqlite"
 
 
 def flexjob_home(home: Path | str | None = None) -> Path:
-    """The root directory: ``home`` if given, else ``$FLEXJOB_HOME``, else ``~/.flexjob``."""
+    """The root directory: ``home`` if given, else ``$FLEXJOB_HOME``, else ``~/.flexjob``
+    (``names.DEFAULT_HOME``)."""
     if home is not None:
         return Path(home)
     env = os.environ.get(ENV_HOME)
-    return Path(env) if env else Path.home() / ".flexjob"
+    return Path(env) if env else Path(DEFAULT_HOME).expanduser()
 
 
 def database_path(home: Path) -> Path:
     return home / DB_FILE
 
 
+def jobs_root(home: Path) -> Path:
+    """The folder of every job's files (its replicas' logs; its implicit master's state)."""
+    return home / "jobs"
+
+
 def job_dir(home: Path, namespace: str, job: str) -> Path:
-    return home / "jobs" / check_path_part("namespace", namespace) / check_path_part("job", job)
+    return jobs_root(home) / check_path_part("namespace", namespace) / check_path_part("job", job)
 
 
 def log_path(home: Path, namespace: str, job: str, short_name: str) -> Path:

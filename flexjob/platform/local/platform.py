@@ -1,6 +1,6 @@
 """``LocalPlatform``: the Platform protocol on this machine (processes + SQLite).
 
-Is the job store (``store.py``), the replica runtime (``runtime.py``) and the cluster objects
+Is the job store (``job_store.py``), the replica runtime (``runtime.py``) and the cluster objects
 (``cluster_objects.py``) over one SQLite file under ``$FLEXJOB_HOME``, by inheritance (no
 forwarders). Deciding what to run is ``core.operator.reconcile``'s job, driving it is
 ``flexjob.operator.local.loop``'s.
@@ -13,13 +13,13 @@ from pathlib import Path
 
 from flexjob.api import ElasticJob, ScalePlan
 from flexjob.core.replicas import Replica
-from flexjob.platform.api import WatchEvent
+from flexjob.platform.contract import WatchEvent
 from flexjob.platform.local.cluster_objects import LocalClusterObjects
 from flexjob.platform.local.db import Database
+from flexjob.platform.local.job_store import LocalJobStore
 from flexjob.platform.local.leases import LeaseStore
 from flexjob.platform.local.paths import database_path, flexjob_home, is_inside, job_dir
 from flexjob.platform.local.runtime import LocalRuntime
-from flexjob.platform.local.store import LocalJobStore
 from flexjob.platform.watching import poll_watch
 
 log = logging.getLogger(__name__)

@@ -7,7 +7,7 @@ same phases. Every replica's exit code is also written to its exit file
 (a killed operator) is judged by its pid while it runs and by that file once it is gone: a
 replica that finished meanwhile reads Succeeded, not lost. ``adopt`` makes this process the
 owner of such replicas. Services are free 127.0.0.1 ports handed out by name. Not here: the
-job store (``store.py``).
+job store (``job_store.py``).
 """
 
 import json
@@ -30,12 +30,12 @@ from flexjob.api.quantity import cpu_cores, memory_mib, parse_quantity
 from flexjob.api.roles import MASTER_TYPE
 from flexjob.core.operator.replica_resources import GPU_RESOURCE
 from flexjob.core.replicas import Replica, ReplicaRequest, Service, ServiceRequest
-from flexjob.platform.api import ALL_LINES, AlreadyExistsError, LogOptions, NotFoundError
+from flexjob.platform.contract import ALL_LINES, AlreadyExistsError, LogOptions, NotFoundError
 from flexjob.platform.local import memory_limits, processes
 from flexjob.platform.local.db import Database
 from flexjob.platform.local.interpreter import own_interpreter
 from flexjob.platform.local.log_tail import log_tail
-from flexjob.platform.local.paths import job_dir, log_path
+from flexjob.platform.local.paths import job_dir, jobs_root, log_path
 from flexjob.platform.ports import free_port
 
 log = logging.getLogger(__name__)
@@ -343,7 +343,7 @@ class LocalRuntime:
             ).fetchone()
         if row is not None:
             return Path(row[0])
-        for path in sorted((self.home / "jobs" / namespace).glob("*/logs/*.log")):
+        for path in sorted((jobs_root(self.home) / namespace).glob("*/logs/*.log")):
             if f"{path.parent.parent.name}-{path.stem}" == replica:
                 return path
         raise NotFoundError(f"no log for replica {namespace}/{replica}")

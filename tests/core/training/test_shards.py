@@ -10,7 +10,7 @@ def manager(
 ) -> tuple[ShardManager, FakeClock]:
     clock = FakeClock()
     mgr = ShardManager(
-        RangeSplitter(size, shard), epochs=epochs, straggler_timeout=timeout, clock=clock
+        RangeSplitter(size, shard), epochs=epochs, slow_shard_timeout=timeout, clock=clock
     )
     return mgr, clock
 
@@ -40,12 +40,12 @@ def test_failed_worker_shards_return_to_the_front_of_todo() -> None:
     assert again is not None and again.shard_id == a.shard_id
 
 
-def test_straggler_shard_goes_back_to_todo_after_the_timeout() -> None:
+def test_a_slow_shard_goes_back_to_todo_after_the_timeout() -> None:
     mgr, clock = manager(timeout=5)
     slow = mgr.get_shard("slow")
     assert slow is not None
     clock.advance(4.9)
-    assert mgr.expire_stragglers() == []
+    assert mgr.expire_slow_shards() == []
     clock.advance(0.2)
     nxt = mgr.get_shard("fast")
     assert nxt is not None and nxt.shard_id == slow.shard_id
@@ -166,7 +166,7 @@ def test_a_replayed_hand_out_makes_a_todo_shard_doing_once() -> None:
 def test_a_replayed_hand_out_to_another_worker_moves_the_shard_its_old_holder_keeps() -> None:
     mgr, _ = manager(size=10, shard=2, epochs=2)
     assert mgr.hand_out(7, "w3")
-    assert mgr.hand_out(7, "w4")  # it was taken back from w3 (a straggler) and handed to w4
+    assert mgr.hand_out(7, "w4")  # it was taken back from w3 (a slow shard) and handed to w4
     assert mgr.doing() == {7: "w4"}
     assert mgr.report_done(7, "w5") is ReportResult.REJECTED
     assert mgr.report_done(7, "w3") is ReportResult.COUNTED
@@ -201,13 +201,13 @@ def test_after_a_restore_reports_of_shards_never_handed_out_are_rejected() -> No
     assert fresh.report_done(held.shard_id, "w") is ReportResult.COUNTED
 
 
-def test_after_a_restore_a_straggler_taken_back_may_still_report_its_shard() -> None:
+def test_after_a_restore_a_slow_shard_taken_back_may_still_report_it() -> None:
     clock = FakeClock()
-    mgr = ShardManager(RangeSplitter(4, 2), straggler_timeout=5.0, clock=clock)
+    mgr = ShardManager(RangeSplitter(4, 2), slow_shard_timeout=5.0, clock=clock)
     late = mgr.get_shard("slow")
     assert late is not None
     clock.advance(6.0)
-    assert mgr.expire_stragglers() == [late.shard_id]
+    assert mgr.expire_slow_shards() == [late.shard_id]
     fresh = ShardManager(RangeSplitter(4, 2), clock=clock)
     fresh.restore(mgr.checkpoint())
     assert fresh.report_done(late.shard_id, "other") is ReportResult.REJECTED

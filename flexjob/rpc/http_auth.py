@@ -1,16 +1,15 @@
-"""The HTTP services' bearer-token middleware (the server and the brain) and the paths that
-stay open without a token.
+"""The HTTP services' bearer-token middleware (the server and the brain both install it) and
+the paths that stay open without a token.
 
-The rule for where a service may listen and the token check are ``flexjob.rpc.auth`` (shared
-with the job master's gRPC port); re-exported here for the HTTP services. Not for
-authorisation (every holder of the token may do everything).
+The rule for where a service may listen (``check_bind``) and the token check are
+``flexjob.rpc.auth`` (shared with the job master's gRPC port). Not for authorisation (every
+holder of the token may do everything).
 """
 
 from dataclasses import dataclass
 
-from flexjob.core.access.addresses import is_loopback
-from flexjob.rpc.auth import AUTHORIZATION, InsecureBindError, check_bind, token_matches
-from flexjob.server.guards import ASGIApp, Receive, Refusal, Scope, Send
+from flexjob.rpc.auth import AUTHORIZATION, token_matches
+from flexjob.rpc.http_guards import ASGIApp, Receive, Refusal, Scope, Send
 
 OPEN_PATHS = frozenset({"/healthz"})
 UNAUTHORISED = "missing or wrong bearer token"
@@ -37,14 +36,3 @@ class BearerAuth:
                 await self.refuse(UNAUTHORISED)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
-
-
-__all__ = [
-    "OPEN_PATHS",
-    "UNAUTHORISED",
-    "BearerAuth",
-    "InsecureBindError",
-    "check_bind",
-    "is_loopback",
-    "token_matches",
-]

@@ -1,7 +1,7 @@
 """The Brain's stats store: writes reports to the database and reads them back as planner stats.
 
 One ``BrainStore`` per database; every method runs in its own short transaction, so the store can
-be shared by the HTTP worker threads. Not for decisions (``processor``) or the wire (``service``).
+be shared by the HTTP worker threads. Not for decisions (``processor``) or the wire (``app``).
 """
 
 import time

@@ -6,7 +6,7 @@ refused before anything is read, and a body streamed without one is read up to t
 refused as soon as it passes it, so a 64 MB upload never reaches the route. ``field_errors``
 turns FastAPI's validation errors into ``{"field", "message"}`` pairs whose field is the JSON
 path, and a body that is not JSON into ``body: invalid JSON at line L column C`` (never a byte
-offset posing as a field). Not for authentication (``auth``).
+offset posing as a field). Not for authentication (``http_auth``).
 """
 
 from collections.abc import Awaitable, Callable, MutableMapping

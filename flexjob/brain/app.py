@@ -11,8 +11,8 @@ Routes, all JSON (camelCase):
   GET  /healthz
   GET  /metrics                       Prometheus text format
 ``serve`` runs it with uvicorn on a socket it binds itself, so port 0 works; beyond loopback
-only with a bearer token (``flexjob.server.auth``: every route but /healthz then needs it).
-Request bodies are bounded and bad ones answered field by field (``flexjob.server.guards``).
+only with a bearer token (``flexjob.rpc.http_auth``: every route but /healthz then needs it).
+Request bodies are bounded and bad ones answered field by field (``flexjob.rpc.http_guards``).
 Not for decisions.
 """
 
@@ -29,11 +29,12 @@ from sqlalchemy import Engine
 from flexjob.api.errors import NotFoundError
 from flexjob.api.names import ENV_BRAIN_TOKEN
 from flexjob.brain.processor import OptimizeProcessor
-from flexjob.brain.store import BrainStore
+from flexjob.brain.stats_store import BrainStore
 from flexjob.observe import metrics
 from flexjob.rpc import brain_messages as schemas
-from flexjob.server.auth import BearerAuth, check_bind
-from flexjob.server.guards import BodySizeLimit, field_errors, summary
+from flexjob.rpc.auth import check_bind
+from flexjob.rpc.http_auth import BearerAuth
+from flexjob.rpc.http_guards import BodySizeLimit, field_errors, summary
 
 log = logging.getLogger(__name__)
 PREFIX = "/api/v1"
