@@ -25,9 +25,9 @@ from flexjob.agent.oom import memory_limited, oom_kills
 from flexjob.agent.torchrun_env import OMP_NOTICE, explained, permanent, sets_omp_threads
 from flexjob.agent.workers import Worker, WorkerState, spawn_worker, stop_workers, wait_ready
 from flexjob.api import names
+from flexjob.api.errors import AgentError
 from flexjob.api.roles import type_named
 from flexjob.core.training.owned_keys import incarnation_name
-from flexjob.api.errors import AgentError
 from flexjob.platform.ports import free_port
 from flexjob.platform.stop_signals import StopRequested, raise_on_stop_signals
 from flexjob.rpc.client import MasterClient

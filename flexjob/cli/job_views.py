@@ -15,7 +15,7 @@ from flexjob.api.load import dump_yaml
 from flexjob.api.roles import MASTER_TYPE
 from flexjob.core.operator.phases import parse_timestamp
 from flexjob.core.operator.replica_plan import desired_counts
-from flexjob.platform.api import Event, Replica
+from flexjob.platform.contract import Event, Replica
 
 PHASE_STYLES = {
     JobPhase.SUCCEEDED: "green",

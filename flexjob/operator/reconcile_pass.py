@@ -31,10 +31,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from flexjob.api import ElasticJob, ScalePlan
+from flexjob.api.errors import OperatorError
 from flexjob.api.roles import MASTER_TYPE
 from flexjob.core.operator.actions import (
-from flexjob.api import ElasticJob, ReplicaType, ScalePlan
-from flexjob.api.errors import OperatorError
     Action,
     CreateReplica,
     DeleteJob,

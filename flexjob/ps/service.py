@@ -1,6 +1,7 @@
 """``PsService``: one PS replica's partition behind locks, with request and process stats.
 
-Implements ``rpc.ps_messages.PsBackend`` over a ``core.ps.parameters.PsStore``: one lock per embedding
+Implements ``rpc.ps_messages.PsBackend`` over a ``core.ps.parameters.PsStore``: one lock per
+embedding
 table and one for the dense parameters, so lookups and pushes of different tables run side by
 side. Counts requests for requests/s and samples the process's CPU and memory (psutil) for
 ``stats``. Not for transport (``rpc.ps_server``) or process life (``ps.main``).

@@ -17,10 +17,8 @@ from flexjob.api.bounds import clamp
 from flexjob.api.quantity import cpu_cores, memory_mib
 from flexjob.api.roles import scalable_types, scaling_target
 from flexjob.core.operator.replica_plan import desired_count
-from flexjob.core.operator.replica_resources import GPU_RESOURCE
-from flexjob.core.policies import JobInfo, Resources
-from flexjob.core.operator.replica_plan import desired_count
 from flexjob.core.operator.replica_resources import GPU_RESOURCE, replica_asks
+from flexjob.core.policies import JobInfo, Resources
 from flexjob.scheduler.profilings import goodput_model
 
 
@@ -53,7 +51,7 @@ def resources_of(quantities: Mapping[str, Any]) -> Resources:
 
 
 def replica_resources(job: ElasticJob, rtype: ReplicaType) -> Resources:
-    """What one replica asks for (``core.replica_resources.replica_asks``); none when a
+    """What one replica asks for (``core.operator.replica_resources.replica_asks``); none when a
     quantity is bad."""
     try:
         return resources_of(replica_asks(job.spec.replica_specs[rtype].template))

@@ -1,4 +1,4 @@
-"""What a replica asks for (``core.replica_resources.replica_asks``): its main container's
+"""What a replica asks for (``core.operator.replica_resources.replica_asks``): its main container's
 requests, and its limits where it requests nothing; the Allocator and the DI logic-learner rule
 count the same GPUs from it."""
 
@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from flexjob.api import ElasticJob, ObjectMeta, PodTemplateSpec, ReplicaSpec, ReplicaType
-from flexjob.core.logic_learners import learner_gpus
+from flexjob.core.operator.logic_learners import learner_gpus
+from flexjob.core.operator.replica_resources import replica_asks
 from flexjob.core.policies import Resources
-from flexjob.core.replica_resources import replica_asks
 from flexjob.scheduler.jobview import replica_resources
 
 

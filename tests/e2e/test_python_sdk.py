@@ -8,7 +8,7 @@ import pytest
 
 from flexjob.api import JobPhase, ReplicaPhase
 from flexjob.client import FlexjobClient, JobFailedError
-from flexjob.platform.api import NotFoundError
+from flexjob.platform.contract import NotFoundError
 from tests.e2e.sdk_calls import command_job
 from tests.support.polling import wait_until
 

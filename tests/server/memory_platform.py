@@ -13,7 +13,7 @@ from flexjob.core.operator.status_patch import (
     apply_status_patch,
     normalize_status_patch,
 )
-from flexjob.platform.api import NotFoundError, Replica, Service, WatchEvent
+from flexjob.platform.contract import NotFoundError, Replica, Service, WatchEvent
 
 
 class MemoryPlatform:

@@ -4,9 +4,8 @@ import pytest
 import torch
 
 from flexjob.api.job import BatchSpec
-from flexjob.core.training.batch import BatchPlan, batch_plan_from_spec
 from flexjob.core.policies import ThroughputParams
-from flexjob.core.training.batch import BatchPlan
+from flexjob.core.training.batch import BatchPlan, batch_plan_from_spec
 from flexjob.trainer.adaptive import AdaptiveBatch, scale_lr
 
 PARAMS = ThroughputParams(alpha=0.05, beta=0.0005, sync_remote=0.05)

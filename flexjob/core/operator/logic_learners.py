@@ -19,12 +19,12 @@ from flexjob.api.pod import PodTemplateSpec
 from flexjob.api.quantity import cpu_cores
 from flexjob.api.readers.dijob import RoleSpec, aggregator_config, on_request_spec
 from flexjob.api.roles import FRONT_TYPE, FRONTED_TYPE, driving_type
-from flexjob.api.roles import driving_type
 from flexjob.core.operator.replica_resources import GPU_RESOURCE, replica_asks
 
 
 def learner_gpus(job: ElasticJob) -> int:
-    """GPUs one learner replica of ``job`` asks for (``core.operator.replica_resources.replica_asks``;
+    """GPUs one learner replica of ``job`` asks for
+    (``core.operator.replica_resources.replica_asks``;
     0 when none)."""
     spec = job.spec.replica_specs.get(FRONTED_TYPE)
     if spec is None:

@@ -28,7 +28,8 @@ Rendering sets the main container's requests *and* limits: ``cpu`` in cores (``"
 them. What a replica asks for (``replica_asks``: its main container's requests, and its
 limits where it requests nothing, ``asked``) is read here for everyone who counts it: the
 Allocator (``scheduler.jobview``, ``scheduler.nodes``) and the DI logic-learner rule
-(``core.operator.logic_learners``). Not here: when replicas are deleted or created (``core.operator.reconcile``).
+(``core.operator.logic_learners``). Not here: when replicas are deleted or created
+(``core.operator.reconcile``).
 No I/O.
 """
 

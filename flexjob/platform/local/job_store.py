@@ -18,7 +18,7 @@ from flexjob.core.operator.status_patch import (
     apply_status_patch,
     normalize_status_patch,
 )
-from flexjob.platform.api import AlreadyExistsError, Event, NotFoundError
+from flexjob.platform.contract import AlreadyExistsError, Event, NotFoundError
 from flexjob.platform.local.db import Database
 
 
