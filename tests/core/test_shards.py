@@ -1,6 +1,6 @@
 import pytest
 
-from flexjob.core.shards import ReportResult, ShardManager, ShardState
+from flexjob.core.shards import ReportResult, Shard, ShardManager, ShardState
 from flexjob.core.splitters import RangeSplitter
 from tests.core.clock import FakeClock
 
@@ -13,6 +13,13 @@ def manager(
         RangeSplitter(size, shard), epochs=epochs, straggler_timeout=timeout, clock=clock
     )
     return mgr, clock
+
+
+def reissued(mgr: ShardManager, slow: Shard, worker: str = "fast") -> Shard:
+    """The next shard ``worker`` gets, asserted to be ``slow``'s, given back after its timeout."""
+    again = mgr.get_shard(worker)
+    assert again is not None and again.shard_id == slow.shard_id
+    return again
 
 
 def test_get_shard_moves_a_todo_shard_to_doing_for_that_worker() -> None:
@@ -47,8 +54,7 @@ def test_straggler_shard_goes_back_to_todo_after_the_timeout() -> None:
     clock.advance(4.9)
     assert mgr.expire_stragglers() == []
     clock.advance(0.2)
-    nxt = mgr.get_shard("fast")
-    assert nxt is not None and nxt.shard_id == slow.shard_id
+    reissued(mgr, slow)
 
 
 def test_late_report_of_a_timed_out_shard_is_accepted_once() -> None:
@@ -56,8 +62,7 @@ def test_late_report_of_a_timed_out_shard_is_accepted_once() -> None:
     slow = mgr.get_shard("slow")
     assert slow is not None
     clock.advance(2)
-    again = mgr.get_shard("fast")
-    assert again is not None and again.shard_id == slow.shard_id
+    again = reissued(mgr, slow)
     assert mgr.report_done(slow.shard_id, "slow") is ReportResult.COUNTED
     assert mgr.report_done(again.shard_id, "fast") is ReportResult.REJECTED
     assert mgr.progress().samples_done == 3

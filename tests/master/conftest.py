@@ -7,6 +7,7 @@ import pytest
 from flexjob.core.dataset import Dataset
 from flexjob.core.master_config import MasterConfig
 from flexjob.master.launch import MasterProcess, spawn_master
+from tests.support.masters import serving
 
 
 def wait_for(condition: Callable[[], bool], timeout: float = 30.0, what: str = "condition") -> None:
@@ -33,6 +34,4 @@ def process_config(tmp_path: Path) -> MasterConfig:
 
 @pytest.fixture
 def master_process(process_config: MasterConfig) -> Iterator[MasterProcess]:
-    proc = spawn_master(process_config)
-    yield proc
-    proc.stop()
+    yield from serving(spawn_master(process_config))

@@ -7,6 +7,7 @@ from flexjob.core.batch import BatchPlan
 from flexjob.core.dataset import Dataset
 from flexjob.core.master_config import MasterConfig
 from flexjob.master.main import MasterHandle, start_master
+from tests.support.masters import serving
 
 
 @pytest.fixture
@@ -25,6 +26,4 @@ def master_config(tmp_path: Path) -> MasterConfig:
 
 @pytest.fixture
 def master(master_config: MasterConfig) -> Iterator[MasterHandle]:
-    handle = start_master(master_config)
-    yield handle
-    handle.stop()
+    yield from serving(start_master(master_config))

@@ -1,5 +1,6 @@
 import json
 
+import pytest
 from fastapi.testclient import TestClient
 
 from flexjob.api import ReplicaPhase, ReplicaType
@@ -142,25 +143,25 @@ def test_recreating_a_running_replica_is_409(client: TestClient, memory: MemoryP
     assert resp.json()["message"].startswith("learners[0]:")
 
 
-def test_an_unknown_coordinator_is_404_naming_the_field(
-    client: TestClient, memory: MemoryPlatform
+@pytest.mark.parametrize(
+    ("body", "status", "field"),
+    [
+        (
+            {"namespace": "default", "coordinator": "ghost", "collectors": {"replicas": 1}},
+            404,
+            "coordinator:",
+        ),
+        ({**BASE, "learners": {"replicas": 1, "gpus": "lots"}}, 422, "learners.gpus"),
+    ],
+    ids=["an-unknown-coordinator-is-404", "a-non-numeric-gpu-count-is-422"],
+)
+def test_a_post_that_cannot_be_served_is_refused_naming_the_field(
+    client: TestClient, memory: MemoryPlatform, body: dict[str, object], status: int, field: str
 ) -> None:
     memory.create_job(di_v1_job())
-    body = {"namespace": "default", "coordinator": "ghost", "collectors": {"replicas": 1}}
     resp = client.post("/v1alpha2/replicas", json=body)
-    assert resp.status_code == 404
-    assert resp.json()["message"].startswith("coordinator:")
-
-
-def test_a_non_numeric_gpu_count_is_422_naming_learners_gpus(
-    client: TestClient, memory: MemoryPlatform
-) -> None:
-    memory.create_job(di_v1_job())
-    resp = client.post(
-        "/v1alpha2/replicas", json={**BASE, "learners": {"replicas": 1, "gpus": "lots"}}
-    )
-    assert resp.status_code == 422
-    assert "learners.gpus" in resp.json()["message"]
+    assert resp.status_code == status
+    assert resp.json()["message"].startswith(field), resp.text
 
 
 def test_a_body_without_content_type_is_read_as_json_as_di_engines_client_sends_it(

@@ -15,6 +15,7 @@ from flexjob.master.main import MasterHandle, start_master
 from flexjob.rpc.client import MasterClient
 from flexjob.trainer.lease import ShardLeaser, lease_size
 from flexjob.trainer.sampler import ElasticSampler, NoShard
+from tests.support.masters import serving
 
 SIZE, SHARD = 60, 5
 
@@ -33,9 +34,7 @@ def config(tmp_path: Path) -> MasterConfig:
 
 @pytest.fixture
 def master(config: MasterConfig) -> Iterator[MasterHandle]:
-    handle = start_master(config)
-    yield handle
-    handle.stop()
+    yield from serving(start_master(config))
 
 
 def train_all(sampler: ElasticSampler) -> Counter[tuple[int, int]]:
