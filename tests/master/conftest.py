@@ -1,4 +1,3 @@
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -7,29 +6,19 @@ import pytest
 from flexjob.core.dataset import Dataset
 from flexjob.core.master_config import MasterConfig
 from flexjob.master.launch import MasterProcess, spawn_master
-from tests.support.masters import serving
+from tests.support.masters import master_config, serving
+from tests.support.polling import wait_until
 
 
 def wait_for(condition: Callable[[], bool], timeout: float = 30.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.02)
+    wait_until(condition, timeout=timeout, interval=0.02, what=what)
 
 
 @pytest.fixture
 def process_config(tmp_path: Path) -> MasterConfig:
-    return MasterConfig(
-        job_name="itest",
-        job_dir=str(tmp_path / "job"),
-        min_nodes=2,
-        max_nodes=4,
-        last_call_timeout=0.5,
-        heartbeat_timeout=1.0,
-        datasets=(Dataset(size=400, shard_size=5, epochs=2, shuffle=True, seed=1),),
-        host_store=False,
-    )
+    dataset = Dataset(size=400, shard_size=5, epochs=2, shuffle=True, seed=1)
+    config = master_config(tmp_path / "job", "itest", min_nodes=2, max_nodes=4)
+    return config.with_overrides(last_call_timeout=0.5, heartbeat_timeout=1.0, datasets=(dataset,))
 
 
 @pytest.fixture
