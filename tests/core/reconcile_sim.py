@@ -160,12 +160,12 @@ class Sim:
             if req.name not in self.replicas:
                 self._uid += 1
                 self.replicas[req.name] = Replica(
-                    namespace=req.namespace,
-                    job=req.job,
-                    name=req.name,
-                    type=req.type,
-                    index=req.index,
-                    phase=ReplicaPhase.PENDING,
+                    req.namespace,
+                    req.job,
+                    req.name,
+                    req.type,
+                    req.index,
+                    ReplicaPhase.PENDING,
                     uid=f"uid-{self._uid}",
                     node=req.node,
                     labels=dict(req.labels),

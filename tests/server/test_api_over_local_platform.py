@@ -13,16 +13,13 @@ from flexjob.api import JobPhase, ReplicaType
 from flexjob.operator.local.loop import LocalJobLoop
 from flexjob.platform.local import LocalPlatform
 from flexjob.server.app import create_app
-from tests.support.local_jobs import local_job, wait_for_file_then_exit
+from tests.support.local_jobs import (
+    local_job,
+    local_platform,  # noqa: F401 (the fixture)
+    wait_for_file_then_exit,
+)
 from tests.support.polling import wait_until
 from tests.support.server_process import flexjob_server
-
-
-@pytest.fixture
-def platform(tmp_path: Path) -> Iterator[LocalPlatform]:
-    local = LocalPlatform(tmp_path / "home")
-    yield local
-    local.close()
 
 
 @pytest.fixture

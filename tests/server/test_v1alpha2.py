@@ -17,6 +17,12 @@ def _replica(name: str, rtype: ReplicaType, index: int, phase: ReplicaPhase) -> 
     return Replica("default", "cartpole", name, rtype, index, phase)
 
 
+def _add_running(memory: MemoryPlatform, rtype: ReplicaType, index: int, address: str) -> None:
+    """A running replica ``cartpole-<type>-<index>`` that others reach at ``address``."""
+    replica = _replica(f"cartpole-{rtype.value}-{index}", rtype, index, ReplicaPhase.RUNNING)
+    memory.add_replica(replica, address=address)
+
+
 def test_post_adds_collectors_and_learners_and_names_the_new_replicas(
     client: TestClient, memory: MemoryPlatform
 ) -> None:
@@ -86,10 +92,7 @@ def test_get_filters_by_namespace_and_coordinator(
     client: TestClient, memory: MemoryPlatform
 ) -> None:
     memory.create_job(di_v1_job())
-    memory.add_replica(
-        _replica("cartpole-collector-0", ReplicaType.COLLECTOR, 0, ReplicaPhase.RUNNING),
-        address="10.0.0.1:22270",
-    )
+    _add_running(memory, ReplicaType.COLLECTOR, 0, "10.0.0.1:22270")
     memory.add_replica(  # no address yet: not listed (DI's client splits entries at ':')
         _replica("cartpole-collector-1", ReplicaType.COLLECTOR, 1, ReplicaPhase.PENDING)
     )
@@ -106,15 +109,9 @@ def test_get_by_aggregator_lists_the_learner_it_serves(
     client: TestClient, memory: MemoryPlatform
 ) -> None:
     memory.create_job(di_v1_job())
-    memory.add_replica(
-        _replica("cartpole-aggregator-0", ReplicaType.AGGREGATOR, 0, ReplicaPhase.RUNNING),
-        address="10.0.0.9:22272",
-    )
+    _add_running(memory, ReplicaType.AGGREGATOR, 0, "10.0.0.9:22272")
     for i in (0, 1):
-        memory.add_replica(
-            _replica(f"cartpole-learner-{i}", ReplicaType.LEARNER, i, ReplicaPhase.RUNNING),
-            address=f"10.0.0.{i + 1}:22271",
-        )
+        _add_running(memory, ReplicaType.LEARNER, i, f"10.0.0.{i + 1}:22271")
     params = {"namespace": "default", "aggregator": "cartpole-aggregator-0"}
     job = client.get("/v1alpha2/replicas", params=params).json()["data"]
     assert job["learners"] == ["10.0.0.1:22271"]
