@@ -30,7 +30,7 @@ import psutil
 import yaml
 
 from tests.support.manifests import manifest
-from tests.support.polling import wait_until
+from tests.support.polling import job_ended, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = str(Path(__file__).with_name("chaos_train.py"))
@@ -186,10 +186,7 @@ class ChaosJob:
             )
 
     def wait(self, timeout: float) -> int:
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            raise AssertionError(f"job did not end in {timeout:.0f}s:\n{self.output()}") from None
+        return job_ended(self.proc, timeout, self.output)
 
     def output(self) -> str:
         return self.out.read_text(errors="replace")

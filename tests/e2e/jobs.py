@@ -21,7 +21,7 @@ from flexjob.core.job_master import TOKEN_FILE
 from flexjob.rpc.auth import master_token
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.messages import Progress
-from tests.support.polling import wait_until
+from tests.support.polling import job_ended, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 DIGITS = str(ROOT / "examples" / "digits_ddp.py")
@@ -90,10 +90,7 @@ class Job:
         return [*self.processes("flexjob.agent.process"), *self.processes("-m flexjob agent ")]
 
     def wait(self, timeout: float = 90.0) -> int:
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            raise AssertionError(f"job did not finish in {timeout}s:\n{self.output()}") from None
+        return job_ended(self.proc, timeout, self.output)
 
     def output(self) -> str:
         return self.out.read_text(errors="replace")

@@ -3,9 +3,11 @@ from pathlib import Path
 
 import pytest
 
+from flexjob.api import ElasticJob
 from flexjob.core.dataset import Dataset
 from flexjob.core.master_config import MasterConfig
 from flexjob.master.launch import MasterProcess, spawn_master
+from flexjob.platform.local import LocalPlatform
 from tests.support.masters import master_config, serving
 from tests.support.polling import wait_until
 
@@ -24,3 +26,13 @@ def process_config(tmp_path: Path) -> MasterConfig:
 @pytest.fixture
 def master_process(process_config: MasterConfig) -> Iterator[MasterProcess]:
     yield from serving(spawn_master(process_config))
+
+
+@pytest.fixture
+def home_platform(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> LocalPlatform:
+    """The local platform in ``$FLEXJOB_HOME`` (set to ``tmp_path`` for the test) with the job
+    ``ns/j`` stored: where a master of that job writes with ``scale_plan_platform="local"``."""
+    monkeypatch.setenv("FLEXJOB_HOME", str(tmp_path))
+    platform = LocalPlatform()
+    platform.create_job(ElasticJob.model_validate({"metadata": {"name": "j", "namespace": "ns"}}))
+    return platform

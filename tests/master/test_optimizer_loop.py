@@ -1,8 +1,6 @@
 import json
 from pathlib import Path
 
-import pytest
-
 from flexjob.api import ElasticJob, OptimizeMode, ReplicaType
 from flexjob.core import planner
 from flexjob.core.master_config import MasterConfig
@@ -167,11 +165,9 @@ def tick_after_an_oom(scale_plan_platform: str) -> None:
 
 
 def test_scale_plans_go_to_the_local_platform_for_its_operator(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    home_platform: LocalPlatform,
 ) -> None:
-    monkeypatch.setenv("FLEXJOB_HOME", str(tmp_path))
-    platform = LocalPlatform()
-    platform.create_job(ElasticJob.model_validate({"metadata": {"name": "j", "namespace": "ns"}}))
+    platform = home_platform
     tick_after_an_oom("local")
     [plan] = platform.list_scale_plans("ns", "j")
     assert plan.spec.owner_job == "j" and plan.spec.migrate_pods[0].resource.memory == 1536
