@@ -235,10 +235,17 @@ def test_an_arrival_starts_at_the_best_speedup_the_free_gpus_hold() -> None:
     assert len(policy.allocate(cpu_only, cluster)) == 2
 
 
-def test_bad_settings_name_the_parameter() -> None:
-    with pytest.raises(ValueError, match="p must be in"):
-        FairGoodputPolicy(p=2.0)
-    with pytest.raises(ValueError, match="min_horizon"):
-        FairGoodputPolicy(min_horizon=0.0)
-    with pytest.raises(ValueError, match="thresholds"):
-        FairGoodputPolicy(thresholds=(10.0, 5.0))
+@pytest.mark.parametrize(
+    ("setting", "says"),
+    [
+        ({"p": 2.0}, "p must be in"),
+        ({"min_horizon": 0.0}, "min_horizon"),
+        ({"thresholds": (10.0, 5.0)}, "thresholds"),
+    ],
+    ids=["p", "min_horizon", "thresholds"],
+)
+def test_a_bad_setting_is_refused_naming_the_parameter(
+    setting: dict[str, object], says: str
+) -> None:
+    with pytest.raises(ValueError, match=says):
+        FairGoodputPolicy(**setting)  # type: ignore[arg-type]
