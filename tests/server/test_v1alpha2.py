@@ -7,7 +7,7 @@ from flexjob.api import ReplicaPhase, ReplicaType
 from flexjob.api.bounds import DI_MAX_REPLICAS
 from flexjob.platform.api import Replica
 
-from .jobs import di_v1_job
+from .jobs import created, di_v1_job
 from .memory_platform import MemoryPlatform
 
 BASE = {"namespace": "default", "coordinator": "cartpole-coordinator-0"}
@@ -28,9 +28,7 @@ def test_post_adds_collectors_and_learners_and_names_the_new_replicas(
 ) -> None:
     memory.create_job(di_v1_job())
     body = {**BASE, "collectors": {"replicas": 2}, "learners": {"replicas": 1}}
-    resp = client.post("/v1alpha2/replicas", json=body)
-    assert resp.status_code == 200, resp.text
-    data = resp.json()["data"]
+    data = created(client, body)
     assert data["collectors"] == ["cartpole-collector-0", "cartpole-collector-1"]
     assert data["learners"] == ["cartpole-learner-0"]
     status = memory.get_job("default", "cartpole").status
@@ -42,9 +40,7 @@ def test_a_learner_with_more_than_one_gpu_gets_an_aggregator_in_front(
 ) -> None:
     memory.create_job(di_v1_job())
     body = {**BASE, "learners": {"replicas": 2, "gpus": "4"}}
-    resp = client.post("/v1alpha2/replicas", json=body)
-    assert resp.status_code == 200, resp.text
-    data = resp.json()["data"]
+    data = created(client, body)
     assert data["aggregators"] == ["cartpole-aggregator-0", "cartpole-aggregator-1"]
     assert data["learners"] == data["aggregators"]
     status = memory.get_job("default", "cartpole").status
