@@ -54,10 +54,16 @@ def spawner() -> Iterator[Spawner]:
     s.stop()
 
 
-def supervisor(address: str, spawner: Spawner, **kw: int) -> RunSupervisor:
+def supervisor(
+    address: str,
+    spawner: Spawner,
+    master: MasterProcess | None = None,
+    config: MasterConfig | None = None,
+    **kw: int,
+) -> RunSupervisor:
     opts = {"nodes": 2, "min_nodes": 2, "nproc_per_node": 1, "max_restarts": 1, **kw}
     return RunSupervisor(
-        address=address, master=None, master_config=None, spawn_agent=spawner, **opts
+        address=address, master=master, master_config=config, spawn_agent=spawner, **opts
     )
 
 
@@ -65,15 +71,8 @@ def master_supervisor(
     master: MasterProcess, config: MasterConfig, spawner: Spawner, max_restarts: int
 ) -> RunSupervisor:
     """A supervisor of one stand-in agent and the real master process ``master``."""
-    return RunSupervisor(
-        address=master.address,
-        master=master,
-        master_config=config,
-        spawn_agent=spawner,
-        nodes=1,
-        min_nodes=1,
-        nproc_per_node=1,
-        max_restarts=max_restarts,
+    return supervisor(
+        master.address, spawner, master, config, nodes=1, min_nodes=1, max_restarts=max_restarts
     )
 
 

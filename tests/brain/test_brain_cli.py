@@ -1,6 +1,8 @@
+import contextlib
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from flexjob.core.planner import OptimizeStage
@@ -31,43 +33,36 @@ def test_brain_command_rejects_an_unsupported_database() -> None:
     assert "--db" in out.stderr and "allowed: sqlite" in out.stderr
 
 
-def test_brain_defaults_to_sqlite_in_flexjob_home(tmp_path: Path) -> None:
-    env_home = tmp_path / "home"
+@contextlib.contextmanager
+def brain_command(env: dict[str, str]) -> Iterator[str]:
+    """``flexjob brain`` on a free port with ``env`` added to this process's: its first line
+    (where it says which database it uses); stopped after."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "flexjob", "brain", "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
-        env={**os.environ, "FLEXJOB_HOME": str(env_home)},
+        env={**os.environ, **env},
     )
     try:
         assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert f"sqlite:///{env_home}/brain.sqlite" in line
-        assert (env_home / "brain.sqlite").exists()
+        yield proc.stdout.readline()
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def test_brain_defaults_to_sqlite_in_flexjob_home(tmp_path: Path) -> None:
+    env_home = tmp_path / "home"
+    with brain_command({"FLEXJOB_HOME": str(env_home)}) as line:
+        assert f"sqlite:///{env_home}/brain.sqlite" in line
+        assert (env_home / "brain.sqlite").exists()
 
 
 def test_brain_takes_its_database_url_from_flexjob_brain_db(tmp_path: Path) -> None:
     """On a cluster the URL (with its password) comes from a Secret as $FLEXJOB_BRAIN_DB."""
     db = tmp_path / "from-env.sqlite"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "flexjob", "brain", "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env={
-            **os.environ,
-            "FLEXJOB_HOME": str(tmp_path / "home"),
-            "FLEXJOB_BRAIN_DB": f"sqlite:///{db}",
-        },
-    )
-    try:
-        assert proc.stdout is not None
-        assert f"sqlite:///{db}" in proc.stdout.readline()
+    env = {"FLEXJOB_HOME": str(tmp_path / "home"), "FLEXJOB_BRAIN_DB": f"sqlite:///{db}"}
+    with brain_command(env) as line:
+        assert f"sqlite:///{db}" in line
         assert db.exists() and not (tmp_path / "home" / "brain.sqlite").exists()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)

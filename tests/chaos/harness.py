@@ -29,7 +29,8 @@ from pathlib import Path
 import psutil
 import yaml
 
-from tests.support.polling import wait_until
+from tests.support.manifests import manifest
+from tests.support.polling import job_ended, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = str(Path(__file__).with_name("chaos_train.py"))
@@ -185,10 +186,7 @@ class ChaosJob:
             )
 
     def wait(self, timeout: float) -> int:
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            raise AssertionError(f"job did not end in {timeout:.0f}s:\n{self.output()}") from None
+        return job_ended(self.proc, timeout, self.output)
 
     def output(self) -> str:
         return self.out.read_text(errors="replace")
@@ -274,46 +272,32 @@ def start_submit(
 ) -> ChaosJob:
     """``flexjob submit`` of an ElasticJob whose workers run the chaos script."""
     log_dir = workdir / "samples"
-    spec = {
-        "apiVersion": "flexjob.dev/v1alpha1",
-        "kind": "ElasticJob",
-        "metadata": {"name": "chaos", "namespace": "default"},
-        "spec": {
+    args = ["--hang-timeout", str(hang_timeout), SCRIPT, "--epochs", str(epochs)]
+    container = {
+        "name": "main",
+        "image": "flexjob:latest",
+        "command": [sys.executable, "-m", "flexjob", "agent"],
+        "args": [*args, "--step-delay", str(step_delay)],
+        "env": [{"name": LOG_ENV, "value": str(log_dir)}],
+    }
+    worker = {
+        "replicas": nodes,
+        "minReplicas": nodes,
+        "maxReplicas": nodes,
+        "restartPolicy": "OnFailure",
+        "template": {"spec": {"containers": [container]}},
+    }
+    spec = manifest(
+        "ElasticJob",
+        "chaos",
+        {
             "distributionStrategy": "AllreduceStrategy",
             "cleanPodPolicy": "Running",
             "backoffLimit": 6,
             "elasticPolicy": {"rdzvBackend": "flexjob", "nProcPerNode": 1},
-            "replicaSpecs": {
-                "worker": {
-                    "replicas": nodes,
-                    "minReplicas": nodes,
-                    "maxReplicas": nodes,
-                    "restartPolicy": "OnFailure",
-                    "template": {
-                        "spec": {
-                            "containers": [
-                                {
-                                    "name": "main",
-                                    "image": "flexjob:latest",
-                                    "command": [sys.executable, "-m", "flexjob", "agent"],
-                                    "args": [
-                                        "--hang-timeout",
-                                        str(hang_timeout),
-                                        SCRIPT,
-                                        "--epochs",
-                                        str(epochs),
-                                        "--step-delay",
-                                        str(step_delay),
-                                    ],
-                                    "env": [{"name": LOG_ENV, "value": str(log_dir)}],
-                                }
-                            ]
-                        }
-                    },
-                }
-            },
+            "replicaSpecs": {"worker": worker},
         },
-    }
+    )
     workdir.mkdir(parents=True, exist_ok=True)
     path = workdir / "chaos.yaml"
     path.write_text(yaml.safe_dump(spec))

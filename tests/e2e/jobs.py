@@ -9,7 +9,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from flexjob.core.operator.job_master import TOKEN_FILE
 from flexjob.rpc.auth import master_token
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.messages import Progress
+from tests.support.polling import job_ended, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 DIGITS = str(ROOT / "examples" / "digits_ddp.py")
@@ -30,13 +30,7 @@ T = TypeVar("T")
 
 def poll(what: str, fn: Callable[[], T | None], timeout: float, every: float = 0.1) -> T:
     """Call ``fn`` until it returns something truthy; fail naming ``what`` after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = fn()
-        if value:
-            return value
-        time.sleep(every)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+    return wait_until(fn, timeout=timeout, interval=every, what=what)
 
 
 @dataclass
@@ -96,10 +90,7 @@ class Job:
         return [*self.processes("flexjob.agent.process"), *self.processes("-m flexjob agent ")]
 
     def wait(self, timeout: float = 90.0) -> int:
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            raise AssertionError(f"job did not finish in {timeout}s:\n{self.output()}") from None
+        return job_ended(self.proc, timeout, self.output)
 
     def output(self) -> str:
         return self.out.read_text(errors="replace")

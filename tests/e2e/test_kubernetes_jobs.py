@@ -1,10 +1,12 @@
 """Whole jobs on the Kubernetes path: kopf operator, emulated API, pods run by the process
 kubelet, real gloo between pods on their own loopback addresses."""
 
+import contextlib
 import os
 import re
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -45,6 +47,22 @@ LONG = pytest.mark.skipif(
 )
 SLOW_EPOCHS = 6
 MASTER, WORKER_0, WORKER_1 = (f"{NAME}-master-0", f"{NAME}-worker-0", f"{NAME}-worker-1")
+Test = TypeVar("Test", bound=Callable[..., Awaitable[None]])
+
+
+def long_fault_test(test: Test) -> Test:
+    """A long fault test (``LONG``: skipped unless asked for), given 240 s."""
+    return LONG(pytest.mark.timeout(240)(test))
+
+
+@contextlib.asynccontextmanager
+async def slow_job(tmp_path: Path, logged: str, timeout: float) -> AsyncIterator[Cluster]:
+    """A cluster running the slow digits job (``SLOW_EPOCHS``), once its master logged
+    ``logged``."""
+    async with cluster(tmp_path) as c:
+        await c.apply_job(digits_job(epochs=SLOW_EPOCHS, step_delay=0.1))
+        await c.wait_log(MASTER, logged, timeout)
+        yield c
 
 
 async def finish(c: Cluster, epochs: int = SLOW_EPOCHS) -> str:
@@ -57,24 +75,18 @@ async def finish(c: Cluster, epochs: int = SLOW_EPOCHS) -> str:
     return c.log(MASTER)
 
 
-@LONG
-@pytest.mark.timeout(240)
+@long_fault_test
 async def test_flexjob_scale_grows_a_running_job_to_three_workers(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as c:
-        await c.apply_job(digits_job(epochs=SLOW_EPOCHS, step_delay=0.1))
-        await c.wait_log(MASTER, "world_size=2", 90)
+    async with slow_job(tmp_path, "world_size=2", 90) as c:
         out = await in_thread(flexjob_cli, c.kubelet.kubeconfig, "scale", NAME, "--worker", "3")
         assert out.returncode == 0, out.stdout + out.stderr
         await c.wait_log(MASTER, "world_size=3", 90)
         await finish(c)
 
 
-@LONG
-@pytest.mark.timeout(240)
+@long_fault_test
 async def test_a_killed_worker_pod_is_relaunched_and_nothing_is_lost(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as c:
-        await c.apply_job(digits_job(epochs=SLOW_EPOCHS, step_delay=0.1))
-        await c.wait_log(MASTER, "epoch=2", 120)
+    async with slow_job(tmp_path, "epoch=2", 120) as c:
         c.kill(WORKER_1)
         master_log = await finish(c)
         # Relaunched and back in a world of two (its shard, if it held one, went back to TODO;
@@ -99,12 +111,9 @@ async def test_a_killed_master_pod_is_relaunched_and_every_sample_is_trained_onc
     assert check_samples(samples, EPOCHS) == SampleCheck(EPOCHS * SAMPLES, EPOCHS * SAMPLES, 0, 0)
 
 
-@LONG
-@pytest.mark.timeout(240)
+@long_fault_test
 async def test_a_lost_node_is_left_and_its_pods_run_elsewhere(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as c:
-        await c.apply_job(digits_job(epochs=SLOW_EPOCHS, step_delay=0.1))
-        await c.wait_log(MASTER, "epoch=2", 120)
+    async with slow_job(tmp_path, "epoch=2", 120) as c:
         [pod] = [p for p in c.pods(NAME) if p["metadata"]["name"] == WORKER_1]
         lost = pod["spec"]["nodeName"]
         await c.kubelet.lose_node(lost)
@@ -112,8 +121,7 @@ async def test_a_lost_node_is_left_and_its_pods_run_elsewhere(tmp_path: Path) ->
         assert all(p["spec"].get("nodeName") != lost for p in c.pods(NAME))
 
 
-@LONG
-@pytest.mark.timeout(240)
+@long_fault_test
 async def test_a_killed_operator_is_replaced_and_the_job_finishes_with_nothing_lost(
     tmp_path: Path,
 ) -> None:

@@ -1,9 +1,11 @@
 """Whole jobs on the local platform through the ``flexjob`` command, as a user runs them."""
 
+import contextlib
 import json
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +110,23 @@ def test_scale_adds_a_worker_to_a_running_job(
     wait_until(lambda: phase_of(env, "grow") == "Succeeded", timeout=20, what="Succeeded")
 
 
+@contextlib.contextmanager
+def foreground_submit(env: dict[str, str], spec: str) -> Iterator[subprocess.Popen[bytes]]:
+    """``flexjob submit spec`` in the foreground (it owns the job), killed after if still
+    running."""
+    submit = subprocess.Popen(
+        [sys.executable, "-m", "flexjob", "submit", spec],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        yield submit
+    finally:
+        submit.kill()
+        submit.wait()
+
+
 def test_get_from_another_process_shows_the_running_phase(
     tmp_path: Path, env: dict[str, str]
 ) -> None:
@@ -115,20 +134,11 @@ def test_get_from_another_process_shows_the_running_phase(
     job = local_job(
         "seen", master=wait_for_file_then_exit(stop), worker=wait_for_file_then_exit(stop)
     )
-    submit = subprocess.Popen(
-        [sys.executable, "-m", "flexjob", "submit", write(tmp_path, job)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
+    with foreground_submit(env, write(tmp_path, job)) as submit:
         wait_until(lambda: "Running" in flexjob(env, "get").stdout, timeout=20, what="Running")
         stop.touch()
         assert submit.wait(timeout=20) == 0
         assert "Succeeded" in flexjob(env, "get", "seen").stdout
-    finally:
-        submit.kill()
-        submit.wait()
 
 
 def test_logs_show_a_replicas_output(tmp_path: Path, env: dict[str, str]) -> None:
@@ -173,19 +183,10 @@ def test_interrupted_submit_stops_the_replicas_and_fails_the_job(
 ) -> None:
     """Ctrl-C (SIGINT), SIGTERM or SIGHUP on a foreground submit stops the job it owns."""
     job = local_job("stopped", master=None, worker=SLEEP)
-    submit = subprocess.Popen(
-        [sys.executable, "-m", "flexjob", "submit", write(tmp_path, job)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
+    with foreground_submit(env, write(tmp_path, job)) as submit:
         wait_until(lambda: phase_of(env, "stopped") == "Running", timeout=20, what="Running")
         submit.send_signal(sig)
         assert submit.wait(timeout=20) == 1
-    finally:
-        submit.kill()
-        submit.wait()
     assert phase_of(env, "stopped") == "Failed"
     replicas = LocalPlatform(home).list_replicas("default", "stopped")
     assert replicas and all(not r.active for r in replicas)

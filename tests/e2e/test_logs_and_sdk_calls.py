@@ -50,28 +50,43 @@ def test_logs_of_a_job_prints_every_replica_prefixed(finished: tuple[Path, Any])
         assert f"[worker-{i}] first from {i}" in lines and f"[worker-{i}] last from {i}" in lines
 
 
-def test_logs_replica_and_tail_pick_one_replicas_last_lines(finished: tuple[Path, Any]) -> None:
-    done = flexjob(finished[0], "logs", "printed", "--replica", "worker-1", "--tail", "1")
-    assert done.stdout == "last from 1\n", done.stderr
+#: ``flexjob logs printed`` options and what they print, by what they show.
+PICKS = {
+    "replica-and-tail-pick-one-replicas-last-lines": (
+        ["--replica", "worker-1", "--tail", "1"],
+        "last from 1\n",
+    ),
+    "selector-picks-by-label": (["-l", "replica-index=0"], "first from 0\nlast from 0\n"),
+}
+
+#: Options ``flexjob logs printed`` refuses, and what its error says, by why.
+REFUSED = {
+    "since-is-refused-by-name-locally": (
+        ["--since", "5m"],
+        "--since: the local platform's logs carry no times",
+    ),
+    "a-replica-not-there-names-those-there": (
+        ["-l", "replica-index=7"],
+        "its replicas: worker-0, worker-1",
+    ),
+}
 
 
-def test_logs_selector_picks_by_label(finished: tuple[Path, Any]) -> None:
-    done = flexjob(finished[0], "logs", "printed", "-l", "replica-index=0")
-    assert done.stdout == "first from 0\nlast from 0\n", done.stderr
-
-
-def test_logs_since_is_refused_by_name_on_the_local_platform(finished: tuple[Path, Any]) -> None:
-    done = flexjob(finished[0], "logs", "printed", "--since", "5m")
-    assert done.returncode == 1
-    assert "--since: the local platform's logs carry no times" in done.stderr
-
-
-def test_logs_of_a_replica_that_is_not_there_names_those_there(
-    finished: tuple[Path, Any],
+@pytest.mark.parametrize(("options", "printed"), PICKS.values(), ids=PICKS)
+def test_logs_options_pick_what_is_printed(
+    finished: tuple[Path, Any], options: list[str], printed: str
 ) -> None:
-    done = flexjob(finished[0], "logs", "printed", "-l", "replica-index=7")
+    done = flexjob(finished[0], "logs", "printed", *options)
+    assert done.stdout == printed, done.stderr
+
+
+@pytest.mark.parametrize(("options", "says"), REFUSED.values(), ids=REFUSED)
+def test_logs_that_cannot_be_printed_exit_1_saying_why(
+    finished: tuple[Path, Any], options: list[str], says: str
+) -> None:
+    done = flexjob(finished[0], "logs", "printed", *options)
     assert done.returncode == 1
-    assert "its replicas: worker-0, worker-1" in done.stderr
+    assert says in done.stderr
 
 
 def test_sdk_get_job_logs_reads_every_replica_or_the_ones_picked(

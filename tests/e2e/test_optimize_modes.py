@@ -24,6 +24,8 @@ from flexjob.rpc.client import MasterClient
 from flexjob.rpc.messages import NodeRef, NodeStats
 from tests.brain import recorded
 from tests.support.brain import brain_process
+from tests.support.masters import master_config
+from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -40,11 +42,7 @@ SHARDS = 3000
 
 
 def wait_for(cond: Callable[[], bool], timeout: float = 60.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
+    wait_until(cond, timeout=timeout, what=what)
 
 
 @dataclass
@@ -115,6 +113,19 @@ class Cluster:
         except BaseException as exc:
             self.errors.append(exc)
 
+    def finish_at_the_knee(self) -> None:
+        """Follow the plans until the job settles at the knee (one worker past it, then back),
+        then let it finish at full speed; no worker saw an error."""
+
+        def settled() -> bool:
+            self.follow()
+            return self.sizes()[-2:] == [KNEE["knee"] + 1, KNEE["knee"]]
+
+        wait_for(settled, what="the job to find the knee")
+        self.shard_time = 0.0
+        wait_for(self.finished.is_set, timeout=120, what="the job to finish")
+        assert self.errors == []
+
     def stop(self) -> None:
         for s in self._stops.values():
             s.set()
@@ -124,18 +135,9 @@ class Cluster:
 
 def knee_job(job_dir: Path, name: str, mode: OptimizeMode, **extra: Any) -> MasterConfig:
     """The master of a job of ``SHARDS`` shards, 1-8 workers, optimised every 0.25 s."""
-    return MasterConfig(
-        job_name=name,
-        job_dir=str(job_dir),
-        min_nodes=1,
-        max_nodes=8,
-        heartbeat_timeout=5.0,
-        host_store=False,
-        datasets=(Dataset(size=SHARDS * 2, shard_size=2),),
-        optimize_mode=mode,
-        optimize_interval=0.25,
-        **extra,
-    )
+    datasets = (Dataset(size=SHARDS * 2, shard_size=2),)
+    config = master_config(job_dir, name, max_nodes=8, heartbeat_timeout=5.0, datasets=datasets)
+    return config.with_overrides(optimize_mode=mode, optimize_interval=0.25, **extra)
 
 
 @pytest.fixture
@@ -164,15 +166,7 @@ def test_killed_cluster_mode_master_reloads_its_plans_from_the_brain_and_finishe
         assert not cluster.finished.is_set()
         port = int(master.address.rsplit(":", 1)[1])
         master = spawn_master(config.with_overrides(port=port))
-
-        def settled() -> bool:
-            cluster.follow()
-            return cluster.sizes()[-2:] == [KNEE["knee"] + 1, KNEE["knee"]]
-
-        wait_for(settled, what="the job to find the knee")
-        cluster.shard_time = 0.0
-        wait_for(cluster.finished.is_set, timeout=120, what="the job to finish")
-        assert cluster.errors == []
+        cluster.finish_at_the_knee()
 
         after = cluster.plans()
         assert after[: len(before)] == before  # the restarted master rewrote nothing
@@ -195,15 +189,7 @@ def test_single_job_mode_master_grows_the_job_to_the_knee_on_its_own(tmp_path: P
     master = spawn_master(config)
     cluster = Cluster(master.address, job_dir / "scaleplans")
     try:
-
-        def settled() -> bool:
-            cluster.follow()
-            return cluster.sizes()[-2:] == [KNEE["knee"] + 1, KNEE["knee"]]
-
-        wait_for(settled, what="the job to find the knee")
-        cluster.shard_time = 0.0
-        wait_for(cluster.finished.is_set, timeout=120, what="the job to finish")
-        assert cluster.errors == []
+        cluster.finish_at_the_knee()
         assert cluster.sizes() == [2, 3, 4, 5, KNEE["knee"]]
     finally:
         cluster.stop()

@@ -15,6 +15,7 @@ from flexjob.api import names
 from flexjob.platform.cgroups import CgroupRoot
 from flexjob.platform.local import LocalPlatform
 from tests.support.local_jobs import job_status, run_flexjob
+from tests.support.manifests import manifest
 from tests.support.polling import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
@@ -57,33 +58,28 @@ def test_an_oom_killed_ps_comes_back_with_more_memory_and_its_partition(
     script.write_text(WORKER)
     memory = {"memory": f"{LIMIT_MIB}Mi"}
     ps_env = [{"name": names.ENV_PS_CHECKPOINT_INTERVAL, "value": "1"}]
-    wire = {
-        "apiVersion": "flexjob.dev/v1alpha1",
-        "kind": "ElasticJob",
-        "metadata": {"name": "ps-oom", "namespace": "default"},
-        "spec": {
-            "distributionStrategy": "ParameterServerStrategy",
-            "backoffLimit": 3,
-            "replicaSpecs": {
-                "ps": {
-                    "replicas": 1,
-                    "restartPolicy": "OnFailure",
-                    "template": {"spec": {"containers": [{
-                        "name": "main", "image": "flexjob:latest", "env": ps_env,
-                        "resources": {"requests": memory, "limits": memory},
-                    }]}},
-                },
-                "worker": {
-                    "replicas": 1,
-                    "restartPolicy": "OnFailure",
-                    "template": {"spec": {"containers": [{
-                        "name": "main", "image": "flexjob:latest",
-                        "command": [sys.executable, str(script)],
-                    }]}},
-                },
+    wire = manifest("ElasticJob", "ps-oom", {
+        "distributionStrategy": "ParameterServerStrategy",
+        "backoffLimit": 3,
+        "replicaSpecs": {
+            "ps": {
+                "replicas": 1,
+                "restartPolicy": "OnFailure",
+                "template": {"spec": {"containers": [{
+                    "name": "main", "image": "flexjob:latest", "env": ps_env,
+                    "resources": {"requests": memory, "limits": memory},
+                }]}},
+            },
+            "worker": {
+                "replicas": 1,
+                "restartPolicy": "OnFailure",
+                "template": {"spec": {"containers": [{
+                    "name": "main", "image": "flexjob:latest",
+                    "command": [sys.executable, str(script)],
+                }]}},
             },
         },
-    }  # fmt: skip
+    })  # fmt: skip
     spec = tmp_path / "ps-oom.yaml"
     spec.write_text(yaml.safe_dump(wire))
     out = run_flexjob(env, "submit", "--detach", str(spec), cwd=REPO)

@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from tests.support.local_jobs import run_flexjob, user_env
+from tests.support.manifests import manifest
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
 REPO = Path(__file__).resolve().parents[2]
@@ -15,32 +16,21 @@ NAME = "nprocs"
 
 
 def test_n_proc_per_node_gives_one_replica_that_many_ranks(home: Path, tmp_path: Path) -> None:
-    spec = {
-        "apiVersion": "flexjob.dev/v1alpha1",
-        "kind": "ElasticJob",
-        "metadata": {"name": NAME, "namespace": "default"},
-        "spec": {
-            "elasticPolicy": {"rdzvBackend": "flexjob", "nProcPerNode": 2},
-            "replicaSpecs": {
-                "worker": {
-                    "replicas": 1,
-                    "restartPolicy": "Never",
-                    "template": {
-                        "spec": {
-                            "containers": [
-                                {
-                                    "name": "main",
-                                    "image": "flexjob:latest",
-                                    "command": ["python", "-m", "flexjob", "agent"],
-                                    "args": ["tests/agent/plain_allreduce.py"],
-                                }
-                            ]
-                        }
-                    },
-                }
-            },
-        },
+    container = {
+        "name": "main",
+        "image": "flexjob:latest",
+        "command": ["python", "-m", "flexjob", "agent"],
+        "args": ["tests/agent/plain_allreduce.py"],
     }
+    worker = {
+        "replicas": 1,
+        "restartPolicy": "Never",
+        "template": {"spec": {"containers": [container]}},
+    }
+    policy = {"rdzvBackend": "flexjob", "nProcPerNode": 2}
+    spec = manifest(
+        "ElasticJob", NAME, {"elasticPolicy": policy, "replicaSpecs": {"worker": worker}}
+    )
     path = tmp_path / "nprocs.yaml"
     path.write_text(yaml.safe_dump(spec))
     env = user_env(home, REPO)

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from tests.support.local_jobs import run_flexjob, user_env
+from tests.support.manifests import manifest
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
 REPO = Path(__file__).resolve().parents[2]
@@ -31,13 +32,14 @@ def _replica(replicas: int, command: list[str] = PLAIN) -> dict[str, object]:
     }
 
 
+def pytorchjob(spec: dict[str, object]) -> dict[str, object]:
+    """The Kubeflow PyTorchJob ``NAME`` with ``spec``."""
+    return manifest("PyTorchJob", NAME, spec, api_version="kubeflow.org/v1")
+
+
 def test_a_pytorchjob_running_plain_torch_forms_one_world(home: Path, tmp_path: Path) -> None:
-    spec = {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "PyTorchJob",
-        "metadata": {"name": NAME, "namespace": "default"},
-        "spec": {"pytorchReplicaSpecs": {"Master": _replica(1), "Worker": _replica(1)}},
-    }
+    replicas = {"Master": _replica(1), "Worker": _replica(1)}
+    spec = pytorchjob({"pytorchReplicaSpecs": replicas})
     path = tmp_path / "pytorchjob.yaml"
     path.write_text(yaml.safe_dump(spec))
     env = user_env(home, REPO)
@@ -52,15 +54,12 @@ def test_an_elastic_pytorchjob_running_torchrun_forms_one_world(home: Path, tmp_
     """Two workers run bare ``torchrun script``: the c10d rendezvous on worker-0's service and
     the node count come from the PET_* variables the operator sets for an elasticPolicy; two
     processes per node from ``nProcPerNode``."""
-    spec = {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "PyTorchJob",
-        "metadata": {"name": NAME, "namespace": "default"},
-        "spec": {
+    spec = pytorchjob(
+        {
             "elasticPolicy": {"rdzvBackend": "c10d", "nProcPerNode": 2},
             "pytorchReplicaSpecs": {"Worker": _replica(2, TORCHRUN)},
-        },
-    }
+        }
+    )
     path = tmp_path / "torchrun.yaml"
     path.write_text(yaml.safe_dump(spec))
     env = user_env(home, REPO)

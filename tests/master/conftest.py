@@ -1,38 +1,38 @@
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from flexjob.api import ElasticJob
 from flexjob.core.training.dataset import Dataset
 from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.launch import MasterProcess, spawn_master
+from flexjob.platform.local import LocalPlatform
+from tests.support.masters import master_config, serving
+from tests.support.polling import wait_until
 
 
 def wait_for(condition: Callable[[], bool], timeout: float = 30.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.02)
+    wait_until(condition, timeout=timeout, interval=0.02, what=what)
 
 
 @pytest.fixture
 def process_config(tmp_path: Path) -> MasterConfig:
-    return MasterConfig(
-        job_name="itest",
-        job_dir=str(tmp_path / "job"),
-        min_nodes=2,
-        max_nodes=4,
-        last_call_timeout=0.5,
-        heartbeat_timeout=1.0,
-        datasets=(Dataset(size=400, shard_size=5, epochs=2, shuffle=True, seed=1),),
-        host_store=False,
-    )
+    dataset = Dataset(size=400, shard_size=5, epochs=2, shuffle=True, seed=1)
+    config = master_config(tmp_path / "job", "itest", min_nodes=2, max_nodes=4)
+    return config.with_overrides(last_call_timeout=0.5, heartbeat_timeout=1.0, datasets=(dataset,))
 
 
 @pytest.fixture
 def master_process(process_config: MasterConfig) -> Iterator[MasterProcess]:
-    proc = spawn_master(process_config)
-    yield proc
-    proc.stop()
+    yield from serving(spawn_master(process_config))
+
+
+@pytest.fixture
+def home_platform(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> LocalPlatform:
+    """The local platform in ``$FLEXJOB_HOME`` (set to ``tmp_path`` for the test) with the job
+    ``ns/j`` stored: where a master of that job writes with ``scale_plan_platform="local"``."""
+    monkeypatch.setenv("FLEXJOB_HOME", str(tmp_path))
+    platform = LocalPlatform()
+    platform.create_job(ElasticJob.model_validate({"metadata": {"name": "j", "namespace": "ns"}}))
+    return platform

@@ -1,8 +1,6 @@
 import json
 from pathlib import Path
 
-import pytest
-
 from flexjob.api import ElasticJob, OptimizeMode, ReplicaType
 from flexjob.core import planner
 from flexjob.core.training.master_config import MasterConfig
@@ -53,9 +51,16 @@ def _loop(
     return OptimizerLoop(master, opt, sink.append, "job", clock=lambda: 100.0)
 
 
-def test_job_speed_is_the_sum_of_nodes_with_new_reports() -> None:
+def _fresh(
+    job: schemas.JobInfoMessage | None = None,
+) -> tuple[FakeMaster, list[object], OptimizerLoop]:
+    """A loop over a fake master with no nodes yet; the list its plans go to."""
     master, sink = FakeMaster(), []
-    loop = _loop(master, sink)
+    return master, sink, _loop(master, sink, job)
+
+
+def test_job_speed_is_the_sum_of_nodes_with_new_reports() -> None:
+    master, _, loop = _fresh()
     master.report("worker-0", 100.0, 2)
     master.report("worker-1", 120.0, 2)
     loop.feed()
@@ -65,8 +70,7 @@ def test_job_speed_is_the_sum_of_nodes_with_new_reports() -> None:
 
 
 def test_a_failure_mentioning_oom_becomes_a_memory_plan() -> None:
-    master, sink = FakeMaster(), []
-    loop = _loop(master, sink)
+    master, sink, loop = _fresh()
     master.report("worker-1", 10.0, 2, memory_mb=1000)
     master.fail("worker-1", "process killed: Out of memory")
     loop.tick()
@@ -77,8 +81,7 @@ def test_a_failure_mentioning_oom_becomes_a_memory_plan() -> None:
 
 
 def test_a_second_oom_grows_from_the_memory_the_first_plan_gave() -> None:
-    master, sink = FakeMaster(), []
-    loop = _loop(master, sink)
+    master, sink, loop = _fresh()
     master.fail("worker-1", "OOMKilled")
     loop.tick()
     master.fail("worker-1", "OOMKilled")
@@ -93,8 +96,7 @@ def test_ps_cpu_use_is_measured_against_the_cores_it_was_given() -> None:
         resources={ReplicaType.PS: schemas.ReplicaResourcesMessage(replicas=1, cpu=2.0)},
         limits=schemas.JobLimitsMessage(max_cpu=4.0),
     )
-    master, sink = FakeMaster(), []
-    loop = _loop(master, sink, job)
+    master, sink, loop = _fresh(job)
     for t in range(4):
         master.report("ps-0", 0.0, 0, rtype=ReplicaType.PS)
         master.nodes["ps-0"].latest = NodeStats(190.0, 2**30, 0, 0.0, 0, float(t + 1))
@@ -104,8 +106,7 @@ def test_ps_cpu_use_is_measured_against_the_cores_it_was_given() -> None:
 
 
 def test_other_failures_do_not_raise_memory() -> None:
-    master, sink = FakeMaster(), []
-    loop = _loop(master, sink)
+    master, sink, loop = _fresh()
     master.fail("worker-1", "exit code 1")
     loop.tick()
     assert sink == []
@@ -164,11 +165,9 @@ def tick_after_an_oom(scale_plan_platform: str) -> None:
 
 
 def test_scale_plans_go_to_the_local_platform_for_its_operator(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    home_platform: LocalPlatform,
 ) -> None:
-    monkeypatch.setenv("FLEXJOB_HOME", str(tmp_path))
-    platform = LocalPlatform()
-    platform.create_job(ElasticJob.model_validate({"metadata": {"name": "j", "namespace": "ns"}}))
+    platform = home_platform
     tick_after_an_oom("local")
     [plan] = platform.list_scale_plans("ns", "j")
     assert plan.spec.owner_job == "j" and plan.spec.migrate_pods[0].resource.memory == 1536

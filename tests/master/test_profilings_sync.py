@@ -1,12 +1,11 @@
 """The master copies its trainers' profilings from its KV store into ``status.profilings``."""
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from flexjob.api import ElasticJob, names
+from flexjob.api import names
 from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.main import start_master
 from flexjob.master.profilings_sync import ProfilingsSync
@@ -53,11 +52,9 @@ def test_a_document_that_is_not_a_json_object_is_never_written(raw: bytes) -> No
 
 
 def test_a_master_with_a_platform_writes_what_its_trainers_publish_into_the_job_status(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    home_platform: LocalPlatform,
 ) -> None:
-    monkeypatch.setenv("FLEXJOB_HOME", str(tmp_path))
-    platform = LocalPlatform()
-    platform.create_job(ElasticJob.model_validate({"metadata": {"name": "j", "namespace": "ns"}}))
+    platform = home_platform
     config = MasterConfig(
         job_name="j", namespace="ns", scale_plan_platform="local", host_store=False
     )

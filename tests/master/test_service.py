@@ -10,22 +10,21 @@ from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.service import MasterService
 from flexjob.rpc.messages import NodeRef, NodeStats
 from tests.core.clock import FakeClock
+from tests.support.masters import master_config
 
 A, B, C = NodeRef("a"), NodeRef("b"), NodeRef("c")
 
 
+def service_config(job_dir: Path, **kw: object) -> MasterConfig:
+    """Two to three nodes, a 1 s last call, a 5 s heartbeat timeout and one dataset of 30
+    samples in shards of 10; ``kw`` changes any field."""
+    config = master_config(job_dir, "svc", min_nodes=2, max_nodes=3, heartbeat_timeout=5.0)
+    datasets = (Dataset(size=30, shard_size=10),)
+    return config.with_overrides(**{"last_call_timeout": 1.0, "datasets": datasets, **kw})
+
+
 def make(tmp_path: Path, clock: FakeClock, **kw: object) -> MasterService:
-    config = MasterConfig(
-        job_name="svc",
-        job_dir=str(tmp_path),
-        min_nodes=2,
-        max_nodes=3,
-        last_call_timeout=1.0,
-        heartbeat_timeout=5.0,
-        datasets=(Dataset(size=30, shard_size=10),),
-        host_store=False,
-    ).with_overrides(**kw)
-    return MasterService(config, clock=clock)
+    return MasterService(service_config(tmp_path, **kw), clock=clock)
 
 
 def form_world(svc: MasterService, *nodes: NodeRef) -> None:

@@ -25,35 +25,50 @@ def slow_c_for(svc: MasterService, clock: FakeClock, seconds: float) -> None:
         clock.advance(1.0)
 
 
+@pytest.fixture
+def logs(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
+    """The records the test logs at INFO and above (the timeline's events)."""
+    caplog.set_level(logging.INFO)
+    return caplog
+
+
+def watched(
+    tmp_path: Path,
+    clock: FakeClock,
+    policy: StragglerPolicy = StragglerPolicy.REPORT,
+    **kw: object,
+) -> MasterService:
+    """A master with a 5 s straggler window under ``policy``, its world of a, b and c formed."""
+    svc = make(tmp_path, clock, straggler_window=5.0, stragglers=policy, **kw)
+    form_world(svc, A, B, C)
+    return svc
+
+
 def straggling(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if f"event={timeline.STRAGGLING}" in r.message]
 
 
 def test_a_slow_node_is_reported_once_and_stays_in_the_world(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, logs: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO)
     clock = FakeClock()
-    svc = make(tmp_path, clock, straggler_window=5.0)
-    form_world(svc, A, B, C)
+    svc = watched(tmp_path, clock)
     slow_c_for(svc, clock, 4.0)
-    assert straggling(caplog) == []  # not a whole window yet
+    assert straggling(logs) == []  # not a whole window yet
     slow_c_for(svc, clock, 4.0)
-    [line] = straggling(caplog)
+    [line] = straggling(logs)
     assert "node=c" in line and "action=reported" in line and "times_slower=5.0" in line
     assert svc.get_world(C, 1).complete
     assert not svc.heartbeat(C, 0).excluded
 
 
 def test_excluded_node_leaves_the_world_and_is_kept_out(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, logs: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO)
     clock = FakeClock()
-    svc = make(tmp_path, clock, straggler_window=5.0, stragglers=StragglerPolicy.EXCLUDE)
-    form_world(svc, A, B, C)
+    svc = watched(tmp_path, clock, StragglerPolicy.EXCLUDE)
     slow_c_for(svc, clock, 6.0)
-    [line] = straggling(caplog)
+    [line] = straggling(logs)
     assert "action=excluded" in line
     assert svc.heartbeat(C, 0).excluded and not svc.heartbeat(A, 0).excluded
     assert svc.nodes_waiting(A).num_nodes_waiting >= 1  # the others re-form
@@ -72,27 +87,21 @@ def test_excluded_node_leaves_the_world_and_is_kept_out(
 
 
 def test_exclusion_never_takes_the_world_below_its_minimum(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, logs: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO)
     clock = FakeClock()
-    svc = make(
-        tmp_path, clock, straggler_window=5.0, stragglers=StragglerPolicy.EXCLUDE, min_nodes=3
-    )
-    form_world(svc, A, B, C)
+    svc = watched(tmp_path, clock, StragglerPolicy.EXCLUDE, min_nodes=3)
     slow_c_for(svc, clock, 6.0)
-    [line] = straggling(caplog)
+    [line] = straggling(logs)
     assert "action=reported" in line
     assert not svc.heartbeat(C, 0).excluded
 
 
-def test_off_watches_nothing(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO)
+def test_off_watches_nothing(tmp_path: Path, logs: pytest.LogCaptureFixture) -> None:
     clock = FakeClock()
-    svc = make(tmp_path, clock, straggler_window=5.0, stragglers=StragglerPolicy.OFF)
-    form_world(svc, A, B, C)
+    svc = watched(tmp_path, clock, StragglerPolicy.OFF)
     slow_c_for(svc, clock, 8.0)
-    assert straggling(caplog) == []
+    assert straggling(logs) == []
 
 
 @pytest.mark.parametrize(
@@ -119,9 +128,8 @@ def test_the_timeline_narrates_a_straggler() -> None:
 
 
 def test_nodes_that_failed_the_preflight_check_are_kept_out(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, logs: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO)
     clock = FakeClock()
     svc = make(tmp_path, clock, stragglers=StragglerPolicy.OFF)  # independent of the watch
     form_world(svc, A, B, C)
@@ -133,7 +141,7 @@ def test_nodes_that_failed_the_preflight_check_are_kept_out(
     assert svc.exclude_nodes(B, 1, why) == ("c",)  # every rank asks: the same answer
     assert svc.exclude_nodes(C, 1, why) == ("c",)
     assert svc.heartbeat(C, 0).excluded
-    lines = [r.getMessage() for r in caplog.records if "event=preflight_failed" in r.message]
+    lines = [r.getMessage() for r in logs.records if "event=preflight_failed" in r.message]
     assert len(lines) == 1 and "node=c" in lines[0] and "action=excluded" in lines[0]
     form_world(svc, A, B)
     assert svc.get_world(A, 2).members == ("a", "b")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from tests.chaos.harness import LOG_ENV, ROOT, SCRIPT, TRAIN_SIZE, _env, check_samples, read_samples
 from tests.support.hosts import Host, HostNet
-from tests.support.polling import wait_until
+from tests.support.polling import job_ended, wait_until
 
 MASTER_LINE = re.compile(r"flexjob: master (\S+) \(job")
 
@@ -94,10 +94,7 @@ class HostJob:
 
     def wait(self, timeout: float) -> int:
         assert self.run is not None
-        try:
-            return self.run.wait(timeout)
-        except subprocess.TimeoutExpired:
-            raise AssertionError(f"job did not end in {timeout:.0f}s:\n{self.output()}") from None
+        return job_ended(self.run, timeout, self.output)
 
     def accuracy(self) -> float | None:
         found = re.findall(r"accuracy=([0-9.]+)", self.output())

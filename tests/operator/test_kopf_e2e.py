@@ -10,6 +10,7 @@ from flexjob.api import JobPhase
 from flexjob.api.names import LABEL_JOB_NAME
 from tests.operator.kopf_fixtures import OperatorHarness
 from tests.support.k8s_emulator import wait_for
+from tests.support.pod_status import pod_status
 
 MERGE = "application/merge-patch+json"
 DEADLINE = 15.0
@@ -59,19 +60,7 @@ async def set_pod_phase(
     op: OperatorHarness, name: str, phase: str, exit_code: int | None = None
 ) -> None:
     """Act as the kubelet: report the pod's phase and, when it ended, its exit code."""
-    status: dict[str, Any] = {"phase": phase}
-    if exit_code is not None:
-        state = {"terminated": {"exitCode": exit_code}}
-        status["containerStatuses"] = [
-            {
-                "name": "main",
-                "image": "python:3.11",
-                "imageID": "",
-                "ready": False,
-                "restartCount": 0,
-                "state": state,
-            }
-        ]
+    status = pod_status(phase, exit_code)
     await op.core(
         "patch_namespaced_pod_status", name, "default", {"status": status}, _content_type=MERGE
     )

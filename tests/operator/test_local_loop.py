@@ -1,9 +1,6 @@
 """The local reconcile loop driving real processes through the local platform."""
 
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from flexjob.api import (
     JobPhase,
@@ -17,15 +14,13 @@ from flexjob.api import (
 from flexjob.operator.local.loop import LocalJobLoop
 from flexjob.platform.local import LocalPlatform
 from flexjob.platform.local.job_store import LocalJobStore
-from tests.support.local_jobs import fail_first_then_succeed, local_job, wait_for_file_then_exit
+from tests.support.local_jobs import (
+    fail_first_then_succeed,
+    local_job,
+    local_platform,  # noqa: F401 (the fixture)
+    wait_for_file_then_exit,
+)
 from tests.support.polling import wait_until
-
-
-@pytest.fixture
-def platform(tmp_path: Path) -> Iterator[LocalPlatform]:
-    local = LocalPlatform(tmp_path / "home")
-    yield local
-    local.close()
 
 
 def run(platform: LocalPlatform, name: str) -> JobPhase:

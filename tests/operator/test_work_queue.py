@@ -11,19 +11,29 @@ async def run_queue(queue: JobQueue) -> asyncio.Task[None]:
     return asyncio.create_task(queue.run())
 
 
-async def test_a_burst_of_events_for_one_job_runs_one_pass() -> None:
+def recording(workers: int = 1) -> tuple[JobQueue, list[JobKey]]:
+    """A queue whose handler records the key of each pass it runs, in order."""
     seen: list[JobKey] = []
 
     async def handle(key: JobKey) -> None:
         seen.append(key)
 
-    queue = JobQueue(handle, workers=2)
-    for _ in range(50):
-        queue.put(("ns", "a"))
-    queue.put(("ns", "b"))
+    return JobQueue(handle, workers=workers), seen
+
+
+async def drain(queue: JobQueue) -> None:
+    """Run ``queue`` until it has nothing left to do, then stop it."""
     task = await run_queue(queue)
     await queue.wait_idle(5)
     task.cancel()
+
+
+async def test_a_burst_of_events_for_one_job_runs_one_pass() -> None:
+    queue, seen = recording(workers=2)
+    for _ in range(50):
+        queue.put(("ns", "a"))
+    queue.put(("ns", "b"))
+    await drain(queue)
     assert sorted(seen) == [("ns", "a"), ("ns", "b")]
 
 
@@ -75,40 +85,24 @@ async def test_a_failed_pass_is_retried() -> None:
 
 
 async def test_waiting_jobs_are_reconciled_highest_priority_first() -> None:
-    seen: list[JobKey] = []
-
-    async def handle(key: JobKey) -> None:
-        seen.append(key)
-
-    queue = JobQueue(handle, workers=1)
+    queue, seen = recording()
     queue.put(("ns", "low"), JobPriority.LOW.rank)
     queue.put(("ns", "normal-1"), JobPriority.NORMAL.rank)
     queue.put(("ns", "high"), JobPriority.HIGH.rank)
     queue.put(("ns", "normal-2"))  # a pod event: no priority, normal
-    task = await run_queue(queue)
-    await queue.wait_idle(5)
-    task.cancel()
+    await drain(queue)
     assert [name for _, name in seen] == ["high", "normal-1", "normal-2", "low"]
 
 
 async def test_an_event_without_a_priority_keeps_the_jobs_rank() -> None:
-    seen: list[JobKey] = []
-
-    async def handle(key: JobKey) -> None:
-        seen.append(key)
-
-    queue = JobQueue(handle, workers=1)
+    queue, seen = recording()
     queue.put(("ns", "a"), JobPriority.NORMAL.rank)
     queue.put(("ns", "b"), JobPriority.HIGH.rank)
-    task = await run_queue(queue)
-    await queue.wait_idle(5)
-    task.cancel()
+    await drain(queue)
     seen.clear()
     queue.put(("ns", "a"))  # e.g. a pod of a: still normal
     queue.put(("ns", "b"))  # a pod of b: still high
-    task = await run_queue(queue)
-    await queue.wait_idle(5)
-    task.cancel()
+    await drain(queue)
     assert [name for _, name in seen] == ["b", "a"]
 
 

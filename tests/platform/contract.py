@@ -19,13 +19,10 @@ from collections.abc import Callable
 import pytest
 
 from flexjob.api import (
-    Container,
     ElasticJob,
     ElasticJobSpec,
     JobPhase,
     ObjectMeta,
-    PodSpec,
-    PodTemplateSpec,
     ReplicaPhase,
     ReplicaSpec,
     ReplicaType,
@@ -35,6 +32,7 @@ from flexjob.api import (
     ScalePlanStatus,
     names,
 )
+from flexjob.api.pod import Container, PodSpec, PodTemplateSpec
 from flexjob.core.operator.actions import EventType
 from flexjob.core.operator.replica_plan import render_replica, service_request
 from flexjob.platform.contract import (

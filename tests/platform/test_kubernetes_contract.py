@@ -14,6 +14,7 @@ from flexjob.platform.contract import Platform, Replica
 from flexjob.platform.kubernetes import KubernetesPlatform
 from tests.platform.contract import *  # noqa: F403
 from tests.support.k8s_fixtures import EmulatorThread
+from tests.support.pod_status import MERGE_PATCH, pod_status
 
 
 @pytest.fixture
@@ -35,20 +36,9 @@ def contract_env() -> dict[str, str]:
 @pytest.fixture
 def finish_replica(api_client: kubernetes.client.ApiClient):  # type: ignore[no-untyped-def]
     def finish(platform: Platform, replica: Replica, code: int) -> None:
-        container = {
-            "name": "main",
-            "image": "python:3.11",
-            "imageID": "",
-            "ready": False,
-            "restartCount": 0,
-        }
-        container["state"] = {"terminated": {"exitCode": code}}
-        status = {"phase": "Succeeded" if code == 0 else "Failed", "containerStatuses": [container]}
+        status = pod_status("Succeeded" if code == 0 else "Failed", code)
         CoreV1Api(api_client).patch_namespaced_pod_status(
-            replica.name,
-            replica.namespace,
-            {"status": status},
-            _content_type="application/merge-patch+json",
+            replica.name, replica.namespace, {"status": status}, _content_type=MERGE_PATCH
         )
 
     return finish

@@ -20,6 +20,7 @@ from flexjob.core.replicas import ReplicaRequest, ServiceRequest, replica_name
 from flexjob.platform.contract import AlreadyExistsError, NotFoundError, WatchEventType
 from flexjob.platform.kubernetes import KubernetesPlatform
 from tests.support.k8s_fixtures import EmulatorThread
+from tests.support.pod_status import pod_status
 
 MERGE = "application/merge-patch+json"
 
@@ -80,17 +81,7 @@ def request(
 
 def set_pod_phase(core: CoreV1Api, name: str, phase: str, exit_code: int | None = None) -> None:
     """Act as the kubelet: report the pod's phase (and its container's exit code)."""
-    status: dict[str, object] = {"phase": phase}
-    if exit_code is not None:
-        terminated = {"exitCode": exit_code}
-        container = {
-            "name": "main",
-            "image": "python:3.11",
-            "imageID": "",
-            "ready": False,
-            "restartCount": 0,
-        }
-        status["containerStatuses"] = [{**container, "state": {"terminated": terminated}}]
+    status = pod_status(phase, exit_code)
     core.patch_namespaced_pod_status(name, "default", {"status": status}, _content_type=MERGE)
 
 

@@ -1,20 +1,12 @@
 """The Platform contract, run against the local platform (processes + SQLite)."""
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from flexjob.platform.contract import Platform, Replica
-from flexjob.platform.local import LocalPlatform
 from tests.platform.contract import *  # noqa: F403
-
-
-@pytest.fixture
-def platform(tmp_path: Path) -> Iterator[LocalPlatform]:
-    local = LocalPlatform(tmp_path / "home")
-    yield local
-    local.close()
+from tests.support.local_jobs import local_platform  # noqa: F401 (the fixture)
 
 
 @pytest.fixture

@@ -7,24 +7,18 @@ from flexjob.core.training.batch import BatchPlan
 from flexjob.core.training.dataset import Dataset
 from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.main import MasterHandle, start_master
+from tests.support import masters
 
 
 @pytest.fixture
 def master_config(tmp_path: Path) -> MasterConfig:
-    return MasterConfig(
-        job_name="rpcjob",
-        job_dir=str(tmp_path / "job"),
-        min_nodes=2,
-        max_nodes=2,
-        last_call_timeout=0.2,
-        datasets=(Dataset(size=20, shard_size=5),),
-        batch=BatchPlan.for_max_workers(4, 4),
-        host_store=False,
+    config = masters.master_config(tmp_path / "job", "rpcjob", min_nodes=2, max_nodes=2)
+    batch = BatchPlan.for_max_workers(4, 4)
+    return config.with_overrides(
+        last_call_timeout=0.2, datasets=(Dataset(size=20, shard_size=5),), batch=batch
     )
 
 
 @pytest.fixture
 def master(master_config: MasterConfig) -> Iterator[MasterHandle]:
-    handle = start_master(master_config)
-    yield handle
-    handle.stop()
+    yield from masters.serving(start_master(master_config))

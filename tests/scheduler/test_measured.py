@@ -1,7 +1,5 @@
 """The measured job-model family: the shape of its models, and the workload it generates."""
 
-from collections import Counter
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -17,6 +15,8 @@ from flexjob.scheduler.measured import (
 )
 from flexjob.scheduler.sim_jobs import SimJob, true_step_time
 from flexjob.scheduler.trace import TraceJob, synthetic_job
+
+from .day_trace import day_of_jobs
 
 types = st.sampled_from(TYPES)
 
@@ -129,11 +129,7 @@ def test_restarts_cost_more_for_bigger_checkpoints_and_more_nodes() -> None:
 
 
 def test_the_workload_has_160_jobs_of_six_types_with_bursts_over_eight_hours() -> None:
-    jobs = measured_trace(seed=101)
-    assert len(jobs) == 160 and measured_trace(seed=101) == jobs
-    assert all(0.0 <= j.submit_time <= 8 * 3600.0 for j in jobs)
-    kinds = Counter(j.id.split("-")[0] for j in jobs)
-    assert set(kinds) <= {t.name for t in TYPES} and len(kinds) >= 5
+    jobs, _ = day_of_jobs(lambda: measured_trace(seed=101), {t.name for t in TYPES})
     # A burst: at least 3 jobs of one type submitted within BURST_SPREAD seconds.
     by_type: dict[str, list[float]] = {}
     for j in jobs:

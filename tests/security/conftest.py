@@ -11,12 +11,13 @@ Probes are data: each test module lists its cases and one test runs them.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import grpc
 import pytest
@@ -103,6 +104,24 @@ CLIENT_ERRORS = frozenset(
         grpc.StatusCode.PERMISSION_DENIED,
     }
 )
+
+
+class Booked(Protocol):
+    def books(self) -> tuple[Any, ...]: ...
+
+
+T = TypeVar("T", bound=Booked)
+
+
+@contextlib.contextmanager
+def books_unchanged(target: T, setup: Callable[[T], None] | None = None) -> Iterator[None]:
+    """``setup`` (what a probe needs in place first) done on ``target``: the block then changes
+    nothing in ``target``'s books (all that a client could change there)."""
+    if setup is not None:
+        setup(target)
+    before = target.books()
+    yield
+    assert target.books() == before
 
 
 def assert_refused(call: Callable[[], object], code: grpc.StatusCode, says: str) -> None:

@@ -24,6 +24,8 @@ from flexjob.platform.local import LocalPlatform
 from flexjob.server.app import create_app
 from tests.support.local_jobs import local_job
 
+from .conftest import books_unchanged
+
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from fastapi.testclient import TestClient
@@ -294,13 +296,10 @@ def _send(client: TestClient, probe: HttpProbe) -> Any:
 def test_the_server_refuses_a_hostile_request_with_a_4xx_and_changes_nothing(
     server: Server, probe: HttpProbe
 ) -> None:
-    if probe.setup is not None:
-        probe.setup(server)
-    before = server.books()
-    resp = _send(server.client, probe)
-    assert resp.status_code == probe.status, resp.text[:500]
-    assert probe.says.lower() in resp.text.lower(), resp.text[:500]
-    assert server.books() == before
+    with books_unchanged(server, probe.setup):
+        resp = _send(server.client, probe)
+        assert resp.status_code == probe.status, resp.text[:500]
+        assert probe.says.lower() in resp.text.lower(), resp.text[:500]
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from flexjob.api.limits import MAX_DATASETS, MAX_KV_KEYS, MAX_KV_TOTAL_BYTES, MA
 from flexjob.core.training.dataset import Dataset
 from flexjob.rpc.gen import master_pb2 as pb
 
-from .conftest import CALL_TIMEOUT, SHARDS, Master, assert_refused, node
+from .conftest import CALL_TIMEOUT, SHARDS, Master, assert_refused, books_unchanged, node
 
 T = CALL_TIMEOUT
 INT64_MAX = 2**63 - 1
@@ -34,6 +34,14 @@ def _register(**fields: object) -> Callable[[Master], object]:
     def call(m: Master) -> object:
         request = pb.RegisterDatasetRequest(node=node(), **fields)  # type: ignore[arg-type]
         return m.stub.RegisterDataset(request, timeout=T)
+
+    return call
+
+
+def _lease(dataset: str, count: int, done: tuple[int, ...] = ()) -> Callable[[Master], object]:
+    def call(m: Master) -> object:
+        request = pb.LeaseShardsRequest(node=node(), dataset=dataset, count=count, done=done)
+        return m.stub.LeaseShards(request, timeout=T)
 
     return call
 
@@ -73,6 +81,7 @@ def _kv_not_int(m: Master) -> None:
 
 
 INVALID = grpc.StatusCode.INVALID_ARGUMENT
+NOT_FOUND = grpc.StatusCode.NOT_FOUND
 PROBES = [
     Probe(
         "register: file range end before start",
@@ -144,48 +153,19 @@ PROBES = [
     Probe(
         "shard: unknown dataset",
         lambda m: m.stub.GetShard(pb.GetShardRequest(node=node(), dataset="nope"), timeout=T),
-        grpc.StatusCode.NOT_FOUND,
+        NOT_FOUND,
         "unknown dataset",
     ),
     Probe(
         "progress: unknown dataset",
         lambda m: m.stub.GetProgress(pb.ProgressRequest(node=node(), dataset="nope"), timeout=T),
-        grpc.StatusCode.NOT_FOUND,
+        NOT_FOUND,
         "unknown dataset",
     ),
-    Probe(
-        "lease: unknown dataset",
-        lambda m: m.stub.LeaseShards(
-            pb.LeaseShardsRequest(node=node(), dataset="nope", count=1), timeout=T
-        ),
-        grpc.StatusCode.NOT_FOUND,
-        "unknown dataset",
-    ),
-    Probe(
-        "lease: a million shards at once",
-        lambda m: m.stub.LeaseShards(
-            pb.LeaseShardsRequest(node=node(), dataset="train", count=1_000_000), timeout=T
-        ),
-        INVALID,
-        "count",
-    ),
-    Probe(
-        "lease: negative count",
-        lambda m: m.stub.LeaseShards(
-            pb.LeaseShardsRequest(node=node(), dataset="train", count=-1), timeout=T
-        ),
-        INVALID,
-        "count",
-    ),
-    Probe(
-        "lease: reports of 5000 shards",
-        lambda m: m.stub.LeaseShards(
-            pb.LeaseShardsRequest(node=node(), dataset="train", count=0, done=list(range(5000))),
-            timeout=T,
-        ),
-        INVALID,
-        "done",
-    ),
+    Probe("lease: unknown dataset", _lease("nope", 1), NOT_FOUND, "unknown dataset"),
+    Probe("lease: a million shards at once", _lease("train", 1_000_000), INVALID, "count"),
+    Probe("lease: negative count", _lease("train", -1), INVALID, "count"),
+    Probe("lease: reports of 5000 shards", _lease("train", 0, tuple(range(5000))), INVALID, "done"),
     Probe("kv: 2 KiB key", _kv_set("k" * 2048, 1), INVALID, "key"),
     Probe("kv: value over 1 MiB", _kv_set("big", MAX_KV_VALUE_BYTES + 1), INVALID, "bytes"),
     Probe(
@@ -227,7 +207,7 @@ PROBES = [
         lambda m: m.control.GetBatchPlan(
             pb.BatchPlanRequest(node=node(), rank=0, world_size=1), timeout=T
         ),
-        grpc.StatusCode.NOT_FOUND,
+        NOT_FOUND,
         "batch",
     ),
 ]
@@ -237,11 +217,8 @@ PROBES = [
 def test_a_hostile_call_is_refused_by_its_field_and_changes_nothing(
     master: Master, probe: Probe
 ) -> None:
-    if probe.setup is not None:
-        probe.setup(master)
-    before = master.books()
-    assert_refused(lambda: probe.call(master), probe.code, probe.says)
-    assert master.books() == before
+    with books_unchanged(master, probe.setup):
+        assert_refused(lambda: probe.call(master), probe.code, probe.says)
 
 
 REPORTS = [

@@ -1,6 +1,8 @@
-"""Job objects for server tests."""
+"""Job objects for server tests, and the DI create call they make."""
 
 from typing import Any
+
+from fastapi.testclient import TestClient
 
 from flexjob.api import ElasticJob, ObjectMeta, ReplicaSpec, ReplicaType
 from flexjob.api.defaults import apply_defaults
@@ -68,3 +70,12 @@ def di_v1_job(
 
 
 __all__ = ["ReplicaType", "di_v1_job", "elastic_job"]
+
+
+def created(client: TestClient, body: dict[str, Any]) -> dict[str, Any]:
+    """``POST /v1alpha2/replicas`` (DI's create call) with ``body``, asserted to succeed: the
+    reply's ``data`` (the new replicas by role)."""
+    resp = client.post("/v1alpha2/replicas", json=body)
+    assert resp.status_code == 200, resp.text
+    data: dict[str, Any] = resp.json()["data"]
+    return data

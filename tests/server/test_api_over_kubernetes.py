@@ -5,6 +5,8 @@ Active when the Kubernetes emulator and kopf operator fixtures exist (``tests/su
 ``tests/operator`` from the k8s branch); skipped otherwise.
 """
 
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -48,19 +50,22 @@ async def _job_id(op: Any, job: str) -> str:
     return f"default.{job}.{body['metadata'].get('generation') or 1}"
 
 
+@contextlib.asynccontextmanager
+async def _served(op: Any, job: str, *, preemptible: bool) -> AsyncIterator[tuple[Any, str]]:
+    """``job`` created and its one worker pod made by the operator: a client of the HTTP API
+    over the operator's platform, and the job's replicas URL."""
+    body = _job(job, preemptible=preemptible)
+    await op.custom("create_namespaced_custom_object", "default", "elasticjobs", body)
+    await wait_for(lambda: _has(op, job, 1), DEADLINE)
+    transport = httpx.ASGITransport(app=create_app(op.platform))
+    async with httpx.AsyncClient(transport=transport, base_url="http://server") as client:
+        yield client, f"/v2alpha1/{await _job_id(op, job)}/replicas"
+
+
 async def test_scaling_over_kubernetes_makes_the_operator_add_and_remove_pods(
     operator: Any,
 ) -> None:
-    await operator.custom(
-        "create_namespaced_custom_object",
-        "default",
-        "elasticjobs",
-        _job("elastic", preemptible=True),
-    )
-    await wait_for(lambda: _has(operator, "elastic", 1), DEADLINE)
-    transport = httpx.ASGITransport(app=create_app(operator.platform))
-    async with httpx.AsyncClient(transport=transport, base_url="http://server") as client:
-        url = f"/v2alpha1/{await _job_id(operator, 'elastic')}/replicas"
+    async with _served(operator, "elastic", preemptible=True) as (client, url):
         resp = await client.post(url, json={"replicas": 2})
         assert resp.status_code == 200, resp.text
         await wait_for(lambda: _has(operator, "elastic", 3), DEADLINE)
@@ -70,18 +75,8 @@ async def test_scaling_over_kubernetes_makes_the_operator_add_and_remove_pods(
 
 
 async def test_scaling_a_non_preemptible_job_over_kubernetes_is_409(operator: Any) -> None:
-    await operator.custom(
-        "create_namespaced_custom_object",
-        "default",
-        "elasticjobs",
-        _job("fixed", preemptible=False),
-    )
-    await wait_for(lambda: _has(operator, "fixed", 1), DEADLINE)
-    transport = httpx.ASGITransport(app=create_app(operator.platform))
-    async with httpx.AsyncClient(transport=transport, base_url="http://server") as client:
-        resp = await client.post(
-            f"/v2alpha1/{await _job_id(operator, 'fixed')}/replicas", json={"replicas": 1}
-        )
+    async with _served(operator, "fixed", preemptible=False) as (client, url):
+        resp = await client.post(url, json={"replicas": 1})
     assert resp.status_code == 409
     assert "not preemptible" in resp.json()["message"]
 

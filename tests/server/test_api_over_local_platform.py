@@ -1,6 +1,7 @@
 """The HTTP API over the local platform, with the local operator loop creating and deleting the
 replicas it asks for (real processes, SQLite job store)."""
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,16 +13,19 @@ from flexjob.api import JobPhase, ReplicaType
 from flexjob.operator.local.loop import LocalJobLoop
 from flexjob.platform.local import LocalPlatform
 from flexjob.server.app import create_app
-from tests.support.local_jobs import local_job, wait_for_file_then_exit
+from tests.support.local_jobs import (
+    local_job,
+    local_platform,  # noqa: F401 (the fixture)
+    wait_for_file_then_exit,
+)
 from tests.support.polling import wait_until
 from tests.support.server_process import flexjob_server
 
 
 @pytest.fixture
-def platform(tmp_path: Path) -> Iterator[LocalPlatform]:
-    local = LocalPlatform(tmp_path / "home")
-    yield local
-    local.close()
+def client(platform: LocalPlatform) -> TestClient:
+    """The HTTP API over ``platform``, called in this process."""
+    return TestClient(create_app(platform))
 
 
 def _start(platform: LocalPlatform, stop: Path, name: str, *, preemptible: bool) -> LocalJobLoop:
@@ -39,18 +43,25 @@ def _workers(loop: LocalJobLoop) -> list[str]:
     return sorted(r.name for r in loop.step().replicas if r.active and not r.deleting)
 
 
-def _finish(loop: LocalJobLoop, stop: Path) -> None:
-    stop.touch()
-    loop.run()
+@contextlib.contextmanager
+def _running(
+    platform: LocalPlatform, tmp_path: Path, name: str, *, preemptible: bool
+) -> Iterator[LocalJobLoop]:
+    """Job ``name`` running two workers under the local operator loop; after, its workers exit
+    and the loop runs the job to its end."""
+    stop = tmp_path / "stop"
+    loop = _start(platform, stop, name, preemptible=preemptible)
+    try:
+        yield loop
+    finally:
+        stop.touch()
+        loop.run()
 
 
 def test_scaling_a_preemptible_job_up_and_down_makes_the_operator_add_and_remove_replicas(
-    platform: LocalPlatform, tmp_path: Path
+    platform: LocalPlatform, client: TestClient, tmp_path: Path
 ) -> None:
-    stop = tmp_path / "stop"
-    loop = _start(platform, stop, "elastic", preemptible=True)
-    client = TestClient(create_app(platform))
-    try:
+    with _running(platform, tmp_path, "elastic", preemptible=True) as loop:
         resp = client.post("/v2alpha1/default.elastic.1/replicas", json={"replicas": 2})
         assert resp.status_code == 200, resp.text
         wait_until(lambda: len(_workers(loop)) == 4, timeout=20, what="4 workers")
@@ -64,24 +75,17 @@ def test_scaling_a_preemptible_job_up_and_down_makes_the_operator_add_and_remove
         wait_until(
             lambda: _workers(loop) == ["elastic-worker-0"], timeout=20, what="one worker left"
         )
-    finally:
-        _finish(loop, stop)
 
 
 def test_scaling_a_non_preemptible_job_is_409_and_changes_nothing(
-    platform: LocalPlatform, tmp_path: Path
+    platform: LocalPlatform, client: TestClient, tmp_path: Path
 ) -> None:
-    stop = tmp_path / "stop"
-    loop = _start(platform, stop, "fixed", preemptible=False)
-    client = TestClient(create_app(platform))
-    try:
+    with _running(platform, tmp_path, "fixed", preemptible=False) as loop:
         resp = client.post("/v2alpha1/default.fixed.1/replicas", json={"replicas": 1})
         assert resp.status_code == 409
         assert "not preemptible" in resp.json()["message"]
         loop.step()
         assert len(_workers(loop)) == 2
-    finally:
-        _finish(loop, stop)
 
 
 @pytest.fixture
@@ -94,9 +98,7 @@ def served(tmp_path: Path) -> Iterator[str]:
 def test_flexjob_server_process_scales_a_job_the_local_operator_runs(
     served: str, platform: LocalPlatform, tmp_path: Path
 ) -> None:
-    stop = tmp_path / "stop"
-    loop = _start(platform, stop, "remote", preemptible=True)
-    try:
+    with _running(platform, tmp_path, "remote", preemptible=True) as loop:
         url = f"{served}/v2alpha1/default.remote.1/replicas"
         assert httpx.post(url, json={"replicas": 1}).status_code == 401
         auth = {"Authorization": "Bearer t0k"}
@@ -105,5 +107,3 @@ def test_flexjob_server_process_scales_a_job_the_local_operator_runs(
         wait_until(lambda: len(_workers(loop)) == 3, timeout=20, what="3 workers")
         metrics = httpx.get(f"{served}/metrics", headers=auth).text
         assert 'flexjob_server_scale_requests_total{api="v2alpha1",direction="up"} 1.0' in metrics
-    finally:
-        _finish(loop, stop)

@@ -2,31 +2,24 @@
 logic learner once one is applied, and ``GET ?aggregator=`` lists the learner processes it
 serves (one per GPU)."""
 
-from typing import Any
-
 from fastapi.testclient import TestClient
 
 from flexjob.api import ReplicaPhase, ReplicaType
 from flexjob.platform.contract import Replica
+from tests.support.manifests import manifest
 
 from .jobs import di_v1_job
 from .memory_platform import MemoryPlatform
 
 BASE = {"namespace": "default", "coordinator": "cartpole-coordinator-0"}
-CONFIG: dict[str, Any] = {
-    "apiVersion": "diengine.opendilab.org/v1alpha1",
-    "kind": "AggregatorConfig",
-    "metadata": {"name": "aggregator-config", "namespace": "di-system"},
-    "spec": {
-        "aggregator": {
-            "template": {
-                "spec": {
-                    "containers": [{"name": "aggregator", "image": "agg:1", "command": ["agg"]}]
-                }
-            }
-        }
-    },
-}
+AGGREGATOR = {"name": "aggregator", "image": "agg:1", "command": ["agg"]}
+CONFIG = manifest(
+    "AggregatorConfig",
+    "aggregator-config",
+    {"aggregator": {"template": {"spec": {"containers": [AGGREGATOR]}}}},
+    api_version="diengine.opendilab.org/v1alpha1",
+    namespace="di-system",
+)
 
 
 def test_a_logic_learner_needs_the_clusters_aggregator_config(

@@ -23,6 +23,7 @@ from flexjob.api.load import job_from_dict
 from flexjob.operator.local.loop import LocalJobLoop
 from flexjob.platform.local import LocalPlatform
 from tests.support.ding_client import operator_server_class
+from tests.support.manifests import manifest
 from tests.support.polling import wait_until
 from tests.support.server_process import flexjob_server
 
@@ -54,16 +55,10 @@ def dijob(out: Path, stop: Path) -> ElasticJob:
         container = {"name": name, "image": "ignored-locally", "command": command}
         return {"template": {"spec": {"containers": [container]}}}
 
-    raw = {
-        "apiVersion": "diengine.opendilab.org/v1alpha1",
-        "kind": "DIJob",
-        "metadata": {"name": "cp", "namespace": "default"},
-        "spec": {
-            "coordinator": role("coordinator", "COORDINATOR_PORT"),
-            "collector": role("collector", "COLLECTOR_PORT"),
-            "learner": role("learner", "LEARNER_PORT"),
-        },
+    roles = {
+        name: role(name, f"{name.upper()}_PORT") for name in ("coordinator", "collector", "learner")
     }
+    raw = manifest("DIJob", "cp", roles, api_version="diengine.opendilab.org/v1alpha1")
     return apply_defaults(job_from_dict(raw))
 
 

@@ -1,12 +1,13 @@
 import json
 
+import pytest
 from fastapi.testclient import TestClient
 
 from flexjob.api import ReplicaPhase, ReplicaType
 from flexjob.api.bounds import DI_MAX_REPLICAS
 from flexjob.platform.contract import Replica
 
-from .jobs import di_v1_job
+from .jobs import created, di_v1_job
 from .memory_platform import MemoryPlatform
 
 BASE = {"namespace": "default", "coordinator": "cartpole-coordinator-0"}
@@ -16,14 +17,18 @@ def _replica(name: str, rtype: ReplicaType, index: int, phase: ReplicaPhase) -> 
     return Replica("default", "cartpole", name, rtype, index, phase)
 
 
+def _add_running(memory: MemoryPlatform, rtype: ReplicaType, index: int, address: str) -> None:
+    """A running replica ``cartpole-<type>-<index>`` that others reach at ``address``."""
+    replica = _replica(f"cartpole-{rtype.value}-{index}", rtype, index, ReplicaPhase.RUNNING)
+    memory.add_replica(replica, address=address)
+
+
 def test_post_adds_collectors_and_learners_and_names_the_new_replicas(
     client: TestClient, memory: MemoryPlatform
 ) -> None:
     memory.create_job(di_v1_job())
     body = {**BASE, "collectors": {"replicas": 2}, "learners": {"replicas": 1}}
-    resp = client.post("/v1alpha2/replicas", json=body)
-    assert resp.status_code == 200, resp.text
-    data = resp.json()["data"]
+    data = created(client, body)
     assert data["collectors"] == ["cartpole-collector-0", "cartpole-collector-1"]
     assert data["learners"] == ["cartpole-learner-0"]
     status = memory.get_job("default", "cartpole").status
@@ -35,9 +40,7 @@ def test_a_learner_with_more_than_one_gpu_gets_an_aggregator_in_front(
 ) -> None:
     memory.create_job(di_v1_job())
     body = {**BASE, "learners": {"replicas": 2, "gpus": "4"}}
-    resp = client.post("/v1alpha2/replicas", json=body)
-    assert resp.status_code == 200, resp.text
-    data = resp.json()["data"]
+    data = created(client, body)
     assert data["aggregators"] == ["cartpole-aggregator-0", "cartpole-aggregator-1"]
     assert data["learners"] == data["aggregators"]
     status = memory.get_job("default", "cartpole").status
@@ -85,10 +88,7 @@ def test_get_filters_by_namespace_and_coordinator(
     client: TestClient, memory: MemoryPlatform
 ) -> None:
     memory.create_job(di_v1_job())
-    memory.add_replica(
-        _replica("cartpole-collector-0", ReplicaType.COLLECTOR, 0, ReplicaPhase.RUNNING),
-        address="10.0.0.1:22270",
-    )
+    _add_running(memory, ReplicaType.COLLECTOR, 0, "10.0.0.1:22270")
     memory.add_replica(  # no address yet: not listed (DI's client splits entries at ':')
         _replica("cartpole-collector-1", ReplicaType.COLLECTOR, 1, ReplicaPhase.PENDING)
     )
@@ -105,15 +105,9 @@ def test_get_by_aggregator_lists_the_learner_it_serves(
     client: TestClient, memory: MemoryPlatform
 ) -> None:
     memory.create_job(di_v1_job())
-    memory.add_replica(
-        _replica("cartpole-aggregator-0", ReplicaType.AGGREGATOR, 0, ReplicaPhase.RUNNING),
-        address="10.0.0.9:22272",
-    )
+    _add_running(memory, ReplicaType.AGGREGATOR, 0, "10.0.0.9:22272")
     for i in (0, 1):
-        memory.add_replica(
-            _replica(f"cartpole-learner-{i}", ReplicaType.LEARNER, i, ReplicaPhase.RUNNING),
-            address=f"10.0.0.{i + 1}:22271",
-        )
+        _add_running(memory, ReplicaType.LEARNER, i, f"10.0.0.{i + 1}:22271")
     params = {"namespace": "default", "aggregator": "cartpole-aggregator-0"}
     job = client.get("/v1alpha2/replicas", params=params).json()["data"]
     assert job["learners"] == ["10.0.0.1:22271"]
@@ -142,25 +136,25 @@ def test_recreating_a_running_replica_is_409(client: TestClient, memory: MemoryP
     assert resp.json()["message"].startswith("learners[0]:")
 
 
-def test_an_unknown_coordinator_is_404_naming_the_field(
-    client: TestClient, memory: MemoryPlatform
+@pytest.mark.parametrize(
+    ("body", "status", "field"),
+    [
+        (
+            {"namespace": "default", "coordinator": "ghost", "collectors": {"replicas": 1}},
+            404,
+            "coordinator:",
+        ),
+        ({**BASE, "learners": {"replicas": 1, "gpus": "lots"}}, 422, "learners.gpus"),
+    ],
+    ids=["an-unknown-coordinator-is-404", "a-non-numeric-gpu-count-is-422"],
+)
+def test_a_post_that_cannot_be_served_is_refused_naming_the_field(
+    client: TestClient, memory: MemoryPlatform, body: dict[str, object], status: int, field: str
 ) -> None:
     memory.create_job(di_v1_job())
-    body = {"namespace": "default", "coordinator": "ghost", "collectors": {"replicas": 1}}
     resp = client.post("/v1alpha2/replicas", json=body)
-    assert resp.status_code == 404
-    assert resp.json()["message"].startswith("coordinator:")
-
-
-def test_a_non_numeric_gpu_count_is_422_naming_learners_gpus(
-    client: TestClient, memory: MemoryPlatform
-) -> None:
-    memory.create_job(di_v1_job())
-    resp = client.post(
-        "/v1alpha2/replicas", json={**BASE, "learners": {"replicas": 1, "gpus": "lots"}}
-    )
-    assert resp.status_code == 422
-    assert "learners.gpus" in resp.json()["message"]
+    assert resp.status_code == status
+    assert resp.json()["message"].startswith(field), resp.text
 
 
 def test_a_body_without_content_type_is_read_as_json_as_di_engines_client_sends_it(

@@ -13,7 +13,7 @@ from flexjob.platform.contract import Replica
 from flexjob.server.app import create_app
 from tests.support.polling import wait_until
 
-from .jobs import di_v1_job
+from .jobs import created, di_v1_job
 from .memory_platform import MemoryPlatform
 
 BASE = {"namespace": "default", "coordinator": "cartpole-coordinator-0"}
@@ -48,9 +48,7 @@ def operated(memory: MemoryPlatform) -> Iterator[TestClient]:
 
 def test_a_create_is_answered_with_the_new_replicas_addresses(operated: TestClient) -> None:
     body = {**BASE, "collectors": {"replicas": 2}, "learners": {"replicas": 1}}
-    resp = operated.post("/v1alpha2/replicas", json=body)
-    assert resp.status_code == 200, resp.text
-    data = resp.json()["data"]
+    data = created(operated, body)
     assert data["collectors"] == ["10.0.70.0:22270", "10.0.70.1:22270"]
     assert data["learners"] == ["10.0.71.0:22271"]
 

@@ -23,7 +23,7 @@ import copy
 import json
 import time
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import aiohttp.web
 import attrs
@@ -79,6 +79,15 @@ BUILTIN_KINDS: tuple[ResourceKind, ...] = (
     ),
 )
 _VERBS = {"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+
+
+class Addressed(NamedTuple):
+    """The declared resource a request's path addresses."""
+
+    kind: ResourceKind
+    namespace: str | None
+    name: str | None
+    subresource: str
 
 
 def _parse_path(path: str) -> tuple[str, str, str | None, str, str | None, str] | None:
@@ -169,13 +178,13 @@ class K8sEmulator(kmock.KubernetesScaffold):
     def kind(self, group: str, version: str, plural: str) -> ResourceKind:
         return self._kinds[group, version, plural]
 
-    def _resolve(self, path: str) -> tuple[ResourceKind, str | None, str | None, str] | None:
-        """The declared resource a path addresses: (kind, namespace, name, subresource)."""
+    def _resolve(self, path: str) -> Addressed | None:
+        """The declared resource a path addresses, if any."""
         parsed = _parse_path(path)
         if parsed is None or parsed[:2] + parsed[3:4] not in self._kinds:
             return None
         group, version, namespace, plural, name, subresource = parsed
-        return self._kinds[group, version, plural], namespace, name, subresource
+        return Addressed(self._kinds[group, version, plural], namespace, name, subresource)
 
     async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
         # kmock's own request parser fails on cluster-scoped paths such as /api/v1/namespaces,
@@ -210,11 +219,11 @@ class K8sEmulator(kmock.KubernetesScaffold):
         resolved = self._resolve(request.url.path)
         if resolved is None:
             return await super()._handle(request)
-        kind, namespace, name, subresource = resolved
+        kind, namespace = resolved.kind, resolved.namespace
         try:
             if request.method == "GET" and request.params.get("watch") in ("true", "1"):
                 return await self._watch(request, kind, namespace)
-            status, body = await self._admit_and_serve(request, kind, namespace, name, subresource)
+            status, body = await self._admit_and_serve(request, resolved)
         except StoreError as error:
             return aiohttp.web.json_response(_status_body(error), status=error.status)
         if kind.plural == "customresourcedefinitions":
@@ -260,34 +269,23 @@ class K8sEmulator(kmock.KubernetesScaffold):
             self._changed.notify_all()
 
     async def _admit_and_serve(
-        self,
-        request: rendering.Request,
-        kind: ResourceKind,
-        namespace: str | None,
-        name: str | None,
-        subresource: str,
+        self, request: rendering.Request, target: Addressed
     ) -> tuple[int, Body | str]:
         """Serve the request after admission; a patch whose object changed while the webhooks
         looked at it is patched and admitted again (a patch carries no resourceVersion)."""
         for attempt in range(5):
-            admitted = await self._admit(request, kind, namespace, name, subresource)
+            admitted = await self._admit(request, target)
             try:
-                return self._serve(request, kind, namespace, name, subresource, admitted)
+                return self._serve(request, target, admitted)
             except StoreError as error:
                 retry = error.status == 409 and admitted is not None and request.method == "PATCH"
                 if not retry or attempt == 4:
                     raise
         raise AssertionError("unreachable")
 
-    async def _admit(
-        self,
-        request: rendering.Request,
-        kind: ResourceKind,
-        namespace: str | None,
-        name: str | None,
-        subresource: str,
-    ) -> Body | None:
+    async def _admit(self, request: rendering.Request, target: Addressed) -> Body | None:
         """A create or update as the admission webhooks let it through (``k8s_admission``)."""
+        kind, namespace, name, subresource = target
         method = request.method
         if (
             subresource
@@ -310,14 +308,9 @@ class K8sEmulator(kmock.KubernetesScaffold):
         return await admit(self.store, kind, "UPDATE", namespace, new or {}, old)
 
     def _serve(
-        self,
-        request: rendering.Request,
-        kind: ResourceKind,
-        namespace: str | None,
-        name: str | None,
-        subresource: str,
-        admitted: Body | None = None,
+        self, request: rendering.Request, target: Addressed, admitted: Body | None = None
     ) -> tuple[int, Body | str]:
+        kind, namespace, name, subresource = target
         store, method, params = self.store, request.method, request.params
         content_type = request.headers.get("Content-Type", "application/json")
         if admitted is not None and name is None:

@@ -1,11 +1,14 @@
 """Building small local ElasticJobs whose replicas are plain Python one-liners."""
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 import yaml
 
 from flexjob.api import (
@@ -19,6 +22,7 @@ from flexjob.api import (
     ReplicaSpec,
     ReplicaType,
 )
+from flexjob.platform.local import LocalPlatform
 
 
 def python_template(code: str) -> PodTemplateSpec:
@@ -108,3 +112,11 @@ def job_status(env: dict[str, str], name: str) -> dict[str, object]:
     """The job's ``status`` as ``flexjob get NAME -o json`` prints it; empty while it cannot."""
     out = run_flexjob(env, "get", name, "-o", "json")
     return dict(json.loads(out.stdout)["status"]) if out.returncode == 0 else {}
+
+
+@pytest.fixture(name="platform")
+def local_platform(tmp_path: Path) -> Iterator[LocalPlatform]:
+    """The fixture ``platform``: an empty local platform with its home in ``tmp_path/home``,
+    closed after the test (a test module takes it by importing ``local_platform``)."""
+    with contextlib.closing(LocalPlatform(tmp_path / "home")) as local:
+        yield local

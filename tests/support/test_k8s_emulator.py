@@ -150,16 +150,18 @@ async def test_json_patch_with_stale_resource_version_test_is_rejected(
     assert info.value.status == 422
 
 
-async def test_main_endpoint_ignores_status_of_a_status_subresource(k8s_client: ApiClient) -> None:
+async def created_then_patched(
+    k8s_client: ApiClient, method: str, spec_a: int
+) -> dict[str, object]:
+    """Job ``j`` created, then patched through ``method`` to spec ``a: spec_a`` and status
+    Running: the object that call returns."""
     await custom(k8s_client, "create_namespaced_custom_object", "default", "elasticjobs", job())
-    patched = await custom(
-        k8s_client,
-        "patch_namespaced_custom_object",
-        "default",
-        "elasticjobs",
-        "j",
-        {"spec": {"a": 2}, "status": {"phase": "Running"}},
-    )
+    body = {"spec": {"a": spec_a}, "status": {"phase": "Running"}}
+    return await custom(k8s_client, method, "default", "elasticjobs", "j", body)
+
+
+async def test_main_endpoint_ignores_status_of_a_status_subresource(k8s_client: ApiClient) -> None:
+    patched = await created_then_patched(k8s_client, "patch_namespaced_custom_object", 2)
     assert patched["spec"] == {"a": 2}
     assert "status" not in patched
     assert patched["metadata"]["generation"] == 2
@@ -168,15 +170,7 @@ async def test_main_endpoint_ignores_status_of_a_status_subresource(k8s_client: 
 async def test_status_endpoint_changes_only_status_and_keeps_generation(
     k8s_client: ApiClient,
 ) -> None:
-    await custom(k8s_client, "create_namespaced_custom_object", "default", "elasticjobs", job())
-    patched = await custom(
-        k8s_client,
-        "patch_namespaced_custom_object_status",
-        "default",
-        "elasticjobs",
-        "j",
-        {"spec": {"a": 9}, "status": {"phase": "Running"}},
-    )
+    patched = await created_then_patched(k8s_client, "patch_namespaced_custom_object_status", 9)
     assert patched["status"] == {"phase": "Running"}
     assert patched["spec"] == {"a": 1}
     assert patched["metadata"]["generation"] == 1

@@ -55,11 +55,20 @@ async def ended(emulator: K8sEmulator, name: str) -> dict[str, Any]:
     return result
 
 
+async def run_to_end(
+    k8s_client: ApiClient, k8s_emulator: K8sEmulator, name: str, code: str, **pod_fields: Any
+) -> dict[str, Any]:
+    """Pod ``name`` running the Python ``code``, created and waited for: its container's
+    ``terminated`` state."""
+    await create(k8s_client, pod(name, code, **pod_fields))
+    return await ended(k8s_emulator, name)
+
+
 async def test_a_pod_runs_on_its_address_and_succeeds_with_its_log(
     kubelet: ProcessKubelet, k8s_client: ApiClient, k8s_emulator: K8sEmulator
 ) -> None:
-    await create(k8s_client, pod("hello", "import os; print('hi from', os.environ['HOSTNAME'])"))
-    state = await ended(k8s_emulator, "hello")
+    hello = "import os; print('hi from', os.environ['HOSTNAME'])"
+    state = await run_to_end(k8s_client, k8s_emulator, "hello", hello)
     assert (state["exitCode"], state["reason"]) == (0, "Completed")
     final = status(k8s_emulator, "hello")
     assert final["phase"] == "Succeeded"
@@ -71,8 +80,7 @@ async def test_a_pod_runs_on_its_address_and_succeeds_with_its_log(
 async def test_a_failing_pod_reports_its_exit_code_and_error(
     kubelet: ProcessKubelet, k8s_client: ApiClient, k8s_emulator: K8sEmulator
 ) -> None:
-    await create(k8s_client, pod("bad", "raise SystemExit(3)"))
-    state = await ended(k8s_emulator, "bad")
+    state = await run_to_end(k8s_client, k8s_emulator, "bad", "raise SystemExit(3)")
     assert (state["exitCode"], state["reason"]) == (3, "Error")
     assert status(k8s_emulator, "bad")["phase"] == "Failed"
 
@@ -136,8 +144,7 @@ async def test_a_container_over_its_memory_limit_is_oom_killed(
         pytest.skip("memory cgroups cannot be made on this machine")
     hog = "x = bytearray(400 * 2**20); x[::4096] = b'a' * len(x[::4096]); print('survived')"
     limits = {"resources": {"limits": {"memory": "100Mi"}}}
-    await create(k8s_client, pod("hog", hog, container=limits))
-    state = await ended(k8s_emulator, "hog")
+    state = await run_to_end(k8s_client, k8s_emulator, "hog", hog, container=limits)
     assert (state["exitCode"], state["reason"]) == (137, "OOMKilled")
     assert status(k8s_emulator, "hog")["phase"] == "Failed"
 

@@ -49,6 +49,17 @@ def _trainer(master: FakeMaster, tmp_path: Path | None = None) -> ElasticTrainer
     )
 
 
+def _assert_a_new_trainer_resumes(
+    master: FakeMaster, trained: ElasticTrainer, checkpoint_dir: Path | None = None
+) -> None:
+    """A trainer started after ``trained`` finished resumes its step and weights (not random
+    ones) from the checkpoint in ``checkpoint_dir`` (None: the default one)."""
+    master.shards = []
+    with _trainer(master, checkpoint_dir) as again:
+        assert again.step_count == 8
+        assert torch.equal(again.module.weight, trained.module.weight)
+
+
 def _train_step(trainer: ElasticTrainer, indices: list[int]) -> None:
     x = torch.ones(len(indices), 4)
     y = torch.zeros(len(indices), dtype=torch.int64)
@@ -125,10 +136,7 @@ def test_rank_zero_checkpoints_and_a_new_trainer_resumes_the_step(
 ) -> None:
     with _trainer(master, tmp_path) as t:
         t.fit(lambda s: _train_step(t, s.indices))
-    master.shards = []
-    with _trainer(master, tmp_path) as again:
-        assert again.step_count == 8
-        assert torch.equal(again.module.weight, t.module.weight)
+    _assert_a_new_trainer_resumes(master, t, tmp_path)
 
 
 def test_without_a_checkpoint_dir_the_trainer_checkpoints_to_the_job_directory(
@@ -138,10 +146,7 @@ def test_without_a_checkpoint_dir_the_trainer_checkpoints_to_the_job_directory(
     with _trainer(master) as t:
         t.fit(lambda s: _train_step(t, s.indices))
     assert (tmp_path / "job-ckpt" / "checkpoint.pt").is_file()
-    master.shards = []
-    with _trainer(master) as again:  # a restarted trainer resumes, not from random weights
-        assert again.step_count == 8
-        assert torch.equal(again.module.weight, t.module.weight)
+    _assert_a_new_trainer_resumes(master, t)
 
 
 def test_checkpoint_false_turns_the_default_checkpoints_off(

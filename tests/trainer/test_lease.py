@@ -15,27 +15,20 @@ from flexjob.master.main import MasterHandle, start_master
 from flexjob.rpc.client import MasterClient
 from flexjob.trainer.lease import ShardLeaser, lease_size
 from flexjob.trainer.sampler import ElasticSampler, NoShard
+from tests.support.masters import master_config, serving
 
 SIZE, SHARD = 60, 5
 
 
 @pytest.fixture
 def config(tmp_path: Path) -> MasterConfig:
-    return MasterConfig(
-        job_name="lease",
-        job_dir=str(tmp_path / "job"),
-        min_nodes=1,
-        max_nodes=2,
-        datasets=(Dataset(size=SIZE, shard_size=SHARD, epochs=2, shuffle=True, seed=3),),
-        host_store=False,
-    )
+    dataset = Dataset(size=SIZE, shard_size=SHARD, epochs=2, shuffle=True, seed=3)
+    return master_config(tmp_path / "job", "lease", max_nodes=2, datasets=(dataset,))
 
 
 @pytest.fixture
 def master(config: MasterConfig) -> Iterator[MasterHandle]:
-    handle = start_master(config)
-    yield handle
-    handle.stop()
+    yield from serving(start_master(config))
 
 
 def train_all(sampler: ElasticSampler) -> Counter[tuple[int, int]]:

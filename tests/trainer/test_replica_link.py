@@ -15,9 +15,9 @@ import pytest
 
 from flexjob.api import names
 from flexjob.core.training.dataset import Dataset
-from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.main import MasterHandle, start_master
 from flexjob.rpc.client import MasterClient
+from tests.support.masters import master_config, serving
 from tests.support.polling import wait_until
 
 #: A replica process: leases one shard of the default dataset, says which, then trains forever.
@@ -33,18 +33,11 @@ time.sleep(600)
 
 @pytest.fixture
 def master(tmp_path: Path) -> Iterator[MasterHandle]:
-    config = MasterConfig(
-        job_name="ps",
-        job_dir=str(tmp_path / "job"),
-        min_nodes=1,
-        max_nodes=2,
-        heartbeat_timeout=600.0,
-        datasets=(Dataset(size=8, shard_size=1),),
-        host_store=False,
+    datasets = (Dataset(size=8, shard_size=1),)
+    config = master_config(
+        tmp_path / "job", "ps", max_nodes=2, heartbeat_timeout=600.0, datasets=datasets
     )
-    handle = start_master(config)
-    yield handle
-    handle.stop()
+    yield from serving(start_master(config))
 
 
 def start_worker(master: MasterHandle, index: int) -> tuple[subprocess.Popen[str], int]:

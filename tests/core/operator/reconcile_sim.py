@@ -176,20 +176,28 @@ class Sim:
             self.job_deleted = True
 
 
+#: The word ``kinds`` writes for each kind of non-event action.
+VERBS: dict[type[Action], str] = {
+    CreateReplica: "create",
+    DeleteReplica: "delete",
+    CreateService: "service",
+    DeleteService: "unservice",
+    DeleteJob: "deletejob",
+    UpdateScalePlan: "plan",
+}
+
+
 def kinds(actions: tuple[Action, ...]) -> list[str]:
     """Non-event actions as short strings, e.g. ``create demo-worker-0``."""
     out = []
     for a in actions:
-        if isinstance(a, CreateReplica):
-            out.append(f"create {a.request.name}")
-        elif isinstance(a, DeleteReplica):
-            out.append(f"delete {a.name}")
-        elif isinstance(a, CreateService):
-            out.append(f"service {a.request.name}")
-        elif isinstance(a, DeleteService):
-            out.append(f"unservice {a.name}")
-        elif isinstance(a, DeleteJob):
-            out.append(f"deletejob {a.name}")
+        verb = VERBS.get(type(a))
+        if verb is None:
+            continue
+        if isinstance(a, CreateReplica | CreateService):
+            out.append(f"{verb} {a.request.name}")
         elif isinstance(a, UpdateScalePlan):
-            out.append(f"plan {a.name} {a.phase.value}")
+            out.append(f"{verb} {a.name} {a.phase.value}")
+        else:
+            out.append(f"{verb} {a.name}")
     return out

@@ -8,6 +8,7 @@ from flexjob.api.defaults import apply_defaults
 from flexjob.api.load import job_from_dict
 from flexjob.core.operator.actions import CreateReplica
 from tests.core.operator.reconcile_sim import Sim, kinds
+from tests.support.manifests import manifest
 
 SERVER = "http://127.0.0.1:8080"
 
@@ -17,17 +18,11 @@ def dijob(clean: str = "Running") -> ElasticJob:
         container = {"name": name, "image": "ding", "command": ["ding", "-m", "dist"]}
         return {"template": {"spec": {"containers": [container]}}}
 
-    raw = {
-        "apiVersion": "diengine.opendilab.org/v1alpha2",
-        "kind": "DIJob",
-        "metadata": {"name": "cp", "namespace": "ns"},
-        "spec": {
-            "cleanPodPolicy": clean,
-            "coordinator": role("coordinator"),
-            "collector": role("collector"),
-            "learner": role("learner"),
-        },
-    }
+    roles = {name: role(name) for name in ("coordinator", "collector", "learner")}
+    spec = {"cleanPodPolicy": clean, **roles}
+    raw = manifest(
+        "DIJob", "cp", spec, api_version="diengine.opendilab.org/v1alpha2", namespace="ns"
+    )
     config = {
         "apiVersion": "diengine.opendilab.org/v1alpha2",
         "kind": "AggregatorConfig",

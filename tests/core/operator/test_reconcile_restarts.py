@@ -11,6 +11,12 @@ def fail_worker(sim: Sim, code: int = 1, name: str = "demo-worker-1") -> None:
     sim.step()
 
 
+def restarts(sim: Sim) -> int:
+    """The job's ``status.restartCount``."""
+    assert sim.job.status is not None
+    return sim.job.status.restart_count
+
+
 def test_failed_worker_is_replaced_and_the_job_restarts() -> None:
     sim = Sim(make_job())
     sim.settle()
@@ -61,8 +67,7 @@ def test_restart_count_is_recorded_in_status() -> None:
     sim = Sim(make_job())
     sim.settle()
     fail_worker(sim)
-    assert sim.job.status is not None
-    assert sim.job.status.restart_count == 1
+    assert restarts(sim) == 1
 
 
 def test_seeing_the_same_failure_twice_counts_it_once() -> None:
@@ -73,8 +78,7 @@ def test_seeing_the_same_failure_twice_counts_it_once() -> None:
     sim.step()
     sim.replicas = failed  # the delete has not been observed yet
     sim.step()
-    assert sim.job.status is not None
-    assert sim.job.status.restart_count == 1
+    assert restarts(sim) == 1
 
 
 def test_failed_job_message_names_the_replica_and_the_limit() -> None:
@@ -115,8 +119,7 @@ def test_always_policy_restarts_a_worker_that_succeeded() -> None:
     sim.finish("demo-worker-0", 0)
     assert kinds(sim.step()) == ["delete demo-worker-0"]
     assert kinds(sim.step()) == ["create demo-worker-0"]
-    assert sim.job.status is not None
-    assert sim.job.status.restart_count == 0
+    assert restarts(sim) == 0
 
 
 def test_on_failure_policy_keeps_a_worker_that_succeeded() -> None:

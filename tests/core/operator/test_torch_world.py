@@ -14,6 +14,7 @@ from flexjob.core.operator.job_master import JobMasterConfig
 from flexjob.core.operator.torch_world import world_rank
 from tests.api.specs import EXAMPLES
 from tests.core.operator.reconcile_sim import Sim, kinds, make_job, template
+from tests.support.manifests import manifest
 
 TORCH_VARS = (
     names.ENV_MASTER_ADDR,
@@ -133,26 +134,13 @@ def test_a_fixed_size_policy_without_a_backend_means_c10d_on_that_many_nodes() -
 
 
 def test_a_pytorchjob_master_is_the_chief_at_rank_0() -> None:
-    doc: dict[str, Any] = {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "PyTorchJob",
-        "metadata": {"name": "demo", "namespace": "ns"},
-        "spec": {
-            "pytorchReplicaSpecs": {
-                kind: {
-                    "replicas": n,
-                    "template": {
-                        "spec": {
-                            "containers": [
-                                {"name": "pytorch", "image": "i", "command": ["python", "t.py"]}
-                            ]
-                        }
-                    },
-                }
-                for kind, n in (("Worker", 2), ("Master", 1))
-            }
-        },
+    container = {"name": "pytorch", "image": "i", "command": ["python", "t.py"]}
+    template = {"spec": {"containers": [container]}}
+    replicas = {
+        kind: {"replicas": n, "template": template} for kind, n in (("Worker", 2), ("Master", 1))
     }
+    spec = {"pytorchReplicaSpecs": replicas}
+    doc = manifest("PyTorchJob", "demo", spec, api_version="kubeflow.org/v1", namespace="ns")
     sim = Sim(job_from_dict(doc), job_master=JobMasterConfig())
     sim.settle()
     assert {n: e[names.ENV_RANK] for n, e in envs(sim).items()} == {

@@ -1,8 +1,17 @@
-"""Hypothesis strategies for clusters and jobs, shared by the policy tests."""
+"""Clusters and jobs shared by the policy tests: a fixed cluster and Hypothesis strategies."""
 
 from hypothesis import strategies as st
 
 from flexjob.core.policies import GoodputModel, JobInfo, NodeInfo, Resources, ThroughputParams
+
+#: What one replica asks for.
+GPU = Resources(gpu=1)
+
+
+def free_nodes(nodes: int = 4, gpus: int = 4) -> list[NodeInfo]:
+    """``nodes`` free nodes of ``gpus`` GPUs, 32 CPUs and 64 GB each."""
+    return [NodeInfo(f"n{i}", Resources(gpu=gpus, cpu=32, memory=64_000)) for i in range(nodes)]
+
 
 node_lists = st.lists(
     st.builds(

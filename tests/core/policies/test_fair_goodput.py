@@ -18,13 +18,7 @@ from flexjob.core.policies import (
 from flexjob.core.policies.fair_goodput import idle_utility, utility
 from flexjob.core.policies.placement import check_allocations, num_nodes
 
-from .strategies import job_lists, node_lists
-
-GPU = Resources(gpu=1)
-
-
-def _cluster(nodes: int = 4, gpus: int = 4) -> list[NodeInfo]:
-    return [NodeInfo(f"n{i}", Resources(gpu=gpus, cpu=32, memory=64_000)) for i in range(nodes)]
+from .strategies import GPU, free_nodes, job_lists, node_lists
 
 
 def _job(job_id: str, model: GoodputModel, lo: int = 1, hi: int = 16, **kw: object) -> JobInfo:
@@ -95,8 +89,8 @@ def test_sizing_is_optimal_against_brute_force(
 
 def test_fairness_gives_the_poor_scaler_more_than_total_speedup_does() -> None:
     jobs = [_job("good", GOOD), _job("poor", POOR)]
-    fair = FairGoodputPolicy(p=-1.0).optimize(jobs, _cluster(1, 8), {})
-    total = FairGoodputPolicy(p=1.0).optimize(jobs, _cluster(1, 8), {})
+    fair = FairGoodputPolicy(p=-1.0).optimize(jobs, free_nodes(1, 8), {})
+    total = FairGoodputPolicy(p=1.0).optimize(jobs, free_nodes(1, 8), {})
     assert len(fair["poor"]) > len(total["poor"]) >= 1
     assert len(fair["good"]) + len(fair["poor"]) == 8
 
@@ -109,8 +103,8 @@ class _Weighted(FairGoodputPolicy):
 def test_a_job_weighed_higher_gets_more_of_the_gpus() -> None:
     # Two identical jobs share 8 GPUs evenly; weighing one 4x moves GPUs to it, none overcommitted.
     jobs = [_job("heavy", POOR), _job("light", POOR)]
-    even = FairGoodputPolicy().optimize(jobs, _cluster(1, 8), {})
-    weighed = _Weighted().optimize(jobs, _cluster(1, 8), {})
+    even = FairGoodputPolicy().optimize(jobs, free_nodes(1, 8), {})
+    weighed = _Weighted().optimize(jobs, free_nodes(1, 8), {})
     assert len(even["heavy"]) == len(even["light"])
     assert len(weighed["heavy"]) > len(weighed["light"]) >= 1
     assert len(weighed["heavy"]) + len(weighed["light"]) <= 8
@@ -131,7 +125,7 @@ def test_a_lone_job_is_resized_only_when_the_gain_pays_back_its_restart(
     job = _job("a", model, 1, 8, age=age, restarts=restarts)
     policy = FairGoodputPolicy()
     previous = {"a": ["n0"] * prev}
-    got = policy.optimize([job], _cluster(1, 8), previous)["a"]
+    got = policy.optimize([job], free_nodes(1, 8), previous)["a"]
     if len(got) != prev:
         factor = policy.resize_factor(job)
         assert factor == pytest.approx(1.0 - policy.restart_delay / max(age, policy.min_horizon))
@@ -166,14 +160,14 @@ def test_a_job_bigger_than_a_node_gets_whole_nodes() -> None:
     # Three perfect scalers on 4 nodes x 4 GPUs: 6/5/5 would score higher, but 5 and 6 replicas
     # spill onto a second node; whole nodes give 8/4/4, and nobody waits.
     jobs = [_job(f"j{i}", GOOD) for i in range(3)]
-    got = FairGoodputPolicy().optimize(jobs, _cluster(4, 4), {})
+    got = FairGoodputPolicy().optimize(jobs, free_nodes(4, 4), {})
     assert sorted(len(v) for v in got.values()) == [4, 4, 8]
     assert all(num_nodes(v) == len(v) // 4 for v in got.values())
     # A job already running at a count past a node keeps it (no restart just to align): at
     # most 7, it may not take both nodes whole, and 4 would be slower.
     running = {"j0": ["n0"] * 4 + ["n1"] * 2}
     kept = FairGoodputPolicy().optimize(
-        [_job("j0", GOOD, 1, 7, age=600.0)], _cluster(2, 4), running
+        [_job("j0", GOOD, 1, 7, age=600.0)], free_nodes(2, 4), running
     )
     assert kept["j0"] == running["j0"]
 
@@ -186,25 +180,25 @@ def test_a_resize_is_charged_only_the_time_its_restart_costs() -> None:
     # however often it restarted before.
     for restarts in (0, 60):
         big = _job("big", GOOD, 1, 16, age=3600.0, restarts=restarts)
-        assert len(policy.optimize([big, young], _cluster(4, 4), previous)["big"]) == 16
+        assert len(policy.optimize([big, young], free_nodes(4, 4), previous)["big"]) == 16
     # A job whose horizon is a few minutes does not restart for a gain under 30 s in it.
     near = {"near": ["n0"] * 12}
     slight = GoodputModel(ThroughputParams(sync_local=0.0, sync_local_per_replica=0.0))
     fresh = _job("near", slight, 1, 13, age=10.0)
     assert policy.resize_factor(fresh) == pytest.approx(0.9)  # 30 s of the 300 s horizon
     assert fresh.speedup(1, 13) * 0.9 < fresh.speedup(1, 12)
-    assert policy.optimize([fresh], _cluster(1, 16), near)["near"] == near["near"]
+    assert policy.optimize([fresh], free_nodes(1, 16), near)["near"] == near["near"]
 
 
 def test_least_attained_service_is_admitted_first_and_a_peer_does_not_preempt() -> None:
     served = _job("served", GOOD, 4, 4, age=5000.0, attained=20_000.0)
     fresh = _job("fresh", GOOD, 4, 4, age=10.0, attained=0.0)
-    got = FairGoodputPolicy().optimize([served, fresh], _cluster(1, 4), {"served": ["n0"] * 4})
+    got = FairGoodputPolicy().optimize([served, fresh], free_nodes(1, 4), {"served": ["n0"] * 4})
     assert got["fresh"] == ["n0"] * 4 and got["served"] == []
     # Same level: the running job keeps its place.
     peer = _job("peer", GOOD, 4, 4, age=10.0, attained=100.0)
     running = _job("running", GOOD, 4, 4, age=50.0, attained=200.0)
-    got = FairGoodputPolicy().optimize([peer, running], _cluster(1, 4), {"running": ["n0"] * 4})
+    got = FairGoodputPolicy().optimize([peer, running], free_nodes(1, 4), {"running": ["n0"] * 4})
     assert got["running"] == ["n0"] * 4 and got["peer"] == []
 
 
@@ -212,21 +206,21 @@ def test_an_arrival_gets_free_gpus_and_nobody_restarts_for_it() -> None:
     policy = FairGoodputPolicy()
     big = _job("big", GOOD, 1, 16, age=3600.0)
     first = schedule_round(
-        policy, [big], _cluster(2, 4), {"big": ["n0"] * 4 + ["n1"] * 2}, optimize=False
+        policy, [big], free_nodes(2, 4), {"big": ["n0"] * 4 + ["n1"] * 2}, optimize=False
     )
     new = _job("new", GOOD, 1, 8, replicas=4)
-    second = schedule_round(policy, [big, new], _cluster(2, 4), first, optimize=False)
+    second = schedule_round(policy, [big, new], free_nodes(2, 4), first, optimize=False)
     assert second["big"] == first["big"]
     assert second["new"] == ["n1", "n1"]  # its request (4) shrunk to the free room
     full = schedule_round(
-        policy, [big, new], _cluster(2, 4), {"big": ["n0"] * 4 + ["n1"] * 4}, optimize=False
+        policy, [big, new], free_nodes(2, 4), {"big": ["n0"] * 4 + ["n1"] * 4}, optimize=False
     )
     assert full["new"] == [] and len(full["big"]) == 8
 
 
 def test_an_arrival_starts_at_the_best_speedup_the_free_gpus_hold() -> None:
     policy = FairGoodputPolicy()
-    cluster = _cluster(2, 4)
+    cluster = free_nodes(2, 4)
     # Scales without limit: it takes every free GPU, although it asked for one.
     assert len(policy.allocate(_job("good", GOOD, 1, 16, replicas=1), cluster)) == 8
     # Crossing nodes costs more than it gains: the best count fits on one node.
@@ -241,10 +235,17 @@ def test_an_arrival_starts_at_the_best_speedup_the_free_gpus_hold() -> None:
     assert len(policy.allocate(cpu_only, cluster)) == 2
 
 
-def test_bad_settings_name_the_parameter() -> None:
-    with pytest.raises(ValueError, match="p must be in"):
-        FairGoodputPolicy(p=2.0)
-    with pytest.raises(ValueError, match="min_horizon"):
-        FairGoodputPolicy(min_horizon=0.0)
-    with pytest.raises(ValueError, match="thresholds"):
-        FairGoodputPolicy(thresholds=(10.0, 5.0))
+@pytest.mark.parametrize(
+    ("setting", "says"),
+    [
+        ({"p": 2.0}, "p must be in"),
+        ({"min_horizon": 0.0}, "min_horizon"),
+        ({"thresholds": (10.0, 5.0)}, "thresholds"),
+    ],
+    ids=["p", "min_horizon", "thresholds"],
+)
+def test_a_bad_setting_is_refused_naming_the_parameter(
+    setting: dict[str, object], says: str
+) -> None:
+    with pytest.raises(ValueError, match=says):
+        FairGoodputPolicy(**setting)  # type: ignore[arg-type]

@@ -19,13 +19,7 @@ from flexjob.core.policies import (
 )
 from flexjob.core.policies.placement import FreeMap, check_allocations
 
-from .strategies import job_lists, node_lists
-
-GPU = Resources(gpu=1)
-
-
-def _cluster(nodes: int = 4, gpus: int = 4) -> list[NodeInfo]:
-    return [NodeInfo(f"n{i}", Resources(gpu=gpus, cpu=32, memory=64_000)) for i in range(nodes)]
+from .strategies import GPU, free_nodes, job_lists, node_lists
 
 
 def _job(job_id: str, replicas: int, lo: int = 1, hi: int = 16, **kw: object) -> JobInfo:
@@ -77,12 +71,12 @@ def _fields(job: JobInfo) -> dict[str, object]:
 
 
 def test_static_gives_each_job_its_requested_replicas_first_fit() -> None:
-    got = StaticPolicy().allocate(_job("a", 6), _cluster())
+    got = StaticPolicy().allocate(_job("a", 6), free_nodes())
     assert got == ["n0"] * 4 + ["n1"] * 2
 
 
 def test_static_job_waits_when_its_full_request_does_not_fit() -> None:
-    assert StaticPolicy().allocate(_job("a", 20, hi=20), _cluster()) == []
+    assert StaticPolicy().allocate(_job("a", 20, hi=20), free_nodes()) == []
 
 
 def test_pack_uses_the_fewest_nodes() -> None:
@@ -100,7 +94,7 @@ def test_goodput_shrinks_a_poorly_scaling_job_to_make_room_for_a_new_one() -> No
     old = _job("old", 16, hi=16, age=3600.0, speedup=poor.speedup)
     new = _job("new", 4, hi=16, age=0.0)
     previous = {"old": ["n0"] * 4 + ["n1"] * 4 + ["n2"] * 4 + ["n3"] * 4}
-    got = GoodputPolicy().optimize([old, new], _cluster(), previous)
+    got = GoodputPolicy().optimize([old, new], free_nodes(), previous)
     assert 0 < len(got["old"]) < 16
     assert len(got["new"]) >= 4
 
@@ -109,18 +103,18 @@ def test_goodput_keeps_an_old_job_in_place_when_the_gain_is_small() -> None:
     model = GoodputModel(ThroughputParams(), noise_scale=2000.0)
     job = _job("a", 4, hi=5, age=60.0, restarts=3, speedup=model.speedup)
     previous = {"a": ["n0"] * 4}
-    got = GoodputPolicy(restart_delay=60.0).optimize([job], _cluster(1, 5), previous)
+    got = GoodputPolicy(restart_delay=60.0).optimize([job], free_nodes(1, 5), previous)
     assert got["a"] == ["n0"] * 4
 
 
 def test_goodput_respects_min_replicas_or_leaves_the_job_waiting() -> None:
     job = _job("big", 8, lo=8, hi=8)
-    assert GoodputPolicy().allocate(job, _cluster(1, 4)) == []
-    assert len(GoodputPolicy().allocate(job, _cluster(2, 4))) == 8
+    assert GoodputPolicy().allocate(job, free_nodes(1, 4)) == []
+    assert len(GoodputPolicy().allocate(job, free_nodes(2, 4))) == 8
 
 
 def test_goodput_optimize_for_160_jobs_on_16_nodes_takes_well_under_a_second() -> None:
-    nodes = _cluster(16, 4)
+    nodes = free_nodes(16, 4)
     models = [
         GoodputModel(ThroughputParams(sync_remote=0.01 * (i % 7)), noise_scale=100.0 * (1 + i % 9))
         for i in range(160)
@@ -139,7 +133,7 @@ def test_goodput_optimize_for_160_jobs_on_16_nodes_takes_well_under_a_second() -
 
 
 def test_free_map_fits_counts_replicas_per_node() -> None:
-    free = FreeMap(_cluster(1, 2))
+    free = FreeMap(free_nodes(1, 2))
     assert free.fits(["n0", "n0"], GPU)
     assert not free.fits(["n0", "n0", "n0"], GPU)
 
@@ -147,7 +141,7 @@ def test_free_map_fits_counts_replicas_per_node() -> None:
 def test_a_job_whose_node_left_is_placed_afresh() -> None:
     job = _job("a", 2, preemptible=False)
     got = schedule_round(
-        StaticPolicy(), [job], _cluster(2), {"a": ["gone", "gone"]}, optimize=False
+        StaticPolicy(), [job], free_nodes(2), {"a": ["gone", "gone"]}, optimize=False
     )
     assert got["a"] == ["n0", "n0"]
 

@@ -6,6 +6,11 @@ from hypothesis import strategies as st
 from flexjob.core.training.preflight import PREFLIGHT_RATIO, CheckResult, failed_nodes
 
 
+def timed(**seconds: float) -> list[CheckResult]:
+    """One passed check per node, taking that node's ``seconds``."""
+    return [CheckResult(node, took) for node, took in seconds.items()]
+
+
 def test_a_healthy_world_passes() -> None:
     results = [CheckResult("a", 0.010), CheckResult("b", 0.012), CheckResult("c", 0.011)]
     assert failed_nodes(results) == {}
@@ -28,12 +33,7 @@ def test_a_node_far_slower_than_the_others_fails() -> None:
 
 
 def test_a_node_counts_its_slowest_rank() -> None:
-    results = [
-        CheckResult("a", 0.01),
-        CheckResult("a", 0.01),
-        CheckResult("b", 0.01),
-        CheckResult("b", 0.04),
-    ]
+    results = [*timed(a=0.01, b=0.01), *timed(a=0.01, b=0.04)]  # two ranks on each node
     assert set(failed_nodes(results)) == {"b"}
 
 
@@ -75,12 +75,7 @@ def test_every_node_with_an_error_fails_and_the_fastest_healthy_one_never_for_sp
 
 def test_worst_first_errors_then_the_slowest() -> None:
     results = [
-        CheckResult("a", 0.01),
-        CheckResult("b", 0.01),
-        CheckResult("c", 0.01),
-        CheckResult("d", 0.01),
-        CheckResult("s", 0.05),
-        CheckResult("t", 0.09),
+        *timed(a=0.01, b=0.01, c=0.01, d=0.01, s=0.05, t=0.09),
         CheckResult("z", 0.0, "boom"),
         CheckResult("y", 0.0, "boom"),
     ]

@@ -1,6 +1,6 @@
 import pytest
 
-from flexjob.core.training.shards import ReportResult, ShardManager, ShardState
+from flexjob.core.training.shards import ReportResult, Shard, ShardManager, ShardState
 from flexjob.core.training.splitters import RangeSplitter
 from tests.core.clock import FakeClock
 
@@ -13,6 +13,20 @@ def manager(
         RangeSplitter(size, shard), epochs=epochs, slow_shard_timeout=timeout, clock=clock
     )
     return mgr, clock
+
+
+def lease(mgr: ShardManager, worker: str) -> Shard:
+    """The next shard ``mgr`` hands ``worker``, asserted to be one."""
+    shard = mgr.get_shard(worker)
+    assert shard is not None, f"no shard for {worker}"
+    return shard
+
+
+def reissued(mgr: ShardManager, slow: Shard, worker: str = "fast") -> Shard:
+    """The next shard ``worker`` gets, asserted to be ``slow``'s, given back after its timeout."""
+    again = mgr.get_shard(worker)
+    assert again is not None and again.shard_id == slow.shard_id
+    return again
 
 
 def test_get_shard_moves_a_todo_shard_to_doing_for_that_worker() -> None:
@@ -42,22 +56,18 @@ def test_failed_worker_shards_return_to_the_front_of_todo() -> None:
 
 def test_a_slow_shard_goes_back_to_todo_after_the_timeout() -> None:
     mgr, clock = manager(timeout=5)
-    slow = mgr.get_shard("slow")
-    assert slow is not None
+    slow = lease(mgr, "slow")
     clock.advance(4.9)
     assert mgr.expire_slow_shards() == []
     clock.advance(0.2)
-    nxt = mgr.get_shard("fast")
-    assert nxt is not None and nxt.shard_id == slow.shard_id
+    reissued(mgr, slow)
 
 
 def test_late_report_of_a_timed_out_shard_is_accepted_once() -> None:
     mgr, clock = manager(timeout=1)
-    slow = mgr.get_shard("slow")
-    assert slow is not None
+    slow = lease(mgr, "slow")
     clock.advance(2)
-    again = mgr.get_shard("fast")
-    assert again is not None and again.shard_id == slow.shard_id
+    again = reissued(mgr, slow)
     assert mgr.report_done(slow.shard_id, "slow") is ReportResult.COUNTED
     assert mgr.report_done(again.shard_id, "fast") is ReportResult.REJECTED
     assert mgr.progress().samples_done == 3
@@ -65,8 +75,7 @@ def test_late_report_of_a_timed_out_shard_is_accepted_once() -> None:
 
 def test_late_report_of_a_shard_back_in_todo_removes_it_from_todo() -> None:
     mgr, _ = manager(size=6, shard=3)
-    a = mgr.get_shard("dead")
-    assert a is not None
+    a = lease(mgr, "dead")
     mgr.recover("dead")
     assert mgr.report_done(a.shard_id, "dead") is ReportResult.COUNTED
     b = mgr.get_shard("w1")
@@ -75,8 +84,7 @@ def test_late_report_of_a_shard_back_in_todo_removes_it_from_todo() -> None:
 
 def test_a_retried_report_by_the_same_worker_is_acknowledged_but_not_counted() -> None:
     mgr, _ = manager()
-    shard = mgr.get_shard("w0")
-    assert shard is not None
+    shard = lease(mgr, "w0")
     assert mgr.report_done(shard.shard_id, "w0") is ReportResult.COUNTED
     assert mgr.report_done(shard.shard_id, "w0") is ReportResult.ALREADY_COUNTED
     assert mgr.progress().shards_done == 1
@@ -96,8 +104,7 @@ def test_next_epoch_starts_when_the_current_one_is_handed_out() -> None:
 
 def test_no_shard_while_others_are_in_progress_and_finished_at_the_end() -> None:
     mgr, _ = manager(size=3, shard=3)
-    shard = mgr.get_shard("w0")
-    assert shard is not None
+    shard = lease(mgr, "w0")
     assert mgr.get_shard("w1") is None and not mgr.finished
     mgr.report_done(shard.shard_id, "w0")
     assert mgr.get_shard("w1") is None and mgr.finished and mgr.progress().finished
@@ -119,8 +126,7 @@ def test_checkpoint_restore_keeps_done_and_doing_with_its_worker() -> None:
 
 def test_a_restored_shard_of_a_dead_worker_goes_back_to_todo() -> None:
     mgr, clock = manager(size=10, shard=2)
-    doing = mgr.get_shard("w1")
-    assert doing is not None
+    doing = lease(mgr, "w1")
     restored = ShardManager(RangeSplitter(10, 2), clock=clock)
     restored.restore(mgr.checkpoint())
     assert restored.recover("w1") == [doing.shard_id]
@@ -142,8 +148,7 @@ def test_a_worker_asking_again_after_a_restart_gets_its_restored_shard_back() ->
 
 def test_a_restored_shard_given_to_another_worker_is_not_handed_back_to_its_old_holder() -> None:
     mgr, clock = manager(size=4, shard=2)
-    held = mgr.get_shard("w1")
-    assert held is not None
+    held = lease(mgr, "w1")
     restored = ShardManager(RangeSplitter(4, 2), clock=clock)
     restored.restore(mgr.checkpoint())
     restored.recover("w1")
@@ -182,16 +187,14 @@ def test_restore_rejects_a_checkpoint_of_another_dataset() -> None:
 def test_checkpoint_of_a_mostly_done_epoch_stays_small() -> None:
     mgr, _ = manager(size=10_000, shard=1)
     for _ in range(5_000):
-        s = mgr.get_shard("w")
-        assert s is not None
+        s = lease(mgr, "w")
         mgr.report_done(s.shard_id, "w")
     assert mgr.to_dict()["done"] == {"0": [[0, 5000]]}
 
 
 def test_after_a_restore_reports_of_shards_never_handed_out_are_rejected() -> None:
     mgr, _ = manager(size=20, shard=2, epochs=2)
-    held = mgr.get_shard("w")
-    assert held is not None
+    held = lease(mgr, "w")
     fresh = ShardManager(RangeSplitter(20, 2), epochs=2)
     fresh.restore(mgr.checkpoint())
     forged = [sid for sid in range(20) if sid != held.shard_id]
@@ -204,8 +207,7 @@ def test_after_a_restore_reports_of_shards_never_handed_out_are_rejected() -> No
 def test_after_a_restore_a_slow_shard_taken_back_may_still_report_it() -> None:
     clock = FakeClock()
     mgr = ShardManager(RangeSplitter(4, 2), slow_shard_timeout=5.0, clock=clock)
-    late = mgr.get_shard("slow")
-    assert late is not None
+    late = lease(mgr, "slow")
     clock.advance(6.0)
     assert mgr.expire_slow_shards() == [late.shard_id]
     fresh = ShardManager(RangeSplitter(4, 2), clock=clock)
@@ -228,8 +230,7 @@ def test_a_checkpoint_without_former_holders_lets_any_worker_report_its_todo_sha
 
 def test_report_of_a_shard_another_worker_holds_is_rejected() -> None:
     mgr, _ = manager(size=6, shard=3)
-    held = mgr.get_shard("w0")
-    assert held is not None
+    held = lease(mgr, "w0")
     assert mgr.report_done(held.shard_id, "intruder") is ReportResult.REJECTED
     assert mgr.report_done(held.shard_id, "w0") is ReportResult.COUNTED
 
@@ -244,8 +245,7 @@ def test_report_of_a_shard_never_handed_out_or_of_an_unopened_epoch_is_rejected(
 
 def test_a_shard_doing_at_a_restore_may_be_reported_by_its_holder_only() -> None:
     mgr, _ = manager(size=6, shard=3)
-    held = mgr.get_shard("w0")
-    assert held is not None
+    held = lease(mgr, "w0")
     fresh = ShardManager(RangeSplitter(6, 3))
     fresh.restore(mgr.checkpoint())
     assert fresh.report_done(held.shard_id, "w1") is ReportResult.REJECTED
