@@ -4,7 +4,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.training.master_config import MasterConfig
 
 
 def master_config(job_dir: Path, name: str, **fields: Any) -> MasterConfig:
