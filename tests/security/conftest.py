@@ -11,6 +11,7 @@ Probes are data: each test module lists its cases and one test runs them.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from collections.abc import Callable, Iterator
@@ -67,10 +68,17 @@ class Master:
 
 @pytest.fixture
 def master() -> Iterator[Master]:
+    with served_master("threads") as served:
+        yield served
+
+
+@contextlib.contextmanager
+def served_master(rpc_server: str) -> Iterator[Master]:
+    """The victim job's master on the server ``rpc_server`` names (``MasterConfig``)."""
     config = MasterConfig(
         job_name="victim",
         datasets=(Dataset(name="train", size=SHARDS * 4, shard_size=4, epochs=1),),
-        rpc_server="threads",
+        rpc_server=rpc_server,
     )
     service = MasterService(config)
     server = serve_master(service, None)
