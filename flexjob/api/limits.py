@@ -43,6 +43,10 @@ MAX_STORE_KEY_BYTES = 4096
 MAX_STORE_VALUE_BYTES = 64 * 1024 * 1024
 MAX_STORE_QUERY_KEYS = 65_536
 MAX_STORE_TOTAL_BYTES = 512 * 1024 * 1024
+#: Connections the job's TCPStore serves at once (one thread each): every agent and training
+#: process holds one or two, so this is a job of thousands of processes; past it a new
+#: connection is closed at once, and those already served are not disturbed.
+MAX_STORE_CLIENTS = 16_384
 #: ``KVAdd`` values are 64-bit signed integers on the wire.
 KV_INT_MIN, KV_INT_MAX = -(2**63), 2**63 - 1
 #: Shards one ``LeaseShards`` call may lease, and reports it may carry.
