@@ -6,7 +6,11 @@ bodies. A bound exists so that a typo or a hostile client gets a clear error ins
 frozen master or a machine out of memory. Pure data and checks, no I/O.
 """
 
+import json
 from collections.abc import Mapping
+from typing import Any
+
+from flexjob.api.errors import InvalidSpecError
 
 #: Replicas of one type, by platform: one machine runs a few hundred processes at most.
 MAX_REPLICAS_BY_PLATFORM: Mapping[str, int] = {"local": 256, "kubernetes": 10_000}
@@ -67,6 +71,29 @@ def json_depth_problem(field: str, value: object, limit: int) -> str | None:
             children = item.values() if isinstance(item, dict) else item
             stack.extend((child, depth + 1) for child in children)
     return None
+
+
+def profilings_from_json(field: str, raw: bytes) -> dict[str, Any]:
+    """The profilings document ``raw`` (what the trainers publish under
+    ``names.KV_PROFILINGS``): a JSON object of at most ``MAX_PROFILINGS_BYTES`` nesting at
+    most ``MAX_PROFILINGS_DEPTH`` levels; else ``InvalidSpecError`` naming ``field``. The
+    size is checked before the parse, so the parse cannot exhaust memory or the stack."""
+    if len(raw) > MAX_PROFILINGS_BYTES:
+        raise InvalidSpecError(
+            f"{field}: {len(raw)} bytes of profilings, at most {MAX_PROFILINGS_BYTES}"
+        )
+    try:
+        doc = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise InvalidSpecError(f"{field}: profilings are not JSON ({type(exc).__name__})") from None
+    if not isinstance(doc, dict):
+        raise InvalidSpecError(
+            f"{field}: profilings must be a JSON object, not {type(doc).__name__}"
+        )
+    problem = json_depth_problem(field, doc, MAX_PROFILINGS_DEPTH)
+    if problem:
+        raise InvalidSpecError(problem)
+    return doc
 
 
 def dataset_problem(size: int, shard_size: int, epochs: int) -> str | None:

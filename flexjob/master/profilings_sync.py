@@ -10,7 +10,6 @@ do) copies anything; ``flexjob run`` has no job object. Not for measuring (train
 (``core.policies.goodput_model``).
 """
 
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -18,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flexjob.api import names
+from flexjob.api.errors import InvalidSpecError
+from flexjob.api.limits import profilings_from_json
 from flexjob.core.master_config import MasterConfig
 
 log = logging.getLogger(__name__)
@@ -43,7 +44,8 @@ class ProfilingsSync:
 
     def tick(self, *, force: bool = False) -> bool:
         """Copy the document if it changed and ``every_s`` passed (or ``force``); whether it
-        wrote. A document that is not a JSON object is logged and skipped, never written."""
+        wrote. A document that is not a JSON object within ``api.limits``' profilings bounds
+        (size, depth) is logged and skipped, never written."""
         now = self.clock()
         if not force and now - self._last < self.every_s:
             return False
@@ -51,12 +53,10 @@ class ProfilingsSync:
         raw = self.read(names.KV_PROFILINGS)
         if raw is None or raw == self._copied:
             return False
-        try:
-            doc = json.loads(raw)
-        except ValueError:
-            doc = None
-        if not isinstance(doc, dict):
-            log.warning("profilings in the KV store are not a JSON object; not copied")
+        try:  # checked when set too; a journal of an older master may hold anything
+            doc = profilings_from_json(names.KV_PROFILINGS, raw)
+        except InvalidSpecError as exc:
+            log.warning("event=profilings_refused problem=%r; not copied", str(exc))
             self._copied = raw
             return False
         self.write(doc)
