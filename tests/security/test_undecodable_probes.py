@@ -52,6 +52,28 @@ def test_undecodable_bytes_to_a_master_method_are_refused_naming_its_message(
     assert any_master.books() == before
 
 
+@pytest.mark.parametrize("rpc_server", ["threads", "aio"])
+def test_undecodable_bytes_with_the_token_are_refused_and_without_it_unauthenticated(
+    rpc_server: str,
+) -> None:
+    """The token is checked first; bytes that pass it are still refused by their message."""
+    with served_master(rpc_server, token="s3cret") as guarded:
+        call = guarded.channel.unary_unary(
+            MASTER + "JoinRendezvous", request_serializer=None, response_deserializer=None
+        )
+        bearer = (("authorization", "Bearer s3cret"),)
+        before = guarded.books()
+        assert_refused(
+            lambda: call(GARBAGE, timeout=CALL_TIMEOUT, metadata=bearer), INVALID, "JoinRequest"
+        )
+        assert_refused(
+            lambda: call(GARBAGE, timeout=CALL_TIMEOUT),
+            grpc.StatusCode.UNAUTHENTICATED,
+            "bearer token",
+        )
+        assert guarded.books() == before
+
+
 def test_undecodable_bytes_opening_an_attach_stream_are_refused(any_master: Master) -> None:
     before = any_master.books()
     call = any_master.channel.unary_stream(
