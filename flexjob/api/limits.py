@@ -96,6 +96,18 @@ def profilings_from_json(field: str, raw: bytes) -> dict[str, Any]:
     return doc
 
 
+def check_merged_profilings(field: str, merged: object) -> None:
+    """Refuse a job's merged ``status.profilings`` (what a post or a copy would leave: each
+    merges into what earlier ones left) larger than ``MAX_PROFILINGS_BYTES`` of JSON,
+    naming ``field`` (what would have merged it)."""
+    size = len(json.dumps(merged, separators=(",", ":")))
+    if size > MAX_PROFILINGS_BYTES:
+        raise InvalidSpecError(
+            f"{field}: status.profilings would be {size} bytes of JSON, "
+            f"at most {MAX_PROFILINGS_BYTES}"
+        )
+
+
 def dataset_problem(size: int, shard_size: int, epochs: int) -> str | None:
     """Why a dataset of ``size`` samples in shards of ``shard_size`` over ``epochs`` epochs is
     refused (too large for the master to track), or None."""

@@ -18,8 +18,9 @@ from typing import Any
 
 from flexjob.api import names
 from flexjob.api.errors import InvalidSpecError
-from flexjob.api.limits import profilings_from_json
+from flexjob.api.limits import check_merged_profilings, profilings_from_json
 from flexjob.core.master_config import MasterConfig
+from flexjob.core.status_patch import merge_patch
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +60,12 @@ class ProfilingsSync:
             log.warning("event=profilings_refused problem=%r; not copied", str(exc))
             self._copied = raw
             return False
-        self.write(doc)
+        try:
+            self.write(doc)
+        except InvalidSpecError as exc:  # the merged status would be over its bound
+            log.warning("event=profilings_refused problem=%r; not copied", str(exc))
+            self._copied = raw
+            return False
         self._copied = raw
         return True
 
@@ -73,6 +79,11 @@ def status_writer(config: MasterConfig) -> WriteProfilings | None:
     platform = open_platform(config.scale_plan_platform)
 
     def write(doc: dict[str, Any]) -> None:
+        """Merge ``doc`` into the status; ``InvalidSpecError`` when the merge would be over
+        ``api.limits.MAX_PROFILINGS_BYTES`` (what the server's posts left counts too)."""
+        status = platform.get_job(config.namespace, config.job_name).status
+        merged = merge_patch(status.profilings if status else {}, doc)
+        check_merged_profilings(names.KV_PROFILINGS, merged)
         platform.patch_job_status(config.namespace, config.job_name, {"profilings": doc})
 
     return write

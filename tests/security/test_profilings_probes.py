@@ -13,12 +13,14 @@ from typing import Any
 import grpc
 import pytest
 
-from flexjob.api import names
+from flexjob.api import ElasticJob, names
 from flexjob.api.limits import MAX_PROFILINGS_BYTES, MAX_PROFILINGS_DEPTH
-from flexjob.master.profilings_sync import ProfilingsSync
+from flexjob.core.master_config import MasterConfig
+from flexjob.master.profilings_sync import ProfilingsSync, status_writer
+from flexjob.platform.local import LocalPlatform
 from flexjob.rpc.gen import master_pb2 as pb
 
-from .conftest import CALL_TIMEOUT, Master, assert_refused
+from .conftest import CALL_TIMEOUT, Home, Master, assert_refused
 
 GOOD = {"steps": [{"nodes": 1, "replicas": 2, "localBatch": 32, "stepTime": 0.1}]}
 
@@ -83,3 +85,26 @@ def test_bounded_profilings_are_still_published_and_copied(master: Master) -> No
     written: list[dict[str, Any]] = []
     assert ProfilingsSync(master.service.kv_get, written.append).tick(force=True)
     assert written == [GOOD]
+
+
+def test_a_copy_that_would_grow_the_merged_status_past_the_bound_is_never_written(
+    home: Home, caplog: pytest.LogCaptureFixture
+) -> None:
+    """What the server's posts left counts: the trainers' document merges into it."""
+    platform = LocalPlatform(home.path)
+    try:
+        platform.create_job(ElasticJob.model_validate({"metadata": {"name": "j"}}))
+        posted = {"server": "x" * (MAX_PROFILINGS_BYTES // 2)}
+        platform.patch_job_status("default", "j", {"profilings": posted})
+        config = MasterConfig(job_name="j", scale_plan_platform="local", host_store=False)
+        write = status_writer(config)
+        assert write is not None
+        doc = json.dumps({"trainer": "y" * (MAX_PROFILINGS_BYTES // 2)}).encode()
+        sync = ProfilingsSync({names.KV_PROFILINGS: doc}.get, write)
+        with caplog.at_level(logging.WARNING, logger="flexjob.master.profilings_sync"):
+            assert not sync.tick(force=True)
+        status = platform.get_job("default", "j").status
+        assert status is not None and status.profilings == posted
+        assert f"at most {MAX_PROFILINGS_BYTES}" in caplog.text
+    finally:
+        platform.close()
