@@ -6,7 +6,11 @@ bodies. A bound exists so that a typo or a hostile client gets a clear error ins
 frozen master or a machine out of memory. Pure data and checks, no I/O.
 """
 
+import json
 from collections.abc import Mapping
+from typing import Any
+
+from flexjob.api.errors import InvalidSpecError
 
 #: Replicas of one type, by platform: one machine runs a few hundred processes at most.
 MAX_REPLICAS_BY_PLATFORM: Mapping[str, int] = {"local": 256, "kubernetes": 10_000}
@@ -43,6 +47,10 @@ MAX_STORE_KEY_BYTES = 4096
 MAX_STORE_VALUE_BYTES = 64 * 1024 * 1024
 MAX_STORE_QUERY_KEYS = 65_536
 MAX_STORE_TOTAL_BYTES = 512 * 1024 * 1024
+#: Connections the job's TCPStore serves at once (one thread each): every agent and training
+#: process holds one or two, so this is a job of thousands of processes; past it a new
+#: connection is closed at once, and those already served are not disturbed.
+MAX_STORE_CLIENTS = 16_384
 #: ``KVAdd`` values are 64-bit signed integers on the wire.
 KV_INT_MIN, KV_INT_MAX = -(2**63), 2**63 - 1
 #: Shards one ``LeaseShards`` call may lease, and reports it may carry.
@@ -63,6 +71,41 @@ def json_depth_problem(field: str, value: object, limit: int) -> str | None:
             children = item.values() if isinstance(item, dict) else item
             stack.extend((child, depth + 1) for child in children)
     return None
+
+
+def profilings_from_json(field: str, raw: bytes) -> dict[str, Any]:
+    """The profilings document ``raw`` (what the trainers publish under
+    ``names.KV_PROFILINGS``): a JSON object of at most ``MAX_PROFILINGS_BYTES`` nesting at
+    most ``MAX_PROFILINGS_DEPTH`` levels; else ``InvalidSpecError`` naming ``field``. The
+    size is checked before the parse, so the parse cannot exhaust memory or the stack."""
+    if len(raw) > MAX_PROFILINGS_BYTES:
+        raise InvalidSpecError(
+            f"{field}: {len(raw)} bytes of profilings, at most {MAX_PROFILINGS_BYTES}"
+        )
+    try:
+        doc = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise InvalidSpecError(f"{field}: profilings are not JSON ({type(exc).__name__})") from None
+    if not isinstance(doc, dict):
+        raise InvalidSpecError(
+            f"{field}: profilings must be a JSON object, not {type(doc).__name__}"
+        )
+    problem = json_depth_problem(field, doc, MAX_PROFILINGS_DEPTH)
+    if problem:
+        raise InvalidSpecError(problem)
+    return doc
+
+
+def check_merged_profilings(field: str, merged: object) -> None:
+    """Refuse a job's merged ``status.profilings`` (what a post or a copy would leave: each
+    merges into what earlier ones left) larger than ``MAX_PROFILINGS_BYTES`` of JSON,
+    naming ``field`` (what would have merged it)."""
+    size = len(json.dumps(merged, separators=(",", ":")))
+    if size > MAX_PROFILINGS_BYTES:
+        raise InvalidSpecError(
+            f"{field}: status.profilings would be {size} bytes of JSON, "
+            f"at most {MAX_PROFILINGS_BYTES}"
+        )
 
 
 def dataset_problem(size: int, shard_size: int, epochs: int) -> str | None:

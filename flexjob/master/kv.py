@@ -20,6 +20,7 @@ from flexjob.api.limits import (
     MAX_KV_KEYS,
     MAX_KV_TOTAL_BYTES,
     MAX_KV_VALUE_BYTES,
+    profilings_from_json,
 )
 
 
@@ -95,13 +96,17 @@ class KVStore:
 
 
 def check_kv(key: str, value: bytes) -> None:
-    """Refuse a KV key or value above ``api.limits`` bounds (they live in the master's memory)."""
+    """Refuse a KV key or value above ``api.limits`` bounds (they live in the master's memory),
+    and profilings (``names.KV_PROFILINGS``) that are no bounded JSON object: the master copies
+    them into the job's status (``master.profilings_sync``)."""
     if len(key.encode()) > MAX_KV_KEY_BYTES:
         raise InvalidSpecError(f"key: {len(key.encode())} bytes, at most {MAX_KV_KEY_BYTES}")
     if len(value) > MAX_KV_VALUE_BYTES:
         raise InvalidSpecError(
             f"value of {key!r}: {len(value)} bytes, at most {MAX_KV_VALUE_BYTES}"
         )
+    if key == names.KV_PROFILINGS:
+        profilings_from_json(f"value of {key!r}", value)
 
 
 def is_kv_entry(entry: dict[str, Any]) -> bool:

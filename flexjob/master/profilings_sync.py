@@ -11,7 +11,6 @@ do) copies anything; ``flexjob run`` has no job object. Not for measuring (train
 (``core.training.goodput_model``).
 """
 
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -19,7 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flexjob.api import names
+from flexjob.api.errors import InvalidSpecError
+from flexjob.api.limits import check_merged_profilings, profilings_from_json
 from flexjob.core.training.master_config import MasterConfig
+from flexjob.core.operator.status_patch import merge_patch
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +46,8 @@ class ProfilingsSync:
 
     def tick(self, *, force: bool = False) -> bool:
         """Copy the document if it changed and ``every_s`` passed (or ``force``); whether it
-        wrote. A document that is not a JSON object is logged and skipped, never written."""
+        wrote. A document that is not a JSON object within ``api.limits``' profilings bounds
+        (size, depth) is logged and skipped, never written."""
         now = self.clock()
         if not force and now - self._last < self.every_s:
             return False
@@ -52,15 +55,18 @@ class ProfilingsSync:
         raw = self.read(names.KV_PROFILINGS)
         if raw is None or raw == self._copied:
             return False
-        try:
-            doc = json.loads(raw)
-        except ValueError:
-            doc = None
-        if not isinstance(doc, dict):
-            log.warning("profilings in the KV store are not a JSON object; not copied")
+        try:  # checked when set too; a journal of an older master may hold anything
+            doc = profilings_from_json(names.KV_PROFILINGS, raw)
+        except InvalidSpecError as exc:
+            log.warning("event=profilings_refused problem=%r; not copied", str(exc))
             self._copied = raw
             return False
-        self.write(doc)
+        try:
+            self.write(doc)
+        except InvalidSpecError as exc:  # the merged status would be over its bound
+            log.warning("event=profilings_refused problem=%r; not copied", str(exc))
+            self._copied = raw
+            return False
         self._copied = raw
         return True
 
@@ -74,6 +80,11 @@ def status_writer(config: MasterConfig) -> WriteProfilings | None:
     platform = open_platform(config.scale_plan_platform)
 
     def write(doc: dict[str, Any]) -> None:
+        """Merge ``doc`` into the status; ``InvalidSpecError`` when the merge would be over
+        ``api.limits.MAX_PROFILINGS_BYTES`` (what the server's posts left counts too)."""
+        status = platform.get_job(config.namespace, config.job_name).status
+        merged = merge_patch(status.profilings if status else {}, doc)
+        check_merged_profilings(names.KV_PROFILINGS, merged)
         platform.patch_job_status(config.namespace, config.job_name, {"profilings": doc})
 
     return write

@@ -11,8 +11,9 @@ tests its client against them, ``TestClientProtocol``); the queue queries are re
 connection is closed). Every length a client claims is bounded (``api.limits``: a key, a
 value, the keys of one query, the bytes of the whole store) and ``ADD`` stays in torch's
 64-bit range: a request outside them, or one this server does not speak, closes that client's
-connection (logged), never raises out of the server. Not for anything but torch clients on
-the master's own address.
+connection (logged), never raises out of the server. At most ``MAX_STORE_CLIENTS`` connections
+are served at once; one past them is closed as soon as it is accepted (logged once per burst).
+Not for anything but torch clients on the master's own address.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from flexjob.api.errors import MasterError
 from flexjob.api.limits import (
     KV_INT_MAX,
     KV_INT_MIN,
+    MAX_STORE_CLIENTS,
     MAX_STORE_KEY_BYTES,
     MAX_STORE_QUERY_KEYS,
     MAX_STORE_TOTAL_BYTES,
@@ -133,10 +135,12 @@ def _blob(value: bytes) -> bytes:
 
 class TcpStoreServer:
     """Serves torch ``TCPStore`` clients on the listening socket ``listen_fd`` (owned from
-    here on) until ``stop()``."""
+    here on) until ``stop()``, at most ``max_clients`` at once."""
 
-    def __init__(self, listen_fd: int) -> None:
+    def __init__(self, listen_fd: int, max_clients: int = MAX_STORE_CLIENTS) -> None:
         self._listener = socket.socket(fileno=listen_fd)
+        self._max_clients = max_clients
+        self._turned_away = 0  # connections closed at the cap since one was last served
         self._data: dict[str, bytes] = {}
         self._bytes = 0  # of every key and value held
         #: Clients waiting, each with the keys it still waits for.
@@ -194,10 +198,30 @@ class TcpStoreServer:
                 if self._stopped:
                     client.close()
                     return
-                self._clients.add(client)
+                full = len(self._clients) >= self._max_clients
+                if not full:
+                    self._clients.add(client)
+            if full:
+                self._turn_away(client)
+                continue
+            if self._turned_away:
+                log.info(
+                    "store: serving again after %d connection(s) turned away", self._turned_away
+                )
+                self._turned_away = 0
             threading.Thread(
                 target=self._serve, args=(client,), name="master-store-client", daemon=True
             ).start()
+
+    def _turn_away(self, client: _Client) -> None:
+        """Close a connection past ``max_clients`` (the first of a burst is logged)."""
+        if not self._turned_away:
+            log.warning(
+                "store: %d connections are open, the most served at once; closing new ones",
+                self._max_clients,
+            )
+        self._turned_away += 1
+        client.close()
 
     def _serve(self, client: _Client) -> None:
         try:

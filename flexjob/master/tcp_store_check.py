@@ -85,7 +85,10 @@ class StoreServer(Protocol):
 
 class TorchStoreServer:
     """torch's own ``TCPStore(is_master=True)`` on the listening socket ``listen_fd`` (which
-    it owns from here on)."""
+    it owns from here on). It has no connection cap (``TCPStore`` takes none: host, port,
+    world size, timeouts, ``multi_tenant``, ``master_listen_fd``, ``use_libuv``), unlike
+    ``master.tcp_store`` (``api.limits.MAX_STORE_CLIENTS``): only a torch whose protocol that
+    server does not speak gets it."""
 
     def __init__(self, listen_fd: int, host: str) -> None:
         from torch.distributed import TCPStore  # type: ignore[attr-defined]

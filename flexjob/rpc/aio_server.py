@@ -42,6 +42,7 @@ from flexjob.rpc.server import (
     OnCall,
     StreamSlots,
 )
+from flexjob.rpc.undecodable import decoding
 
 log = logging.getLogger(__name__)
 
@@ -289,7 +290,7 @@ def serve_aio(
                 assert isinstance(sync, MasterServicer)
                 handlers.Attach = servicer.attach  # type: ignore[method-assign]
                 handlers.LeaseShardsStream = servicer.lease_stream(sync)  # type: ignore[method-assign]
-            add(handlers, server)
+            add(handlers, decoding(server))  # undecodable requests: INVALID_ARGUMENT
         bound = server.add_insecure_port(f"{host}:{port}")
         if bound == 0:
             raise OSError(f"cannot bind the master RPC server to {host}:{port}")

@@ -22,6 +22,7 @@ from flexjob.rpc.gen import ps_pb2_grpc as pb_grpc
 from flexjob.rpc.ps_convert import configure_from_pb, stats_to_pb, tensor_from_pb, tensor_to_pb
 from flexjob.rpc.ps_messages import PsBackend
 from flexjob.rpc.server import RunningServer, TokenInterceptor
+from flexjob.rpc.undecodable import decoding
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -140,9 +141,10 @@ def serve_ps(
         interceptors=[*chain, *interceptors] or None,
         options=[("grpc.so_reuseport", 0), *GRPC_OPTIONS],
     )
-    pb_grpc.add_ParameterServerServicer_to_server(PsServicer(backend), server)  # type: ignore[no-untyped-call]
+    registry = decoding(server)  # undecodable requests: INVALID_ARGUMENT
+    pb_grpc.add_ParameterServerServicer_to_server(PsServicer(backend), registry)  # type: ignore[no-untyped-call]
     if register is not None:
-        register(server)
+        register(registry)
     bound = server.add_insecure_port(f"{host}:{port}")
     if bound == 0:
         raise OSError(f"cannot bind the PS server to {host}:{port}")

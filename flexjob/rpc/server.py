@@ -31,6 +31,7 @@ from flexjob.rpc.gen import master_control_pb2_grpc as ctl_grpc
 from flexjob.rpc.gen import master_pb2 as pb
 from flexjob.rpc.gen import master_pb2_grpc as pb_grpc
 from flexjob.rpc.messages import MasterBackend, NodeRef
+from flexjob.rpc.undecodable import decoding
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -431,9 +432,10 @@ def serve(
     streams: StreamSlots[grpc.ServicerContext] = StreamSlots(shard_streams)
     gate = NodeGate(credentials, getattr(backend, "same_world", None))
     servicer = MasterServicer(backend, streams, on_call, gate)
-    pb_grpc.add_MasterServicer_to_server(servicer, server)  # type: ignore[no-untyped-call]
+    registry = decoding(server)  # undecodable requests: INVALID_ARGUMENT
+    pb_grpc.add_MasterServicer_to_server(servicer, registry)  # type: ignore[no-untyped-call]
     control = MasterControlServicer(backend, gate)
-    ctl_grpc.add_MasterControlServicer_to_server(control, server)  # type: ignore[no-untyped-call]
+    ctl_grpc.add_MasterControlServicer_to_server(control, registry)  # type: ignore[no-untyped-call]
     bound = server.add_insecure_port(f"{host}:{port}")
     if bound == 0:
         raise OSError(f"cannot bind the master RPC server to {host}:{port}")

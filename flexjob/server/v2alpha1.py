@@ -7,7 +7,6 @@ creates and deletes); ``POST /v2alpha1/{job_id}/profilings`` with ``{"data": {..
 the data into ``status.profilings`` (JSON merge patch). Not for v1 clients (``v1alpha2``).
 """
 
-import json
 from typing import Any
 
 from fastapi import APIRouter, Path
@@ -15,8 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.config import JsonDict
 
 from flexjob.api import ReplicaPhase, ReplicaType
-from flexjob.api.errors import InvalidSpecError
-from flexjob.api.limits import MAX_PROFILINGS_BYTES, MAX_PROFILINGS_DEPTH, json_depth_problem
+from flexjob.api.limits import MAX_PROFILINGS_DEPTH, check_merged_profilings, json_depth_problem
 from flexjob.core.operator.status_patch import merge_patch
 from flexjob.server.envelope import Envelope, ok
 from flexjob.server.jobs import JobId, JobService, job_id_of, scalable_type, scale_counts
@@ -63,16 +61,6 @@ class ProfilingsRequest(BaseModel):
         if problem:
             raise ValueError(problem)
         return data
-
-
-def check_profilings(merged: Any) -> None:
-    """Refuse merged ``status.profilings`` larger than ``MAX_PROFILINGS_BYTES`` (each post
-    merges into what earlier ones left, so the merge is what is bounded)."""
-    size = len(json.dumps(merged, separators=(",", ":")))
-    if size > MAX_PROFILINGS_BYTES:
-        raise InvalidSpecError(
-            f"data: status.profilings would be {size} bytes of JSON, at most {MAX_PROFILINGS_BYTES}"
-        )
 
 
 class ReplicaInfo(BaseModel):
@@ -137,9 +125,8 @@ def router(store: JobService, metrics: ServerMetrics) -> APIRouter:
         """Merge ``data`` into ``status.profilings``."""
         ref = JobId.parse(job_id)
         current = store.get_by_id(ref)
-        check_profilings(
-            merge_patch(current.status.profilings if current.status else {}, body.data)
-        )
+        merged = merge_patch(current.status.profilings if current.status else {}, body.data)
+        check_merged_profilings("data", merged)
         job = store.patch_status(ref.namespace, ref.name, {"profilings": body.data})
         metrics.profilings.inc()
         profilings = job.status.profilings if job.status else {}

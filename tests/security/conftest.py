@@ -68,13 +68,21 @@ class Master:
 
 @pytest.fixture
 def master() -> Iterator[Master]:
+    with served_master("threads") as served:
+        yield served
+
+
+@contextlib.contextmanager
+def served_master(rpc_server: str, token: str | None = None) -> Iterator[Master]:
+    """The victim job's master on the server ``rpc_server`` names (``MasterConfig``), with
+    ``token`` when given."""
     config = MasterConfig(
         job_name="victim",
         datasets=(Dataset(name="train", size=SHARDS * 4, shard_size=4, epochs=1),),
-        rpc_server="threads",
+        rpc_server=rpc_server,
     )
     service = MasterService(config)
-    server = serve_master(service, None)
+    server = serve_master(service, token)
     channel = grpc.insecure_channel(server.address)
     try:
         yield Master(service, server.address, channel)

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from flexjob.master.tcp_store import VALIDATION_MAGIC, Query, TcpStoreServer
+from tests.support.polling import wait_until
 
 U64_MAX = 2**64 - 1
 INT64_MAX = 2**63 - 1
@@ -135,3 +136,41 @@ def test_a_bad_request_closes_its_connection_and_nothing_else(
     hostile.close()
     assert escaped == []
     assert books(server.port) == before
+
+
+def _served(port: int) -> bool:
+    """Whether a new client gets answers (not closed at the connection cap)."""
+    client = StoreClient(port)
+    try:
+        return client.num_keys() == 1
+    except (ConnectionError, OSError):
+        return False
+    finally:
+        client.close()
+
+
+def test_connections_past_the_cap_are_closed_and_those_served_keep_working(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    escaped: list[object] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: escaped.append(args.exc_value))
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    server = TcpStoreServer(listener.detach(), max_clients=4)
+    held = [StoreClient(server.port) for _ in range(4)]
+    try:
+        held[0].set("/k", b"v")
+        assert [c.num_keys() for c in held] == [1] * 4  # each one served
+        hostile = [StoreClient(server.port) for _ in range(3)]
+        assert all(c.closed_by_server() for c in hostile)
+        for c in hostile:
+            c.close()
+        assert [c.get("/k") for c in held] == [b"v"] * 4  # the served ones undisturbed
+        held.pop().close()
+        wait_until(lambda: _served(server.port), timeout=30, what="a freed slot serves again")
+        assert escaped == []
+    finally:
+        for c in held:
+            c.close()
+        server.stop()

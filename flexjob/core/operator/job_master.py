@@ -53,6 +53,7 @@ from flexjob.api import (
 from flexjob.api.master_rule import flexjob_runs_master as flexjob_runs_master  # re-exported
 from flexjob.api.master_rule import has_own_command
 from flexjob.api.master_rule import needs_job_master as needs_job_master  # re-exported
+from flexjob.api.name_rules import check_path_part
 from flexjob.api.names import (
     ENV_BRAIN_TOKEN,
     ENV_IMAGE,
@@ -127,9 +128,15 @@ def no_job_master_message(trigger: str) -> str:
     )
 
 
+def _job_parts(namespace: str, job: str) -> tuple[str, str]:
+    """``namespace`` and ``job`` when each is one path part (``api.name_rules``), so that a
+    path built from them stays under its root; else ``InvalidSpecError`` naming the field."""
+    return check_path_part("metadata.namespace", namespace), check_path_part("metadata.name", job)
+
+
 def master_token_file(root: str, namespace: str, job: str) -> str:
     """The local token file of ``job``: ``<root>/<namespace>/<job>/master.token``."""
-    return "/".join((root, namespace, job, TOKEN_FILE))
+    return "/".join((root, *_job_parts(namespace, job), TOKEN_FILE))
 
 
 def master_token_secret(job: str) -> str:
@@ -163,9 +170,10 @@ def kubernetes_job_master(
 
 def incarnation_dir(state_root: str, job: ElasticJob, kind: str) -> str:
     """``<state_root>/<ns>/<job>/<kind>-<uid>``: the folder one incarnation of ``job`` keeps
-    ``kind``'s state in (a new uid, a fresh folder)."""
-    incarnation = f"{kind}-{job.metadata.uid or 'unknown'}"
-    return "/".join((state_root, job.namespace, job.name, incarnation))
+    ``kind``'s state in (a new uid, a fresh folder). A name or uid that is not one path part
+    is refused (``InvalidSpecError`` naming it): the reconcile then fails the job by it."""
+    incarnation = check_path_part("metadata.uid", f"{kind}-{job.metadata.uid or 'unknown'}")
+    return "/".join((state_root, *_job_parts(job.namespace, job.name), incarnation))
 
 
 def master_job_dir(state_root: str, job: ElasticJob) -> str:

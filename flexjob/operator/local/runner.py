@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from flexjob.api import ElasticJob, JobPhase
+from flexjob.api.name_rules import check_name, name_problem
 from flexjob.api.names import ENV_HOME, ENV_SERVER_TOKEN, ENV_SERVER_URL
 from flexjob.core.operator.job_master import master_token_file
 from flexjob.core.operator.phases import set_phase, timestamp
@@ -46,7 +47,11 @@ def run_job(
     interval: float = 0.2,
 ) -> ElasticJob | None:
     """Reconcile the job until it is done; its last state (None if it was deleted).
-    ``LeaseHeldError`` when another live operator runs the job."""
+    ``LeaseHeldError`` when another live operator runs the job; ``InvalidSpecError`` naming
+    the field when ``namespace`` or ``name`` is no job name (``api.name_rules``), before
+    anything is written: every path of the job is built from them."""
+    check_name("metadata.namespace", namespace)
+    check_name("metadata.name", name)
     platform.leases.acquire(namespace, name)
     options = local_job_master(platform.home)
     token_file = Path(master_token_file(options.token_root, namespace, name))
@@ -110,8 +115,18 @@ def lacks_operator(platform: LocalPlatform, job: ElasticJob, now: float) -> bool
 
 
 def jobs_without_operator(platform: LocalPlatform) -> list[ElasticJob]:
+    """The unfinished jobs no live operator maintains, whose names are job names: a stored
+    job named otherwise (a database that no ``create_job`` check wrote) is logged and left
+    alone, never run."""
     now = time.time()
-    return [job for job in platform.list_jobs(None) if lacks_operator(platform, job, now)]
+    orphans = []
+    for job in platform.list_jobs(None):
+        problem = name_problem(job.namespace) or name_problem(job.name)
+        if problem:
+            log.warning("event=job_not_admitted problem=%r", problem)
+        elif lacks_operator(platform, job, now):
+            orphans.append(job)
+    return orphans
 
 
 def start_detached(platform: LocalPlatform, namespace: str, name: str) -> int:

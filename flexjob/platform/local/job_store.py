@@ -10,7 +10,7 @@ import uuid
 from datetime import UTC, datetime
 
 from flexjob.api import ElasticJob, ElasticJobStatus, ScalePlan, ScalePlanStatus
-from flexjob.api.name_rules import check_name
+from flexjob.api.name_rules import check_name, check_path_part
 from flexjob.core.operator.actions import EventType
 from flexjob.core.operator.phases import timestamp
 from flexjob.core.operator.status_patch import (
@@ -55,6 +55,8 @@ class LocalJobStore:
     def create_job(self, job: ElasticJob) -> ElasticJob:
         check_name("metadata.namespace", job.namespace)  # its folder is named for it
         check_name("metadata.name", job.name)
+        if job.metadata.uid:  # kept: its master's state folder is named for it
+            check_path_part("metadata.uid", job.metadata.uid)
         job = job.model_copy(deep=True)
         status = job.status or ElasticJobStatus()
         job.status = None
