@@ -20,8 +20,8 @@ from typing import Any
 from flexjob.api import names
 from flexjob.api.errors import InvalidSpecError
 from flexjob.api.limits import check_merged_profilings, profilings_from_json
-from flexjob.core.training.master_config import MasterConfig
 from flexjob.core.operator.status_patch import merge_patch
+from flexjob.core.training.master_config import MasterConfig
 
 log = logging.getLogger(__name__)
 

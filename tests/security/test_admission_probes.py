@@ -1,7 +1,7 @@
 """Names that would point a path outside the job's home, met where a job is admitted: a
 foreign job format's name or namespace (``..``, an absolute path, a NUL, 300 characters), a
 job row that reached the local database without ``create_job``'s check, a ``metadata.uid``
-(its master's state folder is named for it), and the path builders of ``core.job_master``
+(its master's state folder is named for it), and the path builders of ``core.operator.job_master``
 that every platform's reconcile uses. Each is refused naming the field, and nothing beside
 the home is written, nothing is run."""
 
@@ -18,7 +18,7 @@ from flexjob.api import ElasticJob
 from flexjob.api.errors import InvalidSpecError
 from flexjob.api.load import load_job
 from flexjob.api.problems import SpecError
-from flexjob.core.job_master import master_token_file, with_job_master
+from flexjob.core.operator.job_master import master_token_file, with_job_master
 from flexjob.operator.local.loop import local_job_master
 from flexjob.operator.local.runner import jobs_without_operator, run_job
 from flexjob.platform.local import LocalPlatform

@@ -15,7 +15,7 @@ import pytest
 
 from flexjob.api import ElasticJob, names
 from flexjob.api.limits import MAX_PROFILINGS_BYTES, MAX_PROFILINGS_DEPTH
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.profilings_sync import ProfilingsSync, status_writer
 from flexjob.platform.local import LocalPlatform
 from flexjob.rpc.gen import master_pb2 as pb
