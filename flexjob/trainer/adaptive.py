@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from flexjob.api.errors import InvalidSpecError
-from flexjob.core.batch import BatchPlan
+from flexjob.core.batch import BatchPlan, batch_plan_from_spec
 from flexjob.core.policies.goodput_model import GoodputModel, ThroughputParams
 
 if TYPE_CHECKING:
@@ -63,12 +63,14 @@ class AdaptiveBatch:
 
     @classmethod
     def from_spec(cls, spec: BatchSpec | None) -> AdaptiveBatch | None:
-        """The bounds of ``spec.batch`` when adaptive is on, else None (fixed global batch)."""
+        """The bounds of ``spec.batch`` when adaptive is on, else None (fixed global batch).
+        The micro-batch is the master's (``core.batch.batch_plan_from_spec``: ``microBatchSize``,
+        else global / ``maxWorkers``), so the bounds are those of the plan the trainer runs."""
         if spec is None or not spec.adaptive:
             return None
         if spec.global_batch_size is None or spec.max_global_batch_size is None:
             raise InvalidSpecError("adaptive batch needs globalBatchSize and maxGlobalBatchSize")
-        micro = spec.micro_batch_size or spec.global_batch_size
+        micro = batch_plan_from_spec(spec).micro_batch_size
         return cls(spec.global_batch_size, spec.max_global_batch_size, micro)
 
     def gain(self, global_batch: float, noise_scale: float | None) -> float:
