@@ -22,6 +22,7 @@ from pathlib import Path
 
 from flexjob.api import names
 from flexjob.core.flash import HEADER_SIZE, SLOTS, SlotHeader, decode_header, should_persist
+from flexjob.trainer.settings import TrainerSettings, current_or
 
 log = logging.getLogger(__name__)
 
@@ -45,9 +46,14 @@ def default_shm_dir(storage_dir: str | os.PathLike[str], node_id: str, local_ran
     return shm_root() / f"flexjob-flash-{digest}-{local_rank}"
 
 
-def shm_dir_from_env(storage_dir: str | os.PathLike[str], node_id: str, local_rank: int) -> Path:
+def shm_dir_from_env(
+    storage_dir: str | os.PathLike[str],
+    node_id: str,
+    local_rank: int,
+    settings: TrainerSettings | None = None,
+) -> Path:
     """The directory the agent named (``$FLEXJOB_FLASH_SHM_DIR``), else the default one."""
-    given = os.environ.get(names.ENV_FLASH_SHM_DIR)
+    given = current_or(settings).flash_shm_dir
     return Path(given) if given else default_shm_dir(storage_dir, node_id, local_rank)
 
 
@@ -192,8 +198,8 @@ class FlashNotice:
         self._sock = sock
 
     @classmethod
-    def from_env(cls) -> FlashNotice | None:
-        value = os.environ.get(names.ENV_FLASH_FD)
+    def from_env(cls, settings: TrainerSettings | None = None) -> FlashNotice | None:
+        value = current_or(settings).flash_fd
         if not value:
             return None
         try:
