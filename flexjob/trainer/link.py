@@ -15,6 +15,7 @@ import threading
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 
+from flexjob.api import names
 from flexjob.api.errors import UnavailableError
 from flexjob.core.batch import RankBatch
 from flexjob.core.dataset import Dataset
@@ -31,7 +32,7 @@ class MasterLink:
         """``shard_lease``: the lease when ``FLEXJOB_SHARD_LEASE`` is unset (``trainer.lease``)."""
         if not ident.master:
             raise RuntimeError(
-                "FLEXJOB_MASTER is not set: start the script with `flexjob run` or "
+                f"{names.ENV_MASTER} is not set: start the script with `flexjob run` or "
                 "`flexjob agent`, or pass link= to ElasticTrainer"
             )
         self.ident = ident
