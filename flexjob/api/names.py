@@ -121,6 +121,9 @@ ENV_ROLE_WORLD_SIZE = "ROLE_WORLD_SIZE"
 ENV_OMP_NUM_THREADS = "OMP_NUM_THREADS"
 #: torchrun's default role name (every flexjob world is one worker group).
 ROLE_NAME = "default"
+# torch's NCCL error handling (docs/gpu.md): the trainer sets both unless set (trainer.breaker).
+ENV_NCCL_BLOCKING_WAIT = "TORCH_NCCL_BLOCKING_WAIT"
+ENV_NCCL_ASYNC_ERROR_HANDLING = "TORCH_NCCL_ASYNC_ERROR_HANDLING"
 #: The interface gloo binds (torch's); the agent sets it to the one holding its ``--address``.
 ENV_GLOO_SOCKET_IFNAME = "GLOO_SOCKET_IFNAME"
 # A plain torch world (a job with no master, core.operator.torch_world): the operator sets

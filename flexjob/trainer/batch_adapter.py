@@ -27,15 +27,16 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from flexjob.api import names
 from flexjob.core.training.batch import BatchPlan, RankBatch
 from flexjob.trainer.adaptive import AdaptiveBatch, scale_lr
 from flexjob.trainer.goodput import GoodputReporter, StepSource, noise_hook
+from flexjob.trainer.goodput import GoodputReporter, noise_hook
+from flexjob.trainer.settings import TrainerSettings, current_or
 
 if TYPE_CHECKING:
     import torch
@@ -46,9 +47,9 @@ log = logging.getLogger(__name__)
 REPLAN_EVERY_S = 30.0
 
 
-def replan_every(env: Mapping[str, str] | None = None) -> float:
+def replan_every(settings: TrainerSettings | None = None) -> float:
     """``$FLEXJOB_BATCH_REPLAN_S`` (a number of seconds > 0), else ``REPLAN_EVERY_S``."""
-    raw = (os.environ if env is None else env).get(names.ENV_BATCH_REPLAN_S, "").strip()
+    raw = (current_or(settings).batch_replan_s or "").strip()
     if not raw:
         return REPLAN_EVERY_S
     try:

@@ -30,7 +30,9 @@ from typing import Protocol
 
 import torch.distributed as dist
 
+from flexjob.api import names
 from flexjob.core.training import devices
+from flexjob.trainer.settings import TrainerSettings
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +41,7 @@ log = logging.getLogger(__name__)
 #: collectives.
 FD_DIR = "/proc/self/fd"
 #: What ``NcclBreaker.prepare`` sets unless the user did (the module docstring says why).
-NCCL_SETTINGS = {"TORCH_NCCL_BLOCKING_WAIT": "1", "TORCH_NCCL_ASYNC_ERROR_HANDLING": "2"}
+NCCL_SETTINGS = {names.ENV_NCCL_BLOCKING_WAIT: "1", names.ENV_NCCL_ASYNC_ERROR_HANDLING: "2"}
 #: ``TORCH_NCCL_ASYNC_ERROR_HANDLING`` values whose watchdog ends the process on an error.
 NCCL_TEARDOWN = ("1", "3")
 
@@ -69,9 +71,10 @@ def in_place_problem(backend: str) -> str | None:
     c10d = dist.distributed_c10d
     if not hasattr(c10d, "_abort_process_group"):
         return "this torch has no distributed_c10d._abort_process_group to abort NCCL with"
-    mode = os.environ.get("TORCH_NCCL_ASYNC_ERROR_HANDLING")
+    mode = TrainerSettings.current().nccl_async_error_handling
     if mode in NCCL_TEARDOWN:
-        return f"TORCH_NCCL_ASYNC_ERROR_HANDLING={mode} ends the process on a failed collective"
+        name = names.ENV_NCCL_ASYNC_ERROR_HANDLING
+        return f"{name}={mode} ends the process on a failed collective"
     return None
 
 

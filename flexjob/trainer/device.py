@@ -13,13 +13,12 @@ collectives
 from __future__ import annotations
 
 import logging
-import os
 
 import torch
 import torch.distributed as dist
 
-from flexjob.api import names
 from flexjob.core.training import devices
+from flexjob.trainer.settings import TrainerSettings, current_or
 
 log = logging.getLogger(__name__)
 
@@ -37,9 +36,9 @@ def rank_device(local_rank: int) -> torch.device:
     return device
 
 
-def backend_of(device: torch.device) -> str:
+def backend_of(device: torch.device, settings: TrainerSettings | None = None) -> str:
     """The collective backend of a process on ``device`` (``FLEXJOB_BACKEND`` overrides)."""
-    override = os.environ.get(names.ENV_BACKEND, "").strip().lower() or None
+    override = (current_or(settings).backend or "").strip().lower() or None
     return devices.backend_for(str(device), override)
 
 

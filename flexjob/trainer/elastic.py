@@ -36,6 +36,7 @@ from flexjob.trainer.rendezvous import (
     next_generation,
 )
 from flexjob.trainer.sampler import Batch, ElasticSampler, NoShard, ShardSource
+from flexjob.trainer.settings import TrainerSettings
 from flexjob.trainer.state_saver import StateSaver
 from flexjob.trainer.status import StatusFlags, StatusWriter
 from flexjob.trainer.step_control import all_reduce_control
@@ -60,7 +61,9 @@ class ElasticTrainer:
     The model runs on this rank's device (``device``: ``cuda:<local rank>`` where CUDA sees
     devices, else the CPU; ``trainer.device``) and its collectives on that device's backend
     (``backend``: nccl or gloo, ``FLEXJOB_BACKEND`` overrides); a step's body moves its
-    batch to ``device``."""
+    batch to ``device``. What the agent and the user set in the environment (the checkpoint
+    directory, timeouts, the backend, ...) comes from ``settings`` (``trainer.settings``; None:
+    this process's environment)."""
 
     def __init__(
         self,
@@ -77,15 +80,18 @@ class ElasticTrainer:
         timeout_s: float = 60.0,
         collective_timeout_s: float | None = None,
         poll_waiting_s: float = 0.2,
+        settings: TrainerSettings | None = None,
     ) -> None:
-        self.ident = world.node_identity()
+        #: What the environment says (``trainer.settings``; None: this process's, when read).
+        self._settings = settings
+        self.ident = world.node_identity(settings)
         #: This rank's device and its collectives' backend (``trainer.device``).
         self.device = device.rank_device(self.ident.local_rank)
-        self.backend = device.backend_of(self.device)
+        self.backend = device.backend_of(self.device, settings)
         self.module = model.to(self.device)
         self.optimizer = optimizer
         self.sampler = sampler
-        directory = world.default_checkpoint_dir(checkpoint_dir) if checkpoint else None
+        directory = world.default_checkpoint_dir(checkpoint_dir, settings) if checkpoint else None
         #: Rank 0's checkpoints and flash copies, and the state a start resumes from.
         self.saver = StateSaver(
             model, optimizer, sampler, directory, self.ident,
@@ -95,10 +101,12 @@ class ElasticTrainer:
         #: flash copy), ``"checkpoint"`` (the checkpoint file), or None (a fresh start).
         self.resumed_from: str | None = None
         self.timeout_s = timeout_s
-        self.collective_timeout_s = world.collective_timeout(collective_timeout_s, timeout_s)
+        self.collective_timeout_s = world.collective_timeout(
+            collective_timeout_s, timeout_s, settings
+        )
         self.step_count = 0
         self.reforms = 0
-        self._restarts_at_start = world.restart_count()
+        self._restarts_at_start = world.restart_count(settings)
         self._link = link
         self._poll_waiting_s = poll_waiting_s
         self._gen: world.Generation | None = None
@@ -107,9 +115,9 @@ class ElasticTrainer:
         #: Nodes wait to join: re-form once the step whose batches are cut has run.
         self._join_after_step = False
         self._stores = group.StoreCache(timeout_s)
-        self._preflight = preflight.enabled()
+        self._preflight = preflight.enabled(settings)
         self._watcher: WaitingWatcher | None = None
-        self._status = StatusWriter()
+        self._status = StatusWriter(settings=settings)
         #: This rank's own seconds per step, waits for peers left out (``trainer.step_time``).
         self.step_timer = OwnStepTimer()
         self._peers = PeerShards()
@@ -150,7 +158,7 @@ class ElasticTrainer:
             self.step_count = int(state.get("step", 0))
             self.sampler.load_state_dict(state.get("sampler", {}))
         self._watcher = WaitingWatcher(self.source, self._poll_waiting_s)
-        gen = world.generation_from_env()
+        gen = world.generation_from_env(self._settings)
         if gen is not None:
             # The agent's world may have moved on while this script was starting.
             gen = self.source.get_world(gen.round)

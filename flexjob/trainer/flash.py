@@ -50,6 +50,7 @@ from flexjob.core.training.flash import (
 from flexjob.trainer import flash_files
 from flexjob.trainer.checkpoint import TrainState, training_state
 from flexjob.trainer.flash_files import FlashNotice, locked
+from flexjob.trainer.settings import TrainerSettings, current_or
 
 log = logging.getLogger(__name__)
 
@@ -57,11 +58,11 @@ log = logging.getLogger(__name__)
 SLACK = 1 << 20
 
 
-def flash_enabled(given: bool | None) -> bool:
+def flash_enabled(given: bool | None, settings: TrainerSettings | None = None) -> bool:
     """``given``, else ``$FLEXJOB_FLASH_CHECKPOINT`` (``1``/``0``); off by default."""
     if given is not None:
         return given
-    value = os.environ.get(names.ENV_FLASH_CHECKPOINT, "").strip().lower()
+    value = (current_or(settings).flash_checkpoint or "").strip().lower()
     if value in ("", "0", "false", "no", "off"):
         return False
     if value in ("1", "true", "yes", "on"):

@@ -28,6 +28,7 @@ from flexjob.core.training.flash import (
     decode_header,
     should_persist,
 )
+from flexjob.trainer.settings import TrainerSettings, current_or
 
 log = logging.getLogger(__name__)
 
@@ -51,9 +52,14 @@ def default_shm_dir(storage_dir: str | os.PathLike[str], node_id: str, local_ran
     return shm_root() / f"flexjob-flash-{digest}-{local_rank}"
 
 
-def shm_dir_from_env(storage_dir: str | os.PathLike[str], node_id: str, local_rank: int) -> Path:
+def shm_dir_from_env(
+    storage_dir: str | os.PathLike[str],
+    node_id: str,
+    local_rank: int,
+    settings: TrainerSettings | None = None,
+) -> Path:
     """The directory the agent named (``$FLEXJOB_FLASH_SHM_DIR``), else the default one."""
-    given = os.environ.get(names.ENV_FLASH_SHM_DIR)
+    given = current_or(settings).flash_shm_dir
     return Path(given) if given else default_shm_dir(storage_dir, node_id, local_rank)
 
 
@@ -198,8 +204,8 @@ class FlashNotice:
         self._sock = sock
 
     @classmethod
-    def from_env(cls) -> FlashNotice | None:
-        value = os.environ.get(names.ENV_FLASH_FD)
+    def from_env(cls, settings: TrainerSettings | None = None) -> FlashNotice | None:
+        value = current_or(settings).flash_fd
         if not value:
             return None
         try:

@@ -32,7 +32,6 @@ once a second, the trainer's refill rides on its report (synchronous anyway), an
 
 from __future__ import annotations
 
-import os
 import time
 from collections import deque
 from collections.abc import Callable, Collection, Sequence
@@ -43,12 +42,14 @@ from flexjob.core.training.lease_size import LeasePolicy
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.messages import ShardLease
 from flexjob.trainer.sampler import NoShard, ShardSamples
+from flexjob.trainer.settings import TrainerSettings, current_or
 
 
-def lease_size(env: dict[str, str] | None = None, default: str = "auto") -> LeasePolicy:
+def lease_size(settings: TrainerSettings | None = None, default: str = "auto") -> LeasePolicy:
     """The lease policy from ``FLEXJOB_SHARD_LEASE`` (``default`` when unset): ``auto``
     (adaptive) or a fixed number of shards per call; a clear error otherwise."""
-    raw = (os.environ if env is None else env).get(names.ENV_SHARD_LEASE, default).strip()
+    given = current_or(settings).shard_lease
+    raw = (default if given is None else given).strip()
     if raw.lower() in ("", "auto"):
         return LeasePolicy()
     try:

@@ -11,7 +11,6 @@ Not for the agent (it has its own client).
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
@@ -25,6 +24,7 @@ from flexjob.rpc.client import MasterClient
 from flexjob.rpc.messages import NodeRef
 from flexjob.trainer.lease import ShardLeaser, lease_size
 from flexjob.trainer.sampler import NoShard, ShardSamples
+from flexjob.trainer.settings import TrainerSettings
 from flexjob.trainer.world import Generation, NodeIdentity, node_identity
 
 
@@ -33,7 +33,7 @@ class MasterLink:
         """``shard_lease``: the lease when ``FLEXJOB_SHARD_LEASE`` is unset (``trainer.lease``)."""
         if not ident.master:
             raise RuntimeError(
-                "FLEXJOB_MASTER is not set: start the script with `flexjob run` or "
+                f"{names.ENV_MASTER} is not set: start the script with `flexjob run` or "
                 "`flexjob agent`, or pass link= to ElasticTrainer"
             )
         self.ident = ident
@@ -127,8 +127,9 @@ def replica_link() -> MasterLink:
     an earlier process of the same replica held go back to TODO, and it holds the node's
     ``Attach`` stream (``MasterLink.stay_attached``), so that its own death hands its shards
     back at once, before a replacement process starts."""
-    ident = node_identity()
-    if os.environ.get(names.ENV_NODE_ID) or not os.environ.get(names.ENV_REPLICA_TYPE):
+    settings = TrainerSettings.current()
+    ident = node_identity(settings)
+    if settings.node_id is not None or settings.replica_type is None:
         return MasterLink(ident)
     ident = replace(ident, node_id=f"{ident.replica_type}-{ident.replica_index}")
     link = MasterLink(ident)

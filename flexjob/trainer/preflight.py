@@ -14,15 +14,14 @@ without them (``ElasticTrainer``). Not run for a world of one node (nothing to c
 
 from __future__ import annotations
 
-import os
 import time
 
 import torch
 import torch.distributed as dist
 
-from flexjob.api import names
 from flexjob.core.training.preflight import CheckResult, failed_nodes
 from flexjob.trainer.device import collective_device
+from flexjob.trainer.settings import TrainerSettings, current_or
 
 #: The check's size: products of SIZE x SIZE matrices, ROUNDS of them.
 SIZE = 128
@@ -33,9 +32,9 @@ REPEATS = 5
 REDUCE_ELEMENTS = 1024
 
 
-def enabled(env: dict[str, str] | None = None) -> bool:
+def enabled(settings: TrainerSettings | None = None) -> bool:
     """Whether the job asked for the check (``$FLEXJOB_PREFLIGHT`` is ``1``)."""
-    return (env if env is not None else os.environ).get(names.ENV_PREFLIGHT, "") == "1"
+    return current_or(settings).preflight
 
 
 def local_check() -> None:

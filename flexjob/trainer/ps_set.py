@@ -33,6 +33,7 @@ from flexjob.rpc.client import MasterClient
 from flexjob.rpc.ps_client import Pending, PsClient
 from flexjob.rpc.ps_messages import PsStats
 from flexjob.rpc.ps_registry import read_set, resolve_ps
+from flexjob.trainer.settings import TrainerSettings, current_or
 
 log = logging.getLogger(__name__)
 Floats = npt.NDArray[np.float32]
@@ -43,14 +44,16 @@ CHANGE_DEADLINE_S = 180.0
 CHANGE_BACKOFF_S = 0.05
 
 
-def ps_addresses_from_env(timeout: float = 120.0) -> list[str]:
+def ps_addresses_from_env(
+    timeout: float = 120.0, settings: TrainerSettings | None = None
+) -> list[str]:
     """The PS addresses this process should use: ``FLEXJOB_PS_ADDRESSES``, else the ones
     registered with the master at ``FLEXJOB_MASTER`` (``FLEXJOB_NUM_PS`` of them)."""
-    given = os.environ.get(names.ENV_PS_ADDRESSES, "")
-    if given:
-        return [a for a in given.split(",") if a]
-    master = os.environ.get(names.ENV_MASTER, "")
-    num_ps = os.environ.get(names.ENV_NUM_PS, "")
+    s = current_or(settings)
+    if s.ps_addresses:
+        return [a for a in s.ps_addresses.split(",") if a]
+    master = s.master or ""
+    num_ps = s.num_ps
     if not master or not num_ps.isdigit() or int(num_ps) < 1:
         raise RuntimeError(
             f"no PS set: set {names.ENV_PS_ADDRESSES}, or {names.ENV_MASTER} and "
@@ -130,11 +133,11 @@ class PsSet:
             self.dense_plan = assign_dense(self._model[2], self.num_ps)
 
     @classmethod
-    def from_env(cls, timeout: float = 120.0) -> PsSet:
-        master = os.environ.get(names.ENV_MASTER, "")
-        if master:
-            return cls.from_master(master, timeout)
-        return cls(ps_addresses_from_env(timeout))
+    def from_env(cls, timeout: float = 120.0, settings: TrainerSettings | None = None) -> PsSet:
+        s = current_or(settings)
+        if s.master:
+            return cls.from_master(s.master, timeout)
+        return cls(ps_addresses_from_env(timeout, s))
 
     @classmethod
     def from_master(cls, master: str, timeout: float = 120.0) -> PsSet:

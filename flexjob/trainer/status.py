@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TypedDict, Unpack
 
-from flexjob.api import names
+from flexjob.trainer.settings import TrainerSettings, current_or
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,8 +58,13 @@ def read_status(path: str | os.PathLike[str]) -> TrainerStatus | None:
 class StatusWriter:
     """Writes ``TrainerStatus`` to ``$FLEXJOB_STATUS_FILE`` at most every ``interval_s``."""
 
-    def __init__(self, path: str | None = None, interval_s: float = 0.5) -> None:
-        self.path = path if path is not None else os.environ.get(names.ENV_STATUS_FILE)
+    def __init__(
+        self,
+        path: str | None = None,
+        interval_s: float = 0.5,
+        settings: TrainerSettings | None = None,
+    ) -> None:
+        self.path = path if path is not None else current_or(settings).status_file
         self.interval_s = interval_s
         self._last = 0.0
 
@@ -81,7 +86,8 @@ class StatusWriter:
         if not force and now - self._last < self.interval_s:
             return
         self._last = now
-        rank = int(os.environ.get(names.ENV_RANK, "-1"))  # the trainer sets it on each re-form
+        rank = TrainerSettings.current().rank  # the trainer sets it on each re-form
+        rank = -1 if rank is None else rank
         status = TrainerStatus(
             os.getpid(),
             True,

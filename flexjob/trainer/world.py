@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from flexjob.api import names
 from flexjob.api.roles import DEFAULT_TYPE
 from flexjob.core.fields import build
+from flexjob.trainer.settings import TrainerSettings, current_or
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,44 +86,36 @@ class WorldInfo:
     master: str | None
 
 
-def _int_env(name: str, default: int) -> int:
-    value = os.environ.get(name)
-    if value is None or value == "":
-        return default
-    try:
-        return int(value)
-    except ValueError as exc:
-        raise ValueError(f"environment variable {name}={value!r} is not an integer") from exc
-
-
-def node_identity() -> NodeIdentity:
-    """Read this process's node identity from the environment the agent set."""
-    local_rank = _int_env(names.ENV_LOCAL_RANK, 0)
+def node_identity(settings: TrainerSettings | None = None) -> NodeIdentity:
+    """This process's node identity, from the environment the agent set (``settings``: else
+    this process's, ``trainer.settings``)."""
+    s = current_or(settings)
     return NodeIdentity(
-        node_id=os.environ.get(names.ENV_NODE_ID, f"local-{os.getpid()}"),
-        replica_type=os.environ.get(names.ENV_REPLICA_TYPE, DEFAULT_TYPE.value),
-        replica_index=_int_env(names.ENV_REPLICA_INDEX, 0),
-        local_rank=local_rank,
-        local_world_size=_int_env(names.ENV_LOCAL_WORLD_SIZE, 1),
-        master=os.environ.get(names.ENV_MASTER) or None,
+        node_id=s.node_id if s.node_id is not None else f"local-{os.getpid()}",
+        replica_type=s.replica_type if s.replica_type is not None else DEFAULT_TYPE.value,
+        replica_index=s.replica_index,
+        local_rank=s.local_rank,
+        local_world_size=s.local_world_size,
+        master=s.master,
     )
 
 
-def restart_count() -> int:
+def restart_count(settings: TrainerSettings | None = None) -> int:
     """This process's TORCHELASTIC_RESTART_COUNT as the agent started it (0 when unset)."""
-    return _int_env(names.ENV_TORCHELASTIC_RESTART_COUNT, 0)
+    return current_or(settings).restart_count
 
 
-def generation_from_env() -> Generation | None:
+def generation_from_env(settings: TrainerSettings | None = None) -> Generation | None:
     """The generation the agent started this process in, or None when it set none."""
-    if names.ENV_ROUND not in os.environ or names.ENV_STORE_ADDRESS not in os.environ:
+    s = current_or(settings)
+    if s.round is None or s.store_address is None:
         return None
     return Generation(
-        round=_int_env(names.ENV_ROUND, 0),
-        node_rank=_int_env(names.ENV_NODE_RANK, 0),
-        num_nodes=_int_env(names.ENV_NUM_NODES, 1),
-        store_address=os.environ[names.ENV_STORE_ADDRESS],
-        store_prefix=os.environ.get(names.ENV_STORE_PREFIX, ""),
+        round=s.round,
+        node_rank=s.node_rank if s.node_rank is not None else 0,
+        num_nodes=s.num_nodes if s.num_nodes is not None else 1,
+        store_address=s.store_address,
+        store_prefix=s.store_prefix,
     )
 
 
@@ -163,21 +156,25 @@ def set_current(info: WorldInfo | None) -> None:
     _current = info
 
 
-def world_info() -> WorldInfo:
+def world_info(settings: TrainerSettings | None = None) -> WorldInfo:
     """This process's ranks and sizes: from the live elastic trainer, else from the environment."""
     if _current is not None:
         return _current
-    ident = node_identity()
-    rank = _int_env(names.ENV_RANK, 0)
-    world_size = _int_env(names.ENV_WORLD_SIZE, 1)
+    s = current_or(settings)
+    ident = node_identity(s)
+    rank = s.rank if s.rank is not None else 0
+    node_rank = rank // max(ident.local_world_size, 1) if s.node_rank is None else s.node_rank
+    num_nodes = (
+        max(s.world_size // ident.local_world_size, 1) if s.num_nodes is None else s.num_nodes
+    )
     return build(
         WorldInfo,
         ident,
         rank=rank,
-        world_size=world_size,
-        node_rank=_int_env(names.ENV_NODE_RANK, rank // max(ident.local_world_size, 1)),
-        num_nodes=_int_env(names.ENV_NUM_NODES, max(world_size // ident.local_world_size, 1)),
-        round=_int_env(names.ENV_ROUND, 0),
+        world_size=s.world_size,
+        node_rank=node_rank,
+        num_nodes=num_nodes,
+        round=s.round if s.round is not None else 0,
     )
 
 
@@ -196,16 +193,20 @@ def world_info_of(gen: Generation, ident: NodeIdentity) -> WorldInfo:
     )
 
 
-def default_checkpoint_dir(given: str | os.PathLike[str] | None) -> str | None:
+def default_checkpoint_dir(
+    given: str | os.PathLike[str] | None, settings: TrainerSettings | None = None
+) -> str | None:
     """``given``, else the job's directory the agent names (``$FLEXJOB_CHECKPOINT_DIR``)."""
     if given:
         return os.fspath(given)
-    return os.environ.get(names.ENV_CHECKPOINT_DIR) or None
+    return current_or(settings).checkpoint_dir
 
 
-def collective_timeout(given: float | None, default: float) -> float:
+def collective_timeout(
+    given: float | None, default: float, settings: TrainerSettings | None = None
+) -> float:
     """``given``, else ``$FLEXJOB_COLLECTIVE_TIMEOUT`` (set by the agent), else ``default``."""
     if given is not None:
         return given
-    env = os.environ.get(names.ENV_COLLECTIVE_TIMEOUT)
-    return float(env) if env else default
+    env = current_or(settings).collective_timeout_s
+    return env if env is not None else default

@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from flexjob.api.job import BatchSpec
+from flexjob.core.training.batch import BatchPlan, batch_plan_from_spec
 from flexjob.core.policies import ThroughputParams
 from flexjob.core.training.batch import BatchPlan, batch_plan_from_spec
 from flexjob.trainer.adaptive import AdaptiveBatch, scale_lr
@@ -64,3 +65,13 @@ def test_scale_lr_sets_each_group_from_its_base() -> None:
     )
     scale_lr(optimizer, [0.1, 0.01], 2.5)
     assert [g["lr"] for g in optimizer.param_groups] == pytest.approx([0.25, 0.025])
+
+
+def test_an_adaptive_spec_without_a_micro_batch_takes_the_masters_default() -> None:
+    spec = BatchSpec(global_batch_size=64, max_workers=4, adaptive=True, max_global_batch_size=256)
+    bounds = AdaptiveBatch.from_spec(spec)
+    assert bounds is not None and bounds.micro == batch_plan_from_spec(spec).micro_batch_size == 16
+    with pytest.raises(ValueError, match="microBatchSize is required"):
+        AdaptiveBatch.from_spec(
+            BatchSpec(global_batch_size=64, adaptive=True, max_global_batch_size=256)
+        )

@@ -22,9 +22,11 @@ from flexjob.trainer.batch_adapter import (
     replan_every,
 )
 from flexjob.trainer.goodput import GoodputReporter
+from flexjob.trainer.settings import TrainerSettings
 from tests.trainer.fakes import shards
 from tests.trainer.test_fixed_batch_trainer import PlannedMaster, X, Y, store  # noqa: F401
 
+settings = TrainerSettings.from_env  # the settings a given environment makes
 ADAPTIVE = dataclasses.replace(BatchPlan(4, 3), max_global_batch_size=24)  # 12 .. 24 samples
 
 
@@ -131,8 +133,8 @@ def test_a_new_world_starts_from_the_base_batch_and_a_restart_from_the_users_lr(
 
 
 def test_the_replan_period_comes_from_the_environment_and_a_bad_one_is_named() -> None:
-    assert replan_every({}) == REPLAN_EVERY_S
-    assert replan_every({"FLEXJOB_BATCH_REPLAN_S": "2.5"}) == 2.5
+    assert replan_every(settings({})) == REPLAN_EVERY_S
+    assert replan_every(settings({"FLEXJOB_BATCH_REPLAN_S": "2.5"})) == 2.5
     for bad in ("0", "-1", "soon", "inf"):
         with pytest.raises(ValueError, match="FLEXJOB_BATCH_REPLAN_S must be a number"):
-            replan_every({"FLEXJOB_BATCH_REPLAN_S": bad})
+            replan_every(settings({"FLEXJOB_BATCH_REPLAN_S": bad}))

@@ -16,6 +16,9 @@ from flexjob.rpc.client import MasterClient
 from flexjob.trainer.lease import ShardLeaser, lease_size
 from flexjob.trainer.sampler import ElasticSampler, NoShard
 from tests.support.masters import master_config, serving
+from flexjob.trainer.settings import TrainerSettings
+
+settings = TrainerSettings.from_env  # the settings a given environment makes
 
 SIZE, SHARD = 60, 5
 
@@ -111,16 +114,20 @@ def test_a_bad_lease_size_names_the_variable_and_the_values(raw: str) -> None:
     with pytest.raises(
         ValueError, match=r"FLEXJOB_SHARD_LEASE must be 'auto' or an integer in 1\.\.1024"
     ):
-        lease_size({"FLEXJOB_SHARD_LEASE": raw})
+        lease_size(settings({"FLEXJOB_SHARD_LEASE": raw}))
 
 
 def test_lease_size_defaults_to_adaptive_and_a_number_fixes_it() -> None:
-    assert lease_size({}) == LeasePolicy() == lease_size({"FLEXJOB_SHARD_LEASE": "auto"})
-    assert lease_size({}).fixed is None and lease_size({}).first == 1
-    assert lease_size({"FLEXJOB_SHARD_LEASE": "8"}) == LeasePolicy(fixed=8)
+    assert (
+        lease_size(settings({}))
+        == LeasePolicy()
+        == lease_size(settings({"FLEXJOB_SHARD_LEASE": "auto"}))
+    )
+    assert lease_size(settings({})).fixed is None and lease_size(settings({})).first == 1
+    assert lease_size(settings({"FLEXJOB_SHARD_LEASE": "8"})) == LeasePolicy(fixed=8)
     # the trainer's sampler keeps one shard per call unless told (its reports are calls anyway)
-    assert lease_size({}, default="1") == LeasePolicy(fixed=1)
-    assert lease_size({"FLEXJOB_SHARD_LEASE": "auto"}, default="1") == LeasePolicy()
+    assert lease_size(settings({}), default="1") == LeasePolicy(fixed=1)
+    assert lease_size(settings({"FLEXJOB_SHARD_LEASE": "auto"}), default="1") == LeasePolicy()
 
 
 class FakeClock:
