@@ -64,7 +64,8 @@ class AdaptiveBatch:
     @classmethod
     def from_spec(cls, spec: BatchSpec | None) -> AdaptiveBatch | None:
         """The bounds of ``spec.batch`` when adaptive is on, else None (fixed global batch).
-        The micro-batch is the master's (``core.batch.batch_plan_from_spec``: ``microBatchSize``,
+        The micro-batch is the master's (``core.training.batch.batch_plan_from_spec``:
+        ``microBatchSize``,
         else global / ``maxWorkers``), so the bounds are those of the plan the trainer runs."""
         if spec is None or not spec.adaptive:
             return None

@@ -35,7 +35,6 @@ from flexjob.api import names
 from flexjob.core.training.batch import BatchPlan, RankBatch
 from flexjob.trainer.adaptive import AdaptiveBatch, scale_lr
 from flexjob.trainer.goodput import GoodputReporter, StepSource, noise_hook
-from flexjob.trainer.goodput import GoodputReporter, noise_hook
 from flexjob.trainer.settings import TrainerSettings, current_or
 
 if TYPE_CHECKING:

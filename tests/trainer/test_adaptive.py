@@ -4,7 +4,6 @@ import pytest
 import torch
 
 from flexjob.api.job import BatchSpec
-from flexjob.core.training.batch import BatchPlan, batch_plan_from_spec
 from flexjob.core.policies import ThroughputParams
 from flexjob.core.training.batch import BatchPlan, batch_plan_from_spec
 from flexjob.trainer.adaptive import AdaptiveBatch, scale_lr
@@ -27,15 +26,6 @@ def test_bounds_are_checked_naming_the_field() -> None:
         AdaptiveBatch(100, 400, 32)
     with pytest.raises(ValueError, match="needs globalBatchSize and maxGlobalBatchSize"):
         AdaptiveBatch.from_spec(BatchSpec(global_batch_size=64, adaptive=True))
-
-
-def test_an_adaptive_batch_without_a_micro_batch_takes_the_master_s() -> None:
-    spec = BatchSpec(
-        global_batch_size=256, max_workers=4, max_global_batch_size=1024, adaptive=True
-    )
-    adaptive = AdaptiveBatch.from_spec(spec)
-    assert adaptive is not None
-    assert adaptive.micro == batch_plan_from_spec(spec).micro_batch_size == 64
 
 
 def test_without_a_noise_scale_the_base_batch_and_lr_hold() -> None:

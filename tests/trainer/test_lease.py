@@ -15,8 +15,8 @@ from flexjob.master.main import MasterHandle, start_master
 from flexjob.rpc.client import MasterClient
 from flexjob.trainer.lease import ShardLeaser, lease_size
 from flexjob.trainer.sampler import ElasticSampler, NoShard
-from tests.support.masters import master_config, serving
 from flexjob.trainer.settings import TrainerSettings
+from tests.support.masters import master_config, serving
 
 settings = TrainerSettings.from_env  # the settings a given environment makes
 
