@@ -1,9 +1,9 @@
 """ShardManager: hands out shards of sample indices to workers and tracks them to DONE.
 
 Queues: TODO → DOING (marked with the worker and the time) → DONE. A dead worker's DOING shards
-and stragglers (DOING longer than ``straggler_timeout``) go back to the front of TODO. A report
+and slow shards (DOING longer than ``slow_shard_timeout``) go back to the front of TODO. A report
 is counted once, and only from a worker that may hold the shard: the worker it is DOING for,
-or the worker it was last taken back from (a late straggler; its report counts even once the
+or the worker it was last taken back from (a late report of a slow shard: it counts even once the
 shard went to another worker). A checkpoint keeps both (``doing``, ``claimable``), and every
 hand-out is journaled with its holder (``hand_out`` replays it), so a restored manager knows
 them too; only a checkpoint written before it kept ``claimable`` leaves the holders of its TODO
@@ -100,18 +100,18 @@ class ShardManager:
         splitter: Splitter,
         *,
         epochs: int = 1,
-        straggler_timeout: float | None = None,
+        slow_shard_timeout: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         recent_reports: int = 256,
     ) -> None:
         if epochs < 1:
             raise ValueError(f"epochs must be a positive integer, got {epochs}")
-        if straggler_timeout is not None and straggler_timeout <= 0:
-            raise ValueError(f"straggler_timeout must be > 0 seconds, got {straggler_timeout}")
+        if slow_shard_timeout is not None and slow_shard_timeout <= 0:
+            raise ValueError(f"slow_shard_timeout must be > 0 seconds, got {slow_shard_timeout}")
         self._splitter = splitter
         self._per_epoch = splitter.num_shards
         self._epochs = epochs
-        self._timeout = straggler_timeout
+        self._timeout = slow_shard_timeout
         self._clock = clock
         self._recent_limit = recent_reports
         self._reset()
@@ -192,7 +192,7 @@ class ShardManager:
                 del self._restored_doing[sid]
                 epoch, pos = divmod(sid, self._per_epoch)
                 return Shard(sid, epoch, self._specs[epoch][pos])
-        self.expire_stragglers()
+        self.expire_slow_shards()
         if not self._todo and self._next_epoch < self._epochs:
             self._open_epoch(self._next_epoch)
         if not self._todo:
@@ -251,7 +251,7 @@ class ShardManager:
         held = self._doing.get(shard_id)
         if held is not None and held.worker == worker:
             return False
-        if held is not None:  # taken back from its holder (a straggler) since: not journaled
+        if held is not None:  # taken back from its holder (a slow shard) since: not journaled
             self._claimable[shard_id] = held.worker
         else:
             self._todo.remove(shard_id)
@@ -272,8 +272,8 @@ class ShardManager:
         self._requeue(ids)
         return ids
 
-    def expire_stragglers(self) -> list[int]:
-        """Put shards DOING for longer than the straggler timeout back at the front of TODO."""
+    def expire_slow_shards(self) -> list[int]:
+        """Put shards DOING for longer than the slow-shard timeout back at the front of TODO."""
         if self._timeout is None or not self._doing:
             return []
         deadline = self._clock() - self._timeout
@@ -305,7 +305,7 @@ class ShardManager:
 
     def restore(self, checkpoint: str | dict[str, Any]) -> None:
         """Load progress from ``checkpoint()``; what was DOING stays DOING for its worker
-        (its straggler clock starts again), so a worker that outlived a master restart
+        (its slow-shard clock starts again), so a worker that outlived a master restart
         reports it and nobody else trains it."""
         data = json.loads(checkpoint) if isinstance(checkpoint, str) else checkpoint
         if data.get("version") != CHECKPOINT_VERSION:

@@ -5,7 +5,7 @@ scale and publish them, as one JSON document, under ``names.KV_PROFILINGS`` in t
 store. The Allocator reads ``status.profilings`` (``scheduler.profilings``). This module is the
 bridge: on each tick, when the document changed since the last copy, the master merges it into
 the job's status (the field ``core.status_patch.StatusOwner.MASTER`` owns). Only a master that has a
-platform to write to (``MasterConfig.scale_plan_platform``, as the operator's implicit masters
+platform to write to (the master's ``scale_plan_platform``, as the operator's implicit masters
 do) copies anything; ``flexjob run`` has no job object. Not for measuring (trainer) or fitting
 (``core.policies.goodput_model``).
 """
@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flexjob.api import names
-from flexjob.core.master_config import MasterConfig
 
 log = logging.getLogger(__name__)
 
@@ -64,15 +63,16 @@ class ProfilingsSync:
         return True
 
 
-def status_writer(config: MasterConfig) -> WriteProfilings | None:
-    """Writes ``status.profilings`` of the master's job on its platform; None without one."""
-    if not config.scale_plan_platform:
+def status_writer(platform_name: str, namespace: str, job_name: str) -> WriteProfilings | None:
+    """Writes ``status.profilings`` of the job ``namespace/job_name`` on the platform
+    ``platform_name``; None without one ("")."""
+    if not platform_name:
         return None
     from flexjob.platform.registry import open_platform
 
-    platform = open_platform(config.scale_plan_platform)
+    platform = open_platform(platform_name)
 
     def write(doc: dict[str, Any]) -> None:
-        platform.patch_job_status(config.namespace, config.job_name, {"profilings": doc})
+        platform.patch_job_status(namespace, job_name, {"profilings": doc})
 
     return write

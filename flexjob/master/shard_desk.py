@@ -90,10 +90,10 @@ class ShardDesk:
         for process in sorted(processes):
             self.recover(process)
 
-    def expire_stragglers(self) -> None:
-        """Shards held past the straggler timeout go back to TODO."""
+    def expire_slow_shards(self) -> None:
+        """Shards held past the slow-shard timeout go back to TODO (``ShardConfig``)."""
         for name, mgr in self._datasets.managers.items():
-            for sid in mgr.expire_stragglers():
+            for sid in mgr.expire_slow_shards():
                 event(log, "shard_timed_out", self._job, dataset=name or "-", shard=sid)
 
     def _hand_out(self, mgr: ShardManager, dataset: str, worker: str) -> ShardInfo | None:

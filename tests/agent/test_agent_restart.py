@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from flexjob.core.dataset import Dataset
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.master_config import MasterConfig, NodeHealthConfig
 from flexjob.master.main import MasterHandle, start_master
 from flexjob.rpc.client import MasterClient
 from tests.support.polling import wait_until
@@ -28,8 +28,8 @@ def master(tmp_path: Path) -> Iterator[MasterHandle]:
         job_name="restart",
         job_dir=str(tmp_path / "job"),
         host_store=False,
-        heartbeat_timeout=600.0,  # the node never expires: only its restart can free the shard
         datasets=(Dataset(size=40, shard_size=10, epochs=1, shuffle=False),),
+        node_health=NodeHealthConfig(heartbeat_timeout=600.0),
     )
     with start_master(config, token="") as handle:
         yield handle

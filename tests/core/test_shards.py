@@ -10,7 +10,7 @@ def manager(
 ) -> tuple[ShardManager, FakeClock]:
     clock = FakeClock()
     mgr = ShardManager(
-        RangeSplitter(size, shard), epochs=epochs, straggler_timeout=timeout, clock=clock
+        RangeSplitter(size, shard), epochs=epochs, slow_shard_timeout=timeout, clock=clock
     )
     return mgr, clock
 
@@ -45,7 +45,7 @@ def test_straggler_shard_goes_back_to_todo_after_the_timeout() -> None:
     slow = mgr.get_shard("slow")
     assert slow is not None
     clock.advance(4.9)
-    assert mgr.expire_stragglers() == []
+    assert mgr.expire_slow_shards() == []
     clock.advance(0.2)
     nxt = mgr.get_shard("fast")
     assert nxt is not None and nxt.shard_id == slow.shard_id
@@ -203,11 +203,11 @@ def test_after_a_restore_reports_of_shards_never_handed_out_are_rejected() -> No
 
 def test_after_a_restore_a_straggler_taken_back_may_still_report_its_shard() -> None:
     clock = FakeClock()
-    mgr = ShardManager(RangeSplitter(4, 2), straggler_timeout=5.0, clock=clock)
+    mgr = ShardManager(RangeSplitter(4, 2), slow_shard_timeout=5.0, clock=clock)
     late = mgr.get_shard("slow")
     assert late is not None
     clock.advance(6.0)
-    assert mgr.expire_stragglers() == [late.shard_id]
+    assert mgr.expire_slow_shards() == [late.shard_id]
     fresh = ShardManager(RangeSplitter(4, 2), clock=clock)
     fresh.restore(mgr.checkpoint())
     assert fresh.report_done(late.shard_id, "other") is ReportResult.REJECTED

@@ -47,7 +47,7 @@ class ShardMachine(RuleBasedStateMachine):
     def _new_manager(self) -> ShardManager:
         assert self.splitter is not None
         return ShardManager(
-            self.splitter, epochs=self.epochs, straggler_timeout=TIMEOUT, clock=self.clock
+            self.splitter, epochs=self.epochs, slow_shard_timeout=TIMEOUT, clock=self.clock
         )
 
     @precondition(lambda self: self.mgr is None)
@@ -84,7 +84,7 @@ class ShardMachine(RuleBasedStateMachine):
     def time_passes(self, seconds: float) -> None:
         assert self.mgr is not None
         self.clock.advance(seconds)
-        self.mgr.expire_stragglers()
+        self.mgr.expire_slow_shards()
 
     @precondition(lambda self: self.mgr is not None)
     @rule()

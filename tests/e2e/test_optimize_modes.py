@@ -17,7 +17,8 @@ import pytest
 
 from flexjob.api import OptimizeMode, ReplicaType
 from flexjob.core.dataset import Dataset
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.master_config import MasterConfig, NodeHealthConfig
+from flexjob.core.rendezvous import RendezvousConfig
 from flexjob.master.launch import MasterProcess, spawn_master
 from flexjob.rpc.brain_client import BrainClient
 from flexjob.rpc.client import MasterClient
@@ -127,15 +128,11 @@ def knee_job(job_dir: Path, name: str, mode: OptimizeMode, **extra: Any) -> Mast
     return MasterConfig(
         job_name=name,
         job_dir=str(job_dir),
-        min_nodes=1,
-        max_nodes=8,
-        heartbeat_timeout=5.0,
         host_store=False,
         datasets=(Dataset(size=SHARDS * 2, shard_size=2),),
-        optimize_mode=mode,
-        optimize_interval=0.25,
-        **extra,
-    )
+        rendezvous=RendezvousConfig(min_nodes=1, max_nodes=8),
+        node_health=NodeHealthConfig(heartbeat_timeout=5.0),
+    ).with_overrides(optimizer__mode=mode, optimizer__interval=0.25, **extra)
 
 
 @pytest.fixture
@@ -148,7 +145,7 @@ def test_killed_cluster_mode_master_reloads_its_plans_from_the_brain_and_finishe
     brain_url: str, tmp_path: Path
 ) -> None:
     job_dir = tmp_path / "job"
-    config = knee_job(job_dir, "default.job", OptimizeMode.CLUSTER, brain_url=brain_url)
+    config = knee_job(job_dir, "default.job", OptimizeMode.CLUSTER, optimizer__brain_url=brain_url)
     master: MasterProcess = spawn_master(config)
     cluster = Cluster(master.address, job_dir / "scaleplans")
     try:

@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from flexjob.core.dataset import Dataset
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.master_config import MasterConfig, NodeHealthConfig
+from flexjob.core.rendezvous import RendezvousConfig
 from flexjob.master.launch import MasterProcess, spawn_master
 
 
@@ -22,12 +23,10 @@ def process_config(tmp_path: Path) -> MasterConfig:
     return MasterConfig(
         job_name="itest",
         job_dir=str(tmp_path / "job"),
-        min_nodes=2,
-        max_nodes=4,
-        last_call_timeout=0.5,
-        heartbeat_timeout=1.0,
         datasets=(Dataset(size=400, shard_size=5, epochs=2, shuffle=True, seed=1),),
         host_store=False,
+        rendezvous=RendezvousConfig(min_nodes=2, max_nodes=4, last_call_timeout=0.5),
+        node_health=NodeHealthConfig(heartbeat_timeout=1.0),
     )
 
 

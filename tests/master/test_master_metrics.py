@@ -4,7 +4,8 @@ from pathlib import Path
 
 from flexjob.api import names
 from flexjob.core.dataset import Dataset
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.master_config import MasterConfig, NodeHealthConfig
+from flexjob.core.rendezvous import RendezvousConfig
 from flexjob.master.main import METRICS_ADDR_FILE, start_master
 from flexjob.observe import timeline
 from flexjob.rpc.client import MasterClient
@@ -17,12 +18,10 @@ def test_master_metrics_and_timeline_show_a_lost_node(tmp_path: Path) -> None:
     config = MasterConfig(
         job_name="seen",
         job_dir=str(job_dir),
-        min_nodes=2,
-        max_nodes=3,
-        last_call_timeout=0.2,
-        heartbeat_timeout=5.0,
         datasets=(Dataset(size=40, shard_size=5, epochs=1),),
         host_store=False,
+        rendezvous=RendezvousConfig(min_nodes=2, max_nodes=3, last_call_timeout=0.2),
+        node_health=NodeHealthConfig(heartbeat_timeout=5.0),
     )
     handle = start_master(config)
     clients = [MasterClient(handle.address, f"worker-{i}") for i in range(3)]

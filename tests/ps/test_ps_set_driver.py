@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.master_config import MasterConfig, PsSetConfig
 from flexjob.master.main import MasterHandle, start_master
 from flexjob.ps.checkpoint_io import file_name, read_snapshot
 from flexjob.trainer.ps_set import PsSet
@@ -25,8 +25,7 @@ def master(tmp_path: Path) -> Iterator[MasterHandle]:
         job_name="ps-driver",
         job_dir=str(tmp_path / "master"),
         host_store=False,
-        num_ps=2,
-        ps_checkpoint_interval=0.5,
+        ps=PsSetConfig(num_ps=2, checkpoint_interval=0.5),
     )
     handle = start_master(config, token="")
     yield handle

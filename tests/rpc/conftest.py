@@ -6,6 +6,7 @@ import pytest
 from flexjob.core.batch import BatchPlan
 from flexjob.core.dataset import Dataset
 from flexjob.core.master_config import MasterConfig
+from flexjob.core.rendezvous import RendezvousConfig
 from flexjob.master.main import MasterHandle, start_master
 
 
@@ -14,12 +15,10 @@ def master_config(tmp_path: Path) -> MasterConfig:
     return MasterConfig(
         job_name="rpcjob",
         job_dir=str(tmp_path / "job"),
-        min_nodes=2,
-        max_nodes=2,
-        last_call_timeout=0.2,
         datasets=(Dataset(size=20, shard_size=5),),
         batch=BatchPlan.for_max_workers(4, 4),
         host_store=False,
+        rendezvous=RendezvousConfig(min_nodes=2, max_nodes=2, last_call_timeout=0.2),
     )
 
 

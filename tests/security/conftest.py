@@ -22,7 +22,7 @@ import grpc
 import pytest
 
 from flexjob.core.dataset import Dataset
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.master_config import MasterConfig, RpcConfig
 from flexjob.master.main import serve_master
 from flexjob.master.service import MasterService
 from flexjob.rpc.gen import master_control_pb2_grpc as control_grpc
@@ -70,7 +70,7 @@ def master() -> Iterator[Master]:
     config = MasterConfig(
         job_name="victim",
         datasets=(Dataset(name="train", size=SHARDS * 4, shard_size=4, epochs=1),),
-        rpc_server="threads",
+        rpc=RpcConfig(server="threads"),
     )
     service = MasterService(config)
     server = serve_master(service, None)

@@ -11,6 +11,7 @@ import pytest
 from flexjob.core.dataset import Dataset
 from flexjob.core.lease_size import LeasePolicy
 from flexjob.core.master_config import MasterConfig
+from flexjob.core.rendezvous import RendezvousConfig
 from flexjob.master.main import MasterHandle, start_master
 from flexjob.rpc.client import MasterClient
 from flexjob.trainer.lease import ShardLeaser, lease_size
@@ -24,10 +25,9 @@ def config(tmp_path: Path) -> MasterConfig:
     return MasterConfig(
         job_name="lease",
         job_dir=str(tmp_path / "job"),
-        min_nodes=1,
-        max_nodes=2,
         datasets=(Dataset(size=SIZE, shard_size=SHARD, epochs=2, shuffle=True, seed=3),),
         host_store=False,
+        rendezvous=RendezvousConfig(min_nodes=1, max_nodes=2),
     )
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from flexjob.core.dataset import Dataset
 from flexjob.core.master_config import MasterConfig
+from flexjob.core.rendezvous import RendezvousConfig
 from flexjob.master.main import MasterHandle, start_master
 from flexjob.rpc.client import MasterClient
 from flexjob.trainer.lease import ShardLeaser
@@ -24,10 +25,9 @@ def master(tmp_path: Path) -> Iterator[MasterHandle]:
     config = MasterConfig(
         job_name="peers",
         job_dir=str(tmp_path / "job"),
-        min_nodes=1,
-        max_nodes=2,
         datasets=(Dataset(size=SIZE, shard_size=SHARD, epochs=1, shuffle=False),),
         host_store=False,
+        rendezvous=RendezvousConfig(min_nodes=1, max_nodes=2),
     )
     handle = start_master(config)
     yield handle

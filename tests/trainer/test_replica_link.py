@@ -15,7 +15,8 @@ import pytest
 
 from flexjob.api import names
 from flexjob.core.dataset import Dataset
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.master_config import MasterConfig, NodeHealthConfig
+from flexjob.core.rendezvous import RendezvousConfig
 from flexjob.master.main import MasterHandle, start_master
 from flexjob.rpc.client import MasterClient
 from tests.support.polling import wait_until
@@ -36,11 +37,10 @@ def master(tmp_path: Path) -> Iterator[MasterHandle]:
     config = MasterConfig(
         job_name="ps",
         job_dir=str(tmp_path / "job"),
-        min_nodes=1,
-        max_nodes=2,
-        heartbeat_timeout=600.0,
         datasets=(Dataset(size=8, shard_size=1),),
         host_store=False,
+        rendezvous=RendezvousConfig(min_nodes=1, max_nodes=2),
+        node_health=NodeHealthConfig(heartbeat_timeout=600.0),
     )
     handle = start_master(config)
     yield handle
