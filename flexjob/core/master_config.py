@@ -1,11 +1,17 @@
-"""``MasterConfig``: everything a job master needs to run, typed, built in one place.
+"""``MasterConfig``: everything a job master needs to run, typed, built in one place — a tree
+of frozen settings groups (``rendezvous``, ``node_health``, ``shards``, ``slow_nodes``,
+``persistence``, ``rpc``, ``optimizer``, ``ps``) under the master's identity and data.
 
+Each default is written once, in its group (docs/architecture.md#settings);
+``with_overrides`` changes any setting by its path (``node_health__heartbeat_timeout``).
 ``MasterConfig.from_job`` is the one function that reads an ElasticJob (defaults applied; the
 main training type's bounds → rendezvous bounds, ``spec.dataset`` → sharding, ``spec.batch`` →
-batch plan, ``optimizeMode`` / ``brainService`` / the requested resources → the optimizer);
-``flexjob run`` builds one directly. The operator hands the implicit master its config as
-``to_json`` in ``FLEXJOB_MASTER_CONFIG`` (``core.job_master``); ``from_json`` reads it back.
-No I/O: builds core objects (splitter, batch plan, rendezvous config) but runs nothing.
+batch plan, ``optimizeMode`` / ``brainService`` / the requested resources → the optimizer,
+``spec.stragglers`` → the slow nodes, ``spec.masterSettings`` → any group);
+``flexjob run`` builds one from ``runner.config.RUN_MASTER``. The operator hands the implicit
+master its config as ``to_json`` in ``FLEXJOB_MASTER_CONFIG`` (``core.job_master``);
+``from_json`` reads it back. No I/O: builds core objects (splitter, batch plan, rendezvous
+config) but runs nothing.
 """
 
 import functools
@@ -18,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from flexjob.api import OptimizeMode, ReplicaType
 from flexjob.api.brain_service import brain_url
 from flexjob.api.enums import RpcServer
+from flexjob.api.errors import InvalidSpecError
 from flexjob.api.quantity import cpu_cores, memory_mib
 from flexjob.api.roles import ROLE_TRAITS, main_training_type
 from flexjob.core.batch import BatchPlan, batch_plan_from_spec
@@ -253,7 +260,10 @@ class MasterConfig:
                 slow_nodes__window_s=lag.window_seconds,
             )
         if spec.master_settings is not None:
-            base = base.with_overrides(**settings_overrides(spec.master_settings))
+            try:
+                base = base.with_overrides(**settings_overrides(spec.master_settings))
+            except ValueError as exc:  # a check across fields (a node unit over the bounds)
+                raise InvalidSpecError(f"spec.masterSettings: {exc}") from None
         return base.with_overrides(**overrides)
 
     def to_json(self) -> str:

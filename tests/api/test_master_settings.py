@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from flexjob.api.errors import InvalidSpecError
 from flexjob.api.job import ElasticJob
 from flexjob.api.master_settings import MasterSettingsSpec
 from flexjob.api.validate import validate
@@ -79,6 +80,12 @@ def test_master_settings_in_the_spec_set_the_masters_groups() -> None:
     assert (config.rpc.server, config.rpc.shard_streams, config.rpc.workers) == ("aio", 0, 32)
     assert config.rendezvous.last_call_timeout == 3.0
     assert MasterConfig.from_json(config.to_json()) == config  # what the master pod is handed
+
+
+def test_a_master_setting_that_does_not_fit_the_job_fails_naming_the_spec_field() -> None:
+    job = ElasticJob.model_validate(doc({"rendezvous": {"nodeUnit": 2}}))  # 1 worker
+    with pytest.raises(InvalidSpecError, match=r"^spec.masterSettings: node_unit must be"):
+        MasterConfig.from_job(job)
 
 
 def test_every_master_setting_can_be_set_from_the_spec() -> None:
