@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from flexjob.api import OptimizeMode
 from flexjob.core.addresses import is_loopback
-from flexjob.core.master_config import WILDCARD_HOSTS, MasterConfig
+from flexjob.core.master_config import WILDCARD_HOSTS, MasterConfig, NodeHealthConfig
 from flexjob.master.logs import event
 from flexjob.master.observing import (
     MasterCollector,
@@ -172,7 +172,7 @@ def _serve_store(config: MasterConfig, listen_fd: int, port: int) -> StoreServer
 
 
 def serve_master(service: MasterService, token: str | None) -> BoundServer:
-    """Serve ``service`` on its config's host and port with the server ``rpc_server`` names;
+    """Serve ``service`` on its config's host and port with the server ``rpc.server`` names;
     returns once it serves."""
     config = service.config
     rpc = config.rpc
@@ -218,7 +218,9 @@ def start_master(config: MasterConfig, token: str | None = None) -> MasterHandle
     platform = config.scale_plan_platform
     if (write := status_writer(platform, config.namespace, config.job_name)) is not None:
         handle.profilings = ProfilingsSync(service.kv_get, write)
-    handle.node_watcher = node_watcher(platform, config.namespace, config.job_name, service)
+    handle.node_watcher = node_watcher(
+        platform, config.namespace, config.job_name, config.node_health, service
+    )
     handle.collector = MasterCollector(service.view)
     metrics.register(handle.collector)
     addr_file = Path(config.job_dir) / METRICS_ADDR_FILE if config.job_dir else None
@@ -261,16 +263,21 @@ def start_master(config: MasterConfig, token: str | None = None) -> MasterHandle
 
 
 def node_watcher(
-    platform_name: str, namespace: str, job_name: str, service: MasterService
+    platform_name: str,
+    namespace: str,
+    job_name: str,
+    health: NodeHealthConfig,
+    service: MasterService,
 ) -> "NodeWatcher | None":
-    """A running watch on the job's replicas (``master.node_watcher``) when the master has a
-    platform (``platform_name``, its ``scale_plan_platform``); None for ``flexjob run``'s."""
+    """A running watch on the job's replicas (``master.node_watcher``) by the master's
+    ``health`` settings when the master has a platform (``platform_name``, its
+    ``scale_plan_platform``); None for ``flexjob run``'s."""
     if not platform_name:
         return None
     from flexjob.master.node_watcher import NodeWatcher
     from flexjob.platform.registry import open_platform
 
-    pending = service.config.node_health.replica_pending_timeout
+    pending = health.replica_pending_timeout
     watcher = NodeWatcher(open_platform(platform_name), namespace, job_name, service, pending)
     watcher.start()
     return watcher
