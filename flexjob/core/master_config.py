@@ -16,7 +16,6 @@ config) but runs nothing.
 
 import functools
 import socket
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -225,7 +224,19 @@ class MasterConfig:
     def with_overrides(self, **changes: Any) -> "MasterConfig":
         """A copy with the given settings changed; ``None`` values are ignored. A key is a
         top-level field (``port``) or ``GROUP__FIELD`` (``node_health__heartbeat_timeout``)."""
-        return overridden(self, {k: v for k, v in changes.items() if v is not None})
+        top: dict[str, Any] = {}
+        groups: dict[str, dict[str, Any]] = {}
+        for key, value in changes.items():
+            if value is None:
+                continue
+            group, sep, name = key.partition(GROUP_SEP)
+            if sep:
+                groups.setdefault(group, {})[name] = value
+            else:
+                top[key] = value
+        for group, fields in groups.items():  # each group built again: its own checks run
+            top[group] = replace(getattr(self, group), **fields)
+        return replace(self, **top)
 
     @classmethod
     def from_job(cls, job: "ElasticJob", **overrides: Any) -> "MasterConfig":
@@ -284,22 +295,6 @@ def _adapter() -> "TypeAdapter[MasterConfig]":
 
 #: What separates a group from its field in an override's key: ``node_health__heartbeat_timeout``.
 GROUP_SEP = "__"
-
-
-def overridden(config: MasterConfig, changes: Mapping[str, Any]) -> MasterConfig:
-    """``config`` with ``changes`` (keys as ``MasterConfig.with_overrides`` takes them); each
-    group changed is built again, so its own checks run."""
-    top: dict[str, Any] = {}
-    groups: dict[str, dict[str, Any]] = {}
-    for key, value in changes.items():
-        group, sep, name = key.partition(GROUP_SEP)
-        if sep:
-            groups.setdefault(group, {})[name] = value
-        else:
-            top[key] = value
-    for group, fields in groups.items():
-        top[group] = replace(getattr(config, group), **fields)
-    return replace(config, **top)
 
 
 def settings_overrides(spec: "MasterSettingsSpec") -> dict[str, Any]:
