@@ -110,10 +110,7 @@ def main() -> int:
         )
 
     with tempfile.TemporaryDirectory(prefix="flexjob-bench-") as tmp:
-        config = MasterConfig(
-            job_name="bench", job_dir=str(Path(tmp) / "job"), min_nodes=1, max_nodes=1,
-            host_store=False,
-        )  # fmt: skip
+        config = MasterConfig(job_name="bench", job_dir=str(Path(tmp) / "job"), host_store=False)
         master = spawn_master(config)
         master_pid = master.process.pid
         os.environ[names.ENV_MASTER] = master.address

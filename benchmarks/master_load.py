@@ -23,7 +23,7 @@ and the client processes' CPU (whether the callers, not the master, ran out of C
                        the issue's pair of goals measured together (5,000 shard
                        requests/s paced, p99 < 10 ms).
 Every accepted report is written to the state file before it is answered. The master serves
-with ``--rpc-server`` (``MasterConfig.rpc_server``: threads by default, or aio); each
+with ``--rpc-server`` (``MasterConfig.rpc.server``: threads by default, or aio); each
 unpaced row also shows the master process's CPU time per shard (the number that a shared,
 loaded machine disturbs least).
 Every phase runs in each layout of ``--pin`` (default all three): ``off`` (master, clients and
@@ -66,7 +66,14 @@ from benchmarks.cpu_layout import LAYOUTS, Cpus, on_cpus
 from benchmarks.proc_cpu import CpuWindow, children_cpu_s, process_cpu_s
 from benchmarks.table import print_table
 from flexjob.core.training.dataset import Dataset
-from flexjob.core.training.master_config import RPC_SERVERS, MasterConfig
+from flexjob.core.training.master_config import (
+    RPC_SERVERS,
+    MasterConfig,
+    NodeHealthConfig,
+    PersistenceConfig,
+    RpcConfig,
+)
+from flexjob.core.training.rendezvous import RendezvousConfig
 from flexjob.master.launch import spawn_master
 from flexjob.master.main import METRICS_ADDR_FILE
 from flexjob.rpc.client import MasterClient, open_channel
@@ -303,14 +310,14 @@ def _args() -> argparse.Namespace:
     ap.add_argument(
         "--rpc-server",
         choices=RPC_SERVERS,
-        default=MasterConfig().rpc_server,
-        help="the master's gRPC server (MasterConfig.rpc_server)",
+        default=MasterConfig().rpc.server,
+        help="the master's gRPC server (MasterConfig.rpc.server)",
     )
     ap.add_argument(
         "--no-fsync",
         action="store_true",
-        help="MasterConfig.fsync off (the default before issue 34): journal writes end in the "
-        "page cache, not on disk",
+        help="MasterConfig.persistence.fsync off (the default before issue 34): journal writes end "
+        "in the page cache, not on disk",
     )
     ap.add_argument("--leases", default="1,8", help="lease sizes to measure (comma-separated)")
     ap.add_argument(
@@ -339,16 +346,15 @@ def _config(args: argparse.Namespace, job_dir: Path, cpu: int | None = None) -> 
     return MasterConfig(
         job_name="bench",
         job_dir=str(job_dir),
-        min_nodes=args.agents,
-        max_nodes=args.agents,
-        last_call_timeout=60.0,
-        heartbeat_timeout=600.0,
         datasets=(Dataset(size=5_000_000, shard_size=10),),
         host_store=False,
-        rpc_server=args.rpc_server,
-        rpc_workers=args.rpc_workers,
         cpu=cpu,
-        fsync=not args.no_fsync,
+        rendezvous=RendezvousConfig(
+            min_nodes=args.agents, max_nodes=args.agents, last_call_timeout=60.0
+        ),
+        node_health=NodeHealthConfig(heartbeat_timeout=600.0),
+        rpc=RpcConfig(server=args.rpc_server, workers=args.rpc_workers),
+        persistence=PersistenceConfig(fsync=not args.no_fsync),
     )
 
 

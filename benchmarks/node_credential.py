@@ -25,7 +25,7 @@ from tempfile import TemporaryDirectory
 from benchmarks.call_rate import add_rate_arguments, alternating_medians, calls_per_second
 from benchmarks.table import print_table
 from flexjob.core.training.dataset import Dataset
-from flexjob.core.training.master_config import MasterConfig
+from flexjob.core.training.master_config import MasterConfig, PersistenceConfig
 from flexjob.master.main import serve_master
 from flexjob.master.service import MasterService
 from flexjob.rpc.auth import (
@@ -99,7 +99,7 @@ def _rate(token: str | None, threads: int, seconds: float, job_dir: Path) -> flo
         job_dir=str(job_dir),
         datasets=(Dataset(size=1_000_000, shard_size=1),),
         host_store=False,
-        fsync=False,  # the disk is not what this compares
+        persistence=PersistenceConfig(fsync=False),
     )
     service = MasterService(config)
     server = serve_master(service, token)

@@ -31,7 +31,6 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -268,7 +267,7 @@ def bench_scale(rows: int, dim: int, directory: Path) -> None:
     checkpoint): checkpoint, stop every PS and the trainer, start 3 PS that restore their
     share, restart the trainer (a new process importing torch) and take its first step."""
     config = MasterConfig(job_name="bench", job_dir=str(directory / "master"), host_store=False)
-    master = spawn_master(replace(config, num_ps=2))
+    master = spawn_master(config.with_overrides(ps__num_ps=2))
     started = [ps_process(i, 2, directory / "ckpt", master.address) for i in range(2)]
     procs = [p for p, _ in started]
     ps = filled_set(rows, dim, master.address, directory)

@@ -20,6 +20,7 @@ LAYERS = (
     "ps",
     "trainer",
     "agent",
+    "runner",
     "operator",
     "server",
     "scheduler",

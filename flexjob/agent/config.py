@@ -35,6 +35,12 @@ def default_replica_type(env: Mapping[str, str] | None = None) -> str:
     return env.get(names.ENV_REPLICA_TYPE) or DEFAULT_TYPE.value
 
 
+def agent_default(name: str) -> Any:
+    """The default of ``AgentConfig``'s field ``name`` (written there once: what the CLI's
+    flags default to)."""
+    return AgentConfig.__dataclass_fields__[name].default
+
+
 def run_dir_of(config: AgentConfig) -> str:
     """Where a node's worker status files go: ``--run-dir``, else ``flexjob-<job>`` in
     ``$TMPDIR`` (``/tmp``)."""
@@ -45,8 +51,10 @@ def run_dir_of(config: AgentConfig) -> str:
 
 @dataclass(frozen=True, slots=True)
 class AgentConfig:
-    master: str
     target: str
+    #: HOST:PORT of the job's master; "" only in a run's agent template (``runner.config``),
+    #: where each agent gets the address of the master the run starts.
+    master: str = ""
     args: tuple[str, ...] = ()
     module: bool = False
     node_id: str = "worker-0"
@@ -79,7 +87,7 @@ class AgentConfig:
 
     def __post_init__(self) -> None:
         host, _, port = self.master.rpartition(":")
-        if not host or not port.isdigit():
+        if self.master and (not host or not port.isdigit()):
             raise ValueError(f"master must be HOST:PORT, got {self.master!r}")
         if self.nproc_per_node < 1:
             raise ValueError(f"nproc_per_node must be >= 1, got {self.nproc_per_node}")

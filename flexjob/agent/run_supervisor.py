@@ -7,7 +7,7 @@ once). Each process gets ``--max-restarts`` restarts; an agent that has none lef
 when the others still make ``--nnodes``'s minimum (the world shrinks), else the run fails with
 a ``RunFailure`` that names what died. An agent that *exits* with a code (its workers failed
 past their own restarts) is not restarted: that code is the job's. Not for signals sent to
-``flexjob run`` itself nor for the exit summary (``agent.launcher``).
+``flexjob run`` itself nor for the exit summary (``runner.launcher``).
 """
 
 from __future__ import annotations

@@ -118,3 +118,11 @@ class ScalePlanPhase(StrEnum):
     EXECUTING = "Executing"
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
+
+
+class RpcServer(StrEnum):
+    """The job master's gRPC server (``spec.masterSettings.rpc.server``): a thread pool
+    (``rpc.server``) or one event loop (``rpc.aio_server``)."""
+
+    THREADS = "threads"
+    AIO = "aio"

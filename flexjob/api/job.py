@@ -27,6 +27,7 @@ from flexjob.api.limits import (
     MAX_PROCS_PER_NODE,
     MAX_REPLICAS,
 )
+from flexjob.api.master_settings import MasterSettingsSpec
 from flexjob.api.meta import ObjectMeta
 from flexjob.api.pod import PodTemplateSpec, Quantity
 
@@ -139,6 +140,8 @@ class ElasticJobSpec(ApiModel):
     dataset: DatasetSpec | None = None
     batch: BatchSpec | None = None
     stragglers: StragglerSpec | None = None
+    #: The settings of the master the operator starts (``api.master_settings``).
+    master_settings: MasterSettingsSpec | None = None
     #: Free-form job arguments kept from readers (ElasticDL jobArgs, DLRover extras).
     job_args: dict[str, str] = Field(default_factory=dict)
     #: DI Orchestrator v1 aggregator settings, kept when converting a v1 DIJob.

@@ -21,7 +21,7 @@ from flexjob.api.roles import controlling_type
 RDZV_BACKEND_FLEXJOB = "flexjob"
 
 #: Spec fields (camelCase) that only flexjob's job master acts on (``core.training.master_config``).
-MASTER_ONLY_FIELDS = ("dataset", "batch", "stragglers", "brainService")
+MASTER_ONLY_FIELDS = ("dataset", "batch", "stragglers", "masterSettings", "brainService")
 #: ``optimizeMode`` values only flexjob's master acts on (its optimizer); ``manual`` (no
 #: optimizer) says what a job without that master does anyway. Defaulting sets ``single-job``
 #: only on a job with flexjob's master (``api.defaults``).

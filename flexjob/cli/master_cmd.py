@@ -11,8 +11,7 @@ import typer
 from flexjob.api.enums import StragglerPolicy
 from flexjob.api.roles import MASTER_TYPE, command_of
 from flexjob.cli.errors import usage_error
-from flexjob.cli.master_flags import master_flag
-from flexjob.core.training.stragglers import DEFAULT_RATIO, DEFAULT_WINDOW_S
+from flexjob.cli.master_flags import master_flag, overrides
 
 
 def register(app: typer.Typer) -> None:
@@ -31,24 +30,16 @@ def master(
     job_dir: Path | None = typer.Option(
         None, "--job-dir", help="Where state and master.addr are written."
     ),
-    heartbeat_timeout: float | None = master_flag("heartbeat_timeout", None, "30"),
-    last_call_timeout: float | None = master_flag("last_call_timeout", None, "1"),
-    straggler_timeout: float | None = typer.Option(
-        None, "--straggler-timeout", help="Seconds before a shard in progress is handed out again."
-    ),
-    stragglers: StragglerPolicy | None = master_flag(
-        "stragglers", None, StragglerPolicy.REPORT.value
-    ),
-    straggler_ratio: float | None = master_flag("straggler_ratio", None, f"{DEFAULT_RATIO:g}"),
-    straggler_window: float | None = master_flag("straggler_window", None, f"{DEFAULT_WINDOW_S:g}"),
+    heartbeat_timeout: float | None = master_flag("heartbeat_timeout"),
+    last_call_timeout: float | None = master_flag("last_call_timeout"),
+    slow_shard_timeout: float | None = master_flag("slow_shard_timeout"),
+    stragglers: StragglerPolicy | None = master_flag("stragglers"),
+    straggler_ratio: float | None = master_flag("straggler_ratio"),
+    straggler_window: float | None = master_flag("straggler_window"),
     advertise_host: str | None = typer.Option(
         None, "--advertise-host", help="Host name clients use to reach this master."
     ),
-    replica_pending_timeout: float | None = typer.Option(
-        None,
-        "--replica-pending-timeout",
-        help="Seconds a replica may stay Pending before the node watcher reports it [300].",
-    ),
+    replica_pending_timeout: float | None = master_flag("replica_pending_timeout"),
     cpu: int | None = typer.Option(
         None, "--cpu", help="Run the master on this one CPU only [any]."
     ),
@@ -102,17 +93,21 @@ def master(
             port=port if port is not None else own_port,
             host=host,
             job_dir=str(job_dir) if job_dir else None,
-            heartbeat_timeout=heartbeat_timeout,
-            last_call_timeout=last_call_timeout,
-            straggler_timeout=straggler_timeout,
-            replica_pending_timeout=replica_pending_timeout,
             host_store=False if no_store else None,
             advertise_host=advertise_host or own_host,
             scale_plan_platform=scale_plan_platform,
-            stragglers=stragglers,
-            straggler_ratio=straggler_ratio,
-            straggler_window=straggler_window,
             cpu=cpu,
+            **overrides(
+                {
+                    "heartbeat_timeout": heartbeat_timeout,
+                    "last_call_timeout": last_call_timeout,
+                    "slow_shard_timeout": slow_shard_timeout,
+                    "replica_pending_timeout": replica_pending_timeout,
+                    "stragglers": stragglers,
+                    "straggler_ratio": straggler_ratio,
+                    "straggler_window": straggler_window,
+                }
+            ),
         )
         confine_to_cpu(cfg.cpu)  # before the master starts its threads
     except (ValueError, OSError) as exc:

@@ -13,12 +13,14 @@ from typing import Any
 
 import typer
 
+from flexjob.agent.config import AgentConfig, agent_default
+from flexjob.agent.output import OutputConfig
 from flexjob.api.enums import StragglerPolicy
 from flexjob.api.names import ENV_MAX_RESTARTS, ENV_NPROC_PER_NODE
 from flexjob.cli import torchrun_flags
 from flexjob.cli.errors import usage_error, valid_path_part
-from flexjob.cli.master_flags import master_flag
-from flexjob.core.training.stragglers import DEFAULT_RATIO, DEFAULT_WINDOW_S
+from flexjob.cli.master_flags import FLAGS, default_of, master_flag, overrides
+from flexjob.runner.config import RUN_MASTER, RunConfig
 
 _PASSTHROUGH = {
     "allow_extra_args": True,
@@ -57,7 +59,7 @@ def _check_target(script: str, module: bool) -> None:
 SCRIPT = typer.Argument(..., help="Training script (or module with -m).")
 SCRIPT_ARGS = typer.Argument(None, help="Arguments for the script.")
 NPROC = typer.Option("1", "--nproc-per-node", "--nproc_per_node", help="N, cpu, gpu or auto.")
-MAX_RESTARTS = typer.Option(3, "--max-restarts", "--max_restarts")
+MAX_RESTARTS = typer.Option(agent_default("max_restarts"), "--max-restarts", "--max_restarts")
 # `flexjob agent` in a job's replica: the job's elasticPolicy (the operator sets the variables).
 AGENT_NPROC = typer.Option(
     "1",
@@ -67,13 +69,15 @@ AGENT_NPROC = typer.Option(
     help=f"N, cpu, gpu or auto [${ENV_NPROC_PER_NODE}: the job's elasticPolicy.nProcPerNode].",
 )
 AGENT_MAX_RESTARTS = typer.Option(
-    3,
+    agent_default("max_restarts"),
     "--max-restarts",
     "--max_restarts",
     envvar=ENV_MAX_RESTARTS,
     help=f"[${ENV_MAX_RESTARTS}: the job's elasticPolicy.maxRestarts].",
 )
-MONITOR = typer.Option(0.5, "--monitor-interval", "--monitor_interval")
+MONITOR = typer.Option(
+    agent_default("monitor_interval"), "--monitor-interval", "--monitor_interval"
+)
 RDZV_BACKEND = typer.Option(
     "flexjob", "--rdzv-backend", "--rdzv_backend", help="flexjob (c10d means the same)."
 )
@@ -92,11 +96,11 @@ RUN_PATH = typer.Option(
 )
 MODULE = typer.Option(False, "-m", "--module", help="Run SCRIPT as a module.")
 HANG_TIMEOUT = typer.Option(
-    180.0,
+    agent_default("hang_timeout"),
     "--hang-timeout",
     help="Seconds a trainer may make no progress before it is restarted as hung (0: off).",
 )
-STRAGGLERS = master_flag("stragglers", StragglerPolicy.REPORT)
+STRAGGLERS = master_flag("stragglers", RUN_MASTER)
 PREFLIGHT = typer.Option(
     False,
     "--preflight",
@@ -104,14 +108,14 @@ PREFLIGHT = typer.Option(
     "that fail it or take over 3x the others' median are kept out ($FLEXJOB_PREFLIGHT=1).",
 )
 ADDRESS = typer.Option(
-    "127.0.0.1",
+    agent_default("address"),
     "--address",
     help="This node's address others reach: its workers' groups bind it, and the master "
     "(and --ps servers) `run` starts listen on and advertise it; beyond loopback the master "
     "needs $FLEXJOB_MASTER_TOKEN.",
 )
-STRAGGLER_RATIO = master_flag("straggler_ratio", DEFAULT_RATIO)
-STRAGGLER_WINDOW = master_flag("straggler_window", DEFAULT_WINDOW_S)
+STRAGGLER_RATIO = master_flag("straggler_ratio", RUN_MASTER)
+STRAGGLER_WINDOW = master_flag("straggler_window", RUN_MASTER)
 
 
 def run(
@@ -126,7 +130,10 @@ def run(
         None, "--start-nodes", help="Agents to start here [MIN of --nnodes]."
     ),
     node_rank: int = typer.Option(
-        0, "--node-rank", "--node_rank", help="First node id here (ranks: by join order)."
+        RunConfig.__dataclass_fields__["node_rank"].default,
+        "--node-rank",
+        "--node_rank",
+        help="First node id here (ranks: by join order).",
     ),
     max_restarts: int = MAX_RESTARTS,
     monitor_interval: float = MONITOR,
@@ -152,8 +159,8 @@ def run(
     log_dir: str = LOG_DIR,
     redirects: str = REDIRECTS,
     tee: str = TEE,
-    last_call_timeout: float = master_flag("last_call_timeout", 1.0),
-    heartbeat_timeout: float = master_flag("heartbeat_timeout", 10.0),
+    last_call_timeout: float = master_flag("last_call_timeout", RUN_MASTER),
+    heartbeat_timeout: float = master_flag("heartbeat_timeout", RUN_MASTER),
     hang_timeout: float = HANG_TIMEOUT,
     stragglers: StragglerPolicy = STRAGGLERS,
     straggler_ratio: float = STRAGGLER_RATIO,
@@ -179,10 +186,9 @@ def run(
     Prints the master's address (for `flexjob agent --master`) when it starts, marks every
     output line with its node and rank ([worker-0/rank1]: ...), and stops the whole job
     within seconds of a node giving up, with a root-cause summary."""
-    from flexjob.agent.launcher import RunConfig, parse_nnodes
-    from flexjob.agent.output import OutputConfig
     from flexjob.agent.process import configure_logging
     from flexjob.api.names import ENV_PREFLIGHT
+    from flexjob.runner.config import parse_nnodes
 
     configure_logging(verbose)
     _check_option(script)
@@ -196,55 +202,75 @@ def run(
             raise ValueError(f"--node-rank must be >= 0, got {node_rank}")
         torchrun_flags.check_backend(rdzv_backend)
         conf = torchrun_flags.parse_rdzv_conf(rdzv_conf)
+        flags = {
+            "last_call_timeout": last_call_timeout,
+            "heartbeat_timeout": heartbeat_timeout,
+            "stragglers": stragglers,
+            "straggler_ratio": straggler_ratio,
+            "straggler_window": straggler_window,
+        }
         if master is not None:
             _no_master_flags(
                 "with --master `flexjob run` starts no master",
-                ("--last-call-timeout", last_call_timeout, 1.0),
                 ("--rdzv-conf last_call_timeout", conf.last_call_timeout, None),
-                ("--heartbeat-timeout", heartbeat_timeout, 10.0),
-                ("--stragglers", stragglers, StragglerPolicy.REPORT),
-                ("--straggler-ratio", straggler_ratio, DEFAULT_RATIO),
-                ("--straggler-window", straggler_window, DEFAULT_WINDOW_S),
+                *((FLAGS[n].flags[0], v, default_of(n, RUN_MASTER)) for n, v in flags.items()),
             )
             if plot is not None:  # the timeline is written by the master, in its job dir
                 raise ValueError(
                     "--plot draws the timeline of the master `flexjob run` starts, and with "
                     "--master it starts none: plot that master's job dir (`flexjob plot DIR`)"
                 )
+        flags["last_call_timeout"] = conf.last_call_timeout or last_call_timeout
         opts = RunConfig(
-            target=script,
-            args=tuple(script_args or ()),
-            module=module and not run_path,
-            min_nodes=lo,
-            max_nodes=hi,
+            agent=_agent_config(
+                (script, script_args, module and not run_path, nproc_per_node, conf),
+                OutputConfig(log_dir=log_dir, redirects=redirects, tee=tee),
+                job_name=rdzv_id,
+                max_restarts=max_restarts,
+                monitor_interval=monitor_interval,
+                address=address,
+                hang_timeout=hang_timeout,
+            ),
+            master=RUN_MASTER.with_overrides(
+                job_name=rdzv_id,
+                job_dir=job_dir,
+                rendezvous__min_nodes=lo,
+                rendezvous__max_nodes=hi,
+                ps__num_ps=ps,
+                **overrides(flags),
+            ),
+            join_master=master,
             start_nodes=start_nodes,
-            nproc_per_node=torchrun_flags.parse_nproc(nproc_per_node),
-            max_restarts=max_restarts,
-            monitor_interval=monitor_interval,
-            job_name=rdzv_id,
-            master=master,
-            job_dir=job_dir,
-            last_call_timeout=conf.last_call_timeout or last_call_timeout,
-            heartbeat_timeout=heartbeat_timeout,
-            hang_timeout=hang_timeout,
-            progress=not no_progress,
             node_rank=node_rank,
-            output=OutputConfig(log_dir=log_dir, redirects=redirects, tee=tee),
-            join_timeout=conf.join_timeout,
+            progress=not no_progress,
             plot=plot,
-            num_ps=ps,
-            stragglers=stragglers,
-            straggler_ratio=straggler_ratio,
-            straggler_window=straggler_window,
             env={ENV_PREFLIGHT: "1"} if preflight else {},
-            address=address,
         )
     except ValueError as exc:
         raise usage_error(exc) from None
     _check_target(script, module)
-    from flexjob.agent.launcher import run_job
+    from flexjob.runner.launcher import run_job
 
     raise typer.Exit(run_job(opts))
+
+
+def _agent_config(
+    target: tuple[str, list[str] | None, bool, str, torchrun_flags.RdzvConf],
+    output: OutputConfig,
+    **fields: Any,
+) -> AgentConfig:
+    """The ``AgentConfig`` of ``target`` (SCRIPT, its args, ``-m``, ``--nproc-per-node``,
+    ``--rdzv-conf``) with ``output`` and the flags named as its ``fields``."""
+    script, script_args, module, nproc, conf = target
+    return AgentConfig(
+        target=script,
+        args=tuple(script_args or ()),
+        module=module,
+        nproc_per_node=torchrun_flags.parse_nproc(nproc),
+        rendezvous_timeout=conf.join_timeout,
+        output=output,
+        **fields,
+    )
 
 
 def _no_master_flags(why: str, *flags: tuple[str, object, object]) -> None:
@@ -279,7 +305,9 @@ def agent(
     node_id: str | None = typer.Option(
         None, "--node-id", help="Stable node id [the replica's name, else HOST-PID]."
     ),
-    replica_index: int = typer.Option(0, "--replica-index", envvar="FLEXJOB_REPLICA_INDEX"),
+    replica_index: int = typer.Option(
+        agent_default("replica_index"), "--replica-index", envvar="FLEXJOB_REPLICA_INDEX"
+    ),
     job_name: str = typer.Option(
         "job",
         "--job-name",
@@ -323,8 +351,7 @@ def agent(
         missing = "SCRIPT" if script is None else "--master (or $FLEXJOB_MASTER)"
         raise usage_error(f"{missing} is required (unless --spare)")
     _check_option(script)
-    from flexjob.agent.config import AgentConfig, default_node_id, default_replica_type
-    from flexjob.agent.output import OutputConfig
+    from flexjob.agent.config import default_node_id, default_replica_type
 
     try:
         torchrun_flags.check_backend(rdzv_backend)
@@ -333,22 +360,18 @@ def agent(
             "`flexjob agent` joins a running master",
             ("--rdzv-conf last_call_timeout", conf.last_call_timeout, None),
         )
-        config = AgentConfig(
+        config = _agent_config(
+            (script, script_args, module and not run_path, nproc_per_node, conf),
+            OutputConfig(log_dir=log_dir, redirects=redirects, tee=tee),
             master=master,
-            target=script,
-            args=tuple(script_args or ()),
-            module=module and not run_path,
             node_id=node_id or default_node_id(),
             replica_type=default_replica_type(),
             replica_index=replica_index,
             job_name=job_name,
-            nproc_per_node=torchrun_flags.parse_nproc(nproc_per_node),
             max_restarts=max_restarts,
             monitor_interval=monitor_interval,
-            rendezvous_timeout=conf.join_timeout,
             address=address,
             run_dir=run_dir,
-            output=OutputConfig(log_dir=log_dir, redirects=redirects, tee=tee),
             hang_timeout=hang_timeout,
         )
     except ValueError as exc:

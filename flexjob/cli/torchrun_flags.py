@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 
 from flexjob.api.roles import DEFAULT_TYPE
-
+from flexjob.agent.config import agent_default
 #: ``--rdzv-backend`` values: flexjob's master is the rendezvous; ``c10d`` (torchrun's default
 #: for multi-node) means the same here, with ``--rdzv-endpoint`` naming the flexjob master.
 RDZV_BACKENDS = ("flexjob", "c10d")
@@ -84,7 +84,7 @@ def check_backend(backend: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class RdzvConf:
-    join_timeout: float = 300.0
+    join_timeout: float = agent_default("rendezvous_timeout")
     last_call_timeout: float | None = None
 
 

@@ -13,18 +13,20 @@ from collections.abc import Callable
 from flexjob.api.errors import AlreadyExistsError, InvalidSpecError, NotFoundError
 from flexjob.api.limits import MAX_DATASETS
 from flexjob.core.training.dataset import Dataset
-from flexjob.core.training.master_config import MasterConfig
+from flexjob.core.training.master_config import ShardConfig
 from flexjob.core.training.shards import ShardManager
 
 
 class DatasetBook:
-    def __init__(self, config: MasterConfig, clock: Callable[[], float]) -> None:
-        self._slow_shard_timeout = config.straggler_timeout
+    def __init__(
+        self, shards: ShardConfig, datasets: tuple[Dataset, ...], clock: Callable[[], float]
+    ) -> None:
+        self._slow_shard_timeout = shards.slow_shard_timeout
         self._clock = clock
         self.managers: dict[str, ShardManager] = {}  # every dataset, by name
         self.registered: dict[str, Dataset] = {}  # the ones trainers registered
-        self._declared = {d.name: d for d in config.datasets}
-        for d in config.datasets:
+        self._declared = {d.name: d for d in datasets}
+        for d in datasets:
             self.managers[d.name] = self._manager(d)
 
     def get(self, name: str) -> ShardManager:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from flexjob.api import OptimizeMode
 from flexjob.api.roles import PS_TYPE
 from flexjob.core.access.addresses import is_loopback
-from flexjob.core.training.master_config import WILDCARD_HOSTS, MasterConfig
+from flexjob.core.training.master_config import WILDCARD_HOSTS, MasterConfig, NodeHealthConfig
 from flexjob.master.logs import event
 from flexjob.master.observing import (
     MasterCollector,
@@ -173,11 +173,12 @@ def _serve_store(config: MasterConfig, listen_fd: int, port: int) -> StoreServer
 
 
 def serve_master(service: MasterService, token: str | None) -> BoundServer:
-    """Serve ``service`` on its config's host and port with the server ``rpc_server`` names;
+    """Serve ``service`` on its config's host and port with the server ``rpc.server`` names;
     returns once it serves."""
     config = service.config
+    rpc = config.rpc
     serve_rpc_metrics_for(config.job_name)
-    if config.rpc_server == "aio":
+    if rpc.server == "aio":
         return serve_aio(
             service,
             service.persistence,
@@ -185,16 +186,16 @@ def serve_master(service: MasterService, token: str | None) -> BoundServer:
             config.port,
             token,
             observe_rpc,
-            shard_streams=config.shard_streams,
+            shard_streams=rpc.shard_streams,
         )
     return serve(
         service,
         config.host,
         config.port,
-        config.rpc_workers + config.max_nodes,  # each node's agent holds one for its stream
+        rpc.workers + config.rendezvous.max_nodes,  # each node's agent holds one for its stream
         token,
         interceptors=[RpcLatency()],
-        shard_streams=config.shard_streams,
+        shard_streams=rpc.shard_streams,
         on_call=observe_rpc,
     )
 
@@ -215,9 +216,12 @@ def start_master(config: MasterConfig, token: str | None = None) -> MasterHandle
     service = MasterService(config, store_address=store_address, on_world_broken=abandon)
     server = serve_master(service, token)
     handle = MasterHandle(config, service, server, store, timeline=timeline)
-    if (write := status_writer(config)) is not None:
+    platform = config.scale_plan_platform
+    if (write := status_writer(platform, config.namespace, config.job_name)) is not None:
         handle.profilings = ProfilingsSync(service.kv_get, write)
-    handle.node_watcher = node_watcher(config, service)
+    handle.node_watcher = node_watcher(
+        platform, config.namespace, config.job_name, config.node_health, service
+    )
     handle.collector = MasterCollector(service.view)
     metrics.register(handle.collector)
     addr_file = Path(config.job_dir) / METRICS_ADDR_FILE if config.job_dir else None
@@ -226,16 +230,22 @@ def start_master(config: MasterConfig, token: str | None = None) -> MasterHandle
     handle._thread.start()
     handle.ps_sets = PsSetDriver(
         service,
-        initial_num_ps=config.num_ps,
-        checkpoint_interval=config.ps_checkpoint_interval,
+        initial_num_ps=config.ps.num_ps,
+        checkpoint_interval=config.ps.checkpoint_interval,
         token=token,
         on_failure=lambda m: service.report_failure(NodeRef("ps-set", PS_TYPE), m, 1, False),
     )
     handle.ps_sets.start()
-    if config.optimize_mode is not OptimizeMode.MANUAL or config.brain_url:
-        from flexjob.master.optimizer_loop import OptimizerLoop
+    if config.optimizer.mode is not OptimizeMode.MANUAL or config.optimizer.brain_url:
+        from flexjob.master.optimizer_loop import OptimizerLoop, plan_sink
 
-        handle.optimizer = OptimizerLoop.from_config(config, service)
+        handle.optimizer = OptimizerLoop.for_job(
+            config.job_name,
+            config.rendezvous,
+            config.optimizer,
+            service,
+            plan_sink(platform, config.job_dir),
+        )
         handle.optimizer.start()
     if config.addr_path is not None:
         write_atomic(config.addr_path, handle.address + "\n")
@@ -245,25 +255,31 @@ def start_master(config: MasterConfig, token: str | None = None) -> MasterHandle
         config.job_name,
         address=handle.address,
         store=store_address or "-",
-        min_nodes=config.min_nodes,
-        max_nodes=config.max_nodes,
+        min_nodes=config.rendezvous.min_nodes,
+        max_nodes=config.rendezvous.max_nodes,
+        heartbeat_timeout=config.node_health.heartbeat_timeout,
         job_dir=config.job_dir or "-",
     )
     return handle
 
 
-def node_watcher(config: MasterConfig, service: MasterService) -> "NodeWatcher | None":
-    """A running watch on the job's replicas (``master.node_watcher``) when the master has a
-    platform (``config.scale_plan_platform``); None for ``flexjob run``'s masters."""
-    if not config.scale_plan_platform:
+def node_watcher(
+    platform_name: str,
+    namespace: str,
+    job_name: str,
+    health: NodeHealthConfig,
+    service: MasterService,
+) -> "NodeWatcher | None":
+    """A running watch on the job's replicas (``master.node_watcher``) by the master's
+    ``health`` settings when the master has a platform (``platform_name``, its
+    ``scale_plan_platform``); None for ``flexjob run``'s."""
+    if not platform_name:
         return None
     from flexjob.master.node_watcher import NodeWatcher
     from flexjob.platform.registry import open_platform
 
-    platform = open_platform(config.scale_plan_platform)
-    watcher = NodeWatcher(
-        platform, config.namespace, config.job_name, service, config.replica_pending_timeout
-    )
+    pending = health.replica_pending_timeout
+    watcher = NodeWatcher(open_platform(platform_name), namespace, job_name, service, pending)
     watcher.start()
     return watcher
 

@@ -5,8 +5,8 @@ window) to the pure rule ``core.training.node_watch.observe`` and acts on what i
 that is gone has its shards handed back and leaves the world at once
 (``MasterService.replica_gone``, which also records the exit reason as the node's last failure,
 where the OOM rule of the optimizer finds it); a replica pending longer than
-``MasterConfig.replica_pending_timeout`` is logged and recorded as a Warning event on the job.
-Runs only in masters that have a platform (``MasterConfig.scale_plan_platform``: the operator's
+``NodeHealthConfig.replica_pending_timeout`` is logged and recorded as a Warning event on the job.
+Runs only in masters that have a platform (the master's ``scale_plan_platform``: the operator's
 implicit masters). Not for deciding anything (the rule does) or relaunching (the operator does).
 """
 

@@ -20,8 +20,10 @@ from flexjob.api import ResourcePlan, ScalePlan
 from flexjob.api.errors import FlexjobError
 from flexjob.api.roles import DEFAULT_TYPE
 from flexjob.core import planner
+from flexjob.core.training.master_config import OptimizerConfig
 from flexjob.core.planner.speed import SpeedAggregator
 from flexjob.core.training.master_config import MasterConfig
+from flexjob.core.training.rendezvous import RendezvousConfig
 from flexjob.master.logs import event
 from flexjob.master.optimizer import JobOptimizer, to_scale_plan
 from flexjob.master.state_file import write_atomic
@@ -50,30 +52,32 @@ class DirectorySink:
         )
 
 
-def plan_sink(config: MasterConfig) -> PlanSink:
+def plan_sink(platform_name: str, job_dir: str | None) -> PlanSink:
     """Where the master's ScalePlans go: a platform's store, the job dir, or the log."""
-    if config.scale_plan_platform:
+    if platform_name:
         from flexjob.platform.registry import open_platform
 
-        platform = open_platform(config.scale_plan_platform)
+        platform = open_platform(platform_name)
 
         def create(plan: ScalePlan) -> None:
             platform.create_scale_plan(plan)
 
         return create
-    if config.job_dir:
-        return DirectorySink(Path(config.job_dir) / "scaleplans")
+    if job_dir:
+        return DirectorySink(Path(job_dir) / "scaleplans")
     return _log_sink
 
 
-def job_info_from_config(config: MasterConfig) -> schemas.JobInfoMessage:
-    """The job as the brain sees it: from ``config.optimizer_job``, else from the node bounds."""
-    job = config.optimizer_job or planner.PlannedJob(
-        planner.JobProfile(config.job_name),
-        planner.JobLimits(min_workers=config.min_nodes, max_workers=config.max_nodes),
-        {DEFAULT_TYPE: planner.ReplicaResources(config.min_nodes)},
+def job_info(
+    job_name: str, bounds: RendezvousConfig, settings: OptimizerConfig
+) -> schemas.JobInfoMessage:
+    """The job as the brain sees it: from ``settings.job``, else from the node ``bounds``."""
+    job = settings.job or planner.PlannedJob(
+        planner.JobProfile(job_name),
+        planner.JobLimits(min_workers=bounds.min_nodes, max_workers=bounds.max_nodes),
+        {DEFAULT_TYPE: planner.ReplicaResources(bounds.min_nodes)},
     )
-    return schemas.JobInfoMessage.from_core(job, config.optimize_mode)
+    return schemas.JobInfoMessage.from_core(job, settings.mode)
 
 
 @dataclass(eq=False)
@@ -97,21 +101,26 @@ class OptimizerLoop:
         self._speed = SpeedAggregator(stale_after=max(10 * self.interval, 5.0))
 
     @classmethod
-    def from_config(
-        cls, config: MasterConfig, source: StatsSource, sink: PlanSink | None = None
+    def for_job(
+        cls,
+        job_name: str,
+        bounds: RendezvousConfig,
+        settings: OptimizerConfig,
+        source: StatsSource,
+        sink: PlanSink,
     ) -> "OptimizerLoop":
-        brain = BrainClient(config.brain_url) if config.brain_url else None
-        optimizer = JobOptimizer(job_info_from_config(config), config.optimize_mode, brain)
-        if sink is None:
-            sink = plan_sink(config)
+        """The loop of the job ``job_name`` with node ``bounds``, by the master's
+        optimizer ``settings``."""
+        brain = BrainClient(settings.brain_url) if settings.brain_url else None
+        optimizer = JobOptimizer(job_info(job_name, bounds, settings), settings.mode, brain)
         namespace, dot, _ = optimizer.job.name.partition(".")
         return cls(
             source,
             optimizer,
             sink,
-            config.job_name,
+            job_name,
             namespace=namespace if dot else "default",
-            interval=config.optimize_interval,
+            interval=settings.interval,
         )
 
     def start(self) -> None:

@@ -4,9 +4,8 @@ The trainer helpers (``trainer.goodput``) measure step times per shape and the g
 scale and publish them, as one JSON document, under ``names.KV_PROFILINGS`` in the master's KV
 store. The Allocator reads ``status.profilings`` (``scheduler.profilings``). This module is the
 bridge: on each tick, when the document changed since the last copy, the master merges it into
-the job's status (the field ``core.operator.status_patch.StatusOwner.MASTER`` owns). Only a master
-that has a
-platform to write to (``MasterConfig.scale_plan_platform``, as the operator's implicit masters
+the job's status (the field ``core.operator.status_patch.StatusOwner.MASTER`` owns). Only a master that has a
+platform to write to (the master's ``scale_plan_platform``, as the operator's implicit masters
 do) copies anything; ``flexjob run`` has no job object. Not for measuring (trainer) or fitting
 (``core.training.goodput_model``).
 """
@@ -21,7 +20,6 @@ from flexjob.api import names
 from flexjob.api.errors import InvalidSpecError
 from flexjob.api.limits import check_merged_profilings, profilings_from_json
 from flexjob.core.operator.status_patch import merge_patch
-from flexjob.core.training.master_config import MasterConfig
 
 log = logging.getLogger(__name__)
 
@@ -71,20 +69,21 @@ class ProfilingsSync:
         return True
 
 
-def status_writer(config: MasterConfig) -> WriteProfilings | None:
-    """Writes ``status.profilings`` of the master's job on its platform; None without one."""
-    if not config.scale_plan_platform:
+def status_writer(platform_name: str, namespace: str, job_name: str) -> WriteProfilings | None:
+    """Writes ``status.profilings`` of the job ``namespace/job_name`` on the platform
+    ``platform_name``; None without one ("")."""
+    if not platform_name:
         return None
     from flexjob.platform.registry import open_platform
 
-    platform = open_platform(config.scale_plan_platform)
+    platform = open_platform(platform_name)
 
     def write(doc: dict[str, Any]) -> None:
         """Merge ``doc`` into the status; ``InvalidSpecError`` when the merge would be over
         ``api.limits.MAX_PROFILINGS_BYTES`` (what the server's posts left counts too)."""
-        status = platform.get_job(config.namespace, config.job_name).status
+        status = platform.get_job(namespace, job_name).status
         merged = merge_patch(status.profilings if status else {}, doc)
         check_merged_profilings(names.KV_PROFILINGS, merged)
-        platform.patch_job_status(config.namespace, config.job_name, {"profilings": doc})
+        platform.patch_job_status(namespace, job_name, {"profilings": doc})
 
     return write

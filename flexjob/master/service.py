@@ -66,10 +66,10 @@ class MasterService:
         self._on_world_broken = on_world_broken
         self._abandoned_round = 0
         self._lock = threading.RLock()
-        self._rdzv = Rendezvous(config.rendezvous(), prefix=config.job_name, clock=clock)
-        self._datasets = DatasetBook(config, clock)
+        self._rdzv = Rendezvous(config.rendezvous, prefix=config.job_name, clock=clock)
+        self._datasets = DatasetBook(config.shards, config.datasets, clock)
         self._batch: BatchPlan | None = config.batch
-        self._health = HeartbeatTracker(config.heartbeat_timeout, clock)
+        self._health = HeartbeatTracker(config.node_health.heartbeat_timeout, clock)
         self._agents: set[str] = set()  # nodes whose agent sent a heartbeat (not trainers)
         self._attached = Attachments()
         self._stats = StatsBook()
@@ -79,16 +79,16 @@ class MasterService:
         self._clock = clock
         self._stragglers = StragglerGuard(
             config.job_name,
-            config.stragglers,
-            StragglerWatch(config.straggler_config()),
-            config.min_nodes,
+            config.slow_nodes.policy,
+            StragglerWatch(config.slow_nodes),
+            config.rendezvous.min_nodes,
         )
         self._stats_dirty = False
         path = config.state_path
         self._snapshots = SnapshotWriter()
         self.persistence = Persistence(
-            StateFile(path, fsync=config.fsync) if path else None,
-            snapshot_every=config.snapshot_every,
+            StateFile(path, fsync=config.persistence.fsync) if path else None,
+            snapshot_every=config.persistence.snapshot_every,
             lock=self._lock,
             snapshot=self._snapshot,
         )
@@ -356,7 +356,8 @@ class MasterService:
 
     @saves
     def check(self) -> None:
-        """Dead nodes, stragglers, rounds due by time, stats to save: run every few seconds."""
+        """Dead nodes, slow shards and nodes, rounds due by time, stats to save: every few
+        seconds."""
         with self._lock:
             for node_id in self._health.expired():
                 self._node_dead(node_id, "heartbeat timeout")

@@ -91,7 +91,7 @@ class ShardDesk:
             self.recover(process)
 
     def expire_slow_shards(self) -> None:
-        """Shards held past the slow-shard timeout go back to TODO."""
+        """Shards held past the slow-shard timeout go back to TODO (``ShardConfig``)."""
         for name, mgr in self._datasets.managers.items():
             for sid in mgr.expire_slow_shards():
                 event(log, "shard_timed_out", self._job, dataset=name or "-", shard=sid)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from flexjob.core.training.dataset import Dataset
+from flexjob.core.training.master_config import MasterConfig, NodeHealthConfig
 from flexjob.master.main import MasterHandle, start_master
 from flexjob.rpc.client import MasterClient
 from tests.support.masters import master_config
@@ -24,9 +25,13 @@ SLEEPER = "import sys, time; time.sleep(float(sys.argv[1]))"
 
 @pytest.fixture
 def master(tmp_path: Path) -> Iterator[MasterHandle]:
-    datasets = (Dataset(size=40, shard_size=10, epochs=1, shuffle=False),)
-    # the node never expires: only its restart can free the shard
-    config = master_config(tmp_path / "job", "restart", heartbeat_timeout=600.0, datasets=datasets)
+    config = MasterConfig(
+        job_name="restart",
+        job_dir=str(tmp_path / "job"),
+        host_store=False,
+        datasets=(Dataset(size=40, shard_size=10, epochs=1, shuffle=False),),
+        node_health=NodeHealthConfig(heartbeat_timeout=600.0),
+    )
     with start_master(config, token="") as handle:
         yield handle
 

@@ -8,8 +8,11 @@ from pathlib import Path
 import pytest
 
 from flexjob.agent.config import AgentConfig
-from flexjob.agent.launcher import RunConfig, agent_command, parse_nnodes
+from flexjob.agent.config import AgentConfig, WorkerState
 from flexjob.agent.output import OutputConfig
+from flexjob.core.master_config import MasterConfig
+from flexjob.core.rendezvous import RendezvousConfig
+from flexjob.runner.config import RunConfig, agent_command, parse_nnodes
 
 
 @pytest.mark.parametrize(("text", "want"), [("2", (2, 2)), ("1:3", (1, 3))])
@@ -24,17 +27,21 @@ def test_bad_nnodes_is_rejected_naming_the_option(text: str) -> None:
 
 
 def test_run_starts_min_nodes_unless_start_nodes_is_given() -> None:
-    assert RunConfig(target="t.py", min_nodes=2, max_nodes=3).nodes_to_start == 2
-    assert RunConfig(target="t.py", min_nodes=2, max_nodes=3, start_nodes=3).nodes_to_start == 3
+    agent = AgentConfig(target="t.py")
+    master = MasterConfig(rendezvous=RendezvousConfig(min_nodes=2, max_nodes=3))
+    assert RunConfig(agent, master).nodes_to_start == 2
+    assert RunConfig(agent, master, start_nodes=3).nodes_to_start == 3
 
 
 def test_agent_command_hands_the_agent_its_whole_config() -> None:
     opts = RunConfig(
-        target="train.py",
-        args=("--lr", "0.1"),
-        join_timeout=7.0,
-        hang_timeout=9.0,
-        output=OutputConfig(log_dir="/tmp/logs", tee="3"),
+        AgentConfig(
+            target="train.py",
+            args=("--lr", "0.1"),
+            rendezvous_timeout=7.0,
+            hang_timeout=9.0,
+            output=OutputConfig(log_dir="/tmp/logs", tee="3"),
+        )
     )
     cmd = agent_command("h:1", "worker-2", 2, opts, "/tmp/x")
     assert cmd[:3] == [sys.executable, "-m", "flexjob.agent.process"]

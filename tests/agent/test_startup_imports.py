@@ -20,7 +20,7 @@ def loaded(imports: str, heavy: tuple[str, ...]) -> list[str]:
         # an agent of `run`, up to starting its workers: no CLI, no gRPC
         ("flexjob.agent.process, flexjob.agent.workers", ("typer", "pydantic", "grpc", "torch")),
         # `run` itself, up to starting its master and agents: no gRPC, no progress line
-        ("flexjob.agent.launcher", ("grpc", "rich", "numpy", "flexjob.api.job")),
+        ("flexjob.runner.launcher", ("grpc", "rich", "numpy", "flexjob.api.job")),
     ],
 )
 def test_a_run_process_starts_the_next_without_heavy_imports(

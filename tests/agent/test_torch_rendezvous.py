@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from flexjob.core.training.master_config import MasterConfig
+from flexjob.core.training.rendezvous import RendezvousConfig
 from flexjob.master.launch import MasterProcess, spawn_master
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
@@ -30,7 +31,9 @@ TORCHRUN = (
 
 @pytest.fixture
 def master(tmp_path: Path) -> Iterator[MasterProcess]:
-    config = MasterConfig(job_dir=str(tmp_path / "job"), min_nodes=2, max_nodes=2)
+    config = MasterConfig(
+        job_dir=str(tmp_path / "job"), rendezvous=RendezvousConfig(min_nodes=2, max_nodes=2)
+    )
     proc = spawn_master(config)
     yield proc
     proc.stop()

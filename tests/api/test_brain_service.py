@@ -27,14 +27,14 @@ def test_dlrovers_host_port_reaches_a_running_flexjob_brain(tmp_path: Path) -> N
         doc = _dlrover(host_port)
         assert validate(doc) == []
         config = MasterConfig.from_job(job_from_dict(doc))
-        assert config.brain_url == f"http://{host_port}"
-        with BrainClient(config.brain_url) as client:
+        assert config.optimizer.brain_url == f"http://{host_port}"
+        with BrainClient(config.optimizer.brain_url) as client:
             assert client.healthy()
 
 
 @pytest.mark.parametrize("given", ["http://brain:8000", "https://brain.example/api"])
 def test_a_url_is_taken_as_written(given: str) -> None:
-    assert MasterConfig.from_job(job_from_dict(_dlrover(given))).brain_url == given
+    assert MasterConfig.from_job(job_from_dict(_dlrover(given))).optimizer.brain_url == given
 
 
 @pytest.mark.parametrize("given", ["grpc://brain:50001", "brain", "brain:0", "brain:70000"])

@@ -5,7 +5,8 @@ from pathlib import Path
 
 from flexjob.api import OptimizeMode
 from flexjob.core.training.dataset import Dataset
-from flexjob.core.training.master_config import MasterConfig
+from flexjob.core.training.master_config import MasterConfig, OptimizerConfig
+from flexjob.core.training.rendezvous import RendezvousConfig
 from flexjob.master.main import start_master
 from flexjob.rpc.brain_client import BrainClient
 from flexjob.rpc.brain_messages import JobStatus
@@ -19,13 +20,10 @@ def test_brain_record_of_a_short_job_has_its_speed_and_final_status(tmp_path: Pa
     with brain_process(f"sqlite:///{tmp_path}/brain.sqlite", tmp_path / "brain.log") as (_, url):
         config = MasterConfig(
             job_name="short",
-            min_nodes=2,
-            max_nodes=2,
-            last_call_timeout=0.1,
             datasets=(Dataset(size=10, shard_size=5, epochs=1),),
             host_store=False,
-            optimize_mode=OptimizeMode.CLUSTER,
-            brain_url=url,
+            rendezvous=RendezvousConfig(min_nodes=2, max_nodes=2, last_call_timeout=0.1),
+            optimizer=OptimizerConfig(mode=OptimizeMode.CLUSTER, brain_url=url),
         )
         handle = start_master(config)
         clients = [MasterClient(handle.address, f"worker-{i}") for i in range(2)]

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from flexjob.api import names
 from flexjob.core.training.batch import BatchPlan
-from flexjob.core.training.master_config import MasterConfig
+from flexjob.core.training.master_config import MasterConfig, NodeHealthConfig
+from flexjob.core.training.rendezvous import RendezvousConfig
 from tests.e2e.jobs import Job, poll, start_agent, start_run
 
 #: Seconds a run may take to reach a point in its progress (torch imports on a loaded machine).
@@ -39,10 +40,9 @@ def start_master(
     module's fixed global batch); its output goes to ``tmp/master.out``."""
     config = MasterConfig(
         job_name="fidelity",
-        min_nodes=1,
-        max_nodes=max_nodes,
-        heartbeat_timeout=5.0,
         batch=batch or BatchPlan.for_global_batch(GLOBAL_BATCH, MICRO_BATCH),
+        rendezvous=RendezvousConfig(min_nodes=1, max_nodes=max_nodes),
+        node_health=NodeHealthConfig(heartbeat_timeout=5.0),
     )
     job_dir = tmp / "job"
     job_dir.mkdir(parents=True)

@@ -17,7 +17,8 @@ import pytest
 
 from flexjob.api import OptimizeMode, ReplicaType
 from flexjob.core.training.dataset import Dataset
-from flexjob.core.training.master_config import MasterConfig
+from flexjob.core.training.master_config import MasterConfig, NodeHealthConfig
+from flexjob.core.training.rendezvous import RendezvousConfig
 from flexjob.master.launch import MasterProcess, spawn_master
 from flexjob.rpc.brain_client import BrainClient
 from flexjob.rpc.client import MasterClient
@@ -135,9 +136,14 @@ class Cluster:
 
 def knee_job(job_dir: Path, name: str, mode: OptimizeMode, **extra: Any) -> MasterConfig:
     """The master of a job of ``SHARDS`` shards, 1-8 workers, optimised every 0.25 s."""
-    datasets = (Dataset(size=SHARDS * 2, shard_size=2),)
-    config = master_config(job_dir, name, max_nodes=8, heartbeat_timeout=5.0, datasets=datasets)
-    return config.with_overrides(optimize_mode=mode, optimize_interval=0.25, **extra)
+    return MasterConfig(
+        job_name=name,
+        job_dir=str(job_dir),
+        host_store=False,
+        datasets=(Dataset(size=SHARDS * 2, shard_size=2),),
+        rendezvous=RendezvousConfig(min_nodes=1, max_nodes=8),
+        node_health=NodeHealthConfig(heartbeat_timeout=5.0),
+    ).with_overrides(optimizer__mode=mode, optimizer__interval=0.25, **extra)
 
 
 @pytest.fixture
@@ -150,7 +156,7 @@ def test_killed_cluster_mode_master_reloads_its_plans_from_the_brain_and_finishe
     brain_url: str, tmp_path: Path
 ) -> None:
     job_dir = tmp_path / "job"
-    config = knee_job(job_dir, "default.job", OptimizeMode.CLUSTER, brain_url=brain_url)
+    config = knee_job(job_dir, "default.job", OptimizeMode.CLUSTER, optimizer__brain_url=brain_url)
     master: MasterProcess = spawn_master(config)
     cluster = Cluster(master.address, job_dir / "scaleplans")
     try:

@@ -14,7 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from flexjob.agent.launcher import MIN_STOP_GRACE_S, STOP_BOUND_S
+from flexjob.runner.launcher import MIN_STOP_GRACE_S, STOP_BOUND_S
 from tests.e2e.jobs import poll
 from tests.e2e.test_run_user_path import SCRIPTS, family, gone, start
 

@@ -5,7 +5,8 @@ import pytest
 
 from flexjob.api import ElasticJob
 from flexjob.core.training.dataset import Dataset
-from flexjob.core.training.master_config import MasterConfig
+from flexjob.core.training.master_config import MasterConfig, NodeHealthConfig
+from flexjob.core.training.rendezvous import RendezvousConfig
 from flexjob.master.launch import MasterProcess, spawn_master
 from flexjob.platform.local import LocalPlatform
 from tests.support.masters import master_config, serving
@@ -18,9 +19,14 @@ def wait_for(condition: Callable[[], bool], timeout: float = 30.0, what: str = "
 
 @pytest.fixture
 def process_config(tmp_path: Path) -> MasterConfig:
-    dataset = Dataset(size=400, shard_size=5, epochs=2, shuffle=True, seed=1)
-    config = master_config(tmp_path / "job", "itest", min_nodes=2, max_nodes=4)
-    return config.with_overrides(last_call_timeout=0.5, heartbeat_timeout=1.0, datasets=(dataset,))
+    return MasterConfig(
+        job_name="itest",
+        job_dir=str(tmp_path / "job"),
+        datasets=(Dataset(size=400, shard_size=5, epochs=2, shuffle=True, seed=1),),
+        host_store=False,
+        rendezvous=RendezvousConfig(min_nodes=2, max_nodes=4, last_call_timeout=0.5),
+        node_health=NodeHealthConfig(heartbeat_timeout=1.0),
+    )
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from flexjob.core.training.dataset import Dataset
-from flexjob.core.training.master_config import MasterConfig
+from flexjob.core.training.master_config import MasterConfig, PersistenceConfig, RpcConfig
 from flexjob.master.main import serve_master
 from flexjob.master.service import MasterService
 from flexjob.rpc.client import MasterClient
@@ -29,9 +29,8 @@ def test_every_accepted_report_is_saved_once_under_concurrent_calls(
         job_dir=str(tmp_path / "job"),
         datasets=(Dataset(size=SHARDS * 2, shard_size=2),),
         host_store=False,
-        fsync=fsync,
-        snapshot_every=7,
-        rpc_server="aio",
+        persistence=PersistenceConfig(fsync=fsync, snapshot_every=7),
+        rpc=RpcConfig(server="aio"),
     )
     server = serve_master(MasterService(config), None)
     accepted: list[int] = []

@@ -3,7 +3,6 @@ unless a newer stream replaced it, the master is stopping or the data is done.""
 
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -103,7 +102,7 @@ for _ in c.attach():
 def test_a_killed_agent_process_leaves_the_world_long_before_its_heartbeat_times_out(
     process_config: MasterConfig, server: str
 ) -> None:
-    config = replace(process_config, heartbeat_timeout=600.0, rpc_server=server)
+    config = process_config.with_overrides(node_health__heartbeat_timeout=600.0, rpc__server=server)
     master = spawn_master(config)
     try:
         with MasterClient(master.address, "stays") as stays:

@@ -3,7 +3,9 @@ import pytest
 from flexjob.api import BatchSpec, ElasticJob
 from flexjob.core.training.batch import BatchPlan, batch_plan_from_spec
 from flexjob.core.training.dataset import Dataset
-from flexjob.core.training.master_config import MasterConfig
+from flexjob.core.training.master_config import MasterConfig, NodeHealthConfig
+from flexjob.core.training.rendezvous import RendezvousConfig
+from flexjob.core.training.stragglers import StragglerConfig
 
 
 def job(spec: dict[str, object]) -> ElasticJob:
@@ -20,7 +22,7 @@ def test_worker_bounds_dataset_and_batch_come_from_the_job() -> None:
             }
         )
     )
-    assert (cfg.job_name, cfg.min_nodes, cfg.max_nodes) == ("demo", 2, 6)
+    assert (cfg.job_name, cfg.rendezvous.min_nodes, cfg.rendezvous.max_nodes) == ("demo", 2, 6)
     assert cfg.datasets == (Dataset(size=1000, shard_size=50, epochs=3, shuffle=True),)
     assert cfg.batch is not None and cfg.batch.global_batch_size == 48
 
@@ -36,12 +38,12 @@ def test_an_adaptive_batch_gives_the_plan_its_bound_and_a_fixed_one_none() -> No
 
 def test_fixed_replicas_give_a_fixed_world() -> None:
     cfg = MasterConfig.from_job(job({"replicaSpecs": {"worker": {"replicas": 3}}}))
-    assert (cfg.min_nodes, cfg.max_nodes) == (3, 3)
+    assert (cfg.rendezvous.min_nodes, cfg.rendezvous.max_nodes) == (3, 3)
 
 
 def test_overrides_replace_fields_and_ignore_none() -> None:
-    cfg = MasterConfig.from_job(job({}), port=5000, heartbeat_timeout=None)
-    assert cfg.port == 5000 and cfg.heartbeat_timeout == 30.0
+    cfg = MasterConfig.from_job(job({}), port=5000, node_health__heartbeat_timeout=None)
+    assert cfg.port == 5000 and cfg.node_health == NodeHealthConfig()
 
 
 def test_file_datasets_are_accepted() -> None:
@@ -53,10 +55,9 @@ def test_file_datasets_are_accepted() -> None:
 
 def test_config_round_trips_through_json() -> None:
     cfg = MasterConfig(
-        min_nodes=1,
-        max_nodes=2,
         datasets=(Dataset(files=("x:3",)),),
         batch=BatchPlan.for_global_batch(32, 4),
+        rendezvous=RendezvousConfig(min_nodes=1, max_nodes=2),
     )
     assert MasterConfig.from_json(cfg.to_json()) == cfg
 
@@ -70,7 +71,10 @@ def test_config_round_trips_through_json() -> None:
             lambda: batch_plan_from_spec(BatchSpec(micro_batch_size=8)),
             "give globalBatchSize or maxWorkers",
         ),
-        (lambda: MasterConfig(min_nodes=3, max_nodes=2), "max_nodes must be >= min_nodes"),
+        (
+            lambda: MasterConfig(rendezvous=RendezvousConfig(min_nodes=3, max_nodes=2)),
+            "max_nodes must be >= min_nodes",
+        ),
         (lambda: MasterConfig(port=70000), r"port must be in \[0, 65535\]"),
         (lambda: MasterConfig(cpu=-1), r"cpu must be a CPU number \(>= 0\) or None, got -1"),
     ],
@@ -91,6 +95,6 @@ def test_the_straggler_settings_come_from_the_job() -> None:
     cfg = MasterConfig.from_job(
         job({"stragglers": {"policy": "exclude", "ratio": 3, "windowSeconds": 10}})
     )
-    assert (cfg.stragglers, cfg.straggler_ratio, cfg.straggler_window) == ("exclude", 3.0, 10.0)
-    plain = MasterConfig.from_job(job({}))
-    assert (plain.stragglers, plain.straggler_ratio, plain.straggler_window) == ("report", 2, 30)
+    lag = cfg.slow_nodes
+    assert (lag.policy, lag.ratio, lag.window_s) == ("exclude", 3.0, 10.0)
+    assert MasterConfig.from_job(job({})).slow_nodes == StragglerConfig()

@@ -36,11 +36,11 @@ def report(svc: MasterService, dataset: str, n: int) -> list[int]:
 def test_a_dataset_registered_by_trainers_keeps_its_progress_across_a_restart(
     tmp_path: Path, snapshot_every: int
 ) -> None:
-    first = service(tmp_path, snapshot_every=snapshot_every)
+    first = service(tmp_path, persistence__snapshot_every=snapshot_every)
     first.register_dataset(W, DIGITS)
     report(first, "digits", 3)
     held = first.get_shard(W, "digits")  # handed out, not reported when the master dies
-    second = service(tmp_path, snapshot_every=snapshot_every)  # no close(): a SIGKILL
+    second = service(tmp_path, persistence__snapshot_every=snapshot_every)  # no close(): a SIGKILL
     progress = second.get_progress(W, "digits")
     assert (progress.shards_done, progress.shards_total) == (3, 8)
     assert second.get_shard(W, "digits").shard_id == held.shard_id  # its answer may be lost
@@ -85,7 +85,7 @@ def test_an_unreadable_state_file_is_an_error_not_a_fresh_start(tmp_path: Path) 
 def test_reports_go_on_while_a_periodic_snapshot_is_written_and_survive_a_kill_then(
     tmp_path: Path,
 ) -> None:
-    first = service(tmp_path, snapshot_every=4)
+    first = service(tmp_path, persistence__snapshot_every=4)
     first.register_dataset(W, LONG)
     report(first, "long", 1)  # the epoch opened: that snapshot is saved before going on
     state = first.persistence.state
@@ -110,7 +110,7 @@ def test_reports_go_on_while_a_periodic_snapshot_is_written_and_survive_a_kill_t
         b.join(10)
         assert not b.is_alive(), "reports waited for the periodic snapshot's file write"
         # Killed now: the old snapshot and both journals are all there is.
-        second = service(tmp_path, snapshot_every=4)
+        second = service(tmp_path, persistence__snapshot_every=4)
         done = second.get_progress(W, "long").shards_done
         answered = 1 + len(a_done) + len(b_done)  # a's blocked call may be a journaled report
         assert answered <= done <= answered + 1

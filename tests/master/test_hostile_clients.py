@@ -11,7 +11,7 @@ import pytest
 from flexjob.api.errors import InvalidSpecError, NotFoundError
 from flexjob.api.limits import MAX_KV_VALUE_BYTES
 from flexjob.core.training.dataset import Dataset
-from flexjob.core.training.master_config import RPC_SERVERS, MasterConfig
+from flexjob.core.training.master_config import RPC_SERVERS, MasterConfig, RpcConfig
 from flexjob.master.main import serve_master
 from flexjob.master.service import MasterService
 from flexjob.rpc.client import MasterClient
@@ -26,7 +26,7 @@ def address(request: pytest.FixtureRequest) -> Iterator[str]:
     config = MasterConfig(
         job_name="hostile",
         datasets=(Dataset(size=SHARDS * 4, shard_size=4, epochs=2),),
-        rpc_server=request.param,
+        rpc=RpcConfig(server=request.param),
     )
     server = serve_master(MasterService(config), None)
     yield server.address

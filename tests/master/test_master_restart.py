@@ -25,7 +25,9 @@ def test_killed_master_restarts_and_agents_finish_every_sample_exactly_once(
 ) -> None:
     # A port below the ephemeral range: while no master listens on it, the agents' reconnects
     # cannot take it (a loopback connection to a free ephemeral port may connect to itself).
-    config = process_config.with_overrides(snapshot_every=snapshot_every, port=free_port())
+    config = process_config.with_overrides(
+        persistence__snapshot_every=snapshot_every, port=free_port()
+    )
     masters = [spawn_master(config)]
     agents = [
         SimAgent(masters[0].address, f"worker-{i}", step_time=0.005, lease=lease) for i in range(4)

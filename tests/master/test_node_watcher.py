@@ -19,7 +19,7 @@ from kubernetes.client import CoreV1Api
 from flexjob.api import Container, ReplicaType
 from flexjob.api.names import LABEL_JOB_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
 from flexjob.core.training.dataset import Dataset
-from flexjob.core.training.master_config import MasterConfig
+from flexjob.core.training.master_config import MasterConfig, NodeHealthConfig
 from flexjob.core.training.node_watch import NodeWatchKind
 from flexjob.master.node_watcher import PENDING_TOO_LONG_REASON, NodeWatcher
 from flexjob.master.profilings_sync import ProfilingsSync, status_writer
@@ -42,9 +42,9 @@ def master(job: str, namespace: str = NS) -> MasterService:
     config = MasterConfig(
         job_name=job,
         namespace=namespace,
-        heartbeat_timeout=HEARTBEAT_TIMEOUT,
         datasets=(Dataset(size=100, shard_size=10, epochs=1, shuffle=False),),
         host_store=False,
+        node_health=NodeHealthConfig(heartbeat_timeout=HEARTBEAT_TIMEOUT),
     )
     return MasterService(config)
 
@@ -174,8 +174,7 @@ def test_kubernetes_oom_killed_pod_and_pending_pod(
 
             wait_until(pending_event, WAIT, what="the pending event")
             # The profilings copy of the same master, through the same kind of client.
-            config = MasterConfig(job_name="j", namespace="ns", scale_plan_platform="kubernetes")
-            write = status_writer(config)
+            write = status_writer("kubernetes", "ns", "j")
             assert write is not None
             ProfilingsSync(lambda key: b'{"speed": 1}', write).tick(force=True)
         finally:

@@ -3,9 +3,10 @@ from pathlib import Path
 
 from flexjob.api import ElasticJob, OptimizeMode, ReplicaType
 from flexjob.core import planner
-from flexjob.core.training.master_config import MasterConfig
+from flexjob.core.training.master_config import MasterConfig, OptimizerConfig
+from flexjob.core.training.rendezvous import RendezvousConfig
 from flexjob.master.optimizer import ANNOTATION_REASON, JobOptimizer
-from flexjob.master.optimizer_loop import DirectorySink, OptimizerLoop, job_info_from_config
+from flexjob.master.optimizer_loop import DirectorySink, OptimizerLoop, job_info, plan_sink
 from flexjob.master.stats import NodeRecord
 from flexjob.platform.local import LocalPlatform
 from flexjob.rpc import brain_messages as schemas
@@ -135,13 +136,13 @@ def test_master_config_from_a_job_carries_the_optimize_mode_and_brain() -> None:
         }
     )
     config = MasterConfig.from_json(MasterConfig.from_job(job).to_json())
-    assert (config.optimize_mode, config.brain_url) == ("cluster", "http://brain:50100")
-    info = job_info_from_config(config)
+    assert (config.optimizer.mode, config.optimizer.brain_url) == ("cluster", "http://brain:50100")
+    info = job_info(config.job_name, config.rendezvous, config.optimizer)
     assert info.name == "default.j" and info.limits.max_workers == 4
 
 
 def test_job_info_without_a_spec_comes_from_the_node_bounds() -> None:
-    info = job_info_from_config(MasterConfig(job_name="j", min_nodes=2, max_nodes=5))
+    info = job_info("j", RendezvousConfig(min_nodes=2, max_nodes=5), OptimizerConfig())
     assert info.resources[ReplicaType.WORKER].replicas == 2
     assert (info.limits.min_workers, info.limits.max_workers) == (2, 5)
 
@@ -151,15 +152,18 @@ def tick_after_an_oom(scale_plan_platform: str) -> None:
     worker-0 was OOM-killed: it writes a ScalePlan through ``scale_plan_platform``."""
     config = MasterConfig(
         job_name="j",
-        optimize_mode=OptimizeMode.SINGLE_JOB,
         scale_plan_platform=scale_plan_platform,
-        optimizer_job=planner.PlannedJob(
-            planner.JobProfile("ns.j"),
-            resources={ReplicaType.WORKER: planner.ReplicaResources(1, memory_mb=1024)},
+        optimizer=OptimizerConfig(
+            mode=OptimizeMode.SINGLE_JOB,
+            job=planner.PlannedJob(
+                planner.JobProfile("ns.j"),
+                resources={ReplicaType.WORKER: planner.ReplicaResources(1, memory_mb=1024)},
+            ),
         ),
     )
     master = FakeMaster()
-    loop = OptimizerLoop.from_config(config, master)
+    sink = plan_sink(config.scale_plan_platform, config.job_dir)
+    loop = OptimizerLoop.for_job(config.job_name, config.rendezvous, config.optimizer, master, sink)
     master.fail("worker-0", "OOMKilled")
     loop.tick()
 

@@ -6,7 +6,8 @@ import pytest
 
 from flexjob.api.errors import NotFoundError
 from flexjob.core.training.dataset import Dataset
-from flexjob.core.training.master_config import MasterConfig
+from flexjob.core.training.master_config import MasterConfig, NodeHealthConfig
+from flexjob.core.training.rendezvous import RendezvousConfig
 from flexjob.master.service import MasterService
 from flexjob.rpc.messages import NodeRef, NodeStats
 from tests.core.clock import FakeClock
@@ -24,7 +25,15 @@ def service_config(job_dir: Path, **kw: object) -> MasterConfig:
 
 
 def make(tmp_path: Path, clock: FakeClock, **kw: object) -> MasterService:
-    return MasterService(service_config(tmp_path, **kw), clock=clock)
+    config = MasterConfig(
+        job_name="svc",
+        job_dir=str(tmp_path),
+        datasets=(Dataset(size=30, shard_size=10),),
+        host_store=False,
+        rendezvous=RendezvousConfig(min_nodes=2, max_nodes=3, last_call_timeout=1.0),
+        node_health=NodeHealthConfig(heartbeat_timeout=5.0),
+    ).with_overrides(**kw)
+    return MasterService(config, clock=clock)
 
 
 def form_world(svc: MasterService, *nodes: NodeRef) -> None:
@@ -116,8 +125,8 @@ def test_a_node_whose_join_was_lost_in_a_restart_gets_into_the_next_round(
 
 def test_restored_world_keeps_the_rank_zero_store_address(tmp_path: Path) -> None:
     clock = FakeClock()
-    first = make(tmp_path, clock, max_nodes=2)
+    first = make(tmp_path, clock, rendezvous__max_nodes=2)
     form_world(first, A, B)
     first.check()
-    second = make(tmp_path, clock, max_nodes=2)
+    second = make(tmp_path, clock, rendezvous__max_nodes=2)
     assert second.get_world(B, 1).store_address == "a:1"

@@ -1,7 +1,7 @@
 from pathlib import Path
 
 from flexjob.core.training.dataset import Dataset
-from flexjob.core.training.master_config import MasterConfig
+from flexjob.core.training.master_config import MasterConfig, PersistenceConfig
 from flexjob.master.service import MasterService
 from flexjob.master.state_file import StateFile
 from flexjob.rpc.messages import NodeRef
@@ -37,7 +37,7 @@ def service(tmp_path: Path, snapshot_every: int = 1000) -> MasterService:
         job_dir=str(tmp_path),
         datasets=(Dataset(size=100, shard_size=1),),
         host_store=False,
-        snapshot_every=snapshot_every,
+        persistence=PersistenceConfig(snapshot_every=snapshot_every),
     )
     return MasterService(config)
 

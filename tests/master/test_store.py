@@ -6,6 +6,7 @@ from pathlib import Path
 import psutil
 
 from flexjob.core.training.master_config import MasterConfig
+from flexjob.core.training.rendezvous import RendezvousConfig
 from flexjob.master.main import start_master
 from flexjob.rpc.client import MasterClient
 
@@ -13,7 +14,9 @@ from flexjob.rpc.client import MasterClient
 def test_world_points_to_the_master_hosted_tcp_store_with_a_round_prefix(tmp_path: Path) -> None:
     import torch.distributed as dist
 
-    config = MasterConfig(job_name="st", job_dir=str(tmp_path), min_nodes=1, max_nodes=1)
+    config = MasterConfig(
+        job_name="st", job_dir=str(tmp_path), rendezvous=RendezvousConfig(min_nodes=1, max_nodes=1)
+    )
     with start_master(config) as master, MasterClient(master.address, "w0") as client:
         client.join()
         first = client.wait_world(10)
@@ -32,7 +35,9 @@ def test_world_points_to_the_master_hosted_tcp_store_with_a_round_prefix(tmp_pat
 def test_the_store_listens_on_the_masters_address_only(tmp_path: Path) -> None:
     """torch's TCPStore listens on every interface by default: the master's store must not
     (it has no token), so a master bound to 127.0.0.1 exposes its store to no one else."""
-    config = MasterConfig(job_name="st", job_dir=str(tmp_path), min_nodes=1, max_nodes=1)
+    config = MasterConfig(
+        job_name="st", job_dir=str(tmp_path), rendezvous=RendezvousConfig(min_nodes=1, max_nodes=1)
+    )
     with start_master(config) as master, MasterClient(master.address, "w0") as client:
         client.join()
         world = client.wait_world(10)

@@ -52,7 +52,8 @@ def test_a_slow_node_is_reported_once_and_stays_in_the_world(
     tmp_path: Path, logs: pytest.LogCaptureFixture
 ) -> None:
     clock = FakeClock()
-    svc = watched(tmp_path, clock)
+    svc = make(tmp_path, clock, slow_nodes__window_s=5.0)
+    form_world(svc, A, B, C)
     slow_c_for(svc, clock, 4.0)
     assert straggling(logs) == []  # not a whole window yet
     slow_c_for(svc, clock, 4.0)
@@ -66,7 +67,10 @@ def test_excluded_node_leaves_the_world_and_is_kept_out(
     tmp_path: Path, logs: pytest.LogCaptureFixture
 ) -> None:
     clock = FakeClock()
-    svc = watched(tmp_path, clock, StragglerPolicy.EXCLUDE)
+    svc = make(
+        tmp_path, clock, slow_nodes__window_s=5.0, slow_nodes__policy=StragglerPolicy.EXCLUDE
+    )
+    form_world(svc, A, B, C)
     slow_c_for(svc, clock, 6.0)
     [line] = straggling(logs)
     assert "action=excluded" in line
@@ -81,7 +85,9 @@ def test_excluded_node_leaves_the_world_and_is_kept_out(
     svc.check()
     assert svc.get_world(A, 2).members == ("a", "b")
     svc.close()
-    again = make(tmp_path, clock, straggler_window=5.0, stragglers=StragglerPolicy.EXCLUDE)
+    again = make(
+        tmp_path, clock, slow_nodes__window_s=5.0, slow_nodes__policy=StragglerPolicy.EXCLUDE
+    )
     assert again.heartbeat(C, 0).excluded  # journaled: a restarted master keeps it out
     assert not again.get_world(C, 3).complete
 
@@ -90,7 +96,14 @@ def test_exclusion_never_takes_the_world_below_its_minimum(
     tmp_path: Path, logs: pytest.LogCaptureFixture
 ) -> None:
     clock = FakeClock()
-    svc = watched(tmp_path, clock, StragglerPolicy.EXCLUDE, min_nodes=3)
+    svc = make(
+        tmp_path,
+        clock,
+        slow_nodes__window_s=5.0,
+        slow_nodes__policy=StragglerPolicy.EXCLUDE,
+        rendezvous__min_nodes=3,
+    )
+    form_world(svc, A, B, C)
     slow_c_for(svc, clock, 6.0)
     [line] = straggling(logs)
     assert "action=reported" in line
@@ -99,7 +112,8 @@ def test_exclusion_never_takes_the_world_below_its_minimum(
 
 def test_off_watches_nothing(tmp_path: Path, logs: pytest.LogCaptureFixture) -> None:
     clock = FakeClock()
-    svc = watched(tmp_path, clock, StragglerPolicy.OFF)
+    svc = make(tmp_path, clock, slow_nodes__window_s=5.0, slow_nodes__policy=StragglerPolicy.OFF)
+    form_world(svc, A, B, C)
     slow_c_for(svc, clock, 8.0)
     assert straggling(logs) == []
 
@@ -107,13 +121,13 @@ def test_off_watches_nothing(tmp_path: Path, logs: pytest.LogCaptureFixture) -> 
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
-        ("straggler_ratio", 0.5, r"--straggler-ratio\) must be > 1, got 0.5"),
-        ("straggler_window", -1.0, r"--straggler-window\) must be > 0 seconds, got -1.0"),
+        ("slow_nodes__ratio", 0.5, r"--straggler-ratio\) must be > 1, got 0.5"),
+        ("slow_nodes__window_s", -1.0, r"--straggler-window\) must be > 0 seconds, got -1.0"),
     ],
 )
 def test_bad_straggler_settings_name_the_flag(field: str, value: float, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        MasterConfig(**{field: value})  # type: ignore[arg-type]
+        MasterConfig().with_overrides(**{field: value})
 
 
 def test_the_timeline_narrates_a_straggler() -> None:
@@ -131,7 +145,7 @@ def test_nodes_that_failed_the_preflight_check_are_kept_out(
     tmp_path: Path, logs: pytest.LogCaptureFixture
 ) -> None:
     clock = FakeClock()
-    svc = make(tmp_path, clock, stragglers=StragglerPolicy.OFF)  # independent of the watch
+    svc = make(tmp_path, clock, slow_nodes__policy=StragglerPolicy.OFF)  # independent of the watch
     form_world(svc, A, B, C)
     why = {"c": "pre-flight check failed: boom"}
     assert svc.exclude_nodes(A, 0, why) == ()  # a stale round changes nothing

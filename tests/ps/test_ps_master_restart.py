@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from flexjob.api import names
+from flexjob.core.training.master_config import MasterConfig, PsSetConfig
 from flexjob.core.ps.set_change import ChangeStep
 from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.launch import MasterProcess, spawn_master
@@ -38,7 +39,11 @@ def test_a_master_killed_mid_change_finishes_it_after_a_restart(
 ) -> None:
     job_dir = tmp_path / "master"
     config = MasterConfig(
-        job_name="ps-restart", job_dir=str(job_dir), host_store=False, num_ps=2, port=free_port()
+        job_name="ps-restart",
+        job_dir=str(job_dir),
+        host_store=False,
+        port=free_port(),
+        ps=PsSetConfig(num_ps=2),
     )
     log = job_dir / "master.log"
     hold_env = {**os.environ, names.ENV_PS_CHANGE_HOLD: held.value}

@@ -13,6 +13,7 @@ import pytest
 
 from flexjob.api import ReplicaType, names
 from flexjob.api.errors import PsSetChangedError
+from flexjob.core.training.master_config import MasterConfig, PsSetConfig
 from flexjob.core.ps.set_change import MemberState
 from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.main import MasterHandle, start_master
@@ -32,7 +33,10 @@ IDS = np.arange(1000, dtype=np.int64)
 def master(tmp_path: Path) -> Iterator[MasterHandle]:
     handle = start_master(
         MasterConfig(
-            job_name="ps-set", job_dir=str(tmp_path / "master"), host_store=False, num_ps=2
+            job_name="ps-set",
+            job_dir=str(tmp_path / "master"),
+            host_store=False,
+            ps=PsSetConfig(num_ps=2),
         ),
         token="",
     )

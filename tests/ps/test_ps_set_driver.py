@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from flexjob.core.training.master_config import MasterConfig, PsSetConfig
 from flexjob.master.main import MasterHandle, start_master
 from flexjob.ps.checkpoint_io import file_name, read_snapshot
 from flexjob.trainer.ps_set import PsSet
@@ -21,8 +22,15 @@ from .test_ps_set_change import IDS
 
 @pytest.fixture
 def master(tmp_path: Path) -> Iterator[MasterHandle]:
-    config = master_config(tmp_path / "master", "ps-driver", num_ps=2, ps_checkpoint_interval=0.5)
-    yield from serving(start_master(config, token=""))
+    config = MasterConfig(
+        job_name="ps-driver",
+        job_dir=str(tmp_path / "master"),
+        host_store=False,
+        ps=PsSetConfig(num_ps=2, checkpoint_interval=0.5),
+    )
+    handle = start_master(config, token="")
+    yield handle
+    handle.stop()
 
 
 def checkpointed_version(directory: Path, index: int) -> int:

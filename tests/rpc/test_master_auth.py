@@ -3,7 +3,6 @@ with one, a call without it or with a wrong one is UNAUTHENTICATED and the right
 
 import os
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,7 @@ CONFIG = MasterConfig(job_name="auth", datasets=(Dataset(size=8, shard_size=4),)
 
 @pytest.fixture(params=RPC_SERVERS)
 def guarded(request: pytest.FixtureRequest) -> Iterator[str]:
-    server = serve_master(MasterService(replace(CONFIG, rpc_server=request.param)), "s3cret")
+    server = serve_master(MasterService(CONFIG.with_overrides(rpc__server=request.param)), "s3cret")
     yield server.address
     server.stop(0)
 
@@ -31,7 +30,7 @@ def guarded(request: pytest.FixtureRequest) -> Iterator[str]:
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "10.1.2.3"])
 def test_a_master_beyond_loopback_without_a_token_does_not_listen(host: str, kind: str) -> None:
     with pytest.raises(InsecureBindError, match="set FLEXJOB_MASTER_TOKEN"):
-        serve_master(MasterService(replace(CONFIG, host=host, rpc_server=kind)), None)
+        serve_master(MasterService(CONFIG.with_overrides(host=host, rpc__server=kind)), None)
 
 
 def test_flexjob_master_beyond_loopback_without_a_token_exits_naming_the_variables(

@@ -16,7 +16,7 @@ from prometheus_client.metrics_core import Metric
 from flexjob.api.errors import InvalidSpecError, UnavailableError
 from flexjob.api.limits import MAX_SHARD_LEASE
 from flexjob.core.training.dataset import Dataset
-from flexjob.core.training.master_config import RPC_SERVERS, MasterConfig
+from flexjob.core.training.master_config import RPC_SERVERS, MasterConfig, RpcConfig
 from flexjob.master.launch import spawn_master
 from flexjob.master.main import METRICS_ADDR_FILE, start_master
 from flexjob.rpc.client import MasterClient
@@ -31,8 +31,7 @@ def _config(tmp_path: Path, server: str, streams: int) -> MasterConfig:
         job_dir=str(tmp_path / "job"),
         datasets=(Dataset(size=SHARDS * 2, shard_size=2),),
         host_store=False,
-        rpc_server=server,
-        shard_streams=streams,
+        rpc=RpcConfig(server=server, shard_streams=streams),
     )
 
 

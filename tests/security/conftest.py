@@ -23,7 +23,7 @@ import grpc
 import pytest
 
 from flexjob.core.training.dataset import Dataset
-from flexjob.core.training.master_config import MasterConfig
+from flexjob.core.training.master_config import MasterConfig, RpcConfig
 from flexjob.master.main import serve_master
 from flexjob.master.service import MasterService
 from flexjob.rpc.gen import master_control_pb2_grpc as control_grpc
@@ -79,7 +79,7 @@ def served_master(rpc_server: str, token: str | None = None) -> Iterator[Master]
     config = MasterConfig(
         job_name="victim",
         datasets=(Dataset(name="train", size=SHARDS * 4, shard_size=4, epochs=1),),
-        rpc_server=rpc_server,
+        rpc=RpcConfig(server="threads"),
     )
     service = MasterService(config)
     server = serve_master(service, token)

@@ -17,7 +17,7 @@ import pytest
 
 from flexjob.api.errors import FlexjobError
 from flexjob.core.training.dataset import Dataset
-from flexjob.core.training.master_config import MasterConfig
+from flexjob.core.training.master_config import MasterConfig, NodeHealthConfig, PersistenceConfig
 from flexjob.core.training.shards import ShardManager, ShardState
 from flexjob.master.launch import spawn_master
 from flexjob.master.process import EXIT_STATE_HELD
@@ -128,7 +128,7 @@ def test_a_rename_and_a_new_journal_are_fsynced_with_their_directory(
     synced.clear()
     state.rotate_journal()
     assert synced == [str(tmp_path)]
-    assert MasterConfig().fsync is True  # the default: acknowledged means on disk
+    assert MasterConfig().persistence.fsync is True  # the default: acknowledged means on disk
 
 
 @dataclass
@@ -189,8 +189,8 @@ def test_every_acknowledged_report_survives_repeated_sigkills_of_the_master(
         datasets=(Dataset(size=20_000, shard_size=1),),
         host_store=False,
         port=free_port(),
-        snapshot_every=97,  # snapshots and journal rotations among the kills
-        heartbeat_timeout=600.0,
+        persistence=PersistenceConfig(snapshot_every=97),
+        node_health=NodeHealthConfig(heartbeat_timeout=600.0),
     )
     rng = random.Random(34)
     ledger = Ledger()

@@ -16,7 +16,8 @@ import grpc
 
 from flexjob.api import names
 from flexjob.core.training.dataset import Dataset
-from flexjob.core.training.master_config import MasterConfig
+from flexjob.core.training.master_config import MasterConfig, RpcConfig
+from flexjob.core.training.rendezvous import RendezvousConfig
 from flexjob.master.main import serve_master
 from flexjob.master.observing import DatasetView
 from flexjob.master.service import MasterService
@@ -121,10 +122,8 @@ def guarded_config(job_dir: Path, rpc_server: str = "threads", **kw: object) -> 
         job_dir=str(job_dir),
         datasets=(Dataset(size=SHARDS * 4, shard_size=4),),
         host_store=False,
-        min_nodes=2,
-        max_nodes=2,
-        last_call_timeout=0.1,
-        rpc_server=rpc_server,
+        rendezvous=RendezvousConfig(min_nodes=2, max_nodes=2, last_call_timeout=0.1),
+        rpc=RpcConfig(server=rpc_server),
     )
     return base.with_overrides(**kw)
 

@@ -11,6 +11,7 @@ import pytest
 from flexjob.core.training.dataset import Dataset
 from flexjob.core.training.lease_size import LeasePolicy
 from flexjob.core.training.master_config import MasterConfig
+from flexjob.core.training.rendezvous import RendezvousConfig
 from flexjob.master.main import MasterHandle, start_master
 from flexjob.rpc.client import MasterClient
 from flexjob.trainer.lease import ShardLeaser, lease_size
@@ -25,8 +26,13 @@ SIZE, SHARD = 60, 5
 
 @pytest.fixture
 def config(tmp_path: Path) -> MasterConfig:
-    dataset = Dataset(size=SIZE, shard_size=SHARD, epochs=2, shuffle=True, seed=3)
-    return master_config(tmp_path / "job", "lease", max_nodes=2, datasets=(dataset,))
+    return MasterConfig(
+        job_name="lease",
+        job_dir=str(tmp_path / "job"),
+        datasets=(Dataset(size=SIZE, shard_size=SHARD, epochs=2, shuffle=True, seed=3),),
+        host_store=False,
+        rendezvous=RendezvousConfig(min_nodes=1, max_nodes=2),
+    )
 
 
 @pytest.fixture

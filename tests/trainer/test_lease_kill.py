@@ -14,6 +14,7 @@ import pytest
 
 from flexjob.core.training.dataset import Dataset
 from flexjob.core.training.master_config import MasterConfig
+from flexjob.core.training.rendezvous import RendezvousConfig
 from flexjob.master.main import MasterHandle, start_master
 from flexjob.rpc.client import MasterClient
 from flexjob.trainer.lease import ShardLeaser
@@ -30,10 +31,9 @@ def master(tmp_path: Path) -> Iterator[MasterHandle]:
         MasterConfig(
             job_name="lease-kill",
             job_dir=str(tmp_path / "job"),
-            min_nodes=1,
-            max_nodes=2,
             datasets=(Dataset(size=SIZE, shard_size=SHARD, epochs=EPOCHS, seed=5),),
             host_store=False,
+            rendezvous=RendezvousConfig(min_nodes=1, max_nodes=2),
         )
     )
     yield handle

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from flexjob.core.training.dataset import Dataset
+from flexjob.core.training.master_config import MasterConfig
+from flexjob.core.training.rendezvous import RendezvousConfig
 from flexjob.master.main import MasterHandle, start_master
 from flexjob.rpc.client import MasterClient
 from flexjob.trainer.lease import ShardLeaser
@@ -21,9 +23,16 @@ RANKS = ["w0", "w1"]
 
 @pytest.fixture
 def master(tmp_path: Path) -> Iterator[MasterHandle]:
-    dataset = Dataset(size=SIZE, shard_size=SHARD, epochs=1, shuffle=False)
-    config = master_config(tmp_path / "job", "peers", max_nodes=2, datasets=(dataset,))
-    yield from serving(start_master(config))
+    config = MasterConfig(
+        job_name="peers",
+        job_dir=str(tmp_path / "job"),
+        datasets=(Dataset(size=SIZE, shard_size=SHARD, epochs=1, shuffle=False),),
+        host_store=False,
+        rendezvous=RendezvousConfig(min_nodes=1, max_nodes=2),
+    )
+    handle = start_master(config)
+    yield handle
+    handle.stop()
 
 
 def control_slots(step: dict[int, list[Batch]]) -> list[int]:

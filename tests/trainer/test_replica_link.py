@@ -15,6 +15,8 @@ import pytest
 
 from flexjob.api import names
 from flexjob.core.training.dataset import Dataset
+from flexjob.core.training.master_config import MasterConfig, NodeHealthConfig
+from flexjob.core.training.rendezvous import RendezvousConfig
 from flexjob.master.main import MasterHandle, start_master
 from flexjob.rpc.client import MasterClient
 from tests.support.masters import master_config, serving
@@ -33,9 +35,13 @@ time.sleep(600)
 
 @pytest.fixture
 def master(tmp_path: Path) -> Iterator[MasterHandle]:
-    datasets = (Dataset(size=8, shard_size=1),)
-    config = master_config(
-        tmp_path / "job", "ps", max_nodes=2, heartbeat_timeout=600.0, datasets=datasets
+    config = MasterConfig(
+        job_name="ps",
+        job_dir=str(tmp_path / "job"),
+        datasets=(Dataset(size=8, shard_size=1),),
+        host_store=False,
+        rendezvous=RendezvousConfig(min_nodes=1, max_nodes=2),
+        node_health=NodeHealthConfig(heartbeat_timeout=600.0),
     )
     yield from serving(start_master(config))
 

@@ -27,8 +27,8 @@ class NodeStatus(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class RendezvousConfig:
-    min_nodes: int
-    max_nodes: int
+    min_nodes: int = 1
+    max_nodes: int = 1
     node_unit: int = 1
     last_call_timeout: float = 1.0
 

@@ -1,19 +1,19 @@
 """ShardManager: hands out shards of sample indices to workers and tracks them to DONE.
 
 Queues: TODO → DOING (marked with the worker and the time) → DONE. A dead worker's DOING shards
-and slow shards (DOING longer than ``slow_shard_timeout``) go back to the front of TODO. A
-report is counted once, and only from a worker that may hold the shard: the worker it is DOING
-for, or the worker it was last taken back from (a slow shard's late holder; its report counts
-even once the shard went to another worker). A checkpoint keeps both (``doing``,
-``claimable``), and every hand-out is journaled with its holder (``hand_out`` replays it), so a
-restored manager knows them too; only a checkpoint written before it kept ``claimable`` leaves
-the holders of its TODO shards unknown, and then — for those and for epochs it had not opened —
-any worker. Reports of a shard another worker holds, of a shard never handed out, or of an
-epoch not opened yet are rejected, so a fake report cannot finish a job, before or after a
-restore. A retried report by the worker whose report counted is acknowledged, not re-counted.
-Epochs are cut lazily: the next epoch's shards are queued once TODO runs dry. ``checkpoint()``
-/ ``restore()`` write and read the progress as JSON; DOING shards come back DOING for their
-holder. No I/O: the caller persists the JSON and injects the clock.
+and slow shards (DOING longer than ``slow_shard_timeout``) go back to the front of TODO. A report
+is counted once, and only from a worker that may hold the shard: the worker it is DOING for,
+or the worker it was last taken back from (a late report of a slow shard: it counts even once the
+shard went to another worker). A checkpoint keeps both (``doing``, ``claimable``), and every
+hand-out is journaled with its holder (``hand_out`` replays it), so a restored manager knows
+them too; only a checkpoint written before it kept ``claimable`` leaves the holders of its TODO
+shards unknown, and then — for those and for epochs it had not opened — any worker. Reports
+of a shard another worker holds, of a shard never handed out, or of an epoch not opened yet
+are rejected, so a fake report cannot finish a job, before or after a restore. A retried report
+by the worker whose report counted is acknowledged, not re-counted. Epochs are cut lazily: the
+next epoch's shards are queued once TODO runs dry. ``checkpoint()`` / ``restore()`` write and
+read the progress as JSON; DOING shards come back DOING for their holder. No I/O: the caller
+persists the JSON and injects the clock.
 """
 
 import json

@@ -20,6 +20,8 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from flexjob.api.enums import StragglerPolicy
+
 #: A node's own step time over this many times the others' median makes it a straggler.
 DEFAULT_RATIO = 2.0
 #: Seconds a node must have been slow (all its reports of that long) before it is one.
@@ -30,6 +32,10 @@ DEFAULT_MIN_REPORTS = 3
 
 @dataclass(frozen=True, slots=True)
 class StragglerConfig:
+    """The master's slow-node settings (its ``slow_nodes``; slow *shards* are
+    ``ShardConfig``'s): what to do with one (``policy``) and when a node is one."""
+
+    policy: StragglerPolicy = StragglerPolicy.REPORT
     ratio: float = DEFAULT_RATIO
     window_s: float = DEFAULT_WINDOW_S
     min_reports: int = DEFAULT_MIN_REPORTS

@@ -207,7 +207,8 @@ def test_after_a_restore_reports_of_shards_never_handed_out_are_rejected() -> No
 def test_after_a_restore_a_slow_shard_taken_back_may_still_report_it() -> None:
     clock = FakeClock()
     mgr = ShardManager(RangeSplitter(4, 2), slow_shard_timeout=5.0, clock=clock)
-    late = lease(mgr, "slow")
+    late = mgr.get_shard("slow")
+    assert late is not None
     clock.advance(6.0)
     assert mgr.expire_slow_shards() == [late.shard_id]
     fresh = ShardManager(RangeSplitter(4, 2), clock=clock)

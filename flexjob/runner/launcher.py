@@ -1,5 +1,6 @@
-"""``flexjob run`` on one machine: a master child process, N agent child processes, a
-progress line, stop signals, the root-cause summary and the job's exit code.
+"""``flexjob run`` on one machine (``runner.config.RunConfig``): a master child process, N
+agent child processes, a progress line, stop signals, the root-cause summary and the job's
+exit code.
 
 Every child runs in its own session, so a stop signal (SIGTERM, SIGINT, SIGHUP) reaches only
 this process, which then stops the agents (which give their workers a grace period) and the
@@ -26,28 +27,19 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from flexjob.agent import failure
-from flexjob.agent.config import AgentConfig, default_replica_type
-from flexjob.agent.output import OutputConfig
-from flexjob.agent.process import command
 from flexjob.agent.run_supervisor import RunFailure, RunSupervisor
 from flexjob.api import names
-from flexjob.api.enums import StragglerPolicy
 from flexjob.api.errors import FlexjobError
 from flexjob.core.training.master_config import MasterConfig
-from flexjob.core.training.stragglers import (
-    DEFAULT_RATIO,
-    DEFAULT_WINDOW_S,
-    StragglerConfig,
-)
 from flexjob.master.launch import MasterProcess, spawn_master
 from flexjob.platform.ports import free_port
 from flexjob.platform.stop_signals import StopRequested, raise_on_stop_signals
 from flexjob.rpc.auth import job_token_env, master_token, new_token, node_env, write_token_file
+from flexjob.runner.config import RunConfig, agent_command
 
 if TYPE_CHECKING:  # gRPC and rich load once the master and the agents are started
     from flexjob.agent.progress import ProgressLine
@@ -68,90 +60,6 @@ FAILURE_POLL_S = 0.5
 #: How long a run whose own nodes are done keeps its master up for the nodes that joined it
 #: from elsewhere (``flexjob agent``) to finish; like torchrun's exit barrier.
 OTHER_NODES_WAIT_S = 300.0
-
-
-def parse_nnodes(text: str) -> tuple[int, int]:
-    """``"2"`` → (2, 2); ``"1:3"`` → (1, 3). Errors name the option."""
-    lo_s, sep, hi_s = text.partition(":")
-    try:
-        lo = int(lo_s)
-        hi = int(hi_s) if sep else lo
-    except ValueError:
-        raise ValueError(f"--nnodes must be N or MIN:MAX with integers, got {text!r}") from None
-    if lo < 1 or hi < lo:
-        raise ValueError(f"--nnodes must satisfy 1 <= MIN <= MAX, got {text!r}")
-    return lo, hi
-
-
-@dataclass(frozen=True, slots=True)
-class RunConfig:
-    target: str
-    args: tuple[str, ...] = ()
-    module: bool = False
-    min_nodes: int = 1
-    max_nodes: int = 1
-    start_nodes: int | None = None
-    nproc_per_node: int = 1
-    max_restarts: int = 3
-    monitor_interval: float = 0.5
-    job_name: str = "job"
-    master: str | None = None
-    job_dir: str | None = None
-    last_call_timeout: float = 1.0
-    heartbeat_timeout: float = 10.0
-    hang_timeout: float = 180.0
-    progress: bool = True
-    plot: str | None = None  # a PNG of the job's timeline, written when the run ends
-    env: dict[str, str] = field(default_factory=dict)
-    #: Index of the first node started here (``--node-rank``): node ids ``worker-N`` from it.
-    node_rank: int = 0
-    output: OutputConfig = field(default_factory=OutputConfig)
-    #: Seconds an agent waits for its world (torchrun's ``--rdzv-conf join_timeout``).
-    join_timeout: float = 300.0
-    num_ps: int = 0  # parameter-server replicas to start beside the master (`--ps N`)
-    #: What the master does with straggler nodes (``core.training.stragglers``).
-    stragglers: StragglerPolicy = StragglerPolicy.REPORT
-    straggler_ratio: float = DEFAULT_RATIO
-    straggler_window: float = DEFAULT_WINDOW_S
-    #: This machine's address others reach (``--address``): the master, the PS and the
-    #: agents' workers bind it.
-    address: str = "127.0.0.1"
-
-    def __post_init__(self) -> None:
-        if self.hang_timeout < 0:
-            raise ValueError(f"--hang-timeout must be >= 0 (0 = off), got {self.hang_timeout}")
-        StragglerConfig(ratio=self.straggler_ratio, window_s=self.straggler_window)
-
-    @property
-    def nodes_to_start(self) -> int:
-        return self.start_nodes if self.start_nodes is not None else self.min_nodes
-
-
-def agent_command(
-    master: str, node_id: str, index: int, opts: RunConfig, run_dir: str
-) -> list[str]:
-    """The command line of the agent of node ``node_id`` (``agent.process``: what ``flexjob
-    agent`` runs once its options are parsed, without parsing any)."""
-    return command(
-        AgentConfig(
-            master=master,
-            target=opts.target,
-            args=opts.args,
-            module=opts.module,
-            node_id=node_id,
-            replica_type=default_replica_type(),
-            replica_index=index,
-            job_name=opts.job_name,
-            nproc_per_node=opts.nproc_per_node,
-            max_restarts=opts.max_restarts,
-            monitor_interval=opts.monitor_interval,
-            rendezvous_timeout=opts.join_timeout,
-            run_dir=run_dir,
-            hang_timeout=opts.hang_timeout,
-            output=opts.output,
-            address=opts.address,
-        )
-    )
 
 
 def _stop_all(procs: list[subprocess.Popen[bytes]], grace_s: float) -> None:
@@ -219,8 +127,8 @@ def run_job(opts: RunConfig) -> int:
     """Run the job to its end; returns its exit code (128 + N after stop signal N, 1 when
     a process of the run died past its restarts)."""
     with raise_on_stop_signals():
-        job_dir = opts.job_dir or tempfile.mkdtemp(prefix=f"flexjob-{opts.job_name}-")
-        if opts.master is None:  # else the master and its job dir are elsewhere
+        job_dir = opts.master.job_dir or tempfile.mkdtemp(prefix=f"flexjob-{opts.job_name}-")
+        if opts.join_master is None:  # else the master and its job dir are elsewhere
             _say(f"job dir {job_dir} (master log, timeline, default checkpoints)")
         code = 1
         try:
@@ -235,8 +143,8 @@ def run_job(opts: RunConfig) -> int:
             _say(f"job {opts.job_name} failed: {exc}")
             return 1
         finally:
-            kept = opts.job_dir is not None or code != 0
-            _end_job_dir(job_dir, kept=kept, quiet=opts.master is not None)
+            kept = opts.master.job_dir is not None or code != 0
+            _end_job_dir(job_dir, kept=kept, quiet=opts.join_master is not None)
 
 
 def _say(text: str) -> None:
@@ -320,26 +228,16 @@ class _Run:
 
     def _start_master(self) -> str:
         opts = self.opts
-        if opts.master is not None:
-            return opts.master
-        self.master_config = MasterConfig(
-            job_name=opts.job_name,
-            job_dir=self.job_dir,
-            min_nodes=opts.min_nodes,
-            max_nodes=opts.max_nodes,
-            last_call_timeout=opts.last_call_timeout,
-            heartbeat_timeout=opts.heartbeat_timeout,
-            num_ps=opts.num_ps,
-            host=opts.address,
-            port=free_port(opts.address),
-            stragglers=opts.stragglers,
-            straggler_ratio=opts.straggler_ratio,
-            straggler_window=opts.straggler_window,
+        if opts.join_master is not None:
+            return opts.join_master
+        host = opts.agent.address
+        self.master_config = opts.master.with_overrides(
+            job_dir=self.job_dir, host=host, port=free_port(host)
         )
         # Not waiting for it to serve: the agents start meanwhile (``_wait_master``).
         self.master = spawn_master(self.master_config, wait=False)
         address = self.master.address
-        target = f"-m {opts.target}" if opts.module else opts.target
+        target = f"-m {opts.agent.target}" if opts.agent.module else opts.agent.target
         print(
             f"flexjob: master {address} (job {opts.job_name}); another node joins with: "
             f"{names.ENV_MASTER_TOKEN_FILE}={Path(self.job_dir) / names.MASTER_TOKEN_FILE} "
@@ -378,8 +276,8 @@ class _Run:
             spawn_agent=spawn_agent,
             nodes=opts.nodes_to_start,
             min_nodes=opts.min_nodes,
-            nproc_per_node=opts.nproc_per_node,
-            max_restarts=opts.max_restarts,
+            nproc_per_node=opts.agent.nproc_per_node,
+            max_restarts=opts.agent.max_restarts,
             first_index=opts.node_rank,
         )
         return self.supervisor
@@ -390,10 +288,10 @@ class _Run:
         address = self._start_master()
         log.info("job %s: master at %s, job dir %s", opts.job_name, address, self.job_dir)
         env = {**os.environ, **opts.env}
-        if opts.num_ps:
+        if num_ps := opts.master.ps.num_ps:
             self._wait_master()
-            self.servers = start_ps(address, opts.num_ps, env, opts.address)
-            env.update(ps_env(address, opts.num_ps))
+            self.servers = start_ps(address, num_ps, env, opts.agent.address)
+            env.update(ps_env(address, num_ps))
         supervisor = self._start_agents(address, env)
         # What only watches the job loads now: its children start without waiting for it.
         from flexjob.agent.progress import ProgressLine
@@ -450,7 +348,7 @@ def _job_token(opts: RunConfig, job_dir: str) -> Iterator[str | None]:
     new one. This process's environment names that file while the run lasts (its master, its
     PS replicas and its own clients read it there, ``rpc.auth.master_token``). None for a run
     that joins a master (``--master``): the environment's token, if any, is the one."""
-    if opts.master is not None:
+    if opts.join_master is not None:
         yield None
         return
     token = master_token() or new_token()
