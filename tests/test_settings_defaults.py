@@ -1,5 +1,6 @@
 """Every setting's default is written once: in its settings dataclass (the master's tree in
-``core.master_config``, ``AgentConfig``, ``RunConfig``; ``runner.config.RUN_MASTER`` the one
+``core.training.master_config``, ``AgentConfig``, ``RunConfig``; ``runner.config.RUN_MASTER`` the
+one
 place where a run's master differs). Elsewhere a setting's default is read, never typed again.
 
 Two rules, by the setting's name (the dataclass field), over ``flexjob/``:
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from flexjob.agent.config import AgentConfig
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.training.master_config import MasterConfig
 from flexjob.runner.config import RunConfig
 
 ROOT = Path(__file__).resolve().parents[1] / "flexjob"

@@ -1,6 +1,6 @@
 """``spec.masterSettings``: the settings of the master the operator starts for a job.
 
-Its groups and fields are ``core.master_config.MasterConfig``'s, in camelCase (a group
+Its groups and fields are ``core.training.master_config.MasterConfig``'s, in camelCase (a group
 ``node_health`` is ``nodeHealth``, its ``heartbeat_timeout`` ``heartbeatTimeout``), so
 ``MasterConfig.from_job`` applies them without a table; times are seconds. Every field is
 optional and has no default here: the defaults are ``MasterConfig``'s, written there once.

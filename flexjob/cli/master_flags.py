@@ -12,7 +12,7 @@ from typing import Any
 
 import typer
 
-from flexjob.core.master_config import GROUP_SEP, MasterConfig
+from flexjob.core.training.master_config import GROUP_SEP, MasterConfig
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,8 +12,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from flexjob.api.roles import DEFAULT_TYPE
 from flexjob.agent.config import agent_default
+from flexjob.api.roles import DEFAULT_TYPE
+
 #: ``--rdzv-backend`` values: flexjob's master is the rendezvous; ``c10d`` (torchrun's default
 #: for multi-node) means the same here, with ``--rdzv-endpoint`` naming the flexjob master.
 RDZV_BACKENDS = ("flexjob", "c10d")

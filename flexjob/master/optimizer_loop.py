@@ -20,9 +20,8 @@ from flexjob.api import ResourcePlan, ScalePlan
 from flexjob.api.errors import FlexjobError
 from flexjob.api.roles import DEFAULT_TYPE
 from flexjob.core import planner
-from flexjob.core.training.master_config import OptimizerConfig
 from flexjob.core.planner.speed import SpeedAggregator
-from flexjob.core.training.master_config import MasterConfig
+from flexjob.core.training.master_config import OptimizerConfig
 from flexjob.core.training.rendezvous import RendezvousConfig
 from flexjob.master.logs import event
 from flexjob.master.optimizer import JobOptimizer, to_scale_plan

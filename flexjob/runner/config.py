@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 
 from flexjob.agent.config import AgentConfig, default_replica_type
 from flexjob.agent.process import command
-from flexjob.core.master_config import MasterConfig, NodeHealthConfig
+from flexjob.core.training.master_config import MasterConfig, NodeHealthConfig
 
 #: The master settings of a run's own master where they differ from ``MasterConfig``'s.
 RUN_MASTER = MasterConfig(node_health=NodeHealthConfig(heartbeat_timeout=10.0))

@@ -15,7 +15,6 @@ from flexjob.core.training.dataset import Dataset
 from flexjob.core.training.master_config import MasterConfig, NodeHealthConfig
 from flexjob.master.main import MasterHandle, start_master
 from flexjob.rpc.client import MasterClient
-from tests.support.masters import master_config
 from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.timeout(180)

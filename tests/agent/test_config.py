@@ -8,10 +8,9 @@ from pathlib import Path
 import pytest
 
 from flexjob.agent.config import AgentConfig
-from flexjob.agent.config import AgentConfig, WorkerState
 from flexjob.agent.output import OutputConfig
-from flexjob.core.master_config import MasterConfig
-from flexjob.core.rendezvous import RendezvousConfig
+from flexjob.core.training.master_config import MasterConfig
+from flexjob.core.training.rendezvous import RendezvousConfig
 from flexjob.runner.config import RunConfig, agent_command, parse_nnodes
 
 

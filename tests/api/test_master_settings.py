@@ -10,7 +10,7 @@ from flexjob.api.errors import InvalidSpecError
 from flexjob.api.job import ElasticJob
 from flexjob.api.master_settings import MasterSettingsSpec
 from flexjob.api.validate import validate
-from flexjob.core.master_config import MasterConfig
+from flexjob.core.training.master_config import MasterConfig
 
 WORKER = {
     "replicas": 1,

@@ -25,7 +25,6 @@ from flexjob.rpc.client import MasterClient
 from flexjob.rpc.messages import NodeRef, NodeStats
 from tests.brain import recorded
 from tests.support.brain import brain_process
-from tests.support.masters import master_config
 from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.e2e

@@ -9,7 +9,7 @@ from flexjob.core.training.master_config import MasterConfig, NodeHealthConfig
 from flexjob.core.training.rendezvous import RendezvousConfig
 from flexjob.master.launch import MasterProcess, spawn_master
 from flexjob.platform.local import LocalPlatform
-from tests.support.masters import master_config, serving
+from tests.support.masters import serving
 from tests.support.polling import wait_until
 
 

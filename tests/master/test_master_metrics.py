@@ -10,7 +10,6 @@ from flexjob.master.main import METRICS_ADDR_FILE, start_master
 from flexjob.observe import timeline
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.messages import NodeStats
-from tests.master.test_service import service_config
 from tests.support.metrics import dashboard_metrics, metrics_url, scrape, value
 
 

@@ -11,17 +11,8 @@ from flexjob.core.training.rendezvous import RendezvousConfig
 from flexjob.master.service import MasterService
 from flexjob.rpc.messages import NodeRef, NodeStats
 from tests.core.clock import FakeClock
-from tests.support.masters import master_config
 
 A, B, C = NodeRef("a"), NodeRef("b"), NodeRef("c")
-
-
-def service_config(job_dir: Path, **kw: object) -> MasterConfig:
-    """Two to three nodes, a 1 s last call, a 5 s heartbeat timeout and one dataset of 30
-    samples in shards of 10; ``kw`` changes any field."""
-    config = master_config(job_dir, "svc", min_nodes=2, max_nodes=3, heartbeat_timeout=5.0)
-    datasets = (Dataset(size=30, shard_size=10),)
-    return config.with_overrides(**{"last_call_timeout": 1.0, "datasets": datasets, **kw})
 
 
 def make(tmp_path: Path, clock: FakeClock, **kw: object) -> MasterService:

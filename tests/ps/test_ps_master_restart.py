@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 
 from flexjob.api import names
-from flexjob.core.training.master_config import MasterConfig, PsSetConfig
 from flexjob.core.ps.set_change import ChangeStep
-from flexjob.core.training.master_config import MasterConfig
+from flexjob.core.training.master_config import MasterConfig, PsSetConfig
 from flexjob.master.launch import MasterProcess, spawn_master
 from flexjob.platform.ports import free_port
 from flexjob.rpc.client import MasterClient

@@ -13,9 +13,8 @@ import pytest
 
 from flexjob.api import ReplicaType, names
 from flexjob.api.errors import PsSetChangedError
-from flexjob.core.training.master_config import MasterConfig, PsSetConfig
 from flexjob.core.ps.set_change import MemberState
-from flexjob.core.training.master_config import MasterConfig
+from flexjob.core.training.master_config import MasterConfig, PsSetConfig
 from flexjob.master.main import MasterHandle, start_master
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.ps_client import PsClient

@@ -13,7 +13,6 @@ from flexjob.core.training.master_config import MasterConfig, PsSetConfig
 from flexjob.master.main import MasterHandle, start_master
 from flexjob.ps.checkpoint_io import file_name, read_snapshot
 from flexjob.trainer.ps_set import PsSet
-from tests.support.masters import master_config, serving
 from tests.support.polling import wait_until
 
 from .conftest import MODEL, Replicas, set_version

@@ -17,7 +17,7 @@ from flexjob.rpc.client import MasterClient
 from flexjob.trainer.lease import ShardLeaser, lease_size
 from flexjob.trainer.sampler import ElasticSampler, NoShard
 from flexjob.trainer.settings import TrainerSettings
-from tests.support.masters import master_config, serving
+from tests.support.masters import serving
 
 settings = TrainerSettings.from_env  # the settings a given environment makes
 

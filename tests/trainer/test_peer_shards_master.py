@@ -15,7 +15,6 @@ from flexjob.rpc.client import MasterClient
 from flexjob.trainer.lease import ShardLeaser
 from flexjob.trainer.peer_shards import SLOTS, PeerShards
 from flexjob.trainer.sampler import Batch, ElasticSampler
-from tests.support.masters import master_config, serving
 
 SIZE, SHARD = 40, 4
 RANKS = ["w0", "w1"]

@@ -19,7 +19,7 @@ from flexjob.core.training.master_config import MasterConfig, NodeHealthConfig
 from flexjob.core.training.rendezvous import RendezvousConfig
 from flexjob.master.main import MasterHandle, start_master
 from flexjob.rpc.client import MasterClient
-from tests.support.masters import master_config, serving
+from tests.support.masters import serving
 from tests.support.polling import wait_until
 
 #: A replica process: leases one shard of the default dataset, says which, then trains forever.

@@ -53,7 +53,7 @@ class NodeHealthConfig:
     #: dead. ``flexjob run``'s masters use ``RUN_MASTER``'s (``run.config``).
     heartbeat_timeout: float = 30.0
     #: Seconds a replica of the job may stay Pending before the master's node watcher
-    #: reports it (``core.node_watch``; a Warning event on the job); None: never.
+    #: reports it (``core.training.node_watch``; a Warning event on the job); None: never.
     replica_pending_timeout: float | None = 300.0
 
     def __post_init__(self) -> None:
@@ -67,9 +67,11 @@ class NodeHealthConfig:
 
 @dataclass(frozen=True, slots=True)
 class ShardConfig:
-    """Slow shards (slow *nodes* are ``slow_nodes``, ``core.stragglers.StragglerConfig``)."""
+    """Slow shards (slow *nodes* are ``slow_nodes``,
+    ``core.training.stragglers.StragglerConfig``)."""
 
-    #: Seconds a shard may stay in progress before it is handed out again (``core.shards``);
+    #: Seconds a shard may stay in progress before it is handed out again
+    # (``core.training.shards``);
     #: None: never (its node's death still hands it out).
     slow_shard_timeout: float | None = None
 
