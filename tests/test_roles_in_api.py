@@ -20,19 +20,9 @@ PACKAGE = ROOT / "flexjob"
 #: Where roles may be named: the job model and its role table (and generated protobuf code).
 EXEMPT = (PACKAGE / "api", PACKAGE / "rpc" / "gen")
 ROLE_VALUES = frozenset(t.value for t in ReplicaType)
-#: At most two sites, each in a file another part of issue 32 rewrites (the settings tree):
-#: (file name, what) → why it is still here. By file name, not path: core/'s modules move
-#: into sub-packages.
-ALLOWED: dict[tuple[str, str], str] = {
-    ("master_config.py", "ReplicaType.PS"): (
-        "MasterConfig.from_job's PS count: the settings-tree change owns this file; "
-        "api.roles.PS_TYPE is the name to use"
-    ),
-    ("launcher.py", "'ps'"): (
-        "flexjob run's PS command line: the settings-tree change owns this file; "
-        "api.roles.command_of(PS_TYPE) is the name to use"
-    ),
-}
+#: Sites that may still name a role, (file name, what) → why: none since issue 32. By file
+#: name, not path.
+ALLOWED: dict[tuple[str, str], str] = {}
 
 
 def _docstrings(tree: ast.Module) -> set[int]:

@@ -1,9 +1,11 @@
 """``RunConfig``: what one ``flexjob run`` runs — the settings of the master it starts and the
 template of its agents, each held whole, plus the fields only a run has.
 
-``RUN_MASTER`` is the one place where a run's master differs from ``MasterConfig``'s
-defaults (a run's nodes are on this machine: a dead one is declared so sooner). Pure data and
-checks; ``runner.launcher`` starts the processes.
+``RUN_MASTER`` is the master a run starts before its flags change it: ``MasterConfig``'s
+defaults, the node-death timeout included (a run used to declare a silent node dead after
+10 s, every other master after 30 s; a node that dies is seen at once by its broken stream, so
+the timeout only decides how long a *hung* node holds its shards, and one default serves both).
+Pure data and checks; ``runner.launcher`` starts the processes.
 """
 
 from __future__ import annotations
@@ -12,10 +14,10 @@ from dataclasses import dataclass, field, replace
 
 from flexjob.agent.config import AgentConfig, default_replica_type
 from flexjob.agent.process import command
-from flexjob.core.training.master_config import MasterConfig, NodeHealthConfig
+from flexjob.core.training.master_config import MasterConfig
 
-#: The master settings of a run's own master where they differ from ``MasterConfig``'s.
-RUN_MASTER = MasterConfig(node_health=NodeHealthConfig(heartbeat_timeout=10.0))
+#: The master settings of a run's own master before its flags: the defaults.
+RUN_MASTER = MasterConfig()
 
 
 def parse_nnodes(text: str) -> tuple[int, int]:

@@ -34,6 +34,7 @@ from flexjob.agent import failure
 from flexjob.agent.run_supervisor import RunFailure, RunSupervisor
 from flexjob.api import names
 from flexjob.api.errors import FlexjobError
+from flexjob.api.roles import PS_TYPE, command_of
 from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.launch import MasterProcess, spawn_master
 from flexjob.platform.ports import free_port
@@ -98,7 +99,7 @@ def _exit_code(code: int | None) -> int:
 
 def ps_command(master: str, index: int, num_ps: int, host: str = "127.0.0.1") -> list[str]:
     return [
-        sys.executable, "-m", "flexjob", "ps", "--host", host,
+        sys.executable, "-m", "flexjob", command_of(PS_TYPE), "--host", host,
         "--index", str(index), "--num-ps", str(num_ps), "--master", master,
     ]  # fmt: skip
 

@@ -50,7 +50,7 @@ class NodeHealthConfig:
     """When the master gives up on a node, and on a replica that does not start."""
 
     #: The node-death timeout: seconds of silence (no call, no heartbeat) before a node is
-    #: dead. ``flexjob run``'s masters use ``RUN_MASTER``'s (``run.config``).
+    #: dead (every master's, ``flexjob run``'s too: ``runner.config.RUN_MASTER``).
     heartbeat_timeout: float = 30.0
     #: Seconds a replica of the job may stay Pending before the master's node watcher
     #: reports it (``core.training.node_watch``; a Warning event on the job); None: never.
@@ -252,7 +252,7 @@ class MasterConfig:
         if (trainer := main_training_type(spec.replica_specs)) is not None:
             bounds = replica_bounds(spec.replica_specs[trainer])
             lo, hi = bounds.min, bounds.max
-        ps = spec.replica_specs.get(ReplicaType.PS)
+        ps = spec.replica_specs.get(PS_TYPE)
         base = cls(
             job_name=job.name or "job",
             namespace=job.namespace or "default",
