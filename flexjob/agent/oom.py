@@ -7,8 +7,7 @@ holds the agent and its workers, so a worker killed for going over the replica's
 shows there; the agent then reports the failure as ``OOMKilled`` and, since restarting it under
 the same limit would only be killed again, ends the node with exit code 137 so that the
 operator relaunches the replica with more memory (``core.operator.replica_resources.oom_memory``).
-None
-where no memory cgroup can be read (not Linux, no cgroupfs). The files' format is
+None where no memory cgroup can be read (not Linux, no cgroupfs). The files' format is
 ``platform.cgroups``'.
 """
 

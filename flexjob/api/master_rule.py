@@ -1,10 +1,9 @@
 """Which jobs have flexjob's job master, and the spec fields only that master acts on.
 
 For: the operator (``core.operator.job_master`` adds the master by ``needs_job_master``; phases
-decide
-such a job on its workers by ``flexjob_runs_master``) and validation (``api.validate`` rejects
-``MASTER_ONLY_FIELDS`` on a job that will have no flexjob master, naming the field, instead of
-accepting and dropping them). The rule: a job has flexjob's master when it declares a
+decide such a job on its workers by ``flexjob_runs_master``) and validation (``api.validate``
+rejects ``MASTER_ONLY_FIELDS`` on a job that will have no flexjob master, naming the field, instead
+of accepting and dropping them). The rule: a job has flexjob's master when it declares a
 ``master`` whose main container names no command and the job has no ``jobArgs`` (those are
 for the command line of a master of the job's own: its image's entrypoint), or declares none and has
 ``elasticPolicy.rdzvBackend: flexjob``, a ``dataset`` or ``batch`` block, ``ps`` replicas or

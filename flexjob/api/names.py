@@ -127,9 +127,8 @@ ENV_NCCL_ASYNC_ERROR_HANDLING = "TORCH_NCCL_ASYNC_ERROR_HANDLING"
 #: The interface gloo binds (torch's); the agent sets it to the one holding its ``--address``.
 ENV_GLOO_SOCKET_IFNAME = "GLOO_SOCKET_IFNAME"
 # A plain torch world (a job with no master, core.operator.torch_world): the operator sets
-# MASTER_ADDR,
-# MASTER_PORT, WORLD_SIZE and RANK on every training replica (as Kubeflow's PyTorchJob does),
-# and with an elasticPolicy the flags torchrun reads from PET_<FLAG>. Its rank-0 replica's
+# MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK on every training replica (as Kubeflow's PyTorchJob
+# does), and with an elasticPolicy the flags torchrun reads from PET_<FLAG>. Its rank-0 replica's
 # service port on Kubernetes when the container declares none (Kubeflow's; locally a free port).
 ENV_PET_NNODES = "PET_NNODES"
 ENV_PET_RDZV_ENDPOINT = "PET_RDZV_ENDPOINT"

@@ -44,11 +44,9 @@ class RoleTraits:
     its service gets on Kubernetes when its container declares none (DI's defaults).
     ``builtin_command``: the ``flexjob`` command a replica of this type runs when its main
     container names no command of its own (``core.operator.job_master``); ``None``: it must name
-    one.
-    ``world_rank``: its place in a plain torch world (a job with no master whose training types
+    one. ``world_rank``: its place in a plain torch world (a job with no master whose training types
     all have one, ``core.operator.torch_world``): the replicas of the lowest take the first ranks,
-    its
-    replica 0 is rank 0, the world's ``MASTER_ADDR`` (Kubeflow's PyTorchJob ``Master``, then
+    its replica 0 is rank 0, the world's ``MASTER_ADDR`` (Kubeflow's PyTorchJob ``Master``, then
     ``Worker``); ``None``: a role that forms no torch world (DI's learners and collectors).
     """
 

@@ -2,9 +2,9 @@
 
 ``ReplicaRequest`` / ``ServiceRequest`` are the rendered, platform-neutral descriptions that
 ``core.operator.reconcile`` emits; ``Replica`` / ``Service`` are what a platform reports it runs.
-They live
-in ``core`` (not ``platform``) because ``reconcile`` consumes them and ``core`` may not import the
-shells; ``flexjob.platform.contract`` re-exports them. Naming helpers are here too. No I/O.
+They live in ``core`` (not ``platform``) because ``reconcile`` consumes them and ``core`` may not
+import the shells; ``flexjob.platform.contract`` re-exports them. Naming helpers are here too. No
+I/O.
 """
 
 from collections.abc import Mapping
@@ -141,8 +141,8 @@ class Replica:
     @property
     def decided_on(self) -> object:
         """What ``core.operator.reconcile`` reads of this replica: two states with equal values
-        lead to
-        the same decision (a new pod is its expectation's equal: ``core.operator.expectations``). A
+        lead to the same decision (a new pod is its expectation's equal:
+        ``core.operator.expectations``). A
         failed replica's incarnation, time and why it failed count too (restarts and their
         messages go by them)."""
         state = (self.type, self.index, self.phase, self.deleting, self.node, self.exit_code)

@@ -5,10 +5,9 @@ scale and publish them, as one JSON document, under ``names.KV_PROFILINGS`` in t
 store. The Allocator reads ``status.profilings`` (``scheduler.profilings``). This module is the
 bridge: on each tick, when the document changed since the last copy, the master merges it into
 the job's status (the field ``core.operator.status_patch.StatusOwner.MASTER`` owns). Only a master
-that has a
-platform to write to (the master's ``scale_plan_platform``, as the operator's implicit masters
-do) copies anything; ``flexjob run`` has no job object. Not for measuring (trainer) or fitting
-(``core.training.goodput_model``).
+that has a platform to write to (the master's ``scale_plan_platform``, as the operator's implicit
+masters do) copies anything; ``flexjob run`` has no job object. Not for measuring (trainer) or
+fitting (``core.training.goodput_model``).
 """
 
 import logging

@@ -10,8 +10,7 @@ of every later world, and the service takes it out of the running one so the oth
 after their current step. Nodes that failed a new world's pre-flight check
 (``trainer.preflight``: its ranks ask with ``ExcludeNodes``) are excluded the same way (event
 ``preflight_failed``). Deciding is ``core.training.stragglers`` / ``core.training.preflight``; this
-module only
-carries it out.
+module only carries it out.
 """
 
 from __future__ import annotations

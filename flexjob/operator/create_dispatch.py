@@ -2,9 +2,8 @@
 
 A pass decides, marks the replicas it creates as expected in the ``WatchCache`` (counted as
 existing by every later pass: ``core.operator.expectations``) and hands the run of actions that
-creates
-them to ``CreateDispatcher.send``; the pass then writes the job's status and ends. The run goes
-out on the dispatcher's own threads through the same slow-start window a waiting pass used
+creates them to ``CreateDispatcher.send``; the pass then writes the job's status and ends. The run
+goes out on the dispatcher's own threads through the same slow-start window a waiting pass used
 (``reconcile_pass._slow_start``: one in flight, one more for each success, up to ``parallel``),
 driven by the requests' completions, with no thread waiting for them. Each create's answer puts
 its pod in the cache (the expectation ends); the pod's watch event brings the job's next pass.

@@ -4,9 +4,8 @@ CRDs (from ``api.crd``), a Namespace, a ServiceAccount, a ClusterRole with exact
 operator uses (``RULES``), its binding, the operator Deployment, the Service in front of the
 admission webhooks, and the Validating/Mutating webhook configurations. Implicit job masters
 (``core.operator.job_master``) get their own identity: a ClusterRole with only
-``JOB_MASTER_RULES``, and
-in each job namespace a ServiceAccount ``flexjob-job-master`` with a RoleBinding to it (the
-namespaces must exist). TLS for the webhooks
+``JOB_MASTER_RULES``, and in each job namespace a ServiceAccount ``flexjob-job-master`` with a
+RoleBinding to it (the namespaces must exist). TLS for the webhooks
 comes from the Secret ``flexjob-operator-tls`` (mounted at ``/tls``), which cert-manager issues
 from the self-signed Issuer and Certificate included here (``cert_manager=False`` leaves them
 out: then create the Secret and set the configurations' ``caBundle`` yourself); cert-manager's

@@ -6,8 +6,8 @@ that Secret (key ``token``), its pod carries the ``prometheus.io/*`` scrape anno
 Service plus a Prometheus-Operator ``ServiceMonitor`` (which sends the token) are added. Without
 one, the operator's /metrics stays on loopback and nothing here is added. With one, each job
 namespace also gets a ``PodMonitor`` of the jobs' pods (``core.operator.job_metrics``: their
-/metrics on
-the pod's address, the token from that namespace's ``flexjob-job-metrics`` Secret). Pure data.
+/metrics on the pod's address, the token from that namespace's ``flexjob-job-metrics`` Secret). Pure
+data.
 """
 
 import copy

@@ -6,9 +6,8 @@ The one pass every driver runs: the kopf handlers' work queue (``kubernetes.runn
 local loop (``local.loop``) and the benchmark. A job that is gone or being deleted is left
 alone (its finalizer handler releases it). Before the implicit master of a job is first created
 on a platform that keeps Secrets, the job's master-token Secret is made
-(``core.operator.job_master``;
-the token is random, the Secret owned by the job). Not a loop and not a scheduler: callers
-decide when to run a pass.
+(``core.operator.job_master``; the token is random, the Secret owned by the job). Not a loop and not
+a scheduler: callers decide when to run a pass.
 
 With ``parallel > 1`` runs of independent actions (creating or deleting replicas and recording
 events) go out through a slow-start window, as Kubernetes' controllers create pods: one at

@@ -7,8 +7,7 @@ With a token (``rpc.auth``) every call must carry ``authorization: Bearer <token
 credential (UNAUTHENTICATED otherwise), and a call that names a node must be allowed to act as it
 (PERMISSION_DENIED otherwise: ``rpc.auth.JobCredentials``); without one the server listens on
 loopback only. Keys the master or one node owns (``core.training.owned_keys``) are written by no
-one else
-over RPC. Not where master logic lives (``flexjob.master.service`` is).
+one else over RPC. Not where master logic lives (``flexjob.master.service`` is).
 """
 
 import functools

@@ -9,8 +9,7 @@ preemptible jobs re-planned with ``optimize``), and write what changed.
 ``status.allocation[type]`` lists one node per replica, index-aligned with the replica index;
 the operator places replica ``i`` on that node (Kubernetes: node selector; local: a label).
 Each job's attained service (what ``core.policies.attained_service`` orders by, so it decides which
-job's
-tasks win a conflict for nodes) is integrated here between steps: the replicas of all its
+job's tasks win a conflict for nodes) is integrated here between steps: the replicas of all its
 types' current allocations times the seconds since the last step, in GPU-seconds (a replica
 that needs no GPU counts as one), shared by all its tasks, kept in memory — an Allocator that
 restarts starts everyone at 0, which only reorders jobs, never over-commits.

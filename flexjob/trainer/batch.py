@@ -3,8 +3,7 @@
 With ``global_batch_size = micro_batch_size * max_workers`` kept fixed, a world of ``n`` ranks
 splits ``max_workers`` micro-batches among them (DLRover's rule: the first ``N % n`` ranks do
 one more). The arithmetic is ``core.training.batch.BatchPlan``'s (the master's ``GetBatchPlan``
-uses the
-same); these are the trainer-facing shortcuts, and how ``ElasticTrainer`` applies the
+uses the same); these are the trainer-facing shortcuts, and how ``ElasticTrainer`` applies the
 master's plan: ``fetch_plan`` asks the master (``GetBatchPlan``) on every re-formed world and
 ``MicroSteps`` runs a step's micro-batches with DDP ``no_sync`` for all but the last.
 """

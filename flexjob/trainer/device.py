@@ -4,8 +4,7 @@ Each local rank runs on a device of its own (``LOCAL_RANK`` → ``cuda:<local ra
 devices ``CUDA_VISIBLE_DEVICES`` leaves visible; the CPU where CUDA sees none) and its
 collectives on the backend that device needs (nccl on CUDA, gloo on the CPU, or
 ``FLEXJOB_BACKEND``): the rule is ``core.training.devices``. The tensors of flexjob's own
-collectives
-(the step's control all-reduce, the state sync, the pre-flight check) live on
+collectives (the step's control all-reduce, the state sync, the pre-flight check) live on
 ``collective_device()``. Not for forming or breaking groups (``trainer.group``,
 ``trainer.breaker``).
 """

@@ -5,8 +5,7 @@ storage in the background by the agent, restored from memory first.
 ``/dev/shm`` slot reused across saves (two slots: the last complete copy survives a kill
 mid-write), the small rest is pickled after them, and the seal is written last
 (``flexjob.core.training.flash``). The agent is told on the socket it handed the worker and writes
-the
-slot to ``<checkpoint dir>/checkpoint.flash``; a failed worker's last complete copy is written
+the slot to ``<checkpoint dir>/checkpoint.flash``; a failed worker's last complete copy is written
 by the agent too. Without an agent, a thread of this process does the writing.
 ``restore`` takes the shared-memory copy when it is complete and at least as new as storage's,
 else storage's. Not a distributed checkpoint: one process's full state, like ``Checkpointer``.

@@ -5,9 +5,8 @@ someone else and an operator restart, explored exhaustively for a job of two wor
 The operator side is the real ``WatchCache`` (with its expectations,
 ``core.operator.expectations``) and
 the real ``core.operator.reconcile`` decision; the API is a dict of pods by name (names are unique,
-as in
-Kubernetes), the watch a FIFO of events. A killed operator's requests on the wire reach the API
-before its successor lists, or never (a new operator takes seconds to start). Checked in every
+as in Kubernetes), the watch a FIFO of events. A killed operator's requests on the wire reach the
+API before its successor lists, or never (a new operator takes seconds to start). Checked in every
 reachable state: no create is decided while one of that name is in flight, nor for a pod the
 operator's lifetime saw, none is ever answered AlreadyExists; and from every state, once the
 events are drained and passes run, the job ends with exactly its two workers and no pass

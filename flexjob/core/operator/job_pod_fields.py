@@ -1,9 +1,8 @@
 """Job-level spec fields that end up in every replica's pod template.
 
 For: ``render_replica`` (``core.operator.replica_plan``). ``spec.volumes`` are shared by every
-replica
-(a replica's own volume of the same name wins), ``spec.priorityClassName`` becomes each pod's
-``priorityClassName`` unless its template names one, and ``spec.jobArgs`` (ElasticDL) are
+replica (a replica's own volume of the same name wins), ``spec.priorityClassName`` becomes each
+pod's ``priorityClassName`` unless its template names one, and ``spec.jobArgs`` (ElasticDL) are
 appended to the master's main container as ``--name value`` (validation accepts them only for
 a declared master: its command or its image's entrypoint reads them, never flexjob's).
 ``spec.elasticPolicy``'s ``nProcPerNode`` and ``maxRestarts`` reach every replica that trains

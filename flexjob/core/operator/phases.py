@@ -79,8 +79,8 @@ def job_succeeded(
 ) -> bool:
     """The controlling replica (the master) succeeded; or, with none (or one flexjob runs:
     ``core.operator.job_master``), every replica of its ``success_types`` succeeded (all the
-    desired ones:
-    the training types; every type in a DIJob v2 or a job with no training type). Roles:
+    desired ones: the training types; every type in a DIJob v2 or a job with no training type).
+    Roles:
     ``api.roles``."""
     master = controlling_type(job.spec.replica_specs)
     if master is not None and not flexjob_runs_master(job):

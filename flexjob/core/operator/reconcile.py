@@ -9,8 +9,7 @@ The rules: phases and restarts in ``core.operator.phases``; desired replicas and
 (``cleanPodPolicy``, ``ttlSecondsAfterFinished``), suspended ones emptied, deadlines enforced,
 the ScalePlan folded in (counts; resources per type and ``migratePods`` relaunches, see
 ``core.operator.replica_resources``), failures restarted or fatal, success detected, and finally
-replicas
-(master first) and their services created or removed to match the desired counts.
+replicas (master first) and their services created or removed to match the desired counts.
 """
 
 from collections.abc import Sequence

@@ -6,9 +6,8 @@ converted by the readers of ``api.readers`` (a v1 DIJob with the cluster's Aggre
 owned by it (deleting the source deletes the job and, through the job's finalizer, its pods),
 annotated with its source (``SOURCE_ANNOTATION``) and the hash of the converted spec, which a
 change of the source's spec replaces. The ElasticJob is what ``core.operator.reconcile``, the
-server and
-``flexjob`` commands work on; its status is written back to the source in the source's own
-shape (``foreign_kinds.source_status``). A name already taken by another ElasticJob is
+server and ``flexjob`` commands work on; its status is written back to the source in the source's
+own shape (``foreign_kinds.source_status``). A name already taken by another ElasticJob is
 reported as a Warning event on the source and left alone.
 """
 

@@ -1,6 +1,5 @@
 """kopf handlers that feed ``core.operator.reconcile``: ElasticJob, ScalePlan and service events,
-the
-finalizer; and the pod handler, which ``pod_watch`` calls (pods are watched without kopf).
+the finalizer; and the pod handler, which ``pod_watch`` calls (pods are watched without kopf).
 
 Every event updates the queue's ``WatchCache`` and queues its job (``work_queue.JobQueue``;
 a service only when deleted; a job that brings nothing new, ``WatchCache.nothing_new``, such

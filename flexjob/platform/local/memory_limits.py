@@ -2,8 +2,7 @@
 
 The limit is the main container's ``resources.limits.memory`` (what a kubelet enforces; a
 ScalePlan's or an OOM relaunch's resources set it, ``core.operator.replica_resources``). A replica
-with
-one runs in its own memory cgroup when cgroups can be made here (``platform.cgroups``): the
+with one runs in its own memory cgroup when cgroups can be made here (``platform.cgroups``): the
 kernel's OOM killer ends its biggest process when it goes over, and its exit-code wrapper
 records ``OOMKilled`` (``processes.EXIT_WRAPPER``). Elsewhere every process of the replica gets
 an ``RLIMIT_AS`` of the limit instead: an allocation past it fails (``MemoryError`` in Python),
