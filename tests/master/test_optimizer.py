@@ -7,7 +7,7 @@ from flexjob.api import ElasticJob, OptimizeMode, ReplicaType, ResourcePlan
 from flexjob.core.planner import NodeEvent, NodeEventKind
 from flexjob.core.training.master_config import MasterConfig, planned_job
 from flexjob.master.optimizer import JobOptimizer, to_scale_plan
-from flexjob.master.optimizer_loop import job_info_from_config
+from flexjob.master.optimizer_loop import job_info
 from flexjob.rpc import brain_messages as schemas
 from flexjob.rpc.brain_client import BrainClient
 from tests.brain import recorded, reports
@@ -77,8 +77,8 @@ def test_a_learner_job_is_planned_within_the_bounds_of_its_rendezvous() -> None:
         }
     )
     config = MasterConfig.from_job(job)
-    info = job_info_from_config(config)
-    rendezvous = (config.min_nodes, config.max_nodes)
+    info = job_info(config.job_name, config.rendezvous, config.optimizer)
+    rendezvous = (config.rendezvous.min_nodes, config.rendezvous.max_nodes)
     assert (info.limits.min_workers, info.limits.max_workers) == rendezvous == (1, 3)
     opt = JobOptimizer(info, OptimizeMode.SINGLE_JOB)
     assert _grow(opt, 1, rtype=ReplicaType.LEARNER) == [1, 2, 3]
