@@ -19,7 +19,7 @@ from flexjob.api.enums import StragglerPolicy
 from flexjob.api.names import ENV_MAX_RESTARTS, ENV_NPROC_PER_NODE
 from flexjob.cli import torchrun_flags
 from flexjob.cli.errors import usage_error, valid_path_part
-from flexjob.cli.master_flags import FLAGS, default_of, master_flag, overrides
+from flexjob.cli.master_flags import FLAGS, master_flag, overrides
 from flexjob.runner.config import RUN_MASTER, RunConfig
 
 _PASSTHROUGH = {
@@ -119,6 +119,7 @@ STRAGGLER_WINDOW = master_flag("straggler_window", RUN_MASTER)
 
 
 def run(
+    ctx: typer.Context,
     script: str = SCRIPT,
     script_args: list[str] = SCRIPT_ARGS,
     nnodes: str = typer.Option("1", "--nnodes", help="Nodes: N or MIN:MAX."),
@@ -212,8 +213,8 @@ def run(
         if master is not None:
             _no_master_flags(
                 "with --master `flexjob run` starts no master",
-                ("--rdzv-conf last_call_timeout", conf.last_call_timeout, None),
-                *((FLAGS[n].flags[0], v, default_of(n, RUN_MASTER)) for n, v in flags.items()),
+                ("--rdzv-conf last_call_timeout", conf.last_call_timeout is not None),
+                *((FLAGS[n].flags[0], _given(ctx, n)) for n in flags),
             )
             if plot is not None:  # the timeline is written by the master, in its job dir
                 raise ValueError(
@@ -273,11 +274,18 @@ def _agent_config(
     )
 
 
-def _no_master_flags(why: str, *flags: tuple[str, object, object]) -> None:
+def _given(ctx: typer.Context, parameter: str) -> bool:
+    """Whether the user gave the command's ``parameter`` (on its command line or in its
+    environment variable), its default's value included."""
+    source = ctx.get_parameter_source(parameter)  # typer's own click: compared by name
+    return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
+
+
+def _no_master_flags(why: str, *flags: tuple[str, bool]) -> None:
     """A flag that tunes the job's master, given to a command that starts none (``agent``,
-    ``run --master``), would be dropped: one set to other than its default is an error."""
-    for flag, value, default in flags:
-        if value != default:
+    ``run --master``), would be dropped: one given at all is an error."""
+    for flag, given in flags:
+        if given:
             raise ValueError(
                 f"{flag} is a setting of the job's master, and {why}: give it to the master "
                 "(`flexjob master`)"
@@ -358,7 +366,7 @@ def agent(
         conf = torchrun_flags.parse_rdzv_conf(rdzv_conf)
         _no_master_flags(
             "`flexjob agent` joins a running master",
-            ("--rdzv-conf last_call_timeout", conf.last_call_timeout, None),
+            ("--rdzv-conf last_call_timeout", conf.last_call_timeout is not None),
         )
         config = _agent_config(
             (script, script_args, module and not run_path, nproc_per_node, conf),

@@ -19,7 +19,6 @@ from typing import Any
 from flexjob.api import names
 from flexjob.api.errors import InvalidSpecError
 from flexjob.api.limits import check_merged_profilings, profilings_from_json
-from flexjob.core.operator.status_patch import merge_patch
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +81,9 @@ def status_writer(platform_name: str, namespace: str, job_name: str) -> WritePro
         """Merge ``doc`` into the status; ``InvalidSpecError`` when the merge would be over
         ``api.limits.MAX_PROFILINGS_BYTES`` (what the server's posts left counts too)."""
         status = platform.get_job(namespace, job_name).status
+        # the job models only once a master with a platform copies: not at `flexjob run`'s start
+        from flexjob.core.operator.status_patch import merge_patch
+
         merged = merge_patch(status.profilings if status else {}, doc)
         check_merged_profilings(names.KV_PROFILINGS, merged)
         platform.patch_job_status(namespace, job_name, {"profilings": doc})

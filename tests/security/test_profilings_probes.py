@@ -15,7 +15,6 @@ import pytest
 
 from flexjob.api import ElasticJob, names
 from flexjob.api.limits import MAX_PROFILINGS_BYTES, MAX_PROFILINGS_DEPTH
-from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.profilings_sync import ProfilingsSync, status_writer
 from flexjob.platform.local import LocalPlatform
 from flexjob.rpc.gen import master_pb2 as pb
@@ -96,8 +95,7 @@ def test_a_copy_that_would_grow_the_merged_status_past_the_bound_is_never_writte
         platform.create_job(ElasticJob.model_validate({"metadata": {"name": "j"}}))
         posted = {"server": "x" * (MAX_PROFILINGS_BYTES // 2)}
         platform.patch_job_status("default", "j", {"profilings": posted})
-        config = MasterConfig(job_name="j", scale_plan_platform="local", host_store=False)
-        write = status_writer(config)
+        write = status_writer("local", "default", "j")
         assert write is not None
         doc = json.dumps({"trainer": "y" * (MAX_PROFILINGS_BYTES // 2)}).encode()
         sync = ProfilingsSync({names.KV_PROFILINGS: doc}.get, write)
