@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from flexjob.core.policies import NodeInfo, Resources
+from flexjob.core.allocator import NodeInfo, Resources
 from flexjob.scheduler.measured import measured_trace
 from flexjob.scheduler.registry import load_policy
 from flexjob.scheduler.report import format_table

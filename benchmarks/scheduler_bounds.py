@@ -28,10 +28,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from benchmarks.scheduler import pooled
-from flexjob.core.policies import JobInfo, Policy
-from flexjob.core.policies.contract import Allocations, Previous
-from flexjob.core.policies.fair_goodput import FairGoodputPolicy
-from flexjob.core.policies.placement import FreeMap
+from flexjob.core.allocator import JobInfo, Policy
+from flexjob.core.allocator.contract import Allocations, Previous
+from flexjob.core.allocator.fair_goodput import FairGoodputPolicy
+from flexjob.core.allocator.placement import FreeMap
 from flexjob.scheduler.registry import load_policy
 from flexjob.scheduler.report import format_table
 from flexjob.scheduler.simulator import ClusterConfig, SimResult, simulate

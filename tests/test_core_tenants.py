@@ -8,7 +8,7 @@ new tenant is added here and in ``docs/architecture.md`` on purpose.
 from pathlib import Path
 
 CORE = Path(__file__).resolve().parents[1] / "flexjob" / "core"
-TENANTS = {"operator", "training", "ps", "planner", "policies", "access"}
+TENANTS = {"operator", "training", "ps", "planner", "allocator", "access"}
 SHARED_MODULES = {"__init__", "clock", "fields", "replicas"}
 
 

@@ -85,7 +85,7 @@ class OperatorError(FlexjobError):
 
 class AllocatorError(FlexjobError):
     """The allocator, its policies, nodes and traces (``flexjob.scheduler``,
-    ``core.policies``)."""
+    ``core.allocator``)."""
 
 
 class BrainError(FlexjobError):

@@ -16,9 +16,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 
 from flexjob.api.scaleplan import ResourcePlan
+from flexjob.core.allocator.contract import Resources
 from flexjob.core.planner import JobStats
 from flexjob.core.planner.capacity import Ask, fit_plan, free_capacity, plan_asks, share
-from flexjob.core.policies.contract import Resources
 from flexjob.rpc.brain_messages import ClusterNodeReport
 
 #: Seconds a round waits for more growing plans.

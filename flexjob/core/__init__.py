@@ -7,7 +7,7 @@ injected.
   rendezvous, the batch plan, leases, slow nodes, flash checkpoints, devices, the goodput model);
 - ``ps``: the parameter server's partitions, optimizers and PS-set changes;
 - ``planner``: job stats → a resource plan (the Brain's and the master's optimizer);
-- ``policies``: the allocator's policies over a cluster;
+- ``allocator``: the allocator's policies over a cluster (the ``Policy`` contract, the built-ins);
 - ``access``: constant-time secret comparison, whether a listen address is local.
 
 Shared by several tenants, at the top: ``clock`` (injected time), ``fields`` (building one

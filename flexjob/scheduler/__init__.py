@@ -1,4 +1,4 @@
-"""The Allocator that runs core.policies over a cluster model, and the discrete-time cluster
+"""The Allocator that runs core.allocator over a cluster model, and the discrete-time cluster
 simulator.
 
 ``DEFAULT_POLICY`` is the one place the Allocator's (and ``flexjob simulate``'s) default policy

@@ -4,11 +4,11 @@
 Each ``step``: list unfinished jobs, build a ``JobInfo`` for each type of each job it places
 (``jobview``: every scalable type — a DIJob v2's learner, collector and evaluator alike —
 keyed ``namespace/name/type``; speedup fitted from its profilings), run
-``core.policies.schedule_round`` (new jobs placed with ``allocate``; every ``period`` seconds
+``core.allocator.schedule_round`` (new jobs placed with ``allocate``; every ``period`` seconds
 preemptible jobs re-planned with ``optimize``), and write what changed.
 ``status.allocation[type]`` lists one node per replica, index-aligned with the replica index;
 the operator places replica ``i`` on that node (Kubernetes: node selector; local: a label).
-Each job's attained service (what ``core.policies.attained_service`` orders by, so it decides which
+Each job's attained service (what ``core.allocator.attained_service`` orders by, so it decides which
 job's tasks win a conflict for nodes) is integrated here between steps: the replicas of all its
 types' current allocations times the seconds since the last step, in GPU-seconds (a replica
 that needs no GPU counts as one), shared by all its tasks, kept in memory — an Allocator that
@@ -30,8 +30,8 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from flexjob.api import ElasticJob, ReplicaType
+from flexjob.core.allocator import JobInfo, NodeInfo, Policy, PolicyError, schedule_round
 from flexjob.core.clock import WallClock, utc_now
-from flexjob.core.policies import JobInfo, NodeInfo, Policy, PolicyError, schedule_round
 from flexjob.platform.contract import NotFoundError, Platform
 from flexjob.scheduler.jobview import (
     job_infos,

@@ -1,7 +1,7 @@
 """How the Allocator sees an ``ElasticJob``: one task per replica type it places, each with its
 bounds and resources.
 
-For: building ``core.policies.JobInfo`` from a stored job (``job_infos``). Every scalable
+For: building ``core.allocator.JobInfo`` from a stored job (``job_infos``). Every scalable
 replica type of a job is a task of its own (``placed_types``: the scaling target first, then
 the others — a DIJob v2's learner, collector and evaluator all get nodes), keyed by
 ``namespace/name/type`` (``task_key``); masters and coordinators are not placed. Not for
@@ -16,9 +16,9 @@ from flexjob.api import ElasticJob, ElasticJobStatus, JobPriority, ReplicaType, 
 from flexjob.api.bounds import clamp
 from flexjob.api.quantity import cpu_cores, memory_mib
 from flexjob.api.roles import scalable_types, scaling_target
+from flexjob.core.allocator import JobInfo, Resources
 from flexjob.core.operator.replica_plan import desired_count
 from flexjob.core.operator.replica_resources import GPU_RESOURCE, replica_asks
-from flexjob.core.policies import JobInfo, Resources
 from flexjob.scheduler.profilings import goodput_model
 
 

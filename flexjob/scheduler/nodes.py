@@ -12,8 +12,8 @@ from typing import Any
 
 from flexjob.api.errors import AllocatorError, InvalidSpecError
 from flexjob.api.names import LABEL_JOB_NAME
+from flexjob.core.allocator import NodeInfo, Resources
 from flexjob.core.operator.replica_resources import GPU_RESOURCE, asked
-from flexjob.core.policies import NodeInfo, Resources
 from flexjob.scheduler.allocator import StaticNodes
 from flexjob.scheduler.jobview import resources_of
 

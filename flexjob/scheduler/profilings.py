@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
-from flexjob.core.policies import GoodputModel, StepSample
+from flexjob.core.allocator import GoodputModel, StepSample
 from flexjob.core.training.goodput_model import fit_throughput
 
 log = logging.getLogger(__name__)

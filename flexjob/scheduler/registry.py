@@ -2,7 +2,7 @@
 
 For: ``flexjob simulate --policy NAME``, the Allocator and benchmarks. Works when flexjob is not
 installed (entry points are then simply absent and the built-in registry answers). Not for
-defining policies (``flexjob.core.policies``).
+defining policies (``flexjob.core.allocator``).
 """
 
 import importlib
@@ -12,7 +12,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from flexjob.api.errors import AllocatorError, InvalidSpecError
-from flexjob.core.policies import BUILTIN_POLICIES, Policy
+from flexjob.core.allocator import BUILTIN_POLICIES, Policy
 
 log = logging.getLogger(__name__)
 

@@ -37,7 +37,7 @@ workload generators (``workloads``, ``measured``).
 import math
 from dataclasses import replace
 
-from flexjob.core.policies import GoodputModel, StepSample, ThroughputParams
+from flexjob.core.allocator import GoodputModel, StepSample, ThroughputParams
 from flexjob.core.training.goodput_model import fit_throughput
 from flexjob.scheduler.trace import TraceJob
 

@@ -1,7 +1,7 @@
 """A discrete-time cluster simulator that drives the same policy code as the live Allocator.
 
 For: comparing policies on a trace (``flexjob simulate``, ``benchmarks/scheduler.py``). Jobs
-arrive per the trace; every tick the simulator runs ``core.policies.schedule_round`` (placing
+arrive per the trace; every tick the simulator runs ``core.allocator.schedule_round`` (placing
 new jobs; re-planning preemptible ones every ``period``); a job whose allocation changes to a
 non-empty one pays ``restart_delay`` seconds with no progress (its first start pays
 ``start_delay``, the same unless set; a job whose trace row sets its own restart cost pays
@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from flexjob.core.policies import (
+from flexjob.core.allocator import (
     GoodputModel,
     JobInfo,
     NodeInfo,
@@ -35,7 +35,7 @@ from flexjob.core.policies import (
     changed_jobs,
     schedule_round,
 )
-from flexjob.core.policies.placement import num_nodes
+from flexjob.core.allocator.placement import num_nodes
 from flexjob.scheduler.sim_jobs import SimJob
 from flexjob.scheduler.trace import TraceJob
 

@@ -44,7 +44,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from flexjob.api.errors import AllocatorError, InvalidSpecError
-from flexjob.core.policies import GoodputModel, ThroughputParams
+from flexjob.core.allocator import GoodputModel, ThroughputParams
 
 MODEL_COLUMNS = (
     "alpha",

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from flexjob.api import ElasticJob, JobPhase, JobPriority, ObjectMeta, ReplicaSpec, ReplicaType
-from flexjob.core.policies import GoodputPolicy, JobInfo, NodeInfo, Resources, StaticPolicy
+from flexjob.core.allocator import GoodputPolicy, JobInfo, NodeInfo, Resources, StaticPolicy
 from flexjob.operator.local.loop import LocalJobLoop
 from flexjob.platform.local import LocalPlatform
 from flexjob.scheduler.allocator import Allocator, StaticNodes

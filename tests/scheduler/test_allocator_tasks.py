@@ -8,7 +8,7 @@ from typing import Any
 from flexjob.api import ReplicaType
 from flexjob.api.defaults import apply_defaults
 from flexjob.api.load import job_from_dict
-from flexjob.core.policies import NodeInfo, Resources, StaticPolicy, TiresiasPolicy
+from flexjob.core.allocator import NodeInfo, Resources, StaticPolicy, TiresiasPolicy
 from flexjob.scheduler.allocator import Allocator, StaticNodes
 from tests.scheduler.test_allocator import Clock
 from tests.server.memory_platform import MemoryPlatform

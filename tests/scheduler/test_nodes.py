@@ -2,7 +2,7 @@ from types import SimpleNamespace as NS
 
 import pytest
 
-from flexjob.core.policies import NodeInfo, Resources
+from flexjob.core.allocator import NodeInfo, Resources
 from flexjob.scheduler.nodes import KubernetesNodes, NodeSpecError, parse_nodes
 
 

@@ -1,7 +1,7 @@
 import pytest
 
-from flexjob.core.policies import GoodputPolicy, StaticPolicy
-from flexjob.core.policies.fair_goodput import FairGoodputPolicy
+from flexjob.core.allocator import GoodputPolicy, StaticPolicy
+from flexjob.core.allocator.fair_goodput import FairGoodputPolicy
 from flexjob.scheduler.registry import (
     UnknownPolicyError,
     available_policies,
@@ -22,7 +22,7 @@ def test_load_policy_for_passes_only_the_settings_a_policy_takes() -> None:
 
 
 def test_policy_loads_from_a_module_and_class_path() -> None:
-    assert isinstance(load_policy("flexjob.core.policies.goodput:GoodputPolicy"), GoodputPolicy)
+    assert isinstance(load_policy("flexjob.core.allocator.goodput:GoodputPolicy"), GoodputPolicy)
 
 
 def test_unknown_policy_error_lists_the_available_ones() -> None:

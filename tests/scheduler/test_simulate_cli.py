@@ -2,7 +2,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from flexjob.core.policies import StaticPolicy
+from flexjob.core.allocator import StaticPolicy
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = REPO / "examples" / "traces" / "synthetic.csv"

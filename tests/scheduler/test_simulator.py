@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from flexjob.core.policies import GoodputPolicy, StaticPolicy, TiresiasPolicy
+from flexjob.core.allocator import GoodputPolicy, StaticPolicy, TiresiasPolicy
 from flexjob.scheduler.simulator import ClusterConfig, percentile, simulate
 from flexjob.scheduler.trace import TraceJob, read_trace
 

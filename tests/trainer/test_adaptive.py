@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from flexjob.api.job import BatchSpec
-from flexjob.core.policies import ThroughputParams
+from flexjob.core.allocator import ThroughputParams
 from flexjob.core.training.batch import BatchPlan, batch_plan_from_spec
 from flexjob.trainer.adaptive import AdaptiveBatch, scale_lr
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from flexjob.api import names
-from flexjob.core.policies import GoodputModel, ThroughputParams
+from flexjob.core.allocator import GoodputModel, ThroughputParams
 from flexjob.scheduler.profilings import goodput_model
 from flexjob.trainer.batch import Step
 from flexjob.trainer.goodput import GoodputReporter, NoiseScaleMeter, ThroughputMeter

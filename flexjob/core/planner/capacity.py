@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 from flexjob.api import ReplicaType
 from flexjob.api.scaleplan import ReplicaResourceSpec, ResourcePlan
+from flexjob.core.allocator.contract import Resources
 from flexjob.core.planner.stats import ReplicaResources
-from flexjob.core.policies.contract import Resources
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from flexjob.api import ElasticJob, ObjectMeta, PodTemplateSpec, ReplicaSpec, ReplicaType
+from flexjob.core.allocator import Resources
 from flexjob.core.operator.logic_learners import learner_gpus
 from flexjob.core.operator.replica_resources import replica_asks
-from flexjob.core.policies import Resources
 from flexjob.scheduler.jobview import replica_resources
 
 

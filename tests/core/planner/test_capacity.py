@@ -5,6 +5,7 @@ from hypothesis import strategies as st
 
 from flexjob.api import ReplicaType
 from flexjob.api.scaleplan import ReplicaResourceSpec, ResourcePlan
+from flexjob.core.allocator.contract import Resources
 from flexjob.core.planner import ReplicaResources
 from flexjob.core.planner.capacity import (
     Ask,
@@ -14,7 +15,6 @@ from flexjob.core.planner.capacity import (
     plan_asks,
     share,
 )
-from flexjob.core.policies.contract import Resources
 
 W = ReplicaType.WORKER
 

@@ -2,7 +2,7 @@
 
 from hypothesis import strategies as st
 
-from flexjob.core.policies import GoodputModel, JobInfo, NodeInfo, Resources, ThroughputParams
+from flexjob.core.allocator import GoodputModel, JobInfo, NodeInfo, Resources, ThroughputParams
 
 #: What one replica asks for.
 GPU = Resources(gpu=1)

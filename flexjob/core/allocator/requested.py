@@ -8,8 +8,8 @@ policies that resize jobs (see ``goodput``).
 from collections.abc import Callable, Sequence
 
 from flexjob.api.bounds import clamp
-from flexjob.core.policies.contract import Allocations, JobInfo, NodeInfo, Previous, Resources
-from flexjob.core.policies.placement import FreeMap, FreeMapPolicy
+from flexjob.core.allocator.contract import Allocations, JobInfo, NodeInfo, Previous, Resources
+from flexjob.core.allocator.placement import FreeMap, FreeMapPolicy
 
 #: Places ``count`` replicas of one size, taking resources from the map; ``None`` if no fit.
 Placer = Callable[[FreeMap, Resources, int], list[str] | None]

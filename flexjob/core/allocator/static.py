@@ -4,9 +4,9 @@ The baseline the other policies are measured against. Not elastic: a job waits u
 request fits.
 """
 
-from flexjob.core.policies.contract import Resources
-from flexjob.core.policies.placement import FreeMap, place_first_fit
-from flexjob.core.policies.requested import RequestedSizePolicy
+from flexjob.core.allocator.contract import Resources
+from flexjob.core.allocator.placement import FreeMap, place_first_fit
+from flexjob.core.allocator.requested import RequestedSizePolicy
 
 
 class StaticPolicy(RequestedSizePolicy):

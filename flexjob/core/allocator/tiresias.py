@@ -9,14 +9,14 @@ not fit. Jobs that stay admitted keep their nodes; a job whose request does not 
 
 from collections.abc import Sequence
 
-from flexjob.core.policies.attained_service import (
+from flexjob.core.allocator.attained_service import (
     DEFAULT_THRESHOLDS,
     check_thresholds,
     service_order,
 )
-from flexjob.core.policies.contract import Allocations, JobInfo, NodeInfo, Previous
-from flexjob.core.policies.placement import FreeMap, FreeMapPolicy, place_packed
-from flexjob.core.policies.requested import requested_count
+from flexjob.core.allocator.contract import Allocations, JobInfo, NodeInfo, Previous
+from flexjob.core.allocator.placement import FreeMap, FreeMapPolicy, place_packed
+from flexjob.core.allocator.requested import requested_count
 
 
 class TiresiasPolicy(FreeMapPolicy):

@@ -7,7 +7,7 @@ replicas a job gets — that is each policy's business.
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from flexjob.core.policies.contract import (
+from flexjob.core.allocator.contract import (
     Allocations,
     JobInfo,
     NodeInfo,

@@ -11,8 +11,8 @@ on what the non-preemptible ones leave; a policy answer that breaks the contract
 import logging
 from collections.abc import Mapping, Sequence
 
-from flexjob.core.policies.contract import Allocations, JobInfo, NodeInfo, Policy
-from flexjob.core.policies.placement import FreeMap, check_allocations
+from flexjob.core.allocator.contract import Allocations, JobInfo, NodeInfo, Policy
+from flexjob.core.allocator.placement import FreeMap, check_allocations
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flexjob.core.policies import (
+from flexjob.core.allocator import (
     FairGoodputPolicy,
     GoodputModel,
     JobInfo,
@@ -15,8 +15,8 @@ from flexjob.core.policies import (
     ThroughputParams,
     schedule_round,
 )
-from flexjob.core.policies.fair_goodput import idle_utility, utility
-from flexjob.core.policies.placement import check_allocations, num_nodes
+from flexjob.core.allocator.fair_goodput import idle_utility, utility
+from flexjob.core.allocator.placement import check_allocations, num_nodes
 
 from .strategies import GPU, free_nodes, job_lists, node_lists
 

@@ -4,9 +4,9 @@ Like ``static`` it never resizes or moves a running job; unlike it, it picks the
 that hold the whole job, leaving large holes for large jobs.
 """
 
-from flexjob.core.policies.contract import Resources
-from flexjob.core.policies.placement import FreeMap, place_packed
-from flexjob.core.policies.requested import RequestedSizePolicy
+from flexjob.core.allocator.contract import Resources
+from flexjob.core.allocator.placement import FreeMap, place_packed
+from flexjob.core.allocator.requested import RequestedSizePolicy
 
 
 class PackPolicy(RequestedSizePolicy):

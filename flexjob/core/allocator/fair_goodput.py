@@ -68,13 +68,13 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from flexjob.api.errors import InvalidSpecError
-from flexjob.core.policies.attained_service import (
+from flexjob.core.allocator.attained_service import (
     DEFAULT_THRESHOLDS,
     check_thresholds,
     service_order,
 )
-from flexjob.core.policies.contract import Allocations, JobInfo, NodeInfo, Previous, Resources
-from flexjob.core.policies.placement import (
+from flexjob.core.allocator.contract import Allocations, JobInfo, NodeInfo, Previous, Resources
+from flexjob.core.allocator.placement import (
     FreeMap,
     FreeMapPolicy,
     min_nodes_for,
@@ -82,7 +82,7 @@ from flexjob.core.policies.placement import (
     place_counts,
     place_packed,
 )
-from flexjob.core.policies.requested import requested_count
+from flexjob.core.allocator.requested import requested_count
 
 
 def utility(speedup: float, p: float) -> float:

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flexjob.core.policies import (
+from flexjob.core.allocator import (
     BUILTIN_POLICIES,
     GoodputModel,
     GoodputPolicy,
@@ -17,7 +17,7 @@ from flexjob.core.policies import (
     ThroughputParams,
     schedule_round,
 )
-from flexjob.core.policies.placement import FreeMap, check_allocations
+from flexjob.core.allocator.placement import FreeMap, check_allocations
 
 from .strategies import GPU, free_nodes, job_lists, node_lists
 

@@ -10,7 +10,7 @@ then older before younger. Not for: sizing jobs.
 from collections.abc import Mapping, Sequence
 
 from flexjob.api.errors import InvalidSpecError
-from flexjob.core.policies.contract import JobInfo
+from flexjob.core.allocator.contract import JobInfo
 
 #: Default level thresholds in GPU-seconds: 1 GPU-hour, 10 GPU-hours.
 DEFAULT_THRESHOLDS: tuple[float, ...] = (3600.0, 36000.0)

@@ -29,8 +29,8 @@ large.
 import heapq
 from collections.abc import Mapping, Sequence
 
-from flexjob.core.policies.contract import Allocations, JobInfo, NodeInfo, Previous, Resources
-from flexjob.core.policies.placement import (
+from flexjob.core.allocator.contract import Allocations, JobInfo, NodeInfo, Previous, Resources
+from flexjob.core.allocator.placement import (
     FreeMap,
     FreeMapPolicy,
     min_nodes_for,

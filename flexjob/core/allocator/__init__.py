@@ -6,7 +6,7 @@ maximise the p-norm of per-job speedups net of restart cost) and ``goodput-v1`` 
 greedy total-speedup policy). Load one by name with ``flexjob.scheduler.registry.load_policy``.
 """
 
-from flexjob.core.policies.contract import (
+from flexjob.core.allocator.contract import (
     Allocations,
     JobInfo,
     NodeInfo,
@@ -16,12 +16,12 @@ from flexjob.core.policies.contract import (
     SpeedupFn,
     linear_speedup,
 )
-from flexjob.core.policies.fair_goodput import FairGoodputPolicy
-from flexjob.core.policies.goodput import GoodputPolicy
-from flexjob.core.policies.pack import PackPolicy
-from flexjob.core.policies.rounds import changed_jobs, schedule_round
-from flexjob.core.policies.static import StaticPolicy
-from flexjob.core.policies.tiresias import TiresiasPolicy
+from flexjob.core.allocator.fair_goodput import FairGoodputPolicy
+from flexjob.core.allocator.goodput import GoodputPolicy
+from flexjob.core.allocator.pack import PackPolicy
+from flexjob.core.allocator.rounds import changed_jobs, schedule_round
+from flexjob.core.allocator.static import StaticPolicy
+from flexjob.core.allocator.tiresias import TiresiasPolicy
 from flexjob.core.training.goodput_model import GoodputModel, StepSample, ThroughputParams
 
 #: The built-in policies by name; ``flexjob.scheduler.registry`` adds entry points.

@@ -3,7 +3,7 @@ priority runs even if it is younger, with every builtin policy."""
 
 import pytest
 
-from flexjob.core.policies import BUILTIN_POLICIES, JobInfo, NodeInfo, Resources, schedule_round
+from flexjob.core.allocator import BUILTIN_POLICIES, JobInfo, NodeInfo, Resources, schedule_round
 
 GPU = Resources(gpu=1)
 NODES = [NodeInfo("n0", Resources(gpu=4, cpu=32, memory=64_000))]
