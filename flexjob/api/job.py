@@ -211,8 +211,9 @@ class ElasticJobStatus(ApiModel):
     #: Resources per replica type set by ScalePlans (``replicaResourceSpecs[type].resource``):
     #: replicas of that type created from then on get them. Written by the operator.
     replica_resources: dict[ReplicaType, ResourceSpec] = Field(default_factory=dict)
-    #: Resources of single replicas (by short name, e.g. ``worker-1``) relaunched by a
-    #: ScalePlan's ``migratePods``; on top of their type's. Written by the operator.
+    #: Resources of single replicas (by short name, e.g. ``worker-1``), on top of their type's:
+    #: those a ScalePlan's ``migratePods`` or an OOM relaunched (written by the operator), and
+    #: those a DI coordinator created with ``cpus``/``memory``/``gpus`` (by the server).
     migrated_replicas: dict[str, ResourceSpec] = Field(default_factory=dict)
     message: str = ""
 
