@@ -55,7 +55,9 @@ def validate(raw: Any, companions: list[dict[str, Any]] | None = None) -> list[P
     converted, problems = convert(reader, dict(raw), companions)
     if converted is None:
         return problems
-    return converted.to_source(_validate_native(converted.native, ElasticJob))
+    # Two native paths may stand for one of the source's (the first of several DI v2 tasks of a
+    # type is also its type's template): each problem once.
+    return _dedupe(converted.to_source(_validate_native(converted.native, ElasticJob)))
 
 
 def _unknown_format(api_version: Any, kind: Any) -> list[Problem]:

@@ -63,3 +63,10 @@ def test_an_elasticjobs_tasks_must_add_up_to_its_replicas() -> None:
     problems = validate(job)
     assert [p.path for p in problems] == ["spec.replicaSpecs.collector.replicas"]
     assert "not the sum of spec.replicaSpecs.collector.tasks[*].replicas (5)" in problems[0].message
+
+
+def test_a_problem_of_the_first_of_several_tasks_is_named_once() -> None:
+    raw = two_collector_tasks()
+    del raw["spec"]["tasks"][1]["template"]["spec"]["containers"][0]["image"]
+    paths = [p.path for p in validate(raw)]
+    assert paths == ["spec.tasks[1].template.spec.containers[0].image"]
