@@ -44,6 +44,15 @@ BatchSamples = Annotated[int, Field(ge=1, le=MAX_BATCH, strict=True)]
 Workers = Annotated[int, Field(ge=1, le=MAX_REPLICAS, strict=True)]
 
 
+class TaskSlice(ApiModel):
+    """One of several DI Orchestrator v2 tasks that share a replica type (``ReplicaSpec.tasks``):
+    its name, how many of the type's replicas are its own, and what each runs."""
+
+    name: str
+    replicas: ReplicaCount
+    template: PodTemplateSpec = Field(default_factory=PodTemplateSpec)
+
+
 class ReplicaSpec(ApiModel):
     """How many replicas of one type, how elastic, how they restart, and what each runs."""
 
@@ -57,6 +66,9 @@ class ReplicaSpec(ApiModel):
     template: PodTemplateSpec = Field(default_factory=PodTemplateSpec)
     #: The DI Orchestrator v2 task name, kept when converting a v2 DIJob.
     name: str | None = None
+    #: Several DI v2 tasks of this type, in spec order (``api.di_tasks``): the type's replicas
+    #: are theirs one after another, each run from its task's template, named by its task.
+    tasks: list[TaskSlice] | None = None
     #: How often one replica is relaunched before the job fails (DLRover ``restartCount``).
     restart_count: NonNegative | None = None
     #: Seconds to wait for a relaunched replica (DLRover ``restartTimeout``).
@@ -211,8 +223,9 @@ class ElasticJobStatus(ApiModel):
     #: Resources per replica type set by ScalePlans (``replicaResourceSpecs[type].resource``):
     #: replicas of that type created from then on get them. Written by the operator.
     replica_resources: dict[ReplicaType, ResourceSpec] = Field(default_factory=dict)
-    #: Resources of single replicas (by short name, e.g. ``worker-1``) relaunched by a
-    #: ScalePlan's ``migratePods``; on top of their type's. Written by the operator.
+    #: Resources of single replicas (by short name, e.g. ``worker-1``), on top of their type's:
+    #: those a ScalePlan's ``migratePods`` or an OOM relaunched (written by the operator), and
+    #: those a DI coordinator created with ``cpus``/``memory``/``gpus`` (by the server).
     migrated_replicas: dict[str, ResourceSpec] = Field(default_factory=dict)
     message: str = ""
 

@@ -21,6 +21,9 @@ LABEL_REPLICA_TYPE = f"{GROUP}/replica-type"
 LABEL_REPLICA_INDEX = f"{GROUP}/replica-index"
 LABEL_RANK = f"{GROUP}/rank"
 LABEL_NODE = f"{GROUP}/node"
+# The DI Orchestrator v2 task a replica belongs to (``api.di_tasks``); also its environment.
+LABEL_TASK_NAME = f"{GROUP}/task-name"
+ENV_TASK_NAME = "FLEXJOB_TASK_NAME"
 
 ENV_MASTER = "FLEXJOB_MASTER"
 ENV_JOB_NAME = "FLEXJOB_JOB_NAME"

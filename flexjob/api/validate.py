@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from flexjob.api.bounds import replica_bounds
 from flexjob.api.brain_service import brain_url
+from flexjob.api.di_tasks import task_problems
 from flexjob.api.enums import DistributionStrategy, ReplicaType
 from flexjob.api.job import ElasticJob, ReplicaSpec
 from flexjob.api.limits import MAX_REPLICAS_BY_PLATFORM
@@ -54,7 +55,9 @@ def validate(raw: Any, companions: list[dict[str, Any]] | None = None) -> list[P
     converted, problems = convert(reader, dict(raw), companions)
     if converted is None:
         return problems
-    return converted.to_source(_validate_native(converted.native, ElasticJob))
+    # Two native paths may stand for one of the source's (the first of several DI v2 tasks of a
+    # type is also its type's template): each problem once.
+    return _dedupe(converted.to_source(_validate_native(converted.native, ElasticJob)))
 
 
 def _unknown_format(api_version: Any, kind: Any) -> list[Problem]:
@@ -75,6 +78,7 @@ def _validate_native(raw: dict[str, Any], model: type[BaseModel]) -> list[Proble
             problems += master_field_problems(parsed)
             problems += aggregator_record_problems(parsed)
             problems += _check_counts(parsed)
+            problems += task_problems(parsed)
     except ValidationError as exc:
         problems = problems_from(exc, model)
     problems += _check_metadata(raw.get("metadata"))
@@ -146,6 +150,12 @@ def _check_job_spec(spec: Mapping[str, Any]) -> list[Problem]:
             if isinstance(template, Mapping) and rtype in _REPLICA_TYPES:
                 path = f"spec.replicaSpecs.{rtype}.template"
                 problems += _check_pod_template(path, template)
+            tasks = rspec.get("tasks") if isinstance(rspec, Mapping) else None
+            for k, task in enumerate(tasks if isinstance(tasks, list) else []):
+                template = task.get("template", {}) if isinstance(task, Mapping) else None
+                if isinstance(template, Mapping):
+                    path = f"spec.replicaSpecs.{rtype}.tasks[{k}].template"
+                    problems += _check_pod_template(path, template)
     limits = spec.get("resourceLimits")
     if isinstance(limits, Mapping):
         problems += _check_quantities("spec.resourceLimits", limits)

@@ -1,9 +1,10 @@
 """Job-store operations behind the HTTP routes: find a job, change its replica counts, merge
 profilings, list its replicas with addresses.
 
-For: both API versions. The server only writes ``status.replicas`` and ``status.profilings``
-through ``Platform.patch_job_status``, as merge patches of just those fields (so the operator's
-and the Allocator's writes made meanwhile survive); the operator does the creating and deleting.
+For: both API versions. The server only writes ``status.replicas``, ``status.profilings`` and
+(DI replicas created with resources) ``status.migratedReplicas`` through
+``Platform.patch_job_status``, as merge patches of just those fields (so the operator's and the
+Allocator's writes made meanwhile survive); the operator does the creating and deleting.
 Not for: HTTP concerns (routes in ``v2alpha1`` / ``v1alpha2``).
 """
 
@@ -12,10 +13,11 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from flexjob.api import ElasticJob, ElasticJobStatus, ReplicaType
+from flexjob.api import ElasticJob, ElasticJobStatus, ReplicaType, ResourceSpec
 from flexjob.api.errors import ConflictError, InvalidSpecError, NotFoundError
 from flexjob.api.roles import scalable_types, scaling_target
 from flexjob.core.operator.replica_plan import desired_count
+from flexjob.core.operator.replica_resources import set_replica_resources
 from flexjob.core.operator.scale_bounds import bound_problem, finished_problem
 from flexjob.core.operator.status_patch import StatusOwner, StatusPatch, owner_patch
 from flexjob.platform.cluster import with_cluster_objects
@@ -88,7 +90,8 @@ class JobService:
         self, namespace: str, name: str, change: Callable[[ElasticJob, ElasticJobStatus], None]
     ) -> ElasticJob:
         """Apply ``change`` to a fresh copy of the job's status and patch what it changed of the
-        fields the server owns (``replicas``, ``profilings``); the rest is left to its writers."""
+        fields the server owns (``core.operator.status_patch.OWNED_FIELDS``); the rest is left
+        to its writers."""
         with self._lock:
             job = self.get(namespace, name)
             status = (job.status or ElasticJobStatus()).model_copy(deep=True)
@@ -169,9 +172,12 @@ def scale_counts(
     deltas: Mapping[ReplicaType, int],
     *,
     preemptible: bool = True,
+    resources: Mapping[ReplicaType, ResourceSpec | None] | None = None,
 ) -> tuple[ElasticJob, dict[ReplicaType, tuple[int, int]]]:
     """Add ``deltas`` to the job's replica counts within their bounds (with ``preemptible``,
-    only for preemptible jobs: v2alpha1; DI v1 coordinators size their own jobs).
+    only for preemptible jobs: v2alpha1; DI v1 coordinators size their own jobs). With
+    ``resources`` (a DI create request's), each new replica of a type gets the type's entry as
+    its own resources and each removed one loses its own, in the same patch.
 
     Returns the stored job and, per type, (previous, new) counts.
     """
@@ -184,6 +190,10 @@ def scale_counts(
             after = bounded_count(job, rtype, before + delta)
             changes[rtype] = (before, after)
             status.replicas[rtype] = after
+            if resources is not None:
+                lo, hi = sorted((before, after))
+                own = resources.get(rtype) if after > before else None
+                set_replica_resources(status, rtype, range(lo, hi), own)
 
     job = store.update_status(namespace, name, change)
     return job, changes

@@ -17,16 +17,21 @@ A ``POST`` answers, as di-server does, with the new replicas' addresses (``host:
 waits up to ``address_wait`` seconds (``DEFAULT_ADDRESS_WAIT``) for the operator to create
 them and the platform to list their addresses; a replica without one by then is answered by
 its name. A ``DELETE`` answers with the removed replicas' addresses as listed before.
+
+A request's ``cpus``, ``memory`` and ``gpus`` are what each replica it creates gets as its
+main container's requests and limits (``ResourceQuantity``; the aggregators keep their
+template's), kept in ``status.migratedReplicas`` so a recreated replica gets them again.
 """
 
 import time
 from collections.abc import Sequence
 
 from fastapi import APIRouter, Query, Request
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from flexjob.api import ElasticJob, ReplicaPhase, ReplicaType
+from flexjob.api import ElasticJob, ReplicaPhase, ReplicaType, ResourceSpec
 from flexjob.api.errors import ConflictError, InvalidSpecError, NotFoundError
+from flexjob.api.quantity import cpu_cores, memory_mib, parse_quantity
 from flexjob.api.roles import DI_FIELDS, DRIVER_TYPE, FRONT_TYPE, FRONTED_TYPE, ROLE_TRAITS
 from flexjob.core.operator.logic_learners import gpu_addresses, is_logic_learner, learner_gpus
 from flexjob.core.replicas import Replica, replica_name
@@ -42,16 +47,22 @@ _ADDRESS_POLL = 0.2
 #: The path versions this API answers on: DI-engine's client defaults to v1alpha1.
 VERSIONS = ("v1alpha2", "v1alpha1")
 NAME = Field(min_length=1, max_length=253)
+_EXAMPLES = "cpus 500m or 2, memory 512Mi or 2Gi"
 
 
 class ResourceQuantity(BaseModel):
-    """How many replicas of one kind, and what each needs (DI's ``ResourceQuantity``)."""
+    """How many replicas of one kind, and what each needs (DI's ``ResourceQuantity``): each
+    replica created gets ``cpus`` and ``memory`` (Kubernetes quantities: ``500m``, ``2``;
+    ``512Mi``, a plain number is bytes) and ``gpus`` as its main container's requests and
+    limits; 0 or absent: as its template has it."""
 
     model_config = ConfigDict(extra="forbid")
 
     replicas: int = Field(0, ge=0, le=10_000)
     cpus: float | str | None = None
-    gpus: int = Field(0, ge=0, le=1024, description="GPUs per logic learner; >1 adds an aggregator")
+    gpus: int = Field(
+        0, ge=0, le=1024, description="GPUs per replica; a learner's >1 adds an aggregator"
+    )
     memory: str | int | None = None
 
     @field_validator("gpus", mode="before")
@@ -62,6 +73,27 @@ class ResourceQuantity(BaseModel):
                 raise ValueError(f"gpus must be a whole number, got {value!r}")
             return int(value)
         return value
+
+    @field_validator("cpus", "memory")
+    @classmethod
+    def _quantity(cls, value: float | str | None, info: ValidationInfo) -> float | str | None:
+        if value is None:
+            return value
+        try:
+            number = parse_quantity(value)
+        except ValueError as exc:
+            raise ValueError(
+                f"{info.field_name} must be a quantity (e.g. {_EXAMPLES}): {exc}"
+            ) from None
+        if info.field_name == "memory" and number > 0 and memory_mib(value) == 0:
+            raise ValueError(f"memory must be at least 1Mi, got {value!r}")
+        return value
+
+    def each(self) -> ResourceSpec:
+        """What each replica asked for gets (unset: its template's)."""
+        cpu = cpu_cores(self.cpus) if self.cpus is not None else 0.0
+        mib = memory_mib(self.memory) if self.memory is not None else 0
+        return ResourceSpec(cpu=cpu or None, memory=mib or None, gpu=self.gpus or None)
 
 
 class JobRequest(BaseModel):
@@ -190,7 +222,11 @@ class V1Api:
         job = self.find(body.namespace, body.coordinator, key)
         deltas = self.deltas(job, body, sign)
         before_listed = self.listed(job) if sign < 0 else {}
-        job, changes = scale_counts(self.store, job.namespace, job.name, deltas, preemptible=False)
+        # Each new replica gets what its request asked (an aggregator: its template's).
+        asked = {t: getattr(body, f).each() for f, t in _requested(JobRequest)}
+        job, changes = scale_counts(
+            self.store, job.namespace, job.name, deltas, preemptible=False, resources=asked
+        )
         names: dict[ReplicaType, list[str]] = {}
         for rtype, (before, after) in changes.items():
             lo, hi = sorted((before, after))
@@ -304,7 +340,7 @@ def _of_aggregator(v1: V1Api, namespace: str, aggregator: str, key: str | None) 
         if found is None or found[0].type is not FRONT_TYPE:
             continue
         learner = listing.get(replica_name(job.name, FRONTED_TYPE, found[0].index))
-        gpus = learner_gpus(job)
+        gpus = learner_gpus(job, found[0].index)
         served = gpu_addresses(learner[1], gpus) if learner and learner[1] else []
         return JobResponse(
             namespace=namespace,

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.config import JsonDict
 
 from flexjob.api import ReplicaPhase, ReplicaType
+from flexjob.api.di_tasks import task_name
 from flexjob.api.limits import MAX_PROFILINGS_DEPTH, check_merged_profilings, json_depth_problem
 from flexjob.core.operator.status_patch import merge_patch
 from flexjob.server.envelope import Envelope, ok
@@ -70,6 +71,7 @@ class ReplicaInfo(BaseModel):
     address: str | None = Field(description="host:port, when the replica has one")
     phase: ReplicaPhase
     node: str | None = None
+    task: str | None = Field(None, description="the DIJob v2 task it belongs to, when named")
 
 
 class ScaleResponse(BaseModel):
@@ -91,9 +93,16 @@ def router(store: JobService, metrics: ServerMetrics) -> APIRouter:
     def get_replicas(job_id: str = JOB_ID) -> Envelope[list[ReplicaInfo]]:
         """The job's replicas with ``host:port`` addresses."""
         job = store.get_by_id(JobId.parse(job_id))
+        specs = job.spec.replica_specs
         infos = [
             ReplicaInfo(
-                name=r.name, type=r.type, index=r.index, address=addr, phase=r.phase, node=r.node
+                name=r.name,
+                type=r.type,
+                index=r.index,
+                address=addr,
+                phase=r.phase,
+                node=r.node,
+                task=task_name(specs[r.type], r.index) if r.type in specs else None,
             )
             for r, addr in store.replicas(job)
         ]

@@ -5,6 +5,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "specs"
 JOB_EXAMPLES = sorted(p for p in EXAMPLES.glob("*.yaml") if p.name != "scaleplan.yaml")
 
@@ -87,3 +89,16 @@ def rename(path: str, new_key: str) -> Edit:
         parent[new_key] = parent.pop(keys[-1])
 
     return edit
+
+
+def two_collector_tasks() -> dict[str, Any]:
+    """The example's job with a second collector task, ``collector-b``, of 3 replicas."""
+    raw: dict[str, Any] = yaml.safe_load((EXAMPLES / "dijob-v2.yaml").read_text())
+    second = {
+        "replicas": 3,
+        "name": "collector-b",
+        "type": "collector",
+        "template": {"spec": {"containers": [{"name": "di-container", "image": "b"}]}},
+    }
+    raw["spec"]["tasks"].insert(2, second)
+    return raw

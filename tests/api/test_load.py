@@ -56,14 +56,6 @@ def test_dijob_v2_none_task_becomes_worker() -> None:
     assert ReplicaType.WORKER in job.spec.replica_specs
 
 
-def test_dijob_v2_second_task_of_a_type_is_rejected() -> None:
-    raw = yaml.safe_load((EXAMPLES / "dijob-v2.yaml").read_text())
-    raw["spec"]["tasks"][2]["type"] = "collector"
-    with pytest.raises(SpecError) as info:
-        job_from_dict(raw)
-    assert info.value.problems[0].path == "spec.tasks[2].type"
-
-
 def test_dijob_v2_bad_task_type_names_the_allowed_types() -> None:
     raw = yaml.safe_load((EXAMPLES / "dijob-v2.yaml").read_text())
     raw["spec"]["tasks"][0]["type"] = "lerner"

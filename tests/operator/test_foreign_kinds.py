@@ -139,11 +139,17 @@ async def test_a_dijob_v2_runs_as_an_elasticjob_and_shows_its_status_in_v2_shape
     assert "replicaStatuses" not in status  # the v2 shape, not the ElasticJob's
 
 
+def dijob_v1_documents() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The DIJob v1 example and its AggregatorConfig, cluster-scoped here."""
+    job_doc, aggregator = documents(SPECS / "dijob-v1.yaml")
+    aggregator["metadata"].pop("namespace")
+    return job_doc, aggregator
+
+
 async def test_a_dijob_v1_starts_its_coordinator_with_the_cluster_aggregator_config(
     cluster: OperatorHarness,
 ) -> None:
-    job_doc, aggregator = documents(SPECS / "dijob-v1.yaml")
-    aggregator["metadata"].pop("namespace")  # cluster-scoped here
+    job_doc, aggregator = dijob_v1_documents()
     await create(cluster, AGGREGATOR_CONFIG, aggregator)
     await create(cluster, DIJOB, job_doc)
     name = job_doc["metadata"]["name"]
@@ -164,6 +170,49 @@ async def test_a_dijob_v1_starts_its_coordinator_with_the_cluster_aggregator_con
     await wait_for(lambda: phase() == "Succeeded", DEADLINE, 0.1)
     status = source(cluster, DIJOB, "v1alpha1", name)["status"]
     assert status["replicaStatus"]["coordinator"]["succeeded"] == 1
+
+
+async def test_an_aggregator_config_created_after_a_dijob_v1_reaches_its_job(
+    cluster: OperatorHarness,
+) -> None:
+    job_doc, aggregator = dijob_v1_documents()
+    await create(cluster, DIJOB, job_doc)
+    name = job_doc["metadata"]["name"]
+    job = await wait_for(lambda: elastic_job(cluster, name), DEADLINE, 0.1)
+    assert "aggregator" not in job["spec"]["replicaSpecs"]  # the cluster has none yet
+    await create(cluster, AGGREGATOR_CONFIG, aggregator)
+
+    def aggregator_spec() -> dict[str, Any] | None:
+        found = elastic_job(cluster, name)
+        return (found or {}).get("spec", {}).get("replicaSpecs", {}).get("aggregator")
+
+    spec = await wait_for(aggregator_spec, DEADLINE, 0.1)
+    wanted = aggregator["spec"]["aggregator"]["template"]["spec"]["containers"][0]["image"]
+    assert spec["template"]["spec"]["containers"][0]["image"] == wanted
+    assert spec["replicas"] == 0  # on request, as the coordinator asks
+
+
+async def test_a_dijob_v2_whose_evaluator_task_is_removed_runs_without_it(
+    cluster: OperatorHarness,
+) -> None:
+    [body] = documents(SPECS / "dijob-v2.yaml")
+    name = body["metadata"]["name"]
+    await create(cluster, DIJOB, body)
+    await wait_for(lambda: elastic_job(cluster, name), DEADLINE, 0.1)
+    tasks = [t for t in body["spec"]["tasks"] if t["type"] != "evaluator"]
+    patch = [{"op": "replace", "path": "/spec/tasks", "value": tasks}]
+    api = CustomObjectsApi(cluster.client)
+    await in_thread(
+        api.patch_namespaced_custom_object,
+        DIJOB.group, "v2alpha1", "default", DIJOB.plural, name, patch,
+        _content_type="application/json-patch+json",
+    )  # fmt: skip
+
+    def types() -> list[str] | None:
+        found = sorted((elastic_job(cluster, name) or {})["spec"]["replicaSpecs"])
+        return found if "evaluator" not in found else None
+
+    assert await wait_for(types, DEADLINE, 0.1) == ["collector", "learner"]
 
 
 def pod(op: OperatorHarness, name: str) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from flexjob.api.defaults import apply_defaults
 from flexjob.api.load import job_from_dict
 from flexjob.platform.contract import Replica
 from flexjob.scheduler.profilings import goodput_model
-from tests.api.specs import EXAMPLES
+from tests.api.specs import EXAMPLES, two_collector_tasks
 
 from .jobs import elastic_job
 from .memory_platform import MemoryPlatform
@@ -141,6 +141,7 @@ def test_profilings_without_data_is_422_naming_data(
 
 
 DI_V2 = "/v2alpha1/default.gobigger-test.1/replicas"
+RUNNING = ReplicaPhase.RUNNING
 
 
 def scale_di_v2(
@@ -179,3 +180,17 @@ def test_a_converted_dijob_v2_that_is_not_preemptible_keeps_its_counts(
     code, body = scale_di_v2(client, "POST", 1, "collector")
     assert code == 409
     assert "not preemptible" in body["message"]
+
+
+def test_a_replica_of_one_of_several_tasks_of_a_type_is_listed_with_its_task(
+    client: TestClient, memory: MemoryPlatform
+) -> None:
+    memory.create_job(apply_defaults(job_from_dict(two_collector_tasks())))
+    for i in (1, 2):
+        name = f"gobigger-test-collector-{i}"
+        replica = Replica(
+            "default", "gobigger-test", name, ReplicaType.COLLECTOR, i, ReplicaPhase.RUNNING
+        )
+        memory.add_replica(replica, address=f"10.0.0.{i}:2222")
+    data = client.get(DI_V2).json()["data"]
+    assert [(r["index"], r["task"]) for r in data] == [(1, "collector"), (2, "collector-b")]

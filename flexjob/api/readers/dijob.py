@@ -2,7 +2,8 @@
 or none) and v1 (coordinator, collector, learner, plus the cluster's ``AggregatorConfig``).
 
 Every field the formats carry lands in the ``ElasticJob``: a v2 task becomes the replica spec of
-its type (``none`` → ``worker``) and keeps its name; a v1 ``AggregatorConfig`` found beside the
+its type (``none`` → ``worker``) and keeps its name; several tasks of one type share it, each
+its own replicas, template and name (``api.di_tasks``); a v1 ``AggregatorConfig`` found beside the
 job is kept whole in ``spec.aggregatorConfig`` and its template becomes the ``aggregator``
 replica spec (without one, the cluster's is used: ``core.operator.logic_learners``). A v1 role's
 template is a recipe, not a count: collectors, learners and aggregators start at 0 replicas
@@ -20,7 +21,7 @@ from flexjob.api.base import ApiModel
 from flexjob.api.bounds import DI_MAX_REPLICAS
 from flexjob.api.defaults import default_replica_spec
 from flexjob.api.enums import CleanPodPolicy, ReplicaType
-from flexjob.api.job import ElasticJob, ElasticJobSpec, NonNegative, ReplicaSpec
+from flexjob.api.job import ElasticJob, ElasticJobSpec, NonNegative, ReplicaSpec, TaskSlice
 from flexjob.api.meta import ObjectMeta
 from flexjob.api.pod import PodTemplateSpec
 from flexjob.api.problems import Problem, SpecError
@@ -74,27 +75,41 @@ class DIJobV2Spec(ApiModel):
 
 def convert_v2(raw: dict[str, Any], companions: list[dict[str, Any]]) -> Converted:
     job = parse(ForeignObject[DIJobV2Spec], raw)
+    by_type: dict[ReplicaType, list[tuple[int, Task]]] = {}
+    for i, task in enumerate(job.spec.tasks):
+        by_type.setdefault(TASK_TO_REPLICA[task.type], []).append((i, task))
     replica_specs: dict[ReplicaType, ReplicaSpec] = {}
     paths: dict[str, str] = {}
     problems = []
-    for i, task in enumerate(job.spec.tasks):
-        rtype = TASK_TO_REPLICA[task.type]
-        if rtype in replica_specs:
-            problems.append(
-                Problem(
-                    f"spec.tasks[{i}].type",
-                    str(task.type),
-                    f"a second task of type {str(task.type)!r}: flexjob keeps one task per type",
-                )
+    for rtype, tasks in by_type.items():
+        path = f"spec.replicaSpecs.{rtype}"
+        paths[path] = f"spec.tasks[{tasks[0][0]}]"
+        if len(tasks) == 1:
+            task = tasks[0][1]
+            replica_specs[rtype] = ReplicaSpec(
+                replicas=task.replicas,
+                name=task.name,
+                template=task.template,
+                **_preemptible_bounds(job.spec.preemptible, task.replicas),
             )
             continue
+        slices = []
+        for k, (i, task) in enumerate(tasks):
+            paths[f"{path}.tasks[{k}]"] = f"spec.tasks[{i}]"
+            if task.name is None:
+                message = f"several {str(task.type)!r} tasks: each needs a name (its replicas')"
+                problems.append(Problem(f"spec.tasks[{i}].name", None, message))
+                continue
+            slices.append(
+                TaskSlice(name=task.name, replicas=task.replicas or 1, template=task.template)
+            )
+        total = sum(s.replicas for s in slices)
         replica_specs[rtype] = ReplicaSpec(
-            replicas=task.replicas,
-            name=task.name,
-            template=task.template,
-            **_preemptible_bounds(job.spec.preemptible, task.replicas),
+            replicas=total,
+            template=tasks[0][1].template,
+            tasks=slices,
+            **_preemptible_bounds(job.spec.preemptible, total),
         )
-        paths[f"spec.replicaSpecs.{rtype}"] = f"spec.tasks[{i}]"
     if problems:
         raise SpecError(problems)
     # The job-level fields of a v2 DIJob are ElasticJobSpec's own.

@@ -19,16 +19,23 @@ from flexjob.api.pod import PodTemplateSpec
 from flexjob.api.quantity import cpu_cores
 from flexjob.api.readers.dijob import RoleSpec, aggregator_config, on_request_spec
 from flexjob.api.roles import FRONT_TYPE, FRONTED_TYPE, driving_type
-from flexjob.core.operator.replica_resources import GPU_RESOURCE, replica_asks
+from flexjob.core.operator.replica_resources import GPU_RESOURCE, replica_asks, replica_resources
 
 
-def learner_gpus(job: ElasticJob) -> int:
-    """GPUs one learner replica of ``job`` asks for
-    (``core.operator.replica_resources.replica_asks``;
-    0 when none)."""
+def learner_gpus(job: ElasticJob, index: int | None = None) -> int:
+    """GPUs a learner replica of ``job`` asks for: learner ``index``'s own (a create request's
+    ``gpus``, ``core.operator.replica_resources.replica_resources``) when it has them, else
+    its template's (``replica_asks``); 0 when none."""
     spec = job.spec.replica_specs.get(FRONTED_TYPE)
     if spec is None:
         return 0
+    own = (
+        replica_resources(job.status, FRONTED_TYPE, index)
+        if job.status and index is not None
+        else None
+    )
+    if own is not None and own.gpu is not None:
+        return own.gpu
     value = replica_asks(spec.template).get(GPU_RESOURCE, 0)
     try:
         return int(cpu_cores(value))

@@ -28,6 +28,7 @@ from flexjob.api import (
     ScalePlan,
     ScalePlanPhase,
 )
+from flexjob.api.di_tasks import task_name
 from flexjob.api.errors import InvalidSpecError
 from flexjob.api.master_rule import master_trigger
 from flexjob.api.roles import controlling_type, driving_type, on_request_types, scalable_types
@@ -410,7 +411,9 @@ class _Round:
         needs_master = self._master_type() is not None
         free = (i for i in count() if i not in occupied)
         created: list[str] = []
-        shared: list[tuple[ResourceSpec | None, PodTemplateSpec]] = []  # made once per resources
+        # made once per resources and task
+        shared: list[tuple[ResourceSpec | None, str | None, PodTemplateSpec]] = []
+        spec = self.job.spec.replica_specs[rtype]
         for index, _ in zip(free, range(missing), strict=False):
             own_address: str | None = None
             port = service_port(self.job, rtype, index)
@@ -426,10 +429,11 @@ class _Round:
                 continue
             node = allocation[index] if index < len(allocation) and allocation[index] else None
             resources = replica_resources(self.status, rtype, index)
-            template = next((t for r, t in shared if r == resources), None)
+            task = task_name(spec, index)
+            template = next((t for r, n, t in shared if r == resources and n == task), None)
             if template is None:
-                template = type_template(self.job, rtype, resources)
-                shared.append((resources, template))
+                template = type_template(self.job, rtype, resources, index)
+                shared.append((resources, task, template))
             request = render_replica(
                 self.job,
                 rtype,

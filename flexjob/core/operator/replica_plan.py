@@ -24,6 +24,7 @@ from flexjob.api import (
     names,
 )
 from flexjob.api.bounds import declared_clamp, replica_bounds
+from flexjob.api.di_tasks import task_name, task_template
 from flexjob.api.errors import InvalidSpecError
 from flexjob.api.roles import (
     PS_TYPE,
@@ -229,12 +230,16 @@ def service_request(job: ElasticJob, rtype: ReplicaType, index: int, port: int) 
 
 
 def flexjob_labels(job: ElasticJob, rtype: ReplicaType, index: int) -> dict[str, str]:
-    return {
+    labels = {
         names.LABEL_JOB_NAME: job.name,
         names.LABEL_REPLICA_TYPE: rtype.value,
         names.LABEL_REPLICA_INDEX: str(index),
         names.LABEL_RANK: str(index),
     }
+    task = task_name(job.spec.replica_specs[rtype], index)
+    if task is not None:
+        labels[names.LABEL_TASK_NAME] = task
+    return labels
 
 
 def current_count(job: ElasticJob, rtype: ReplicaType) -> int:
@@ -275,6 +280,9 @@ def replica_env(
     if master_address is not None:
         env.update(master_env(job, rtype, index, master_address))
     env.update(elastic_policy_env(job, rtype))
+    task = task_name(job.spec.replica_specs[rtype], index)
+    if task is not None:
+        env[names.ENV_TASK_NAME] = task
     if PS_TYPE in job.spec.replica_specs:
         env[names.ENV_NUM_PS] = str(current_count(job, PS_TYPE))
     if own_address is not None and not ROLE_TRAITS[rtype].controls_job:
@@ -317,12 +325,13 @@ def _merge_env(container: Container, extra: Mapping[str, str]) -> None:
 
 
 def type_template(
-    job: ElasticJob, rtype: ReplicaType, resources: ResourceSpec | None = None
+    job: ElasticJob, rtype: ReplicaType, resources: ResourceSpec | None = None, index: int = 0
 ) -> PodTemplateSpec:
-    """What every replica of ``rtype`` with ``resources`` shares: a copy of the type's pod
-    template (a container named for the type when it has none) with ``resources`` as the main
+    """What every replica of ``rtype`` with ``resources`` in the task of replica ``index``
+    shares (``api.di_tasks``; a type without tasks: every replica): a copy of its pod template
+    (a container named for the type when it has none) with ``resources`` as the main
     container's requests and limits and the job-level pod fields (``apply_job_fields``)."""
-    template = job.spec.replica_specs[rtype].template.model_copy(deep=True)
+    template = task_template(job.spec.replica_specs[rtype], index).model_copy(deep=True)
     if not template.spec.containers:
         template.spec.containers = [Container(name=rtype.value)]
     if resources is not None:
@@ -354,9 +363,11 @@ def render_replica(
     """The full request for replica ``index`` of ``rtype``: template + env + labels, and
     ``resources`` (set by ScalePlans) as the main container's requests and limits;
     ``server_url``: the flexjob server DI coordinators ask (``KUBERNETES_SERVER_URL``);
-    ``shared``: ``type_template(job, rtype, resources)`` when the caller made it already (a
-    pass rendering many replicas of a type makes it once; a deep copy is most of the cost)."""
-    template = _own_copy(shared if shared is not None else type_template(job, rtype, resources))
+    ``shared``: ``type_template(job, rtype, resources, index)`` when the caller made it
+    already (a pass rendering many replicas of a type makes it once per task; a deep copy is
+    most of the cost). A replica of a DI v2 task carries its name (``api.di_tasks``)."""
+    shared = shared if shared is not None else type_template(job, rtype, resources, index)
+    template = _own_copy(shared)
     ours = replica_env(job, rtype, index, master_address, own_address, server_url)
     for container in template.spec.containers:
         _merge_env(container, {**job.spec.envs, **ours})

@@ -16,6 +16,12 @@ Two status fields hold them, both written by the operator only:
   resources on top of its type's. A later plan that *changes* the type's resources clears the
   type's per-replica entries (the newer decision wins); one restating them keeps them.
 
+A DI coordinator's create request with ``cpus`` / ``memory`` / ``gpus`` (``server.v1alpha2``)
+gives the replicas it creates those resources as their own, in ``migratedReplicas`` too
+(``set_replica_resources``, written by the server with the new count, in one patch): such a
+replica is created, and recreated after a failure, with what its request asked, as di-server
+creates its pods; removing it removes the entry.
+
 A replica the platform reports ``OOMKilled`` (over its memory limit) is relaunched by the
 operator with more memory (``oom_memory``: the planner's one rule, ``core.planner.oom``, bounded
 by ``max_growth`` times the memory its spec declares), recorded in ``migratedReplicas`` like a
@@ -33,7 +39,7 @@ Allocator (``scheduler.jobview``, ``scheduler.nodes``) and the DI logic-learner 
 No I/O.
 """
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -257,3 +263,18 @@ def record_oom_relaunch(status: ElasticJobStatus, replica: Replica, memory_mib: 
         **status.migrated_replicas,
         name: merge_resources(status.migrated_replicas.get(name), ResourceSpec(memory=memory_mib)),
     }
+
+
+def set_replica_resources(
+    status: ElasticJobStatus, rtype: ReplicaType, indexes: Iterable[int], res: ResourceSpec | None
+) -> None:
+    """Give replicas ``indexes`` of ``rtype`` ``res`` as their own resources, on top of their
+    type's (in place); ``None`` or empty: they go back to their type's."""
+    migrated = dict(status.migrated_replicas)
+    for index in indexes:
+        name = short_replica_name(rtype, index)
+        if res is None or is_empty(res):
+            migrated.pop(name, None)
+        else:
+            migrated[name] = res
+    status.migrated_replicas = migrated

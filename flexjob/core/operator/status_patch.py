@@ -55,6 +55,8 @@ class StatusOwner(StrEnum):
 #: scale request, the Allocator for preemptible jobs, the operator when it folds a ScalePlan;
 #: each writes only the replica types it changes, so concurrent writes to different types all
 #: survive (the same type: the last writer wins, as with any two scale requests).
+#: ``migratedReplicas`` is shared the same way, by replica: the operator's relaunches, the
+#: server's DI replicas created with resources (``core.operator.replica_resources``).
 OWNED_FIELDS: Mapping[StatusOwner, frozenset[str]] = {
     StatusOwner.OPERATOR: frozenset(
         {
@@ -73,7 +75,7 @@ OWNED_FIELDS: Mapping[StatusOwner, frozenset[str]] = {
             "message",
         }
     ),
-    StatusOwner.SERVER: frozenset({"replicas", "profilings"}),
+    StatusOwner.SERVER: frozenset({"replicas", "profilings", "migratedReplicas"}),
     StatusOwner.ALLOCATOR: frozenset({"allocation", "replicas"}),
     StatusOwner.MASTER: frozenset({"profilings"}),
 }

@@ -8,7 +8,9 @@ annotated with its source (``SOURCE_ANNOTATION``) and the hash of the converted 
 change of the source's spec replaces. The ElasticJob is what ``core.operator.reconcile``, the
 server and ``flexjob`` commands work on; its status is written back to the source in the source's
 own shape (``foreign_kinds.source_status``). A name already taken by another ElasticJob is
-reported as a Warning event on the source and left alone.
+reported as a Warning event on the source and left alone. An AggregatorConfig created,
+changed or deleted later syncs every DIJob v1 again, so each takes the cluster's config as it
+is now.
 """
 
 import asyncio
@@ -23,6 +25,7 @@ from kubernetes.client.exceptions import ApiException
 
 from flexjob.api.foreign_kinds import (
     AGGREGATOR_CONFIG,
+    DIJOB,
     FOREIGN_KINDS,
     SOURCE_ANNOTATION,
     SOURCE_SPEC_ANNOTATION,
@@ -129,10 +132,28 @@ class Sources:
             {"op": "replace", "path": "/spec", "value": job["spec"]},
             {"op": "replace", "path": "/metadata/annotations", "value": {**theirs, **wanted}},
         ]
+        # A JSON patch (the client's default is a merge patch, which would keep a key the
+        # new spec no longer has): the spec is replaced whole.
         self.custom.patch_namespaced_custom_object(
-            GROUP, VERSION, namespace, PLURAL_JOB, name, patch
-        )
+            GROUP, VERSION, namespace, PLURAL_JOB, name, patch,
+            _content_type="application/json-patch+json",
+        )  # fmt: skip
         return "updated"
+
+    def resync_v1_dijobs(self) -> list[str]:
+        """Sync every DIJob v1 again, as an AggregatorConfig was created, changed or deleted:
+        each one's conversion takes the cluster's (``sync_job``: its ElasticJob is updated
+        when that changes it). What was done to each, for the log."""
+        listing = cast(
+            Body,
+            self.custom.list_cluster_custom_object(DIJOB.group, DIJOB.versions[-1], DIJOB.plural),
+        )
+        done = []
+        for item in listing.get("items") or []:
+            meta = item["metadata"]
+            if source_reader(item) is dijob.READERS[1] and not meta.get("deletionTimestamp"):
+                done.append(f"{meta['namespace']}/{meta['name']} {self.sync_job(DIJOB, item)}")
+        return done
 
     def write_status(self, job: Body) -> bool:
         """Write the ElasticJob's status to its source in the source's shape; False when
@@ -198,6 +219,16 @@ def register_foreign(registry: kopf.OperatorRegistry, client: ApiClient) -> Sour
             continue
         for version in kind.versions:
             _register_source(registry, sources, kind, version)
+
+    # Every served version lists every object: one watch sees each AggregatorConfig.
+    config = (AGGREGATOR_CONFIG.group, AGGREGATOR_CONFIG.versions[-1], AGGREGATOR_CONFIG.plural)
+
+    @kopf.on.event(*config, registry=registry, id="aggregator-config")
+    async def aggregator_config(type: str | None, body: kopf.Body, **_: Any) -> None:
+        if type is None:
+            return  # the operator's first listing: each DIJob syncs on its own first event
+        done = await asyncio.to_thread(sources.resync_v1_dijobs)
+        logger.info("AggregatorConfig %s %s: DIJob v1 %s", body.metadata.name, type, done)
 
     @kopf.on.event(*JOB_RESOURCE, registry=registry, id="foreign-status")
     async def job_status(body: kopf.Body, **_: Any) -> None:
