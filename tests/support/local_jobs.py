@@ -22,7 +22,9 @@ from flexjob.api import (
     ReplicaSpec,
     ReplicaType,
 )
+from flexjob.api.load import dump_yaml
 from flexjob.platform.local import LocalPlatform
+from tests.support.polling import wait_until
 
 
 def python_template(code: str) -> PodTemplateSpec:
@@ -106,6 +108,27 @@ def run_flexjob(
         text=True,
         timeout=timeout,
     )
+
+
+def submit_detached(env: dict[str, str], directory: Path, job: ElasticJob) -> Path:
+    """Write ``job`` as ``<directory>/job.yaml`` (what a user writes) and ``flexjob submit
+    --detach`` it in the shell ``env``; the spec's path."""
+    spec = directory / "job.yaml"
+    spec.write_text(dump_yaml(job.to_wire()))
+    out = run_flexjob(env, "submit", "--detach", str(spec))
+    assert out.returncode == 0, out.stdout + out.stderr
+    return spec
+
+
+def finished_job(platform: LocalPlatform, name: str, timeout: float = 60) -> ElasticJob:
+    """The job ``name`` (namespace ``default``) once it has finished, polled for up to
+    ``timeout`` seconds."""
+
+    def finished() -> ElasticJob | None:
+        job = platform.get_job("default", name)
+        return job if job.status is not None and job.status.phase.finished else None
+
+    return wait_until(finished, timeout, 0.2, f"job {name} to finish")
 
 
 def job_status(env: dict[str, str], name: str) -> dict[str, object]:
