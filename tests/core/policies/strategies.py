@@ -1,11 +1,28 @@
 """Clusters and jobs shared by the policy tests: a fixed cluster and Hypothesis strategies."""
 
+from dataclasses import replace
+from typing import Any
+
 from hypothesis import strategies as st
 
 from flexjob.core.policies import GoodputModel, JobInfo, NodeInfo, Resources, ThroughputParams
 
 #: What one replica asks for.
 GPU = Resources(gpu=1)
+
+
+def gpu_job(job_id: str, replicas: int, lo: int = 1, hi: int = 16, **fields: Any) -> JobInfo:
+    """A preemptible job of ``GPU`` replicas, ``replicas`` of them asked, ``lo`` to ``hi``
+    allowed; ``fields`` set the rest of ``JobInfo`` (``age``, ``speedup``, ...)."""
+    job = JobInfo(
+        id=job_id,
+        replicas=replicas,
+        min_replicas=lo,
+        max_replicas=hi,
+        preemptible=True,
+        resources=GPU,
+    )
+    return replace(job, **fields)
 
 
 def free_nodes(nodes: int = 4, gpus: int = 4) -> list[NodeInfo]:
