@@ -1,6 +1,5 @@
 """Clusters and jobs shared by the policy tests: a fixed cluster and Hypothesis strategies."""
 
-from dataclasses import replace
 from typing import Any
 
 from hypothesis import strategies as st
@@ -14,15 +13,8 @@ GPU = Resources(gpu=1)
 def gpu_job(job_id: str, replicas: int, lo: int = 1, hi: int = 16, **fields: Any) -> JobInfo:
     """A preemptible job of ``GPU`` replicas, ``replicas`` of them asked, ``lo`` to ``hi``
     allowed; ``fields`` set the rest of ``JobInfo`` (``age``, ``speedup``, ...)."""
-    job = JobInfo(
-        id=job_id,
-        replicas=replicas,
-        min_replicas=lo,
-        max_replicas=hi,
-        preemptible=True,
-        resources=GPU,
-    )
-    return replace(job, **fields)
+    defaults: dict[str, Any] = {"preemptible": True, "resources": GPU}
+    return JobInfo(job_id, replicas, lo, hi, **{**defaults, **fields})
 
 
 def free_nodes(nodes: int = 4, gpus: int = 4) -> list[NodeInfo]:
