@@ -25,8 +25,7 @@ from typing import Any, NoReturn, Protocol
 import grpc
 
 from flexjob.api.errors import UnavailableError, WireError
-from flexjob.api.names import ENV_MASTER_TOKEN, ENV_MASTER_TOKEN_FILE
-from flexjob.rpc.auth import AUTHORIZATION, JobCredentials, check_bind
+from flexjob.rpc.auth import AUTHORIZATION, JobCredentials, check_job_bind
 from flexjob.rpc.gen import master_control_pb2 as ctl_pb
 from flexjob.rpc.gen import master_control_pb2_grpc as ctl_grpc
 from flexjob.rpc.gen import master_pb2 as pb
@@ -41,6 +40,7 @@ from flexjob.rpc.server import (
     NodeGate,
     OnCall,
     StreamSlots,
+    bind,
 )
 from flexjob.rpc.undecodable import decoding
 
@@ -264,7 +264,7 @@ def serve_aio(
     """Serve ``backend`` on ``host:port`` (0: a free port) from a new event-loop thread;
     returns once it serves. ``saves`` writes what the backend's calls changed (their own
     writes are deferred on the loop thread). Token rule as ``rpc.server.serve``."""
-    check_bind(host, token, f"set {ENV_MASTER_TOKEN} or {ENV_MASTER_TOKEN_FILE}")
+    check_job_bind(host, token)
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="master-rpc-loop", daemon=True)
     thread.start()
@@ -291,9 +291,7 @@ def serve_aio(
                 handlers.Attach = servicer.attach  # type: ignore[method-assign]
                 handlers.LeaseShardsStream = servicer.lease_stream(sync)  # type: ignore[method-assign]
             add(handlers, decoding(server))  # undecodable requests: INVALID_ARGUMENT
-        bound = server.add_insecure_port(f"{host}:{port}")
-        if bound == 0:
-            raise OSError(f"cannot bind the master RPC server to {host}:{port}")
+        bound = bind(server, host, port, "master RPC server")
         await server.start()
         return server, bound
 

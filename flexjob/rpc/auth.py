@@ -47,6 +47,12 @@ def check_bind(
         )
 
 
+def check_job_bind(host: str, token: str | None) -> None:
+    """``check_bind`` for a server that takes the job's master token: the job master's and a
+    PS replica's gRPC servers."""
+    check_bind(host, token, f"set {ENV_MASTER_TOKEN} or {ENV_MASTER_TOKEN_FILE}")
+
+
 def token_matches(header: str | None, token: str) -> bool:
     """Whether an ``Authorization`` header carries ``Bearer <token>``."""
     if not header:

@@ -98,12 +98,6 @@ class MasterClient(RetryingClient):
         if self._own_channel:
             self._channel.close()
 
-    def __enter__(self) -> "MasterClient":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     # ---- rendezvous ----
     def join(self, address: str = "", local_world_size: int = 1) -> int:
         """Wait for the next rendezvous round; returns its number. ``address`` is where this

@@ -116,12 +116,6 @@ class PsControlClient(RetryingClient):
     def close(self) -> None:
         self._channel.close()
 
-    def __enter__(self) -> "PsControlClient":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def pause(self) -> int:
         return int(self._call(self._stub.Pause, pb.PauseRequest()).in_flight_waited)
 

@@ -15,13 +15,12 @@ import grpc
 import numpy as np
 
 from flexjob.api.errors import InvalidSpecError, NotFoundError
-from flexjob.api.names import ENV_MASTER_TOKEN, ENV_MASTER_TOKEN_FILE
-from flexjob.rpc.auth import check_bind
+from flexjob.rpc.auth import check_job_bind
 from flexjob.rpc.gen import ps_pb2 as pb
 from flexjob.rpc.gen import ps_pb2_grpc as pb_grpc
 from flexjob.rpc.ps_convert import configure_from_pb, stats_to_pb, tensor_from_pb, tensor_to_pb
 from flexjob.rpc.ps_messages import PsBackend
-from flexjob.rpc.server import RunningServer, TokenInterceptor
+from flexjob.rpc.server import RunningServer, TokenInterceptor, bind
 from flexjob.rpc.undecodable import decoding
 
 log = logging.getLogger(__name__)
@@ -134,7 +133,7 @@ def serve_ps(
     loopback ``host`` is allowed (``rpc.auth.InsecureBindError``), as for the job master.
     ``interceptors`` run after the token check (``rpc.ps_gate``); ``register`` adds more
     services on the same port (``rpc.ps_control.add_control``)."""
-    check_bind(host, token, f"set {ENV_MASTER_TOKEN} or {ENV_MASTER_TOKEN_FILE}")
+    check_job_bind(host, token)
     chain = [TokenInterceptor(token)] if token else []
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="ps-rpc"),
@@ -145,9 +144,7 @@ def serve_ps(
     pb_grpc.add_ParameterServerServicer_to_server(PsServicer(backend), registry)  # type: ignore[no-untyped-call]
     if register is not None:
         register(registry)
-    bound = server.add_insecure_port(f"{host}:{port}")
-    if bound == 0:
-        raise OSError(f"cannot bind the PS server to {host}:{port}")
+    bound = bind(server, host, port, "PS server")
     server.start()
     log.info("event=ps_serving address=%s:%d", host, bound)
     return RunningServer(host, bound, server)

@@ -7,7 +7,7 @@ master client, the PS client and the PS control client, through ``RetryingClient
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Self, TypeVar
 
 import grpc
 
@@ -82,7 +82,7 @@ class RetryingClient:
     and of other ``headers``,
     and ``_call``: one call of ``timeout`` seconds per attempt, retried while the server
     (``SERVER`` at ``address``) is unreachable, for up to ``retry_deadline`` seconds
-    (``call_with_retry``)."""
+    (``call_with_retry``). A context manager: ``close`` on the way out."""
 
     #: What the server is, for errors and logs (the master, the PS).
     SERVER = "server"
@@ -104,6 +104,16 @@ class RetryingClient:
         self._timeout = timeout
         self._retry_deadline = retry_deadline
         self._max_backoff = max_backoff
+
+    def close(self) -> None:
+        """Close what the client opened (its channel)."""
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def _call(self, method: Callable[..., T], request: object) -> T:
         return call_with_retry(

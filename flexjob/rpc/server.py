@@ -22,10 +22,9 @@ from typing import Generic, TypeVar
 import grpc
 
 from flexjob.api.errors import AlreadyExistsError, InvalidSpecError, NotFoundError, UnavailableError
-from flexjob.api.names import ENV_MASTER_TOKEN, ENV_MASTER_TOKEN_FILE
 from flexjob.core.training.owned_keys import key_owner, write_refusal
 from flexjob.rpc import convert
-from flexjob.rpc.auth import ANY_NODE, AUTHORIZATION, JobCredentials, acts_as, check_bind
+from flexjob.rpc.auth import ANY_NODE, AUTHORIZATION, JobCredentials, acts_as, check_job_bind
 from flexjob.rpc.gen import master_control_pb2_grpc as ctl_grpc
 from flexjob.rpc.gen import master_pb2 as pb
 from flexjob.rpc.gen import master_pb2_grpc as pb_grpc
@@ -376,6 +375,15 @@ class TokenInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
         return self._refusal
 
 
+def bind(server: grpc.Server | grpc.aio.Server, host: str, port: int, what: str) -> int:
+    """Add ``host:port`` (0: a free port) to ``server``; the port it got. ``OSError`` naming
+    ``what`` (the master RPC server, the PS server) when it cannot."""
+    bound: int = server.add_insecure_port(f"{host}:{port}")
+    if bound == 0:
+        raise OSError(f"cannot bind the {what} to {host}:{port}")
+    return bound
+
+
 @dataclass(frozen=True, slots=True)
 class BoundServer:
     """A started RPC server: the ``host`` and ``port`` it listens on, and ``stop``."""
@@ -420,7 +428,7 @@ def serve(
     ``token`` every call must present it; without one only a loopback ``host`` is allowed
     (``InsecureBindError``). ``max_workers`` threads serve calls, and up to ``shard_streams``
     more each hold a shard stream (``on_call`` times their messages)."""
-    check_bind(host, token, f"set {ENV_MASTER_TOKEN} or {ENV_MASTER_TOKEN_FILE}")
+    check_job_bind(host, token)
     pool = max_workers + shard_streams
     credentials = JobCredentials(token) if token else None
     server = grpc.server(
@@ -435,9 +443,7 @@ def serve(
     pb_grpc.add_MasterServicer_to_server(servicer, registry)  # type: ignore[no-untyped-call]
     control = MasterControlServicer(backend, gate)
     ctl_grpc.add_MasterControlServicer_to_server(control, registry)  # type: ignore[no-untyped-call]
-    bound = server.add_insecure_port(f"{host}:{port}")
-    if bound == 0:
-        raise OSError(f"cannot bind the master RPC server to {host}:{port}")
+    bound = bind(server, host, port, "master RPC server")
     server.start()
     log.info("event=rpc_serving address=%s:%d token=%s", host, bound, "yes" if token else "no")
     return RunningServer(host, bound, server, streams)

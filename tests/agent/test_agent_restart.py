@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from flexjob.core.training.dataset import Dataset
-from flexjob.core.training.master_config import MasterConfig, NodeHealthConfig
 from flexjob.master.main import MasterHandle, start_master
 from flexjob.rpc.client import MasterClient
+from tests.support.masters import master_config
 from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.timeout(180)
@@ -24,12 +24,11 @@ SLEEPER = "import sys, time; time.sleep(float(sys.argv[1]))"
 
 @pytest.fixture
 def master(tmp_path: Path) -> Iterator[MasterHandle]:
-    config = MasterConfig(
-        job_name="restart",
-        job_dir=str(tmp_path / "job"),
-        host_store=False,
+    config = master_config(
+        "restart",
+        tmp_path / "job",
         datasets=(Dataset(size=40, shard_size=10, epochs=1, shuffle=False),),
-        node_health=NodeHealthConfig(heartbeat_timeout=600.0),
+        node_health__heartbeat_timeout=600.0,
     )
     with start_master(config, token="") as handle:
         yield handle

@@ -101,8 +101,8 @@ def test_a_spare_declines_another_worker_count_and_dies_with_the_caller_it_took(
     """A node with another --nproc-per-node runs cold beside the spare; the next node it can
     take is its own, and killing that node's command (SIGKILL) ends the spare and its
     workers too."""
-    from flexjob.core.training.master_config import MasterConfig
     from flexjob.master.main import MasterHandle, start_master
+    from tests.support.masters import master_config
 
     spares = tmp_path / "spares"
     script = tmp_path / "sleeper.py"
@@ -117,8 +117,7 @@ def test_a_spare_declines_another_worker_count_and_dies_with_the_caller_it_took(
         for m in masters:
             m.stop()
         job = log.removesuffix(".log")
-        config = MasterConfig(job_name=job, job_dir=str(tmp_path / job), host_store=False)
-        masters[:] = [start_master(config, token="")]
+        masters[:] = [start_master(master_config(job, tmp_path / job), token="")]
         cmd = _flexjob(
             "agent", "--master", masters[0].address, "--nproc-per-node", str(nproc),
             "--spare-dir", str(spares), "--run-dir", str(tmp_path / "run"), str(script), seconds,

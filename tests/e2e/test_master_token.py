@@ -11,21 +11,23 @@ import pytest
 
 from flexjob.api import ElasticPolicy, JobPhase
 from flexjob.api.errors import FlexjobError
-from flexjob.api.load import dump_yaml
 from flexjob.platform.local import LocalPlatform
 from flexjob.rpc.auth import master_token
 from flexjob.rpc.client import MasterClient
-from tests.support.local_jobs import local_job, run_flexjob
+from tests.support.local_jobs import (
+    finished_job,
+    local_job,
+    submit_detached,
+    wait_for_file_then_exit,
+)
 from tests.support.polling import wait_until
 
 WORKER = """
-import os, pathlib, time
+import os
 from flexjob.rpc.client import MasterClient
 i = os.environ["FLEXJOB_REPLICA_INDEX"]
 with MasterClient(os.environ["FLEXJOB_MASTER"], "worker-" + i, retry_deadline=60) as c:
     c.kv_set("hello/" + i, b"authorised")
-gate = pathlib.Path(GATE); end = time.time() + 60
-while not gate.exists() and time.time() < end: time.sleep(0.05)
 """
 
 
@@ -33,14 +35,12 @@ def test_replicas_reach_the_master_with_the_job_token_and_others_are_refused(
     home: Path, tmp_path: Path
 ) -> None:
     gate = tmp_path / "go"
-    job = local_job("token", None, WORKER.replace("GATE", repr(str(gate))), workers=2)
+    job = local_job("token", None, WORKER + wait_for_file_then_exit(gate, 60), workers=2)
     job.spec.elastic_policy = ElasticPolicy(rdzv_backend="flexjob")
-    spec = tmp_path / "job.yaml"
-    spec.write_text(dump_yaml(job.to_wire()))
     env = {**os.environ, "FLEXJOB_HOME": str(home)}
     env.pop("FLEXJOB_MASTER_TOKEN", None)
     env.pop("FLEXJOB_MASTER_TOKEN_FILE", None)
-    assert run_flexjob(env, "submit", "--detach", str(spec)).returncode == 0
+    submit_detached(env, tmp_path, job)
 
     token_file = home / "jobs" / "default" / "token" / "master.token"
     wait_until(token_file.exists, 30, 0.1, "the token file")
@@ -72,12 +72,5 @@ def test_replicas_reach_the_master_with_the_job_token_and_others_are_refused(
         assert all(token not in " ".join(p.cmdline()) for p in family), replica.name
 
     gate.touch()
-    done = wait_until(
-        lambda: (
-            (j := platform.get_job("default", "token")).status and j.status.phase.finished and j
-        ),
-        60,
-        0.2,
-        "the job to finish",
-    )
+    done = finished_job(platform, "token")
     assert done.status is not None and done.status.phase is JobPhase.SUCCEEDED

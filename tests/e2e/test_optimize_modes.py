@@ -17,14 +17,14 @@ import pytest
 
 from flexjob.api import OptimizeMode, ReplicaType
 from flexjob.core.training.dataset import Dataset
-from flexjob.core.training.master_config import MasterConfig, NodeHealthConfig
-from flexjob.core.training.rendezvous import RendezvousConfig
+from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.launch import MasterProcess, spawn_master
 from flexjob.rpc.brain_client import BrainClient
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.messages import NodeRef, NodeStats
 from tests.brain import recorded
 from tests.support.brain import brain_process
+from tests.support.masters import master_config
 from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -135,14 +135,14 @@ class Cluster:
 
 def knee_job(job_dir: Path, name: str, mode: OptimizeMode, **extra: Any) -> MasterConfig:
     """The master of a job of ``SHARDS`` shards, 1-8 workers, optimised every 0.25 s."""
-    return MasterConfig(
-        job_name=name,
-        job_dir=str(job_dir),
-        host_store=False,
-        datasets=(Dataset(size=SHARDS * 2, shard_size=2),),
-        rendezvous=RendezvousConfig(min_nodes=1, max_nodes=8),
-        node_health=NodeHealthConfig(heartbeat_timeout=5.0),
-    ).with_overrides(optimizer__mode=mode, optimizer__interval=0.25, **extra)
+    settings = {
+        "datasets": (Dataset(size=SHARDS * 2, shard_size=2),),
+        "rendezvous__max_nodes": 8,
+        "node_health__heartbeat_timeout": 5.0,
+        "optimizer__mode": mode,
+        "optimizer__interval": 0.25,
+    }
+    return master_config(name, job_dir, **{**settings, **extra})
 
 
 @pytest.fixture

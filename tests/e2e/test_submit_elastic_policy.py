@@ -5,9 +5,8 @@ process). The operator passes it as ``FLEXJOB_NPROC_PER_NODE``; ``flexjob agent`
 from pathlib import Path
 
 import pytest
-import yaml
 
-from tests.support.local_jobs import run_flexjob, user_env
+from tests.support.local_jobs import replica_logs, submit_to_end, user_env
 from tests.support.manifests import manifest
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
@@ -31,11 +30,8 @@ def test_n_proc_per_node_gives_one_replica_that_many_ranks(home: Path, tmp_path:
     spec = manifest(
         "ElasticJob", NAME, {"elasticPolicy": policy, "replicaSpecs": {"worker": worker}}
     )
-    path = tmp_path / "nprocs.yaml"
-    path.write_text(yaml.safe_dump(spec))
     env = user_env(home, REPO)
-    out = run_flexjob(env, "submit", str(path), timeout=80, cwd=REPO)
-    assert out.returncode == 0, out.stdout + out.stderr
-    logs = run_flexjob(env, "logs", NAME, "--replica", "worker-0", timeout=30, cwd=REPO).stdout
+    submit_to_end(env, tmp_path, spec, cwd=REPO)
+    logs = replica_logs(env, NAME, "worker-0", cwd=REPO)
     assert "sum=3 world=2 rank=0" in logs, logs
     assert "sum=3 world=2 rank=1" in logs, logs

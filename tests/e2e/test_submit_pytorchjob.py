@@ -8,9 +8,8 @@ and could not start."""
 from pathlib import Path
 
 import pytest
-import yaml
 
-from tests.support.local_jobs import run_flexjob, user_env
+from tests.support.local_jobs import replica_logs, submit_to_end, user_env
 from tests.support.manifests import manifest
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
@@ -40,13 +39,10 @@ def pytorchjob(spec: dict[str, object]) -> dict[str, object]:
 def test_a_pytorchjob_running_plain_torch_forms_one_world(home: Path, tmp_path: Path) -> None:
     replicas = {"Master": _replica(1), "Worker": _replica(1)}
     spec = pytorchjob({"pytorchReplicaSpecs": replicas})
-    path = tmp_path / "pytorchjob.yaml"
-    path.write_text(yaml.safe_dump(spec))
     env = user_env(home, REPO)
-    out = run_flexjob(env, "submit", str(path), timeout=80, cwd=REPO)
-    assert out.returncode == 0, out.stdout + out.stderr
+    submit_to_end(env, tmp_path, spec, cwd=REPO)
     for replica, rank in (("chief-0", 0), ("worker-0", 1)):
-        logs = run_flexjob(env, "logs", NAME, "--replica", replica, timeout=30, cwd=REPO).stdout
+        logs = replica_logs(env, NAME, replica, cwd=REPO)
         assert f"sum=3 world=2 rank={rank}" in logs, logs
 
 
@@ -60,13 +56,10 @@ def test_an_elastic_pytorchjob_running_torchrun_forms_one_world(home: Path, tmp_
             "pytorchReplicaSpecs": {"Worker": _replica(2, TORCHRUN)},
         }
     )
-    path = tmp_path / "torchrun.yaml"
-    path.write_text(yaml.safe_dump(spec))
     env = user_env(home, REPO)
-    out = run_flexjob(env, "submit", str(path), timeout=80, cwd=REPO)
-    assert out.returncode == 0, out.stdout + out.stderr
+    submit_to_end(env, tmp_path, spec, cwd=REPO)
     ranks = set()
     for replica in ("worker-0", "worker-1"):
-        logs = run_flexjob(env, "logs", NAME, "--replica", replica, timeout=30, cwd=REPO).stdout
+        logs = replica_logs(env, NAME, replica, cwd=REPO)
         ranks |= {r for r in range(4) if f"sum=10 world=4 rank={r}" in logs}
     assert ranks == {0, 1, 2, 3}

@@ -5,11 +5,10 @@ import pytest
 
 from flexjob.api import ElasticJob
 from flexjob.core.training.dataset import Dataset
-from flexjob.core.training.master_config import MasterConfig, NodeHealthConfig
-from flexjob.core.training.rendezvous import RendezvousConfig
+from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.launch import MasterProcess, spawn_master
 from flexjob.platform.local import LocalPlatform
-from tests.support.masters import serving
+from tests.support.masters import master_config, serving
 from tests.support.polling import wait_until
 
 
@@ -19,13 +18,14 @@ def wait_for(condition: Callable[[], bool], timeout: float = 30.0, what: str = "
 
 @pytest.fixture
 def process_config(tmp_path: Path) -> MasterConfig:
-    return MasterConfig(
-        job_name="itest",
-        job_dir=str(tmp_path / "job"),
+    return master_config(
+        "itest",
+        tmp_path / "job",
         datasets=(Dataset(size=400, shard_size=5, epochs=2, shuffle=True, seed=1),),
-        host_store=False,
-        rendezvous=RendezvousConfig(min_nodes=2, max_nodes=4, last_call_timeout=0.5),
-        node_health=NodeHealthConfig(heartbeat_timeout=1.0),
+        rendezvous__min_nodes=2,
+        rendezvous__max_nodes=4,
+        rendezvous__last_call_timeout=0.5,
+        node_health__heartbeat_timeout=1.0,
     )
 
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from flexjob.core.training.dataset import Dataset
-from flexjob.core.training.master_config import MasterConfig, PersistenceConfig, RpcConfig
 from flexjob.master.main import serve_master
 from flexjob.master.service import MasterService
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.messages import LeaseRequest, NodeRef
+from tests.support.masters import master_config
 
 SHARDS = 200
 CLIENTS = 8
@@ -24,13 +24,13 @@ ROUNDS = 6
 def test_every_accepted_report_is_saved_once_under_concurrent_calls(
     tmp_path: Path, fsync: bool
 ) -> None:
-    config = MasterConfig(
-        job_name="aio",
-        job_dir=str(tmp_path / "job"),
+    config = master_config(
+        "aio",
+        tmp_path / "job",
         datasets=(Dataset(size=SHARDS * 2, shard_size=2),),
-        host_store=False,
-        persistence=PersistenceConfig(fsync=fsync, snapshot_every=7),
-        rpc=RpcConfig(server="aio"),
+        persistence__fsync=fsync,
+        persistence__snapshot_every=7,
+        rpc__server="aio",
     )
     server = serve_master(MasterService(config), None)
     accepted: list[int] = []

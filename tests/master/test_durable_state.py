@@ -8,10 +8,10 @@ import pytest
 
 from flexjob.api import names
 from flexjob.core.training.dataset import Dataset
-from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.service import MasterService
 from flexjob.master.state_file import StateLostError
 from flexjob.rpc.messages import NodeRef
+from tests.support.masters import master_config
 
 W = NodeRef("w")
 DIGITS = Dataset(name="digits", size=40, shard_size=10, epochs=2, shuffle=True, seed=3)
@@ -19,8 +19,7 @@ LONG = Dataset(name="long", size=200, shard_size=10)
 
 
 def service(tmp_path: Path, **kw: object) -> MasterService:
-    config = MasterConfig(job_name="durable", job_dir=str(tmp_path), host_store=False)
-    return MasterService(config.with_overrides(**kw))
+    return MasterService(master_config("durable", tmp_path, **kw))
 
 
 def report(svc: MasterService, dataset: str, n: int) -> list[int]:

@@ -4,24 +4,24 @@ from pathlib import Path
 
 from flexjob.api import names
 from flexjob.core.training.dataset import Dataset
-from flexjob.core.training.master_config import MasterConfig, NodeHealthConfig
-from flexjob.core.training.rendezvous import RendezvousConfig
 from flexjob.master.main import METRICS_ADDR_FILE, start_master
 from flexjob.observe import timeline
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.messages import NodeStats
+from tests.support.masters import master_config
 from tests.support.metrics import dashboard_metrics, metrics_url, scrape, value
 
 
 def test_master_metrics_and_timeline_show_a_lost_node(tmp_path: Path) -> None:
     job_dir = tmp_path / "job"
-    config = MasterConfig(
-        job_name="seen",
-        job_dir=str(job_dir),
+    config = master_config(
+        "seen",
+        job_dir,
         datasets=(Dataset(size=40, shard_size=5, epochs=1),),
-        host_store=False,
-        rendezvous=RendezvousConfig(min_nodes=2, max_nodes=3, last_call_timeout=0.2),
-        node_health=NodeHealthConfig(heartbeat_timeout=5.0),
+        rendezvous__min_nodes=2,
+        rendezvous__max_nodes=3,
+        rendezvous__last_call_timeout=0.2,
+        node_health__heartbeat_timeout=5.0,
     )
     handle = start_master(config)
     clients = [MasterClient(handle.address, f"worker-{i}") for i in range(3)]

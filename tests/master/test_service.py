@@ -6,24 +6,23 @@ import pytest
 
 from flexjob.api.errors import NotFoundError
 from flexjob.core.training.dataset import Dataset
-from flexjob.core.training.master_config import MasterConfig, NodeHealthConfig
-from flexjob.core.training.rendezvous import RendezvousConfig
 from flexjob.master.service import MasterService
 from flexjob.rpc.messages import NodeRef, NodeStats
 from tests.core.clock import FakeClock
+from tests.support.masters import master_config
 
 A, B, C = NodeRef("a"), NodeRef("b"), NodeRef("c")
 
 
 def make(tmp_path: Path, clock: FakeClock, **kw: object) -> MasterService:
-    config = MasterConfig(
-        job_name="svc",
-        job_dir=str(tmp_path),
-        datasets=(Dataset(size=30, shard_size=10),),
-        host_store=False,
-        rendezvous=RendezvousConfig(min_nodes=2, max_nodes=3, last_call_timeout=1.0),
-        node_health=NodeHealthConfig(heartbeat_timeout=5.0),
-    ).with_overrides(**kw)
+    settings = {
+        "datasets": (Dataset(size=30, shard_size=10),),
+        "rendezvous__min_nodes": 2,
+        "rendezvous__max_nodes": 3,
+        "rendezvous__last_call_timeout": 1.0,
+        "node_health__heartbeat_timeout": 5.0,
+    }
+    config = master_config("svc", tmp_path, **{**settings, **kw})
     return MasterService(config, clock=clock)
 
 

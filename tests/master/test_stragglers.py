@@ -39,7 +39,7 @@ def watched(
     **kw: object,
 ) -> MasterService:
     """A master with a 5 s straggler window under ``policy``, its world of a, b and c formed."""
-    svc = make(tmp_path, clock, straggler_window=5.0, stragglers=policy, **kw)
+    svc = make(tmp_path, clock, slow_nodes__window_s=5.0, slow_nodes__policy=policy, **kw)
     form_world(svc, A, B, C)
     return svc
 
@@ -52,8 +52,7 @@ def test_a_slow_node_is_reported_once_and_stays_in_the_world(
     tmp_path: Path, logs: pytest.LogCaptureFixture
 ) -> None:
     clock = FakeClock()
-    svc = make(tmp_path, clock, slow_nodes__window_s=5.0)
-    form_world(svc, A, B, C)
+    svc = watched(tmp_path, clock)
     slow_c_for(svc, clock, 4.0)
     assert straggling(logs) == []  # not a whole window yet
     slow_c_for(svc, clock, 4.0)
@@ -67,10 +66,7 @@ def test_excluded_node_leaves_the_world_and_is_kept_out(
     tmp_path: Path, logs: pytest.LogCaptureFixture
 ) -> None:
     clock = FakeClock()
-    svc = make(
-        tmp_path, clock, slow_nodes__window_s=5.0, slow_nodes__policy=StragglerPolicy.EXCLUDE
-    )
-    form_world(svc, A, B, C)
+    svc = watched(tmp_path, clock, StragglerPolicy.EXCLUDE)
     slow_c_for(svc, clock, 6.0)
     [line] = straggling(logs)
     assert "action=excluded" in line
@@ -96,14 +92,7 @@ def test_exclusion_never_takes_the_world_below_its_minimum(
     tmp_path: Path, logs: pytest.LogCaptureFixture
 ) -> None:
     clock = FakeClock()
-    svc = make(
-        tmp_path,
-        clock,
-        slow_nodes__window_s=5.0,
-        slow_nodes__policy=StragglerPolicy.EXCLUDE,
-        rendezvous__min_nodes=3,
-    )
-    form_world(svc, A, B, C)
+    svc = watched(tmp_path, clock, StragglerPolicy.EXCLUDE, rendezvous__min_nodes=3)
     slow_c_for(svc, clock, 6.0)
     [line] = straggling(logs)
     assert "action=reported" in line
@@ -112,8 +101,7 @@ def test_exclusion_never_takes_the_world_below_its_minimum(
 
 def test_off_watches_nothing(tmp_path: Path, logs: pytest.LogCaptureFixture) -> None:
     clock = FakeClock()
-    svc = make(tmp_path, clock, slow_nodes__window_s=5.0, slow_nodes__policy=StragglerPolicy.OFF)
-    form_world(svc, A, B, C)
+    svc = watched(tmp_path, clock, StragglerPolicy.OFF)
     slow_c_for(svc, clock, 8.0)
     assert straggling(logs) == []
 

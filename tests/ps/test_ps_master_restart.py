@@ -11,11 +11,11 @@ import pytest
 
 from flexjob.api import names
 from flexjob.core.ps.set_change import ChangeStep
-from flexjob.core.training.master_config import MasterConfig, PsSetConfig
 from flexjob.master.launch import MasterProcess, spawn_master
 from flexjob.platform.ports import free_port
 from flexjob.rpc.client import MasterClient
 from flexjob.trainer.ps_set import PsSet
+from tests.support.masters import master_config
 from tests.support.polling import wait_until
 
 from .conftest import MODEL, Replicas, set_version
@@ -37,13 +37,7 @@ def test_a_master_killed_mid_change_finishes_it_after_a_restart(
     tmp_path: Path, held: ChangeStep, how: str
 ) -> None:
     job_dir = tmp_path / "master"
-    config = MasterConfig(
-        job_name="ps-restart",
-        job_dir=str(job_dir),
-        host_store=False,
-        port=free_port(),
-        ps=PsSetConfig(num_ps=2),
-    )
+    config = master_config("ps-restart", job_dir, port=free_port(), ps__num_ps=2)
     log = job_dir / "master.log"
     hold_env = {**os.environ, names.ENV_PS_CHANGE_HOLD: held.value}
     masters: list[MasterProcess] = [spawn_master(config, env=hold_env)]

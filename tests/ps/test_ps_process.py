@@ -10,13 +10,13 @@ from pathlib import Path
 import numpy as np
 
 from flexjob.api import names
-from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.launch import spawn_master
 from flexjob.ps.checkpoint_io import file_name
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.messages import NodeRef
 from flexjob.rpc.ps_client import PsClient
 from flexjob.rpc.ps_registry import Lost, publish_ps, report_restore, resolve_ps
+from tests.support.masters import master_config
 from tests.support.polling import wait_until
 
 from .conftest import MODEL
@@ -26,9 +26,7 @@ LONG_INTERVAL = ("--checkpoint-interval", "600")
 
 
 def test_ps_processes_register_with_the_master_and_serve(tmp_path: Path) -> None:
-    master = spawn_master(
-        MasterConfig(job_name="ps-reg", job_dir=str(tmp_path / "job"), host_store=False)
-    )
+    master = spawn_master(master_config("ps-reg", tmp_path / "job"))
     procs = [
         subprocess.Popen(
             [*PS, "--index", str(i), "--num-ps", "2", "--master", master.address],
@@ -67,9 +65,7 @@ def test_index_outside_the_set_is_refused() -> None:
 
 
 def test_a_restored_ps_counts_its_lost_dense_updates_in_the_master(tmp_path: Path) -> None:
-    master = spawn_master(
-        MasterConfig(job_name="ps-lost", job_dir=str(tmp_path / "job"), host_store=False)
-    )
+    master = spawn_master(master_config("ps-lost", tmp_path / "job"))
     try:
         with MasterClient(master.address, NodeRef("ps-1", "ps", 1)) as ps:
             publish_ps(ps, 1, "127.0.0.1:1", version=10, dirty_rows=40)
@@ -91,9 +87,7 @@ def test_a_restored_ps_counts_its_lost_dense_updates_in_the_master(tmp_path: Pat
 
 
 def test_a_ps_checkpoints_when_the_masters_kv_asks_for_it(tmp_path: Path) -> None:
-    master = spawn_master(
-        MasterConfig(job_name="ps-ask", job_dir=str(tmp_path / "job"), host_store=False)
-    )
+    master = spawn_master(master_config("ps-ask", tmp_path / "job"))
     ckpt = tmp_path / "ps-ckpt"
     proc = subprocess.Popen(
         [*PS, "--master", master.address, "--checkpoint-dir", str(ckpt), *LONG_INTERVAL],
@@ -117,9 +111,7 @@ def test_a_ps_checkpoints_when_the_masters_kv_asks_for_it(tmp_path: Path) -> Non
 
 
 def test_a_killed_ps_counts_the_rows_pushed_since_its_checkpoint_as_lost(tmp_path: Path) -> None:
-    master = spawn_master(
-        MasterConfig(job_name="ps-rows", job_dir=str(tmp_path / "job"), host_store=False)
-    )
+    master = spawn_master(master_config("ps-rows", tmp_path / "job"))
     args = [*PS, "--master", master.address, "--checkpoint-dir", str(tmp_path / "ckpt")]
     first = subprocess.Popen([*args, *LONG_INTERVAL], stdout=subprocess.DEVNULL)
     second = None

@@ -14,13 +14,13 @@ import pytest
 from flexjob.api import ReplicaType, names
 from flexjob.api.errors import PsSetChangedError
 from flexjob.core.ps.set_change import MemberState
-from flexjob.core.training.master_config import MasterConfig, PsSetConfig
 from flexjob.master.main import MasterHandle, start_master
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.ps_client import PsClient
 from flexjob.rpc.ps_control import PsControlClient
 from flexjob.rpc.ps_registry import read_members, read_set
 from flexjob.trainer.ps_set import PsSet
+from tests.support.masters import master_config, serving
 from tests.support.polling import wait_until
 
 from .conftest import MODEL, Replicas, set_version
@@ -30,17 +30,8 @@ IDS = np.arange(1000, dtype=np.int64)
 
 @pytest.fixture
 def master(tmp_path: Path) -> Iterator[MasterHandle]:
-    handle = start_master(
-        MasterConfig(
-            job_name="ps-set",
-            job_dir=str(tmp_path / "master"),
-            host_store=False,
-            ps=PsSetConfig(num_ps=2),
-        ),
-        token="",
-    )
-    yield handle
-    handle.stop()
+    config = master_config("ps-set", tmp_path / "master", ps__num_ps=2)
+    yield from serving(start_master(config, token=""))
 
 
 def every_row(ps: PsSet) -> np.ndarray:

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from flexjob.core.training.master_config import MasterConfig, PsSetConfig
 from flexjob.master.main import MasterHandle, start_master
 from flexjob.ps.checkpoint_io import file_name, read_snapshot
 from flexjob.trainer.ps_set import PsSet
+from tests.support.masters import master_config, serving
 from tests.support.polling import wait_until
 
 from .conftest import MODEL, Replicas, set_version
@@ -21,15 +21,10 @@ from .test_ps_set_change import IDS
 
 @pytest.fixture
 def master(tmp_path: Path) -> Iterator[MasterHandle]:
-    config = MasterConfig(
-        job_name="ps-driver",
-        job_dir=str(tmp_path / "master"),
-        host_store=False,
-        ps=PsSetConfig(num_ps=2, checkpoint_interval=0.5),
+    config = master_config(
+        "ps-driver", tmp_path / "master", ps__num_ps=2, ps__checkpoint_interval=0.5
     )
-    handle = start_master(config, token="")
-    yield handle
-    handle.stop()
+    yield from serving(start_master(config, token=""))
 
 
 def checkpointed_version(directory: Path, index: int) -> int:

@@ -6,20 +6,20 @@ import pytest
 from flexjob.core.training.batch import BatchPlan
 from flexjob.core.training.dataset import Dataset
 from flexjob.core.training.master_config import MasterConfig
-from flexjob.core.training.rendezvous import RendezvousConfig
 from flexjob.master.main import MasterHandle, start_master
 from tests.support import masters
 
 
 @pytest.fixture
 def master_config(tmp_path: Path) -> MasterConfig:
-    return MasterConfig(
-        job_name="rpcjob",
-        job_dir=str(tmp_path / "job"),
+    return masters.master_config(
+        "rpcjob",
+        tmp_path / "job",
         datasets=(Dataset(size=20, shard_size=5),),
         batch=BatchPlan.for_max_workers(4, 4),
-        host_store=False,
-        rendezvous=RendezvousConfig(min_nodes=2, max_nodes=2, last_call_timeout=0.2),
+        rendezvous__min_nodes=2,
+        rendezvous__max_nodes=2,
+        rendezvous__last_call_timeout=0.2,
     )
 
 

@@ -16,22 +16,23 @@ from prometheus_client.metrics_core import Metric
 from flexjob.api.errors import InvalidSpecError, UnavailableError
 from flexjob.api.limits import MAX_SHARD_LEASE
 from flexjob.core.training.dataset import Dataset
-from flexjob.core.training.master_config import RPC_SERVERS, MasterConfig, RpcConfig
+from flexjob.core.training.master_config import RPC_SERVERS, MasterConfig
 from flexjob.master.launch import spawn_master
 from flexjob.master.main import METRICS_ADDR_FILE, start_master
 from flexjob.rpc.client import MasterClient
+from tests.support.masters import master_config
 from tests.support.metrics import metrics_url, scrape, value
 
 SHARDS = 60
 
 
 def _config(tmp_path: Path, server: str, streams: int) -> MasterConfig:
-    return MasterConfig(
-        job_name="streams",
-        job_dir=str(tmp_path / "job"),
+    return master_config(
+        "streams",
+        tmp_path / "job",
         datasets=(Dataset(size=SHARDS * 2, shard_size=2),),
-        host_store=False,
-        rpc=RpcConfig(server=server, shard_streams=streams),
+        rpc__server=server,
+        rpc__shard_streams=streams,
     )
 
 

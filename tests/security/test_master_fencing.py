@@ -17,7 +17,7 @@ import pytest
 
 from flexjob.api.errors import FlexjobError
 from flexjob.core.training.dataset import Dataset
-from flexjob.core.training.master_config import MasterConfig, NodeHealthConfig, PersistenceConfig
+from flexjob.core.training.master_config import MasterConfig
 from flexjob.core.training.shards import ShardManager, ShardState
 from flexjob.master.launch import spawn_master
 from flexjob.master.process import EXIT_STATE_HELD
@@ -28,6 +28,7 @@ from flexjob.platform.ports import free_port
 from flexjob.rpc.client import MasterClient
 from tests.support.crash_master import start_master_process
 from tests.support.guarded_master import GuardedMaster, guarded_config, started_world
+from tests.support.masters import master_config
 from tests.support.polling import wait_until
 
 KILLS = 20
@@ -183,14 +184,13 @@ def _restored_done(config: MasterConfig) -> set[int]:
 def test_every_acknowledged_report_survives_repeated_sigkills_of_the_master(
     tmp_path: Path,
 ) -> None:
-    config = MasterConfig(
-        job_name="crash",
-        job_dir=str(tmp_path / "job"),
+    config = master_config(
+        "crash",
+        tmp_path / "job",
         datasets=(Dataset(size=20_000, shard_size=1),),
-        host_store=False,
         port=free_port(),
-        persistence=PersistenceConfig(snapshot_every=97),
-        node_health=NodeHealthConfig(heartbeat_timeout=600.0),
+        persistence__snapshot_every=97,
+        node_health__heartbeat_timeout=600.0,
     )
     rng = random.Random(34)
     ledger = Ledger()

@@ -12,7 +12,6 @@ from pathlib import Path
 from kubernetes.client import ApiClient, CoreV1Api, V1Pod
 
 from flexjob.api import ElasticPolicy, names
-from flexjob.api.load import dump_yaml
 from flexjob.core.operator.job_master import kubernetes_job_master
 from flexjob.operator.reconcile_pass import reconcile_job
 from flexjob.platform.kubernetes import KubernetesPlatform
@@ -20,7 +19,7 @@ from flexjob.platform.local import LocalPlatform
 from flexjob.rpc.auth import master_token, node_credential
 from flexjob.rpc.client import MasterClient
 from tests.support.k8s_fixtures import EmulatorThread, client_configuration
-from tests.support.local_jobs import local_job, run_flexjob
+from tests.support.local_jobs import local_job, submit_detached, wait_for_file_then_exit
 from tests.support.polling import wait_until
 
 OPTIONS = kubernetes_job_master("flexjob:1")
@@ -59,7 +58,7 @@ def test_each_worker_pod_carries_its_own_credential_and_no_token() -> None:
 
 
 WORKER = """
-import json, os, pathlib, time
+import json, os, pathlib
 from flexjob.api.errors import FlexjobError
 from flexjob.rpc.client import MasterClient
 i = os.environ["FLEXJOB_REPLICA_INDEX"]
@@ -74,8 +73,6 @@ with MasterClient(os.environ["FLEXJOB_MASTER"], "worker-1", retry_deadline=60) a
 with MasterClient(os.environ["FLEXJOB_MASTER"], "worker-" + i, retry_deadline=60) as c:
     c.kv_set("probe/done", b"1")
 pathlib.Path(OUT).write_text(json.dumps(out))
-gate = pathlib.Path(GATE); end = time.time() + 60
-while not gate.exists() and time.time() < end: time.sleep(0.05)
 """
 
 
@@ -83,14 +80,12 @@ def test_a_local_worker_holds_its_own_credential_and_cannot_act_as_another_node(
     tmp_path: Path,
 ) -> None:
     home, gate, out = tmp_path / "home", tmp_path / "go", tmp_path / "worker-0.json"
-    script = WORKER.replace("GATE", repr(str(gate))).replace("OUT", repr(str(out)))
+    script = WORKER.replace("OUT", repr(str(out))) + wait_for_file_then_exit(gate, 60)
     job = local_job("cred", None, script, workers=1)
     job.spec.elastic_policy = ElasticPolicy(rdzv_backend="flexjob")
-    spec = tmp_path / "job.yaml"
-    spec.write_text(dump_yaml(job.to_wire()))
     env = {k: v for k, v in os.environ.items() if k not in TOKEN_VARS}
     env["FLEXJOB_HOME"] = str(home)
-    assert run_flexjob(env, "submit", "--detach", str(spec)).returncode == 0
+    submit_detached(env, tmp_path, job)
     try:
         wait_until(out.exists, 90, 0.1, "the worker's report")
         seen = json.loads(out.read_text())

@@ -16,8 +16,7 @@ import grpc
 
 from flexjob.api import names
 from flexjob.core.training.dataset import Dataset
-from flexjob.core.training.master_config import MasterConfig, RpcConfig
-from flexjob.core.training.rendezvous import RendezvousConfig
+from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.main import serve_master
 from flexjob.master.observing import DatasetView
 from flexjob.master.service import MasterService
@@ -26,6 +25,7 @@ from flexjob.rpc.client import MasterClient
 from flexjob.rpc.gen import master_control_pb2_grpc as ctl_grpc
 from flexjob.rpc.gen import master_pb2_grpc as pb_grpc
 from flexjob.rpc.server import BoundServer
+from tests.support.masters import master_config
 
 TOKEN = "the-jobs-own-token"
 SHARDS = 10
@@ -117,15 +117,14 @@ class GuardedMaster:
 def guarded_config(job_dir: Path, rpc_server: str = "threads", **kw: object) -> MasterConfig:
     """A master config with one declared dataset (``SHARDS`` shards) and its state in
     ``job_dir``; a world of two nodes (``worker-0``, ``worker-1``)."""
-    base = MasterConfig(
-        job_name="guarded",
-        job_dir=str(job_dir),
-        datasets=(Dataset(size=SHARDS * 4, shard_size=4),),
-        host_store=False,
-        rendezvous=RendezvousConfig(min_nodes=2, max_nodes=2, last_call_timeout=0.1),
-        rpc=RpcConfig(server=rpc_server),
-    )
-    return base.with_overrides(**kw)
+    settings = {
+        "datasets": (Dataset(size=SHARDS * 4, shard_size=4),),
+        "rendezvous__min_nodes": 2,
+        "rendezvous__max_nodes": 2,
+        "rendezvous__last_call_timeout": 0.1,
+        "rpc__server": rpc_server,
+    }
+    return master_config("guarded", job_dir, **{**settings, **kw})
 
 
 def started_world(master: GuardedMaster) -> dict[str, int]:

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -22,7 +23,9 @@ from flexjob.api import (
     ReplicaSpec,
     ReplicaType,
 )
+from flexjob.api.load import dump_yaml
 from flexjob.platform.local import LocalPlatform
+from tests.support.polling import wait_until
 
 
 def python_template(code: str) -> PodTemplateSpec:
@@ -106,6 +109,49 @@ def run_flexjob(
         text=True,
         timeout=timeout,
     )
+
+
+def submit_detached(env: dict[str, str], directory: Path, job: ElasticJob) -> Path:
+    """Write ``job`` as ``<directory>/job.yaml`` (what a user writes) and ``flexjob submit
+    --detach`` it in the shell ``env``; the spec's path."""
+    spec = directory / "job.yaml"
+    spec.write_text(dump_yaml(job.to_wire()))
+    _submitted(env, "--detach", str(spec))
+    return spec
+
+
+def submit_to_end(
+    env: dict[str, str], directory: Path, wire: dict[str, Any], cwd: Path | None = None
+) -> None:
+    """Write the manifest ``wire`` as ``<directory>/job.yaml`` and ``flexjob submit`` it in the
+    foreground, to the job's end; the submit's exit code must be 0."""
+    spec = directory / "job.yaml"
+    spec.write_text(yaml.safe_dump(wire))
+    _submitted(env, str(spec), timeout=80, cwd=cwd)
+
+
+def _submitted(
+    env: dict[str, str], *args: str, timeout: float = 30, cwd: Path | None = None
+) -> None:
+    """``flexjob submit ARGS``, which must exit 0."""
+    out = run_flexjob(env, "submit", *args, timeout=timeout, cwd=cwd)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def replica_logs(env: dict[str, str], job: str, replica: str, cwd: Path | None = None) -> str:
+    """What ``flexjob logs JOB --replica REPLICA`` prints."""
+    return run_flexjob(env, "logs", job, "--replica", replica, cwd=cwd).stdout
+
+
+def finished_job(platform: LocalPlatform, name: str, timeout: float = 60) -> ElasticJob:
+    """The job ``name`` (namespace ``default``) once it has finished, polled for up to
+    ``timeout`` seconds."""
+
+    def finished() -> ElasticJob | None:
+        job = platform.get_job("default", name)
+        return job if job.status is not None and job.status.phase.finished else None
+
+    return wait_until(finished, timeout, 0.2, f"job {name} to finish")
 
 
 def job_status(env: dict[str, str], name: str) -> dict[str, object]:

@@ -10,12 +10,12 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.main import MasterHandle, start_master
 from flexjob.rpc.client import MasterClient
 from flexjob.trainer import ElasticDistributedSampler
 from flexjob.trainer.link import MasterLink
 from flexjob.trainer.world import NodeIdentity
+from tests.support.masters import master_config
 
 SIZE, SHARD, BATCH, EPOCHS = 96, 8, 4, 2
 
@@ -30,7 +30,7 @@ class Squares(Dataset[tuple[int, torch.Tensor]]):
 
 @pytest.fixture
 def master(tmp_path: Path) -> Iterator[MasterHandle]:
-    config = MasterConfig(job_name="loader", job_dir=str(tmp_path / "job"), host_store=False)
+    config = master_config("loader", tmp_path / "job")
     with start_master(config) as handle:
         yield handle
 

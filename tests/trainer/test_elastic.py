@@ -10,11 +10,11 @@ import pytest
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
-from torch.distributed import TCPStore  # type: ignore[attr-defined]
 
 from flexjob.api import names
 from flexjob.trainer import ElasticSampler, ElasticTrainer, flash_files
 from flexjob.trainer.elastic import EXIT_NOT_IN_PLACE
+from tests.support.ranks import local_store
 from tests.trainer.fakes import FakeMaster, shards
 
 GLOO_ERROR = "[gloo/transport/tcp/pair.cc:553] Connection closed by peer [127.0.0.1]:1"
@@ -33,8 +33,8 @@ def master(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeMaster]:
         names.ENV_FLASH_SHM_DIR,
     ):
         monkeypatch.delenv(key, raising=False)
-    store = TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
-    yield FakeMaster(shards(4, 8), store_address=f"127.0.0.1:{store.port}")
+    _store, address = local_store()
+    yield FakeMaster(shards(4, 8), store_address=address)
     if dist.is_initialized():
         dist.destroy_process_group()
 

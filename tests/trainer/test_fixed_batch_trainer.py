@@ -10,12 +10,12 @@ import pytest
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
-from torch.distributed import TCPStore  # type: ignore[attr-defined]
 
 from flexjob.api import names
 from flexjob.api.errors import NotFoundError
 from flexjob.core.training.batch import BatchPlan, RankBatch
 from flexjob.trainer import ElasticSampler, ElasticTrainer
+from tests.support.ranks import local_store
 from tests.trainer.fakes import FakeMaster, shards
 
 
@@ -35,8 +35,8 @@ class PlannedMaster(FakeMaster):
 def store(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     for key in (names.ENV_ROUND, names.ENV_STORE_ADDRESS, names.ENV_STATUS_FILE):
         monkeypatch.delenv(key, raising=False)
-    server = TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
-    yield f"127.0.0.1:{server.port}"
+    _server, address = local_store()
+    yield address
     if dist.is_initialized():
         dist.destroy_process_group()
 

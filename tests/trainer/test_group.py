@@ -1,13 +1,11 @@
 from __future__ import annotations
 
-import multiprocessing as mp
 import socket
 import time
 from multiprocessing.queues import Queue
 
 import torch
 import torch.distributed as dist
-from torch.distributed import TCPStore  # type: ignore[attr-defined]
 
 from flexjob.master.tcp_store import TcpStoreServer
 from flexjob.trainer.group import (
@@ -18,6 +16,7 @@ from flexjob.trainer.group import (
     is_collective_error,
 )
 from flexjob.trainer.world import Generation
+from tests.support.ranks import local_store, spawned
 
 
 def test_gloo_peer_errors_are_collective_errors() -> None:
@@ -60,24 +59,15 @@ def _form_twice(
 def test_a_rank_whose_world_failed_to_form_joins_the_next_world() -> None:
     """A rank that timed out forming a world (its peer was stopped) and then forms the next
     one with a fresh peer uses the same store keys as that peer (torch's group name is reset)."""
-    store = TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
-    address = f"127.0.0.1:{store.port}"
-    ctx = mp.get_context("spawn")
-    out: Queue[str] = ctx.Queue()
-    procs = [
-        ctx.Process(target=_form_twice, args=(address, 0, True, out)),
-        ctx.Process(target=_form_twice, args=(address, 1, False, out)),
-    ]
-    procs[0].start()
-    time.sleep(0.1)
-    procs[1].start()
-    try:
+    _store, address = local_store()
+    with spawned() as ranks:
+        out = ranks.queue()
+        first = ranks.process(_form_twice, address, 0, True, out)
+        second = ranks.process(_form_twice, address, 1, False, out)
+        first.start()
+        time.sleep(0.1)
+        second.start()
         results = [out.get(timeout=90) for _ in range(3)]
-    finally:
-        for p in procs:
-            p.join(10)
-            if p.is_alive():
-                p.kill()
     assert results == ["round 1 failed", "ok 2", "ok 2"], results
 
 
@@ -90,24 +80,19 @@ def test_a_rank_forming_a_world_that_broke_is_freed_by_the_master_store() -> Non
     listener.listen(64)
     server = TcpStoreServer(listener.detach())
     address = f"127.0.0.1:{server.port}"
-    ctx = mp.get_context("spawn")
-    out: Queue[str] = ctx.Queue()
-    first = ctx.Process(target=_form_twice, args=(address, 0, True, out, 300.0))
-    first.start()
-    second = ctx.Process(target=_form_twice, args=(address, 1, False, out))
     try:
-        deadline = time.monotonic() + 60
-        while not server.abandon("job/round-1/") and time.monotonic() < deadline:
-            time.sleep(0.05)  # until rank 0 waits for its round-1 peer
-        assert out.get(timeout=30) == "round 1 failed"
-        second.start()
-        results = [out.get(timeout=60) for _ in range(2)]
+        with spawned() as ranks:
+            out = ranks.queue()
+            first = ranks.process(_form_twice, address, 0, True, out, 300.0)
+            first.start()
+            second = ranks.process(_form_twice, address, 1, False, out)
+            deadline = time.monotonic() + 60
+            while not server.abandon("job/round-1/") and time.monotonic() < deadline:
+                time.sleep(0.05)  # until rank 0 waits for its round-1 peer
+            assert out.get(timeout=30) == "round 1 failed"
+            second.start()
+            results = [out.get(timeout=60) for _ in range(2)]
     finally:
-        for p in (first, second):
-            if p.pid is not None:
-                p.join(10)
-            if p.is_alive():
-                p.kill()
         server.stop()
     assert results == ["ok 2", "ok 2"], results
 
@@ -137,22 +122,16 @@ def test_an_aborting_rank_wakes_a_peer_blocked_in_a_collective() -> None:
     """gloo has no abort that wakes a collective: a rank whose world broke shuts down its
     connections (not its listener), and a peer waiting for it fails at once, long before
     its collective timeout (300 s here), while the aborting rank is still alive."""
-    store = TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
-    address = f"127.0.0.1:{store.port}"
-    ctx = mp.get_context("spawn")
-    out: Queue[str] = ctx.Queue()
-    done: Queue[str] = ctx.Queue()
-    procs = [ctx.Process(target=_blocked_or_aborting, args=(address, r, out, done)) for r in (0, 1)]
-    for p in procs:
-        p.start()
-    try:
-        results = sorted(out.get(timeout=90) for _ in procs)
-        alive = procs[1].is_alive()
-    finally:
-        done.put("go")
+    _store, address = local_store()
+    with spawned() as ranks:
+        out, done = ranks.queue(), ranks.queue()
+        procs = [ranks.process(_blocked_or_aborting, address, r, out, done) for r in (0, 1)]
         for p in procs:
-            p.join(10)
-            if p.is_alive():
-                p.kill()
+            p.start()
+        try:
+            results = sorted(out.get(timeout=90) for _ in procs)
+            alive = procs[1].is_alive()
+        finally:
+            done.put("go")
     assert results == ["0 collective error=True", "1 shut down 1"], results
     assert alive

@@ -11,13 +11,12 @@ import pytest
 from flexjob.core.training.dataset import Dataset
 from flexjob.core.training.lease_size import LeasePolicy
 from flexjob.core.training.master_config import MasterConfig
-from flexjob.core.training.rendezvous import RendezvousConfig
 from flexjob.master.main import MasterHandle, start_master
 from flexjob.rpc.client import MasterClient
 from flexjob.trainer.lease import ShardLeaser, lease_size
 from flexjob.trainer.sampler import ElasticSampler, NoShard
 from flexjob.trainer.settings import TrainerSettings
-from tests.support.masters import serving
+from tests.support.masters import master_config, serving
 
 settings = TrainerSettings.from_env  # the settings a given environment makes
 
@@ -26,12 +25,11 @@ SIZE, SHARD = 60, 5
 
 @pytest.fixture
 def config(tmp_path: Path) -> MasterConfig:
-    return MasterConfig(
-        job_name="lease",
-        job_dir=str(tmp_path / "job"),
+    return master_config(
+        "lease",
+        tmp_path / "job",
         datasets=(Dataset(size=SIZE, shard_size=SHARD, epochs=2, shuffle=True, seed=3),),
-        host_store=False,
-        rendezvous=RendezvousConfig(min_nodes=1, max_nodes=2),
+        rendezvous__max_nodes=2,
     )
 
 

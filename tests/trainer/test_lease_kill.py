@@ -13,12 +13,11 @@ from pathlib import Path
 import pytest
 
 from flexjob.core.training.dataset import Dataset
-from flexjob.core.training.master_config import MasterConfig
-from flexjob.core.training.rendezvous import RendezvousConfig
 from flexjob.master.main import MasterHandle, start_master
 from flexjob.rpc.client import MasterClient
 from flexjob.trainer.lease import ShardLeaser
 from flexjob.trainer.sampler import ElasticSampler
+from tests.support.masters import master_config, serving
 
 SIZE, SHARD, EPOCHS, MIN_HELD = 120, 4, 2, 6
 HOLDER = Path(__file__).with_name("lease_holder.py")
@@ -27,17 +26,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def master(tmp_path: Path) -> Iterator[MasterHandle]:
-    handle = start_master(
-        MasterConfig(
-            job_name="lease-kill",
-            job_dir=str(tmp_path / "job"),
-            datasets=(Dataset(size=SIZE, shard_size=SHARD, epochs=EPOCHS, seed=5),),
-            host_store=False,
-            rendezvous=RendezvousConfig(min_nodes=1, max_nodes=2),
-        )
+    config = master_config(
+        "lease-kill",
+        tmp_path / "job",
+        datasets=(Dataset(size=SIZE, shard_size=SHARD, epochs=EPOCHS, seed=5),),
+        rendezvous__max_nodes=2,
     )
-    yield handle
-    handle.stop()
+    yield from serving(start_master(config))
 
 
 def doing(master: MasterHandle) -> int:

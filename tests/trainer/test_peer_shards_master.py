@@ -8,13 +8,12 @@ from pathlib import Path
 import pytest
 
 from flexjob.core.training.dataset import Dataset
-from flexjob.core.training.master_config import MasterConfig
-from flexjob.core.training.rendezvous import RendezvousConfig
 from flexjob.master.main import MasterHandle, start_master
 from flexjob.rpc.client import MasterClient
 from flexjob.trainer.lease import ShardLeaser
 from flexjob.trainer.peer_shards import SLOTS, PeerShards
 from flexjob.trainer.sampler import Batch, ElasticSampler
+from tests.support.masters import master_config, serving
 
 SIZE, SHARD = 40, 4
 RANKS = ["w0", "w1"]
@@ -22,16 +21,13 @@ RANKS = ["w0", "w1"]
 
 @pytest.fixture
 def master(tmp_path: Path) -> Iterator[MasterHandle]:
-    config = MasterConfig(
-        job_name="peers",
-        job_dir=str(tmp_path / "job"),
+    config = master_config(
+        "peers",
+        tmp_path / "job",
         datasets=(Dataset(size=SIZE, shard_size=SHARD, epochs=1, shuffle=False),),
-        host_store=False,
-        rendezvous=RendezvousConfig(min_nodes=1, max_nodes=2),
+        rendezvous__max_nodes=2,
     )
-    handle = start_master(config)
-    yield handle
-    handle.stop()
+    yield from serving(start_master(config))
 
 
 def control_slots(step: dict[int, list[Batch]]) -> list[int]:

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import multiprocessing as mp
 from multiprocessing.queues import Queue
 
 import torch
-from torch.distributed import TCPStore  # type: ignore[attr-defined]
 
 from flexjob.trainer import rank_sync
 from flexjob.trainer.group import StoreCache, destroy_group, form_group
 from flexjob.trainer.world import Generation
+from tests.support.ranks import local_store, spawned
 
 
 def _tensors(rank: int) -> list[torch.Tensor]:
@@ -49,18 +48,11 @@ def _sync(address: str, rank: int, steps: int, out: Queue[str]) -> None:
 def test_every_tensor_comes_from_the_source_rank() -> None:
     """Rank 1 has committed more steps: both ranks end with its step, its weights and, for a
     broadcast of mixed tensors in shared buckets, exactly its values."""
-    store = TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
-    address = f"127.0.0.1:{store.port}"
-    ctx = mp.get_context("spawn")
-    out: Queue[str] = ctx.Queue()
-    procs = [ctx.Process(target=_sync, args=(address, r, 5 + r, out)) for r in (0, 1)]
-    for p in procs:
-        p.start()
-    try:
-        results = sorted(out.get(timeout=90) for _ in procs)
-    finally:
+    _store, address = local_store()
+    with spawned() as ranks:
+        out = ranks.queue()
+        procs = [ranks.process(_sync, address, r, 5 + r, out) for r in (0, 1)]
         for p in procs:
-            p.join(10)
-            if p.is_alive():
-                p.kill()
+            p.start()
+        results = sorted(out.get(timeout=90) for _ in procs)
     assert results == [f"{r} step=6 weight=2.0 same=True" for r in (0, 1)], results

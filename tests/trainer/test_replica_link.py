@@ -15,11 +15,9 @@ import pytest
 
 from flexjob.api import names
 from flexjob.core.training.dataset import Dataset
-from flexjob.core.training.master_config import MasterConfig, NodeHealthConfig
-from flexjob.core.training.rendezvous import RendezvousConfig
 from flexjob.master.main import MasterHandle, start_master
 from flexjob.rpc.client import MasterClient
-from tests.support.masters import serving
+from tests.support.masters import master_config, serving
 from tests.support.polling import wait_until
 
 #: A replica process: leases one shard of the default dataset, says which, then trains forever.
@@ -35,13 +33,12 @@ time.sleep(600)
 
 @pytest.fixture
 def master(tmp_path: Path) -> Iterator[MasterHandle]:
-    config = MasterConfig(
-        job_name="ps",
-        job_dir=str(tmp_path / "job"),
+    config = master_config(
+        "ps",
+        tmp_path / "job",
         datasets=(Dataset(size=8, shard_size=1),),
-        host_store=False,
-        rendezvous=RendezvousConfig(min_nodes=1, max_nodes=2),
-        node_health=NodeHealthConfig(heartbeat_timeout=600.0),
+        rendezvous__max_nodes=2,
+        node_health__heartbeat_timeout=600.0,
     )
     yield from serving(start_master(config))
 

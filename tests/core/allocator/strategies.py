@@ -1,11 +1,20 @@
 """Clusters and jobs shared by the policy tests: a fixed cluster and Hypothesis strategies."""
 
+from typing import Any
+
 from hypothesis import strategies as st
 
 from flexjob.core.allocator import GoodputModel, JobInfo, NodeInfo, Resources, ThroughputParams
 
 #: What one replica asks for.
 GPU = Resources(gpu=1)
+
+
+def gpu_job(job_id: str, replicas: int, lo: int = 1, hi: int = 16, **fields: Any) -> JobInfo:
+    """A preemptible job of ``GPU`` replicas, ``replicas`` of them asked, ``lo`` to ``hi``
+    allowed; ``fields`` set the rest of ``JobInfo`` (``age``, ``speedup``, ...)."""
+    defaults: dict[str, Any] = {"preemptible": True, "resources": GPU}
+    return JobInfo(job_id, replicas, lo, hi, **{**defaults, **fields})
 
 
 def free_nodes(nodes: int = 4, gpus: int = 4) -> list[NodeInfo]:

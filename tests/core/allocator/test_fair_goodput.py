@@ -1,6 +1,7 @@
 """The ``goodput`` policy: p-norm objective, exact sizing, restart cost, attained-service order."""
 
 import itertools
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -18,20 +19,20 @@ from flexjob.core.allocator import (
 from flexjob.core.allocator.fair_goodput import idle_utility, utility
 from flexjob.core.allocator.placement import check_allocations, num_nodes
 
-from .strategies import GPU, free_nodes, job_lists, node_lists
+from .strategies import free_nodes, gpu_job, job_lists, node_lists
 
 
-def _job(job_id: str, model: GoodputModel, lo: int = 1, hi: int = 16, **kw: object) -> JobInfo:
-    return JobInfo(
-        id=job_id,
-        replicas=int(kw.pop("replicas", lo)),  # type: ignore[call-overload]
-        min_replicas=lo,
-        max_replicas=hi,
-        preemptible=True,
-        resources=GPU,
-        speedup=model.speedup,
-        **kw,  # type: ignore[arg-type]
-    )
+def _job(
+    job_id: str,
+    model: GoodputModel,
+    lo: int = 1,
+    hi: int = 16,
+    replicas: int | None = None,
+    **kw: Any,
+) -> JobInfo:
+    """``gpu_job`` sped up by ``model``, asking ``lo`` replicas unless told."""
+    asked = lo if replicas is None else replicas
+    return gpu_job(job_id, asked, lo, hi, speedup=model.speedup, **kw)
 
 
 GOOD = GoodputModel(ThroughputParams(sync_local=0.0, sync_local_per_replica=0.0, sync_remote=0.0,

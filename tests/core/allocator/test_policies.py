@@ -1,4 +1,5 @@
 import time
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -19,19 +20,7 @@ from flexjob.core.allocator import (
 )
 from flexjob.core.allocator.placement import FreeMap, check_allocations
 
-from .strategies import GPU, free_nodes, job_lists, node_lists
-
-
-def _job(job_id: str, replicas: int, lo: int = 1, hi: int = 16, **kw: object) -> JobInfo:
-    return JobInfo(
-        id=job_id,
-        replicas=replicas,
-        min_replicas=lo,
-        max_replicas=hi,
-        preemptible=bool(kw.pop("preemptible", True)),
-        resources=GPU,
-        **kw,  # type: ignore[arg-type]
-    )
+from .strategies import GPU, free_nodes, gpu_job, job_lists, node_lists
 
 
 @pytest.mark.parametrize("name", sorted(BUILTIN_POLICIES))
@@ -57,7 +46,7 @@ def test_non_preemptible_jobs_never_move(
 ) -> None:
     policy: Policy = BUILTIN_POLICIES[name]()
     first = schedule_round(policy, jobs, nodes, {}, optimize=False)
-    aged = [JobInfo(**{**_fields(j), "age": j.age + 600}) for j in jobs]
+    aged = [replace(j, age=j.age + 600) for j in jobs]
     second = schedule_round(policy, aged, nodes, first, optimize=True)
     for job in jobs:
         if not job.preemptible:
@@ -66,17 +55,13 @@ def test_non_preemptible_jobs_never_move(
                 assert second[job.id] == first[job.id]
 
 
-def _fields(job: JobInfo) -> dict[str, object]:
-    return {f: getattr(job, f) for f in job.__dataclass_fields__}
-
-
 def test_static_gives_each_job_its_requested_replicas_first_fit() -> None:
-    got = StaticPolicy().allocate(_job("a", 6), free_nodes())
+    got = StaticPolicy().allocate(gpu_job("a", 6), free_nodes())
     assert got == ["n0"] * 4 + ["n1"] * 2
 
 
 def test_static_job_waits_when_its_full_request_does_not_fit() -> None:
-    assert StaticPolicy().allocate(_job("a", 20, hi=20), free_nodes()) == []
+    assert StaticPolicy().allocate(gpu_job("a", 20, hi=20), free_nodes()) == []
 
 
 def test_pack_uses_the_fewest_nodes() -> None:
@@ -85,14 +70,14 @@ def test_pack_uses_the_fewest_nodes() -> None:
         NodeInfo("b", Resources(gpu=3)),
         NodeInfo("c", Resources(gpu=4)),
     ]
-    assert PackPolicy().allocate(_job("x", 3), nodes) == ["b"] * 3
-    assert sorted(set(PackPolicy().allocate(_job("x", 7), nodes))) == ["b", "c"]
+    assert PackPolicy().allocate(gpu_job("x", 3), nodes) == ["b"] * 3
+    assert sorted(set(PackPolicy().allocate(gpu_job("x", 7), nodes))) == ["b", "c"]
 
 
 def test_goodput_shrinks_a_poorly_scaling_job_to_make_room_for_a_new_one() -> None:
     poor = GoodputModel(ThroughputParams(sync_local=0.2, sync_remote=1.0), noise_scale=50.0)
-    old = _job("old", 16, hi=16, age=3600.0, speedup=poor.speedup)
-    new = _job("new", 4, hi=16, age=0.0)
+    old = gpu_job("old", 16, hi=16, age=3600.0, speedup=poor.speedup)
+    new = gpu_job("new", 4, hi=16, age=0.0)
     previous = {"old": ["n0"] * 4 + ["n1"] * 4 + ["n2"] * 4 + ["n3"] * 4}
     got = GoodputPolicy().optimize([old, new], free_nodes(), previous)
     assert 0 < len(got["old"]) < 16
@@ -101,14 +86,14 @@ def test_goodput_shrinks_a_poorly_scaling_job_to_make_room_for_a_new_one() -> No
 
 def test_goodput_keeps_an_old_job_in_place_when_the_gain_is_small() -> None:
     model = GoodputModel(ThroughputParams(), noise_scale=2000.0)
-    job = _job("a", 4, hi=5, age=60.0, restarts=3, speedup=model.speedup)
+    job = gpu_job("a", 4, hi=5, age=60.0, restarts=3, speedup=model.speedup)
     previous = {"a": ["n0"] * 4}
     got = GoodputPolicy(restart_delay=60.0).optimize([job], free_nodes(1, 5), previous)
     assert got["a"] == ["n0"] * 4
 
 
 def test_goodput_respects_min_replicas_or_leaves_the_job_waiting() -> None:
-    job = _job("big", 8, lo=8, hi=8)
+    job = gpu_job("big", 8, lo=8, hi=8)
     assert GoodputPolicy().allocate(job, free_nodes(1, 4)) == []
     assert len(GoodputPolicy().allocate(job, free_nodes(2, 4))) == 8
 
@@ -120,7 +105,7 @@ def test_goodput_optimize_for_160_jobs_on_16_nodes_takes_well_under_a_second() -
         for i in range(160)
     ]
     jobs = [
-        _job(f"j{i}", 1 + i % 4, lo=1, hi=8, age=float(i * 30), speedup=m.speedup)
+        gpu_job(f"j{i}", 1 + i % 4, lo=1, hi=8, age=float(i * 30), speedup=m.speedup)
         for i, m in enumerate(models)
     ]
     previous = StaticPolicy().optimize(jobs, nodes, {})
@@ -139,7 +124,7 @@ def test_free_map_fits_counts_replicas_per_node() -> None:
 
 
 def test_a_job_whose_node_left_is_placed_afresh() -> None:
-    job = _job("a", 2, preemptible=False)
+    job = gpu_job("a", 2, preemptible=False)
     got = schedule_round(
         StaticPolicy(), [job], free_nodes(2), {"a": ["gone", "gone"]}, optimize=False
     )

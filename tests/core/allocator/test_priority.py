@@ -5,21 +5,13 @@ import pytest
 
 from flexjob.core.allocator import BUILTIN_POLICIES, JobInfo, NodeInfo, Resources, schedule_round
 
-GPU = Resources(gpu=1)
+from .strategies import gpu_job
+
 NODES = [NodeInfo("n0", Resources(gpu=4, cpu=32, memory=64_000))]
 
 
 def _job(job_id: str, *, priority: int, age: float, preemptible: bool) -> JobInfo:
-    return JobInfo(
-        id=job_id,
-        replicas=4,
-        min_replicas=4,
-        max_replicas=4,
-        preemptible=preemptible,
-        resources=GPU,
-        age=age,
-        priority=priority,
-    )
+    return gpu_job(job_id, 4, 4, 4, preemptible=preemptible, age=age, priority=priority)
 
 
 # (case, priority of the young job, the job that runs)
