@@ -84,8 +84,13 @@ def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 @pytest.fixture(scope="module")
 def finished(kubeconfig: Path) -> Finished:
     seen: list[ElasticJob] = []
+    gate = kubeconfig.parent / "printed.gate"  # its pods print once the job was seen Running
     with FlexjobClient(config_file=kubeconfig, context=CONTEXT) as client:
-        client.create_job(job("printed", PRINTS))
+        client.create_job(job("printed", waits_for(gate) + PRINTS))
+        client.wait_for_job_conditions(
+            "printed", expected_conditions={"Running"}, wait_timeout=120, polling_interval=0.2
+        )
+        gate.touch()
         returned = client.wait_for_job_conditions(
             "printed",
             expected_conditions={"Succeeded"},
