@@ -2,9 +2,10 @@
 (``ps-<i>``) and its PS secret (``rpc.ps_auth``), not the job's token. Stolen, they act at the
 master as that PS only: master-owned keys and other nodes' calls are refused, and the member key
 forges no credential the master accepts. At the PS, the control service admits the master's
-credential for that one PS only (not a worker's, not another PS's, not the raw token), and the
-data service admits the job's members only. Every probe asserts the refusal and that the books
-(the master's, or the PS's version and rows) are unchanged. Both master servers, 127.0.0.1."""
+credential for that one PS (or the job's token) only: not a worker's, not another PS's, not the
+token's digest a PS secret holds; the data service admits the job's members only. Every probe
+asserts the refusal and that the books (the master's, or the PS's version and rows) are
+unchanged. Both master servers, 127.0.0.1."""
 
 from collections.abc import Iterator
 from contextlib import closing
@@ -23,7 +24,13 @@ from flexjob.operator.node_credentials import with_credential
 from flexjob.ps.service import PsService
 from flexjob.ps.set_member import SetMember
 from flexjob.rpc.auth import member_key, member_mac, node_credential
-from flexjob.rpc.ps_auth import PsCredentials, ps_control_bearer, ps_node_env, ps_secret
+from flexjob.rpc.ps_auth import (
+    PsCredentials,
+    ps_control_bearer,
+    ps_node_env,
+    ps_secret,
+    token_digest,
+)
 from flexjob.rpc.ps_client import PsClient
 from flexjob.rpc.ps_control import PsControlClient, add_control
 from flexjob.rpc.ps_gate import GateInterceptor, PsGate
@@ -118,9 +125,9 @@ def _ps_books(server: RunningServer) -> tuple[object, ...]:
         node_credential(TOKEN, "worker-0"),  # a worker
         node_credential(TOKEN, "ps-1"),  # another PS's node credential
         ps_control_bearer(TOKEN, 1),  # the master's credential for PS 1, in PS 1's secret
-        TOKEN,  # the raw token: no PS holds it, none takes it
+        token_digest(TOKEN),  # the digest in every PS's secret: not the token
     ],
-    ids=["worker", "other-ps-node", "other-ps-control", "raw-token"],
+    ids=["worker", "other-ps-node", "other-ps-control", "token-digest"],
 )
 def test_only_the_masters_credential_for_this_ps_may_pause_it(
     ps_pair: list[RunningServer], bearer: str
@@ -132,8 +139,11 @@ def test_only_the_masters_credential_for_this_ps_may_pause_it(
     assert _ps_books(ps_pair[0]) == before  # and still serving: nothing paused it
 
 
-def test_the_masters_credential_for_this_ps_pauses_it(ps_pair: list[RunningServer]) -> None:
-    with PsControlClient(ps_pair[0].address, token=ps_control_bearer(TOKEN, 0)) as c:
+@pytest.mark.parametrize("bearer", [ps_control_bearer(TOKEN, 0), TOKEN], ids=["control", "token"])
+def test_the_masters_credential_for_this_ps_or_the_token_pauses_it(
+    ps_pair: list[RunningServer], bearer: str
+) -> None:
+    with PsControlClient(ps_pair[0].address, token=bearer) as c:
         c.pause()
     with closing(_member(ps_pair[0])) as member, pytest.raises(FlexjobError, match="ps set"):
         member.pull_dense()
