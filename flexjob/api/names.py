@@ -82,6 +82,9 @@ MASTER_TOKEN_FILE = "master.token"
 # A node's own credential for the job master instead of the token (``rpc.auth.node_credential``:
 # it acts only as that node and its processes); ``flexjob run`` gives one to each agent.
 ENV_NODE_CREDENTIAL = "FLEXJOB_NODE_CREDENTIAL"
+# A PS replica's secret instead of the token (``rpc.ps_auth.ps_secret``: the job's member key,
+# which checks the members' credentials, and the master's credential for this one PS).
+ENV_PS_SECRET = "FLEXJOB_PS_SECRET"
 # The brain's bearer token (``flexjob brain --token``; clients send it).
 ENV_BRAIN_TOKEN = "FLEXJOB_BRAIN_TOKEN"
 # The brain's database URL (``flexjob brain --db``; on a cluster from a Secret).
@@ -241,5 +244,6 @@ SECRET_ENV = (
     ENV_METRICS_ADDR,
     ENV_MASTER_TOKEN,
     ENV_MASTER_TOKEN_FILE,
+    ENV_PS_SECRET,
 )
 MASTER_KEEPS_ENV = (ENV_BRAIN_TOKEN,)

@@ -97,9 +97,7 @@ ROLE_TRAITS: Mapping[ReplicaType, RoleTraits] = MappingProxyType(
         ReplicaType.LEARNER: _on_request(
             1, names.ENV_LEARNER_PORT, names.DEFAULT_LEARNER_PORT, "learners"
         ),
-        ReplicaType.PS: RoleTraits(
-            scale_rank=3, builtin_command="ps", serves_parameters=True, holds_token=True
-        ),
+        ReplicaType.PS: RoleTraits(scale_rank=3, builtin_command="ps", serves_parameters=True),
         ReplicaType.CHIEF: RoleTraits(trains=True, world_rank=0),
         ReplicaType.EVALUATOR: RoleTraits(),
         ReplicaType.COORDINATOR: RoleTraits(
@@ -221,7 +219,8 @@ DRIVER_TYPE: ReplicaType = _the_one("drives_job")
 #: The type that stands in front of another (DI's aggregator), and the type it fronts.
 FRONT_TYPE: ReplicaType = _the_one("fronts")
 FRONTED_TYPE: ReplicaType = ROLE_TRAITS[FRONT_TYPE].fronts or FRONT_TYPE
-#: The replica types given the job's token; every other replica gets its node's credential.
+#: The replica types given the job's token (the master's only); every other replica gets its
+#: node's credential, and a PS replica also its PS secret (``rpc.ps_auth``).
 TOKEN_HOLDERS: frozenset[ReplicaType] = frozenset(
     t for t, r in ROLE_TRAITS.items() if r.holds_token
 )

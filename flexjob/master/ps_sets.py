@@ -38,6 +38,7 @@ from flexjob.core.ps.set_change import (
     verify_rows,
 )
 from flexjob.rpc.messages import KVClient
+from flexjob.rpc.ps_auth import ps_control_bearer
 from flexjob.rpc.ps_control import PsControlClient
 from flexjob.rpc.ps_registry import read_members, read_set
 
@@ -133,7 +134,7 @@ class PsSetDriver:
                 self._next_try = time.monotonic() + delay
         elif self._interval > 0 and time.monotonic() >= self._next_checkpoint:
             self._next_checkpoint = time.monotonic() + self._interval
-            self._each(current.addresses, lambda c: c.checkpoint(), wait=False)
+            self._each(_every(current), lambda c: c.checkpoint(), wait=False)
 
     # ---- one change ----
     def run(self, change: SetChange) -> bool:
@@ -165,7 +166,7 @@ class PsSetDriver:
 
         try:
             self._record(change, step)
-            paused = [old.addresses[i] for i in change.pause]
+            paused = _some(old, change.pause)
             self._each(paused, lambda c: c.pause())
             step = done(ChangeStep.CHECKPOINT)
             written = self._each(paused, lambda c: c.checkpoint())
@@ -185,7 +186,7 @@ class PsSetDriver:
         self._record(change, ChangeStep.PUBLISH)
         self._publish(new)
         self._record(change, ChangeStep.RESUME)
-        self._each(new.addresses, lambda c: c.resume(new.version))
+        self._each(_every(new), lambda c: c.resume(new.version))
         self._kv.kv_set(names.KV_PS_CHANGE, b"")
         self._log_done(change, before, after, began)
         log.info(
@@ -197,7 +198,7 @@ class PsSetDriver:
 
     def _load(self, new: PsSetInfo, from_num_ps: int) -> list[RowTotals]:
         def load(i: int) -> RowTotals:
-            with PsControlClient(new.addresses[i], token=self._token) as c:
+            with self._control(i, new.addresses[i]) as c:
                 return c.load(i, new.num_ps, from_num_ps, new.version)
 
         return list(self._pool.map(load, range(new.num_ps)))
@@ -237,15 +238,14 @@ class PsSetDriver:
     def _undo(self, change: SetChange, how: Recovery) -> None:
         old, new = change.old, change.new
         if how is Recovery.RESUME_NEW:
-            self._each(new.addresses, lambda c: c.resume(new.version))
+            self._each(_every(new), lambda c: c.resume(new.version))
             return
         if how is Recovery.RELOAD_OLD:
-            paused = [old.addresses[i] for i in change.pause]
-            for pos, address in enumerate(paused):
-                with PsControlClient(address, token=self._token) as c:
-                    c.load(change.pause[pos], old.num_ps, old.num_ps, old.version)
+            for index, address in _some(old, change.pause):
+                with self._control(index, address) as c:
+                    c.load(index, old.num_ps, old.num_ps, old.version)
         if how is not Recovery.RETRY:
-            self._each([old.addresses[i] for i in change.pause], lambda c: c.resume(old.version))
+            self._each(_some(old, change.pause), lambda c: c.resume(old.version))
 
     def _finish(self, record: ChangeRecord, current: PsSetInfo) -> None:
         """End the change ``record`` left unfinished (a master restarted mid-change, or an
@@ -290,15 +290,30 @@ class PsSetDriver:
 
     def _each(
         self,
-        addresses: Sequence[str],
+        targets: Sequence[tuple[int, str]],
         call: Callable[[PsControlClient], T],
         wait: bool = True,
     ) -> list[T]:
-        """``call`` on every PS at ``addresses`` at once; their answers in order."""
+        """``call`` on every PS of ``targets`` (index, address) at once; their answers in
+        order."""
 
-        def one(address: str) -> T:
-            with PsControlClient(address, token=self._token) as c:
+        def one(target: tuple[int, str]) -> T:
+            with self._control(*target) as c:
                 return call(c)
 
-        pending = [self._pool.submit(one, a) for a in addresses]
+        pending = [self._pool.submit(one, t) for t in targets]
         return [p.result() for p in pending] if wait else []
+
+    def _control(self, index: int, address: str) -> PsControlClient:
+        """A control client of PS ``index`` at ``address``, with the master's credential for
+        that PS (``rpc.ps_auth.ps_control_bearer``) when the job has a token."""
+        bearer = ps_control_bearer(self._token, index) if self._token else self._token
+        return PsControlClient(address, token=bearer)
+
+
+def _every(info: PsSetInfo) -> list[tuple[int, str]]:
+    return list(enumerate(info.addresses))
+
+
+def _some(info: PsSetInfo, indices: Sequence[int]) -> list[tuple[int, str]]:
+    return [(i, info.addresses[i]) for i in indices]

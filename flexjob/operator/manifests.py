@@ -1,7 +1,8 @@
 """The manifests that install the flexjob operator on a cluster, as plain dicts.
 
 CRDs (from ``api.crd``), a Namespace, a ServiceAccount, a ClusterRole with exactly the verbs the
-operator uses (``RULES``), its binding, the operator Deployment, the Service in front of the
+operator uses (``RULES``), its binding, its rights on Secrets (``SECRET_RULES``) in the job
+namespaces only (a RoleBinding in each), the operator Deployment, the Service in front of the
 admission webhooks, and the Validating/Mutating webhook configurations. Implicit job masters
 (``core.operator.job_master``) get their own identity: a ClusterRole with only
 ``JOB_MASTER_RULES``, and in each job namespace a ServiceAccount ``flexjob-job-master`` with a
@@ -51,9 +52,6 @@ RULES: tuple[Rule, ...] = (
     # Replicas and their addresses: only the operator creates or deletes them.
     (("",), ("pods",), ("get", "list", "watch", "create", "delete")),
     (("",), ("services",), ("get", "list", "watch", "create", "delete")),
-    # Each implicit job master's token (created once per job, owned by it; read by name to
-    # compute the job's node credentials, operator.node_credentials).
-    (("",), ("secrets",), ("create", "get")),
     # Job events (kubectl describe), and kopf's own events.
     (("",), ("events",), ("create", "list", "deletecollection")),
     # kopf's cluster scanning: which namespaces and custom resources exist.
@@ -65,6 +63,16 @@ RULES: tuple[Rule, ...] = (
     *(((k.group,), (f"{k.plural}/status",), ("get", "patch")) for k in FOREIGN_KINDS if k.job),
     ((AGGREGATOR_CONFIG.group,), (AGGREGATOR_CONFIG.plural,), ("list",)),
 )
+#: The operator's rights on Secrets, granted in the job namespaces only (``secrets_rbac``), never
+#: cluster-wide: each implicit job master's token (created once per job, owned by it; read by
+#: name to compute the job's node credentials and PS secrets, operator.node_credentials), and
+#: each job's NetworkPolicy (``core.operator.job_network``).
+SECRET_RULES: tuple[Rule, ...] = (
+    (("",), ("secrets",), ("create", "get")),
+    (("networking.k8s.io",), ("networkpolicies",), ("create",)),
+)
+#: The ClusterRole of ``SECRET_RULES`` (bound per job namespace, so it grants nothing elsewhere).
+SECRETS_ROLE = f"{NAME}-secrets"
 
 #: Every call an implicit job master makes with ``--scale-plan-platform kubernetes``: its job
 #: (owner references) and its ``status.profilings`` (``master.profilings_sync``), its ScalePlans
@@ -121,15 +129,25 @@ def _service_account(name: str, namespace: str) -> Body:
     return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(name, namespace)}
 
 
-def _binding(name: str, account_namespace: str, *, cluster_wide: bool) -> Body:
-    """Grants the ClusterRole ``name`` to the service account ``account_namespace/name``:
-    everywhere (a ClusterRoleBinding), or only in its own namespace (a RoleBinding there)."""
+def _binding(
+    name: str,
+    account_namespace: str,
+    *,
+    cluster_wide: bool,
+    account: str = "",
+    namespace: str = "",
+) -> Body:
+    """Grants the ClusterRole ``name`` to the service account ``account_namespace/<account>``
+    (default: ``name``): everywhere (a ClusterRoleBinding), or only in ``namespace`` (default:
+    its own; a RoleBinding there)."""
     return {
         "apiVersion": f"{RBAC_API}/v1",
         "kind": "ClusterRoleBinding" if cluster_wide else "RoleBinding",
-        "metadata": _meta(name, None if cluster_wide else account_namespace),
+        "metadata": _meta(name, None if cluster_wide else namespace or account_namespace),
         "roleRef": {"apiGroup": RBAC_API, "kind": "ClusterRole", "name": name},
-        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": account_namespace}],
+        "subjects": [
+            {"kind": "ServiceAccount", "name": account or name, "namespace": account_namespace}
+        ],
     }
 
 
@@ -138,7 +156,26 @@ def rbac(options: InstallConfig) -> list[Body]:
         _service_account(NAME, options.namespace),
         _cluster_role(NAME, RULES),
         _binding(NAME, options.namespace, cluster_wide=True),
+        *secrets_rbac(options),
     ]
+
+
+def secrets_rbac(options: InstallConfig) -> list[Body]:
+    """The operator's rights on Secrets (``SECRET_RULES``): a ClusterRole granted to its
+    service account by a RoleBinding in each job namespace, so it can read no Secret of any
+    other namespace (kube-system's, its own TLS Secret, which its pod mounts)."""
+    manifests = [_cluster_role(SECRETS_ROLE, SECRET_RULES)]
+    for namespace in dict.fromkeys(options.job_namespaces):
+        manifests.append(
+            _binding(
+                SECRETS_ROLE,
+                options.namespace,
+                cluster_wide=False,
+                account=NAME,
+                namespace=namespace,
+            )
+        )
+    return manifests
 
 
 def job_master_rbac(options: InstallConfig) -> list[Body]:

@@ -1,14 +1,16 @@
 """Each replica's node credential, put into the replica as the operator creates it.
 
-The job's token reaches only ``api.roles.TOKEN_HOLDERS`` (the master, the PS replicas);
-every other replica of a job that runs flexjob's master gets ``FLEXJOB_NODE_CREDENTIAL``: the
-credential of its own node (``<type>-<index>``, the node id its agent takes:
-``agent.config.default_node_id``), an HMAC under the token (``rpc.auth.node_credential``), so
-that it can act as that node only. An HMAC cannot come from a Secret through ``secretKeyRef``,
+The job's token reaches only ``api.roles.TOKEN_HOLDERS`` (the master); every other replica of
+a job that runs flexjob's master gets ``FLEXJOB_NODE_CREDENTIAL``: the credential of its own
+node (``<type>-<index>``, the node id its agent takes: ``agent.config.default_node_id``; a PS
+replica's ``ps-<index>``), an HMAC under the token (``rpc.auth.node_credential``), so that it
+can act as that node only. A PS replica also gets ``FLEXJOB_PS_SECRET`` (``rpc.ps_auth``: the
+key that checks its clients' credentials, and the master's credential for that PS alone).
+An HMAC cannot come from a Secret through ``secretKeyRef``,
 so the operator reads the token (the local token file, the job's Secret on Kubernetes) and
 writes the credential into the replica's environment (on Kubernetes the pod's ``env``: readable
 by whoever may read the pod, and good for that one node only; the token itself stays in the
-Secret, which only the master's and PS pods reference). Not for the token's creation
+Secret, which only the master's pod references). Not for the token's creation
 (``operator.reconcile_pass``, ``operator.local.runner``) nor its check (``rpc.auth``).
 """
 
@@ -17,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from flexjob.api import ElasticJob, EnvVar, names
-from flexjob.api.roles import TOKEN_HOLDERS
+from flexjob.api.roles import PS_TYPE, TOKEN_HOLDERS
 from flexjob.core.operator.actions import Action, CreateReplica
 from flexjob.core.operator.job_master import (
     SECRET_TOKEN_KEY,
@@ -29,6 +31,7 @@ from flexjob.core.operator.job_master import (
 from flexjob.core.replicas import ReplicaRequest
 from flexjob.platform.contract import Platform, SecretStore
 from flexjob.rpc.auth import node_credential
+from flexjob.rpc.ps_auth import ps_secret
 
 
 def _needs_credential(action: Action) -> bool:
@@ -54,16 +57,18 @@ def job_token(platform: Platform, job: ElasticJob, options: JobMasterConfig) -> 
 
 
 def with_credential(request: ReplicaRequest, token: str) -> ReplicaRequest:
-    """``request`` whose containers hold its node's credential and no job token."""
-    credential = node_credential(token, request.short_name)
-    dropped = (names.ENV_MASTER_TOKEN, names.ENV_MASTER_TOKEN_FILE, names.ENV_NODE_CREDENTIAL)
-    env = {k: v for k, v in request.env.items() if k not in dropped}
-    env[names.ENV_NODE_CREDENTIAL] = credential
+    """``request`` whose containers hold its node's credential (a PS replica's also its PS
+    secret) and no job token."""
+    own = {names.ENV_NODE_CREDENTIAL: node_credential(token, request.short_name)}
+    if request.type is PS_TYPE:
+        own[names.ENV_PS_SECRET] = ps_secret(token, request.index)
+    dropped = (names.ENV_MASTER_TOKEN, names.ENV_MASTER_TOKEN_FILE, *own)
+    env = {k: v for k, v in request.env.items() if k not in dropped} | own
     containers = []
     for container in request.template.spec.containers:
         kept = [e for e in container.env if e.name not in dropped]
-        own = EnvVar(name=names.ENV_NODE_CREDENTIAL, value=credential)
-        containers.append(container.model_copy(update={"env": [*kept, own]}))
+        added = [EnvVar(name=k, value=v) for k, v in own.items()]
+        containers.append(container.model_copy(update={"env": [*kept, *added]}))
     spec = request.template.spec.model_copy(update={"containers": containers})
     template = request.template.model_copy(update={"spec": spec})
     return replace(request, env=env, template=template)

@@ -48,6 +48,7 @@ from flexjob.core.operator.job_master import (
     needs_job_master,
 )
 from flexjob.core.operator.job_metrics import JOB_METRICS_SECRET, TOKEN_KEY
+from flexjob.core.operator.job_network import job_network_policy
 from flexjob.core.operator.reconcile import reconcile
 from flexjob.core.operator.status_patch import StatusOwner, StatusPatch, owner_patch
 from flexjob.operator import observing
@@ -55,7 +56,14 @@ from flexjob.operator.apply import Done, apply_actions
 from flexjob.operator.node_credentials import with_node_credentials
 from flexjob.operator.watch_cache import WatchCache, first_pending
 from flexjob.platform.cluster import with_cluster_objects
-from flexjob.platform.contract import NotFoundError, Platform, Replica, SecretStore, Service
+from flexjob.platform.contract import (
+    NetworkPolicyStore,
+    NotFoundError,
+    Platform,
+    Replica,
+    SecretStore,
+    Service,
+)
 from flexjob.rpc.auth import di_server_url, new_token
 
 logger = logging.getLogger(__name__)
@@ -374,13 +382,18 @@ def feed(cache: WatchCache, namespace: str, name: str, run: int | None = None) -
 def _ensure_master_token(
     platform: Platform, job: ElasticJob, replicas: list[Replica], options: JobMasterConfig | None
 ) -> None:
-    """Create the job's master-token Secret, and its namespace's metrics-token Secret
+    """Create the job's NetworkPolicy (``core.operator.job_network``: only its own pods reach
+    its master and PS), its master-token Secret, and its namespace's metrics-token Secret
     (``core.operator.job_metrics``; unowned: it outlives the job), before its master is first
     created."""
     if options is None or not options.token_secret or not isinstance(platform, SecretStore):
         return
     if not needs_job_master(job) or any(r.type is MASTER_TYPE for r in replicas):
         return
+    if isinstance(platform, NetworkPolicyStore):
+        policy = job_network_policy(job.namespace, job.name)
+        if platform.ensure_network_policy(job.namespace, job.name, policy):
+            logger.info("job %s/%s: master and PS fenced by NetworkPolicy", job.namespace, job.name)
     secret = master_token_secret(job.name)
     if platform.ensure_secret(job.namespace, job.name, secret, {SECRET_TOKEN_KEY: new_token()}):
         logger.info("job %s/%s: master token in Secret %s", job.namespace, job.name, secret)

@@ -238,6 +238,16 @@ class ClusterObjectStore(Protocol):
 
 
 @runtime_checkable
+class NetworkPolicyStore(Protocol):
+    """A platform that fences pods with NetworkPolicies (Kubernetes): the operator fences each
+    job's master and PS replicas (``core.operator.job_network``)."""
+
+    def ensure_network_policy(self, namespace: str, job: str, body: Mapping[str, Any]) -> bool:
+        """Create the NetworkPolicy ``body``, owned by ``job``; False when it exists already."""
+        ...
+
+
+@runtime_checkable
 class SecretStore(Protocol):
     """A platform that keeps Secrets for its jobs' pods (Kubernetes): the operator puts each
     job master's token there, and pods read it through ``secretKeyRef``."""

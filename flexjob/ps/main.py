@@ -10,6 +10,7 @@ The address it publishes is ``--advertise`` or the replica's own service address
 """
 
 import logging
+import os
 import signal
 import threading
 import time
@@ -27,6 +28,7 @@ from flexjob.ps.set_member import SetMember
 from flexjob.rpc.auth import master_token
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.messages import NodeRef, NodeStats
+from flexjob.rpc.ps_auth import ps_credentials
 from flexjob.rpc.ps_control import add_control
 from flexjob.rpc.ps_gate import GateInterceptor, PsGate
 from flexjob.rpc.ps_registry import publish_member, publish_ps, read_set, report_restore
@@ -85,7 +87,7 @@ def run_ps(config: PsConfig, stop: threading.Event | None = None) -> int:
         service,
         config.host,
         config.port,
-        token=master_token(),
+        credentials=ps_credentials(os.environ, master_token(), config.index),
         interceptors=[GateInterceptor(gate)],
         register=lambda s: add_control(s, member),
     )

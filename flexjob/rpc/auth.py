@@ -9,10 +9,13 @@ or ``FLEXJOB_MASTER_TOKEN_FILE`` (locally a 0600 file in the job directory), nev
 line.
 
 Node identity: the job token's holder may act as any node; a node credential
-(``node_credential``: ``node:<node id>:<HMAC-SHA256 of the node id under the job token>``), which
-``flexjob run`` gives each agent instead of the token (``FLEXJOB_NODE_CREDENTIAL``), acts only as
-its node and that node's processes (``<node>.<local rank>``). ``JobCredentials`` is the master's
-check of both (``rpc.server`` runs it on every call that names a node).
+(``node_credential``: ``node:<node id>:<mac>:<member mac>``, the HMAC-SHA256 of the node id under
+the job token, then under the job's member key), which ``flexjob run`` and the operators give
+each agent and PS replica instead of the token (``FLEXJOB_NODE_CREDENTIAL``), acts only as its
+node and that node's processes (``<node>.<local rank>``). ``JobCredentials`` is the master's
+check of both (``rpc.server`` runs it on every call that names a node). The member key
+(``member_key``, derived from the token) checks only the second MAC: the PS replicas hold it
+(``rpc.ps_auth``) to know a job's members, and can forge no credential the master accepts.
 """
 
 import hmac
@@ -128,14 +131,43 @@ NODE_CREDENTIAL_PREFIX = "node:"
 #: ``JobCredentials.caller`` of the job token's holder: it may act as any node.
 ANY_NODE = "*"
 _NODE_MAC_CONTEXT = b"flexjob-node-credential\0"
+_MEMBER_KEY_CONTEXT = b"flexjob-member-key\0"
+_MEMBER_MAC_CONTEXT = b"flexjob-member-credential\0"
 _KNOWN_CALLERS_MAX = 4096  # bearer values already checked, kept (valid ones only)
+
+
+def _mac(key: str, context: bytes, text: str) -> str:
+    return hmac.new(key.encode(), context + text.encode(), "sha256").hexdigest()
+
+
+def member_key(token: str) -> str:
+    """The job's member key: it checks (and makes) the member MAC of node credentials only, so
+    its holder (a PS replica) knows the job's members without being able to act as one at the
+    master."""
+    return hmac.new(token.encode(), _MEMBER_KEY_CONTEXT, "sha256").hexdigest()
+
+
+def member_mac(key: str, node_id: str) -> str:
+    """The member MAC of ``node_id``'s credential under the member ``key``."""
+    return _mac(key, _MEMBER_MAC_CONTEXT, node_id)
 
 
 def node_credential(token: str, node_id: str) -> str:
     """The credential of ``node_id`` under the job's ``token``: it proves to the master that its
-    holder is that node (or one of its processes) without carrying the token itself."""
-    mac = hmac.new(token.encode(), _NODE_MAC_CONTEXT + node_id.encode(), "sha256").hexdigest()
-    return f"{NODE_CREDENTIAL_PREFIX}{node_id}:{mac}"
+    holder is that node (or one of its processes) without carrying the token itself, and to the
+    job's PS replicas that it is a member (``member_mac``)."""
+    mac = _mac(token, _NODE_MAC_CONTEXT, node_id)
+    return f"{NODE_CREDENTIAL_PREFIX}{node_id}:{mac}:{member_mac(member_key(token), node_id)}"
+
+
+def credential_parts(value: str) -> tuple[str, str, str] | None:
+    """A node credential's node id, MAC and member MAC; None when ``value`` is none."""
+    if not value.startswith(NODE_CREDENTIAL_PREFIX):
+        return None
+    parts = value[len(NODE_CREDENTIAL_PREFIX) :].rsplit(":", 2)
+    if len(parts) != 3 or not parts[0]:
+        return None
+    return parts[0], parts[1], parts[2]
 
 
 def acts_as(owner: str, node_id: str) -> bool:
@@ -167,10 +199,9 @@ class JobCredentials:
         caller: str | None = None
         if hmac.compare_digest(value.encode(), self._token):
             caller = ANY_NODE
-        elif value.startswith(NODE_CREDENTIAL_PREFIX):
-            owner = value[len(NODE_CREDENTIAL_PREFIX) :].rpartition(":")[0]
-            expected = node_credential(self._token_text, owner).encode()
-            caller = owner if owner and hmac.compare_digest(value.encode(), expected) else None
+        elif (parts := credential_parts(value)) is not None:
+            expected = node_credential(self._token_text, parts[0]).encode()
+            caller = parts[0] if hmac.compare_digest(value.encode(), expected) else None
         if caller is not None:
             if len(self._known) >= _KNOWN_CALLERS_MAX:
                 self._known.clear()

@@ -15,12 +15,14 @@ import grpc
 import numpy as np
 
 from flexjob.api.errors import InvalidSpecError, NotFoundError
-from flexjob.rpc.auth import check_job_bind
+from flexjob.api.names import ENV_PS_SECRET
+from flexjob.rpc.auth import check_bind
 from flexjob.rpc.gen import ps_pb2 as pb
 from flexjob.rpc.gen import ps_pb2_grpc as pb_grpc
+from flexjob.rpc.ps_auth import PsCredentials
 from flexjob.rpc.ps_convert import configure_from_pb, stats_to_pb, tensor_from_pb, tensor_to_pb
 from flexjob.rpc.ps_messages import PsBackend
-from flexjob.rpc.server import RunningServer, TokenInterceptor, bind
+from flexjob.rpc.server import RefusingInterceptor, RunningServer, bind
 from flexjob.rpc.undecodable import decoding
 
 log = logging.getLogger(__name__)
@@ -124,17 +126,18 @@ def serve_ps(
     host: str = "127.0.0.1",
     port: int = 0,
     max_workers: int = 16,
-    token: str | None = None,
+    credentials: PsCredentials | None = None,
     interceptors: Sequence[grpc.ServerInterceptor] = (),
     register: Callable[[grpc.Server], None] | None = None,
 ) -> RunningServer:
     """Start serving ``backend`` on ``host:port`` (0: a free port); returns at once. With
-    ``token`` (the job's master token) every call must present it; without one only a
-    loopback ``host`` is allowed (``rpc.auth.InsecureBindError``), as for the job master.
-    ``interceptors`` run after the token check (``rpc.ps_gate``); ``register`` adds more
-    services on the same port (``rpc.ps_control.add_control``)."""
-    check_job_bind(host, token)
-    chain = [TokenInterceptor(token)] if token else []
+    ``credentials`` (``rpc.ps_auth``) every call must present a member's node credential (the
+    control service: the master's credential for this PS); without them only a loopback
+    ``host`` is allowed (``rpc.auth.InsecureBindError``), as for the job master.
+    ``interceptors`` run after that check (``rpc.ps_gate``); ``register`` adds more services on
+    the same port (``rpc.ps_control.add_control``)."""
+    check_bind(host, credentials.control if credentials else None, f"set {ENV_PS_SECRET}")
+    chain = [RefusingInterceptor(credentials.refusal)] if credentials else []
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="ps-rpc"),
         interceptors=[*chain, *interceptors] or None,

@@ -352,17 +352,16 @@ class MasterControlServicer(ctl_grpc.MasterControlServicer):
         return pb.ExcludeResponse(excluded=list(out))
 
 
-class TokenInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
-    """Refuses every call whose metadata lacks ``authorization: Bearer <token>`` or a node
-    credential under it (``rpc.auth.JobCredentials``)."""
+#: Why a call is refused (its code and message), from its ``authorization`` header and its
+#: method; None when it may pass.
+Refusal = Callable[[str | None, str], "tuple[grpc.StatusCode, str] | None"]
 
-    def __init__(self, token: str | JobCredentials) -> None:
-        self.credentials = token if isinstance(token, JobCredentials) else JobCredentials(token)
 
-        def refuse(request: object, context: grpc.ServicerContext) -> None:
-            context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+class RefusingInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
+    """Refuses every call ``refusal`` refuses, before it reaches a servicer."""
 
-        self._refusal = grpc.unary_unary_rpc_method_handler(refuse)
+    def __init__(self, refusal: Refusal) -> None:
+        self._refuses = refusal
 
     def intercept_service(
         self,
@@ -370,9 +369,29 @@ class TokenInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
         details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler | None:
         metadata = dict(details.invocation_metadata or ())
-        if self.credentials.caller(metadata.get(AUTHORIZATION)) is not None:
+        refusal = self._refuses(metadata.get(AUTHORIZATION), details.method)
+        if refusal is None:
             return continuation(details)
-        return self._refusal
+        code, message = refusal
+
+        def refuse(request: object, context: grpc.ServicerContext) -> None:
+            context.abort(code, message)
+
+        return grpc.unary_unary_rpc_method_handler(refuse)
+
+
+class TokenInterceptor(RefusingInterceptor):
+    """Refuses every call whose metadata lacks ``authorization: Bearer <token>`` or a node
+    credential under it (``rpc.auth.JobCredentials``)."""
+
+    def __init__(self, token: str | JobCredentials) -> None:
+        self.credentials = token if isinstance(token, JobCredentials) else JobCredentials(token)
+        super().__init__(self._refusal)
+
+    def _refusal(self, header: str | None, method: str) -> tuple[grpc.StatusCode, str] | None:
+        if self.credentials.caller(header) is not None:
+            return None
+        return grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token"
 
 
 def bind(server: grpc.Server | grpc.aio.Server, host: str, port: int, what: str) -> int:

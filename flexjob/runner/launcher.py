@@ -10,7 +10,8 @@ earliest failure is printed (``agent.failure``). The job dir's path is printed a
 the end; a temporary one is removed after success only.
 A run that starts its own master makes the job a token (``<job dir>/master.token``, 0600), so
 no other local user can drive the job: the master and this process present it, and each agent
-(with its workers) gets only its node's credential (``rpc.auth.node_env``).
+(with its workers) gets only its node's credential (``rpc.auth.node_env``), each PS replica its
+node's credential and its PS secret (``rpc.ps_auth.ps_node_env``).
 Not for Kubernetes.
 """
 
@@ -35,11 +36,13 @@ from flexjob.agent.run_supervisor import RunFailure, RunSupervisor
 from flexjob.api import names
 from flexjob.api.errors import FlexjobError
 from flexjob.api.roles import PS_TYPE, command_of
+from flexjob.core.replicas import short_replica_name
 from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.launch import MasterProcess, spawn_master
 from flexjob.platform.ports import free_port
 from flexjob.platform.stop_signals import StopRequested, raise_on_stop_signals
 from flexjob.rpc.auth import job_token_env, master_token, new_token, node_env, write_token_file
+from flexjob.rpc.ps_auth import ps_node_env
 from flexjob.runner.config import RunConfig, agent_command
 
 if TYPE_CHECKING:  # gRPC and rich load once the master and the agents are started
@@ -105,11 +108,21 @@ def ps_command(master: str, index: int, num_ps: int, host: str = "127.0.0.1") ->
 
 
 def start_ps(
-    master: str, num_ps: int, env: dict[str, str], host: str = "127.0.0.1"
+    master: str,
+    num_ps: int,
+    env: dict[str, str],
+    host: str = "127.0.0.1",
+    token: str | None = None,
 ) -> list[subprocess.Popen[bytes]]:
-    """Start ``num_ps`` ``flexjob ps`` processes on ``host`` registering with ``master``."""
+    """Start ``num_ps`` ``flexjob ps`` processes on ``host`` registering with ``master``; with
+    the job's ``token``, each holds its node's credential and its PS secret instead of it
+    (``rpc.ps_auth.ps_node_env``)."""
     return [
-        subprocess.Popen(ps_command(master, i, num_ps, host), env=env, start_new_session=True)
+        subprocess.Popen(
+            ps_command(master, i, num_ps, host),
+            env=ps_node_env(env, token, short_replica_name(PS_TYPE, i), i) if token else env,
+            start_new_session=True,
+        )
         for i in range(num_ps)
     ]
 
@@ -291,7 +304,7 @@ class _Run:
         env = {**os.environ, **opts.env}
         if num_ps := opts.master.ps.num_ps:
             self._wait_master()
-            self.servers = start_ps(address, num_ps, env, opts.agent.address)
+            self.servers = start_ps(address, num_ps, env, opts.agent.address, self.token)
             env.update(ps_env(address, num_ps))
         supervisor = self._start_agents(address, env)
         # What only watches the job loads now: its children start without waiting for it.

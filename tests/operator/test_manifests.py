@@ -12,7 +12,7 @@ from flexjob.operator.kubernetes.admission import (
     VALIDATE_PLAN,
     validate_foreign,
 )
-from flexjob.operator.manifests import NAME, InstallConfig, install_manifests
+from flexjob.operator.manifests import NAME, SECRETS_ROLE, InstallConfig, install_manifests
 from tests.support.k8s_fixtures import CERT_MANAGER, EmulatorThread
 
 
@@ -31,8 +31,8 @@ def test_cluster_role_grants_only_named_verbs_and_resources() -> None:
     grants = {(res, verb) for r in rules for res in r["resources"] for verb in r["verbs"]}  # type: ignore[attr-defined,index]
     assert ("pods", "create") in grants
     assert ("pods", "update") not in grants
-    # a job's token Secret by name (to compute its replicas' node credentials), never a listing
-    assert ("secrets", "list") not in grants and ("secrets", "watch") not in grants
+    # no Secret anywhere: those rights are granted in the job namespaces only (SECRETS_ROLE)
+    assert not {res for res, _ in grants} & {"secrets"}
     assert ("elasticjobs/status", "patch") in grants
 
 
@@ -51,7 +51,7 @@ def test_job_master_role_grants_only_what_the_master_calls() -> None:
 def test_job_master_account_is_bound_in_each_job_namespace_only() -> None:
     options = InstallConfig(job_namespaces=("team-a", "team-b", "team-a"))
     accounts = named("ServiceAccount", JOB_MASTER_SERVICE_ACCOUNT, options)
-    bindings = by_kind("RoleBinding", options)
+    bindings = named("RoleBinding", JOB_MASTER_SERVICE_ACCOUNT, options)
     assert [a["metadata"]["namespace"] for a in accounts] == ["team-a", "team-b"]  # type: ignore[index]
     assert [
         (b["metadata"]["namespace"], b["roleRef"]["name"], b["subjects"])  # type: ignore[index]
@@ -70,10 +70,31 @@ def test_install_binds_job_masters_in_the_given_namespaces() -> None:
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     documents = list(yaml.safe_load_all(result.output))
-    assert [d["metadata"]["namespace"] for d in documents if d["kind"] == "RoleBinding"] == [
-        "ml",
-        "research",
+    masters = [
+        d["metadata"]["namespace"]
+        for d in documents
+        if d["kind"] == "RoleBinding" and d["roleRef"]["name"] == JOB_MASTER_SERVICE_ACCOUNT
     ]
+    assert masters == ["ml", "research"]
+
+
+def test_the_operator_may_touch_secrets_and_network_policies_in_the_job_namespaces_only() -> None:
+    options = InstallConfig(namespace="ops", job_namespaces=("team-a", "team-b", "team-a"))
+    (role,) = named("ClusterRole", SECRETS_ROLE, options)
+    assert role["rules"] == [
+        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create", "get"]},
+        {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"], "verbs": ["create"]},
+    ]
+    bindings = named("RoleBinding", SECRETS_ROLE, options)
+    assert [
+        (b["metadata"]["namespace"], b["roleRef"], b["subjects"])  # type: ignore[index]
+        for b in bindings
+    ] == [
+        (ns, {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": SECRETS_ROLE},
+         [{"kind": "ServiceAccount", "name": NAME, "namespace": "ops"}])
+        for ns in ("team-a", "team-b")
+    ]  # fmt: skip
+    assert named("ClusterRoleBinding", SECRETS_ROLE, options) == []
 
 
 def test_deployment_runs_the_operator_as_its_service_account() -> None:

@@ -1,30 +1,32 @@
-"""A PS replica is guarded by the job's master token like the master: a client without the
-token is refused, one with it is served, and a token-less PS never listens beyond loopback."""
+"""A PS replica is guarded by its PS secret (``rpc.ps_auth``): a client without a credential of
+the job is refused, a member (a node credential of the job) is served, and a PS without
+credentials never listens beyond loopback."""
+
+from contextlib import closing
 
 import pytest
 
 from flexjob.api.errors import FlexjobError
 from flexjob.ps.service import PsService
-from flexjob.rpc.auth import InsecureBindError
+from flexjob.rpc.auth import InsecureBindError, node_credential
+from flexjob.rpc.ps_auth import PsCredentials
 from flexjob.rpc.ps_client import PsClient
 from flexjob.rpc.ps_server import serve_ps
 
 
-def test_a_ps_with_a_token_refuses_clients_without_it_and_serves_those_with_it() -> None:
-    running = serve_ps(PsService(0, 1), "127.0.0.1", 0, token="s3cret")
-    address = f"127.0.0.1:{running.port}"
+def test_a_ps_with_credentials_refuses_strangers_and_serves_members() -> None:
+    running = serve_ps(PsService(0, 1), credentials=PsCredentials.from_token("s3cret", 0))
     try:
-        stranger = PsClient(address, token="", retry_deadline=1.0)
-        with pytest.raises(FlexjobError, match="UNAUTHENTICATED"):
-            stranger.stats()
-        stranger.close()
-        member = PsClient(address, token="s3cret", retry_deadline=5.0)
-        assert member.stats().rows == 0
-        member.close()
+        stranger = closing(PsClient(running.address, token="", retry_deadline=1.0))
+        with stranger as c, pytest.raises(FlexjobError, match="UNAUTHENTICATED"):
+            c.stats()
+        member_credential = node_credential("s3cret", "worker-0")
+        with closing(PsClient(running.address, token=member_credential)) as member:
+            assert member.stats().rows == 0
     finally:
         running.stop()
 
 
-def test_a_ps_without_a_token_refuses_to_listen_beyond_loopback() -> None:
-    with pytest.raises(InsecureBindError, match="FLEXJOB_MASTER_TOKEN"):
+def test_a_ps_without_credentials_refuses_to_listen_beyond_loopback() -> None:
+    with pytest.raises(InsecureBindError, match="FLEXJOB_PS_SECRET"):
         serve_ps(PsService(0, 1), "0.0.0.0", 0)

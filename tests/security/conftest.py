@@ -23,12 +23,13 @@ import grpc
 import pytest
 
 from flexjob.core.training.dataset import Dataset
-from flexjob.core.training.master_config import MasterConfig, RpcConfig
+from flexjob.core.training.master_config import RPC_SERVERS, MasterConfig, RpcConfig
 from flexjob.master.main import serve_master
 from flexjob.master.service import MasterService
 from flexjob.rpc.gen import master_control_pb2_grpc as control_grpc
 from flexjob.rpc.gen import master_pb2 as pb
 from flexjob.rpc.gen import master_pb2_grpc as pb_grpc
+from tests.support.guarded_master import GuardedMaster, guarded_config, started_world
 
 #: The KV keys the books list (the job's own, and those the probes try to write).
 WATCHED_KEYS = ("flexjob/incarnation", "flexjob/progress/step", "probe", "probe/int", "big")
@@ -64,6 +65,16 @@ class Master:
         records, _ = self.service.stats_snapshot()
         kv = {k: self.service.kv_get(k) for k in WATCHED_KEYS}
         return self.service.view(), kv, sorted(records)
+
+
+@pytest.fixture(params=RPC_SERVERS)
+def live_master(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[GuardedMaster]:
+    """A guarded master (``tests.support.guarded_master``) on each gRPC server, its world of two
+    nodes started."""
+    m = GuardedMaster(guarded_config(tmp_path / "job", request.param))
+    started_world(m)
+    yield m
+    m.stop()
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ start count is its node's; a dataset keeps its first definition (the same one ag
 nothing, another under its name is refused naming it). Every probe asserts the refusal and
 that the job's books are unchanged afterwards. Both gRPC servers, on 127.0.0.1."""
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,6 @@ import pytest
 from flexjob.api import names
 from flexjob.api.errors import FlexjobError, InvalidSpecError
 from flexjob.core.training.dataset import Dataset
-from flexjob.core.training.master_config import RPC_SERVERS
 from flexjob.core.training.owned_keys import NO_INCARNATION, incarnation_name
 from flexjob.master.main import serve_master
 from flexjob.master.service import MasterService
@@ -21,7 +19,6 @@ from tests.support.guarded_master import (
     TOKEN,
     GuardedMaster,
     guarded_config,
-    started_world,
 )
 
 MASTER_KEYS = [
@@ -32,12 +29,9 @@ MASTER_KEYS = [
 ]
 
 
-@pytest.fixture(params=RPC_SERVERS)
-def master(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[GuardedMaster]:
-    m = GuardedMaster(guarded_config(tmp_path / "job", request.param))
-    started_world(m)
-    yield m
-    m.stop()
+@pytest.fixture
+def master(live_master: GuardedMaster) -> GuardedMaster:
+    return live_master
 
 
 @pytest.mark.parametrize("key", MASTER_KEYS)

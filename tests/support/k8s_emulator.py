@@ -63,6 +63,7 @@ BUILTIN_KINDS: tuple[ResourceKind, ...] = (
     VALIDATING,
     ENDPOINTS,
     ResourceKind("", "v1", "configmaps", "ConfigMap"),
+    ResourceKind("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy"),
     ResourceKind("apps", "v1", "deployments", "Deployment", status_subresource=True),
     ResourceKind("apps", "v1", "statefulsets", "StatefulSet", status_subresource=True),
     ResourceKind("rbac.authorization.k8s.io", "v1", "roles", "Role"),

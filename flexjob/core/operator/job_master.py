@@ -28,9 +28,9 @@ How the master runs comes from the driver (``JobMasterConfig``): locally
 ``sys.executable -m flexjob``, on Kubernetes the operator's own image (``FLEXJOB_IMAGE``).
 The master's typed ``MasterConfig`` (``core.training.master_config``) travels as JSON in
 ``FLEXJOB_MASTER_CONFIG``; the master binds the port of its ``FLEXJOB_MASTER`` address. The
-job's token reaches the replicas that hold it (``TOKEN_HOLDERS``: the master, and the PS
-replicas, which check the workers' credentials under it) in the environment, never on a
-command line: locally ``FLEXJOB_MASTER_TOKEN_FILE`` names the 0600 file
+job's token reaches the replicas that hold it (``TOKEN_HOLDERS``: the master only; a PS
+replica holds its PS secret instead, ``rpc.ps_auth``) in the environment, never on a command
+line: locally ``FLEXJOB_MASTER_TOKEN_FILE`` names the 0600 file
 ``<token_root>/<ns>/<job>/master.token`` (the local operator writes it), on Kubernetes
 ``FLEXJOB_MASTER_TOKEN`` comes from the Secret ``<job>-master-token`` (``secretKeyRef``; the
 operator creates it, owned by the job). Every other replica gets only its node's credential

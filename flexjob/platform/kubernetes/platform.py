@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import kubernetes.watch
-from kubernetes.client import ApiClient, CoreV1Api, CustomObjectsApi
+from kubernetes.client import ApiClient, CoreV1Api, CustomObjectsApi, NetworkingV1Api
 from kubernetes.client.exceptions import ApiException
 
 from flexjob.api import ElasticJob, ElasticJobStatus, ScalePlan, ScalePlanStatus
@@ -91,6 +91,7 @@ class KubernetesPlatform:
         api_client = api_client or ApiClient(load_configuration(kubeconfig, context))
         self._client = api_client
         self._core = CoreV1Api(api_client)
+        self._networking = NetworkingV1Api(api_client)
         self._custom = CustomObjectsApi(api_client)
         self._timeout = request_timeout
         self._owners: dict[tuple[str, str], Body] = {}
@@ -348,6 +349,19 @@ class KubernetesPlatform:
             self._call(
                 f"secret {namespace}/{name}", self._core.create_namespaced_secret, namespace, body
             )
+        except AlreadyExistsError:
+            return False
+        return True
+
+    def ensure_network_policy(self, namespace: str, job: str, body: Mapping[str, Any]) -> bool:
+        policy: Body = {**body, "metadata": dict(body["metadata"])}
+        owner = self._owner(namespace, job)
+        if owner is not None:
+            policy["metadata"]["ownerReferences"] = [owner]
+        name = policy["metadata"]["name"]
+        create = self._networking.create_namespaced_network_policy
+        try:
+            self._call(f"network policy {namespace}/{name}", create, namespace, policy)
         except AlreadyExistsError:
             return False
         return True
