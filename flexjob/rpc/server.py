@@ -21,7 +21,13 @@ from typing import Generic, TypeVar
 
 import grpc
 
-from flexjob.api.errors import AlreadyExistsError, InvalidSpecError, NotFoundError, UnavailableError
+from flexjob.api.errors import (
+    AlreadyExistsError,
+    InvalidSpecError,
+    NodeFencedError,
+    NotFoundError,
+    UnavailableError,
+)
 from flexjob.api.names import ENV_MASTER_TOKEN, ENV_MASTER_TOKEN_FILE
 from flexjob.core.training.owned_keys import key_owner, write_refusal
 from flexjob.rpc import convert
@@ -58,6 +64,7 @@ _CODES: dict[type[Exception], grpc.StatusCode] = {
     InvalidSpecError: grpc.StatusCode.INVALID_ARGUMENT,
     NotFoundError: grpc.StatusCode.NOT_FOUND,
     AlreadyExistsError: grpc.StatusCode.ALREADY_EXISTS,
+    NodeFencedError: grpc.StatusCode.FAILED_PRECONDITION,  # a node declared dead: it re-joins
     UnavailableError: grpc.StatusCode.UNAVAILABLE,  # a fenced master's writes (retry elsewhere)
 }
 _ANSWERED = tuple(_CODES)

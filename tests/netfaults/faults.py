@@ -51,7 +51,7 @@ def _master_ports(job: HostJob) -> list[int]:
     return ports + ([int(store.group(1))] if store else [])
 
 
-def _cut_from_master(net: HostNet, job: HostJob) -> None:
+def cut_from_master(net: HostNet, job: HostJob) -> None:
     """node-2's host loses the master's ports on host 0; its all-reduce peers (worker-0 on
     host 0, node-1) it keeps."""
     net[2].cut_ports(net[0], _master_ports(job))
@@ -67,8 +67,8 @@ def _slow_lossy(net: HostNet, job: HostJob) -> None:
 
 
 FAULTS = [
-    NetFault("agent cut from master 2.5 s (< node-death timeout)", _cut_from_master, 2.5),
-    NetFault("agent cut from master 15 s (> node-death timeout)", _cut_from_master, 15.0),
+    NetFault("agent cut from master 2.5 s (< node-death timeout)", cut_from_master, 2.5),
+    NetFault("agent cut from master 15 s (> node-death timeout)", cut_from_master, 15.0),
     NetFault("worker cut from its peers, not the master (half-open)", _cut_from_peers, 20.0),
     NetFault("200 ms delay + 5% loss on one node, whole job", _slow_lossy, None, 0.0, 900.0),
     NetFault("master's host cut from everyone 20 s", lambda net, _: net[0].block(), 20.0),
