@@ -25,7 +25,7 @@ from flexjob.agent.oom import memory_limited, oom_kills
 from flexjob.agent.torchrun_env import OMP_NOTICE, explained, permanent, sets_omp_threads
 from flexjob.agent.workers import Worker, WorkerState, spawn_worker, stop_workers, wait_ready
 from flexjob.api import names
-from flexjob.api.errors import AgentError, FlexjobError
+from flexjob.api.errors import AgentError, FlexjobError, NodeFencedError
 from flexjob.api.roles import type_named
 from flexjob.core.training.owned_keys import incarnation_name
 from flexjob.platform.ports import free_port
@@ -344,7 +344,11 @@ class ElasticAgent:
                 log.info("node %s: the job's data is done before its workers joined", c.node_id)
                 self._succeeded = True
                 return 0
-            self._report_stats()
+            try:
+                self._report_stats()
+            except NodeFencedError:  # told before its heartbeat was
+                self._rejoin_fenced()
+                continue
             if reply is None or reply.round < self.round or self._in_place():
                 continue  # (a reply older than the world its workers started in says nothing)
             changed = reply.round != self.round or reply.num_nodes_waiting > 0

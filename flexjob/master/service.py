@@ -177,7 +177,7 @@ class MasterService:
     @saves
     def report_shard(self, node: NodeRef, dataset: str, shard_id: int) -> bool:
         with self._lock:
-            self._admit(node)
+            self._admit(node, peer_report=True)
             return self._shards.report_shard(dataset, shard_id, node.node_id)
 
     @saves
@@ -405,12 +405,18 @@ class MasterService:
         got = fencing.admission(self._members, node.node_id, node.incarnation)
         return got is fencing.Admission.ADMITTED
 
-    def _admit(self, node: NodeRef) -> None:
-        """Refuse the call of a fenced node (``NodeFencedError``); else it is a sign of life."""
-        if not self._admitted(node):
-            owner = self._members.node_of(node.node_id) or node.node_id
-            raise NodeFencedError(fencing.fenced_message(owner, node.incarnation))
-        self._seen(node.node_id)
+    def _admit(self, node: NodeRef, *, peer_report: bool = False) -> None:
+        """Refuse the call of a fenced node (``NodeFencedError``); else it is a sign of life
+        (a peer's report for a fenced node is not: ``core.training.fencing``)."""
+        m = self._members
+        got = fencing.admission(m, node.node_id, node.incarnation, peer_report=peer_report)
+        if got is fencing.Admission.FENCED:
+            owner = m.node_of(node.node_id) or node.node_id
+            raise NodeFencedError(
+                fencing.fenced_message(owner, m.fenced.get(owner, node.incarnation))
+            )
+        if got is fencing.Admission.ADMITTED:
+            self._seen(node.node_id)
 
     def _store_for(self, members: tuple[str, ...]) -> str:
         if self.config.host_store:

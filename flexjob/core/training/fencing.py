@@ -10,7 +10,11 @@ a new incarnation; a call that still carries an older incarnation than the node'
 is refused for good. Its shards went back to the queue and it left the world when it was
 declared dead, so none of its stale reports can count a sample twice and its old world cannot
 be re-entered. Incarnation 0 on a call other than the agent's heartbeat means "not said" (a
-training process that does not carry it): taken unless the node is fenced now.
+training process that does not carry it): taken unless the node is fenced now. One call of a
+fenced node is taken all the same: a peer's report of a shard the fenced node finished in a
+step the world committed (``trainer.peer_shards``: it comes from a survivor's client, with
+incarnation 0) — the samples were trained, and the shard book counts the report only if the
+shard was not handed out again; it is no sign of the fenced node's life.
 
 Per node the incarnations only grow; a node the master does not know (a master that restarted
 keeps no memberships) is never fenced, and an incarnation it carries is taken as its current
@@ -32,6 +36,8 @@ class Admission(StrEnum):
     """The master's answer to a node's call."""
 
     ADMITTED = "admitted"
+    #: A peer's report for a fenced node: taken, and no sign of that node's life.
+    PEER_REPORT = "peer report"
     #: The node was declared dead, or the call is of an older membership: refused.
     FENCED = "fenced"
 
@@ -87,13 +93,17 @@ def heartbeat(m: Memberships, node: str, incarnation: int) -> Membership:
     return Membership(_with(m, node, incarnation), incarnation, False)
 
 
-def admission(m: Memberships, caller: str, incarnation: int) -> Admission:
+def admission(
+    m: Memberships, caller: str, incarnation: int, *, peer_report: bool = False
+) -> Admission:
     """Whether the master takes a call of ``caller`` (a node or one of its processes) carrying
-    ``incarnation``."""
+    ``incarnation``; ``peer_report``: the call is a shard report that a peer may make for it."""
     node = m.node_of(caller)
     if node is None:
         return Admission.ADMITTED
     if node in m.fenced:
+        if peer_report and incarnation == NO_INCARNATION:
+            return Admission.PEER_REPORT
         return Admission.FENCED
     if incarnation != NO_INCARNATION and incarnation < m.current[node]:
         return Admission.FENCED

@@ -18,7 +18,7 @@ from flexjob.core.training.fencing import (
     heartbeat,
 )
 
-ADMITTED, FENCED = Admission.ADMITTED, Admission.FENCED
+ADMITTED, FENCED, PEER = Admission.ADMITTED, Admission.FENCED, Admission.PEER_REPORT
 
 
 def member(m: Memberships, node: str, incarnation: int = NO_INCARNATION) -> tuple[Memberships, int]:
@@ -55,6 +55,16 @@ def test_its_agent_rejoining_with_incarnation_0_is_a_new_member_and_the_old_one_
     assert admission(m, "a", old) is FENCED
     assert admission(m, "a.1", old) is FENCED
     assert heartbeat(m, "a", old).fenced
+
+
+def test_a_peers_report_for_a_fenced_node_is_taken_but_is_no_sign_of_its_life() -> None:
+    """A survivor reports a shard the fenced node finished in a committed step (incarnation
+    0: the survivor's client); the fenced node's own report, carrying its incarnation, is not."""
+    m, inc = member(Memberships(), "w-1")
+    m = declared_dead(m, "w-1")
+    assert admission(m, "w-1.1", 0, peer_report=True) is Admission.PEER_REPORT
+    assert admission(m, "w-1", inc, peer_report=True) is FENCED
+    assert admission(m, "w-1", 0) is FENCED  # any other call of its processes
 
 
 def test_a_node_without_a_membership_is_never_fenced() -> None:
@@ -112,3 +122,5 @@ def test_every_short_history_refuses_exactly_the_stale_and_the_fenced(
             want = not fenced and (carried == 0 or carried == live)
             for caller in ("n", "n.1"):
                 assert (admission(m, caller, carried) is ADMITTED) == want, (steps, carried)
+                peer = admission(m, caller, carried, peer_report=True)
+                assert peer is (ADMITTED if want else FENCED if not fenced or carried else PEER)
