@@ -20,18 +20,19 @@ from flexjob.agent import failure, observing
 from flexjob.agent.config import AgentConfig, run_dir_of
 from flexjob.agent.flash_saver import FlashSaver
 from flexjob.agent.hang import stalled_for
+from flexjob.agent.membership import Membership
 from flexjob.agent.monitor import ResourceMonitor
 from flexjob.agent.oom import memory_limited, oom_kills
 from flexjob.agent.torchrun_env import OMP_NOTICE, explained, permanent, sets_omp_threads
 from flexjob.agent.workers import Worker, WorkerState, spawn_worker, stop_workers, wait_ready
 from flexjob.api import names
-from flexjob.api.errors import AgentError, FlexjobError, NodeFencedError
+from flexjob.api.errors import AgentError, NodeFencedError
 from flexjob.api.roles import type_named
 from flexjob.core.training.owned_keys import incarnation_name
 from flexjob.platform.ports import free_port
 from flexjob.platform.stop_signals import StopRequested, raise_on_stop_signals
 from flexjob.rpc.client import MasterClient
-from flexjob.rpc.messages import HeartbeatReply, NodeRef, NodeWorld
+from flexjob.rpc.messages import NodeRef, NodeWorld
 from flexjob.trainer.world import Generation, NodeIdentity, world_env
 
 log = logging.getLogger(__name__)
@@ -96,8 +97,7 @@ class ElasticAgent:
         self._job_failed = threading.Event()
         self._last_failure: tuple[int | None, str] | None = None
         self._restarted_at = 0.0
-        self._reply: HeartbeatReply | None = None
-        self._beat_lock = threading.Lock()  # one heartbeat at a time (its incarnation)
+        self._member = Membership(self.client)
         self._checkpoint_dir: str | None = None
         self._beat_since: float | None = None  # time.time() the heartbeat in flight began
         self._master_back_at = 0.0  # time.time() a slow or failed heartbeat ended
@@ -239,7 +239,7 @@ class ElasticAgent:
         while not self._stopping.wait(self.config.monitor_interval):
             self._beat_since = started = time.time()
             try:
-                self._beat()
+                self._member.beat()
                 if failure.failed(self.client):
                     self._job_failed.set()
             except Exception as exc:
@@ -250,40 +250,16 @@ class ElasticAgent:
             if time.time() - started > MASTER_SLOW_S:  # it retried: the master was away
                 self._master_back_at = time.time()
 
-    def _beat(self) -> HeartbeatReply:
-        """One heartbeat (its reply is the latest); the first joins this node as a member."""
-        with self._beat_lock:
-            self._reply = self.client.heartbeat()
-            return self._reply
-
-    def _beat_now(self) -> HeartbeatReply | None:
-        try:
-            return self._beat()
-        except FlexjobError:  # unreachable: the failure is handled as one
-            return None
-
-    def _fenced(self, reply: HeartbeatReply | None) -> bool:
-        """Whether ``reply`` fences this node's current membership (an older one says
-        nothing)."""
-        return reply is not None and reply.fenced and reply.incarnation == self.client.incarnation
-
     def _rejoin_fenced(self) -> None:
         """The master declared this node dead (its heartbeats did not reach it in time) and
         refuses its calls: stop the workers (their work since the last accepted report is not
         reported: the master handed their shards out again), join again as a new member, and
         start fresh workers in the next world (``core.training.fencing``)."""
-        c = self.config
-        log.warning(
-            "node %s: the master declared it dead (incarnation %d) and refuses its calls: "
-            "stopping its workers and joining again as a new member",
-            c.node_id,
-            self.client.incarnation,
-        )
+        node, was = self.config.node_id, self._member.incarnation
+        log.warning("node %s: declared dead by the master (incarnation %d): rejoining", node, was)
         stop_workers(self.workers)
-        with self._beat_lock:
-            self.client.leave_membership()
-            self._reply = self.client.heartbeat()
-        log.info("node %s joined again as incarnation %d", c.node_id, self.client.incarnation)
+        self._member.rejoin()
+        log.info("node %s joined again as incarnation %d", node, self._member.incarnation)
         self.round = -1
         self._restart(self.workers)
 
@@ -313,7 +289,7 @@ class ElasticAgent:
         for w in self._first:  # started before this agent: it hears of their end from now on
             w.on_exit = self._worker_ended.set
         self._announce_start()
-        self._beat()  # a member before its workers call the master
+        self._member.beat()  # a member before its workers call the master
         self._join_and_start(self.workers)
         while True:
             # A worker that ends wakes the loop at once: its failure reaches the master (its
@@ -328,7 +304,7 @@ class ElasticAgent:
                 return 0
             self._kill_hung()
             failed = [w for w in self.workers if w.state is WorkerState.FAILED]
-            if self._fenced(self._beat_now() if failed else self._reply):
+            if self._member.fenced(self._member.beat_now() if failed else self._member.reply):
                 # (a worker refused by the master fails: no failure of its own)
                 self._rejoin_fenced()
                 continue
@@ -337,7 +313,7 @@ class ElasticAgent:
                 if code is not None:
                     return code
                 continue
-            reply = self._reply
+            reply = self._member.reply
             if reply is not None and reply.excluded:
                 return self._leave_excluded()
             if reply is not None and reply.job_finished and self._never_joined():
