@@ -61,7 +61,7 @@ class Memberships:
 
 
 @dataclass(frozen=True, slots=True)
-class Membership:
+class HeartbeatAnswer:
     """What the agent's heartbeat gets: the state after it, the incarnation the agent uses
     from now (``fenced``: the one that was fenced), and whether it was fenced."""
 
@@ -81,16 +81,16 @@ def _with(m: Memberships, node: str, incarnation: int) -> Memberships:
     )
 
 
-def heartbeat(m: Memberships, node: str, incarnation: int) -> Membership:
+def heartbeat(m: Memberships, node: str, incarnation: int) -> HeartbeatAnswer:
     """The agent of ``node`` sends a heartbeat carrying ``incarnation``: 0 joins it as a new
     member; its current one (or one this master never saw) is taken; an older one, or the
     fenced one, is fenced."""
     if incarnation == NO_INCARNATION:
         given = m.last + 1
-        return Membership(_with(m, node, given), given, False)
+        return HeartbeatAnswer(_with(m, node, given), given, False)
     if node in m.fenced or incarnation < m.current.get(node, NO_INCARNATION):
-        return Membership(m, incarnation, True)
-    return Membership(_with(m, node, incarnation), incarnation, False)
+        return HeartbeatAnswer(m, incarnation, True)
+    return HeartbeatAnswer(_with(m, node, incarnation), incarnation, False)
 
 
 def admission(
