@@ -42,7 +42,7 @@ class NetFault:
     timeout: float = 240.0  # seconds the job gets before it is taken for hung and stopped
 
 
-def _master_ports(job: HostJob) -> list[int]:
+def master_ports(job: HostJob) -> list[int]:
     """The master's gRPC port and its TCP store's (the ports a worker cut from its peers
     still reaches on the master's host)."""
     log = (job.workdir / "job" / "master.log").read_text()
@@ -54,11 +54,11 @@ def _master_ports(job: HostJob) -> list[int]:
 def cut_from_master(net: HostNet, job: HostJob) -> None:
     """node-2's host loses the master's ports on host 0; its all-reduce peers (worker-0 on
     host 0, node-1) it keeps."""
-    net[2].cut_ports(net[0], _master_ports(job))
+    net[2].cut_ports(net[0], master_ports(job))
 
 
 def _cut_from_peers(net: HostNet, job: HostJob) -> None:
-    net[2].block([net[0], net[1]], keep=_master_ports(job))
+    net[2].block([net[0], net[1]], keep=master_ports(job))
 
 
 def _slow_lossy(net: HostNet, job: HostJob) -> None:
