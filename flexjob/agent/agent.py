@@ -20,18 +20,19 @@ from flexjob.agent import failure, observing
 from flexjob.agent.config import AgentConfig, run_dir_of
 from flexjob.agent.flash_saver import FlashSaver
 from flexjob.agent.hang import stalled_for
+from flexjob.agent.membership import Membership
 from flexjob.agent.monitor import ResourceMonitor
 from flexjob.agent.oom import memory_limited, oom_kills
 from flexjob.agent.torchrun_env import OMP_NOTICE, explained, permanent, sets_omp_threads
 from flexjob.agent.workers import Worker, WorkerState, spawn_worker, stop_workers, wait_ready
 from flexjob.api import names
-from flexjob.api.errors import AgentError
+from flexjob.api.errors import AgentError, NodeFencedError
 from flexjob.api.roles import type_named
 from flexjob.core.training.owned_keys import incarnation_name
 from flexjob.platform.ports import free_port
 from flexjob.platform.stop_signals import StopRequested, raise_on_stop_signals
 from flexjob.rpc.client import MasterClient
-from flexjob.rpc.messages import HeartbeatReply, NodeRef, NodeWorld
+from flexjob.rpc.messages import NodeRef, NodeWorld
 from flexjob.trainer.world import Generation, NodeIdentity, world_env
 
 log = logging.getLogger(__name__)
@@ -96,7 +97,7 @@ class ElasticAgent:
         self._job_failed = threading.Event()
         self._last_failure: tuple[int | None, str] | None = None
         self._restarted_at = 0.0
-        self._reply: HeartbeatReply | None = None
+        self._member = Membership(self.client)
         self._checkpoint_dir: str | None = None
         self._beat_since: float | None = None  # time.time() the heartbeat in flight began
         self._master_back_at = 0.0  # time.time() a slow or failed heartbeat ended
@@ -238,7 +239,7 @@ class ElasticAgent:
         while not self._stopping.wait(self.config.monitor_interval):
             self._beat_since = started = time.time()
             try:
-                self._reply = self.client.heartbeat()
+                self._member.beat()
                 if failure.failed(self.client):
                     self._job_failed.set()
             except Exception as exc:
@@ -248,6 +249,19 @@ class ElasticAgent:
                 self._beat_since = None
             if time.time() - started > MASTER_SLOW_S:  # it retried: the master was away
                 self._master_back_at = time.time()
+
+    def _rejoin_fenced(self) -> None:
+        """The master declared this node dead (its heartbeats did not reach it in time) and
+        refuses its calls: stop the workers (their work since the last accepted report is not
+        reported: the master handed their shards out again), join again as a new member, and
+        start fresh workers in the next world (``core.training.fencing``)."""
+        node, was = self.config.node_id, self._member.incarnation
+        log.warning("node %s: declared dead by the master (incarnation %d): rejoining", node, was)
+        stop_workers(self.workers)
+        self._member.rejoin()
+        log.info("node %s joined again as incarnation %d", node, self._member.incarnation)
+        self.round = -1
+        self._restart(self.workers)
 
     def _check_job(self) -> None:
         """Raise ``JobFailedElsewhere`` once another node's agent gave up on the job."""
@@ -275,6 +289,7 @@ class ElasticAgent:
         for w in self._first:  # started before this agent: it hears of their end from now on
             w.on_exit = self._worker_ended.set
         self._announce_start()
+        self._member.beat()  # a member before its workers call the master
         self._join_and_start(self.workers)
         while True:
             # A worker that ends wakes the loop at once: its failure reaches the master (its
@@ -289,19 +304,27 @@ class ElasticAgent:
                 return 0
             self._kill_hung()
             failed = [w for w in self.workers if w.state is WorkerState.FAILED]
+            if self._member.fenced(self._member.beat_now() if failed else self._member.reply):
+                # (a worker refused by the master fails: no failure of its own)
+                self._rejoin_fenced()
+                continue
             if failed:
                 code = self._on_failure(failed)
                 if code is not None:
                     return code
                 continue
-            reply = self._reply
+            reply = self._member.reply
             if reply is not None and reply.excluded:
                 return self._leave_excluded()
             if reply is not None and reply.job_finished and self._never_joined():
                 log.info("node %s: the job's data is done before its workers joined", c.node_id)
                 self._succeeded = True
                 return 0
-            self._report_stats()
+            try:
+                self._report_stats()
+            except NodeFencedError:  # told before its heartbeat was
+                self._rejoin_fenced()
+                continue
             if reply is None or reply.round < self.round or self._in_place():
                 continue  # (a reply older than the world its workers started in says nothing)
             changed = reply.round != self.round or reply.num_nodes_waiting > 0

@@ -51,6 +51,15 @@ class PsSetChangedError(ConflictError):
 PS_SET_CHANGED = "ps set changed"
 
 
+class NodeFencedError(ConflictError):
+    """The master refused a call of a node it declared dead (gRPC FAILED_PRECONDITION, message
+    starting with ``NODE_FENCED``; ``core.training.fencing``): the node's agent stops its
+    workers and joins again as a new member."""
+
+
+NODE_FENCED = "node fenced"
+
+
 # The families, one per subsystem (the module raising one names it in its docstring).
 
 

@@ -15,7 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from flexjob.api.errors import InvalidSpecError, NotFoundError
+from flexjob.api.errors import InvalidSpecError, NodeFencedError, NotFoundError
+from flexjob.core.training import fencing
 from flexjob.core.training.batch import BatchPlan, RankBatch
 from flexjob.core.training.dataset import Dataset
 from flexjob.core.training.master_config import MasterConfig
@@ -72,6 +73,7 @@ class MasterService:
         self._health = HeartbeatTracker(config.node_health.heartbeat_timeout, clock)
         self._agents: set[str] = set()  # nodes whose agent sent a heartbeat (not trainers)
         self._attached = Attachments()
+        self._members = fencing.Memberships()  # agents' incarnations (not journaled)
         self._stats = StatsBook()
         self._addresses: dict[str, str] = {}  # node → address given at join
         self._addresses_version = 0
@@ -110,7 +112,7 @@ class MasterService:
     @saves
     def join(self, node: NodeRef, address: str, local_world_size: int) -> int:
         with self._lock:
-            self._seen(node.node_id)
+            self._admit(node)
             if self._addresses.get(node.node_id) != address:
                 self._addresses[node.node_id] = address
                 self._addresses_version += 1
@@ -124,7 +126,7 @@ class MasterService:
     @saves
     def get_world(self, node: NodeRef, round: int) -> NodeWorld:
         with self._lock:
-            self._seen(node.node_id)
+            self._admit(node)
             if excluded(self._kv, node.node_id):
                 return NodeWorld(False, self._rdzv.round + 1, -1, 0, "", "", ())
             if self._rdzv.status(node.node_id) is NodeStatus.UNKNOWN:
@@ -151,7 +153,7 @@ class MasterService:
     @saves
     def nodes_waiting(self, node: NodeRef) -> NodesWaiting:
         with self._lock:
-            self._seen(node.node_id)
+            self._admit(node)
             waiting = self._rdzv.num_nodes_waiting()
             self._after_rendezvous()
             return NodesWaiting(waiting, self._rdzv.round)
@@ -160,7 +162,7 @@ class MasterService:
     @saves
     def get_shard(self, node: NodeRef, dataset: str) -> ShardInfo:
         with self._lock:
-            self._seen(node.node_id)
+            self._admit(node)
             return self._shards.get_shard(dataset, node.node_id)
 
     def same_world(self, reporter: str, node_id: str) -> bool:
@@ -175,7 +177,7 @@ class MasterService:
     @saves
     def report_shard(self, node: NodeRef, dataset: str, shard_id: int) -> bool:
         with self._lock:
-            self._seen(node.node_id)
+            self._admit(node, peer_report=True)
             return self._shards.report_shard(dataset, shard_id, node.node_id)
 
     @saves
@@ -185,7 +187,7 @@ class MasterService:
         lock, saved by one write."""
         check_lease(request)
         with self._lock:
-            self._seen(node.node_id)
+            self._admit(node)
             return self._shards.lease_shards(request, node.node_id)
 
     def get_progress(self, node: NodeRef, dataset: str) -> Progress:
@@ -195,7 +197,7 @@ class MasterService:
     # ---- stats, health ----
     def report_stats(self, node: NodeRef, stats: NodeStats) -> None:
         with self._lock:
-            self._seen(node.node_id)
+            self._admit(node)
             self._stats.update(node, stats)
             self._stats_dirty = True
             self._stragglers.observe(node.node_id, self._rdzv, stats.step_seconds, self._clock())
@@ -209,17 +211,32 @@ class MasterService:
 
     @saves
     def heartbeat(self, node: NodeRef, timestamp: float) -> HeartbeatReply:
+        """The agent's heartbeat; incarnation 0 joins it as a new member, a fenced one is
+        answered ``fenced`` (``core.training.fencing``)."""
         with self._lock:
+            got = fencing.heartbeat(self._members, node.node_id, node.incarnation)
+            if got.fenced:
+                return HeartbeatReply(
+                    self._rdzv.round, 0, self.job_finished, False, got.incarnation, True
+                )
+            if got.incarnation != node.incarnation:
+                event(log, "node_member", self._job, node=node.node_id, incarnation=got.incarnation)
+            self._members = got.state
             self._seen(node.node_id)
             self._agents.add(node.node_id)
             waiting = self._rdzv.num_nodes_waiting()
             self._after_rendezvous()
             out = excluded(self._kv, node.node_id)
-            return HeartbeatReply(self._rdzv.round, waiting, self.job_finished, out)
+            return HeartbeatReply(
+                self._rdzv.round, waiting, self.job_finished, out, got.incarnation
+            )
 
     def attach(self, node: NodeRef) -> int:
+        """An agent's stream opened (a fenced node's too: it is no sign of life until its
+        agent joins again)."""
         with self._lock:
-            self._seen(node.node_id)
+            if self._admitted(node):
+                self._seen(node.node_id)
             return self._attached.attach(node.node_id)
 
     @saves
@@ -253,6 +270,10 @@ class MasterService:
     @saves
     def report_failure(self, node: NodeRef, reason: str, exit_code: int, restarting: bool) -> None:
         with self._lock:
+            if not self._admitted(node):
+                # Declared dead already: its shards went back and it left the world.
+                event(log, "fenced_failure_ignored", self._job, node=node.node_id, reason=reason)
+                return
             self._stats.failure(node, reason)
             event(
                 log,
@@ -290,7 +311,7 @@ class MasterService:
         """A member of world ``round`` reports nodes that failed its pre-flight check: they
         leave it and stay out of every later world (``master.stragglers``)."""
         with self._lock:
-            self._seen(node.node_id)
+            self._admit(node)
             marks = self._stragglers.exclude_failed(
                 node.node_id, self._rdzv, self._kv, round, reasons
             )
@@ -315,7 +336,7 @@ class MasterService:
         one under a known name is refused (``DatasetBook.is_new``). Journaled before it
         returns: a restarted master knows it, with its progress."""
         with self._lock:
-            self._seen(node.node_id)
+            self._admit(node)
             if not self._datasets.is_new(dataset):
                 return
             self._datasets.check_room(dataset)
@@ -360,6 +381,10 @@ class MasterService:
         seconds."""
         with self._lock:
             for node_id in self._health.expired():
+                # It may be alive (a partition, a hung host): fenced until it joins again, and
+                # the end of its stream, whenever it comes, is no second death.
+                self._members = fencing.declared_dead(self._members, node_id)
+                self._attached.forget(node_id)
                 self._node_dead(node_id, "heartbeat timeout")
             self._shards.expire_slow_shards()
             for node_id, entry in self._stragglers.check(self._rdzv, self._kv, self._clock()):
@@ -375,6 +400,23 @@ class MasterService:
     # ---- internals ----
     def _seen(self, node_id: str) -> None:
         self._health.beat(node_id)
+
+    def _admitted(self, node: NodeRef) -> bool:
+        got = fencing.admission(self._members, node.node_id, node.incarnation)
+        return got is fencing.Admission.ADMITTED
+
+    def _admit(self, node: NodeRef, *, peer_report: bool = False) -> None:
+        """Refuse the call of a fenced node (``NodeFencedError``); else it is a sign of life
+        (a peer's report for a fenced node is not: ``core.training.fencing``)."""
+        m = self._members
+        got = fencing.admission(m, node.node_id, node.incarnation, peer_report=peer_report)
+        if got is fencing.Admission.FENCED:
+            owner = m.node_of(node.node_id) or node.node_id
+            raise NodeFencedError(
+                fencing.fenced_message(owner, m.fenced.get(owner, node.incarnation))
+            )
+        if got is fencing.Admission.ADMITTED:
+            self._seen(node.node_id)
 
     def _store_for(self, members: tuple[str, ...]) -> str:
         if self.config.host_store:

@@ -170,8 +170,22 @@ class MasterClient(RetryingClient):
         self._call(self._control.ReportStats, convert.stats_to_pb(self._node, stats))
 
     def heartbeat(self) -> HeartbeatReply:
+        """A heartbeat carrying this client's incarnation, which becomes the reply's unless it
+        was fenced (``core.training.fencing``: the first heartbeat joins as a new member)."""
         req = pb.HeartbeatRequest(node=self._node, timestamp=time.time())
-        return convert.heartbeat_from_pb(self._call(self._control.Heartbeat, req))
+        reply = convert.heartbeat_from_pb(self._call(self._control.Heartbeat, req))
+        if not reply.fenced:
+            self._node.incarnation = reply.incarnation
+        return reply
+
+    @property
+    def incarnation(self) -> int:
+        """The membership this client's calls carry (0: none yet)."""
+        return int(self._node.incarnation)
+
+    def leave_membership(self) -> None:
+        """Drop the (fenced) incarnation: the next heartbeat joins as a new member."""
+        self._node.incarnation = 0
 
     def report_failure(self, reason: str, exit_code: int = 1, restarting: bool = False) -> None:
         req = pb.FailureRequest(

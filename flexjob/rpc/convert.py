@@ -26,11 +26,12 @@ def node_to_pb(node: NodeLike | str) -> pb.NodeRef:
         node_id=node.node_id,
         replica_type=str(getattr(node, "replica_type", DEFAULT_TYPE)),
         replica_index=int(getattr(node, "replica_index", 0)),
+        incarnation=int(getattr(node, "incarnation", 0)),
     )
 
 
 def node_from_pb(msg: pb.NodeRef) -> m.NodeRef:
-    return m.NodeRef(msg.node_id, type_named(msg.replica_type), msg.replica_index)
+    return m.NodeRef(msg.node_id, type_named(msg.replica_type), msg.replica_index, msg.incarnation)
 
 
 # Messages whose fields all cross the wire as they are.

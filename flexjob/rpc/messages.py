@@ -20,7 +20,8 @@ new node would grow the world) stop training and ``join`` again. The ``round`` a
 node that asks while neither waiting nor a member (its join was lost in a master restart, or it
 was declared dead while alive) is made to wait for the next round, as if it had joined.
 Any call from a node counts as its heartbeat; a node silent for ``heartbeat_timeout`` is dead
-(its shards go back to TODO and its world is broken).
+(its shards go back to TODO and its world is broken) and fenced: its calls are refused
+(``NodeFencedError``) until its agent joins again as a new member (``core.training.fencing``).
 
 Shards: ``get_shard()`` → ``has_shard`` false with ``end_of_data`` false means "none free now,
 ask again" (others still hold shards that may come back); ``end_of_data`` means done.
@@ -48,11 +49,13 @@ DEFAULT_DATASET = ""
 class NodeRef:
     """Who calls: a stable node id (e.g. ``worker-0``), its replica type and index. The type
     is a string on the wire (``rpc.convert``: one we do not know reads as
-    ``api.roles.DEFAULT_TYPE``)."""
+    ``api.roles.DEFAULT_TYPE``). ``incarnation``: the agent's membership, as its heartbeat
+    got it (``core.training.fencing``; 0: not said)."""
 
     node_id: str
     replica_type: ReplicaType = DEFAULT_TYPE
     replica_index: int = 0
+    incarnation: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +151,10 @@ class HeartbeatReply:
     job_finished: bool
     #: The master keeps this node out of every later world (``core.training.stragglers``).
     excluded: bool = False
+    #: The membership the agent sends from now on; ``fenced``: the master declared this
+    #: membership dead (``core.training.fencing``): the agent stops its workers and joins again.
+    incarnation: int = 0
+    fenced: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,9 +12,11 @@ from typing import Self, TypeVar
 import grpc
 
 from flexjob.api.errors import (
+    NODE_FENCED,
     PS_SET_CHANGED,
     FlexjobError,
     InvalidSpecError,
+    NodeFencedError,
     NotFoundError,
     PsSetChangedError,
     UnavailableError,
@@ -39,6 +41,10 @@ def answered_error(exc: grpc.RpcError) -> FlexjobError | None:
         PS_SET_CHANGED
     ):
         return PsSetChangedError(exc.details())
+    if code == grpc.StatusCode.FAILED_PRECONDITION and (exc.details() or "").startswith(
+        NODE_FENCED
+    ):
+        return NodeFencedError(exc.details())
     if code not in _RETRYABLE:
         return FlexjobError(f"{code.name}: {exc.details()}")
     return None

@@ -21,7 +21,13 @@ from typing import Generic, TypeVar
 
 import grpc
 
-from flexjob.api.errors import AlreadyExistsError, InvalidSpecError, NotFoundError, UnavailableError
+from flexjob.api.errors import (
+    AlreadyExistsError,
+    InvalidSpecError,
+    NodeFencedError,
+    NotFoundError,
+    UnavailableError,
+)
 from flexjob.core.training.owned_keys import key_owner, write_refusal
 from flexjob.rpc import convert
 from flexjob.rpc.auth import ANY_NODE, AUTHORIZATION, JobCredentials, acts_as, check_job_bind
@@ -57,6 +63,7 @@ _CODES: dict[type[Exception], grpc.StatusCode] = {
     InvalidSpecError: grpc.StatusCode.INVALID_ARGUMENT,
     NotFoundError: grpc.StatusCode.NOT_FOUND,
     AlreadyExistsError: grpc.StatusCode.ALREADY_EXISTS,
+    NodeFencedError: grpc.StatusCode.FAILED_PRECONDITION,  # a node declared dead: it re-joins
     UnavailableError: grpc.StatusCode.UNAVAILABLE,  # a fenced master's writes (retry elsewhere)
 }
 _ANSWERED = tuple(_CODES)

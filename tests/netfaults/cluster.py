@@ -35,6 +35,7 @@ class HostJob:
     master: str = ""
     agents: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
+    script: str = str(SCRIPT)  # what every node trains (the chaos script logs each sample)
 
     @property
     def log_dir(self) -> Path:
@@ -66,7 +67,7 @@ class HostJob:
         cmd = [
             sys.executable, "-m", "flexjob", "run", "--address", host.address,
             "--job-dir", str(self.workdir / "job"), "--no-progress",
-            "--nnodes", f"1:{nodes}", "--start-nodes", "1", *extra, SCRIPT, *script_args,
+            "--nnodes", f"1:{nodes}", "--start-nodes", "1", *extra, self.script, *script_args,
         ]  # fmt: skip
         with self.out("run").open("wb") as f:
             self.run = host.popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=self.env, cwd=ROOT)
@@ -85,7 +86,7 @@ class HostJob:
     ) -> subprocess.Popen[bytes]:
         cmd = [
             sys.executable, "-m", "flexjob", "agent", "--master", self.master,
-            "--address", host.address, "--node-id", node_id, *extra, SCRIPT, *script_args,
+            "--address", host.address, "--node-id", node_id, *extra, self.script, *script_args,
         ]  # fmt: skip
         with self.out(node_id).open("ab") as f:
             proc = host.popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=self.env, cwd=ROOT)

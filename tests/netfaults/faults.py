@@ -42,7 +42,7 @@ class NetFault:
     timeout: float = 240.0  # seconds the job gets before it is taken for hung and stopped
 
 
-def _master_ports(job: HostJob) -> list[int]:
+def master_ports(job: HostJob) -> list[int]:
     """The master's gRPC port and its TCP store's (the ports a worker cut from its peers
     still reaches on the master's host)."""
     log = (job.workdir / "job" / "master.log").read_text()
@@ -51,14 +51,14 @@ def _master_ports(job: HostJob) -> list[int]:
     return ports + ([int(store.group(1))] if store else [])
 
 
-def _cut_from_master(net: HostNet, job: HostJob) -> None:
+def cut_from_master(net: HostNet, job: HostJob) -> None:
     """node-2's host loses the master's ports on host 0; its all-reduce peers (worker-0 on
     host 0, node-1) it keeps."""
-    net[2].cut_ports(net[0], _master_ports(job))
+    net[2].cut_ports(net[0], master_ports(job))
 
 
 def _cut_from_peers(net: HostNet, job: HostJob) -> None:
-    net[2].block([net[0], net[1]], keep=_master_ports(job))
+    net[2].block([net[0], net[1]], keep=master_ports(job))
 
 
 def _slow_lossy(net: HostNet, job: HostJob) -> None:
@@ -67,8 +67,8 @@ def _slow_lossy(net: HostNet, job: HostJob) -> None:
 
 
 FAULTS = [
-    NetFault("agent cut from master 2.5 s (< node-death timeout)", _cut_from_master, 2.5),
-    NetFault("agent cut from master 15 s (> node-death timeout)", _cut_from_master, 15.0),
+    NetFault("agent cut from master 2.5 s (< node-death timeout)", cut_from_master, 2.5),
+    NetFault("agent cut from master 15 s (> node-death timeout)", cut_from_master, 15.0),
     NetFault("worker cut from its peers, not the master (half-open)", _cut_from_peers, 20.0),
     NetFault("200 ms delay + 5% loss on one node, whole job", _slow_lossy, None, 0.0, 900.0),
     NetFault("master's host cut from everyone 20 s", lambda net, _: net[0].block(), 20.0),

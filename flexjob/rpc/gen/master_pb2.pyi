@@ -7,14 +7,16 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class NodeRef(_message.Message):
-    __slots__ = ("node_id", "replica_type", "replica_index")
+    __slots__ = ("node_id", "replica_type", "replica_index", "incarnation")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     REPLICA_TYPE_FIELD_NUMBER: _ClassVar[int]
     REPLICA_INDEX_FIELD_NUMBER: _ClassVar[int]
+    INCARNATION_FIELD_NUMBER: _ClassVar[int]
     node_id: str
     replica_type: str
     replica_index: int
-    def __init__(self, node_id: _Optional[str] = ..., replica_type: _Optional[str] = ..., replica_index: _Optional[int] = ...) -> None: ...
+    incarnation: int
+    def __init__(self, node_id: _Optional[str] = ..., replica_type: _Optional[str] = ..., replica_index: _Optional[int] = ..., incarnation: _Optional[int] = ...) -> None: ...
 
 class JoinRequest(_message.Message):
     __slots__ = ("node", "address", "local_world_size")
@@ -197,16 +199,20 @@ class HeartbeatRequest(_message.Message):
     def __init__(self, node: _Optional[_Union[NodeRef, _Mapping]] = ..., timestamp: _Optional[float] = ...) -> None: ...
 
 class HeartbeatResponse(_message.Message):
-    __slots__ = ("round", "num_nodes_waiting", "job_finished", "excluded")
+    __slots__ = ("round", "num_nodes_waiting", "job_finished", "excluded", "incarnation", "fenced")
     ROUND_FIELD_NUMBER: _ClassVar[int]
     NUM_NODES_WAITING_FIELD_NUMBER: _ClassVar[int]
     JOB_FINISHED_FIELD_NUMBER: _ClassVar[int]
     EXCLUDED_FIELD_NUMBER: _ClassVar[int]
+    INCARNATION_FIELD_NUMBER: _ClassVar[int]
+    FENCED_FIELD_NUMBER: _ClassVar[int]
     round: int
     num_nodes_waiting: int
     job_finished: bool
     excluded: bool
-    def __init__(self, round: _Optional[int] = ..., num_nodes_waiting: _Optional[int] = ..., job_finished: _Optional[bool] = ..., excluded: _Optional[bool] = ...) -> None: ...
+    incarnation: int
+    fenced: bool
+    def __init__(self, round: _Optional[int] = ..., num_nodes_waiting: _Optional[int] = ..., job_finished: _Optional[bool] = ..., excluded: _Optional[bool] = ..., incarnation: _Optional[int] = ..., fenced: _Optional[bool] = ...) -> None: ...
 
 class FailureRequest(_message.Message):
     __slots__ = ("node", "reason", "exit_code", "restarting")
