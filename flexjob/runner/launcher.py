@@ -42,7 +42,6 @@ from flexjob.master.launch import MasterProcess, spawn_master
 from flexjob.platform.ports import free_port
 from flexjob.platform.stop_signals import StopRequested, raise_on_stop_signals
 from flexjob.rpc.auth import job_token_env, master_token, new_token, node_env, write_token_file
-from flexjob.rpc.ps_auth import ps_node_env
 from flexjob.runner.config import RunConfig, agent_command
 
 if TYPE_CHECKING:  # gRPC and rich load once the master and the agents are started
@@ -117,6 +116,8 @@ def start_ps(
     """Start ``num_ps`` ``flexjob ps`` processes on ``host`` registering with ``master``; with
     the job's ``token``, each holds its node's credential and its PS secret instead of it
     (``rpc.ps_auth.ps_node_env``)."""
+    from flexjob.rpc.ps_auth import ps_node_env  # grpc: only a run with a PS loads it
+
     return [
         subprocess.Popen(
             ps_command(master, i, num_ps, host),
