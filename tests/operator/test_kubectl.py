@@ -198,6 +198,11 @@ async def test_kubectl_scale_after_a_scale_plan_wins(installed: OperatorHarness)
     scaled = await kubectl("scale", "ej/digits-elastic", "--replicas=1")
     assert scaled.returncode == 0, scaled.stderr
     assert await wait_for(lambda: workers() == {"digits-elastic-worker-0"}, 30)
-    stored = installed.emulator.store.get(ELASTICJOBS, "default", "digits-elastic")
-    assert "worker" not in (stored["status"].get("replicas") or {})
+
+    def planned_count() -> object:  # the pass deletes the pods, then writes the job's status
+        stored = installed.emulator.store.get(ELASTICJOBS, "default", "digits-elastic")
+        return (stored["status"].get("replicas") or {}).get("worker")
+
+    await wait_for(lambda: planned_count() is None, 30)
+    assert planned_count() is None
     await kubectl("delete", "ej", "digits-elastic", "--timeout=30s")
