@@ -50,19 +50,18 @@ import argparse
 import multiprocessing as mp
 import os
 import queue
-import statistics
 import sys
 import tempfile
 import threading
 import time
 import urllib.request
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from benchmarks.bare_servers import bare_aio_server, bare_server
 from benchmarks.cpu_layout import LAYOUTS, Cpus, on_cpus
+from benchmarks.master_load_table import Bare, Row, p99_ms, pct_ms, rows_table
 from benchmarks.proc_cpu import CpuWindow, children_cpu_s, process_cpu_s
 from benchmarks.table import print_table
 from flexjob.core.training.dataset import Dataset
@@ -81,17 +80,6 @@ from flexjob.trainer.lease import ShardLeaser
 from flexjob.trainer.sampler import NoShard
 
 
-@dataclass
-class _Bare:
-    """A bare server's call rate back to back, its latencies per call back to back and paced
-    (per paced interval), and its CPU seconds per call back to back."""
-
-    rate: float
-    lat: list[float]
-    paced: dict[float, list[float]]
-    cpu_per_call: float
-
-
 def _bare_grpc(
     procs: int,
     threads: int,
@@ -100,7 +88,7 @@ def _bare_grpc(
     paced: list[float],
     aio: bool,
     cpus: Cpus,
-) -> _Bare:
+) -> Bare:
     """``paced``: seconds between one thread's calls, one run each (after the run back to
     back); ``aio``: the ``grpc.aio`` server (one event loop) instead of the thread pool."""
     ctx = mp.get_context("fork")
@@ -123,16 +111,7 @@ def _bare_grpc(
         stop.set()
         server.join(10)
     back_to_back = lats.pop(0.0)
-    return _Bare(len(back_to_back) / seconds, back_to_back, lats, cpu / max(1, len(back_to_back)))
-
-
-def _pct_ms(latencies: list[float], pct: int) -> float:
-    """The ``pct``-th percentile of ``latencies`` (seconds) in ms; 0 below 100 samples."""
-    return statistics.quantiles(latencies, n=100)[pct - 1] * 1000 if len(latencies) > 100 else 0.0
-
-
-def _p99_ms(latencies: list[float]) -> float:
-    return _pct_ms(latencies, 99)
+    return Bare(len(back_to_back) / seconds, back_to_back, lats, cpu / max(1, len(back_to_back)))
 
 
 def _inside_p99_ms(job_dir: Path) -> float:
@@ -282,24 +261,6 @@ def _run_procs(
     return [t0, *results]
 
 
-@dataclass(frozen=True)
-class _Row:
-    """One shard phase: shard requests/s, p50 and p99 per shard, the master's CPU seconds per
-    shard, the seconds between one thread's shards (0: back to back), the client
-    processes' CPU seconds per second (1.0: one CPU busy) and the CPU seconds per second of
-    whatever else ran where the master ran (``Cpus.others``)."""
-
-    name: str
-    rate: float
-    p50_ms: float
-    p99_ms: float
-    inside_p99_ms: float
-    cpu: float
-    interval: float
-    clients_cpu: float
-    others_cpu: float
-
-
 def _args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--agents", type=int, default=1000)
@@ -371,7 +332,7 @@ def _rendezvous_s(args: argparse.Namespace, tmp: Path) -> float:
 
 def _shard_rows(
     args: argparse.Namespace, tmp: Path, phases: list[tuple[str, str, float]], cpus: Cpus
-) -> list[_Row]:
+) -> list[Row]:
     rows = []
     for name, mode, interval in phases:
         # A fresh master per phase: what one phase leaves (the get_shard phase's shards are
@@ -398,43 +359,10 @@ def _shard_rows(
         flat = sorted(x for lat in lats for x in lat)
         per_shard = 1 if mode == "get" else 2  # a get and its report: two requests
         rate = len(flat) * per_shard / args.seconds
-        p50, p99, cpu_per = _pct_ms(flat, 50), _p99_ms(flat), cpu / max(1, len(flat))
+        p50, p99, cpu_per = pct_ms(flat, 50), p99_ms(flat), cpu / max(1, len(flat))
         clients_cpu = clients / args.seconds
-        rows.append(_Row(name, rate, p50, p99, inside, cpu_per, interval, clients_cpu, others))
+        rows.append(Row(name, rate, p50, p99, inside, cpu_per, interval, clients_cpu, others))
     return rows
-
-
-def _table(
-    args: argparse.Namespace, rows: list[_Row], bares: list[_Bare], where: Cpus
-) -> list[list[str]]:
-    def vs(value: float, *bases: float) -> list[str]:
-        return [x for b in bases for x in (f"{b:,.1f}", f"{value / b:.2f}" if b else "-")]
-
-    clients = str(args.procs * args.threads)
-    pairs = next(r.rate for r in rows if r.name == "pairs")
-    table = []
-    for r in rows:
-        vs_pairs = f"{r.rate / pairs:.2f}" if r.name != "get_shard" else "-"
-        rates = vs(r.rate, *(b.rate for b in bares))
-        table.append([f"{r.name} shard requests/s", clients, f"{r.rate:,.0f}", ">= 5,000"])
-        table[-1] += [*rates, vs_pairs]
-        bare_lats = [b.paced[r.interval] if r.interval else b.lat for b in bares]
-        table.append(["  p50 latency per shard (ms)", clients, f"{r.p50_ms:.1f}", "-"])
-        table[-1] += [*vs(r.p50_ms, *(_pct_ms(lat, 50) for lat in bare_lats)), "-"]
-        table.append(["  p99 latency per shard (ms)", clients, f"{r.p99_ms:.1f}", "< 10"])
-        table[-1] += [*vs(r.p99_ms, *(_p99_ms(lat) for lat in bare_lats)), "-"]
-        inside = f"<= {r.inside_p99_ms:g}" if r.inside_p99_ms else "-"
-        table.append(["  p99 inside the master (ms)", clients, inside, "-"])
-        table[-1] += ["-"] * (len(bares) * 2 + 1)
-        if not r.interval:
-            cpus = [b.cpu_per_call * 1e6 for b in bares]
-            table.append(["  master CPU per shard (us)", clients, f"{r.cpu * 1e6:.0f}", "-"])
-            table[-1] += [*vs(r.cpu * 1e6, *cpus), "-"]
-        table.append(["  client processes' CPU (CPUs)", clients, f"{r.clients_cpu:.2f}", "-"])
-        table[-1] += ["-"] * (len(bares) * 2 + 1)
-        table.append([f"  {where.others_label()}", clients, f"{r.others_cpu:.2f}", "-"])
-        table[-1] += ["-"] * (len(bares) * 2 + 1)
-    return table
 
 
 def main() -> int:
@@ -475,7 +403,7 @@ def main() -> int:
                 for aio in (False, True)
             ]
             print(where.describe())
-            print_table([header, *_table(args, rows, bares, where)])
+            print_table([header, *rows_table(args, rows, bares, where)])
             print()
     print(
         f"bare gRPC (a thread pool of {args.rpc_workers}) and bare aio (grpc.aio, one event "

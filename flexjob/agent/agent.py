@@ -26,7 +26,7 @@ from flexjob.agent.oom import memory_limited, oom_kills
 from flexjob.agent.torchrun_env import OMP_NOTICE, explained, permanent, sets_omp_threads
 from flexjob.agent.workers import Worker, WorkerState, spawn_worker, stop_workers, wait_ready
 from flexjob.api import names
-from flexjob.api.errors import AgentError, NodeFencedError
+from flexjob.api.errors import AgentError, JobFailedElsewhere, NodeFencedError
 from flexjob.api.roles import type_named
 from flexjob.core.training.owned_keys import incarnation_name
 from flexjob.platform.ports import free_port
@@ -53,15 +53,6 @@ EXIT_JOB_FAILED_ELSEWHERE = 1
 #: The exit code of a node whose worker failed with an error no restart can fix
 #: (``torchrun_env.permanent``): 126, which the operator never retries (like a missing script).
 EXIT_PERMANENT = 126
-
-
-class JobFailedElsewhere(AgentError):
-    """Another node's agent gave up on the job (its root cause is in the master's KV)."""
-
-
-def torch_master_key(store_prefix: str) -> str:
-    """KV key holding MASTER_ADDR:MASTER_PORT of a round (for scripts using ``env://``)."""
-    return f"{store_prefix}torch-master"
 
 
 class ElasticAgent:
@@ -214,7 +205,7 @@ class ElasticAgent:
     def _torch_master(self, world: NodeWorld) -> str:
         """MASTER_ADDR:MASTER_PORT for scripts that call init_process_group('env://'): a fresh
         port per round on the rank-0 node, published through the master's KV store."""
-        key = torch_master_key(world.store_prefix)
+        key = f"{world.store_prefix}{names.KV_TORCH_MASTER}"
         if world.rank == 0:
             value = f"{self.config.address}:{free_port(self.config.address)}"
             self.client.kv_set(key, value.encode())

@@ -75,6 +75,10 @@ class AgentError(FlexjobError, RuntimeError):
     """The agent, or ``flexjob run``, could not get its workers into a world or keep them."""
 
 
+class JobFailedElsewhere(AgentError):
+    """Another node's agent gave up on the job (its root cause is in the master's KV)."""
+
+
 class TrainerError(FlexjobError):
     """A training process's failure inside flexjob's trainer (a broken collective)."""
 

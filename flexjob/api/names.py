@@ -190,6 +190,8 @@ ENV_MAX_RESTARTS = "FLEXJOB_MAX_RESTARTS"
 KV_STEP = "flexjob/progress/step"  # rank 0's step, for progress displays
 KV_LOSS = "flexjob/progress/loss"  # rank 0's last reported loss (ElasticTrainer.report_loss)
 KV_IN_PLACE = "flexjob/in-place"  # set once the trainer helpers run: workers join by themselves
+# After a round's store prefix: MASTER_ADDR:MASTER_PORT of that round (scripts using env://).
+KV_TORCH_MASTER = "torch-master"
 KV_PS_ADDRESS_PREFIX = "flexjob/ps/address/"  # + PS index: where that PS replica serves
 KV_PS_CHECKPOINT_REQUEST = "flexjob/ps/checkpoint-request"  # a new value: every PS checkpoints
 KV_PS_VERSION_PREFIX = "flexjob/ps/version/"  # + PS index: its dense version, every few seconds
