@@ -18,6 +18,20 @@ def _register(brain: BrainClient, info: schemas.JobInfoMessage) -> None:
     brain.persist_metrics(info.name, schemas.MetricsReport(job=info))
 
 
+def _follow_plans(brain: BrainClient, job: str, rounds: int) -> list[int]:
+    """The worker counts a one-worker ``job`` runs at when it follows up to ``rounds`` plans,
+    reporting the recorded speed of each count it runs at."""
+    sizes = [1]
+    for _ in range(rounds):
+        measured = [s for s in SPEED if s.world_size == sizes[-1]]
+        brain.persist_metrics(job, schemas.MetricsReport(speed_samples=reports.speed(measured)))
+        plan = brain.optimize(job, OptimizeStage.RUNNING)
+        if plan.empty:
+            break
+        sizes.append(plan.replica_resources[ReplicaType.WORKER].replicas)
+    return sizes
+
+
 def _run_to_completion(brain: BrainClient, job: str, status: schemas.JobStatus) -> None:
     brain.persist_metrics(job, schemas.MetricsReport(status=status))
 
@@ -53,16 +67,7 @@ def test_job_grows_along_the_recorded_curve_and_stops_at_the_knee(brain: BrainCl
     _register(
         brain, reports.job_info("job", workers=1, limits=schemas.JobLimitsMessage(max_replicas=8))
     )
-    workers, sizes = 1, [1]
-    for _ in range(8):
-        measured = [s for s in SPEED if s.world_size == workers]
-        brain.persist_metrics("job", schemas.MetricsReport(speed_samples=reports.speed(measured)))
-        plan = brain.optimize("job", OptimizeStage.RUNNING)
-        if plan.empty:
-            break
-        workers = plan.replica_resources[ReplicaType.WORKER].replicas
-        sizes.append(workers)
-    assert sizes == [1, 2, 3, 4, 5, KNEE["knee"]]
+    assert _follow_plans(brain, "job", 8) == [1, 2, 3, 4, 5, KNEE["knee"]]
     assert brain.optimize("job", OptimizeStage.RUNNING).empty
 
 
@@ -156,12 +161,4 @@ def test_a_master_of_before_the_rename_sends_min_and_max_workers_and_is_planned_
     assert http.post("/api/v1/jobs/old/metrics", json={"job": job}).status_code == 204
     limits = brain.get_job_metrics("old").job.limits
     assert (limits.min_replicas, limits.max_replicas) == (1, 2)
-    workers = 1
-    for _ in range(4):
-        measured = [s for s in SPEED if s.world_size == workers]
-        brain.persist_metrics("old", schemas.MetricsReport(speed_samples=reports.speed(measured)))
-        plan = brain.optimize("old", OptimizeStage.RUNNING)
-        if plan.empty:
-            break
-        workers = plan.replica_resources[ReplicaType.WORKER].replicas
-    assert workers == 2  # the knee is at 4: held at maxWorkers
+    assert _follow_plans(brain, "old", 4) == [1, 2]  # the knee is at 4: held at maxWorkers
