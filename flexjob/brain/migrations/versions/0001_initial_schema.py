@@ -32,6 +32,11 @@ def _cascade(column: str, table: str) -> sa.ForeignKeyConstraint:
     return sa.ForeignKeyConstraint([column], [f"{table}.id"], ondelete="CASCADE")
 
 
+def _job_index(name: str, batch_op: Any) -> tuple[str, list[str]]:
+    """The index of the per-job table ``name``: as ``_TIME_INDEXES`` says, else on ``job_id``."""
+    return _TIME_INDEXES.get(name, (batch_op.f(f"ix_{name}_job_id"), ["job_id"]))
+
+
 def _per_job(name: str, *items: sa.Column[Any] | sa.Constraint) -> None:
     """A table of one job's rows: ``id``, ``job_id`` (deleted with the job), the columns and
     constraints in ``items``; indexed on ``job_id``, or as ``_TIME_INDEXES`` says."""
@@ -45,13 +50,13 @@ def _per_job(name: str, *items: sa.Column[Any] | sa.Constraint) -> None:
         sa.PrimaryKeyConstraint("id"),
     )
     with op.batch_alter_table(name, schema=None) as batch_op:
-        index, columns = _TIME_INDEXES.get(name, (batch_op.f(f"ix_{name}_job_id"), ["job_id"]))
+        index, columns = _job_index(name, batch_op)
         batch_op.create_index(index, columns, unique=False)
 
 
 def _drop_per_job(name: str) -> None:
     with op.batch_alter_table(name, schema=None) as batch_op:
-        batch_op.drop_index(_TIME_INDEXES.get(name, (batch_op.f(f"ix_{name}_job_id"),))[0])
+        batch_op.drop_index(_job_index(name, batch_op)[0])
     op.drop_table(name)
 
 
