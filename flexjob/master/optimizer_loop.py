@@ -73,7 +73,7 @@ def job_info(
     """The job as the brain sees it: from ``settings.job``, else from the node ``bounds``."""
     job = settings.job or planner.PlannedJob(
         planner.JobProfile(job_name),
-        planner.JobLimits(min_workers=bounds.min_nodes, max_workers=bounds.max_nodes),
+        planner.JobLimits(min_replicas=bounds.min_nodes, max_replicas=bounds.max_nodes),
         {DEFAULT_TYPE: planner.ReplicaResources(bounds.min_nodes)},
     )
     return schemas.JobInfoMessage.from_core(job, settings.mode)

@@ -10,7 +10,7 @@ with ``to_core``; database rows are ``brain.db.models.*Row``. Not for storage or
 from dataclasses import asdict
 from enum import StrEnum
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
 
 from flexjob.api import OptimizeMode, ReplicaType, ResourcePlan
 from flexjob.api.base import ApiModel
@@ -24,8 +24,15 @@ class JobStatus(StrEnum):
 
 
 class JobLimitsMessage(ApiModel):
-    min_workers: int = Field(1, ge=0)
-    max_workers: int | None = Field(None, ge=0)
+    """``core.planner.JobLimits`` on the wire. A master of before the rename sends
+    ``minWorkers``/``maxWorkers``: read as ``minReplicas``/``maxReplicas``."""
+
+    min_replicas: int = Field(
+        1, ge=0, validation_alias=AliasChoices("minReplicas", "min_replicas", "minWorkers")
+    )
+    max_replicas: int | None = Field(
+        None, ge=0, validation_alias=AliasChoices("maxReplicas", "max_replicas", "maxWorkers")
+    )
     max_ps: int | None = Field(None, ge=0)
     max_cpu: float | None = Field(None, gt=0)
     max_memory_mb: float | None = Field(None, gt=0)

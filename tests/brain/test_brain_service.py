@@ -18,6 +18,20 @@ def _register(brain: BrainClient, info: schemas.JobInfoMessage) -> None:
     brain.persist_metrics(info.name, schemas.MetricsReport(job=info))
 
 
+def _follow_plans(brain: BrainClient, job: str, rounds: int) -> list[int]:
+    """The worker counts a one-worker ``job`` runs at when it follows up to ``rounds`` plans,
+    reporting the recorded speed of each count it runs at."""
+    sizes = [1]
+    for _ in range(rounds):
+        measured = [s for s in SPEED if s.world_size == sizes[-1]]
+        brain.persist_metrics(job, schemas.MetricsReport(speed_samples=reports.speed(measured)))
+        plan = brain.optimize(job, OptimizeStage.RUNNING)
+        if plan.empty:
+            break
+        sizes.append(plan.replica_resources[ReplicaType.WORKER].replicas)
+    return sizes
+
+
 def _run_to_completion(brain: BrainClient, job: str, status: schemas.JobStatus) -> None:
     brain.persist_metrics(job, schemas.MetricsReport(status=status))
 
@@ -51,18 +65,9 @@ def test_asking_for_the_first_plan_again_repeats_it(brain: BrainClient) -> None:
 def test_job_grows_along_the_recorded_curve_and_stops_at_the_knee(brain: BrainClient) -> None:
     """The job follows each plan; the brain sees the speed at each size and ends at the knee."""
     _register(
-        brain, reports.job_info("job", workers=1, limits=schemas.JobLimitsMessage(max_workers=8))
+        brain, reports.job_info("job", workers=1, limits=schemas.JobLimitsMessage(max_replicas=8))
     )
-    workers, sizes = 1, [1]
-    for _ in range(8):
-        measured = [s for s in SPEED if s.world_size == workers]
-        brain.persist_metrics("job", schemas.MetricsReport(speed_samples=reports.speed(measured)))
-        plan = brain.optimize("job", OptimizeStage.RUNNING)
-        if plan.empty:
-            break
-        workers = plan.replica_resources[ReplicaType.WORKER].replicas
-        sizes.append(workers)
-    assert sizes == [1, 2, 3, 4, 5, KNEE["knee"]]
+    assert _follow_plans(brain, "job", 8) == [1, 2, 3, 4, 5, KNEE["knee"]]
     assert brain.optimize("job", OptimizeStage.RUNNING).empty
 
 
@@ -145,3 +150,15 @@ def test_unreachable_brain_is_reported_as_unhealthy() -> None:
     assert client.healthy() is False
     with pytest.raises(UnavailableError, match="unreachable"):
         client.list_jobs()
+
+
+def test_a_master_of_before_the_rename_sends_min_and_max_workers_and_is_planned_within_them(
+    http: TestClient, brain: BrainClient
+) -> None:
+    """``minWorkers``/``maxWorkers`` on the wire (the names before ``minReplicas``): read as the
+    training type's bounds, which the throughput plan then stays within."""
+    job = {**reports.job_info("old").to_wire(), "limits": {"minWorkers": 1, "maxWorkers": 2}}
+    assert http.post("/api/v1/jobs/old/metrics", json={"job": job}).status_code == 204
+    limits = brain.get_job_metrics("old").job.limits
+    assert (limits.min_replicas, limits.max_replicas) == (1, 2)
+    assert _follow_plans(brain, "old", 4) == [1, 2]  # the knee is at 4: held at maxWorkers

@@ -15,7 +15,7 @@ from tests.support.brain import in_process_brain
 
 KNEE = recorded.load("throughput_knee")
 SPEED = recorded.speed_samples(KNEE)
-JOB = reports.job_info("default.job", workers=1, limits=schemas.JobLimitsMessage(max_workers=8))
+JOB = reports.job_info("default.job", workers=1, limits=schemas.JobLimitsMessage(max_replicas=8))
 
 
 @pytest.fixture
@@ -79,7 +79,7 @@ def test_a_learner_job_is_planned_within_the_bounds_of_its_rendezvous() -> None:
     config = MasterConfig.from_job(job)
     info = job_info(config.job_name, config.rendezvous, config.optimizer)
     rendezvous = (config.rendezvous.min_nodes, config.rendezvous.max_nodes)
-    assert (info.limits.min_workers, info.limits.max_workers) == rendezvous == (1, 3)
+    assert (info.limits.min_replicas, info.limits.max_replicas) == rendezvous == (1, 3)
     opt = JobOptimizer(info, OptimizeMode.SINGLE_JOB)
     assert _grow(opt, 1, rtype=ReplicaType.LEARNER) == [1, 2, 3]
     assert opt.current()[ReplicaType.COLLECTOR].replicas == 2
@@ -195,7 +195,7 @@ def test_job_info_reads_limits_and_profile_from_the_spec() -> None:
         replicas=2, cpu=0.5, memory_mb=1024
     )
     assert info.limits == schemas.JobLimitsMessage(
-        min_workers=1, max_workers=6, max_cpu=2, max_memory_mb=8192
+        min_replicas=1, max_replicas=6, max_cpu=2, max_memory_mb=8192
     )
 
 

@@ -138,13 +138,13 @@ def test_master_config_from_a_job_carries_the_optimize_mode_and_brain() -> None:
     config = MasterConfig.from_json(MasterConfig.from_job(job).to_json())
     assert (config.optimizer.mode, config.optimizer.brain_url) == ("cluster", "http://brain:50100")
     info = job_info(config.job_name, config.rendezvous, config.optimizer)
-    assert info.name == "default.j" and info.limits.max_workers == 4
+    assert info.name == "default.j" and info.limits.max_replicas == 4
 
 
 def test_job_info_without_a_spec_comes_from_the_node_bounds() -> None:
     info = job_info("j", RendezvousConfig(min_nodes=2, max_nodes=5), OptimizerConfig())
     assert info.resources[ReplicaType.WORKER].replicas == 2
-    assert (info.limits.min_workers, info.limits.max_workers) == (2, 5)
+    assert (info.limits.min_replicas, info.limits.max_replicas) == (2, 5)
 
 
 def tick_after_an_oom(scale_plan_platform: str) -> None:

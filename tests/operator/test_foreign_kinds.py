@@ -91,6 +91,14 @@ async def create(op: OperatorHarness, kind: ForeignKind, body: dict[str, Any]) -
     await wait_for(created, DEADLINE, 0.1)
 
 
+async def converted(op: OperatorHarness, kind: ForeignKind, body: dict[str, Any]) -> dict[str, Any]:
+    """Create the foreign job ``body``; the ElasticJob the operator makes of it, once there."""
+    await create(op, kind, body)
+    name = body["metadata"]["name"]
+    job: dict[str, Any] = await wait_for(lambda: elastic_job(op, name), DEADLINE, 0.1)
+    return job
+
+
 def source(op: OperatorHarness, kind: ForeignKind, version: str, name: str) -> dict[str, Any]:
     store = op.emulator.store
     return store.get(op.emulator.kind(kind.group, version, kind.plural), "default", name)
@@ -114,8 +122,7 @@ async def test_a_dijob_v2_runs_as_an_elasticjob_and_shows_its_status_in_v2_shape
 ) -> None:
     [body] = documents(SPECS / "dijob-v2.yaml")
     name = body["metadata"]["name"]
-    await create(cluster, DIJOB, body)
-    job = await wait_for(lambda: elastic_job(cluster, name), DEADLINE, 0.1)
+    job = await converted(cluster, DIJOB, body)
     dijob = source(cluster, DIJOB, "v2alpha1", name)
     assert job["metadata"]["annotations"][SOURCE_ANNOTATION] == DIJOB.crd_name
     [owner] = job["metadata"]["ownerReferences"]
@@ -151,9 +158,8 @@ async def test_a_dijob_v1_starts_its_coordinator_with_the_cluster_aggregator_con
 ) -> None:
     job_doc, aggregator = dijob_v1_documents()
     await create(cluster, AGGREGATOR_CONFIG, aggregator)
-    await create(cluster, DIJOB, job_doc)
+    job = await converted(cluster, DIJOB, job_doc)
     name = job_doc["metadata"]["name"]
-    job = await wait_for(lambda: elastic_job(cluster, name), DEADLINE, 0.1)
     assert job["spec"]["aggregatorConfig"]["metadata"]["name"] == aggregator["metadata"]["name"]
     assert job["spec"]["replicaSpecs"]["aggregator"]["replicas"] == 0
     coordinator = f"{name}-coordinator-0"
@@ -176,9 +182,8 @@ async def test_an_aggregator_config_created_after_a_dijob_v1_reaches_its_job(
     cluster: OperatorHarness,
 ) -> None:
     job_doc, aggregator = dijob_v1_documents()
-    await create(cluster, DIJOB, job_doc)
+    job = await converted(cluster, DIJOB, job_doc)
     name = job_doc["metadata"]["name"]
-    job = await wait_for(lambda: elastic_job(cluster, name), DEADLINE, 0.1)
     assert "aggregator" not in job["spec"]["replicaSpecs"]  # the cluster has none yet
     await create(cluster, AGGREGATOR_CONFIG, aggregator)
 
@@ -197,8 +202,7 @@ async def test_a_dijob_v2_whose_evaluator_task_is_removed_runs_without_it(
 ) -> None:
     [body] = documents(SPECS / "dijob-v2.yaml")
     name = body["metadata"]["name"]
-    await create(cluster, DIJOB, body)
-    await wait_for(lambda: elastic_job(cluster, name), DEADLINE, 0.1)
+    await converted(cluster, DIJOB, body)
     tasks = [t for t in body["spec"]["tasks"] if t["type"] != "evaluator"]
     patch = [{"op": "replace", "path": "/spec/tasks", "value": tasks}]
     api = CustomObjectsApi(cluster.client)
@@ -265,8 +269,7 @@ async def test_a_dlrover_elasticjob_runs_as_a_flexjob_elasticjob_with_its_status
     [body] = documents(SPECS / "dlrover-elasticjob.yaml")
     body["metadata"]["namespace"] = "default"  # where this module's helpers look
     name = body["metadata"]["name"]
-    await create(cluster, DLROVER_JOB, body)
-    job = await wait_for(lambda: elastic_job(cluster, name), DEADLINE, 0.1)
+    job = await converted(cluster, DLROVER_JOB, body)
     assert job["metadata"]["annotations"][SOURCE_ANNOTATION] == DLROVER_JOB.crd_name
     [owner] = job["metadata"]["ownerReferences"]
     assert owner["apiVersion"] == body["apiVersion"] and owner["kind"] == "ElasticJob"

@@ -29,16 +29,21 @@ class CreateReplica:
 
 
 @dataclass(frozen=True, slots=True)
-class DeleteReplica:
+class _OnObject:
+    """An action on one object of the job's namespace, named by ``name``."""
+
     namespace: str
     name: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteReplica(_OnObject):
     reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)
-class DeleteService:
-    namespace: str
-    name: str
+class DeleteService(_OnObject):
+    pass
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,21 +58,16 @@ class RecordEvent:
 
 
 @dataclass(frozen=True, slots=True)
-class UpdateScalePlan:
+class UpdateScalePlan(_OnObject):
     """Set a ScalePlan's phase once reconcile has folded it into the job's status."""
 
-    namespace: str
-    name: str
     phase: ScalePlanPhase
     message: str = ""
 
 
 @dataclass(frozen=True, slots=True)
-class DeleteJob:
+class DeleteJob(_OnObject):
     """Remove the job itself (``ttlSecondsAfterFinished`` passed)."""
-
-    namespace: str
-    name: str
 
 
 Action = (

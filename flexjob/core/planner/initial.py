@@ -72,7 +72,7 @@ def _clamp(
 ) -> ReplicaResources:
     replicas = res.replicas
     if rtype is trainer:
-        replicas = limits.clamp_workers(replicas)
+        replicas = limits.clamp_replicas(replicas)
     if rtype is PS_TYPE:
         replicas = clamp(replicas, 0, limits.max_ps)
     cpu, mem = res.cpu, res.memory_mb

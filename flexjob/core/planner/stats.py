@@ -78,17 +78,19 @@ class ReplicaResources:
 
 @dataclass(frozen=True, slots=True)
 class JobLimits:
-    """Bounds a plan must respect; ``None`` means unbounded."""
+    """Bounds a plan must respect; ``None`` means unbounded. ``min_replicas``/``max_replicas``:
+    of the job's training type, as its ``minReplicas``/``maxReplicas`` (``api.bounds``)."""
 
-    min_workers: int = 1
-    max_workers: int | None = None
+    min_replicas: int = 1
+    max_replicas: int | None = None
     max_ps: int | None = None
     max_cpu: float | None = None
     max_memory_mb: float | None = None
 
-    def clamp_workers(self, n: int) -> int:
-        """``n`` workers kept within ``[min_workers, max_workers]`` (``api.bounds.clamp``)."""
-        return clamp(n, self.min_workers, self.max_workers)
+    def clamp_replicas(self, n: int) -> int:
+        """``n`` training replicas kept within ``[min_replicas, max_replicas]``
+        (``api.bounds.clamp``)."""
+        return clamp(n, self.min_replicas, self.max_replicas)
 
 
 @dataclass(frozen=True, slots=True)

@@ -81,5 +81,5 @@ def plan_worker_count(
         return None
     knee, saturated = find_knee(curve, config)
     target = knee if saturated or knee != current_workers else knee + config.step
-    target = limits.clamp_workers(target)
+    target = limits.clamp_replicas(target)
     return None if target == current_workers else target

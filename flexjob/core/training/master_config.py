@@ -339,8 +339,8 @@ def planned_job(job: "ElasticJob") -> PlannedJob:
     worker = job.spec.replica_specs.get(trainer) if trainer is not None else None
     ps = job.spec.replica_specs.get(PS_TYPE)
     limits = JobLimits(
-        min_workers=max(replica_bounds(worker).min, 1) if worker else 1,
-        max_workers=replica_bounds(worker).max if worker else None,
+        min_replicas=max(replica_bounds(worker).min, 1) if worker else 1,
+        max_replicas=replica_bounds(worker).max if worker else None,
         max_ps=replica_bounds(ps).max if ps else None,
         max_cpu=max_cpu,
         max_memory_mb=max_memory,

@@ -44,7 +44,7 @@ def test_initial_plan_respects_the_job_limits() -> None:
         JobProfile("new", "ann", "bert-base", "wiki"),
         DEFAULT,
         HISTORY,
-        JobLimits(max_workers=3, max_memory_mb=4096),
+        JobLimits(max_replicas=3, max_memory_mb=4096),
     )
     assert plan[ReplicaType.WORKER] == ReplicaResources(3, 4.0, 4096)
 

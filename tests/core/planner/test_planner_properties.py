@@ -30,11 +30,11 @@ def _samples(speed: float, size: int, t0: float) -> list[SpeedSample]:
 
 
 @settings(max_examples=60, deadline=None)
-@given(curve=curves, max_workers=st.integers(1, 12))
+@given(curve=curves, max_replicas=st.integers(1, 12))
 def test_growth_settles_at_the_knee_and_never_passes_the_limit(
-    curve: list[float], max_workers: int
+    curve: list[float], max_replicas: int
 ) -> None:
-    limits = JobLimits(max_workers=max_workers)
+    limits = JobLimits(max_replicas=max_replicas)
     samples: list[SpeedSample] = []
     workers, seen = 1, [1]
     for _ in range(30):
@@ -44,9 +44,9 @@ def test_growth_settles_at_the_knee_and_never_passes_the_limit(
             break
         workers = target
         seen.append(workers)
-    assert max(seen) <= max_workers
+    assert max(seen) <= max_replicas
     knee, _ = find_knee([CurvePoint(n, s) for n, s in enumerate(curve, 1)], ThroughputConfig())
-    assert workers == min(knee, max_workers)
+    assert workers == min(knee, max_replicas)
 
 
 def test_merge_keeps_every_node_change() -> None:

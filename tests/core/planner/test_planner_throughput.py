@@ -56,7 +56,7 @@ def test_knee_is_found_on_the_recorded_curve() -> None:
 
 
 def test_the_job_limit_caps_growth() -> None:
-    capped = JobLimits(min_workers=1, max_workers=3)
+    capped = JobLimits(min_replicas=1, max_replicas=3)
     assert plan_worker_count(_measured_up_to(3), 3, capped) is None
 
 

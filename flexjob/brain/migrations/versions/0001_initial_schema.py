@@ -6,6 +6,7 @@ Create Date: 2026-11-22
 """
 
 from collections.abc import Sequence
+from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
@@ -15,12 +16,54 @@ down_revision: str | None = None
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
+#: The per-job tables indexed on more than ``job_id``: the index's name and columns.
+_TIME_INDEXES = {
+    "speed_samples": ("ix_speed_samples_job_time", ["job_id", "timestamp"]),
+    "node_samples": ("ix_node_samples_job_time", ["job_id", "timestamp"]),
+}
+
+
+def _id() -> "sa.Column[int]":
+    return sa.Column("id", sa.Integer(), nullable=False)
+
+
+def _cascade(column: str, table: str) -> sa.ForeignKeyConstraint:
+    """``column`` refers to a row of ``table``, and goes with it."""
+    return sa.ForeignKeyConstraint([column], [f"{table}.id"], ondelete="CASCADE")
+
+
+def _job_index(name: str, batch_op: Any) -> tuple[str, list[str]]:
+    """The index of the per-job table ``name``: as ``_TIME_INDEXES`` says, else on ``job_id``."""
+    return _TIME_INDEXES.get(name, (batch_op.f(f"ix_{name}_job_id"), ["job_id"]))
+
+
+def _per_job(name: str, *items: sa.Column[Any] | sa.Constraint) -> None:
+    """A table of one job's rows: ``id``, ``job_id`` (deleted with the job), the columns and
+    constraints in ``items``; indexed on ``job_id``, or as ``_TIME_INDEXES`` says."""
+    op.create_table(
+        name,
+        _id(),
+        sa.Column("job_id", sa.Integer(), nullable=False),
+        *[item for item in items if isinstance(item, sa.Column)],
+        _cascade("job_id", "jobs"),
+        *[item for item in items if not isinstance(item, sa.Column)],
+        sa.PrimaryKeyConstraint("id"),
+    )
+    with op.batch_alter_table(name, schema=None) as batch_op:
+        index, columns = _job_index(name, batch_op)
+        batch_op.create_index(index, columns, unique=False)
+
+
+def _drop_per_job(name: str) -> None:
+    with op.batch_alter_table(name, schema=None) as batch_op:
+        batch_op.drop_index(_job_index(name, batch_op)[0])
+    op.drop_table(name)
+
 
 def upgrade() -> None:
-
     op.create_table(
         "cluster_nodes",
-        sa.Column("id", sa.Integer(), nullable=False),
+        _id(),
         sa.Column("name", sa.String(length=255), nullable=False),
         sa.Column("platform", sa.String(length=32), nullable=False),
         sa.Column("cpu_capacity", sa.Float(), nullable=False),
@@ -31,7 +74,7 @@ def upgrade() -> None:
     )
     op.create_table(
         "jobs",
-        sa.Column("id", sa.Integer(), nullable=False),
+        _id(),
         sa.Column("name", sa.String(length=255), nullable=False),
         sa.Column("user", sa.String(length=255), nullable=False),
         sa.Column("model", sa.String(length=255), nullable=False),
@@ -47,13 +90,13 @@ def upgrade() -> None:
     )
     op.create_table(
         "cluster_samples",
-        sa.Column("id", sa.Integer(), nullable=False),
+        _id(),
         sa.Column("cluster_node_id", sa.Integer(), nullable=False),
         sa.Column("timestamp", sa.Float(), nullable=False),
         sa.Column("cpu_used", sa.Float(), nullable=False),
         sa.Column("memory_used_mb", sa.Float(), nullable=False),
         sa.Column("pods", sa.Integer(), nullable=False),
-        sa.ForeignKeyConstraint(["cluster_node_id"], ["cluster_nodes.id"], ondelete="CASCADE"),
+        _cascade("cluster_node_id", "cluster_nodes"),
         sa.PrimaryKeyConstraint("id"),
     )
     with op.batch_alter_table("cluster_samples", schema=None) as batch_op:
@@ -61,125 +104,68 @@ def upgrade() -> None:
             "ix_cluster_samples_node_time", ["cluster_node_id", "timestamp"], unique=False
         )
 
-    op.create_table(
+    _per_job(
         "job_nodes",
-        sa.Column("id", sa.Integer(), nullable=False),
-        sa.Column("job_id", sa.Integer(), nullable=False),
         sa.Column("name", sa.String(length=255), nullable=False),
         sa.Column("replica_type", sa.String(length=32), nullable=False),
         sa.Column("cpu_limit", sa.Float(), nullable=True),
         sa.Column("memory_limit_mb", sa.Float(), nullable=True),
         sa.Column("updated_at", sa.Float(), nullable=False),
-        sa.ForeignKeyConstraint(["job_id"], ["jobs.id"], ondelete="CASCADE"),
-        sa.PrimaryKeyConstraint("id"),
         sa.UniqueConstraint("job_id", "name", name="uq_job_nodes_job_name"),
     )
-    with op.batch_alter_table("job_nodes", schema=None) as batch_op:
-        batch_op.create_index(batch_op.f("ix_job_nodes_job_id"), ["job_id"], unique=False)
-
-    op.create_table(
+    _per_job(
         "resource_plans",
-        sa.Column("id", sa.Integer(), nullable=False),
-        sa.Column("job_id", sa.Integer(), nullable=False),
         sa.Column("created_at", sa.Float(), nullable=False),
         sa.Column("stage", sa.String(length=32), nullable=False),
         sa.Column("reason", sa.String(length=2000), nullable=False),
         sa.Column("plan", sa.JSON(), nullable=False),
         sa.Column("stats_until", sa.Float(), nullable=False),
-        sa.ForeignKeyConstraint(["job_id"], ["jobs.id"], ondelete="CASCADE"),
-        sa.PrimaryKeyConstraint("id"),
     )
-    with op.batch_alter_table("resource_plans", schema=None) as batch_op:
-        batch_op.create_index(batch_op.f("ix_resource_plans_job_id"), ["job_id"], unique=False)
-
-    op.create_table(
+    _per_job(
         "speed_samples",
-        sa.Column("id", sa.Integer(), nullable=False),
-        sa.Column("job_id", sa.Integer(), nullable=False),
         sa.Column("timestamp", sa.Float(), nullable=False),
         sa.Column("step", sa.BigInteger(), nullable=False),
         sa.Column("samples_per_second", sa.Float(), nullable=False),
         sa.Column("world_size", sa.Integer(), nullable=False),
-        sa.ForeignKeyConstraint(["job_id"], ["jobs.id"], ondelete="CASCADE"),
-        sa.PrimaryKeyConstraint("id"),
     )
-    with op.batch_alter_table("speed_samples", schema=None) as batch_op:
-        batch_op.create_index("ix_speed_samples_job_time", ["job_id", "timestamp"], unique=False)
-
-    op.create_table(
+    _per_job(
         "node_events",
-        sa.Column("id", sa.Integer(), nullable=False),
-        sa.Column("job_id", sa.Integer(), nullable=False),
         sa.Column("node_id", sa.Integer(), nullable=False),
         sa.Column("kind", sa.String(length=32), nullable=False),
         sa.Column("timestamp", sa.Float(), nullable=False),
         sa.Column("memory_mb", sa.Float(), nullable=True),
-        sa.ForeignKeyConstraint(["job_id"], ["jobs.id"], ondelete="CASCADE"),
-        sa.ForeignKeyConstraint(["node_id"], ["job_nodes.id"], ondelete="CASCADE"),
-        sa.PrimaryKeyConstraint("id"),
+        _cascade("node_id", "job_nodes"),
     )
-    with op.batch_alter_table("node_events", schema=None) as batch_op:
-        batch_op.create_index(batch_op.f("ix_node_events_job_id"), ["job_id"], unique=False)
-
-    op.create_table(
+    _per_job(
         "node_samples",
-        sa.Column("id", sa.Integer(), nullable=False),
-        sa.Column("job_id", sa.Integer(), nullable=False),
         sa.Column("node_id", sa.Integer(), nullable=False),
         sa.Column("timestamp", sa.Float(), nullable=False),
         sa.Column("cpu_percent", sa.Float(), nullable=False),
         sa.Column("memory_mb", sa.Float(), nullable=False),
-        sa.ForeignKeyConstraint(["job_id"], ["jobs.id"], ondelete="CASCADE"),
-        sa.ForeignKeyConstraint(["node_id"], ["job_nodes.id"], ondelete="CASCADE"),
-        sa.PrimaryKeyConstraint("id"),
+        _cascade("node_id", "job_nodes"),
     )
-    with op.batch_alter_table("node_samples", schema=None) as batch_op:
-        batch_op.create_index("ix_node_samples_job_time", ["job_id", "timestamp"], unique=False)
-
-    op.create_table(
+    _per_job(
         "optimize_events",
-        sa.Column("id", sa.Integer(), nullable=False),
-        sa.Column("job_id", sa.Integer(), nullable=False),
         sa.Column("created_at", sa.Float(), nullable=False),
         sa.Column("kind", sa.String(length=32), nullable=False),
         sa.Column("node", sa.String(length=255), nullable=False),
         sa.Column("detail", sa.String(length=2000), nullable=False),
         sa.Column("algorithm", sa.String(length=64), nullable=False),
         sa.Column("plan_id", sa.Integer(), nullable=True),
-        sa.ForeignKeyConstraint(["job_id"], ["jobs.id"], ondelete="CASCADE"),
         sa.ForeignKeyConstraint(["plan_id"], ["resource_plans.id"], ondelete="SET NULL"),
-        sa.PrimaryKeyConstraint("id"),
     )
-    with op.batch_alter_table("optimize_events", schema=None) as batch_op:
-        batch_op.create_index(batch_op.f("ix_optimize_events_job_id"), ["job_id"], unique=False)
 
 
 def downgrade() -> None:
-
-    with op.batch_alter_table("optimize_events", schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f("ix_optimize_events_job_id"))
-
-    op.drop_table("optimize_events")
-    with op.batch_alter_table("node_samples", schema=None) as batch_op:
-        batch_op.drop_index("ix_node_samples_job_time")
-
-    op.drop_table("node_samples")
-    with op.batch_alter_table("node_events", schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f("ix_node_events_job_id"))
-
-    op.drop_table("node_events")
-    with op.batch_alter_table("speed_samples", schema=None) as batch_op:
-        batch_op.drop_index("ix_speed_samples_job_time")
-
-    op.drop_table("speed_samples")
-    with op.batch_alter_table("resource_plans", schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f("ix_resource_plans_job_id"))
-
-    op.drop_table("resource_plans")
-    with op.batch_alter_table("job_nodes", schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f("ix_job_nodes_job_id"))
-
-    op.drop_table("job_nodes")
+    for name in (
+        "optimize_events",
+        "node_samples",
+        "node_events",
+        "speed_samples",
+        "resource_plans",
+        "job_nodes",
+    ):
+        _drop_per_job(name)
     with op.batch_alter_table("cluster_samples", schema=None) as batch_op:
         batch_op.drop_index("ix_cluster_samples_node_time")
 
