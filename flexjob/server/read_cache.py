@@ -10,7 +10,9 @@ the platform's state after it, never before. A read that began before a write an
 is answered but not kept (the cache's epoch moved on meanwhile). Concurrent reads of one key
 wait for one platform call (single flight). What others write (the operator creating replicas)
 is seen within ``ttl`` seconds; a read that must see it at once (a POST waiting for its
-replicas' addresses) asks for ``fresh`` and refreshes the entry. ``ttl`` 0: no cache.
+replicas' addresses) asks for ``fresh`` and refreshes the entry. A failed read (a job not
+found) keeps nothing, and at most ``MAX_KEYS`` keys are kept (past it, stale ones go first).
+``ttl`` 0: no cache.
 
 Every read is counted in the server's metrics by operation and by where it was answered from
 (``flexjob_server_platform_reads{op, source="platform"|"cache"}``). Not for writes, nor for the
@@ -30,6 +32,8 @@ T = TypeVar("T")
 
 #: Seconds a read is kept (``flexjob server --cache-ttl``).
 DEFAULT_TTL = 1.0
+#: Keys kept at most: past it, a new key first drops every entry older than the ttl.
+MAX_KEYS = 4096
 
 
 @dataclass
@@ -66,7 +70,20 @@ class ReadCache:
 
     def _slot(self, key: Hashable) -> _Kept:
         with self._lock:
+            if key not in self._slots and len(self._slots) >= MAX_KEYS:
+                now = self._clock()
+                self._slots = {
+                    k: s
+                    for k, s in self._slots.items()
+                    if s.loaded_at is not None and now - s.loaded_at < self.ttl
+                }
             return self._slots.setdefault(key, _Kept())
+
+    def _drop(self, key: Hashable, slot: _Kept) -> None:
+        """Forget ``key``'s entry when it holds nothing (its read failed: a job not found)."""
+        with self._lock:
+            if self._slots.get(key) is slot and slot.loaded_at is None:
+                del self._slots[key]
 
     def _now_epoch(self) -> int:
         with self._lock:
@@ -86,7 +103,8 @@ class ReadCache:
         if self.ttl == 0:
             self._count(op, "platform")
             return load()
-        slot = self._slot((op, key))
+        kept = (op, key)
+        slot = self._slot(kept)
         with slot.lock:
             epoch = self._now_epoch()
             if not fresh and self._current(slot, epoch):
@@ -94,7 +112,11 @@ class ReadCache:
                 return slot.value  # type: ignore[no-any-return]
             self._count(op, "platform")
             started = self._clock()
-            value = load()
+            try:
+                value = load()
+            except BaseException:
+                self._drop(kept, slot)
+                raise
             with self._lock:
                 if self._epoch == epoch:
                     slot.value, slot.loaded_at, slot.epoch = value, started, epoch

@@ -120,3 +120,25 @@ def test_concurrent_reads_of_one_key_wait_for_one_platform_call() -> None:
     assert answers == ["jobs"] * 4
     assert len(calls) == 1
     assert (metrics.reads("platform"), metrics.reads("cache")) == (1, 4)
+
+
+def test_a_failed_read_is_not_kept_and_the_keys_kept_are_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from flexjob.server import read_cache
+
+    clock = Clock()
+    cache = ReadCache(ttl=1.0, clock=clock)
+
+    def missing() -> int:
+        raise LookupError("job default/nope not found")
+
+    with pytest.raises(LookupError):
+        cache.read("get_job", "nope", missing)
+    assert cache._slots == {}  # a made-up name leaves nothing behind
+    monkeypatch.setattr(read_cache, "MAX_KEYS", 3)
+    for key in ("a", "b", "c"):
+        cache.read("get_job", key, lambda: 0)
+    clock.now += 2  # all three are stale now
+    cache.read("get_job", "d", lambda: 1)
+    assert list(cache._slots) == [("get_job", "d")]
