@@ -65,6 +65,16 @@ ENV_COORDINATOR_PORT = "COORDINATOR_PORT"
 ENV_COLLECTOR_PORT = "COLLECTOR_PORT"
 ENV_LEARNER_PORT = "LEARNER_PORT"
 ENV_AGGREGATOR_PORT = "AGGREGATOR_PORT"
+# DI Orchestrator v2's variables on every replica of a DIJob v2 (``core.operator.di_task_env``):
+# the job (namespace/name), the replica's rank among all the job's replicas, every replica's
+# host in rank order, those of its own type under DI_<TASK>_NODES (the task's name, upper
+# case, '-' as '_'), and the server; each replica listens on DI_TASK_PORT, as DI's pods do.
+ENV_DI_JOB_ID = "DI_JOB_ID"
+ENV_DI_RANK = "DI_RANK"
+ENV_DI_NODES = "DI_NODES"
+ENV_DI_TASK_NODES = "DI_{task}_NODES"
+ENV_DI_V2_SERVER_URL = "DI_SERVER_URL"
+DI_TASK_PORT = 22270
 # DI-engine's default ports (the services' ports on Kubernetes; locally each replica gets a
 # free port instead).
 DEFAULT_COLLECTOR_PORT = 22270

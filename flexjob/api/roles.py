@@ -150,6 +150,13 @@ def driving_type(types: Iterable[ReplicaType]) -> ReplicaType | None:
     return next((t for t in types if ROLE_TRAITS[t].drives_job), None)
 
 
+def runs_di_tasks(types: Iterable[ReplicaType]) -> bool:
+    """Whether a job of ``types`` runs DI-engine v2 tasks (DI Orchestrator v2): it has a DI
+    role (collectors, learners) and nothing drives it (no coordinator: that is v1)."""
+    kept = list(types)
+    return driving_type(kept) is None and any(ROLE_TRAITS[t].di_field for t in kept)
+
+
 def on_request_types(types: Iterable[ReplicaType]) -> list[ReplicaType]:
     """``types`` created only on request: the ``on_request`` ones when a type among ``types``
     drives the job, else none."""

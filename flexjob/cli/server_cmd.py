@@ -13,6 +13,7 @@ import typer
 from flexjob.api.names import ENV_SERVER_TOKEN
 from flexjob.cli.errors import usage_error
 from flexjob.cli.token_flags import TOKEN_ON_COMMAND_LINE, resolve_token, token_file_option
+from flexjob.server.read_cache import DEFAULT_TTL
 
 
 def _server(
@@ -24,6 +25,13 @@ def _server(
         None, help="Platform holding the jobs: local or kubernetes (default $FLEXJOB_PLATFORM)."
     ),
     log_level: str = typer.Option("info", help="uvicorn log level."),
+    cache_ttl: float = typer.Option(
+        DEFAULT_TTL,
+        min=0.0,
+        max=60.0,
+        help="Seconds a platform read is kept to answer requests (0: none); the server's own "
+        "writes drop it at once.",
+    ),
 ) -> None:
     """Serve the HTTP API that scales jobs and receives profilings."""
     from flexjob.rpc.auth import InsecureBindError, check_bind
@@ -44,7 +52,12 @@ def _server(
     except ValueError as exc:
         raise usage_error(f"--platform: {exc}") from None
     try:
-        uvicorn.run(create_app(backend, token), host=host, port=port, log_level=log_level)
+        uvicorn.run(
+            create_app(backend, token, cache_ttl=cache_ttl),
+            host=host,
+            port=port,
+            log_level=log_level,
+        )
     finally:
         backend.close()
 

@@ -33,6 +33,7 @@ from flexjob.server.envelope import Envelope
 from flexjob.server.jobs import JobService
 from flexjob.server.json_body import JsonByDefault
 from flexjob.server.metrics import CONTENT_TYPE_LATEST, ServerMetrics
+from flexjob.server.read_cache import DEFAULT_TTL, ReadCache
 
 log = logging.getLogger(__name__)
 
@@ -89,16 +90,18 @@ def create_app(
     platform: Platform,
     token: str | None = None,
     di_address_wait: float = v1alpha2.DEFAULT_ADDRESS_WAIT,
+    cache_ttl: float = DEFAULT_TTL,
 ) -> FastAPI:
     """The server app over ``platform``; with ``token``, every route but /healthz needs it;
-    DI's POSTs wait up to ``di_address_wait`` seconds for their replicas' addresses."""
+    DI's POSTs wait up to ``di_address_wait`` seconds for their replicas' addresses; reads are
+    kept ``cache_ttl`` seconds (``server.read_cache``; 0: every request reads the platform)."""
     app = FastAPI(
         title="flexjob server",
         version=__version__,
         description="Change the size of elastic jobs, report profilings, list replicas.",
     )
-    store = JobService(platform)
     metrics = ServerMetrics()
+    store = JobService(platform, ReadCache(cache_ttl, metrics.platform_reads))
     app.state.platform = platform
     app.state.metrics = metrics
     _install_error_handlers(app)

@@ -22,6 +22,7 @@ from flexjob.core.operator.scale_bounds import bound_problem, finished_problem
 from flexjob.core.operator.status_patch import StatusOwner, StatusPatch, owner_patch
 from flexjob.platform.cluster import with_cluster_objects
 from flexjob.platform.contract import Platform, Replica, Service
+from flexjob.server.read_cache import ReadCache
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,25 +60,38 @@ class ScaleResult:
 
 
 class JobService:
-    """Read-modify-write of job status, serialised within this server process."""
+    """Read-modify-write of job status, serialised within this server process; reads are
+    answered from ``cache`` (``server.read_cache``), which the server's own writes here
+    invalidate."""
 
-    def __init__(self, platform: Platform) -> None:
+    def __init__(self, platform: Platform, cache: ReadCache | None = None) -> None:
         self.platform = platform
+        self.cache = cache if cache is not None else ReadCache(ttl=0)
         self._lock = threading.Lock()
 
-    def get(self, namespace: str, name: str) -> ElasticJob:
+    def get(self, namespace: str, name: str, *, fresh: bool = False) -> ElasticJob:
         """The job as the operator sees it (a DI job with the cluster's aggregator)."""
-        try:
+
+        def load() -> ElasticJob:
             return with_cluster_objects(self.platform, self.platform.get_job(namespace, name))
+
+        try:
+            return self.cache.read("get_job", (namespace, name), load, fresh=fresh)
         except NotFoundError:
             raise NotFoundError(f"job {namespace}/{name} not found") from None
 
-    def jobs(self, namespace: str | None) -> list[ElasticJob]:
+    def jobs(self, namespace: str | None, *, fresh: bool = False) -> list[ElasticJob]:
         """Every job of ``namespace`` (all for None), each as ``get`` returns it."""
-        return [with_cluster_objects(self.platform, j) for j in self.platform.list_jobs(namespace)]
 
-    def get_by_id(self, job_id: JobId) -> ElasticJob:
-        job = self.get(job_id.namespace, job_id.name)
+        def load() -> list[ElasticJob]:
+            return [
+                with_cluster_objects(self.platform, j) for j in self.platform.list_jobs(namespace)
+            ]
+
+        return self.cache.read("list_jobs", namespace, load, fresh=fresh)
+
+    def get_by_id(self, job_id: JobId, *, fresh: bool = False) -> ElasticJob:
+        job = self.get(job_id.namespace, job_id.name, fresh=fresh)
         current = job.metadata.generation or 1
         if current != job_id.generation:
             raise NotFoundError(
@@ -89,11 +103,11 @@ class JobService:
     def update_status(
         self, namespace: str, name: str, change: Callable[[ElasticJob, ElasticJobStatus], None]
     ) -> ElasticJob:
-        """Apply ``change`` to a fresh copy of the job's status and patch what it changed of the
-        fields the server owns (``core.operator.status_patch.OWNED_FIELDS``); the rest is left
-        to its writers."""
+        """Apply ``change`` to a fresh copy of the job's status (read from the platform, not
+        the cache) and patch what it changed of the fields the server owns
+        (``core.operator.status_patch.OWNED_FIELDS``); the rest is left to its writers."""
         with self._lock:
-            job = self.get(namespace, name)
+            job = self.get(namespace, name, fresh=True)
             status = (job.status or ElasticJobStatus()).model_copy(deep=True)
             change(job, status)
             return self.patch_status(
@@ -101,16 +115,39 @@ class JobService:
             )
 
     def patch_status(self, namespace: str, name: str, patch: StatusPatch) -> ElasticJob:
-        """Merge ``patch`` into the job's status (atomically, on the platform)."""
+        """Merge ``patch`` into the job's status (atomically, on the platform); every read kept
+        before is dropped."""
         try:
             return self.platform.patch_job_status(namespace, name, patch)
         except NotFoundError:
             raise NotFoundError(f"job {namespace}/{name} not found") from None
+        finally:
+            self.cache.invalidate()
 
-    def replicas(self, job: ElasticJob) -> list[tuple[Replica, str | None]]:
+    def delete_replica(self, namespace: str, name: str) -> None:
+        """Delete one replica (the operator creates it again); every read kept is dropped."""
+        try:
+            self.platform.delete_replica(namespace, name)
+        finally:
+            self.cache.invalidate()
+
+    def replicas(self, job: ElasticJob, *, fresh: bool = False) -> list[tuple[Replica, str | None]]:
         """The job's live replicas (not being deleted) with their ``host:port`` when known."""
-        services = {s.replica: s for s in self.platform.list_services(job.namespace, job.name)}
-        live = [r for r in self.platform.list_replicas(job.namespace, job.name) if not r.deleting]
+        key = (job.namespace, job.name)
+        found = self.cache.read(
+            "list_services",
+            key,
+            lambda: self.platform.list_services(job.namespace, job.name),
+            fresh=fresh,
+        )
+        services = {s.replica: s for s in found}
+        listed = self.cache.read(
+            "list_replicas",
+            key,
+            lambda: self.platform.list_replicas(job.namespace, job.name),
+            fresh=fresh,
+        )
+        live = [r for r in listed if not r.deleting]
         live.sort(key=lambda r: (r.type.value, r.index))
         return [(r, replica_address(r, services.get(r.name))) for r in live]
 

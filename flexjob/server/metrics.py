@@ -37,5 +37,24 @@ class ServerMetrics:
             registry=self.registry,
         )
 
+        self.platform_reads = Counter(
+            "flexjob_server_platform_reads",
+            "Reads the server answered, by platform operation and source: platform (a call "
+            "to the platform) or cache (answered from the server's read cache).",
+            ("op", "source"),
+            registry=self.registry,
+        )
+
+    def reads(self, source: str) -> int:
+        """Reads answered from ``source`` (platform or cache) so far, every operation."""
+        return int(
+            sum(
+                sample.value
+                for metric in self.platform_reads.collect()
+                for sample in metric.samples
+                if sample.name.endswith("_total") and sample.labels.get("source") == source
+            )
+        )
+
     def render(self) -> bytes:
         return generate_latest(self.registry)

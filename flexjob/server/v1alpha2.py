@@ -160,26 +160,33 @@ class V1Api:
         self.token = token
         self.address_wait = address_wait
 
-    def listed(self, job: ElasticJob) -> dict[str, str]:
-        """The job's replicas that have an address, by name."""
-        return {r.name: a for r, a in self.store.replicas(job) if a is not None}
+    def listed(self, job: ElasticJob, *, fresh: bool = False) -> dict[str, str]:
+        """The job's replicas that have an address, by name (with ``fresh``, as the platform
+        lists them now, not as the server's cache kept them)."""
+        return {r.name: a for r, a in self.store.replicas(job, fresh=fresh) if a is not None}
 
     def addresses(self, job: ElasticJob, names: Sequence[str]) -> dict[str, str]:
         """``names`` → their ``host:port``, waiting up to ``address_wait`` seconds for every one
         to be listed with one; a replica without one by then stands for itself (its name)."""
         deadline = time.monotonic() + self.address_wait
         while True:
-            listed = self.listed(job)
+            listed = self.listed(job, fresh=True)
             if all(n in listed for n in names) or time.monotonic() >= deadline:
                 return {n: listed.get(n, n) for n in names}
             time.sleep(_ADDRESS_POLL)
 
-    def jobs(self, namespace: str | None, key: str | None) -> list[ElasticJob]:
+    def jobs(
+        self, namespace: str | None, key: str | None, *, fresh: bool = False
+    ) -> list[ElasticJob]:
         """The jobs of ``namespace`` a request with ``key`` may see (``server.di_keys``)."""
-        return [j for j in self.store.jobs(namespace) if key_allows(key, self.token, j)]
+        listed = self.store.jobs(namespace, fresh=fresh)
+        return [j for j in listed if key_allows(key, self.token, j)]
 
-    def find(self, namespace: str, coordinator: str, key: str | None) -> ElasticJob:
-        for job in self.jobs(namespace, key):
+    def find(
+        self, namespace: str, coordinator: str, key: str | None, *, fresh: bool = False
+    ) -> ElasticJob:
+        """The job of ``coordinator``; a write (``fresh``) finds it as the platform has it."""
+        for job in self.jobs(namespace, key, fresh=fresh):
             if coordinator in coordinator_names(job):
                 return job
         raise NotFoundError(f"coordinator: no job in namespace {namespace!r} has {coordinator!r}")
@@ -219,9 +226,9 @@ class V1Api:
         return deltas
 
     def scale(self, body: JobRequest, sign: int, key: str | None) -> JobResponse:
-        job = self.find(body.namespace, body.coordinator, key)
+        job = self.find(body.namespace, body.coordinator, key, fresh=True)
         deltas = self.deltas(job, body, sign)
-        before_listed = self.listed(job) if sign < 0 else {}
+        before_listed = self.listed(job, fresh=True) if sign < 0 else {}
         # Each new replica gets what its request asked (an aggregator: its template's).
         asked = {t: getattr(body, f).each() for f, t in _requested(JobRequest)}
         job, changes = scale_counts(
@@ -245,8 +252,8 @@ class V1Api:
         return JobResponse(namespace=job.namespace, coordinator=coordinator_of(job), **listed)
 
     def recreate_failed(self, body: FailedRequest, key: str | None) -> JobResponse:
-        job = self.find(body.namespace, body.coordinator, key)
-        live = {r.name: r for r, _ in self.store.replicas(job)}
+        job = self.find(body.namespace, body.coordinator, key, fresh=True)
+        live = {r.name: r for r, _ in self.store.replicas(job, fresh=True)}
         chosen = []
         for field, rtype in _requested(FailedRequest):
             requested: list[str] = getattr(body, field)
@@ -263,7 +270,7 @@ class V1Api:
                     )
                 chosen.append(replica)
         for replica in chosen:
-            self.store.platform.delete_replica(replica.namespace, replica.name)
+            self.store.delete_replica(replica.namespace, replica.name)
         listed = {field: _names(chosen, rtype) for field, rtype in DI_FIELDS.items()}
         return JobResponse(namespace=job.namespace, coordinator=coordinator_of(job), **listed)
 

@@ -110,7 +110,7 @@ def router(store: JobService, metrics: ServerMetrics) -> APIRouter:
 
     def _scale(job_id: str, body: ReplicasRequest, sign: int) -> Envelope[ScaleResponse]:
         ref = JobId.parse(job_id)
-        job = store.get_by_id(ref)
+        job = store.get_by_id(ref, fresh=True)
         rtype = scalable_type(job, body.type)
         job, changes = scale_counts(store, ref.namespace, ref.name, {rtype: sign * body.replicas})
         before, after = changes[rtype]
@@ -133,7 +133,7 @@ def router(store: JobService, metrics: ServerMetrics) -> APIRouter:
     ) -> Envelope[ProfilingsResponse]:
         """Merge ``data`` into ``status.profilings``."""
         ref = JobId.parse(job_id)
-        current = store.get_by_id(ref)
+        current = store.get_by_id(ref, fresh=True)
         merged = merge_patch(current.status.profilings if current.status else {}, body.data)
         check_merged_profilings("data", merged)
         job = store.patch_status(ref.namespace, ref.name, {"profilings": body.data})

@@ -45,6 +45,7 @@ from flexjob.core.operator.actions import (
     RecordEvent,
     UpdateScalePlan,
 )
+from flexjob.core.operator.di_task_env import job_peers
 from flexjob.core.operator.job_master import (
     JobMasterConfig,
     flexjob_runs_master,
@@ -414,6 +415,7 @@ class _Round:
         # made once per resources and task
         shared: list[tuple[ResourceSpec | None, str | None, PodTemplateSpec]] = []
         spec = self.job.spec.replica_specs[rtype]
+        peers = job_peers(self.job, desired_counts(self.job, self.status), self.services)
         for index, _ in zip(free, range(missing), strict=False):
             own_address: str | None = None
             port = service_port(self.job, rtype, index)
@@ -425,7 +427,7 @@ class _Round:
                     )
                     continue
                 own_address = svc.address
-            if needs_master and master_address is None:
+            if (needs_master and master_address is None) or peers is False:
                 continue
             node = allocation[index] if index < len(allocation) and allocation[index] else None
             resources = replica_resources(self.status, rtype, index)
@@ -444,6 +446,7 @@ class _Round:
                 resources=resources,
                 server_url=self.server_url,
                 shared=template,
+                di_peers=peers if isinstance(peers, list) else None,
             )
             self.actions.append(CreateReplica(request))
             created.append(request.name)

@@ -32,8 +32,10 @@ from flexjob.api.roles import (
     creation_order,
     driving_type,
     on_request_types,
+    runs_di_tasks,
     world_types,
 )
+from flexjob.core.operator.di_task_env import Peers, di_task_env
 from flexjob.core.operator.job_metrics import PORT_NAME as METRICS_PORT_NAME
 from flexjob.core.operator.job_pod_fields import apply_job_fields, elastic_policy_env
 from flexjob.core.operator.replica_resources import apply_resources
@@ -208,6 +210,8 @@ def service_port(job: ElasticJob, rtype: ReplicaType, index: int) -> int | None:
     if ports:
         return ports[0].container_port
     traits = ROLE_TRAITS[rtype]
+    if runs_di_tasks(job.spec.replica_specs):
+        return names.DI_TASK_PORT  # every replica of a DIJob v2 (``di_task_env``)
     if traits.default_port is not None and driving_type(job.spec.replica_specs) is not None:
         return traits.default_port
     if traits.controls_job:
@@ -267,6 +271,7 @@ def replica_env(
     master_address: str | None,
     own_address: str | None,
     server_url: str | None = None,
+    di_peers: Peers | None = None,
 ) -> dict[str, str]:
     """The flexjob environment of one replica (``api.names``; docs/architecture.md
     "Environment"), torch's in a plain torch world (``master_env``), and DI-engine's own for
@@ -289,6 +294,8 @@ def replica_env(
         env[names.ENV_REPLICA_ADDRESS] = own_address
     if driving_type(job.spec.replica_specs) is not None:
         env.update(di_env(job, rtype, index, own_address, server_url))
+    if di_peers is not None:  # a DIJob v2's replica: DI Orchestrator v2's variables
+        env.update(di_task_env(job, rtype, index, di_peers, server_url))
     return env
 
 
@@ -359,16 +366,18 @@ def render_replica(
     resources: ResourceSpec | None = None,
     server_url: str | None = None,
     shared: PodTemplateSpec | None = None,
+    di_peers: Peers | None = None,
 ) -> ReplicaRequest:
     """The full request for replica ``index`` of ``rtype``: template + env + labels, and
     ``resources`` (set by ScalePlans) as the main container's requests and limits;
     ``server_url``: the flexjob server DI coordinators ask (``KUBERNETES_SERVER_URL``);
     ``shared``: ``type_template(job, rtype, resources, index)`` when the caller made it
     already (a pass rendering many replicas of a type makes it once per task; a deep copy is
-    most of the cost). A replica of a DI v2 task carries its name (``api.di_tasks``)."""
+    most of the cost). A replica of a DI v2 task carries its name (``api.di_tasks``) and,
+    with ``di_peers``, DI Orchestrator v2's variables (``di_task_env``)."""
     shared = shared if shared is not None else type_template(job, rtype, resources, index)
     template = _own_copy(shared)
-    ours = replica_env(job, rtype, index, master_address, own_address, server_url)
+    ours = replica_env(job, rtype, index, master_address, own_address, server_url, di_peers)
     for container in template.spec.containers:
         _merge_env(container, {**job.spec.envs, **ours})
     labels = {

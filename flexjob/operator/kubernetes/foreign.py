@@ -7,7 +7,10 @@ owned by it (deleting the source deletes the job and, through the job's finalize
 annotated with its source (``SOURCE_ANNOTATION``) and the hash of the converted spec, which a
 change of the source's spec replaces. The ElasticJob is what ``core.operator.reconcile``, the
 server and ``flexjob`` commands work on; its status is written back to the source in the source's
-own shape (``foreign_kinds.source_status``). A name already taken by another ElasticJob is
+own shape (``foreign_kinds.source_status``); a DIJob v2's ``status.replicas`` edited by someone
+else is the size its job should have (``core.operator.source_replicas``: taken into the
+ElasticJob's ``status.replicas``, or refused with a Warning event and written over). A name
+already taken by another ElasticJob is
 reported as a Warning event on the source and left alone. An AggregatorConfig created,
 changed or deleted later syncs every DIJob v1 again, so each takes the cluster's config as it
 is now.
@@ -17,6 +20,7 @@ import asyncio
 import hashlib
 import json
 import logging
+import threading
 from typing import Any, cast
 
 import kopf
@@ -39,6 +43,10 @@ from flexjob.api.load import to_native
 from flexjob.api.names import GROUP, JOB_RESOURCE, PLURAL_JOB, VERSION
 from flexjob.api.problems import SpecError
 from flexjob.api.readers import dijob
+from flexjob.core.operator.replica_plan import desired_counts
+from flexjob.core.operator.source_replicas import Written, edited_total, replicas_for_total
+from flexjob.operator.watch_cache import version_number
+from flexjob.platform.kubernetes.bodies import job_from_body
 
 logger = logging.getLogger(__name__)
 Body = dict[str, Any]
@@ -56,6 +64,10 @@ class Sources:
         self.core = CoreV1Api(client)
         #: The last status written to each source, by (plural, namespace, name).
         self.written: dict[tuple[str, str, str], Body] = {}
+        #: The version and ``replicas`` of each source's status as last written by us, or as
+        #: last taken from someone else's edit (``core.operator.source_replicas``).
+        self.ours: dict[tuple[str, str, str], Written] = {}
+        self._edits = threading.RLock()  # our status writes and the edits seen, in order
 
     def _aggregator_configs(self) -> list[Body]:
         found: list[Body] = []
@@ -177,15 +189,61 @@ class Sources:
             if exc.status == 404:
                 return False
             raise
-        status = source_status(source, ElasticJobStatus.model_validate(job["status"]))
         key = (kind.plural, namespace, name)
+        if self.take_replicas_edit(kind, source, job):
+            return False  # the job changes size: its next status is written then
+        status = source_status(source, ElasticJobStatus.model_validate(job["status"]))
         if self.written.get(key) == status or source.get("status") == status:
             self.written[key] = status
             return False
-        self.custom.patch_namespaced_custom_object_status(
-            group, version, namespace, kind.plural, name, {"status": status}
-        )
+        with self._edits:  # the write's own event is told from an edit only once it is known
+            answer = self.custom.patch_namespaced_custom_object_status(
+                group, version, namespace, kind.plural, name, {"status": status}
+            )
+            written_at = version_number(cast(Body, answer)["metadata"].get("resourceVersion"))
+            self.ours[key] = Written(written_at, status.get("replicas"))
         self.written[key] = status
+        return True
+
+    def take_replicas_edit(self, kind: ForeignKind, source: Body, job: Body | None) -> bool:
+        """When ``source`` (a DIJob v2) carries someone else's edit of ``status.replicas``
+        (``source_replicas.edited_total``), make it the size of its ElasticJob (``job``, read
+        when None) and say True; refused (``replicas_for_total``), a Warning event names why
+        and its status is written over. False when there is no such edit."""
+        if source_reader(source) is not dijob.READERS[0]:
+            return False
+        meta = source["metadata"]
+        namespace, name = meta["namespace"], meta["name"]
+        key = (kind.plural, namespace, name)
+        at = version_number(meta.get("resourceVersion"))
+        with self._edits:
+            total = edited_total(source.get("status"), at, self.ours.get(key))
+            if total is None:
+                return False
+            self.ours[key] = Written(at, total)  # taken once, by whichever handler sees it
+        if job is None:
+            job = cast(
+                Body,
+                self.custom.get_namespaced_custom_object(
+                    GROUP, VERSION, namespace, PLURAL_JOB, name
+                ),
+            )
+        model = job_from_body(job)
+        counts = desired_counts(model, model.status or ElasticJobStatus())
+        change = replicas_for_total(model, counts, total)
+        if change.problem is not None:
+            self._warn(kind, source, "ReplicasRefused", change.problem)
+            self.written.pop(key, None)
+            if job.get("status"):
+                self.write_status(job)
+            return False
+        patch = {"replicas": {t.value: n for t, n in change.replicas.items()}}
+        self.custom.patch_namespaced_custom_object_status(
+            GROUP, VERSION, namespace, PLURAL_JOB, name, {"status": patch}
+        )
+        logger.info(
+            "%s %s/%s: status.replicas %d taken: %s", kind.kind, namespace, name, total, patch
+        )
         return True
 
     def _warn(self, kind: ForeignKind, body: Body, reason: str, message: str) -> None:
@@ -247,6 +305,8 @@ def _register_source(
         if type == "DELETED" or body.metadata.get("deletionTimestamp"):
             return  # its ElasticJob is owned by it: the garbage collector deletes it
         done = await asyncio.to_thread(sources.sync_job, kind, dict(body))
+        if done == "unchanged" and body.get("status"):
+            await asyncio.to_thread(sources.take_replicas_edit, kind, dict(body), None)
         if done != "unchanged":
             meta = body.metadata
             logger.info("%s %s/%s: job %s", kind.kind, meta.namespace, meta.name, done)

@@ -176,10 +176,12 @@ def test_a_replica_that_does_not_train_has_no_rank() -> None:
 
 def test_a_di_job_forms_no_torch_world() -> None:
     """DI's learners and collectors talk DI-engine's own protocol: a DIJob v2 (no coordinator,
-    no master) gets no rank-0 service and no torch variables."""
+    no master) gets no torch variables; its services are DI's own, one per replica on DI's
+    port (``core.operator.di_task_env``), none a torch rank 0's."""
     job = load_job(EXAMPLES / "dijob-v2.yaml")
     job.metadata.name = "demo"
     sim = Sim(job)
     sim.settle()
-    assert envs(sim) and sim.services == {}
+    assert sorted(sim.services) == sorted(f"demo-{name}" for name in envs(sim))
+    assert {s.address.rpartition(":")[2] for s in sim.services.values() if s.address} == {"22270"}
     assert not any(k in e for e in envs(sim).values() for k in (*TORCH_VARS, *PET_VARS))
