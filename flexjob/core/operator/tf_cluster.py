@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 
 from flexjob.api import ElasticJob, ReplicaType, names
 from flexjob.api.master_rule import has_own_command
-from flexjob.api.roles import PS_TYPE, ROLE_TRAITS, tf_lead_type, tf_types
+from flexjob.api.roles import PS_TYPE, ROLE_TRAITS, command_of, tf_lead_type, tf_types
 from flexjob.core.replicas import Replica, Service, service_name
 
 #: Each cluster member's address: (type, index) → ``host:port``.
@@ -36,9 +36,13 @@ Addresses = Mapping[tuple[ReplicaType, int], str]
 
 
 def tensorflow_cluster(job: ElasticJob) -> bool:
-    """True when ``job``'s ps replicas run a command of their own (TensorFlow's servers)."""
+    """True when ``job``'s ps replicas run a command of their own (TensorFlow's servers), not
+    ``flexjob ps`` (what ``core.operator.job_master`` gives command-less ps replicas: its
+    arguments start with the ``ps`` subcommand)."""
     ps = job.spec.replica_specs.get(PS_TYPE)
-    return ps is not None and has_own_command(ps)
+    if ps is None or not has_own_command(ps):
+        return False
+    return ps.template.spec.containers[0].args[:1] != [command_of(PS_TYPE)]
 
 
 def in_cluster(job: ElasticJob, rtype: ReplicaType) -> bool:
