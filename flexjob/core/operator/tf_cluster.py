@@ -3,10 +3,12 @@ Kubeflow's TFJob operator and DLRover's give it.
 
 A job forms one when its ``ps`` replicas run a command of their own (``tensorflow_cluster``:
 TensorFlow's servers, as in DLRover's ElasticJob and Kubeflow's TFJob; ps replicas that name no
-command run flexjob's own PS and get none of this). Every replica of a type with a TensorFlow task
-(``api.roles.tf_types``: chief, worker, ps, evaluator) gets a service (its stable address:
-``<name>.<namespace>.svc:2222`` on Kubernetes, a ``127.0.0.1`` port on the local platform) and is
-created only once the services of the whole cluster exist, with ``TF_CONFIG``::
+command run flexjob's own PS and get none of this) and it runs no master of its own (an
+ElasticDL master that brings its image manages its cluster itself). Every replica of a type
+with a TensorFlow task (``api.roles.tf_types``: chief, worker, ps, evaluator) gets a service
+(its stable address: ``<name>.<namespace>.svc:2222`` on Kubernetes, a ``127.0.0.1`` port on the
+local platform) and is created only once the services of the whole cluster exist, with
+``TF_CONFIG``::
 
     {"cluster": {"worker": [...], "ps": [...], "chief": [...]},
      "task": {"type": "worker", "index": 1}}
@@ -27,22 +29,38 @@ import json
 from collections.abc import Mapping, Sequence
 
 from flexjob.api import ElasticJob, ReplicaType, names
+from flexjob.api.job import ReplicaSpec
 from flexjob.api.master_rule import has_own_command
-from flexjob.api.roles import PS_TYPE, ROLE_TRAITS, command_of, tf_lead_type, tf_types
+from flexjob.api.roles import (
+    MASTER_TYPE,
+    PS_TYPE,
+    ROLE_TRAITS,
+    command_of,
+    tf_lead_type,
+    tf_types,
+)
 from flexjob.core.replicas import Replica, Service, service_name
 
 #: Each cluster member's address: (type, index) → ``host:port``.
 Addresses = Mapping[tuple[ReplicaType, int], str]
 
 
+def _runs_flexjob(spec: ReplicaSpec, rtype: ReplicaType) -> bool:
+    """The replica runs flexjob's own command for its role (what ``core.operator.job_master``
+    gives a command-less master or ps: arguments that start with that subcommand)."""
+    containers = spec.template.spec.containers
+    return bool(containers) and containers[0].args[:1] == [command_of(rtype)]
+
+
 def tensorflow_cluster(job: ElasticJob) -> bool:
     """True when ``job``'s ps replicas run a command of their own (TensorFlow's servers), not
-    ``flexjob ps`` (what ``core.operator.job_master`` gives command-less ps replicas: its
-    arguments start with the ``ps`` subcommand)."""
-    ps = job.spec.replica_specs.get(PS_TYPE)
-    if ps is None or not has_own_command(ps):
+    ``flexjob ps``, and the job runs no master of its own (an ElasticDL master manages its
+    cluster itself)."""
+    specs = job.spec.replica_specs
+    ps, master = specs.get(PS_TYPE), specs.get(MASTER_TYPE)
+    if ps is None or not has_own_command(ps) or _runs_flexjob(ps, PS_TYPE):
         return False
-    return ps.template.spec.containers[0].args[:1] != [command_of(PS_TYPE)]
+    return master is None or not has_own_command(master) or _runs_flexjob(master, MASTER_TYPE)
 
 
 def in_cluster(job: ElasticJob, rtype: ReplicaType) -> bool:
