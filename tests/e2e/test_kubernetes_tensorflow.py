@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from flexjob.api import names
+from flexjob.platform.ports import free_port
 from tests.e2e.k8s_cluster import cluster
 from tests.e2e.test_tensorflow_ps import SCRIPT, final_loss, tf_config
 from tests.support.k8s_emulator import wait_for
@@ -31,18 +32,36 @@ pytestmark = [
     ),
 ]
 NAME = "tf-k8s"
-#: Every pod of the process kubelet shares this machine's ports (TensorFlow's server listens on
-#: all addresses): one port per type, declared by its container, so its Service's too.
-PORTS = {"chief": 23410, "worker": 23411, "ps": 23412}
+TYPES = ("chief", "worker", "ps")
 
 
-def body(ckpt: Path, pause: Path) -> dict[str, Any]:
+def free_ports() -> dict[str, int]:
+    """Every pod of the process kubelet shares this machine's ports (TensorFlow's server
+    listens on all addresses): one free port per type, declared by its container, so its
+    Service's too."""
+    ports: set[int] = set()
+    while len(ports) < len(TYPES):
+        ports.add(free_port())
+    return dict(zip(TYPES, sorted(ports), strict=True))
+
+
+def context(c: Any) -> str:
+    """Each pod's phase and the end of its log, for a failure's message."""
+    out = []
+    for pod in c.pods(NAME):
+        name = pod["metadata"]["name"]
+        phase = (pod.get("status") or {}).get("phase")
+        out.append(f"--- {name} {phase}\n{c.log(name)[-1500:]}")
+    return "\n".join(out)
+
+
+def body(ckpt: Path, pause: Path, ports: dict[str, int]) -> dict[str, Any]:
     def replica(rtype: str) -> dict[str, Any]:
         container = {
             "name": "tensorflow",
             "image": "flexjob:latest",
             "command": ["python", SCRIPT, str(ckpt)],
-            "ports": [{"containerPort": PORTS[rtype], "name": "tf"}],
+            "ports": [{"containerPort": ports[rtype], "name": "tf"}],
         }
         return {
             "replicas": 1,
@@ -54,7 +73,7 @@ def body(ckpt: Path, pause: Path) -> dict[str, Any]:
     spec = {
         "distributionStrategy": "ParameterServerStrategy",
         "envs": {"TF_PS_PAUSE": str(pause), "PYTHONPATH": pythonpath},
-        "replicaSpecs": {t: replica(t) for t in PORTS},
+        "replicaSpecs": {t: replica(t) for t in TYPES},
     }
     return manifest("ElasticJob", NAME, spec)
 
@@ -64,19 +83,23 @@ async def test_a_tensorflow_ps_job_on_kubernetes_trains_and_survives_a_killed_ps
 ) -> None:
     pause = tmp_path / "pause"
     pause.touch()
+    ports = free_ports()
     async with cluster(tmp_path / "cluster") as c:
         start = time.monotonic()
-        await c.apply_job(body(tmp_path / "ckpt", pause))
+        await c.apply_job(body(tmp_path / "ckpt", pause, ports))
         chief = f"{NAME}-chief-0"
-        await wait_for(lambda: "epoch=1 " in c.log(chief), 240, 0.5)
+        try:
+            await wait_for(lambda: "epoch=1 " in c.log(chief), 240, 0.5)
+        except TimeoutError:
+            pytest.fail(f"no first epoch in 240 s\n{context(c)}")
         first_epoch = time.monotonic() - start
         pods = {p["metadata"]["name"]: p for p in c.pods(NAME)}
         envs = {
             n: {e["name"]: e.get("value") for e in p["spec"]["containers"][0].get("env", [])}
             for n, p in pods.items()
         }
-        cluster_spec = {t: [f"{NAME}-{t}-0.default.svc:{port}"] for t, port in PORTS.items()}
-        for rtype in PORTS:
+        cluster_spec = {t: [f"{NAME}-{t}-0.default.svc:{port}"] for t, port in ports.items()}
+        for rtype in TYPES:
             config = json.loads(envs[f"{NAME}-{rtype}-0"][names.ENV_TF_CONFIG])
             assert config == {"cluster": cluster_spec, "task": {"type": rtype, "index": 0}}
         services = {
@@ -85,7 +108,7 @@ async def test_a_tensorflow_ps_job_on_kubernetes_trains_and_survives_a_killed_ps
                 c.emulator.kind("", "v1", "services"), "default", f"{names.LABEL_JOB_NAME}={NAME}"
             )
         }
-        for rtype, port in PORTS.items():
+        for rtype, port in ports.items():
             svc = services[f"{NAME}-{rtype}-0"]
             assert [p["port"] for p in svc["spec"]["ports"]] == [port]
         # the pods' own view: the kubelet made the Service names local loopback addresses
@@ -96,10 +119,13 @@ async def test_a_tensorflow_ps_job_on_kubernetes_trains_and_survives_a_killed_ps
         c.kill(f"{NAME}-ps-0")
         killed = time.monotonic()
         pause.unlink()
-        phase = await c.wait_phase(NAME, ("Succeeded", "Failed"), 300)
+        try:
+            phase = await c.wait_phase(NAME, ("Succeeded", "Failed"), 300)
+        except TimeoutError:
+            pytest.fail(f"not finished 300 s after the ps pod was killed\n{context(c)}")
         took, recovered = time.monotonic() - start, time.monotonic() - killed
         log = c.log(chief)
-        assert phase == "Succeeded", log[-4000:]
+        assert phase == "Succeeded", context(c)
         loss = final_loss(log)
         assert "restored epoch=" in log, log[-4000:]
         assert c.incarnations(f"{NAME}-ps-0") >= 2

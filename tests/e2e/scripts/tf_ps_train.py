@@ -83,8 +83,8 @@ def coordinate(resolver: tf.distribute.cluster_resolver.TFConfigClusterResolver)
         loss = float(losses[-1].fetch())
         epoch.assign_add(1)
         manager.save()
-        print(f"epoch={int(epoch.numpy())} loss={loss:.6f}", flush=True)
-    print(f"final loss={loss:.6f} w={float(w.numpy()):.4f} b={float(b.numpy()):.4f}", flush=True)
+        print(f"epoch={int(epoch.numpy())} loss={loss:.3e}", flush=True)
+    print(f"final loss={loss:.3e} w={float(w.numpy()):.4f} b={float(b.numpy()):.4f}", flush=True)
 
 
 def main() -> None:
