@@ -152,6 +152,13 @@ ENV_PET_RDZV_BACKEND = "PET_RDZV_BACKEND"
 ENV_PET_NPROC_PER_NODE = "PET_NPROC_PER_NODE"
 ENV_PET_MAX_RESTARTS = "PET_MAX_RESTARTS"
 DEFAULT_TORCH_MASTER_PORT = 23456
+# A TensorFlow cluster (a job whose ps replicas run their own command, core.operator.tf_cluster):
+# every replica of a type with a TensorFlow task gets TF_CONFIG (the cluster's addresses, its
+# own task) and a service, on Kubeflow's TFJob port when its container declares none (locally a
+# free port); the label says which cluster its TF_CONFIG lists, so a changed cluster restarts it.
+ENV_TF_CONFIG = "TF_CONFIG"
+DEFAULT_TF_PORT = 2222
+LABEL_TF_CLUSTER = f"{GROUP}/tf-cluster"
 
 # Agent → training process: the rendezvous round the process starts in, the store of that
 # round, and the file where the trainer helpers publish progress for the agent to report.

@@ -61,6 +61,8 @@ class RoleTraits:
     default_port: int | None = None
     builtin_command: str | None = None
     world_rank: int | None = None
+    tf_task: str | None = None
+    tf_outside_cluster: bool = False
     runs_master: bool = False
     serves_parameters: bool = False
     holds_token: bool = False
@@ -90,16 +92,18 @@ ROLE_TRAITS: Mapping[ReplicaType, RoleTraits] = MappingProxyType(
             runs_master=True,
             holds_token=True,
         ),
-        ReplicaType.WORKER: RoleTraits(trains=True, scale_rank=0, world_rank=1),
+        ReplicaType.WORKER: RoleTraits(trains=True, scale_rank=0, world_rank=1, tf_task="worker"),
         ReplicaType.COLLECTOR: _on_request(
             2, names.ENV_COLLECTOR_PORT, names.DEFAULT_COLLECTOR_PORT, "collectors"
         ),
         ReplicaType.LEARNER: _on_request(
             1, names.ENV_LEARNER_PORT, names.DEFAULT_LEARNER_PORT, "learners"
         ),
-        ReplicaType.PS: RoleTraits(scale_rank=3, builtin_command="ps", serves_parameters=True),
-        ReplicaType.CHIEF: RoleTraits(trains=True, world_rank=0),
-        ReplicaType.EVALUATOR: RoleTraits(),
+        ReplicaType.PS: RoleTraits(
+            scale_rank=3, builtin_command="ps", serves_parameters=True, tf_task="ps"
+        ),
+        ReplicaType.CHIEF: RoleTraits(trains=True, world_rank=0, tf_task="chief"),
+        ReplicaType.EVALUATOR: RoleTraits(tf_task="evaluator", tf_outside_cluster=True),
         ReplicaType.COORDINATOR: RoleTraits(
             scalable=False,
             controls_job=True,
@@ -198,6 +202,21 @@ def world_types(types: Iterable[ReplicaType]) -> list[ReplicaType]:
     if any(ROLE_TRAITS[t].world_rank is None for t in kept):
         return []
     return sorted(kept, key=lambda t: ROLE_TRAITS[t].world_rank or 0)
+
+
+def tf_types(types: Iterable[ReplicaType]) -> list[ReplicaType]:
+    """The types among ``types`` that have a TensorFlow task (``tf_task``), those listed in the
+    cluster first (in the table's order: worker, ps, chief), then the evaluator."""
+    kept = set(types)
+    ordered = [t for t, r in ROLE_TRAITS.items() if r.tf_task is not None and t in kept]
+    return sorted(ordered, key=lambda t: ROLE_TRAITS[t].tf_outside_cluster)
+
+
+def tf_lead_type(types: Iterable[ReplicaType]) -> ReplicaType | None:
+    """The type whose replica 0 decides a TensorFlow job's success (Kubeflow TFJob's default
+    success policy: the chief, else worker 0): the first of the plain-world order."""
+    ranked = world_types(t for t in types if ROLE_TRAITS[t].tf_task is not None)
+    return ranked[0] if ranked else None
 
 
 def _rank(rtype: ReplicaType) -> int:

@@ -1,12 +1,12 @@
 """Readers that turn other projects' job formats into a flexjob ``ElasticJob`` wire dict:
 DI Orchestrator v1/v2 ``DIJob``, ElasticDL ``ElasticAIJob``, DLRover ``ElasticJob`` and Kubeflow
-``PyTorchJob``. ``find_reader`` picks one by ``apiVersion`` and ``kind``.
+``PyTorchJob`` and ``TFJob``. ``find_reader`` picks one by ``apiVersion`` and ``kind``.
 """
 
 from typing import Any
 
 from flexjob.api.problems import Problem, SpecError
-from flexjob.api.readers import dijob, dlrover, elasticdl, pytorchjob
+from flexjob.api.readers import dijob, dlrover, elasticdl, pytorchjob, tfjob
 from flexjob.api.readers.common import Converted, Reader
 
 READERS: tuple[Reader, ...] = (
@@ -14,6 +14,7 @@ READERS: tuple[Reader, ...] = (
     *elasticdl.READERS,
     *dlrover.READERS,
     *pytorchjob.READERS,
+    *tfjob.READERS,
 )
 
 #: Documents that travel with a job in the same file (not jobs themselves).

@@ -24,6 +24,7 @@ from flexjob.api import (
 )
 from flexjob.api.roles import controlling_type, success_types
 from flexjob.core.operator.job_master import flexjob_runs_master
+from flexjob.core.operator.tf_cluster import lead_type as tf_lead_type
 from flexjob.core.replicas import Replica
 
 DEFAULT_BACKOFF_LIMIT = 3
@@ -79,12 +80,18 @@ def job_succeeded(
 ) -> bool:
     """The controlling replica (the master) succeeded; or, with none (or one flexjob runs:
     ``core.operator.job_master``), every replica of its ``success_types`` succeeded (all the
-    desired ones: the training types; every type in a DIJob v2 or a job with no training type).
+    desired ones: the training types; every type in a DIJob v2 or a job with no training type);
+    in a TensorFlow cluster its chief, else worker 0 (``core.operator.tf_cluster``).
     Roles:
     ``api.roles``."""
     master = controlling_type(job.spec.replica_specs)
     if master is not None and not flexjob_runs_master(job):
         return any(r.type is master and r.phase is ReplicaPhase.SUCCEEDED for r in replicas)
+    lead = tf_lead_type(job)  # a TensorFlow cluster: its chief, else worker 0
+    if lead is not None:
+        return any(
+            r.type is lead and r.index == 0 and r.phase is ReplicaPhase.SUCCEEDED for r in replicas
+        )
     workers = success_types(counts)
     if not workers or all(counts[t] == 0 for t in workers):
         return False

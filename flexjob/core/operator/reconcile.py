@@ -32,7 +32,7 @@ from flexjob.api.di_tasks import task_name
 from flexjob.api.errors import InvalidSpecError
 from flexjob.api.master_rule import master_trigger
 from flexjob.api.roles import controlling_type, driving_type, on_request_types, scalable_types
-from flexjob.core.operator import phases
+from flexjob.core.operator import phases, tf_cluster
 from flexjob.core.operator.actions import (
     Action,
     CreateReplica,
@@ -151,6 +151,7 @@ class _Round:
         #: DI's coordinator when it drives this job (the phase follows it), else None.
         self.driver = driving_type(types)
         self.on_request = set(on_request_types(types))
+        self.tf_addresses: tf_cluster.Addresses | None = None  # once all have services
 
     # --- the round -------------------------------------------------------------------------
     def run(self, plan: ScalePlan | None) -> ReconcileResult:
@@ -191,6 +192,11 @@ class _Round:
             if r.phase is ReplicaPhase.SUCCEEDED and phases.restarts_on_success(self.job, r.type):
                 self._delete(r, "restartPolicy Always")
         master_address = self._master_address()
+        self.tf_addresses = tf_cluster.cluster_addresses(self.job, counts, self.services)
+        if self.tf_addresses is not None:  # a TensorFlow cluster whose members changed
+            for r in tf_cluster.stale_members(self._live(), self.tf_addresses):
+                self.changed = True
+                self._delete(r, "TF_CONFIG lists another cluster now (its members changed)")
         for rtype in replica_types(self.job):
             self._scale_type(rtype, counts[rtype], master_address)
         self._update_phase(counts)
@@ -246,7 +252,8 @@ class _Round:
         master = controlling_type(declared.spec.replica_specs)
         if master is not None and not flexjob_runs_master(declared):
             return f"the {master.value} replica succeeded"
-        return "every worker replica succeeded"
+        lead = tf_cluster.lead_type(declared)
+        return f"{lead.value} 0 succeeded" if lead else "every worker replica succeeded"
 
     def _finish(self, phase: JobPhase, reason: str, message: str) -> None:
         self._set_phase(phase, reason, message)
@@ -429,6 +436,8 @@ class _Round:
                 own_address = svc.address
             if (needs_master and master_address is None) or peers is False:
                 continue
+            if self.tf_addresses is None and tf_cluster.in_cluster(self.job, rtype):
+                continue  # TF_CONFIG lists the whole cluster: every member's service first
             node = allocation[index] if index < len(allocation) and allocation[index] else None
             resources = replica_resources(self.status, rtype, index)
             task = task_name(spec, index)
@@ -447,6 +456,7 @@ class _Round:
                 server_url=self.server_url,
                 shared=template,
                 di_peers=peers if isinstance(peers, list) else None,
+                tf_addresses=self.tf_addresses,
             )
             self.actions.append(CreateReplica(request))
             created.append(request.name)

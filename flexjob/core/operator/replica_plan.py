@@ -39,6 +39,7 @@ from flexjob.core.operator.di_task_env import Peers, di_task_env
 from flexjob.core.operator.job_metrics import PORT_NAME as METRICS_PORT_NAME
 from flexjob.core.operator.job_pod_fields import apply_job_fields, elastic_policy_env
 from flexjob.core.operator.replica_resources import apply_resources
+from flexjob.core.operator.tf_cluster import Addresses, in_cluster, tf_env, tf_labels
 from flexjob.core.operator.torch_world import torch_env, world_leader
 from flexjob.core.replicas import (
     Replica,
@@ -204,7 +205,7 @@ def service_port(job: ElasticJob, rtype: ReplicaType, index: int) -> int | None:
     DI-driven job has one (its DI default port), the master (the controlling type) always has
     one, and so has
     replica 0 of a plain torch world's leading type (``core.operator.torch_world``:
-    ``MASTER_ADDR``)."""
+    ``MASTER_ADDR``) and every member of a TensorFlow cluster (``core.operator.tf_cluster``)."""
     main = _main_container(job.spec.replica_specs[rtype], rtype)
     ports = [p for p in main.ports if p.name != METRICS_PORT_NAME]  # scraped, not a service's
     if ports:
@@ -216,6 +217,8 @@ def service_port(job: ElasticJob, rtype: ReplicaType, index: int) -> int | None:
         return traits.default_port
     if traits.controls_job:
         return names.DEFAULT_MASTER_PORT
+    if in_cluster(job, rtype):
+        return names.DEFAULT_TF_PORT
     leads = index == 0 and rtype is world_leader(job)
     return names.DEFAULT_TORCH_MASTER_PORT if leads else None
 
@@ -272,11 +275,14 @@ def replica_env(
     own_address: str | None,
     server_url: str | None = None,
     di_peers: Peers | None = None,
+    tf_addresses: Addresses | None = None,
 ) -> dict[str, str]:
     """The flexjob environment of one replica (``api.names``; docs/architecture.md
-    "Environment"), torch's in a plain torch world (``master_env``), and DI-engine's own for
-    every role of a DI-driven job (``di_env``); it overrides the user's. ``master_address``:
-    the service of the job's master, or of a plain torch world's rank-0 replica."""
+    "Environment"), torch's in a plain torch world (``master_env``), ``TF_CONFIG`` in a
+    TensorFlow cluster whose members are at ``tf_addresses`` (``core.operator.tf_cluster``),
+    and DI-engine's own for every role of a DI-driven job (``di_env``); it overrides the
+    user's. ``master_address``: the service of the job's master, or of a plain torch world's
+    rank-0 replica."""
     env = {
         names.ENV_JOB_NAME: job.name,
         names.ENV_REPLICA_TYPE: rtype.value,
@@ -296,6 +302,7 @@ def replica_env(
         env.update(di_env(job, rtype, index, own_address, server_url))
     if di_peers is not None:  # a DIJob v2's replica: DI Orchestrator v2's variables
         env.update(di_task_env(job, rtype, index, di_peers, server_url))
+    env.update(tf_env(rtype, index, tf_addresses))
     return env
 
 
@@ -367,6 +374,7 @@ def render_replica(
     server_url: str | None = None,
     shared: PodTemplateSpec | None = None,
     di_peers: Peers | None = None,
+    tf_addresses: Addresses | None = None,
 ) -> ReplicaRequest:
     """The full request for replica ``index`` of ``rtype``: template + env + labels, and
     ``resources`` (set by ScalePlans) as the main container's requests and limits;
@@ -374,16 +382,27 @@ def render_replica(
     ``shared``: ``type_template(job, rtype, resources, index)`` when the caller made it
     already (a pass rendering many replicas of a type makes it once per task; a deep copy is
     most of the cost). A replica of a DI v2 task carries its name (``api.di_tasks``) and,
-    with ``di_peers``, DI Orchestrator v2's variables (``di_task_env``)."""
+    with ``di_peers``, DI Orchestrator v2's variables (``di_task_env``); ``tf_addresses``: the
+    members of the job's TensorFlow cluster (its ``TF_CONFIG``)."""
     shared = shared if shared is not None else type_template(job, rtype, resources, index)
     template = _own_copy(shared)
-    ours = replica_env(job, rtype, index, master_address, own_address, server_url, di_peers)
+    ours = replica_env(
+        job,
+        rtype,
+        index,
+        master_address,
+        own_address,
+        server_url,
+        di_peers=di_peers,
+        tf_addresses=tf_addresses,
+    )
     for container in template.spec.containers:
         _merge_env(container, {**job.spec.envs, **ours})
     labels = {
         **job.metadata.labels,
         **dict(template.metadata.get("labels") or {}),
         **flexjob_labels(job, rtype, index),
+        **tf_labels(rtype, tf_addresses),
     }
     template.metadata = {**template.metadata, "labels": labels}
     template.spec.restart_policy = "Never"
