@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from flexjob.core.operator.master_state import NO_STATE
 from tests.chaos.harness import SampleCheck, check_samples
 from tests.e2e.k8s_cluster import Cluster, cluster, digits_job, flexjob_cli, sample_logging_job
 from tests.support.k8s_emulator import wait_for
@@ -99,16 +100,51 @@ async def test_a_killed_worker_pod_is_relaunched_and_nothing_is_lost(tmp_path: P
 async def test_a_killed_master_pod_is_relaunched_and_every_sample_is_trained_once(
     tmp_path: Path,
 ) -> None:
-    """Short form (CI): the master pod is SIGKILLed in the second epoch; its relaunch restores
-    its state from the claim and the workers finish with every sample trained exactly once."""
+    """The default install (no state option): the operator gives the master a claim of its
+    own; the master pod is SIGKILLed in the second epoch, its relaunch restores its state from
+    that claim, and the workers finish with every sample trained exactly once."""
     samples = tmp_path / "samples"
     async with cluster(tmp_path) as c:
         await c.apply_job(sample_logging_job(samples, epochs=EPOCHS))
         await c.wait_log(MASTER, "epoch=1", 90)
         c.kill(MASTER)
         master_log = await finish(c, EPOCHS)
-        assert master_log.count("event=master_started") == 2, master_log
+        claim = c.claim(f"{NAME}-master-state")
+        [owner] = claim["metadata"]["ownerReferences"]
+        assert (owner["kind"], owner["uid"]) == ("ElasticJob", c.job(NAME)["metadata"]["uid"])
+        job_dirs = JOB_DIR.findall(master_log)
+        volume = c.kubelet.claim_directory("default", f"{NAME}-master-state")
+        assert len(job_dirs) == 2 and volume and {d.startswith(volume) for d in job_dirs} == {True}
+        assert len(set(job_dirs)) == 1, job_dirs  # the relaunch continued in the same folder
     assert check_samples(samples, EPOCHS) == SampleCheck(EPOCHS * SAMPLES, EPOCHS * SAMPLES, 0, 0)
+
+
+#: The ``master_started`` event's state folder (the claim's volume, as the kubelet mounts it).
+JOB_DIR = re.compile(r"event=master_started .*job_dir=(\S+)")
+
+
+async def test_without_kept_state_a_relaunched_master_starts_over_and_samples_are_redone(
+    tmp_path: Path,
+) -> None:
+    """The negative of the test above: an operator told to keep no state
+    (``--no-job-master-state``) gives the master no claim, so its relaunch starts the dataset
+    from nothing: the job still Succeeds, but the samples done before the kill are trained
+    again, so the per-sample check does not come out exactly once."""
+    samples, epochs = tmp_path / "samples", 2
+    async with cluster(tmp_path, job_master_state=NO_STATE) as c:
+        await c.apply_job(sample_logging_job(samples, epochs=epochs))
+        await c.wait_log(MASTER, "epoch=1", 90)
+        c.kill(MASTER)
+        phase = await c.wait_phase(NAME, ("Succeeded", "Failed"), 150)
+        master_log = c.log(MASTER)
+        assert master_log.count("event=master_started") == 2, master_log
+        assert JOB_DIR.findall(master_log) == ["-", "-"]
+        assert not c.emulator.store.select(
+            c.emulator.kind("", "v1", "persistentvolumeclaims"), "default"
+        )
+    check = check_samples(samples, epochs)
+    # the first epoch, done before the kill, was trained again in full (and nothing was lost)
+    assert phase == "Succeeded" and check.lost == 0 and check.duplicated >= SAMPLES, check
 
 
 @long_fault_test
