@@ -12,11 +12,10 @@ reports through the API's status subresource: ``phase``, ``podIP``, ``containerS
 the API marks it terminating, the kubelet sends SIGTERM, SIGKILL after the grace period, then
 removes it. ``lose_node`` ends a node like a dead machine.
 
-It is the cluster's volume provisioner too: a PersistentVolumeClaim is bound at once to a
-volume of its own, a directory ``volume_dir/pvc-<claim uid>`` (``claim_directory``), as a
-dynamic provisioner binds a claim of the default StorageClass; a pod whose claim is missing or
-not yet bound stays Pending (``PodScheduled: False``), as the scheduler keeps it, and a pod that
-mounts a claim sees its volume's directory (``k8s_pod_env``).
+It is the cluster's volume provisioner too (``k8s_volumes``): a PersistentVolumeClaim is bound
+at once to a directory under ``volume_dir`` (``claim_directory``); a pod whose claim is missing
+or unbound stays Pending, and a pod that mounts a claim sees its volume's directory
+(``k8s_pod_env``).
 
 Not a kubelet for anything else: one container per pod (init and sidecar containers are not
 run), volumes only as directories of this machine (``k8s_pod_env``), no probes, no in-place restarts
@@ -43,6 +42,7 @@ import psutil
 import yaml
 
 from tests.support import k8s_pod_env as pod_env
+from tests.support import k8s_volumes as volumes
 from tests.support.k8s_cgroup import CgroupRoot, MemoryCgroup
 from tests.support.k8s_emulator import K8sEmulator, kubeconfig
 from tests.support.k8s_store import Body, ResourceKind
@@ -251,21 +251,15 @@ class ProcessKubelet:
             return None
         return _grace_of(body)
 
-    # --- volumes -------------------------------------------------------------------------
+    # --- volumes (``k8s_volumes``) ----------------------------------------------------------
     async def _bind_claims(self) -> None:
         """Bind every unbound claim to a new volume (a directory under ``volume_dir``)."""
         for claim in list(self.emulator.store.select(self._kind("persistentvolumeclaims"), None)):
-            if (claim.get("status") or {}).get("phase") == "Bound":
+            status = volumes.bound_status(claim)
+            if status is None:
                 continue
-            meta, spec = claim["metadata"], claim.get("spec") or {}
-            directory = self.volume_dir / f"pvc-{meta['uid']}"
-            directory.mkdir(parents=True, exist_ok=True)
-            requested = ((spec.get("resources") or {}).get("requests") or {}).get("storage")
-            status = {
-                "phase": "Bound",
-                "accessModes": spec.get("accessModes") or ["ReadWriteOnce"],
-                "capacity": {"storage": requested or "1Gi"},
-            }
+            volumes.volume_directory(self.volume_dir, claim).mkdir(parents=True, exist_ok=True)
+            meta = claim["metadata"]
             path = f"/api/v1/namespaces/{meta['namespace']}/persistentvolumeclaims/{meta['name']}"
             await self._request(
                 "PATCH", f"{path}/status", {"status": status}, MERGE, allow_missing=True
@@ -277,10 +271,8 @@ class ProcessKubelet:
         try:
             body = self.emulator.store.get(self._kind("persistentvolumeclaims"), namespace, claim)
         except Exception:
-            return None
-        if (body.get("status") or {}).get("phase") != "Bound":
-            return None
-        return str(self.volume_dir / f"pvc-{body['metadata']['uid']}")
+            body = None
+        return volumes.bound_directory(self.volume_dir, body)
 
     # --- scheduling ----------------------------------------------------------------------
     async def _schedule(self, pod: Body) -> None:
@@ -293,20 +285,12 @@ class ProcessKubelet:
         ]
         meta = pod["metadata"]
         path = f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}"
-        unbound = [
-            c
-            for c in pod_env.volume_claims(pod)
-            if self.claim_directory(meta["namespace"], c) is None
-        ]
-        if unbound:
-            condition = {
-                "type": "PodScheduled",
-                "status": "False",
-                "reason": "Unschedulable",
-                "message": f"persistentvolumeclaim {unbound[0]!r} not found or unbound",
-            }
-            if (pod.get("status") or {}).get("conditions") != [condition]:
-                status = {"phase": "Pending", "conditions": [condition]}
+        unbound = volumes.unbound_condition(
+            pod, lambda claim: self.claim_directory(meta["namespace"], claim)
+        )
+        if unbound is not None:
+            if (pod.get("status") or {}).get("conditions") != [unbound]:
+                status = {"phase": "Pending", "conditions": [unbound]}
                 await self._request("PATCH", f"{path}/status", {"status": status}, MERGE)
             return
         if not fits:
