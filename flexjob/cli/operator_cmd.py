@@ -12,11 +12,16 @@ import dataclasses
 import logging
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from flexjob.api.names import ENV_IMAGE
 from flexjob.cli.errors import valid_names
+from flexjob.core.operator.master_state import DEFAULT_SIZE as DEFAULT_STATE_SIZE
+
+if TYPE_CHECKING:
+    from flexjob.core.operator.master_state import MasterStateStorage
 
 
 def operator(
@@ -84,10 +89,23 @@ def operator(
         help="Where /metrics listens: HOST:PORT or off [$FLEXJOB_METRICS_ADDR, else "
         "127.0.0.1:0]; beyond loopback it needs $FLEXJOB_METRICS_TOKEN.",
     ),
+    job_master_state: bool = typer.Option(
+        True,
+        help="Keep each implicit job master's state on a PersistentVolumeClaim, so a relaunched "
+        "master continues where it was (--no-job-master-state: it starts afresh).",
+    ),
     job_master_state_claim: str = typer.Option(
         "",
-        help="PersistentVolumeClaim (in each job's namespace) that implicit job masters keep "
-        "their state on, so a relaunched master continues [none: it starts afresh].",
+        help="One existing PersistentVolumeClaim (in each job's namespace; ReadWriteMany when "
+        "masters may run on different nodes) that every implicit job master keeps its state "
+        "on [none: the operator creates a claim per job, owned by the job].",
+    ),
+    job_master_state_class: str = typer.Option(
+        "",
+        help="StorageClass of the per-job state claims [the cluster's default].",
+    ),
+    job_master_state_size: str = typer.Option(
+        DEFAULT_STATE_SIZE, help="Size of the per-job state claims (a Kubernetes quantity)."
     ),
     brain_token_secret: str = typer.Option(
         "",
@@ -143,7 +161,9 @@ def operator(
         liveness=liveness,
         job_master_image=os.environ.get(ENV_IMAGE) or None,
         metrics_addr=metrics_addr,
-        job_master_state_claim=job_master_state_claim,
+        job_master_state=_master_state(
+            job_master_state, job_master_state_claim, job_master_state_class, job_master_state_size
+        ),
         job_master_brain_token_secret=brain_token_secret,
         settle_heap=True,
     )
@@ -162,6 +182,28 @@ def operator(
         pass
     finally:
         platform.close()
+
+
+def _master_state(keep: bool, claim: str, storage_class: str, size: str) -> "MasterStateStorage":
+    """The operator's ``--job-master-state*`` options as one setting; a claim or class given
+    with ``--no-job-master-state`` is refused (it would be ignored)."""
+    from flexjob.api.errors import InvalidSpecError
+    from flexjob.core.operator.master_state import MasterStateStorage
+
+    if not keep and (claim or storage_class):
+        raise typer.BadParameter(
+            "--no-job-master-state keeps no state: drop --job-master-state-claim and "
+            "--job-master-state-class, or keep the state"
+        )
+    if claim and storage_class:
+        raise typer.BadParameter(
+            "--job-master-state-class is the class of per-job claims: with "
+            "--job-master-state-claim no claim is created"
+        )
+    try:
+        return MasterStateStorage(keep=keep, claim=claim, storage_class=storage_class, size=size)
+    except InvalidSpecError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--job-master-state-size") from exc
 
 
 def _local_operator(jobs: list[str], namespaces: list[str], detach: bool) -> None:

@@ -65,11 +65,13 @@ RULES: tuple[Rule, ...] = (
 )
 #: The operator's rights on Secrets, granted in the job namespaces only (``secrets_rbac``), never
 #: cluster-wide: each implicit job master's token (created once per job, owned by it; read by
-#: name to compute the job's node credentials and PS secrets, operator.node_credentials), and
-#: each job's NetworkPolicy (``core.operator.job_network``).
+#: name to compute the job's node credentials and PS secrets, operator.node_credentials),
+#: each job's NetworkPolicy (``core.operator.job_network``), and each job master's state claim
+#: (``core.operator.master_state``, owned by its job).
 SECRET_RULES: tuple[Rule, ...] = (
     (("",), ("secrets",), ("create", "get")),
     (("networking.k8s.io",), ("networkpolicies",), ("create",)),
+    (("",), ("persistentvolumeclaims",), ("create",)),
 )
 #: The ClusterRole of ``SECRET_RULES`` (bound per job namespace, so it grants nothing elsewhere).
 SECRETS_ROLE = f"{NAME}-secrets"

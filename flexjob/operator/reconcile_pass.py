@@ -49,6 +49,7 @@ from flexjob.core.operator.job_master import (
 )
 from flexjob.core.operator.job_metrics import JOB_METRICS_SECRET, TOKEN_KEY
 from flexjob.core.operator.job_network import job_network_policy
+from flexjob.core.operator.master_state import claim_body
 from flexjob.core.operator.reconcile import reconcile
 from flexjob.core.operator.status_patch import StatusOwner, StatusPatch, owner_patch
 from flexjob.operator import observing
@@ -63,6 +64,7 @@ from flexjob.platform.contract import (
     Replica,
     SecretStore,
     Service,
+    VolumeClaimStore,
 )
 from flexjob.rpc.auth import di_server_url, new_token
 
@@ -315,6 +317,7 @@ def reconcile_job(
     job = with_cluster_objects(platform, job)  # a DI job's aggregator from the cluster's config
     observing.replicas(namespace, name, replicas)
     _ensure_master_token(platform, job, replicas, job_master)
+    _ensure_state_claim(platform, job, replicas, job_master)
     result = reconcile(
         job,
         replicas,
@@ -400,4 +403,26 @@ def _ensure_master_token(
     if platform.ensure_secret(job.namespace, "", JOB_METRICS_SECRET, {TOKEN_KEY: new_token()}):
         logger.info(
             "namespace %s: job metrics token in Secret %s", job.namespace, JOB_METRICS_SECRET
+        )
+
+
+def _ensure_state_claim(
+    platform: Platform, job: ElasticJob, replicas: list[Replica], options: JobMasterConfig | None
+) -> None:
+    """Create the job's own master-state claim (``core.operator.master_state``; owned by the
+    job), before its master is first created."""
+    if options is None or options.state_storage is None:
+        return
+    if not isinstance(platform, VolumeClaimStore) or not needs_job_master(job):
+        return
+    volume = options.state_volume(job.name)
+    if volume is None or not volume.created or any(r.type is MASTER_TYPE for r in replicas):
+        return
+    body = claim_body(job.namespace, job.name, options.state_storage)
+    if platform.ensure_volume_claim(job.namespace, job.name, body):
+        logger.info(
+            "job %s/%s: master state on PersistentVolumeClaim %s",
+            job.namespace,
+            job.name,
+            volume.claim,
         )

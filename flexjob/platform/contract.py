@@ -248,6 +248,17 @@ class NetworkPolicyStore(Protocol):
 
 
 @runtime_checkable
+class VolumeClaimStore(Protocol):
+    """A platform that keeps PersistentVolumeClaims (Kubernetes): the operator creates each
+    job master's state claim (``core.operator.master_state``)."""
+
+    def ensure_volume_claim(self, namespace: str, job: str, body: Mapping[str, Any]) -> bool:
+        """Create the PersistentVolumeClaim ``body``, owned by ``job`` (deleted with it);
+        False when it exists already (its volume is kept: it holds the master's state)."""
+        ...
+
+
+@runtime_checkable
 class SecretStore(Protocol):
     """A platform that keeps Secrets for its jobs' pods (Kubernetes): the operator puts each
     job master's token there, and pods read it through ``secretKeyRef``."""

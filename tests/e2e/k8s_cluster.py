@@ -1,6 +1,8 @@
 """An emulated cluster for whole-job tests on the Kubernetes path: the API emulator, the
-process kubelet on three nodes, and the kopf operator (implicit masters in ``flexjob:latest``,
-which the kubelet runs from this checkout). Everything runs on the test's event loop.
+process kubelet on three nodes (and its volume provisioner), and the kopf operator as the
+default install runs it (implicit masters in ``flexjob:latest``, which the kubelet runs from
+this checkout; each keeps its state on a claim of its own). Everything runs on the test's
+event loop.
 """
 
 import asyncio
@@ -20,6 +22,7 @@ import yaml
 from kubernetes.client import CoreV1Api, CustomObjectsApi
 
 from flexjob.api.names import LABEL_JOB_NAME
+from flexjob.core.operator.master_state import MasterStateStorage
 from tests.operator.kopf_fixtures import STARTUP_TIMEOUT, OperatorHarness, running_operator
 from tests.support.k8s_emulator import K8sEmulator, wait_for
 from tests.support.k8s_fixtures import (
@@ -42,7 +45,6 @@ class Cluster:
     emulator: K8sEmulator
     kubelet: ProcessKubelet
     operator: OperatorHarness
-    state_root: Path
     operator_options: dict[str, Any]
     _operator_thread: "OperatorThread"
 
@@ -57,10 +59,16 @@ class Cluster:
         self.operator = await self._operator_thread.start()
 
     def master_state(self, job: str) -> dict[str, Any]:
-        """The job master's last snapshot (``master_state.json`` on the state volume)."""
-        [path] = self.state_root.glob(f"default/{job}/master-*/master_state.json")
+        """The job master's last snapshot (``master_state.json`` on its state volume)."""
+        [path] = self.kubelet.volume_dir.glob(f"pvc-*/default/{job}/master-*/master_state.json")
         state: dict[str, Any] = json.loads(path.read_text())
         return state
+
+    def claim(self, name: str, namespace: str = "default") -> dict[str, Any]:
+        """The PersistentVolumeClaim ``name`` (KeyError-like store error when missing)."""
+        return self.emulator.store.get(
+            self.emulator.kind("", "v1", "persistentvolumeclaims"), namespace, name
+        )
 
     @property
     def core(self) -> CoreV1Api:
@@ -145,33 +153,48 @@ def sample_logging_job(
     return body
 
 
-#: The claim implicit masters keep their state on (``flexjob operator --job-master-state-claim``).
-STATE_CLAIM = "flexjob-masters"
+#: A claim an admin made for every implicit master of the namespace
+#: (``flexjob operator --job-master-state-claim``; ``cluster(shared_claim=True)``).
+SHARED_CLAIM = "flexjob-masters"
 
 
 @contextlib.asynccontextmanager
-async def cluster(root: Path, **operator_options: Any) -> AsyncIterator[Cluster]:
-    """The cluster; the kubelet's logs under ``root/kubelet``, masters' state under
-    ``root/masters`` (the state claim's volume)."""
-    log_dir, state_root = root / "kubelet", root / "masters"
+async def cluster(
+    root: Path, shared_claim: bool = False, **operator_options: Any
+) -> AsyncIterator[Cluster]:
+    """The cluster; the kubelet's logs under ``root/kubelet``, its volumes under
+    ``root/kubelet/volumes``. ``shared_claim``: the admin made ``SHARED_CLAIM`` (ReadWriteMany)
+    and the operator runs with ``--job-master-state-claim`` naming it (the job's PS replicas
+    then checkpoint on it too); else each master gets a claim of its own."""
+    log_dir = root / "kubelet"
     async with K8sEmulator() as emulator, kmock.Server(emulator):
         emulator.declare(ELASTICJOBS)
         emulator.declare(SCALEPLANS)
         declare_foreign_kinds(emulator)
         kubelet = ProcessKubelet(emulator, image_env=image_env(), workdir=REPO, log_dir=log_dir)
-        options = {
-            "job_master_image": IMAGE,
-            "job_master_state_claim": STATE_CLAIM,
-            "job_master_state_root": str(state_root),
-            **operator_options,
-        }
+        options: dict[str, Any] = {"job_master_image": IMAGE, **operator_options}
+        if shared_claim:
+            options.setdefault("job_master_state", MasterStateStorage(claim=SHARED_CLAIM))
+            emulator.store.create(
+                emulator.kind("", "v1", "persistentvolumeclaims"), "default", shared_claim_body()
+            )
         async with kubelet:
             thread = OperatorThread(emulator, options)
-            c = Cluster(emulator, kubelet, await thread.start(), state_root, options, thread)
+            c = Cluster(emulator, kubelet, await thread.start(), options, thread)
             try:
                 yield c
             finally:
                 await c.stop_operator()
+
+
+def shared_claim_body() -> dict[str, Any]:
+    """``SHARED_CLAIM`` as an admin writes it."""
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": SHARED_CLAIM, "namespace": "default"},
+        "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1Gi"}}},
+    }
 
 
 class OperatorThread:

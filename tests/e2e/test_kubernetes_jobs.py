@@ -10,7 +10,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from tests.chaos.harness import SampleCheck, check_samples
+from flexjob.core.operator.master_state import NO_STATE
+from tests.chaos.harness import SampleCheck, check_samples, read_samples
 from tests.e2e.k8s_cluster import Cluster, cluster, digits_job, flexjob_cli, sample_logging_job
 from tests.support.k8s_emulator import wait_for
 from tests.support.k8s_fixtures import in_thread
@@ -99,16 +100,73 @@ async def test_a_killed_worker_pod_is_relaunched_and_nothing_is_lost(tmp_path: P
 async def test_a_killed_master_pod_is_relaunched_and_every_sample_is_trained_once(
     tmp_path: Path,
 ) -> None:
-    """Short form (CI): the master pod is SIGKILLed in the second epoch; its relaunch restores
-    its state from the claim and the workers finish with every sample trained exactly once."""
+    """The default install (no state option): the operator gives the master a claim of its
+    own; the master pod is SIGKILLed a third into the second epoch, its relaunch restores its
+    state from that claim, and the workers finish with every sample trained exactly once."""
     samples = tmp_path / "samples"
     async with cluster(tmp_path) as c:
         await c.apply_job(sample_logging_job(samples, epochs=EPOCHS))
-        await c.wait_log(MASTER, "epoch=1", 90)
-        c.kill(MASTER)
+        await kill_master_mid_epoch(c, samples, epoch=1)
         master_log = await finish(c, EPOCHS)
-        assert master_log.count("event=master_started") == 2, master_log
+        claim = c.claim(f"{NAME}-master-state")
+        [owner] = claim["metadata"]["ownerReferences"]
+        assert (owner["kind"], owner["uid"]) == ("ElasticJob", c.job(NAME)["metadata"]["uid"])
+        job_dirs = JOB_DIR.findall(master_log)
+        volume = c.kubelet.claim_directory("default", f"{NAME}-master-state")
+        assert len(job_dirs) == 2 and volume and {d.startswith(volume) for d in job_dirs} == {True}
+        assert len(set(job_dirs)) == 1, job_dirs  # the relaunch continued in the same folder
+        assert 0 not in epochs_started(c)[1], epochs_started(c)  # ...and did not start over
     assert check_samples(samples, EPOCHS) == SampleCheck(EPOCHS * SAMPLES, EPOCHS * SAMPLES, 0, 0)
+
+
+#: The ``master_started`` event's state folder (the claim's volume, as the kubelet mounts it).
+JOB_DIR = re.compile(r"event=master_started .*job_dir=(\S+)")
+
+
+def epochs_started(c: Cluster) -> list[list[int]]:
+    """The epochs each incarnation of the master started (its ``epoch_started`` events)."""
+    files = sorted(c.kubelet.log_dir.glob(f"default_{MASTER}_*.log"), key=os.path.getmtime)
+    return [[int(e) for e in EPOCH_STARTED.findall(f.read_text())] for f in files]
+
+
+EPOCH_STARTED = re.compile(r"event=epoch_started .*epoch=(\d+)")
+
+
+async def kill_master_mid_epoch(c: Cluster, samples: Path, epoch: int) -> int:
+    """SIGKILL the master's process once a third of ``epoch``'s samples are trained; how many
+    samples (of every epoch) were trained by then."""
+
+    def trained(of_epoch: int | None = None) -> int:
+        counts = read_samples(samples)
+        return sum(n for (e, _), n in counts.items() if of_epoch in (None, e))
+
+    await wait_for(lambda: trained(epoch) >= SAMPLES // 3, 90, 0.05)
+    c.kill(MASTER)
+    return trained()
+
+
+async def test_without_kept_state_a_relaunched_master_starts_over_and_samples_are_redone(
+    tmp_path: Path,
+) -> None:
+    """The negative of the test above: an operator told to keep no state
+    (``--no-job-master-state``) gives the master no claim, so its relaunch starts the dataset
+    from nothing: it starts epoch 0 again, the job still Succeeds, but the first epoch is
+    trained twice, so the per-sample check does not come out exactly once."""
+    samples, epochs = tmp_path / "samples", 2
+    async with cluster(tmp_path, job_master_state=NO_STATE) as c:
+        await c.apply_job(sample_logging_job(samples, epochs=epochs))
+        await kill_master_mid_epoch(c, samples, epoch=1)
+        phase = await c.wait_phase(NAME, ("Succeeded", "Failed"), 150)
+        master_log = c.log(MASTER)
+        assert master_log.count("event=master_started") == 2, master_log
+        assert JOB_DIR.findall(master_log) == ["-", "-"]
+        assert not c.emulator.store.select(
+            c.emulator.kind("", "v1", "persistentvolumeclaims"), "default"
+        )
+        started = epochs_started(c)
+    assert started[0] == [0, 1] and started[1][:1] == [0], started  # the relaunch started over
+    check = check_samples(samples, epochs)
+    assert phase == "Succeeded" and check.lost == 0 and check.duplicated >= SAMPLES, check
 
 
 @long_fault_test

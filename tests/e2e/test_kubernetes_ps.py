@@ -29,7 +29,7 @@ async def test_ctr_ps_job_survives_a_killed_worker_pod_with_every_shard_done_onc
     shard_log = tmp_path / "shards.log"
     body = yaml.safe_load(ctr_spec(tmp_path, shard_log, ps_checkpoint_s=1).read_text())
 
-    async with cluster(tmp_path / "cluster") as c:
+    async with cluster(tmp_path / "cluster", shared_claim=True) as c:  # PS checkpoints
         await c.apply_job(body)
         await wait_for(lambda: shards_accepted(shard_log) >= 12, 120, 0.2)
         c.kill(WORKER_1)

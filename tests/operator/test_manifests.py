@@ -78,12 +78,14 @@ def test_install_binds_job_masters_in_the_given_namespaces() -> None:
     assert masters == ["ml", "research"]
 
 
-def test_the_operator_may_touch_secrets_and_network_policies_in_the_job_namespaces_only() -> None:
+def test_the_operator_may_touch_secrets_policies_and_claims_in_the_job_namespaces_only() -> None:
     options = InstallConfig(namespace="ops", job_namespaces=("team-a", "team-b", "team-a"))
     (role,) = named("ClusterRole", SECRETS_ROLE, options)
     assert role["rules"] == [
         {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create", "get"]},
         {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"], "verbs": ["create"]},
+        # each job master's state claim (core.operator.master_state), owned by its job
+        {"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["create"]},
     ]
     bindings = named("RoleBinding", SECRETS_ROLE, options)
     assert [

@@ -70,3 +70,37 @@ def assert_operator_creates_a_master(
         process.terminate()
         process.wait(10)
         log.close()
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["--job-master-state-size", "lots"], "--job-master-state-size"),
+        (["--job-master-state-size", "0"], "--job-master-state-size"),
+        (["--no-job-master-state", "--job-master-state-claim", "m"], "--no-job-master-state"),
+        (["--no-job-master-state", "--job-master-state-class", "ssd"], "--no-job-master-state"),
+        (["--job-master-state-claim", "m", "--job-master-state-class", "ssd"], "per-job claims"),
+    ],
+)
+def test_job_master_state_options_that_cannot_work_are_refused_by_name(
+    args: list[str], named: str
+) -> None:
+    from typer.testing import CliRunner
+
+    from flexjob.cli.main import app
+
+    result = CliRunner().invoke(app, ["operator", "--server", "http://127.0.0.1:9", *args])
+    assert result.exit_code == 2, result.output
+    assert named in " ".join(result.output.split())
+
+
+def test_job_master_state_options_make_the_operators_setting() -> None:
+    from flexjob.cli.operator_cmd import _master_state
+    from flexjob.core.operator.master_state import NO_STATE, PER_JOB_STATE, MasterStateStorage
+
+    assert _master_state(True, "", "", "1Gi") == PER_JOB_STATE
+    assert _master_state(False, "", "", "1Gi") == NO_STATE
+    assert _master_state(True, "m", "", "1Gi") == MasterStateStorage(claim="m")
+    assert _master_state(True, "", "ssd", "5Gi") == MasterStateStorage(
+        storage_class="ssd", size="5Gi"
+    )

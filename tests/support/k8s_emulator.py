@@ -50,6 +50,9 @@ BUILTIN_KINDS: tuple[ResourceKind, ...] = (
     ResourceKind("", "v1", "events", "Event"),
     ResourceKind("", "v1", "serviceaccounts", "ServiceAccount"),
     ResourceKind("", "v1", "secrets", "Secret"),
+    ResourceKind(
+        "", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", status_subresource=True
+    ),
     ResourceKind("", "v1", "nodes", "Node", namespaced=False, status_subresource=True),
     ResourceKind(
         "apiextensions.k8s.io",

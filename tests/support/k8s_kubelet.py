@@ -12,8 +12,13 @@ reports through the API's status subresource: ``phase``, ``podIP``, ``containerS
 the API marks it terminating, the kubelet sends SIGTERM, SIGKILL after the grace period, then
 removes it. ``lose_node`` ends a node like a dead machine.
 
+It is the cluster's volume provisioner too (``k8s_volumes``): a PersistentVolumeClaim is bound
+at once to a directory under ``volume_dir`` (``claim_directory``); a pod whose claim is missing
+or unbound stays Pending, and a pod that mounts a claim sees its volume's directory
+(``k8s_pod_env``).
+
 Not a kubelet for anything else: one container per pod (init and sidecar containers are not
-run), volumes only as shared directories (``k8s_pod_env``), no probes, no in-place restarts
+run), volumes only as directories of this machine (``k8s_pod_env``), no probes, no in-place restarts
 (every pod is ``restartPolicy: Never``; flexjob's operator relaunches), no CPU limits or
 images. Test support, on the emulator's event loop.
 """
@@ -37,6 +42,7 @@ import psutil
 import yaml
 
 from tests.support import k8s_pod_env as pod_env
+from tests.support import k8s_volumes as volumes
 from tests.support.k8s_cgroup import CgroupRoot, MemoryCgroup
 from tests.support.k8s_emulator import K8sEmulator, kubeconfig
 from tests.support.k8s_store import Body, ResourceKind
@@ -97,12 +103,14 @@ class ProcessKubelet:
         image_env: Mapping[str, str],
         workdir: Path,
         log_dir: Path,
+        volume_dir: Path | None = None,
     ) -> None:
         self.emulator = emulator
         self.nodes = list(nodes)
         self.image_env = dict(image_env)
         self.workdir = workdir
         self.log_dir = log_dir
+        self.volume_dir = volume_dir or log_dir / "volumes"
         self.lost: set[str] = set()
         self.containers: dict[tuple[str, str], Container] = {}
         self._ips: dict[tuple[str, str], str] = {}
@@ -194,6 +202,7 @@ class ProcessKubelet:
             await self.emulator.changed(seen, 0.5)
 
     async def _sync(self) -> None:
+        await self._bind_claims()
         pods = list(self.emulator.store.select(self._kind("pods"), None))
         present = set()
         for pod in pods:
@@ -242,6 +251,29 @@ class ProcessKubelet:
             return None
         return _grace_of(body)
 
+    # --- volumes (``k8s_volumes``) ----------------------------------------------------------
+    async def _bind_claims(self) -> None:
+        """Bind every unbound claim to a new volume (a directory under ``volume_dir``)."""
+        for claim in list(self.emulator.store.select(self._kind("persistentvolumeclaims"), None)):
+            status = volumes.bound_status(claim)
+            if status is None:
+                continue
+            volumes.volume_directory(self.volume_dir, claim).mkdir(parents=True, exist_ok=True)
+            meta = claim["metadata"]
+            path = f"/api/v1/namespaces/{meta['namespace']}/persistentvolumeclaims/{meta['name']}"
+            await self._request(
+                "PATCH", f"{path}/status", {"status": status}, MERGE, allow_missing=True
+            )
+
+    def claim_directory(self, namespace: str, claim: str) -> str | None:
+        """The directory of the volume bound to ``claim``; None while it is missing or
+        unbound."""
+        try:
+            body = self.emulator.store.get(self._kind("persistentvolumeclaims"), namespace, claim)
+        except Exception:
+            body = None
+        return volumes.bound_directory(self.volume_dir, body)
+
     # --- scheduling ----------------------------------------------------------------------
     async def _schedule(self, pod: Body) -> None:
         selector = (pod.get("spec") or {}).get("nodeSelector") or {}
@@ -253,6 +285,14 @@ class ProcessKubelet:
         ]
         meta = pod["metadata"]
         path = f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}"
+        unbound = volumes.unbound_condition(
+            pod, lambda claim: self.claim_directory(meta["namespace"], claim)
+        )
+        if unbound is not None:
+            if (pod.get("status") or {}).get("conditions") != [unbound]:
+                status = {"phase": "Pending", "conditions": [unbound]}
+                await self._request("PATCH", f"{path}/status", {"status": status}, MERGE)
+            return
         if not fits:
             condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
             if (pod.get("status") or {}).get("conditions") != [condition]:
@@ -298,14 +338,21 @@ class ProcessKubelet:
         started = _now()
         try:
             main = pod_env.main_container(pod)
+            mounted = pod_env.mounts(pod, main, self.claim_directory)
+            declared = pod_env.container_env(
+                pod, main, ip, self._service_address, self._secret_value
+            )
             env = {
                 **self.image_env,
                 "HOSTNAME": name,
                 "KUBECONFIG": str(self.kubeconfig),
-                **pod_env.container_env(pod, main, ip, self._service_address, self._secret_value),
+                **{k: pod_env.mounted_paths(v, mounted) for k, v in declared.items()},
             }
-            argv = pod_env.container_argv(pod, main, ip, self._service_address)
-            for directory in pod_env.shared_directories(pod, main):
+            argv = [
+                pod_env.mounted_paths(a, mounted)
+                for a in pod_env.container_argv(pod, main, ip, self._service_address)
+            ]
+            for directory in mounted.values():
                 Path(directory).mkdir(parents=True, exist_ok=True)
             cgroup = self._cgroups.container(meta["uid"], pod_env.memory_limit_bytes(main))
             if cgroup is not None:

@@ -10,9 +10,12 @@ name, as a headless service's DNS name is stable), so:
 - a Service DNS name (``svc.ns.svc``, ``svc.ns.svc.cluster.local``) in an env value or an
   argument becomes the address of the pod the service selects (a headless service's A record).
 
-Volumes: a ``persistentVolumeClaim`` (or ``hostPath``) volume is the directory of this machine
-at its ``mountPath`` (there are no mount namespaces), shared by every pod that mounts it, as a
-ReadWriteMany claim is; other kinds of volume are refused.
+Volumes: a ``persistentVolumeClaim`` volume is the directory of this machine that holds its
+bound claim's volume (``ClaimLookup``: the kubelet's provisioner makes one per claim), shared by
+every pod that mounts the claim, as a ReadWriteMany claim is. There are no mount namespaces, so
+the container is told that directory instead of its ``mountPath``: the ``mountPath`` (as a path
+prefix) in an env value or an argument becomes the directory (``mounted_paths``). A
+``hostPath`` volume mounted at its own path is that path; other kinds of volume are refused.
 
 Pure functions over pod bodies; no I/O. Not for secrets or config maps (unsupported: an error).
 """
@@ -29,6 +32,8 @@ Body = dict[str, Any]
 ServiceLookup = Callable[[str, str], str | None]
 #: (namespace, secret name, key) -> the decoded value, None when missing.
 SecretLookup = Callable[[str, str, str], str | None]
+#: (namespace, claim name) -> the directory of its volume, None while it is missing or unbound.
+ClaimLookup = Callable[[str, str], str | None]
 
 _SERVICE_NAME = re.compile(
     r"\b([a-z0-9](?:[-a-z0-9]*[a-z0-9])?)\.([a-z0-9](?:[-a-z0-9]*[a-z0-9])?)\.svc"
@@ -141,19 +146,45 @@ def memory_limit_bytes(container: Body) -> int | None:
     return None if limit is None else int(parse_quantity(limit))
 
 
-def shared_directories(pod: Body, container: Body) -> list[str]:
-    """The ``mountPath`` of every volume the container mounts (see module doc)."""
+def volume_claims(pod: Body) -> list[str]:
+    """The claims the pod's ``persistentVolumeClaim`` volumes name (it runs once all are
+    bound)."""
+    volumes = (pod.get("spec") or {}).get("volumes") or []
+    return [
+        v["persistentVolumeClaim"]["claimName"] for v in volumes if "persistentVolumeClaim" in v
+    ]
+
+
+def mounts(pod: Body, container: Body, claims: ClaimLookup) -> dict[str, str]:
+    """``mountPath -> directory of this machine`` for every volume the container mounts (see
+    module doc)."""
     volumes = {v["name"]: v for v in (pod.get("spec") or {}).get("volumes") or []}
-    paths = []
+    found: dict[str, str] = {}
     for mount in container.get("volumeMounts") or []:
         volume = volumes.get(mount["name"])
         if volume is None:
             raise PodSpecError(f"volumeMounts: no volume named {mount['name']!r}")
-        host_path = (volume.get("hostPath") or {}).get("path")
-        if "persistentVolumeClaim" not in volume and host_path != mount["mountPath"]:
+        path = str(mount["mountPath"])
+        if "persistentVolumeClaim" in volume:
+            claim = volume["persistentVolumeClaim"]["claimName"]
+            directory = claims(pod["metadata"]["namespace"], claim)
+            if directory is None:
+                raise PodSpecError(f"volume {mount['name']!r}: claim {claim!r} is not bound")
+            found[path] = directory
+        elif (volume.get("hostPath") or {}).get("path") == path:
+            found[path] = path
+        else:
             raise PodSpecError(
                 f"volume {mount['name']!r}: only persistentVolumeClaim volumes (and hostPath "
                 "volumes mounted at their own path) work here"
             )
-        paths.append(str(mount["mountPath"]))
-    return paths
+    return found
+
+
+def mounted_paths(text: str, mounted: Mapping[str, str]) -> str:
+    """``text`` with each ``mountPath`` (a whole path prefix) replaced by its directory."""
+    for path, directory in sorted(mounted.items(), key=lambda m: -len(m[0])):
+        if path != directory:
+            pattern = re.escape(path.rstrip("/")) + r"(?![\w.-])"
+            text = re.sub(pattern, directory.replace("\\", "\\\\"), text)
+    return text

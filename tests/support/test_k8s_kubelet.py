@@ -222,3 +222,58 @@ async def test_pods_spread_over_nodes_follow_node_selectors_and_a_lost_node_fail
     await create(k8s_client, again)
     await wait_for(lambda: status(k8s_emulator, "again").get("conditions"), DEADLINE)
     assert status(k8s_emulator, "again")["conditions"][0]["reason"] == "Unschedulable"
+
+
+def claim(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+    }
+
+
+#: A container that writes, reads back and prints what it finds under its mount path.
+STATE = (
+    "import os, sys, pathlib; d = pathlib.Path(os.environ['STATE_DIR']); "
+    "(d / 'seen').open('a').write(os.environ['HOSTNAME'] + ' '); "
+    "print(sys.argv[1], d, (d / 'seen').read_text())"
+)
+
+
+def claim_pod(name: str, claim_name: str) -> dict[str, Any]:
+    mount = {"name": "state", "mountPath": "/var/lib/state"}
+    container = {
+        "command": ["python", "-c", STATE, "/var/lib/state/sub"],
+        "env": [{"name": "STATE_DIR", "value": "/var/lib/state"}],
+        "volumeMounts": [mount],
+    }
+    volume = {"name": "state", "persistentVolumeClaim": {"claimName": claim_name}}
+    return pod(name, STATE, container=container, volumes=[volume])
+
+
+async def test_a_claim_is_bound_to_a_volume_that_outlives_its_pods_and_a_pod_waits_for_it(
+    kubelet: ProcessKubelet, k8s_client: ApiClient, k8s_emulator: K8sEmulator
+) -> None:
+    core = CoreV1Api(k8s_client)
+    await create(k8s_client, claim_pod("early", "later"))  # its claim does not exist yet
+    condition = await wait_for(
+        lambda: (status(k8s_emulator, "early").get("conditions") or [None])[0]
+    )
+    assert (condition["reason"], condition["message"]) == (
+        "Unschedulable",
+        "persistentvolumeclaim 'later' not found or unbound",
+    )
+    assert status(k8s_emulator, "early")["phase"] == "Pending"
+    await in_thread(core.create_namespaced_persistent_volume_claim, "default", claim("later"))
+    assert (await ended(k8s_emulator, "early"))["exitCode"] == 0
+    bound = await in_thread(core.read_namespaced_persistent_volume_claim, "later", "default")
+    assert (bound.status.phase, bound.status.capacity) == ("Bound", {"storage": "1Gi"})
+    directory = kubelet.claim_directory("default", "later")
+    assert directory == str(kubelet.volume_dir / f"pvc-{bound.metadata.uid}")
+    # a second pod on the same claim sees what the first one wrote: the same volume
+    await create(k8s_client, claim_pod("again", "later"))
+    assert (await ended(k8s_emulator, "again"))["exitCode"] == 0
+    log = await in_thread(core.read_namespaced_pod_log, "again", "default")
+    # the mount path in its argv and env became the volume's directory
+    assert log == f"{directory}/sub {directory} early again \n"

@@ -65,6 +65,13 @@ from flexjob.api.names import (
 from flexjob.api.pod import ContainerPort, PodSpec, PodTemplateSpec
 from flexjob.api.roles import MASTER_TYPE, PS_TYPE, TOKEN_HOLDERS, command_of
 from flexjob.core.operator.job_metrics import with_metrics_endpoint
+from flexjob.core.operator.master_state import (
+    IMAGE_GROUP_ID,
+    PER_JOB_STATE,
+    MasterStateStorage,
+    StateVolume,
+    state_volume,
+)
 from flexjob.core.training.master_config import MasterConfig
 
 MASTER_CONTAINER = MASTER_TYPE.value
@@ -74,7 +81,8 @@ JOB_MASTER_SERVICE_ACCOUNT = "flexjob-job-master"
 #: The key of the token in a job's master-token Secret.
 SECRET_TOKEN_KEY = "token"
 TOKEN_FILE = MASTER_TOKEN_FILE
-#: Where implicit masters on Kubernetes keep their state when given a volume for it.
+#: Where implicit masters on Kubernetes keep their state: the mount path of their state volume
+#: (``core.operator.master_state``).
 KUBERNETES_STATE_ROOT = "/var/lib/flexjob/masters"
 #: The name of that volume in the master pod.
 STATE_VOLUME = "flexjob-master-state"
@@ -95,10 +103,11 @@ class JobMasterConfig:
     "" = the namespace's default; the local platform ignores it); ``token_root``: where the
     local operator keeps each job's token file (``master_token_file``; "" = none);
     ``token_secret``: give every replica the token of the job's Secret
-    (``master_token_secret``, Kubernetes); ``state_claim``: a
-    PersistentVolumeClaim (in the job's namespace) mounted at ``state_root`` in master pods,
-    so that a master pod that is killed and relaunched continues where it was (Kubernetes;
-    "" = no volume: a relaunched master starts from nothing); ``brain_token_secret``: a
+    (``master_token_secret``, Kubernetes); ``state_storage``: the PersistentVolumeClaim
+    each master pod mounts at ``state_root`` (``core.operator.master_state``: by default one
+    per job, created by the operator), so that a master pod that is killed and relaunched
+    continues where it was (Kubernetes; None = no volume: the local platform, whose masters
+    keep their state in a folder of this machine); ``brain_token_secret``: a
     Secret (key ``token``, in the job's namespace) whose token the master sends to the brain
     (``FLEXJOB_BRAIN_TOKEN`` read through ``secretKeyRef``, never a command line; Kubernetes;
     "" = none).
@@ -113,8 +122,13 @@ class JobMasterConfig:
     service_account: str = ""
     token_root: str = ""
     token_secret: bool = False
-    state_claim: str = ""
+    state_storage: MasterStateStorage | None = None
     brain_token_secret: str = ""
+
+    def state_volume(self, job: str) -> StateVolume | None:
+        """The claim ``job``'s master keeps its state on (``master_state.state_volume``);
+        None when it has no state volume."""
+        return state_volume(job, self.state_storage) if self.state_root else None
 
 
 def no_job_master_message(trigger: str) -> str:
@@ -146,15 +160,16 @@ def master_token_secret(job: str) -> str:
 
 def kubernetes_job_master(
     image: str,
-    state_claim: str = "",
+    state: MasterStateStorage = PER_JOB_STATE,
     state_root: str = KUBERNETES_STATE_ROOT,
     brain_token_secret: str = "",
 ) -> JobMasterConfig:
     """Implicit masters on Kubernetes: ``image`` (the operator's own, ``FLEXJOB_IMAGE``) runs
     ``python -m flexjob master`` bound to all addresses, writing ScalePlan objects as the
-    ``flexjob-job-master`` service account (``flexjob manifests install`` grants it); with
-    ``state_claim``, its state lives on that claim's volume, mounted at ``state_root``; with
-    ``brain_token_secret``, it reads the brain's token from that Secret."""
+    ``flexjob-job-master`` service account (``flexjob manifests install`` grants it); its
+    state lives on the claim ``state`` gives it (by default its job's own), mounted at
+    ``state_root``, unless ``state`` keeps none; with ``brain_token_secret``, it reads the
+    brain's token from that Secret."""
     return JobMasterConfig(
         command=("python", "-m", "flexjob"),
         image=image,
@@ -162,8 +177,8 @@ def kubernetes_job_master(
         scale_plan_platform="kubernetes",
         service_account=JOB_MASTER_SERVICE_ACCOUNT,
         token_secret=True,
-        state_root=state_root if state_claim else "",
-        state_claim=state_claim,
+        state_root=state_root if state.keep else "",
+        state_storage=state if state.keep else None,
         brain_token_secret=brain_token_secret,
     )
 
@@ -207,30 +222,57 @@ def master_replica_spec(job: ElasticJob, options: JobMasterConfig) -> ReplicaSpe
     if options.brain_token_secret:
         ref = {"secretKeyRef": {"name": options.brain_token_secret, "key": SECRET_TOKEN_KEY}}
         container.env.append(EnvVar.model_validate({"name": ENV_BRAIN_TOKEN, "valueFrom": ref}))
-    volumes: list[dict[str, object]] = []
-    if options.state_claim and options.state_root:
-        claim = {"claimName": options.state_claim}
-        volumes.append({"name": STATE_VOLUME, "persistentVolumeClaim": claim})
-        mount = {"name": STATE_VOLUME, "mountPath": options.state_root}
-        container = Container.model_validate({**container.to_wire(), "volumeMounts": [mount]})
+    pod = PodSpec(containers=[container], service_account_name=options.service_account or None)
+    volume = options.state_volume(job.name)
+    if volume is not None:
+        pod = _with_state_volume(pod, volume, options.state_root)
     return ReplicaSpec(
-        replicas=1,
-        restart_policy=RestartPolicy.ON_FAILURE,
-        template=PodTemplateSpec(
-            spec=PodSpec(
-                containers=[container],
-                volumes=volumes,
-                service_account_name=options.service_account or None,
-            )
-        ),
+        replicas=1, restart_policy=RestartPolicy.ON_FAILURE, template=PodTemplateSpec(spec=pod)
     )
 
 
+def _with_state_volume(pod: PodSpec, volume: StateVolume, state_root: str) -> PodSpec:
+    """``pod`` whose main container mounts the claim ``volume`` at ``state_root``; a claim
+    made for the job gets the image's group as ``fsGroup`` (a fresh volume is root's)."""
+    wire = pod.to_wire()
+    claim = {"name": STATE_VOLUME, "persistentVolumeClaim": {"claimName": volume.claim}}
+    wire["volumes"] = [*(wire.get("volumes") or []), claim]
+    [main, *others] = wire["containers"]
+    mount = {"name": STATE_VOLUME, "mountPath": state_root}
+    main["volumeMounts"] = [*(main.get("volumeMounts") or []), mount]
+    wire["containers"] = [main, *others]
+    if volume.created:
+        wire["securityContext"] = {**(wire.get("securityContext") or {}), "fsGroup": IMAGE_GROUP_ID}
+    return PodSpec.model_validate(wire)
+
+
+def ps_checkpoint_dir(job: ElasticJob, options: JobMasterConfig) -> str:
+    """Where ``job``'s command-less PS replicas checkpoint their partitions: under
+    ``state_root`` where every PS pod reaches it (a local folder, or a shared state claim
+    they mount, ``ps_volume``); "" = no checkpoints (no state kept, or the job's own claim,
+    which only its master's node may mount)."""
+    if not options.state_root:
+        return ""
+    if options.state_storage is not None and ps_volume(job, options) is None:
+        return ""
+    return incarnation_dir(options.state_root, job, PS_TYPE.value)
+
+
+def ps_volume(job: ElasticJob, options: JobMasterConfig) -> StateVolume | None:
+    """The shared state claim ``job``'s PS replicas mount for their checkpoints, if any."""
+    volume = options.state_volume(job.name)
+    return volume if volume is not None and volume.shared else None
+
+
 def ps_replica_spec(
-    spec: ReplicaSpec, options: JobMasterConfig, checkpoint_dir: str = ""
+    spec: ReplicaSpec,
+    options: JobMasterConfig,
+    checkpoint_dir: str = "",
+    volume: StateVolume | None = None,
 ) -> ReplicaSpec:
     """A ``ps`` replica spec whose main container runs ``flexjob ps`` on a port of its own,
-    checkpointing its partition to ``checkpoint_dir`` (shared by the job's PS set) if given."""
+    checkpointing its partition to ``checkpoint_dir`` (shared by the job's PS set) if given,
+    on the claim ``volume`` (mounted at ``state_root``) if given."""
     template = spec.template.model_copy(deep=True)
     if not template.spec.containers:
         template.spec.containers = [Container(name=PS_TYPE.value)]
@@ -243,6 +285,8 @@ def ps_replica_spec(
         main.image = options.image
     if not main.ports:
         main.ports = [ContainerPort(container_port=names.DEFAULT_PS_PORT, name=PS_TYPE.value)]
+    if volume is not None:
+        template.spec = _with_state_volume(template.spec, volume, options.state_root)
     return spec.model_copy(update={"template": template})
 
 
@@ -258,10 +302,9 @@ def with_job_master(job: ElasticJob, options: JobMasterConfig | None) -> Elastic
         specs = {MASTER_TYPE: master_replica_spec(job, options), **specs}
     ps = specs.get(PS_TYPE)
     if ps is not None and not has_own_command(ps) and flexjob_runs_master(job):
-        checkpoints = (
-            incarnation_dir(options.state_root, job, PS_TYPE.value) if options.state_root else ""
-        )
-        specs[PS_TYPE] = ps_replica_spec(ps, options, checkpoints)
+        checkpoints = ps_checkpoint_dir(job, options)
+        volume = ps_volume(job, options) if checkpoints else None
+        specs[PS_TYPE] = ps_replica_spec(ps, options, checkpoints, volume)
     if flexjob_runs_master(job):
         return _with_job_token(job, specs, options)
     if specs == job.spec.replica_specs:

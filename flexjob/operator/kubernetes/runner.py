@@ -30,6 +30,7 @@ from flexjob.core.operator.job_master import (
     JobMasterConfig,
     kubernetes_job_master,
 )
+from flexjob.core.operator.master_state import PER_JOB_STATE, MasterStateStorage
 from flexjob.observe import metrics_http
 from flexjob.operator.create_dispatch import CreateDispatcher
 from flexjob.operator.kubernetes.admission import register_admission
@@ -112,9 +113,9 @@ class OperatorConfig:
     #: Where ``/metrics`` listens (HOST:PORT or "off"); None: ``$FLEXJOB_METRICS_ADDR``, else
     #: 127.0.0.1 on a free port (``observe.metrics_http``).
     metrics_addr: str | None = None
-    #: A PersistentVolumeClaim implicit masters keep their state on (``core.operator.job_master``),
-    #: mounted at ``job_master_state_root``; "": none (a relaunched master starts afresh).
-    job_master_state_claim: str = ""
+    #: Where implicit masters keep their state (``core.operator.master_state``: by default a
+    #: claim per job, created by the operator), mounted at ``job_master_state_root``.
+    job_master_state: MasterStateStorage = PER_JOB_STATE
     job_master_state_root: str = KUBERNETES_STATE_ROOT
     #: A Secret (key ``token``, in each job's namespace) implicit masters read the brain's
     #: token from (``core.operator.job_master``); "": none.
@@ -129,7 +130,7 @@ class OperatorConfig:
             return None
         return kubernetes_job_master(
             self.job_master_image,
-            self.job_master_state_claim,
+            self.job_master_state,
             self.job_master_state_root,
             self.job_master_brain_token_secret,
         )

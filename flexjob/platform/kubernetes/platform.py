@@ -366,6 +366,19 @@ class KubernetesPlatform:
             return False
         return True
 
+    def ensure_volume_claim(self, namespace: str, job: str, body: Mapping[str, Any]) -> bool:
+        claim: Body = {**body, "metadata": dict(body["metadata"])}
+        owner = self._owner(namespace, job)
+        if owner is not None:
+            claim["metadata"]["ownerReferences"] = [owner]
+        name = claim["metadata"]["name"]
+        create = self._core.create_namespaced_persistent_volume_claim
+        try:
+            self._call(f"persistent volume claim {namespace}/{name}", create, namespace, claim)
+        except AlreadyExistsError:
+            return False
+        return True
+
     def read_secret(self, namespace: str, name: str) -> Mapping[str, str] | None:
         try:
             body = self._call(

@@ -210,30 +210,6 @@ def test_a_job_without_an_implicit_master_gets_no_token() -> None:
     assert set(map(len, _token_env(sim).values())) == {0}
 
 
-def test_kubernetes_master_with_a_state_claim_keeps_its_state_on_that_volume() -> None:
-    job = elastic_job()
-    job.metadata.uid = "u-2"
-    sim = Sim(job, job_master=kubernetes_job_master("flexjob:1", state_claim="masters"))
-    sim.settle()
-    request = master_request(sim).request
-    spec = request.template.to_wire()["spec"]
-    assert spec["volumes"] == [
-        {"name": "flexjob-master-state", "persistentVolumeClaim": {"claimName": "masters"}}
-    ]
-    mounts = spec["containers"][0]["volumeMounts"]
-    assert mounts == [{"name": "flexjob-master-state", "mountPath": "/var/lib/flexjob/masters"}]
-    assert (
-        shipped_config(sim).job_dir == f"/var/lib/flexjob/masters/{job.namespace}/demo/master-u-2"
-    )
-
-
-def test_kubernetes_master_without_a_state_claim_has_no_volume_and_no_state() -> None:
-    sim = Sim(elastic_job(), job_master=kubernetes_job_master("flexjob:1"))
-    sim.settle()
-    assert shipped_config(sim).job_dir is None
-    assert not master_request(sim).request.template.to_wire()["spec"].get("volumes")
-
-
 def test_kubernetes_master_reads_the_brain_token_from_the_named_secret() -> None:
     options = kubernetes_job_master("flexjob:1", brain_token_secret="flexjob-brain-token")
     sim = Sim(elastic_job(), job_master=options)
