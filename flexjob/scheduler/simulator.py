@@ -123,6 +123,11 @@ class SimResult:
         return 1000.0 * sum(times) / len(times) if times else math.nan
 
     @property
+    def decision_p99_ms(self) -> float:
+        """The 99th percentile of an optimize round's CPU milliseconds (NaN when none ran)."""
+        return 1000.0 * percentile(self.decision_times, 99.0)
+
+    @property
     def decision_max_ms(self) -> float:
         return 1000.0 * max(self.decision_times) if self.decision_times else math.nan
 
