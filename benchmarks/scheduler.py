@@ -106,6 +106,7 @@ def pooled(runs: list[list[SimResult]]) -> list[SimResult]:
                 restarts=sum(r.restarts for r in mine),
                 unfinished=[u for r in mine for u in r.unfinished],
                 decision_times=[t for r in mine for t in r.decision_times],
+                decision_gc=[t for r in mine for t in r.decision_gc],
             )
         )
     return out

@@ -1,3 +1,4 @@
+import gc
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -172,3 +173,24 @@ def test_batched_speedup_curves_decide_every_round_as_pointwise_calls_do(
     assert pointwise.calls > 0 and len(batched.rounds) > 50
     assert batched.rounds == pointwise.rounds
     assert first.jct == second.jct and first.restarts == second.restarts > 0
+
+
+class _Collecting(StaticPolicy):
+    """``static``, whose every re-plan runs a full garbage collection over a large heap."""
+
+    def __init__(self) -> None:
+        self.heap = [[i] for i in range(300_000)]
+
+    def optimize(
+        self, jobs: Sequence[JobInfo], nodes: Sequence[NodeInfo], previous: Previous
+    ) -> Allocations:
+        gc.collect()
+        return super().optimize(jobs, nodes, previous)
+
+
+def test_a_garbage_collection_inside_a_round_is_counted_apart_from_the_policys_time() -> None:
+    result = simulate([_job("a", work=600.0)], _Collecting())
+    assert len(result.decision_gc) == len(result.decision_times) > 0
+    assert min(result.decision_gc) > 0.001  # a full pass over 300,000 lists
+    assert max(result.decision_times) < min(result.decision_gc)
+    assert result.decision_gc_max_ms == 1000 * max(result.decision_gc)
