@@ -256,6 +256,18 @@ def _features(sample: StepSample) -> list[float]:
     return [1.0, sample.local_batch, multi, multi * (n - 1), remote, remote * (n - 1)]
 
 
+def _scaled_to(
+    x: np.ndarray, y: np.ndarray, coefs: list[float], active: Sequence[int]
+) -> list[float]:
+    """``coefs`` with the ``active`` terms (the columns of ``x`` some sample exercises) scaled
+    by one factor: the geometric mean over the samples of measured over predicted time."""
+    predicted = x @ np.array(coefs)
+    if np.any(predicted <= 0):
+        return coefs
+    factor = float(np.exp(np.mean(np.log(y / predicted))))
+    return [c * factor if j in active else c for j, c in enumerate(coefs)]
+
+
 def fit_throughput(
     samples: Sequence[StepSample], prior: ThroughputParams | None = None
 ) -> ThroughputParams:
@@ -267,6 +279,14 @@ def fit_throughput(
     together, keeping roughly the prior's proportions - a job that has run one batch size expects a
     bigger one to cost per sample what the prior's split says, and measures it once it runs
     it. With samples that determine every term this is the plain least-squares fit.
+
+    The change is measured from the prior's exercised terms scaled as one to the samples
+    (``_scaled_to``): a job whose steps take a fortieth of what the prior predicts keeps the
+    prior's split between alpha and beta. Measured from the prior itself, the fit moved beta
+    most (its share of the step is the larger), drove it below zero and dropped it - a model
+    in which a bigger batch costs nothing, so the job chose its largest local batch: NCF in
+    ``flexjob.scheduler.measured`` then ran at 0.87 of one replica's speed after its first
+    measured step.
     """
     prior = prior or ThroughputParams()
     coefs = [getattr(prior, f.name) for f in fields(ThroughputParams)]
@@ -276,6 +296,7 @@ def fit_throughput(
     x = np.array([_features(s) for s in usable], dtype=float)
     y = np.array([s.step_time for s in usable], dtype=float)
     active = [j for j in range(x.shape[1]) if np.any(x[:, j] != 0.0)]
+    coefs = _scaled_to(x, y, coefs, active)
     fixed = [j for j in range(x.shape[1]) if j not in active]
     y_free = y - x[:, fixed] @ np.array([coefs[j] for j in fixed]) if fixed else y
     solution: dict[int, float] = {}

@@ -120,3 +120,14 @@ def test_a_models_speedup_method_gives_its_model_and_other_callables_none() -> N
     assert model_of(model.speedup) is model
     assert model_of(lambda k, n: model.speedup(k, n)) is None
     assert model_of(model.goodput) is None
+
+
+def test_a_job_far_faster_than_the_prior_keeps_its_split_and_a_bigger_batch_still_costs() -> None:
+    prior = ThroughputParams(alpha=0.05, beta=0.001)  # 256 samples: 0.306 s
+    fitted = fit_throughput([StepSample(1, 1, 256.0, 0.0072)], prior)  # an NCF step: 1/42
+    assert fitted.step_time(1, 1, 256.0) == pytest.approx(0.0072)
+    assert fitted.beta / fitted.alpha == pytest.approx(0.001 / 0.05, rel=0.05)
+    assert fitted.step_time(1, 1, 4096.0) > 10 * fitted.step_time(1, 1, 256.0)
+    # so its adaptive batch stays near what it measured: a bigger batch is not free
+    model = GoodputModel(fitted, 256.0, 2500.0, max_batch=16384.0, max_local_batch=4096.0)
+    assert model.local_batch_for(1, 1) < 1024.0
