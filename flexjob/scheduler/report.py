@@ -14,7 +14,8 @@ HEADER = (
     "makespan (h)",
     "GPU util",
     "restarts",
-    "decide ms (mean/max)",
+    "decide ms (mean/p99/max)",
+    "GC ms (max)",
 )
 
 
@@ -53,7 +54,8 @@ def result_rows(
         row += [
             f"{r.gpu_utilisation:.0%}",
             str(r.restarts),
-            f"{r.decision_ms:.1f}/{r.decision_max_ms:.1f}",
+            f"{r.decision_ms:.1f}/{r.decision_p99_ms:.1f}/{r.decision_max_ms:.1f}",
+            f"{r.decision_gc_max_ms:.1f}",
         ]
         if r.unfinished:
             row[0] += f" ({len(r.unfinished)} unfinished)"

@@ -11,7 +11,8 @@ rate (``SimJob.rate``: the speedup of its goodput model, or the overlapped truth
 row gives) per second and finishes when its progress reaches its ``work``. Policies see the
 model each job reports at its progress (``SimJob.view``: its noise scale grows as it trains
 when its row says so). Each job's attained service (GPU-seconds held) is passed to the
-policy; the CPU time of every scheduling round is recorded. ``observe``, when given, sees the
+policy; the CPU time of every re-planning round is recorded, the garbage collector's share
+apart (``SimResult.decision_gc``). ``observe``, when given, sees the
 work each job has left before every scheduling round: the truth an oracle in a bounds
 benchmark is told (``benchmarks/scheduler_bounds.py``), which the live Allocator is not.
 ``on_tick``, when given, gets a ``TickRecord`` of every tick (who ran at what size and speed,
@@ -20,6 +21,7 @@ explains policies with. Not for: live clusters, or fitting models (policies here
 model each job reports, ``sim_jobs``).
 """
 
+import gc
 import logging
 import math
 import time
@@ -113,8 +115,13 @@ class SimResult:
     gpu_utilisation: float
     restarts: int
     unfinished: list[str] = field(default_factory=list)
-    #: CPU seconds of each scheduling round that re-planned (optimize) jobs.
+    #: CPU seconds of each scheduling round that re-planned (optimize) jobs, less the
+    #: garbage collector's share (``decision_gc``).
     decision_times: list[float] = field(default_factory=list)
+    #: CPU seconds the garbage collector took inside each of those rounds. A full collection
+    #: walks every object of the process (a benchmark's earlier simulations, module caches), so
+    #: it is counted apart from the policy's own time.
+    decision_gc: list[float] = field(default_factory=list)
 
     @property
     def decision_ms(self) -> float:
@@ -123,8 +130,18 @@ class SimResult:
         return 1000.0 * sum(times) / len(times) if times else math.nan
 
     @property
+    def decision_p99_ms(self) -> float:
+        """The 99th percentile of an optimize round's CPU milliseconds (NaN when none ran)."""
+        return 1000.0 * percentile(self.decision_times, 99.0)
+
+    @property
     def decision_max_ms(self) -> float:
         return 1000.0 * max(self.decision_times) if self.decision_times else math.nan
+
+    @property
+    def decision_gc_max_ms(self) -> float:
+        """The longest garbage collection inside one optimize round (0 when none ran)."""
+        return 1000.0 * max(self.decision_gc, default=0.0)
 
     @property
     def avg_jct(self) -> float:
@@ -166,6 +183,32 @@ def job_info(
     )
 
 
+class _GcClock:
+    """CPU seconds the garbage collector has taken since it was installed (``gc.callbacks``)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._began = 0.0
+
+    def __call__(self, phase: str, info: Mapping[str, int]) -> None:
+        del info
+        if phase == "start":
+            self._began = time.process_time()
+        else:
+            self.seconds += time.process_time() - self._began
+
+
+_CLOCK: list[_GcClock] = []
+
+
+def _gc_clock() -> _GcClock:
+    """The process's one ``_GcClock``, installed on first use."""
+    if not _CLOCK:
+        _CLOCK.append(_GcClock())
+        gc.callbacks.append(_CLOCK[0])
+    return _CLOCK[0]
+
+
 def simulate(
     trace: Sequence[TraceJob],
     policy: Policy,
@@ -198,6 +241,8 @@ def simulate(
 
     finished: list[str] = []
     decisions: list[float] = []
+    collecting: list[float] = []
+    clock = _gc_clock()
     while (pending or running) and now < max_time:
         arrived = bool(finished)
         while pending and pending[0].submit_time <= now:
@@ -209,10 +254,11 @@ def simulate(
         if arrived or optimize:
             if observe is not None:
                 observe({k: r.job.work - r.progress for k, r in running.items()})
-            began = time.process_time()
+            began, collected = time.process_time(), clock.seconds
             new = schedule_round(policy, infos, nodes, allocations, optimize=optimize)
             if optimize:
-                decisions.append(time.process_time() - began)
+                collecting.append(clock.seconds - collected)
+                decisions.append(time.process_time() - began - collecting[-1])
                 last_optimize = now
             for job_id in changed_jobs(allocations, new):
                 if new.get(job_id):
@@ -277,4 +323,5 @@ def simulate(
         restarts=restarts,
         unfinished=sorted(running),
         decision_times=decisions,
+        decision_gc=collecting,
     )

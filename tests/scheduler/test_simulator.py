@@ -1,10 +1,25 @@
+import gc
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from flexjob.core.allocator import GoodputPolicy, StaticPolicy, TiresiasPolicy
+from flexjob.core.allocator import (
+    Allocations,
+    FairGoodputPolicy,
+    GoodputPolicy,
+    JobInfo,
+    NodeInfo,
+    SpeedupFn,
+    StaticPolicy,
+    TiresiasPolicy,
+)
+from flexjob.core.allocator.contract import Previous
+from flexjob.scheduler.measured import measured_trace
 from flexjob.scheduler.simulator import ClusterConfig, percentile, simulate
 from flexjob.scheduler.trace import TraceJob, read_trace
+from flexjob.scheduler.workloads import pollux_trace
 
 SHIPPED = Path(__file__).resolve().parents[2] / "examples" / "traces" / "synthetic.csv"
 
@@ -114,3 +129,68 @@ def test_per_tick_records_split_a_lone_jobs_time_into_starting_and_training() ->
     assert result.jct["a"] <= starting + training < result.jct["a"] + cluster.tick
     assert all(r.idle_gpus == 2 and not r.waiting for r in records)
     assert records[0].optimized and records[0].placed["a"][0] == 2
+
+
+class _Recorded(FairGoodputPolicy):
+    """``goodput`` recording every re-plan; ``pointwise``: each job's speedup wrapped in a plain
+    function, so the policy evaluates it one point at a time (as before curves were batched)."""
+
+    def __init__(self, pointwise: bool) -> None:
+        super().__init__()
+        self.pointwise = pointwise
+        self.rounds: list[list[tuple[str, list[str]]]] = []
+        self.calls = 0
+
+    def _wrap(self, fn: SpeedupFn) -> SpeedupFn:
+        def pointwise(num_nodes: int, num_replicas: int) -> float:
+            self.calls += 1
+            return fn(num_nodes, num_replicas)
+
+        return pointwise
+
+    def optimize(
+        self, jobs: Sequence[JobInfo], nodes: Sequence[NodeInfo], previous: Previous
+    ) -> Allocations:
+        if self.pointwise:
+            jobs = [replace(job, speedup=self._wrap(job.speedup)) for job in jobs]
+        planned = super().optimize(jobs, nodes, previous)
+        self.rounds.append(sorted(planned.items()))
+        return planned
+
+
+@pytest.mark.parametrize(
+    "make,seed",
+    [(pollux_trace, 0), (pollux_trace, 1), (measured_trace, 100), (measured_trace, 101)],
+)
+def test_batched_speedup_curves_decide_every_round_as_pointwise_calls_do(
+    make: Callable[..., list[TraceJob]], seed: int
+) -> None:
+    trace = make(50, seed=seed, hours=2.0)
+    cluster = ClusterConfig(nodes=6)
+    batched, pointwise = _Recorded(pointwise=False), _Recorded(pointwise=True)
+    first = simulate(trace, batched, cluster)
+    second = simulate(trace, pointwise, cluster)
+    assert pointwise.calls > 0 and len(batched.rounds) > 50
+    assert batched.rounds == pointwise.rounds
+    assert first.jct == second.jct and first.restarts == second.restarts > 0
+
+
+class _Collecting(StaticPolicy):
+    """``static``, whose every re-plan runs a full garbage collection over a large heap."""
+
+    def __init__(self) -> None:
+        self.heap = [[i] for i in range(300_000)]
+
+    def optimize(
+        self, jobs: Sequence[JobInfo], nodes: Sequence[NodeInfo], previous: Previous
+    ) -> Allocations:
+        gc.collect()
+        return super().optimize(jobs, nodes, previous)
+
+
+def test_a_garbage_collection_inside_a_round_is_counted_apart_from_the_policys_time() -> None:
+    result = simulate([_job("a", work=600.0)], _Collecting())
+    assert len(result.decision_gc) == len(result.decision_times) > 0
+    assert min(result.decision_gc) > 0.001  # a full pass over 300,000 lists
+    assert max(result.decision_times) < min(result.decision_gc)
+    assert result.decision_gc_max_ms == 1000 * max(result.decision_gc)

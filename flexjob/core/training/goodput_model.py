@@ -155,10 +155,117 @@ def _speedup(model: GoodputModel, num_nodes: int, num_replicas: int) -> float:
     return model.goodput(num_nodes, num_replicas) / base if base > 0 else 0.0
 
 
+def speedups(
+    requests: Sequence[tuple[GoodputModel, Sequence[int], Sequence[int]]],
+) -> list[list[float]]:
+    """``[model.speedup(k, n) for k, n in zip(nodes, replicas)]`` for every ``(model, nodes,
+    replicas)`` of ``requests``, all computed at once with numpy.
+
+    The same arithmetic in the same order as ``speedup`` (IEEE-exact elementwise operations;
+    the batch grid from ``batch_candidates`` itself; the first best batch wins, as ``max``
+    picks it), so every value equals ``speedup``'s bit for bit. For: a policy that needs many
+    jobs' curves in one round (``fair_goodput``) - one call instead of thousands.
+    """
+    live = [(m, np.asarray(k, dtype=np.int64), np.asarray(n, dtype=np.int64))
+            for m, k, n in requests if len(n)]  # fmt: skip
+    if not live:
+        return [[] for _ in requests]
+    n = np.concatenate([r for _, _, r in live])
+    k = np.concatenate([k for _, k, _ in live])
+    used = np.maximum(n, 1)
+    per = np.array([_terms(m) for m, _, _ in live])
+    which = np.repeat(np.arange(len(live)), [len(r) for _, _, r in live])
+    b = np.concatenate([_candidate_table(m, int(r.max()))[np.maximum(r, 1) - 1]
+                        for m, _, r in live])  # fmt: skip
+    alpha, beta, sl, slr, sr, srr, lb, phi, noisy, base = (per[which, j] for j in range(10))
+    nf = used.astype(float)[:, None]
+    t = alpha[:, None] + beta[:, None] * b
+    t = np.where(nf > 1, t + (sl + slr * (used - 1))[:, None], t)
+    t = np.where(k[:, None] > 1, t + (sr + srr * (used - 1))[:, None], t)
+    step = np.maximum(t, 1e-9)
+    phi, lb = phi[:, None], lb[:, None]
+    good = nf * b / step * np.where(noisy[:, None] > 0, (phi + lb) / (phi + nf * b), 1.0)
+    best = good[np.arange(len(good)), np.argmax(good, axis=1)]
+    ok = (base > 0) & (n > 0)
+    flat = np.where(ok, best / np.where(ok, base, 1.0), 0.0).tolist()
+    out: list[list[float]] = []
+    at = 0
+    for _, _, r in requests:
+        out.append(flat[at : at + len(r)])
+        at += len(r)
+    return out
+
+
+def _terms(model: GoodputModel) -> tuple[float, ...]:
+    """The scalars ``speedups`` needs of one model, in its column order."""
+    p, phi = model.params, model.noise_scale
+    return (
+        p.alpha, p.beta, p.sync_local, p.sync_local_per_replica, p.sync_remote,
+        p.sync_remote_per_replica, model.local_batch, max(phi or 0.0, 0.0),
+        float(phi is not None), model.goodput_at(1, 1, model.local_batch),
+    )  # fmt: skip
+
+
+#: Rows of a cached batch-candidate table: enough for every count up to this (or the next
+#: power of two above it), so tables are few.
+_TABLE_ROWS = 64
+
+
+@lru_cache(maxsize=1 << 10)
+def _candidate_rows(
+    local_batch: float,
+    max_local_batch: float | None,
+    max_batch: float | None,
+    adaptive: bool,
+    rows: int,
+) -> np.ndarray:
+    """Row ``n - 1``: the local batches ``local_batch_for`` chooses among with ``n`` replicas,
+    padded to ``BATCH_GRID`` with the first (which never wins a tie against itself)."""
+    if not adaptive:
+        return np.full((rows, BATCH_GRID), local_batch)
+    model = GoodputModel(ThroughputParams(), local_batch, None, max_batch, max_local_batch)
+    table = np.empty((rows, BATCH_GRID))
+    for i in range(rows):
+        grid = batch_candidates(model, i + 1)
+        table[i, :] = grid + [grid[0]] * (BATCH_GRID - len(grid))
+    return table
+
+
+def _candidate_table(model: GoodputModel, top: int) -> np.ndarray:
+    rows = max(_TABLE_ROWS, 1 << (max(top, 1) - 1).bit_length())
+    return _candidate_rows(
+        model.local_batch, model.max_local_batch, model.max_batch, model.adaptive, rows
+    )
+
+
+def model_of(speedup: object) -> GoodputModel | None:
+    """The ``GoodputModel`` whose ``speedup`` method ``speedup`` is, else ``None`` (any other
+    callable: a policy then calls it point by point)."""
+    model = getattr(speedup, "__self__", None)
+    if (
+        isinstance(model, GoodputModel)
+        and getattr(speedup, "__func__", None) is GoodputModel.speedup
+    ):
+        return model
+    return None
+
+
 def _features(sample: StepSample) -> list[float]:
     n, k = sample.num_replicas, sample.num_nodes
     multi, remote = float(n > 1), float(k > 1)
     return [1.0, sample.local_batch, multi, multi * (n - 1), remote, remote * (n - 1)]
+
+
+def _scaled_to(
+    x: np.ndarray, y: np.ndarray, coefs: list[float], active: Sequence[int]
+) -> list[float]:
+    """``coefs`` with the ``active`` terms (the columns of ``x`` some sample exercises) scaled
+    by one factor: the geometric mean over the samples of measured over predicted time."""
+    predicted = x @ np.array(coefs)
+    if np.any(predicted <= 0):
+        return coefs
+    factor = float(np.exp(np.mean(np.log(y / predicted))))
+    return [c * factor if j in active else c for j, c in enumerate(coefs)]
 
 
 def fit_throughput(
@@ -172,6 +279,14 @@ def fit_throughput(
     together, keeping roughly the prior's proportions - a job that has run one batch size expects a
     bigger one to cost per sample what the prior's split says, and measures it once it runs
     it. With samples that determine every term this is the plain least-squares fit.
+
+    The change is measured from the prior's exercised terms scaled as one to the samples
+    (``_scaled_to``): a job whose steps take a fortieth of what the prior predicts keeps the
+    prior's split between alpha and beta. Measured from the prior itself, the fit moved beta
+    most (its share of the step is the larger), drove it below zero and dropped it - a model
+    in which a bigger batch costs nothing, so the job chose its largest local batch: NCF in
+    ``flexjob.scheduler.measured`` then ran at 0.87 of one replica's speed after its first
+    measured step.
     """
     prior = prior or ThroughputParams()
     coefs = [getattr(prior, f.name) for f in fields(ThroughputParams)]
@@ -181,6 +296,7 @@ def fit_throughput(
     x = np.array([_features(s) for s in usable], dtype=float)
     y = np.array([s.step_time for s in usable], dtype=float)
     active = [j for j in range(x.shape[1]) if np.any(x[:, j] != 0.0)]
+    coefs = _scaled_to(x, y, coefs, active)
     fixed = [j for j in range(x.shape[1]) if j not in active]
     y_free = y - x[:, fixed] @ np.array([coefs[j] for j in fixed]) if fixed else y
     solution: dict[int, float] = {}

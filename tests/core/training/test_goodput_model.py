@@ -1,10 +1,14 @@
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from flexjob.core.training.goodput_model import (
     GoodputModel,
     StepSample,
     ThroughputParams,
     fit_throughput,
+    model_of,
+    speedups,
 )
 
 TRUE = ThroughputParams(
@@ -81,3 +85,49 @@ def test_without_max_batch_the_local_batch_is_fixed_on_every_shape() -> None:
     assert not model.adaptive
     assert {model.local_batch_for(k, n) for k, n in [(1, 1), (2, 8), (4, 16)]} == {64.0}
     assert model.efficiency(4) == pytest.approx((500.0 + 64.0) / (500.0 + 256.0))
+
+
+_term = st.one_of(st.just(0.0), st.floats(1e-6, 0.5), st.floats(1e-7, 1e-3))
+_models = st.builds(
+    lambda terms, local, phi, global_x, local_x: GoodputModel(
+        ThroughputParams(*terms),
+        local,
+        phi,
+        None if global_x is None else local * global_x,
+        None if local_x is None else local * local_x,
+    ),
+    st.tuples(*[_term] * 6),
+    st.sampled_from([1.0, 8.0, 12.0, 32.0, 256.0]),
+    st.one_of(st.none(), st.just(0.0), st.floats(1.0, 1e5)),
+    st.one_of(st.none(), st.just(1.0), st.floats(1.0, 300.0)),
+    st.one_of(st.none(), st.floats(0.5, 16.0)),
+)
+_shapes = st.lists(st.tuples(st.integers(0, 17), st.integers(0, 70)), max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_models, _shapes), max_size=6))
+def test_many_speedups_at_once_equal_each_speedup_bit_for_bit(
+    requests: list[tuple[GoodputModel, list[tuple[int, int]]]],
+) -> None:
+    got = speedups([(m, [k for k, _ in s], [n for _, n in s]) for m, s in requests])
+    want = [[m.speedup(k, n) for k, n in s] for m, s in requests]
+    assert got == want  # float equality: the same bits, so a policy decides the same
+
+
+def test_a_models_speedup_method_gives_its_model_and_other_callables_none() -> None:
+    model = GoodputModel(TRUE)
+    assert model_of(model.speedup) is model
+    assert model_of(lambda k, n: model.speedup(k, n)) is None
+    assert model_of(model.goodput) is None
+
+
+def test_a_job_far_faster_than_the_prior_keeps_its_split_and_a_bigger_batch_still_costs() -> None:
+    prior = ThroughputParams(alpha=0.05, beta=0.001)  # 256 samples: 0.306 s
+    fitted = fit_throughput([StepSample(1, 1, 256.0, 0.0072)], prior)  # an NCF step: 1/42
+    assert fitted.step_time(1, 1, 256.0) == pytest.approx(0.0072)
+    assert fitted.beta / fitted.alpha == pytest.approx(0.001 / 0.05, rel=0.05)
+    assert fitted.step_time(1, 1, 4096.0) > 10 * fitted.step_time(1, 1, 256.0)
+    # so its adaptive batch stays near what it measured: a bigger batch is not free
+    model = GoodputModel(fitted, 256.0, 2500.0, max_batch=16384.0, max_local_batch=4096.0)
+    assert model.local_batch_for(1, 1) < 1024.0
