@@ -1,7 +1,8 @@
 """A node the master declared dead (heartbeat timeout) that comes back, against a real master
 process over gRPC: its stale reports and its old world are refused with a status that says it
 was fenced, its agent rejoins as a new member with a new incarnation, a call still carrying
-the old incarnation stays refused, and every sample is trained exactly once."""
+the old incarnation stays refused — a training process's too, which carries the incarnation
+its agent started it under — and every sample is trained exactly once."""
 
 import threading
 from collections import Counter
@@ -9,12 +10,19 @@ from pathlib import Path
 
 import pytest
 
+from flexjob.api import names
 from flexjob.api.errors import NodeFencedError
 from flexjob.core.training.master_config import MasterConfig
 from flexjob.master.launch import MasterProcess
+from flexjob.master.main import METRICS_ADDR_FILE
 from flexjob.rpc.client import MasterClient
-from flexjob.rpc.messages import NodeRef, ShardInfo
+from flexjob.rpc.messages import DEFAULT_DATASET, NodeRef, ShardInfo
+from flexjob.trainer.link import MasterLink
+from flexjob.trainer.sampler import ShardSamples
+from flexjob.trainer.settings import TrainerSettings
+from flexjob.trainer.world import node_identity
 from tests.master.conftest import wait_for
+from tests.support.metrics import metrics_url, scrape, value
 
 
 def beat_until(client: MasterClient, stop: threading.Event) -> None:
@@ -89,3 +97,97 @@ def test_a_node_declared_dead_that_comes_back_is_fenced_then_rejoins_as_a_new_me
     master_process.stop()
     log = Path(master_process.log_name).read_text()
     assert log.count("event=node_dead") == 1, log  # once: its return is no second death
+
+
+def trainer_link(address: str, node: str, local_rank: int, incarnation: int) -> MasterLink:
+    """The master link of a training process as its agent starts it: from its environment
+    (``trainer.settings``), which names the membership it was started under."""
+    settings = TrainerSettings.from_env(
+        {
+            names.ENV_MASTER: address,
+            names.ENV_NODE_ID: node,
+            names.ENV_LOCAL_RANK: str(local_rank),
+            names.ENV_LOCAL_WORLD_SIZE: "2",
+            names.ENV_INCARNATION: str(incarnation),
+        }
+    )
+    return MasterLink(node_identity(settings))
+
+
+def books(url: str) -> dict[str, float]:
+    """The master's shards by state (todo / doing / done) and its samples done."""
+    got = scrape(url)
+    job = {"job_name": "itest"}
+    shards = {s: value(got, "flexjob_master_shards", state=s, **job) for s in STATES}
+    return {**shards, "samples": value(got, "flexjob_master_samples_total", **job)}
+
+
+STATES = ("todo", "doing", "done")
+
+
+def test_a_training_process_of_a_fenced_incarnation_is_refused_after_its_agent_rejoined(
+    master_process: MasterProcess, process_config: MasterConfig
+) -> None:
+    """A late call of a worker of the old membership (killed when its agent was fenced, its
+    packet still in flight) changes nothing on the master once the agent rejoined: its report
+    and lease, its rendezvous calls are refused as fenced, the books stay as they were; the
+    new membership's worker is served."""
+    address = master_process.address
+    url = metrics_url(Path(process_config.job_dir) / METRICS_ADDR_FILE)
+    a = MasterClient(address, NodeRef("a"), retry_deadline=5.0)
+    b = MasterClient(address, NodeRef("b"), retry_deadline=5.0)
+    old = a.heartbeat().incarnation
+    b.heartbeat()
+    old_worker = trainer_link(address, "a", 1, old)  # process a.1, started under `old`
+    assert old_worker.proc.node_id == "a.1"
+    a.join("127.0.0.1:0")
+    b.join("127.0.0.1:0")
+    assert a.wait_world(timeout=30).members == ("a", "b")
+    done = old_worker.get_shard(DEFAULT_DATASET)
+    assert isinstance(done, ShardSamples) and old_worker.report_shard(
+        DEFAULT_DATASET, done.shard_id
+    )
+    held = old_worker.get_shard(DEFAULT_DATASET)  # trained, never reported before the fence
+    assert isinstance(held, ShardSamples)
+
+    stop = threading.Event()
+    beats = threading.Thread(target=beat_until, args=(b, stop))
+    beats.start()
+    try:  # a is silent past the heartbeat timeout (1 s); b keeps beating
+        wait_for(lambda: "a" not in b.running_nodes(), timeout=30, what="a declared dead")
+        a.leave_membership()  # its agent killed its workers and joins again
+        new = a.heartbeat().incarnation
+        assert new > old
+        new_worker = trainer_link(address, "a", 1, new)
+        a.join("127.0.0.1:0")
+        b.join("127.0.0.1:0")
+        assert set(a.wait_world(timeout=30).members) == {"a", "b"}
+        mine = new_worker.get_shard(DEFAULT_DATASET)  # the new member's worker is served
+        assert isinstance(mine, ShardSamples)
+        before = books(url)
+        assert before["done"] == 1 and before["doing"] == 1, before  # a's old shard went back
+
+        late_calls = {
+            "report": lambda: old_worker.proc.report_shard(held.shard_id),
+            "lease": lambda: old_worker.proc.lease_shards(4),
+            "report and lease": lambda: old_worker.proc.lease_shards(1, (held.shard_id,)),
+            "give back": lambda: old_worker.proc.lease_shards(0, release=(held.shard_id,)),
+            "get_shard": lambda: old_worker.proc.get_shard(),
+            "join": lambda: old_worker.node.join("127.0.0.1:0", 2),
+            "get_world": lambda: old_worker.node.get_world(),
+            "nodes_waiting": lambda: old_worker.node.nodes_waiting(),
+        }
+        for what, call in late_calls.items():
+            with pytest.raises(NodeFencedError, match=rf"node a \(incarnation {old}\)"):
+                call()
+                pytest.fail(f"the old worker's {what} was taken")
+        assert books(url) == before  # nothing the late calls said counted
+        assert "a" in b.running_nodes()  # nor did they break the new member's world
+        assert new_worker.proc.report_shard(mine.shard_id)  # (a report that leases none)
+    finally:
+        stop.set()
+        beats.join()
+    after = books(url)
+    assert (after["done"], after["doing"]) == (2, 0), after
+    for c in (a, b, old_worker, new_worker):
+        c.close()

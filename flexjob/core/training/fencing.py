@@ -9,8 +9,11 @@ processes (``<node>.<local rank>``) is refused until its agent joins again as a 
 a new incarnation; a call that still carries an older incarnation than the node's current one
 is refused for good. Its shards went back to the queue and it left the world when it was
 declared dead, so none of its stale reports can count a sample twice and its old world cannot
-be re-entered. Incarnation 0 on a call other than the agent's heartbeat means "not said" (a
-training process that does not carry it): taken unless the node is fenced now. One call of a
+be re-entered. The agent starts its training processes with its incarnation
+(``FLEXJOB_INCARNATION``) and their calls carry it, so a late call of a process of a fenced
+membership is refused after its agent joined again. Incarnation 0 on a call other than the
+agent's heartbeat means "not said" (a process started without an agent): taken unless the node
+is fenced now. One call of a
 fenced node is taken all the same: a peer's report of a shard the fenced node finished in a
 step the world committed (``trainer.peer_shards``: it comes from a survivor's client, with
 incarnation 0) — the samples were trained, and the shard book counts the report only if the
