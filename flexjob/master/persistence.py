@@ -30,6 +30,7 @@ from flexjob.master.datasets import DatasetBook
 from flexjob.master.health import HeartbeatTracker
 from flexjob.master.kv import KVStore, is_kv_entry
 from flexjob.master.logs import event
+from flexjob.master.members import MemberBook
 from flexjob.master.snapshot import (
     dataset_from_json,
     restore_snapshot,
@@ -192,6 +193,7 @@ class Persistence:
         addresses: dict[str, str],
         kv: KVStore,
         health: HeartbeatTracker,
+        members: MemberBook,
     ) -> None:
         """Load the saved snapshot and replay the journal over it into the given parts, then
         save one snapshot of the result; a first master saves an empty one and leaves the
@@ -200,7 +202,7 @@ class Persistence:
             return
         self.state.lock()
         try:
-            replayed = self._restore(datasets, rdzv, stats, addresses, kv, health)
+            replayed = self._restore(datasets, rdzv, stats, addresses, kv, health, members)
         except BaseException:
             self.state.release()  # a master that does not start holds nothing
             raise
@@ -215,13 +217,15 @@ class Persistence:
             round=rdzv.round,
             journal_entries=replayed,
             shards_done=sum(x.shards_done for x in p),
+            members=len(members.state.current),
+            fenced=len(members.state.fenced),
         )
 
     def _restore(self, datasets: DatasetBook, *parts: Any) -> int | None:
-        """``restore`` once the lock is taken (``parts``: its rendezvous, stats, addresses, KV
-        and heartbeats, in that order); the journal entries replayed, None for a first
-        master."""
-        rdzv, stats, addresses, kv, health = parts
+        """``restore`` once the lock is taken (``parts``: its rendezvous, stats, addresses, KV,
+        heartbeats and memberships, in that order); the journal entries replayed, None for a
+        first master."""
+        rdzv, stats, addresses, kv, health, memberships = parts
         assert self.state is not None
         data, journal = self.state.load()
         self.state.generation = saved_generation(data) + 1
@@ -233,7 +237,9 @@ class Persistence:
         if data is not None:
             for saved in data.get("datasets", {}).values():  # before their progress
                 datasets.add_registered(dataset_from_json(saved))
-            members = restore_snapshot(data, datasets.managers, rdzv, stats, addresses, kv)
+            members = restore_snapshot(
+                data, datasets.managers, rdzv, stats, addresses, kv, memberships
+            )
             health.track(members)
             lost = sorted(set(data["shards"]) - set(datasets.managers))
             if lost:

@@ -4,6 +4,7 @@ was fenced, its agent rejoins as a new member with a new incarnation, a call sti
 the old incarnation stays refused — a training process's too, which carries the incarnation
 its agent started it under — and every sample is trained exactly once."""
 
+import re
 import threading
 from collections import Counter
 from pathlib import Path
@@ -13,8 +14,9 @@ import pytest
 from flexjob.api import names
 from flexjob.api.errors import NodeFencedError
 from flexjob.core.training.master_config import MasterConfig
-from flexjob.master.launch import MasterProcess
+from flexjob.master.launch import MasterProcess, spawn_master
 from flexjob.master.main import METRICS_ADDR_FILE
+from flexjob.platform.ports import free_port
 from flexjob.rpc.client import MasterClient
 from flexjob.rpc.messages import DEFAULT_DATASET, NodeRef, ShardInfo
 from flexjob.trainer.link import MasterLink
@@ -191,3 +193,69 @@ def test_a_training_process_of_a_fenced_incarnation_is_refused_after_its_agent_r
     assert (after["done"], after["doing"]) == (2, 0), after
     for c in (a, b, old_worker, new_worker):
         c.close()
+
+
+def test_a_node_fenced_before_a_master_restart_stays_fenced_and_live_nodes_go_on(
+    process_config: MasterConfig,
+) -> None:
+    """The memberships are saved with the master's state: after SIGKILL and a restart from
+    its state dir, the fenced node's old incarnation is still refused (its agent's and its
+    workers'), the live node goes on under its incarnation, and a node joining again gets an
+    incarnation never given before."""
+    # A port below the ephemeral range (tests/master/test_master_restart.py says why).
+    config = process_config.with_overrides(port=free_port())
+    masters = [spawn_master(config)]
+    address = masters[0].address
+    a = MasterClient(address, NodeRef("a"), retry_deadline=30.0)
+    b = MasterClient(address, NodeRef("b"), retry_deadline=30.0)
+    stop = threading.Event()
+    beats = threading.Thread(target=beat_until, args=(b, stop))
+    try:
+        old, live = a.heartbeat().incarnation, b.heartbeat().incarnation
+        a.join("127.0.0.1:0")
+        b.join("127.0.0.1:0")
+        assert a.wait_world(timeout=30).members == ("a", "b")
+        done = b.get_shard()
+        assert b.report_shard(done.shard_id)
+        beats.start()  # a is silent past the heartbeat timeout (1 s); b keeps beating
+        wait_for(lambda: "a" not in b.running_nodes(), timeout=30, what="a declared dead")
+        with pytest.raises(NodeFencedError):
+            a.get_world()
+
+        assert masters[0].kill() == -9
+        masters.append(spawn_master(config))  # the same port and state dir
+        log = Path(masters[1].log_name).read_text()
+        assert re.search(r"event=state_restored .*members=1 fenced=1", log), log
+
+        assert a.heartbeat().fenced  # its agent is told, with the incarnation it had
+        old_worker = trainer_link(address, "a", 1, old)
+        for late in (
+            lambda: a.report_shard(done.shard_id),
+            lambda: a.get_world(),
+            lambda: old_worker.proc.get_shard(),
+            lambda: old_worker.proc.lease_shards(2),
+        ):
+            with pytest.raises(NodeFencedError, match=rf"node a \(incarnation {old}\)"):
+                late()
+        assert b.get_progress().shards_done == 1  # the books came back, and stay
+        reply = b.heartbeat()  # the live node goes on under its incarnation
+        assert not reply.fenced and reply.incarnation == b.incarnation == live
+        b_worker = trainer_link(address, "b", 1, live)
+        assert isinstance(b_worker.get_shard(DEFAULT_DATASET), ShardSamples)
+
+        a.leave_membership()  # a's agent stopped its workers: it joins again
+        new = a.heartbeat()
+        assert not new.fenced and new.incarnation > max(old, live)
+        a.join("127.0.0.1:0")
+        b.join("127.0.0.1:0")
+        assert set(a.wait_world(timeout=30).members) == {"a", "b"}
+        for c in (old_worker, b_worker):
+            c.close()
+    finally:
+        stop.set()
+        if beats.is_alive():
+            beats.join()
+        for c in (a, b):
+            c.close()
+        for m in masters:
+            m.stop()
