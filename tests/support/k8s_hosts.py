@@ -5,10 +5,12 @@ with the host's address as their pod IP, and the API server reachable from every
 ``HostKubelet`` is the process kubelet (``k8s_kubelet.ProcessKubelet``) of one host: its Node
 has the host's address (``InternalIP``), its pods run inside the host (``ip netns exec``) and
 their ``podIP`` and ``hostIP`` are the host's address (as a pod with ``hostNetwork``: two pods
-on one host share it). A Service resolves to the address of the host its pod is bound to,
-whichever kubelet runs it. One of the kubelets (``schedules``) plays the cluster's scheduler:
-it binds each pending pod to the Ready node with the fewest live pods bound (by name on a
-tie), over every Node of the API, so one job's pods spread over the hosts.
+on one host share it); as a kubelet manages a pod's ``/etc/hosts``, the host name resolves to
+that address inside the host (``/etc/netns/<namespace>/hosts``, removed when it stops). A
+Service resolves to the address of the host its pod is bound to, whichever kubelet runs it.
+One of the kubelets (``schedules``) plays the cluster's scheduler: it binds each pending pod
+to the Ready node with the fewest live pods bound (by name on a tie), over every Node of the
+API, so one job's pods spread over the hosts.
 
 ``api_relays`` makes the API server (the emulator on this machine's ``127.0.0.1``) reachable
 from inside every host at the same address and port, on the host's own loopback, as if the
@@ -25,8 +27,10 @@ import asyncio
 import contextlib
 import ctypes
 import os
+import shutil
 import socket
 from collections.abc import AsyncIterator, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -37,6 +41,7 @@ from tests.support.k8s_store import Body
 
 CLONE_NEWNET = 0x40000000
 MERGE = {"Content-Type": "application/merge-patch+json"}
+ETC_NETNS = Path("/etc/netns")
 
 
 def _setns(fd: int) -> None:
@@ -126,6 +131,31 @@ class HostKubelet(ProcessKubelet):
         self.host = host
         self.host_ip = host.address
         self.schedules = schedules
+
+    async def __aenter__(self) -> HostKubelet:
+        # The kubelet-managed /etc/hosts: the pod's host name resolves to its pod IP (what
+        # gloo binds without GLOO_SOCKET_IFNAME); `ip netns exec` mounts it over /etc/hosts.
+        self.etc.mkdir(parents=True, exist_ok=True)
+        (self.etc / "hosts").write_text(
+            f"127.0.0.1\tlocalhost\n{self.host.address}\t{socket.gethostname()}\n"
+        )
+        try:
+            await super().__aenter__()
+        except BaseException:
+            shutil.rmtree(self.etc, ignore_errors=True)
+            raise
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        try:
+            await super().__aexit__(*exc_info)
+        finally:
+            shutil.rmtree(self.etc, ignore_errors=True)
+
+    @property
+    def etc(self) -> Path:
+        """The host's own files over ``/etc`` (``ip netns exec`` bind-mounts them)."""
+        return ETC_NETNS / self.host.ns
 
     def pod_ip(self, namespace: str, name: str) -> str:
         return self.host.address

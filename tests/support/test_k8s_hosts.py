@@ -114,6 +114,12 @@ async def test_nothing_is_left_behind(
             emulator.store.create(emulator.kind("", "v1", "pods"), "default", sleeper)
             await wait_for(lambda: kubelet.pid("default", "sleeper"), DEADLINE)
             pid = kubelet.pid("default", "sleeper")
+            assert kubelet.etc.exists()
+            resolved = net[0].python(
+                "import socket; print(socket.gethostbyname(socket.gethostname()))"
+            )
+            assert resolved.stdout.strip() == net[0].address, resolved  # as the pods see it
         assert pid is not None and not hosts._alive(pid)
+        assert not kubelet.etc.exists()
     net.close()
     assert net.namespaces() == [] and hosts.leftovers() == []
