@@ -37,18 +37,32 @@ def job(samples: Path, epochs: int, step_delay: float) -> dict[str, Any]:
     return body
 
 
-async def finish(c: Cluster, net: HostNet, timeout: float) -> dict[str, Host]:
-    """Wait for the end: the job succeeded, one pod on each host with the host's address."""
-    phase = await c.wait_phase(NAME, ("Succeeded", "Failed"), timeout)
-    logs = "\n".join(f"--- {p}\n{c.log(p)[-3000:]}" for p in (MASTER, *WORKERS))
-    assert phase == "Succeeded", logs
-    placed = {p: host_of(c, net, p) for p in (MASTER, *WORKERS)}
+def running_on(c: Cluster, net: HostNet) -> dict[str, Host] | None:
+    """Each pod's host once the job's three pods run (None before)."""
+    pods = {b["metadata"]["name"]: b for b in c.pods(NAME)}
+    if any(
+        (pods.get(p) or {}).get("status", {}).get("phase") != "Running" for p in (MASTER, *WORKERS)
+    ):
+        return None
+    return {p: host_of(c, net, p) for p in (MASTER, *WORKERS)}
+
+
+async def placement(c: Cluster, net: HostNet) -> dict[str, Host]:
+    """Where the job's pods run: one on each host, with the host's address."""
+    placed: dict[str, Host] = await wait_for(lambda: running_on(c, net), 120, 0.2)
     assert len({h.name for h in placed.values()}) == 3, placed  # one pod per host
     for pod, host in placed.items():
         [body] = [b for b in c.pods(NAME) if b["metadata"]["name"] == pod]
         assert body["status"]["podIP"] == body["status"]["hostIP"] == host.address, body
     print("placed:", {p: h.address for p, h in placed.items()})
     return placed
+
+
+async def finish(c: Cluster, timeout: float) -> None:
+    """Wait for the end: the job succeeded."""
+    phase = await c.wait_phase(NAME, ("Succeeded", "Failed"), timeout)
+    logs = "\n".join(f"--- {p}\n{c.log(p)[-3000:]}" for p in (MASTER, *WORKERS))
+    assert phase == "Succeeded", logs
 
 
 async def test_one_jobs_pods_land_on_different_hosts_and_train_across_them(
@@ -59,7 +73,8 @@ async def test_one_jobs_pods_land_on_different_hosts_and_train_across_them(
     epochs = 2
     async with host_cluster(tmp_path, net) as c:
         await c.apply_job(job(samples, epochs, 0.0))
-        await finish(c, net, 300)
+        await placement(c, net)
+        await finish(c, 300)
         assert re.search(r"round_completed .*world_size=2", c.log(MASTER)), c.log(MASTER)
     assert check_samples(samples, epochs) == SampleCheck(epochs * SAMPLES, epochs * SAMPLES, 0, 0)
     net.close()
@@ -85,9 +100,10 @@ async def test_a_worker_host_cut_from_the_master_past_the_node_death_timeout_rec
     epochs = 2
     async with host_cluster(tmp_path, net) as c:
         await c.apply_job(job(samples, epochs, 0.02))
+        placed = await placement(c, net)
         expected = epochs * SAMPLES
         await wait_for(lambda: sum(read_samples(samples).values()) > expected // 4, 240, 0.2)
-        master, cut = host_of(c, net, MASTER), host_of(c, net, WORKERS[1])
+        master, cut = placed[MASTER], placed[WORKERS[1]]
         wall, injected = time.time(), time.monotonic()
         before = sum(read_samples(samples).values())
         cut.cut_ports(master, master_ports(c))
@@ -105,7 +121,7 @@ async def test_a_worker_host_cut_from_the_master_past_the_node_death_timeout_rec
                 longest = max(longest, now - last_change)
                 last, last_change = count, now
             await asyncio.sleep(0.2)
-        await finish(c, net, 30)
+        await finish(c, 30)
         log = c.log(MASTER)
         dead = [
             _log_time(m.group(1)) - wall
