@@ -139,6 +139,8 @@ async def test_a_worker_host_cut_from_the_master_past_the_node_death_timeout_rec
         )
         assert dead and dead[0] < CUT_S, log  # declared dead while cut
         assert len(members) >= 2, log  # it came back as a new member
+        assert "declared dead by the master" in c.log(WORKERS[1]), c.log(WORKERS[1])[-3000:]
+        print("worker-1 incarnations:", members, "node_dead at", dead)
     assert (check.lost, check.duplicated) == (0, 0), check
     net.close()
     assert hosts.leftovers() == []
