@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 
 from tests.support.hosts import Host
 from tests.support.k8s_emulator import K8sEmulator
-from tests.support.k8s_kubelet import HOSTNAME_LABEL, TERMINAL, ProcessKubelet
+from tests.support.k8s_kubelet import TERMINAL, ProcessKubelet
 from tests.support.k8s_store import Body
 
 CLONE_NEWNET = 0x40000000
@@ -204,6 +204,3 @@ class HostKubelet(ProcessKubelet):
 def _ready(node: Body) -> bool:
     conditions = (node.get("status") or {}).get("conditions") or []
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
-
-__all__ = ["HOSTNAME_LABEL", "HostKubelet", "api_relays", "network_namespace"]

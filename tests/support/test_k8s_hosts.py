@@ -30,10 +30,10 @@ c.sendall(b"pong from " + sys.argv[1].encode())
 c.close()
 """
 #: Asks the API server (its kubeconfig) for the nodes, then the server by its Service name.
-CLIENT = """import os, socket, sys, time, urllib.request, yaml
+CLIENT = """import json, os, socket, sys, time, urllib.request, yaml
 server = yaml.safe_load(open(os.environ["KUBECONFIG"]))["clusters"][0]["cluster"]["server"]
-nodes = urllib.request.urlopen(server + "/api/v1/nodes", timeout=10).read()
-print("nodes:", nodes.count(b'"kind": "Node"') or nodes.count(b'"name": "host'))
+nodes = json.loads(urllib.request.urlopen(server + "/api/v1/nodes", timeout=10).read())
+print("nodes:", len(nodes["items"]))
 for _ in range(100):
     try:
         c = socket.create_connection((sys.argv[1], 7000), timeout=5)
