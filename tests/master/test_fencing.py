@@ -7,6 +7,7 @@ its agent started it under — and every sample is trained exactly once."""
 import re
 import threading
 from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from flexjob.trainer.sampler import ShardSamples
 from flexjob.trainer.settings import TrainerSettings
 from flexjob.trainer.world import node_identity
 from tests.master.conftest import wait_for
+from tests.support.masters import serving
 from tests.support.metrics import metrics_url, scrape, value
 
 
@@ -127,15 +129,29 @@ def books(url: str) -> dict[str, float]:
 STATES = ("todo", "doing", "done")
 
 
+@pytest.fixture
+def roomy_master(process_config: MasterConfig) -> Iterator[MasterProcess]:
+    """A master whose heartbeat timeout (``ROOMY_TIMEOUT``) a beating node keeps on a loaded
+    machine, and across the master's own restart."""
+    config = process_config.with_overrides(
+        port=free_port(), node_health__heartbeat_timeout=ROOMY_TIMEOUT
+    )
+    yield from serving(spawn_master(config))
+
+
+#: Seconds: a node silent that long is dead (a node beating every 0.1 s is not, under load).
+ROOMY_TIMEOUT = 3.0
+
+
 def test_a_training_process_of_a_fenced_incarnation_is_refused_after_its_agent_rejoined(
-    master_process: MasterProcess, process_config: MasterConfig
+    roomy_master: MasterProcess, process_config: MasterConfig
 ) -> None:
     """A late call of a worker of the old membership (killed when its agent was fenced, its
     packet still in flight) changes nothing on the master once the agent rejoined: its report
     and lease, its rendezvous calls are refused as fenced, the books stay as they were; the
     new membership's worker is served."""
-    address = master_process.address
-    url = metrics_url(Path(process_config.job_dir) / METRICS_ADDR_FILE)
+    address = roomy_master.address
+    url = metrics_url(Path(str(process_config.job_dir)) / METRICS_ADDR_FILE)
     a = MasterClient(address, NodeRef("a"), retry_deadline=5.0)
     b = MasterClient(address, NodeRef("b"), retry_deadline=5.0)
     old = a.heartbeat().incarnation
@@ -155,7 +171,7 @@ def test_a_training_process_of_a_fenced_incarnation_is_refused_after_its_agent_r
     stop = threading.Event()
     beats = threading.Thread(target=beat_until, args=(b, stop))
     beats.start()
-    try:  # a is silent past the heartbeat timeout (1 s); b keeps beating
+    try:  # a is silent past the heartbeat timeout; b keeps beating
         wait_for(lambda: "a" not in b.running_nodes(), timeout=30, what="a declared dead")
         a.leave_membership()  # its agent killed its workers and joins again
         new = a.heartbeat().incarnation
@@ -169,7 +185,7 @@ def test_a_training_process_of_a_fenced_incarnation_is_refused_after_its_agent_r
         before = books(url)
         assert before["done"] == 1 and before["doing"] == 1, before  # a's old shard went back
 
-        late_calls = {
+        late_calls: dict[str, Callable[[], object]] = {
             "report": lambda: old_worker.proc.report_shard(held.shard_id),
             "lease": lambda: old_worker.proc.lease_shards(4),
             "report and lease": lambda: old_worker.proc.lease_shards(1, (held.shard_id,)),
@@ -191,8 +207,10 @@ def test_a_training_process_of_a_fenced_incarnation_is_refused_after_its_agent_r
         beats.join()
     after = books(url)
     assert (after["done"], after["doing"]) == (2, 0), after
-    for c in (a, b, old_worker, new_worker):
+    for c in (a, b):
         c.close()
+    for link in (old_worker, new_worker):
+        link.close()
 
 
 def test_a_node_fenced_before_a_master_restart_stays_fenced_and_live_nodes_go_on(
@@ -203,7 +221,9 @@ def test_a_node_fenced_before_a_master_restart_stays_fenced_and_live_nodes_go_on
     workers'), the live node goes on under its incarnation, and a node joining again gets an
     incarnation never given before."""
     # A port below the ephemeral range (tests/master/test_master_restart.py says why).
-    config = process_config.with_overrides(port=free_port())
+    config = process_config.with_overrides(
+        port=free_port(), node_health__heartbeat_timeout=ROOMY_TIMEOUT
+    )
     masters = [spawn_master(config)]
     address = masters[0].address
     a = MasterClient(address, NodeRef("a"), retry_deadline=30.0)
@@ -217,7 +237,7 @@ def test_a_node_fenced_before_a_master_restart_stays_fenced_and_live_nodes_go_on
         assert a.wait_world(timeout=30).members == ("a", "b")
         done = b.get_shard()
         assert b.report_shard(done.shard_id)
-        beats.start()  # a is silent past the heartbeat timeout (1 s); b keeps beating
+        beats.start()  # a is silent past the heartbeat timeout; b keeps beating
         wait_for(lambda: "a" not in b.running_nodes(), timeout=30, what="a declared dead")
         with pytest.raises(NodeFencedError):
             a.get_world()
@@ -249,8 +269,8 @@ def test_a_node_fenced_before_a_master_restart_stays_fenced_and_live_nodes_go_on
         a.join("127.0.0.1:0")
         b.join("127.0.0.1:0")
         assert set(a.wait_world(timeout=30).members) == {"a", "b"}
-        for c in (old_worker, b_worker):
-            c.close()
+        for link in (old_worker, b_worker):
+            link.close()
     finally:
         stop.set()
         if beats.is_alive():

@@ -166,8 +166,10 @@ class HostKubelet(ProcessKubelet):
     def address_of(self, pod: Body) -> str:
         """The address of the host ``pod`` is bound to (its Node's ``InternalIP``)."""
         node = (pod.get("spec") or {}).get("nodeName")
+        if node is None:
+            return self.host_ip  # not bound yet: it resolves once scheduled
         try:
-            body = self.emulator.store.get(self._kind("nodes"), None, node)
+            body = self.emulator.store.get(self._kind("nodes"), None, str(node))
         except Exception:
             return self.host_ip
         for address in (body.get("status") or {}).get("addresses") or []:
