@@ -289,14 +289,18 @@ S = TypeVar("S", bound=_Persisting)
 
 
 def saves(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
-    """After ``method`` returns (its lock released), write what it changed before answering
-    (a method of an object that holds a ``Persistence``: ``MasterService``)."""
+    """After ``method`` returns or raises (its lock released), write what is not saved yet
+    before answering (a method of an object that holds a ``Persistence``: ``MasterService``).
+    Even after a refusal: it may rest on a change not saved yet (a node the health check
+    fenced a moment ago), which must be on disk before anyone is told, as ``rpc.aio_server``
+    does; a fenced master's flush error is then the answer."""
 
     def wrapper(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        result = method(self, *args, **kwargs)
-        if not self.persistence.flushes_deferred():  # else its caller saves (rpc.aio_server)
-            self.persistence.flush()
-        return result
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            if not self.persistence.flushes_deferred():  # else its caller saves (aio_server)
+                self.persistence.flush()
 
     wrapper.__doc__ = method.__doc__
     return wrapper
