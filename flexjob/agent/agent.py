@@ -149,10 +149,13 @@ class ElasticAgent:
 
     def _start_env(self) -> dict[str, str]:
         """What a worker's environment gets when it starts its script (not when it is
-        spawned: the workers import torch meanwhile, before the agent asks the master)."""
-        if names.ENV_CHECKPOINT_DIR in {**os.environ, **self.config.env}:
-            return {}
-        return {names.ENV_CHECKPOINT_DIR: self._default_checkpoint_dir()}
+        spawned: the workers import torch meanwhile, before the agent asks the master): the
+        membership it starts under, which its calls carry (``core.training.fencing``), and
+        the default checkpoint directory unless one is set."""
+        env = {names.ENV_INCARNATION: str(self._member.incarnation)}
+        if names.ENV_CHECKPOINT_DIR not in {**os.environ, **self.config.env}:
+            env[names.ENV_CHECKPOINT_DIR] = self._default_checkpoint_dir()
+        return env
 
     def _default_checkpoint_dir(self) -> str:
         """``<run dir>/checkpoints/<job incarnation>``: shared by this job's restarts, never

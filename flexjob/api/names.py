@@ -168,6 +168,10 @@ ENV_STORE_PREFIX = "FLEXJOB_STORE_PREFIX"
 ENV_NODE_RANK = "FLEXJOB_NODE_RANK"
 ENV_NUM_NODES = "FLEXJOB_NUM_NODES"
 ENV_STATUS_FILE = "FLEXJOB_STATUS_FILE"
+# Agent → training process: the agent's membership with the master when it started the process
+# (``core.training.fencing``): the process's calls carry it, so a late call of a process of a
+# membership the master fenced is refused.
+ENV_INCARNATION = "FLEXJOB_INCARNATION"
 # Agent → training process: where the trainer helpers checkpoint unless told otherwise (in the
 # job directory, per job incarnation), and the seconds a collective may wait for a peer (below
 # the agent's hang timeout, so a healthy peer of a hung process leaves the collective first).

@@ -30,6 +30,7 @@ from flexjob.master.datasets import DatasetBook
 from flexjob.master.health import HeartbeatTracker
 from flexjob.master.kv import KVStore, is_kv_entry
 from flexjob.master.logs import event
+from flexjob.master.members import MemberBook
 from flexjob.master.snapshot import (
     dataset_from_json,
     restore_snapshot,
@@ -192,6 +193,7 @@ class Persistence:
         addresses: dict[str, str],
         kv: KVStore,
         health: HeartbeatTracker,
+        members: MemberBook,
     ) -> None:
         """Load the saved snapshot and replay the journal over it into the given parts, then
         save one snapshot of the result; a first master saves an empty one and leaves the
@@ -200,7 +202,7 @@ class Persistence:
             return
         self.state.lock()
         try:
-            replayed = self._restore(datasets, rdzv, stats, addresses, kv, health)
+            replayed = self._restore(datasets, rdzv, stats, addresses, kv, health, members)
         except BaseException:
             self.state.release()  # a master that does not start holds nothing
             raise
@@ -215,13 +217,15 @@ class Persistence:
             round=rdzv.round,
             journal_entries=replayed,
             shards_done=sum(x.shards_done for x in p),
+            members=len(members.state.current),
+            fenced=len(members.state.fenced),
         )
 
     def _restore(self, datasets: DatasetBook, *parts: Any) -> int | None:
-        """``restore`` once the lock is taken (``parts``: its rendezvous, stats, addresses, KV
-        and heartbeats, in that order); the journal entries replayed, None for a first
-        master."""
-        rdzv, stats, addresses, kv, health = parts
+        """``restore`` once the lock is taken (``parts``: its rendezvous, stats, addresses, KV,
+        heartbeats and memberships, in that order); the journal entries replayed, None for a
+        first master."""
+        rdzv, stats, addresses, kv, health, memberships = parts
         assert self.state is not None
         data, journal = self.state.load()
         self.state.generation = saved_generation(data) + 1
@@ -233,7 +237,9 @@ class Persistence:
         if data is not None:
             for saved in data.get("datasets", {}).values():  # before their progress
                 datasets.add_registered(dataset_from_json(saved))
-            members = restore_snapshot(data, datasets.managers, rdzv, stats, addresses, kv)
+            members = restore_snapshot(
+                data, datasets.managers, rdzv, stats, addresses, kv, memberships
+            )
             health.track(members)
             lost = sorted(set(data["shards"]) - set(datasets.managers))
             if lost:
@@ -283,14 +289,18 @@ S = TypeVar("S", bound=_Persisting)
 
 
 def saves(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
-    """After ``method`` returns (its lock released), write what it changed before answering
-    (a method of an object that holds a ``Persistence``: ``MasterService``)."""
+    """After ``method`` returns or raises (its lock released), write what is not saved yet
+    before answering (a method of an object that holds a ``Persistence``: ``MasterService``).
+    Even after a refusal: it may rest on a change not saved yet (a node the health check
+    fenced a moment ago), which must be on disk before anyone is told, as ``rpc.aio_server``
+    does; a fenced master's flush error is then the answer."""
 
     def wrapper(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        result = method(self, *args, **kwargs)
-        if not self.persistence.flushes_deferred():  # else its caller saves (rpc.aio_server)
-            self.persistence.flush()
-        return result
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            if not self.persistence.flushes_deferred():  # else its caller saves (aio_server)
+                self.persistence.flush()
 
     wrapper.__doc__ = method.__doc__
     return wrapper

@@ -27,6 +27,7 @@ from flexjob.master.datasets import DatasetBook
 from flexjob.master.health import HeartbeatTracker
 from flexjob.master.kv import KVStore, check_kv
 from flexjob.master.logs import event
+from flexjob.master.members import MemberBook
 from flexjob.master.observing import MasterView, master_view
 from flexjob.master.persistence import Persistence, saves
 from flexjob.master.shard_desk import ShardDesk, check_lease
@@ -73,7 +74,7 @@ class MasterService:
         self._health = HeartbeatTracker(config.node_health.heartbeat_timeout, clock)
         self._agents: set[str] = set()  # nodes whose agent sent a heartbeat (not trainers)
         self._attached = Attachments()
-        self._members = fencing.Memberships()  # agents' incarnations (not journaled)
+        self._members = MemberBook()  # agents' incarnations (in the snapshot)
         self._stats = StatsBook()
         self._addresses: dict[str, str] = {}  # node → address given at join
         self._addresses_version = 0
@@ -103,6 +104,7 @@ class MasterService:
             self._addresses,
             self._kv,
             self._health,
+            self._members,
         )
         self._append(self._kv.ensure_incarnation())
         self.persistence.flush()
@@ -214,14 +216,15 @@ class MasterService:
         """The agent's heartbeat; incarnation 0 joins it as a new member, a fenced one is
         answered ``fenced`` (``core.training.fencing``)."""
         with self._lock:
-            got = fencing.heartbeat(self._members, node.node_id, node.incarnation)
+            got = fencing.heartbeat(self._members.state, node.node_id, node.incarnation)
             if got.fenced:
                 return HeartbeatReply(
                     self._rdzv.round, 0, self.job_finished, False, got.incarnation, True
                 )
             if got.incarnation != node.incarnation:
                 event(log, "node_member", self._job, node=node.node_id, incarnation=got.incarnation)
-            self._members = got.state
+            if self._members.set(got.state):
+                self._persist()  # saved before it is answered: a restart keeps it
             self._seen(node.node_id)
             self._agents.add(node.node_id)
             waiting = self._rdzv.num_nodes_waiting()
@@ -383,7 +386,7 @@ class MasterService:
             for node_id in self._health.expired():
                 # It may be alive (a partition, a hung host): fenced until it joins again, and
                 # the end of its stream, whenever it comes, is no second death.
-                self._members = fencing.declared_dead(self._members, node_id)
+                self._members.set(fencing.declared_dead(self._members.state, node_id))
                 self._attached.forget(node_id)
                 self._node_dead(node_id, "heartbeat timeout")
             self._shards.expire_slow_shards()
@@ -402,13 +405,13 @@ class MasterService:
         self._health.beat(node_id)
 
     def _admitted(self, node: NodeRef) -> bool:
-        got = fencing.admission(self._members, node.node_id, node.incarnation)
+        got = fencing.admission(self._members.state, node.node_id, node.incarnation)
         return got is fencing.Admission.ADMITTED
 
     def _admit(self, node: NodeRef, *, peer_report: bool = False) -> None:
         """Refuse the call of a fenced node (``NodeFencedError``); else it is a sign of life
         (a peer's report for a fenced node is not: ``core.training.fencing``)."""
-        m = self._members
+        m = self._members.state
         got = fencing.admission(m, node.node_id, node.incarnation, peer_report=peer_report)
         if got is fencing.Admission.FENCED:
             owner = m.node_of(node.node_id) or node.node_id
@@ -477,4 +480,5 @@ class MasterService:
             self._addresses_version,
             self._kv,
             self._datasets.registered,
+            self._members,
         )

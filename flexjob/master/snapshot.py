@@ -1,7 +1,7 @@
 """What a master snapshot holds and how it is read back: shard progress per dataset, the
 datasets trainers registered, the rendezvous round / members / join ages, per-node stats,
-node addresses, the KV store and the generation of the master that wrote it, as one JSON
-object.
+node addresses, the KV store, the nodes' memberships (``master.members``: a node fenced before
+a restart stays fenced) and the generation of the master that wrote it, as one JSON object.
 
 ``SnapshotWriter`` re-serializes only the parts that changed since its last call (rendezvous
 and stats change rarely; shard progress changes all the time). Not for writing files
@@ -17,6 +17,7 @@ from flexjob.core.training.dataset import Dataset
 from flexjob.core.training.rendezvous import Rendezvous
 from flexjob.core.training.shards import ShardManager
 from flexjob.master.kv import KVStore
+from flexjob.master.members import MemberBook
 from flexjob.master.stats import StatsBook
 
 STATE_VERSION = 1
@@ -36,6 +37,7 @@ class SnapshotWriter:
         addresses_version: int,
         kv: KVStore,
         registered: dict[str, Dataset],
+        members: MemberBook,
     ) -> str:
         """The snapshot. ``addresses``: node → address given at join, re-serialized only when
         ``addresses_version`` changed."""
@@ -47,10 +49,12 @@ class SnapshotWriter:
         ds_json = self._cached(
             "datasets", len(registered), lambda: {n: dataset_json(d) for n, d in registered.items()}
         )
+        members_json = self._cached("members", members.version, members.to_dict)
         head = json.dumps({"version": STATE_VERSION, "job": job, "shards": progress})
         return (
             f'{head[:-1]}, "rendezvous": {rdzv_json}, "stats": {stats_json}, '
-            f'"addresses": {addr_json}, "kv": {kv_json}, "datasets": {ds_json}}}'
+            f'"addresses": {addr_json}, "kv": {kv_json}, "datasets": {ds_json}, '
+            f'"members": {members_json}}}'
         )
 
     def _cached(self, key: str, version: int, build: Callable[[], object]) -> str:
@@ -79,8 +83,10 @@ def restore_snapshot(
     stats: StatsBook,
     addresses: dict[str, str],
     kv: KVStore,
+    memberships: MemberBook,
 ) -> list[str]:
-    """Load ``data`` into the given objects; returns the members of the restored world."""
+    """Load ``data`` into the given objects; returns the members of the restored world (a
+    snapshot from before memberships were saved restores none)."""
     if data.get("version") != STATE_VERSION:
         raise ValueError(f"master state version must be {STATE_VERSION}, got {data.get('version')}")
     for name, saved in data["shards"].items():
@@ -92,6 +98,8 @@ def restore_snapshot(
     stats.restore(data["stats"])
     addresses.update(data.get("addresses", {}))
     kv.restore(data.get("kv", {}))
+    if "members" in data:
+        memberships.restore(data["members"])
     return members
 
 

@@ -37,9 +37,12 @@ class MasterLink:
                 "`flexjob agent`, or pass link= to ElasticTrainer"
             )
         self.ident = ident
-        node = NodeRef(ident.node_id, type_named(ident.replica_type), ident.replica_index)
+        # Its calls carry the membership its agent started it under: once the master fenced
+        # that one, they are refused (``core.training.fencing``).
+        kind = type_named(ident.replica_type)
+        node = NodeRef(ident.node_id, kind, ident.replica_index, ident.incarnation)
         self.node = MasterClient(ident.master, node)
-        proc = NodeRef(ident.process_id, type_named(ident.replica_type), ident.replica_index)
+        proc = NodeRef(ident.process_id, kind, ident.replica_index, ident.incarnation)
         self.proc = (
             self.node if ident.process_id == ident.node_id else MasterClient(ident.master, proc)
         )

@@ -67,6 +67,14 @@ class TrainerSettings:
     replica_index: int = _env(names.ENV_REPLICA_INDEX, 0, OPERATOR, "its replica index")
     local_rank: int = _env(names.ENV_LOCAL_RANK, 0, AGENT, "its rank within the node")
     local_world_size: int = _env(names.ENV_LOCAL_WORLD_SIZE, 1, AGENT, "processes of the node")
+    incarnation: int = _env(
+        names.ENV_INCARNATION,
+        0,
+        AGENT,
+        "the node's membership with the master when the agent started this process; its "
+        "calls carry it, and the master refuses them once that membership is fenced "
+        "(unset: 0, not said)",
+    )
     # The world it starts in (trainer.world.Generation) and its ranks there.
     rank: int | None = _env(names.ENV_RANK, None, TRAINER, "its rank (unset: 0; status: -1)")
     world_size: int = _env(names.ENV_WORLD_SIZE, 1, TRAINER, "processes of the world")

@@ -58,6 +58,9 @@ class NodeIdentity:
     local_rank: int
     local_world_size: int
     master: str | None
+    #: The node's membership with the master when its agent started this process
+    #: (``core.training.fencing``; 0: not said).
+    incarnation: int = 0
 
     @property
     def process_id(self) -> str:
@@ -97,6 +100,7 @@ def node_identity(settings: TrainerSettings | None = None) -> NodeIdentity:
         local_rank=s.local_rank,
         local_world_size=s.local_world_size,
         master=s.master,
+        incarnation=s.incarnation,
     )
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from flexjob.api import names
+from flexjob.api.errors import NodeFencedError
 from flexjob.core.training.dataset import Dataset
 from flexjob.master.service import MasterService
 from flexjob.master.state_file import StateLostError
@@ -116,3 +117,39 @@ def test_reports_go_on_while_a_periodic_snapshot_is_written_and_survive_a_kill_t
     finally:
         release.set()
         a.join(30)
+
+
+def test_a_refusal_is_answered_only_once_the_fencing_it_rests_on_is_saved(
+    tmp_path: Path,
+) -> None:
+    """The health check fenced node a a moment ago on another thread, its snapshot not
+    written yet; a's call refused meanwhile waits for it: a master killed right after the
+    refusal still refuses a's old incarnation when it restarts."""
+    now = [0.0]
+    config = master_config("durable", tmp_path, node_health__heartbeat_timeout=1.0)
+    first = MasterService(config, clock=lambda: now[0])
+    old = first.heartbeat(NodeRef("a"), 0.0).incarnation
+    live = first.heartbeat(NodeRef("b"), 0.0).incarnation
+    now[0] = 5.0
+    first.heartbeat(NodeRef("b", incarnation=live), 5.0)
+    checker = threading.Thread(
+        target=lambda: (first.persistence.defer_flushes_here(), first.check())
+    )
+    checker.start()  # (its flush deferred: as if it had not run yet)
+    checker.join()
+    refused: list[Exception] = []
+
+    def late_call() -> None:
+        try:
+            first.get_world(NodeRef("a", incarnation=old), 0)
+        except NodeFencedError as exc:
+            refused.append(exc)
+
+    caller = threading.Thread(target=late_call)
+    caller.start()
+    caller.join()
+    assert refused, "a's call was taken"
+    second = MasterService(config)  # no close(): a SIGKILL right after the refusal
+    with pytest.raises(NodeFencedError):
+        second.get_world(NodeRef("a", incarnation=old), 0)
+    assert not second.heartbeat(NodeRef("b", incarnation=live), 6.0).fenced

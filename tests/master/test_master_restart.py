@@ -25,8 +25,13 @@ def test_killed_master_restarts_and_agents_finish_every_sample_exactly_once(
 ) -> None:
     # A port below the ephemeral range: while no master listens on it, the agents' reconnects
     # cannot take it (a loopback connection to a free ephemeral port may connect to itself).
+    # The agents reach the restarted master well within the heartbeat timeout: a node the
+    # restarted master declares dead is fenced (tests/master/test_fencing.py), which a
+    # simulated agent does not handle.
     config = process_config.with_overrides(
-        persistence__snapshot_every=snapshot_every, port=free_port()
+        persistence__snapshot_every=snapshot_every,
+        port=free_port(),
+        node_health__heartbeat_timeout=10.0,
     )
     masters = [spawn_master(config)]
     agents = [

@@ -45,7 +45,7 @@ from tests.support import k8s_pod_env as pod_env
 from tests.support import k8s_volumes as volumes
 from tests.support.k8s_cgroup import CgroupRoot, MemoryCgroup
 from tests.support.k8s_emulator import K8sEmulator, kubeconfig
-from tests.support.k8s_store import Body, ResourceKind
+from tests.support.k8s_store import Body, GracePolicy, ResourceKind
 
 log = logging.getLogger(__name__)
 MERGE = {"Content-Type": "application/merge-patch+json"}
@@ -120,15 +120,28 @@ class ProcessKubelet:
         self._task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self.kubeconfig = log_dir / "kubeconfig"
+        self._other_grace: GracePolicy | None = None  # another kubelet's, when several
+
+    #: The address of this kubelet's nodes (their ``InternalIP``; the pods' ``hostIP``).
+    host_ip = "127.0.0.1"
+
+    def command(self, argv: Sequence[str]) -> list[str]:
+        """How a container's argv runs on this kubelet's node (here: as it is)."""
+        return list(argv)
+
+    def address_of(self, pod: Body) -> str:
+        """The address of a pod (one another kubelet may run): its loopback address here."""
+        return self.pod_ip(pod["metadata"]["namespace"], pod["metadata"]["name"])
 
     # --- lifecycle -----------------------------------------------------------------------
     async def __aenter__(self) -> "ProcessKubelet":
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.kubeconfig.write_text(yaml.safe_dump(kubeconfig(self.emulator.base_url)))
         self._session = aiohttp.ClientSession(self.emulator.base_url)
+        self._other_grace = self.emulator.store.grace_policy
         self.emulator.store.grace_policy = self._grace
         for node in self.nodes:
-            await self._request("POST", "/api/v1/nodes", _node_body(node))
+            await self._request("POST", "/api/v1/nodes", _node_body(node, self.host_ip))
         self._task = asyncio.create_task(self._run())
         return self
 
@@ -147,7 +160,7 @@ class ProcessKubelet:
         for task in list(self._tasks):
             task.cancel()
         self._cgroups.remove()
-        self.emulator.store.grace_policy = None
+        self.emulator.store.grace_policy = self._other_grace
         if self._session is not None:
             await self._session.close()
 
@@ -245,6 +258,8 @@ class ProcessKubelet:
     def _grace(self, kind: ResourceKind, body: Body) -> float | None:
         """The API's grace policy: running pods on our live nodes terminate gracefully."""
         node = (body.get("spec") or {}).get("nodeName")
+        if kind.plural == "pods" and node not in self.nodes and self._other_grace is not None:
+            return self._other_grace(kind, body)
         if kind.plural != "pods" or node not in self.nodes or node in self.lost:
             return None
         if (body.get("status") or {}).get("phase") in TERMINAL:
@@ -318,7 +333,7 @@ class ProcessKubelet:
         text = ",".join(f"{k}={v}" for k, v in selector.items())
         pods = self.emulator.store.select(self._kind("pods"), namespace, text)
         live = [p for p in pods if not p["metadata"].get("deletionTimestamp")] or pods
-        return self.pod_ip(namespace, live[0]["metadata"]["name"]) if live else None
+        return self.address_of(live[0]) if live else None
 
     def _secret_value(self, namespace: str, name: str, key: str) -> str | None:
         """A Secret's value as the kubelet would inject it (``data`` is base64)."""
@@ -348,10 +363,14 @@ class ProcessKubelet:
                 "KUBECONFIG": str(self.kubeconfig),
                 **{k: pod_env.mounted_paths(v, mounted) for k, v in declared.items()},
             }
-            argv = [
-                pod_env.mounted_paths(a, mounted)
-                for a in pod_env.container_argv(pod, main, ip, self._service_address)
-            ]
+            # (inside the node's own namespaces, if any, once in the cgroup: `ip netns exec`
+            # mounts a sysfs of its own, without the cgroup file system)
+            argv = self.command(
+                [
+                    pod_env.mounted_paths(a, mounted)
+                    for a in pod_env.container_argv(pod, main, ip, self._service_address)
+                ]
+            )
             for directory in mounted.values():
                 Path(directory).mkdir(parents=True, exist_ok=True)
             cgroup = self._cgroups.container(meta["uid"], pod_env.memory_limit_bytes(main))
@@ -370,7 +389,7 @@ class ProcessKubelet:
             status = {
                 "phase": "Failed",
                 "podIP": ip,
-                "hostIP": "127.0.0.1",
+                "hostIP": self.host_ip,
                 "containerStatuses": [
                     _container_status(
                         "main", "", {"terminated": _terminated(128, "StartError", started, "")}
@@ -391,7 +410,7 @@ class ProcessKubelet:
             "phase": "Running",
             "podIP": ip,
             "podIPs": [{"ip": ip}],
-            "hostIP": "127.0.0.1",
+            "hostIP": self.host_ip,
             "startTime": started,
             "conditions": [{"type": "Ready", "status": "True"}],
             "containerStatuses": [_container_status(container.name, container.image, running)],
@@ -505,14 +524,14 @@ def _terminated_status(container: Container, code: int, reason: str) -> Body:
     }
 
 
-def _node_body(name: str) -> Body:
+def _node_body(name: str, address: str) -> Body:
     return {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": name, "labels": {HOSTNAME_LABEL: name}},
         "status": {
             "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
-            "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
+            "addresses": [{"type": "InternalIP", "address": address}],
             "capacity": {"cpu": str(os.cpu_count() or 1), "memory": "8Gi", "pods": "110"},
         },
     }

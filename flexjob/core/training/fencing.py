@@ -9,16 +9,22 @@ processes (``<node>.<local rank>``) is refused until its agent joins again as a 
 a new incarnation; a call that still carries an older incarnation than the node's current one
 is refused for good. Its shards went back to the queue and it left the world when it was
 declared dead, so none of its stale reports can count a sample twice and its old world cannot
-be re-entered. Incarnation 0 on a call other than the agent's heartbeat means "not said" (a
-training process that does not carry it): taken unless the node is fenced now. One call of a
+be re-entered. The agent starts its training processes with its incarnation
+(``FLEXJOB_INCARNATION``) and their calls carry it, so a late call of a process of a fenced
+membership is refused after its agent joined again. Incarnation 0 on a call other than the
+agent's heartbeat means "not said" (a process started without an agent): taken unless the node
+is fenced now. One call of a
 fenced node is taken all the same: a peer's report of a shard the fenced node finished in a
 step the world committed (``trainer.peer_shards``: it comes from a survivor's client, with
 incarnation 0) — the samples were trained, and the shard book counts the report only if the
 shard was not handed out again; it is no sign of the fenced node's life.
 
-Per node the incarnations only grow; a node the master does not know (a master that restarted
-keeps no memberships) is never fenced, and an incarnation it carries is taken as its current
-one. No I/O: the master's service (``master.service``) keeps the state and acts on the answers.
+Per node the incarnations only grow. The memberships are saved with the master's state
+(``to_dict`` / ``from_dict``, in its snapshot): a master restarted from its state still refuses
+a node it fenced before, and its live nodes go on under their incarnations. A node the master
+does not know (a master started without that state) is never fenced, and an incarnation it
+carries is taken as its current one. No I/O: the master's service (``master.service``) keeps
+the state and acts on the answers.
 """
 
 from collections.abc import Mapping
@@ -52,6 +58,30 @@ class Memberships:
     #: The highest incarnation given or seen (the next one given is higher).
     last: int = 0
 
+    def to_dict(self) -> dict[str, object]:
+        """As saved in the master's snapshot (``from_dict`` reads it back)."""
+        return {"current": dict(self.current), "fenced": dict(self.fenced), "last": self.last}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> "Memberships":
+        """The memberships ``to_dict`` saved (``ValueError`` naming the field when malformed)."""
+        books: dict[str, dict[str, int]] = {}
+        for name in ("current", "fenced"):
+            book = data.get(name, {})
+            if not isinstance(book, Mapping) or not all(
+                isinstance(n, str) and isinstance(i, int) and i > NO_INCARNATION
+                for n, i in book.items()
+            ):
+                raise ValueError(
+                    f"members.{name} must map node ids to incarnations >= 1, got {book!r}"
+                )
+            books[name] = dict(book)
+        last = data.get("last", 0)
+        highest = max([*books["current"].values(), *books["fenced"].values()], default=0)
+        if not isinstance(last, int) or last < highest:
+            raise ValueError(f"members.last must be an integer >= {highest}, got {last!r}")
+        return cls(MappingProxyType(books["current"]), MappingProxyType(books["fenced"]), last)
+
     def node_of(self, caller: str) -> str | None:
         """The known node ``caller`` is or belongs to (``<node>.<local rank>``), or None."""
         for node in (caller, caller.rpartition(".")[0]):
@@ -84,12 +114,15 @@ def _with(m: Memberships, node: str, incarnation: int) -> Memberships:
 def heartbeat(m: Memberships, node: str, incarnation: int) -> HeartbeatAnswer:
     """The agent of ``node`` sends a heartbeat carrying ``incarnation``: 0 joins it as a new
     member; its current one (or one this master never saw) is taken; an older one, or the
-    fenced one, is fenced."""
+    fenced one, is fenced. The answer's state is ``m`` itself when nothing changed (nothing
+    to save)."""
     if incarnation == NO_INCARNATION:
         given = m.last + 1
         return HeartbeatAnswer(_with(m, node, given), given, False)
     if node in m.fenced or incarnation < m.current.get(node, NO_INCARNATION):
         return HeartbeatAnswer(m, incarnation, True)
+    if m.current.get(node) == incarnation:
+        return HeartbeatAnswer(m, incarnation, False)  # nothing changed: the same state
     return HeartbeatAnswer(_with(m, node, incarnation), incarnation, False)
 
 

@@ -4,6 +4,7 @@ older incarnation than the node's current one is refused for good; nodes the mas
 know are never refused. Checked over every short sequence of heartbeats and deaths."""
 
 import itertools
+import json
 
 import pytest
 
@@ -83,6 +84,41 @@ def test_a_master_that_forgot_its_members_adopts_the_incarnation_a_node_carries(
     assert again > 7
 
 
+def test_a_heartbeat_that_changes_nothing_answers_the_same_state() -> None:
+    """(The master saves its memberships when they change: not on every heartbeat.)"""
+    m, inc = member(Memberships(), "a")
+    assert heartbeat(m, "a", inc).state is m
+    assert heartbeat(m, "a", NO_INCARNATION).state is not m
+
+
+def test_saved_memberships_read_back_the_fenced_and_the_live() -> None:
+    m, old = member(Memberships(), "a")
+    m, b = member(m, "b")
+    m = declared_dead(m, "a")
+    saved = m.to_dict()
+    assert saved == {"current": {"b": b}, "fenced": {"a": old}, "last": b}
+    back = Memberships.from_dict(json.loads(json.dumps(saved)))
+    assert admission(back, "a.1", old) is FENCED and admission(back, "b", b) is ADMITTED
+    assert member(back, "a")[1] > b  # a new member's incarnation was never given before
+
+
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        ({"current": {"a": 0}}, "members.current"),
+        ({"current": ["a"]}, "members.current"),
+        ({"fenced": {"a": "2"}}, "members.fenced"),
+        ({"current": {"a": 3}, "last": 2}, "members.last"),
+        ({"last": "9"}, "members.last"),
+    ],
+)
+def test_malformed_saved_memberships_are_refused_naming_the_field(
+    data: dict[str, object], field: str
+) -> None:
+    with pytest.raises(ValueError, match=field):
+        Memberships.from_dict(data)
+
+
 def test_the_refusal_names_the_node_and_says_what_to_do() -> None:
     text = fenced_message("worker-1", 3)
     assert text.startswith(NODE_FENCED)
@@ -117,6 +153,8 @@ def test_every_short_history_refuses_exactly_the_stale_and_the_fenced(
         elif step == "dead":
             m = declared_dead(m, "n")
             fenced = fenced or bool(seen)
+        saved = Memberships.from_dict(json.loads(json.dumps(m.to_dict())))
+        assert saved == m, steps  # a master restarted from its snapshot answers the same
         live = seen[-1] if seen and not fenced else None
         for carried in {0, *seen}:
             want = not fenced and (carried == 0 or carried == live)
