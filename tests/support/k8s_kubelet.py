@@ -26,11 +26,8 @@ images. Test support, on the emulator's event loop.
 import asyncio
 import base64
 import contextlib
-import dataclasses
-import datetime
 import json
 import logging
-import os
 import random
 import signal
 from collections.abc import Mapping, Sequence
@@ -38,58 +35,29 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import psutil
 import yaml
 
 from tests.support import k8s_pod_env as pod_env
 from tests.support import k8s_volumes as volumes
-from tests.support.k8s_cgroup import CgroupRoot, MemoryCgroup
+from tests.support.k8s_cgroup import CgroupRoot
 from tests.support.k8s_emulator import K8sEmulator, kubeconfig
+from tests.support.k8s_pod_status import (
+    HOSTNAME_LABEL,
+    Container,
+    container_status,
+    node_body,
+    now,
+    terminated,
+    terminated_status,
+)
 from tests.support.k8s_store import Body, GracePolicy, ResourceKind
 
 log = logging.getLogger(__name__)
 MERGE = {"Content-Type": "application/merge-patch+json"}
-HOSTNAME_LABEL = "kubernetes.io/hostname"
 DEFAULT_GRACE = 30.0
 TERMINAL = ("Succeeded", "Failed")
 #: The container's first process joins its cgroup, then becomes the command.
 _JOIN_CGROUP = 'echo $$ > "$0" && exec "$@"'
-
-
-def _now() -> str:
-    return datetime.datetime.now(tz=datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-@dataclasses.dataclass(eq=False)
-class Container:
-    """A running pod's process (its main container)."""
-
-    namespace: str
-    pod: str
-    uid: str
-    node: str
-    name: str
-    image: str
-    process: asyncio.subprocess.Process
-    cgroup: MemoryCgroup | None
-    started: str
-    done: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
-    terminating: bool = False
-    lost: bool = False
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return self.namespace, self.pod
-
-    def kill_all(self) -> None:
-        """SIGKILL every process of the container (its cgroup, else its process tree)."""
-        if self.cgroup is not None:
-            self.cgroup.kill_all()
-        with contextlib.suppress(psutil.Error):
-            family = psutil.Process(self.process.pid).children(recursive=True)
-            for proc in [*family, psutil.Process(self.process.pid)]:
-                with contextlib.suppress(psutil.Error):
-                    proc.kill()
 
 
 class ProcessKubelet:
@@ -141,7 +109,7 @@ class ProcessKubelet:
         self._other_grace = self.emulator.store.grace_policy
         self.emulator.store.grace_policy = self._grace
         for node in self.nodes:
-            await self._request("POST", "/api/v1/nodes", _node_body(node, self.host_ip))
+            await self._request("POST", "/api/v1/nodes", node_body(node, self.host_ip))
         self._task = asyncio.create_task(self._run())
         return self
 
@@ -196,7 +164,7 @@ class ProcessKubelet:
             container.kill_all()
         for container in doomed:
             await container.done.wait()
-            status = _terminated_status(container, 137, "NodeLost")
+            status = terminated_status(container, 137, "NodeLost")
             status["reason"] = "NodeLost"
             status["message"] = f"node {node} which was running the pod is unresponsive"
             await self._patch_status(container.namespace, container.pod, status)
@@ -350,7 +318,7 @@ class ProcessKubelet:
         meta = pod["metadata"]
         namespace, name, node = meta["namespace"], meta["name"], pod["spec"]["nodeName"]
         ip = self.pod_ip(namespace, name)
-        started = _now()
+        started = now()
         try:
             main = pod_env.main_container(pod)
             mounted = pod_env.mounts(pod, main, self.claim_directory)
@@ -391,8 +359,8 @@ class ProcessKubelet:
                 "podIP": ip,
                 "hostIP": self.host_ip,
                 "containerStatuses": [
-                    _container_status(
-                        "main", "", {"terminated": _terminated(128, "StartError", started, "")}
+                    container_status(
+                        "main", "", {"terminated": terminated(128, "StartError", started, "")}
                     )
                 ],
                 "message": str(exc),
@@ -413,7 +381,7 @@ class ProcessKubelet:
             "hostIP": self.host_ip,
             "startTime": started,
             "conditions": [{"type": "Ready", "status": "True"}],
-            "containerStatuses": [_container_status(container.name, container.image, running)],
+            "containerStatuses": [container_status(container.name, container.image, running)],
         }
         await self._patch_status(namespace, name, status)
 
@@ -439,7 +407,7 @@ class ProcessKubelet:
         try:
             if not container.lost:
                 reason = "OOMKilled" if oom else "Completed" if code == 0 else "Error"
-                status = _terminated_status(container, code, reason)
+                status = terminated_status(container, code, reason)
                 await self._patch_status(container.namespace, container.pod, status)
             if container.terminating:
                 await self._remove(container.key)
@@ -491,50 +459,6 @@ def _grace_of(pod: Body) -> float:
     meta, spec = pod["metadata"], pod.get("spec") or {}
     value = meta.get("deletionGracePeriodSeconds", spec.get("terminationGracePeriodSeconds"))
     return DEFAULT_GRACE if value is None else float(value)
-
-
-def _terminated(code: int, reason: str, started: str, container_id: str) -> Body:
-    return {
-        "exitCode": code,
-        "reason": reason,
-        "startedAt": started,
-        "finishedAt": _now(),
-        "containerID": container_id,
-    }
-
-
-def _container_status(name: str, image: str, state: Body) -> Body:
-    return {
-        "name": name,
-        "image": image,
-        "imageID": "",
-        "ready": "running" in state,
-        "started": "running" in state,
-        "restartCount": 0,
-        "state": state,
-    }
-
-
-def _terminated_status(container: Container, code: int, reason: str) -> Body:
-    state = {"terminated": _terminated(code, reason, container.started, str(container.process.pid))}
-    return {
-        "phase": "Succeeded" if code == 0 and reason == "Completed" else "Failed",
-        "conditions": [{"type": "Ready", "status": "False"}],
-        "containerStatuses": [_container_status(container.name, container.image, state)],
-    }
-
-
-def _node_body(name: str, address: str) -> Body:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {HOSTNAME_LABEL: name}},
-        "status": {
-            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
-            "addresses": [{"type": "InternalIP", "address": address}],
-            "capacity": {"cpu": str(os.cpu_count() or 1), "memory": "8Gi", "pods": "110"},
-        },
-    }
 
 
 def pods_on(emulator: K8sEmulator, node: str) -> list[Body]:
