@@ -29,7 +29,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
-from flexjob.core.training.group_commit import GroupCommit, Step
+from flexjob.core.training.group_commit import CommitStep, GroupCommit
 from flexjob.core.training.rendezvous import Rendezvous
 from flexjob.master.datasets import DatasetBook
 from flexjob.master.health import HeartbeatTracker
@@ -172,11 +172,11 @@ class Persistence:
             turn = _Turn()
             with self._commits:
                 step = self._group.ask(target, turn)
-            if step is Step.WAIT:
+            if step is CommitStep.WAIT:
                 step = turn.wait()  # DONE, LEAD, or WAIT again: that commit failed
-            if step is Step.DONE:
+            if step is CommitStep.DONE:
                 return
-            if step is Step.LEAD:
+            if step is CommitStep.LEAD:
                 self._write_claimed()
                 return
 
@@ -211,11 +211,11 @@ class Persistence:
             with self._commits:
                 ended = self._group.end(durable)
             for turn in ended.done:
-                turn.wake(Step.DONE)
+                turn.wake(CommitStep.DONE)
             for turn in ended.failed:  # they ask again: one leads the next try
-                turn.wake(Step.WAIT)
+                turn.wake(CommitStep.WAIT)
             if ended.leader is not None:
-                ended.leader.wake(Step.LEAD)
+                ended.leader.wake(CommitStep.LEAD)
         return changes, text
 
     def _save_snapshot(self, changes: int) -> None:
@@ -349,13 +349,13 @@ class _Turn:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._lock.acquire()
-        self._step = Step.WAIT
+        self._step = CommitStep.WAIT
 
-    def wait(self) -> Step:
+    def wait(self) -> CommitStep:
         self._lock.acquire()
         return self._step
 
-    def wake(self, step: Step) -> None:
+    def wake(self, step: CommitStep) -> None:
         self._step = step
         self._lock.release()
 

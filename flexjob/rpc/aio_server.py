@@ -27,7 +27,7 @@ from typing import Any, NoReturn, Protocol
 import grpc
 
 from flexjob.api.errors import UnavailableError, WireError
-from flexjob.core.training.group_commit import GroupCommit, Step
+from flexjob.core.training.group_commit import CommitStep, GroupCommit
 from flexjob.rpc.auth import AUTHORIZATION, JobCredentials, check_job_bind
 from flexjob.rpc.gen import master_control_pb2 as ctl_pb
 from flexjob.rpc.gen import master_control_pb2_grpc as ctl_grpc
@@ -92,9 +92,9 @@ class _LoopCommits:
         self._saves.check_held()  # a fenced master acknowledges nothing, written or not
         waiter = loop.create_future()
         step = self._group.ask(target, waiter)
-        if step is Step.DONE:
+        if step is CommitStep.DONE:
             return
-        if step is Step.LEAD:
+        if step is CommitStep.LEAD:
             self._start(loop, waiter)
         await waiter
 

@@ -21,7 +21,7 @@ from typing import Generic, TypeVar
 W = TypeVar("W")
 
 
-class Step(Enum):
+class CommitStep(Enum):
     #: The target is durable: answer.
     DONE = "done"
     #: No commit is in flight: start one now, writing every line queued, then ``end`` it.
@@ -49,16 +49,16 @@ class GroupCommit(Generic[W]):
     _waiting: list[tuple[int, W]] = field(default_factory=list)
     _claims: list[W] = field(default_factory=list)
 
-    def ask(self, target: int, waiter: W) -> Step:
+    def ask(self, target: int, waiter: W) -> CommitStep:
         """What a caller whose reply depends on ``target`` does now; ``waiter`` is remembered
         only when told to ``WAIT``, until an ``end`` releases it."""
         if target <= self.durable:
-            return Step.DONE
+            return CommitStep.DONE
         if self.in_flight:
             self._waiting.append((target, waiter))
-            return Step.WAIT
+            return CommitStep.WAIT
         self.in_flight = True
-        return Step.LEAD
+        return CommitStep.LEAD
 
     def claim(self, waiter: W | None = None) -> bool:
         """Take the commit slot whatever is durable (True), or be handed it by the end of the

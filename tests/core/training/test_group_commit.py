@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from flexjob.core.training.group_commit import GroupCommit, Step
+from flexjob.core.training.group_commit import CommitStep, GroupCommit
 
 EVENTS = ("call", "ok", "fail", "claim")
 
@@ -45,9 +45,9 @@ class Model:
 
     def ask(self, caller: int) -> None:
         step = self.group.ask(self.targets[caller], caller)
-        if step is Step.DONE:
+        if step is CommitStep.DONE:
             self.answer(caller)
-        elif step is Step.LEAD:
+        elif step is CommitStep.LEAD:
             self.start(caller)
         else:
             self.waiting_since.setdefault(caller, self.ends)
@@ -132,20 +132,20 @@ def test_callers_arriving_during_a_commit_all_ride_the_next_one() -> None:
 
 def test_one_commit_answers_every_caller_that_waited_for_it() -> None:
     group: GroupCommit[str] = GroupCommit()
-    assert group.ask(1, "a") is Step.LEAD  # no commit in flight: a writes line 1 (and more)
-    assert [group.ask(t, w) for t, w in ((2, "b"), (3, "c"), (4, "d"))] == [Step.WAIT] * 3
+    assert group.ask(1, "a") is CommitStep.LEAD  # no commit in flight: a writes line 1 (and more)
+    assert [group.ask(t, w) for t, w in ((2, "b"), (3, "c"), (4, "d"))] == [CommitStep.WAIT] * 3
     first = group.end(1)  # a's commit wrote line 1 only: b leads the next, for c and d too
     assert (first.done, first.failed, first.leader) == ([], [], "b")
     second = group.end(4)
     assert (second.done, second.leader) == (["c", "d"], None)
     assert group.durable == 4 and not group.in_flight
-    assert group.ask(4, "e") is Step.DONE  # already durable: answers at once
+    assert group.ask(4, "e") is CommitStep.DONE  # already durable: answers at once
 
 
 def test_a_claim_takes_the_slot_before_the_next_waiter() -> None:
     group: GroupCommit[str] = GroupCommit()
-    assert group.ask(1, "a") is Step.LEAD
-    assert group.ask(2, "b") is Step.WAIT
+    assert group.ask(1, "a") is CommitStep.LEAD
+    assert group.ask(2, "b") is CommitStep.WAIT
     assert group.claim("rotation") is False
     assert group.claim() is False  # without a waiter: not remembered
     ended = group.end(1)
