@@ -73,7 +73,8 @@ class Persistence:
         self._saved = 0  # changes covered by the state file; guarded by _snapshot_lock
         # Journal lines written (durable with fsync): who writes them, who waits; guarded by
         # _commits. The commit in flight holds the journal (its writes, its rotation).
-        self._group: GroupCommit[_Turn] = GroupCommit()
+        # The slot is not held for a woken thread: one arriving first leads (hand_over off).
+        self._group: GroupCommit[_Turn] = GroupCommit(hand_over=False)
         self._commits = threading.Lock()
         self._snapshot_lock = threading.Lock()  # one snapshot at a time, rotation to drop
         self._compact_due = False  # snapshot_every lines journaled: a snapshot, no hurry
@@ -173,7 +174,7 @@ class Persistence:
             with self._commits:
                 step = self._group.ask(target, turn)
             if step is CommitStep.WAIT:
-                step = turn.wait()  # DONE, LEAD, or WAIT again: that commit failed
+                step = turn.wait()  # DONE, LEAD, or WAIT: ask again
             if step is CommitStep.DONE:
                 return
             if step is CommitStep.LEAD:
@@ -210,12 +211,12 @@ class Persistence:
         finally:
             with self._commits:
                 ended = self._group.end(durable)
+            if ended.leader is not None:  # first: the next commit waits for it
+                ended.leader.wake(CommitStep.LEAD if ended.holds_slot else CommitStep.WAIT)
             for turn in ended.done:
                 turn.wake(CommitStep.DONE)
             for turn in ended.failed:  # they ask again: one leads the next try
                 turn.wake(CommitStep.WAIT)
-            if ended.leader is not None:
-                ended.leader.wake(CommitStep.LEAD)
         return changes, text
 
     def _save_snapshot(self, changes: int) -> None:

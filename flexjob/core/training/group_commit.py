@@ -6,9 +6,13 @@ reply depends on: every line queued before it answers (its own, and any change i
 seen). ``durable`` is how far the log is known to be on disk. One commit is in flight at a
 time and writes every line queued when it starts (so at least its leader's target); the
 callers that arrive meanwhile wait, and when it ends, the ones it covered are released and one
-of the others leads the next commit, which writes all of theirs. So concurrent callers share
-syncs, each waiter is woken once, and none answers before a commit covering its target ended.
-A claim (a journal rotation) takes the slot whatever is durable, before the next waiter.
+of the others is to lead the next commit, which writes all of theirs. So concurrent callers
+share syncs, each waiter is woken about once, and none answers before a commit covering its
+target ended. With ``hand_over`` that one holds the slot at once (an event loop starts its
+commit in the same callback); without, the slot is free and it asks again when it runs (a
+thread that must first be scheduled: a caller that arrives before it leads instead, and its
+commit covers the woken one's lines too). A claim (a journal rotation) is handed the slot,
+before any waiter.
 
 No I/O and no clock: ``master.persistence`` drives it with one lock per waiting thread, and
 ``rpc.aio_server`` with futures on its event loop.
@@ -34,16 +38,19 @@ class CommitStep(Enum):
 class Ended(Generic[W]):
     """What a commit's ``end`` released: the waiters whose targets are durable (``done``:
     they answer), those a failed commit leaves uncovered (``failed``: its error is theirs, or
-    they ask again), and the one that leads the next commit at once (``leader``: a claimant
-    first, else the longest waiting; None: the slot is free)."""
+    they ask again), and the one to lead the next commit (``leader``: a claimant first, else
+    the longest waiting; None: nobody waits). ``holds_slot``: the leader holds the slot (a
+    claimant, or with ``hand_over``); else it asks again."""
 
     done: list[W]
     failed: list[W]
     leader: W | None
+    holds_slot: bool = False
 
 
 @dataclass
 class GroupCommit(Generic[W]):
+    hand_over: bool = True
     durable: int = 0
     in_flight: bool = False
     _waiting: list[tuple[int, W]] = field(default_factory=list)
@@ -83,12 +90,12 @@ class GroupCommit(Generic[W]):
         failed = [w for _, w in left] if durable is None else []
         self._waiting = [] if durable is None else left
         leader: W | None = None
+        self.in_flight = False
         if self._claims:
-            leader = self._claims.pop(0)
-        elif self._waiting:
-            leader = self._waiting.pop(0)[1]  # its commit covers its target: not waiting
-        self.in_flight = leader is not None
-        return Ended(done, failed, leader)
+            leader, self.in_flight = self._claims.pop(0), True
+        elif self._waiting:  # not waiting now: it leads, or asks again
+            leader, self.in_flight = self._waiting.pop(0)[1], self.hand_over
+        return Ended(done, failed, leader, self.in_flight)
 
     @property
     def waiting(self) -> int:
