@@ -43,10 +43,14 @@ each ``--rpc-server`` to compare the master's two servers.
 
     PYTHONPATH=. python benchmarks/master_load.py [--agents 1000] [--procs 2] [--seconds 4]
         [--leases 1,8] [--paced-rate 1250,2000,2500] [--rpc-server aio|threads]
-        [--pin off,master,split]
+        [--pin off,master,split] [--save-rows FILE] [--baseline FILE]
+
+``--save-rows`` keeps a run's rows (e.g. ``--no-fsync``) and ``--baseline`` sets a later run's
+against them, as ratios: e.g. fsync on vs off, or a branch vs main.
 """
 
 import argparse
+import json
 import multiprocessing as mp
 import os
 import queue
@@ -61,7 +65,15 @@ from typing import Any
 
 from benchmarks.bare_servers import bare_aio_server, bare_server
 from benchmarks.cpu_layout import LAYOUTS, Cpus, on_cpus
-from benchmarks.master_load_table import Bare, Row, p99_ms, pct_ms, rows_table
+from benchmarks.master_load_table import (
+    Bare,
+    Row,
+    baseline_table,
+    p99_ms,
+    pct_ms,
+    rows_json,
+    rows_table,
+)
 from benchmarks.proc_cpu import CpuWindow, children_cpu_s, process_cpu_s
 from benchmarks.table import print_table
 from flexjob.core.training.dataset import Dataset
@@ -300,6 +312,13 @@ def _args() -> argparse.Namespace:
         "MasterConfig.cpu; clients anywhere), split (the master on one CPU, clients on the "
         "others)",
     )
+    ap.add_argument("--save-rows", default="", help="write this run's rows (JSON) to this file")
+    ap.add_argument(
+        "--baseline",
+        default="",
+        help="a --save-rows file: print this run's rates and CPU per shard as ratios to its",
+    )
+    ap.add_argument("--label", default="", help="this run's name in --save-rows / --baseline")
     return ap.parse_args()
 
 
@@ -390,6 +409,9 @@ def main() -> int:
         layouts.remove("split")
     header = ["workload", "callers", f"flexjob ({args.rpc_server})", "goal", "bare gRPC"]
     header += ["vs bare", "bare aio", "vs aio", "vs pairs"]
+    label = args.label or ("fsync off" if args.no_fsync else "fsync on")
+    saved = json.loads(Path(args.baseline).read_text()) if args.baseline else None
+    measured: dict[str, list[Row]] = {}
     with tempfile.TemporaryDirectory(prefix="flexjob-bench-") as tmp:
         rdzv_s = _rendezvous_s(args, Path(tmp))
         print(f"rendezvous completion of {args.agents} agents: {rdzv_s:.2f} s (goal < 2.00)\n")
@@ -405,6 +427,13 @@ def main() -> int:
             print(where.describe())
             print_table([header, *rows_table(args, rows, bares, where)])
             print()
+            measured[name] = rows
+            if saved is not None:
+                print(f"against the baseline {args.baseline} ({where.describe()}):")
+                print_table(baseline_table(label, rows, saved, name))
+                print()
+    if args.save_rows:
+        Path(args.save_rows).write_text(json.dumps(rows_json(label, measured)))
     print(
         f"bare gRPC (a thread pool of {args.rpc_workers}) and bare aio (grpc.aio, one event "
         f"loop): one constant reply per call from {args.procs}x{args.threads} clients; p99 "

@@ -1,9 +1,11 @@
 """What ``master_load.py`` prints: its measured rows, the bare servers' baselines and the table
-that sets one against the other (the percentiles in ms it shows)."""
+that sets one against the other (the percentiles in ms it shows); rows saved to a file
+(``--save-rows``) and a later run's rows set against them (``--baseline``: e.g. fsync off)."""
 
 import argparse
 import statistics
 from dataclasses import dataclass
+from typing import Any
 
 from benchmarks.cpu_layout import Cpus
 
@@ -77,3 +79,44 @@ def rows_table(
         table.append([f"  {where.others_label()}", clients, f"{r.others_cpu:.2f}", "-"])
         table[-1] += ["-"] * (len(bares) * 2 + 1)
     return table
+
+
+def rows_json(label: str, layouts: dict[str, list[Row]]) -> dict[str, object]:
+    """What ``--save-rows`` writes: the run's label and, per layout, each row's rate, CPU per
+    shard (us) and p99 (ms)."""
+    return {
+        "label": label,
+        "layouts": {
+            name: {
+                r.name: {"rate": r.rate, "cpu_us": r.cpu * 1e6, "p99_ms": r.p99_ms} for r in rows
+            }
+            for name, rows in layouts.items()
+        },
+    }
+
+
+def baseline_table(
+    label: str, rows: list[Row], saved: dict[str, Any], layout: str
+) -> list[list[str]]:
+    """This run's rows against the saved run's (``rows_json``) of the same layout: rate and
+    master CPU per shard (unpaced rows), each with its ratio (this run / the saved one)."""
+    base: dict[str, dict[str, float]] = saved.get("layouts", {}).get(layout, {})
+    other = str(saved.get("label", "baseline"))
+    table = [["workload", f"rate ({label})", f"rate ({other})", "ratio"]]
+    table[0] += [f"CPU us ({label})", f"CPU us ({other})", "ratio"]
+    for r in rows:
+        b = base.get(r.name)
+        if b is None:
+            continue
+        row = [r.name, f"{r.rate:,.0f}", f"{b['rate']:,.0f}", _ratio(r.rate, b["rate"])]
+        cpu = r.cpu * 1e6
+        if r.interval:
+            row += ["-", "-", "-"]
+        else:
+            row += [f"{cpu:.0f}", f"{b['cpu_us']:.0f}", _ratio(cpu, b["cpu_us"])]
+        table.append(row)
+    return table
+
+
+def _ratio(value: float, base: float) -> str:
+    return f"{value / base:.2f}" if base else "-"

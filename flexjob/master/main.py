@@ -167,7 +167,7 @@ def _listen(info: tuple[Any, ...]) -> tuple[int, int]:
 def _serve_store(config: MasterConfig, listen_fd: int, port: int) -> StoreServer:
     """The job's TCPStore server on the listening socket ``listen_fd`` (which it owns):
     flexjob's unless the installed torch's protocol differs (``master.tcp_store_check``)."""
-    server = serve_store(listen_fd, config.host, choose_store())
+    server = serve_store(listen_fd, config.host, choose_store(), config.store.first_request_timeout)
     event(log, "store_started", config.job_name, store=f"{config.public_host}:{port}")
     return server
 

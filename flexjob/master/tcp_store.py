@@ -12,7 +12,9 @@ connection is closed). Every length a client claims is bounded (``api.limits``: 
 value, the keys of one query, the bytes of the whole store) and ``ADD`` stays in torch's
 64-bit range: a request outside them, or one this server does not speak, closes that client's
 connection (logged), never raises out of the server. At most ``MAX_STORE_CLIENTS`` connections
-are served at once; one past them is closed as soon as it is accepted (logged once per burst).
+are served at once; one past them is closed as soon as it is accepted (logged once per burst),
+and one that sends no whole first request within ``first_request_timeout`` seconds
+(``core.training.master_config.StoreConfig``) is closed then, freeing its slot.
 Not for anything but torch clients on the master's own address.
 """
 
@@ -36,6 +38,7 @@ from flexjob.api.limits import (
     MAX_STORE_TOTAL_BYTES,
     MAX_STORE_VALUE_BYTES,
 )
+from flexjob.core.training.master_config import StoreConfig
 
 log = logging.getLogger(__name__)
 
@@ -135,11 +138,20 @@ def _blob(value: bytes) -> bytes:
 
 class TcpStoreServer:
     """Serves torch ``TCPStore`` clients on the listening socket ``listen_fd`` (owned from
-    here on) until ``stop()``, at most ``max_clients`` at once."""
+    here on) until ``stop()``, at most ``max_clients`` at once, each given
+    ``first_request_timeout`` seconds for its first request (None: ``StoreConfig``'s)."""
 
-    def __init__(self, listen_fd: int, max_clients: int = MAX_STORE_CLIENTS) -> None:
+    def __init__(
+        self,
+        listen_fd: int,
+        max_clients: int = MAX_STORE_CLIENTS,
+        first_request_timeout: float | None = None,
+    ) -> None:
         self._listener = socket.socket(fileno=listen_fd)
         self._max_clients = max_clients
+        if first_request_timeout is None:
+            first_request_timeout = StoreConfig().first_request_timeout
+        self._first_request_timeout = first_request_timeout
         self._turned_away = 0  # connections closed at the cap since one was last served
         self._data: dict[str, bytes] = {}
         self._bytes = 0  # of every key and value held
@@ -193,6 +205,7 @@ class TcpStoreServer:
             except OSError:
                 return  # stopped
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            conn.settimeout(self._first_request_timeout)  # cleared after its first request
             client = _Client(conn)
             with self._lock:
                 if self._stopped:
@@ -225,8 +238,15 @@ class TcpStoreServer:
 
     def _serve(self, client: _Client) -> None:
         try:
+            self._query(client, client.u8())
+            client.conn.settimeout(None)  # it spoke: from now on it may idle between requests
             while True:
                 self._query(client, client.u8())
+        except TimeoutError:
+            log.warning(
+                "store: closing a client that sent no whole first request in %gs",
+                self._first_request_timeout,
+            )
         except _Refused as exc:
             log.warning("store: closing a client that sent %s", exc)
         except (_Closed, OSError, ValueError):

@@ -183,10 +183,13 @@ def choose_store(directory: Path | None = None, check: Any = run_check) -> Store
     return choice
 
 
-def serve_store(listen_fd: int, host: str, choice: StoreChoice) -> StoreServer:
-    """The store ``choice`` names, on ``listen_fd``; logs which and why."""
+def serve_store(
+    listen_fd: int, host: str, choice: StoreChoice, first_request_timeout: float | None = None
+) -> StoreServer:
+    """The store ``choice`` names, on ``listen_fd``; logs which and why. flexjob's closes a
+    connection that sends no whole first request in ``first_request_timeout`` seconds."""
     if choice.ours:
         log.info("event=store_kind kind=flexjob why=%r", choice.why)
-        return TcpStoreServer(listen_fd)
+        return TcpStoreServer(listen_fd, first_request_timeout=first_request_timeout)
     log.warning("event=store_kind kind=torch why=%r", choice.why)
     return TorchStoreServer(listen_fd, host)

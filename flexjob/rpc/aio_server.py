@@ -4,13 +4,15 @@ The master's logic is in memory and fast, so each unary call runs the ``MasterSe
 of ``rpc.server`` (the same conversions and error codes) directly on the loop: no hand-off to a
 pool thread and no contention between handler threads for the master's lock. What a call
 changed is saved before it answers: journal lines are written on the loop when that is all
-there is (a write to the page cache), else (a snapshot due, or ``fsync``) by one writer thread
-that the call awaits while the loop serves others, so that concurrent calls share its writes
-(group commit). An agent's ``Attach`` stream and a trainer's shard stream are coroutines instead
-of held threads. With a
-token every call must carry it or a node's credential (``UNAUTHENTICATED`` otherwise) and may act
-only as the node it proved to be, as in ``rpc.server`` (``NodeGate``). Measured
-against the thread-pool server by ``benchmarks/master_load.py``. Not where master logic lives.
+there is (a write to the page cache), else by one writer thread while the loop serves others.
+With ``fsync`` the calls waiting on the loop are group-committed (``core.training.group_commit``):
+one commit is in flight on the writer thread, the calls that end meanwhile all wait for the
+next one (one ``fsync``), and each answers once a commit covering its lines ended. A snapshot
+due is taken by a ``flush`` on the writer thread that its call awaits. An agent's ``Attach``
+stream and a trainer's shard stream are coroutines instead of held threads. With a token every
+call must carry it or a node's credential (``UNAUTHENTICATED`` otherwise) and may act only as
+the node it proved to be, as in ``rpc.server`` (``NodeGate``). Measured against the thread-pool
+server by ``benchmarks/master_load.py``. Not where master logic lives.
 """
 
 import asyncio
@@ -25,6 +27,7 @@ from typing import Any, NoReturn, Protocol
 import grpc
 
 from flexjob.api.errors import UnavailableError, WireError
+from flexjob.core.training.group_commit import CommitStep, GroupCommit
 from flexjob.rpc.auth import AUTHORIZATION, JobCredentials, check_job_bind
 from flexjob.rpc.gen import master_control_pb2 as ctl_pb
 from flexjob.rpc.gen import master_control_pb2_grpc as ctl_grpc
@@ -56,7 +59,71 @@ class Saves(Protocol):
 
     def flush_inline(self) -> bool: ...
 
-    def flush(self) -> None: ...
+    def flush(self, lines: int | None = None) -> None: ...
+
+    def mark(self) -> int: ...
+
+    def commit(self) -> int: ...
+
+    def snapshot_due(self) -> bool: ...
+
+    def check_held(self) -> None: ...
+
+
+class _LoopCommits:
+    """Saves on the loop what its calls changed, before each answers: journal lines only,
+    group-committed (one ``commit`` in flight on the writer thread for every call waiting), or
+    a ``flush`` on the writer thread when a snapshot is due. Loop thread only."""
+
+    def __init__(self, saves: Saves, writer: futures.ThreadPoolExecutor) -> None:
+        self._saves = saves
+        self._writer = writer
+        self._group: GroupCommit[asyncio.Future[None]] = GroupCommit()
+
+    async def save(self) -> None:
+        """Return once what the calls so far changed is saved (``UnavailableError``: fenced)."""
+        if self._saves.flush_inline():
+            return
+        loop = asyncio.get_running_loop()
+        target = self._saves.mark()
+        if self._saves.snapshot_due():
+            await loop.run_in_executor(self._writer, self._saves.flush, target)
+            return
+        self._saves.check_held()  # a fenced master acknowledges nothing, written or not
+        waiter = loop.create_future()
+        step = self._group.ask(target, waiter)
+        if step is CommitStep.DONE:
+            return
+        if step is CommitStep.LEAD:
+            self._start(loop, waiter)
+        await waiter
+
+    def _start(self, loop: asyncio.AbstractEventLoop, leader: "asyncio.Future[None]") -> None:
+        """One commit on the writer thread; its end answers ``leader`` and the waiters."""
+        done = loop.run_in_executor(self._writer, self._saves.commit)
+        done.add_done_callback(lambda d: self._ended(loop, leader, d))
+
+    def _ended(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        leader: "asyncio.Future[None]",
+        done: "asyncio.Future[int]",
+    ) -> None:
+        error: BaseException | None
+        if done.cancelled():  # the writer shut down: nothing more is written
+            error = UnavailableError("the master is stopping: nothing more is saved")
+        else:
+            error = done.exception()
+        ended = self._group.end(None if error else done.result())
+        for waiter in ended.done if error else [leader, *ended.done]:
+            if not waiter.done():
+                waiter.set_result(None)
+        if error is not None:
+            for waiter in [leader, *ended.failed]:
+                if not waiter.done():
+                    waiter.set_exception(error)
+        if ended.leader is not None:
+            self._start(loop, ended.leader)
 
 
 class _Aborted(WireError):
@@ -117,7 +184,7 @@ class _Servicer:
     ) -> None:
         self._b = backend
         self._gate = gate
-        self._saves = saves
+        self._saves = _LoopCommits(saves, writer)
         self._writer = writer
         self._on_call = on_call
         self._streams = streams
@@ -151,9 +218,7 @@ class _Servicer:
             aborted = exc
         finally:  # even after a failure: what it changed is written before it answers
             try:
-                if not self._saves.flush_inline():
-                    loop = asyncio.get_running_loop()
-                    await loop.run_in_executor(self._writer, self._saves.flush)
+                await self._saves.save()
             except UnavailableError as exc:  # a fenced master: nothing is acknowledged
                 aborted = _Aborted(grpc.StatusCode.UNAVAILABLE, str(exc))
             if self._on_call is not None:

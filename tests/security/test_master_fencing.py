@@ -2,7 +2,9 @@
 job directory refuses to start naming the holder, a master whose lock was taken from it writes
 nothing more, journal lines of an older master generation are not replayed, renames are
 fsynced with their directory, and a master SIGKILLed at random points of a report storm, many
-times, restores exactly the reports it acknowledged. Real master processes on 127.0.0.1."""
+times, restores exactly the reports it acknowledged and every hand-out it acknowledged (the
+shard still held by its node, unless a report of it was in flight). Real master processes on
+127.0.0.1."""
 
 import json
 import os
@@ -134,17 +136,20 @@ def test_a_rename_and_a_new_journal_are_fsynced_with_their_directory(
 
 @dataclass
 class Ledger:
-    """What the storm's clients were told: the reports acknowledged, and per client the
-    reports of the call in flight (sent, not answered yet)."""
+    """What the storm's clients were told: the reports acknowledged, per client the shards
+    handed out to it (acknowledged) and not reported yet, and per client the reports of the
+    call in flight (sent, not answered yet)."""
 
     acked: set[int] = field(default_factory=set)
+    held: dict[str, list[int]] = field(default_factory=dict)
     in_flight: dict[str, list[int]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def read(self) -> tuple[set[int], set[int]]:
+    def read(self) -> tuple[set[int], dict[str, list[int]], set[int]]:
         with self.lock:
-            return set(self.acked), {s for ids in self.in_flight.values() for s in ids}
+            in_flight = {s for ids in self.in_flight.values() for s in ids}
+            return set(self.acked), dict(self.held), in_flight
 
 
 def _storm(address: str, worker: str, stop: threading.Event, ledger: Ledger) -> None:
@@ -159,10 +164,14 @@ def _storm(address: str, worker: str, stop: threading.Event, ledger: Ledger) -> 
                 with ledger.lock:
                     ledger.in_flight[worker] = done
                 lease = c.lease_shards(1, done=done)
-                with ledger.lock:
-                    ledger.acked.update(s for s, ok in zip(done, lease.accepted, strict=True) if ok)
-                    ledger.in_flight[worker] = []
                 done = [s.shard_id for s in lease.shards]
+                with ledger.lock:
+                    reported = ledger.in_flight[worker]
+                    ledger.acked.update(
+                        s for s, ok in zip(reported, lease.accepted, strict=True) if ok
+                    )
+                    ledger.held[worker] = done
+                    ledger.in_flight[worker] = []
     except Exception as exc:  # asserted in the test's thread
         ledger.errors.append(f"{worker}: {exc}")
 
@@ -171,17 +180,23 @@ def _reached(ledger: Ledger, floor: int) -> bool:
     return len(ledger.acked) >= floor or bool(ledger.errors)
 
 
-def _restored_done(config: MasterConfig) -> set[int]:
-    """The shards a master restoring ``config``'s state counts as done (a restart: it
-    restores snapshot and journal, and saves one snapshot of the result)."""
+def _restored(config: MasterConfig) -> tuple[set[int], dict[int, str]]:
+    """The shards a master restoring ``config``'s state counts as done, and those it has
+    handed out (to whom) (a restart: it restores snapshot and journal, and saves one
+    snapshot of the result)."""
     MasterService(config).close()
     saved = json.loads(Path(config.state_path or "").read_text())["shards"][""]
     mgr = ShardManager(config.datasets[0].splitter())
     mgr.restore(saved)
-    return {s for s in range(mgr.shards_per_epoch) if mgr.state_of(s) is ShardState.DONE}
+    done = {s for s in range(mgr.shards_per_epoch) if mgr.state_of(s) is ShardState.DONE}
+    return done, mgr.doing()
 
 
-def test_every_acknowledged_report_survives_repeated_sigkills_of_the_master(
+def _restored_done(config: MasterConfig) -> set[int]:
+    return _restored(config)[0]
+
+
+def test_every_acknowledged_report_and_hand_out_survives_repeated_sigkills_of_the_master(
     tmp_path: Path,
 ) -> None:
     config = master_config(
@@ -204,7 +219,8 @@ def test_every_acknowledged_report_survives_repeated_sigkills_of_the_master(
     for t in storm:
         t.start()
     started = time.monotonic()
-    kills: list[tuple[int, int, int]] = []  # acknowledged, restored, in flight at each kill
+    # acknowledged, restored, in flight, hand-outs held at each kill
+    kills: list[tuple[int, int, int, int]] = []
     try:
         for _ in range(KILLS):
             floor = len(ledger.acked) + rng.randint(5, 150)
@@ -212,11 +228,20 @@ def test_every_acknowledged_report_survives_repeated_sigkills_of_the_master(
             time.sleep(rng.uniform(0, 0.02))  # a random point of the storm, not a check
             master.kill()
             master.join()
-            acked, in_flight = ledger.read()
-            restored = _restored_done(config)
+            acked, held, in_flight = ledger.read()
+            restored, doing = _restored(config)
             # Every acknowledged report is there; besides them only reports still in flight.
             assert acked <= restored <= acked | in_flight, (len(acked), len(restored))
-            kills.append((len(acked), len(restored), len(in_flight)))
+            # Every acknowledged hand-out is still its node's, or done by a report in flight.
+            lost = {
+                (worker, s)
+                for worker, ids in held.items()
+                for s in ids
+                if doing.get(s) != worker and not (s in restored and s in in_flight)
+            }
+            assert not lost, lost
+            handed_out = sum(len(ids) for ids in held.values())
+            kills.append((len(acked), len(restored), len(in_flight), handed_out))
             master = start_master_process(config)
     finally:
         stop.set()
@@ -227,5 +252,8 @@ def test_every_acknowledged_report_survives_repeated_sigkills_of_the_master(
     assert not ledger.errors
     assert len(kills) == KILLS
     assert _restored_done(config) == ledger.acked  # the calls in flight were answered since
-    print(f"kills (acknowledged, restored, in flight): {kills}; at the end {len(ledger.acked)}")
+    print(
+        f"kills (acknowledged, restored, in flight, hand-outs held): {kills}; at the end "
+        f"{len(ledger.acked)}"
+    )
     assert time.monotonic() - started < 90

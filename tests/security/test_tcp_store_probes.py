@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from flexjob.core.training.master_config import MasterConfig, StoreConfig
 from flexjob.master.tcp_store import VALIDATION_MAGIC, Query, TcpStoreServer
 from tests.support.polling import wait_until
 
@@ -174,3 +175,53 @@ def test_connections_past_the_cap_are_closed_and_those_served_keep_working(
         for c in held:
             c.close()
         server.stop()
+
+
+def _closed(sock: socket.socket) -> bool:
+    """Whether the server closed ``sock`` (its reads end, or reset) within its timeout."""
+    try:
+        while sock.recv(4096):
+            pass
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+    return True
+
+
+def test_a_silent_or_half_sent_first_request_is_closed_and_frees_its_slot(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    escaped: list[object] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: escaped.append(args.exc_value))
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    server = TcpStoreServer(listener.detach(), max_clients=3, first_request_timeout=0.5)
+    normal = StoreClient(server.port)
+    hostile: list[socket.socket] = []
+    try:
+        normal.set("/k", b"v")
+        assert normal.num_keys() == 1
+        silent = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        half = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        hostile += [silent, half]
+        half.sendall(q(Query.VALIDATE) + struct.pack("<I", VALIDATION_MAGIC)[:2])
+        assert _closed(silent), "a connection that sends nothing is held open"
+        assert _closed(half), "a connection that sends half a request is held open"
+        # Their slots are free again: the cap (3) serves new clients once more.
+        wait_until(lambda: _served(server.port), timeout=30, what="the freed slots to serve")
+        # The client that spoke first idled past the timeout too, and is served on.
+        assert normal.get("/k") == b"v" and normal.num_keys() == 1
+        assert escaped == []
+    finally:
+        for sock in hostile:
+            sock.close()
+        normal.close()
+        server.stop()
+
+
+def test_the_first_request_timeout_is_a_master_setting_with_a_bound() -> None:
+    assert MasterConfig().store.first_request_timeout == StoreConfig().first_request_timeout
+    with pytest.raises(ValueError, match="first_request_timeout must be > 0 seconds, got 0"):
+        MasterConfig().with_overrides(store__first_request_timeout=0)

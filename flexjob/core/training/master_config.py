@@ -104,6 +104,22 @@ class PersistenceConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class StoreConfig:
+    """The job's TCPStore server (``master.tcp_store``)."""
+
+    #: Seconds a new connection may take to send its first whole request (torch's clients
+    #: send theirs, ``VALIDATE``, as they connect); one that sends nothing, or part of one, is
+    #: closed then and frees its slot. Only the first: a client may idle between requests.
+    first_request_timeout: float = 10.0
+
+    def __post_init__(self) -> None:
+        if self.first_request_timeout <= 0:
+            raise ValueError(
+                f"store first_request_timeout must be > 0 seconds, got {self.first_request_timeout}"
+            )
+
+
+@dataclass(frozen=True, slots=True)
 class RpcConfig:
     """The master's gRPC server."""
 
@@ -191,6 +207,7 @@ class MasterConfig:
     slow_nodes: StragglerConfig = field(default_factory=StragglerConfig)
     persistence: PersistenceConfig = field(default_factory=PersistenceConfig)
     rpc: RpcConfig = field(default_factory=RpcConfig)
+    store: StoreConfig = field(default_factory=StoreConfig)
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
     ps: PsSetConfig = field(default_factory=PsSetConfig)
 
