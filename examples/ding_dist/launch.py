@@ -16,6 +16,9 @@ launcher, without flexjob, in docs/di-engine.md):
   so with the configs' ``./<exp_name>/data`` its first sample fails (``Parent directory
   ./<exp_name>/data does not exist``) in the same thread. Every role here creates
   ``path_data`` and ``path_policy`` with their parents first.
+* Once an evaluation reaches the stop value the coordinator closes and ``dist_launch_coordinator``
+  returns, but its process does not end (a non-daemon thread waits on a collector task that
+  never ends): here the coordinator exits 0 then, so the job Succeeds.
 
   python launch.py config OUT.pkl [--source CFG.py] [--stop-value V]   # the k8s-platform config
   python launch.py coordinator|learner|collector OUT.pkl
@@ -80,6 +83,11 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.role == "coordinator":  # its port from COORDINATOR_PORT
         dist_entry.dist_launch_coordinator(filename, args.seed, None, True, enable_total_log=True)
+        # It returns once converged, but the process would not end: its collector-task thread
+        # waits on a task its closed interaction never ends (and tensorboardX's writer thread).
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     elif args.role == "learner":  # its port from LEARNER_PORT
         dist_entry.dist_launch_learner(filename, args.seed, None, "learner")
     else:  # its port from COLLECTOR_PORT
