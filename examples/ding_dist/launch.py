@@ -19,6 +19,8 @@ launcher, without flexjob, in docs/di-engine.md):
 * Once an evaluation reaches the stop value the coordinator closes and ``dist_launch_coordinator``
   returns, but its process does not end (a non-daemon thread waits on a collector task that
   never ends): here the coordinator exits 0 then, so the job Succeeds.
+* The coordinator's shutdown flag is overwritten by the next collector task that ends after
+  the converging evaluation, so it may never close: here the flag, once set, stays set.
 
   python launch.py config OUT.pkl [--source CFG.py] [--stop-value V]   # the k8s-platform config
   python launch.py coordinator|learner|collector OUT.pkl
@@ -66,6 +68,22 @@ def make_paths(config: Any) -> None:
                 os.makedirs(path, exist_ok=True)
 
 
+def sticky_shutdown() -> None:
+    """DI's coordinator sets its shutdown flag to what each ended collector task says, so a
+    task ending after the converging evaluation clears it and the coordinator never closes:
+    once set, it stays set here."""
+    from ding.worker.coordinator.coordinator import Coordinator
+
+    finish = Coordinator.deal_with_collector_finish_task
+
+    def sticky(self: Any, task_id: str, finished_task: dict) -> None:
+        converged = self._system_shutdown_flag
+        finish(self, task_id, finished_task)
+        self._system_shutdown_flag = converged or self._system_shutdown_flag
+
+    Coordinator.deal_with_collector_finish_task = sticky
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("role", choices=ROLES)
@@ -82,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     from ding.entry import dist_entry
 
     if args.role == "coordinator":  # its port from COORDINATOR_PORT
+        sticky_shutdown()
         dist_entry.dist_launch_coordinator(filename, args.seed, None, True, enable_total_log=True)
         # It returns once converged, but the process would not end: its collector-task thread
         # waits on a task its closed interaction never ends (and tensorboardX's writer thread).
