@@ -67,6 +67,13 @@ class RpcSettings(ApiModel):
     shard_streams: CountOrOff | None = None
 
 
+class StoreSettings(ApiModel):
+    """The job's TCPStore server: ``firstRequestTimeout``, seconds a new connection may take
+    to send its first whole request before it is closed."""
+
+    first_request_timeout: Seconds | None = None
+
+
 class OptimizerSettings(ApiModel):
     """``interval``: seconds between two resource plans."""
 
@@ -88,5 +95,6 @@ class MasterSettingsSpec(ApiModel):
     shards: ShardSettings | None = None
     persistence: PersistenceSettings | None = None
     rpc: RpcSettings | None = None
+    store: StoreSettings | None = None
     optimizer: OptimizerSettings | None = None
     ps: PsSettings | None = None
