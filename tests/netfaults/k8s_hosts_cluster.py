@@ -10,7 +10,7 @@ from typing import Any
 
 import kmock
 
-from tests.e2e.k8s_cluster import IMAGE, STATE_CLAIM, Cluster, OperatorThread
+from tests.e2e.k8s_cluster import IMAGE, Cluster, OperatorThread
 from tests.support.hosts import Host, HostNet
 from tests.support.k8s_emulator import K8sEmulator
 from tests.support.k8s_fixtures import (
@@ -32,9 +32,11 @@ def host_of(c: Cluster, net: HostNet, pod: str) -> Host:
 
 @contextlib.asynccontextmanager
 async def host_cluster(root: Path, net: HostNet, **operator_options: Any) -> AsyncIterator[Cluster]:
-    """The cluster over ``net``'s hosts; the kubelets' logs under ``root/kubelet``, masters'
-    state under ``root/masters``. ``Cluster.kubelet`` is the first host's (the scheduler)."""
-    log_dir, state_root = root / "kubelet", root / "masters"
+    """The cluster over ``net``'s hosts; the kubelets' logs under ``root/kubelet``, and their
+    volumes (each master's own state claim, as the default install makes) under
+    ``root/kubelet/volumes``, one directory of this machine every host sees.
+    ``Cluster.kubelet`` is the first host's (the scheduler)."""
+    log_dir = root / "kubelet"
     async with (
         K8sEmulator() as emulator,
         kmock.Server(emulator),
@@ -51,14 +53,9 @@ async def host_cluster(root: Path, net: HostNet, **operator_options: Any) -> Asy
                 log_dir=log_dir,
             )  # fmt: skip
             running.append(await kubelets.enter_async_context(kubelet))
-        options = {
-            "job_master_image": IMAGE,
-            "job_master_state_claim": STATE_CLAIM,
-            "job_master_state_root": str(state_root),
-            **operator_options,
-        }
+        options: dict[str, Any] = {"job_master_image": IMAGE, **operator_options}
         thread = OperatorThread(emulator, options)
-        c = Cluster(emulator, running[0], await thread.start(), state_root, options, thread)
+        c = Cluster(emulator, running[0], await thread.start(), options, thread)
         try:
             yield c
         finally:
