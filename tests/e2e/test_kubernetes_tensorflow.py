@@ -6,7 +6,6 @@ goal of ``tests/e2e/test_tensorflow_ps.py``, and the job survives its ps pod SIG
 the first epoch (relaunched behind the same Service; the chief fails on it, is relaunched and
 restores its checkpoint)."""
 
-import importlib.util
 import json
 import os
 import time
@@ -18,19 +17,12 @@ import pytest
 from flexjob.api import names
 from flexjob.platform.ports import free_port
 from tests.e2e.k8s_cluster import cluster
-from tests.e2e.test_tensorflow_ps import SCRIPT, final_loss, tf_config
+from tests.e2e.test_tensorflow_ps import SCRIPT, TENSORFLOW_JOB, final_loss, tf_config
 from tests.support.k8s_emulator import wait_for
 from tests.support.k8s_fixtures import REPO
 from tests.support.manifests import manifest
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.timeout(420),
-    pytest.mark.skipif(
-        importlib.util.find_spec("tensorflow") is None,
-        reason="tensorflow is not installed (the `test` extra installs tensorflow-cpu)",
-    ),
-]
+pytestmark = TENSORFLOW_JOB
 NAME = "tf-k8s"
 TYPES = ("chief", "worker", "ps")
 

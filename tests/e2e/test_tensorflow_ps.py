@@ -29,7 +29,8 @@ from tests.support.local_jobs import run_flexjob
 from tests.support.manifests import manifest
 from tests.support.polling import wait_until
 
-pytestmark = [
+#: The marks of a TensorFlow job test (``test_kubernetes_tensorflow.py`` too).
+TENSORFLOW_JOB = [
     pytest.mark.e2e,
     pytest.mark.timeout(420),
     pytest.mark.skipif(
@@ -37,6 +38,7 @@ pytestmark = [
         reason="tensorflow is not installed (the `test` extra installs tensorflow-cpu)",
     ),
 ]
+pytestmark = TENSORFLOW_JOB
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = "tests/e2e/scripts/tf_ps_train.py"
 FINAL = re.compile(r"final loss=([0-9.e+-]+) w=([0-9.-]+) b=([0-9.-]+)")

@@ -21,10 +21,8 @@ from flexjob.api import (
     ElasticJob,
     ElasticJobStatus,
     JobPhase,
-    PodTemplateSpec,
     ReplicaPhase,
     ReplicaType,
-    ResourceSpec,
     ScalePlan,
     ScalePlanPhase,
 )
@@ -54,6 +52,7 @@ from flexjob.core.operator.job_master import (
 )
 from flexjob.core.operator.replica_messages import created_message, failure_message
 from flexjob.core.operator.replica_plan import (
+    SharedTemplates,
     desired_counts,
     fold_plan,
     follow_spec,
@@ -61,7 +60,6 @@ from flexjob.core.operator.replica_plan import (
     replica_types,
     service_port,
     service_request,
-    type_template,
 )
 from flexjob.core.operator.replica_resources import (
     UnknownReplicaError,
@@ -420,7 +418,7 @@ class _Round:
         free = (i for i in count() if i not in occupied)
         created: list[str] = []
         # made once per resources and task
-        shared: list[tuple[ResourceSpec | None, str | None, PodTemplateSpec]] = []
+        shared = SharedTemplates(self.job, rtype)
         spec = self.job.spec.replica_specs[rtype]
         peers = job_peers(self.job, desired_counts(self.job, self.status), self.services)
         for index, _ in zip(free, range(missing), strict=False):
@@ -440,11 +438,7 @@ class _Round:
                 continue  # TF_CONFIG lists the whole cluster: every member's service first
             node = allocation[index] if index < len(allocation) and allocation[index] else None
             resources = replica_resources(self.status, rtype, index)
-            task = task_name(spec, index)
-            template = next((t for r, n, t in shared if r == resources and n == task), None)
-            if template is None:
-                template = type_template(self.job, rtype, resources, index)
-                shared.append((resources, task, template))
+            template = shared.get(resources, task_name(spec, index), index)
             request = render_replica(
                 self.job,
                 rtype,

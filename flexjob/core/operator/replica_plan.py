@@ -338,6 +338,25 @@ def _merge_env(container: Container, extra: Mapping[str, str]) -> None:
     container.env = kept + [EnvVar(name=k, value=v) for k, v in extra.items()]
 
 
+class SharedTemplates:
+    """``type_template`` once per (resources, task) of one replica type in one pass: a pass
+    rendering many replicas of a type makes each shared template once (a deep copy is most of
+    the cost), and hands it to ``render_replica(shared=...)``."""
+
+    def __init__(self, job: ElasticJob, rtype: ReplicaType) -> None:
+        self.job, self.rtype = job, rtype
+        self._made: list[tuple[ResourceSpec | None, str | None, PodTemplateSpec]] = []
+
+    def get(self, resources: ResourceSpec | None, task: str | None, index: int) -> PodTemplateSpec:
+        """The template of replica ``index`` (with ``resources``, in ``task``)."""
+        for made_resources, made_task, template in self._made:
+            if made_resources == resources and made_task == task:
+                return template
+        template = type_template(self.job, self.rtype, resources, index)
+        self._made.append((resources, task, template))
+        return template
+
+
 def type_template(
     job: ElasticJob, rtype: ReplicaType, resources: ResourceSpec | None = None, index: int = 0
 ) -> PodTemplateSpec:
