@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from flexjob.core.training.master_config import MasterConfig, StoreConfig
-from flexjob.master.tcp_store import VALIDATION_MAGIC, Query, TcpStoreServer
+from flexjob.master.tcp_store import MAX_STORE_CLIENTS, VALIDATION_MAGIC, Query, TcpStoreServer
 from tests.support.polling import wait_until
 
 U64_MAX = 2**64 - 1
@@ -74,14 +74,24 @@ class StoreClient:
         self.sock.close()
 
 
-@pytest.fixture
-def store(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[TcpStoreServer, list[object]]]:
+def serve(
+    monkeypatch: pytest.MonkeyPatch,
+    max_clients: int = MAX_STORE_CLIENTS,
+    first_request_timeout: float | None = None,
+) -> tuple[TcpStoreServer, list[object]]:
+    """A server on a free local port, and the exceptions that escape its threads."""
     escaped: list[object] = []
     monkeypatch.setattr(threading, "excepthook", lambda args: escaped.append(args.exc_value))
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen()
-    server = TcpStoreServer(listener.detach())
+    server = TcpStoreServer(listener.detach(), max_clients, first_request_timeout)
+    return server, escaped
+
+
+@pytest.fixture
+def store(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[TcpStoreServer, list[object]]]:
+    server, escaped = serve(monkeypatch)
     seed = StoreClient(server.port)
     seed.set("/world/rank_0", b"127.0.0.1:29500")
     seed.set("/world/count", b"7")
@@ -153,12 +163,7 @@ def _served(port: int) -> bool:
 def test_connections_past_the_cap_are_closed_and_those_served_keep_working(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    escaped: list[object] = []
-    monkeypatch.setattr(threading, "excepthook", lambda args: escaped.append(args.exc_value))
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen()
-    server = TcpStoreServer(listener.detach(), max_clients=4)
+    server, escaped = serve(monkeypatch, max_clients=4)
     held = [StoreClient(server.port) for _ in range(4)]
     try:
         held[0].set("/k", b"v")
@@ -192,12 +197,7 @@ def _closed(sock: socket.socket) -> bool:
 def test_a_silent_or_half_sent_first_request_is_closed_and_frees_its_slot(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    escaped: list[object] = []
-    monkeypatch.setattr(threading, "excepthook", lambda args: escaped.append(args.exc_value))
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen()
-    server = TcpStoreServer(listener.detach(), max_clients=3, first_request_timeout=0.5)
+    server, escaped = serve(monkeypatch, max_clients=3, first_request_timeout=0.5)
     normal = StoreClient(server.port)
     hostile: list[socket.socket] = []
     try:
