@@ -12,8 +12,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from flexjob.api.limits import MAX_STORE_CLIENTS
 from flexjob.core.training.master_config import MasterConfig, StoreConfig
-from flexjob.master.tcp_store import MAX_STORE_CLIENTS, VALIDATION_MAGIC, Query, TcpStoreServer
+from flexjob.master.tcp_store import VALIDATION_MAGIC, Query, TcpStoreServer
 from tests.support.polling import wait_until
 
 U64_MAX = 2**64 - 1
@@ -61,14 +62,7 @@ class StoreClient:
 
     def closed_by_server(self) -> bool:
         """Whether the server closed this connection (reads end, or reset)."""
-        try:
-            while self.sock.recv(4096):
-                pass
-        except ConnectionResetError:
-            return True
-        except TimeoutError:
-            return False
-        return True
+        return _closed(self.sock)
 
     def close(self) -> None:
         self.sock.close()
